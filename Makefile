@@ -1,0 +1,95 @@
+# moat -- top-level build.  Each program folder has a module.mk that adds
+# its binary, objects and unit tests; this file holds only what they share.
+
+PREFIX	?= /usr/local
+BINDIR	?= $(PREFIX)/bin
+SBINDIR	?= $(PREFIX)/sbin
+MANDIR	?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR	?= /lib/systemd/system
+DESTDIR	?=
+
+CC	?= gcc
+BUILD	?= build
+SAN	?=
+
+WARN	 = -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wpointer-arith \
+	   -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+HARDEN	 = -fstack-protector-strong -fstack-clash-protection -fcf-protection
+CFLAGS	?= -O2 -g
+override CFLAGS += -std=c17 -D_GNU_SOURCE -Ilib $(WARN) $(HARDEN) -fPIE
+LDHARDEN = -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+
+ifeq ($(SAN),1)
+override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+LDHARDEN += -fsanitize=address,undefined
+else
+override CFLAGS += -D_FORTIFY_SOURCE=2
+endif
+
+PKGS_CORE = libconfig
+pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pkglibs   = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+PROGRAMS   :=
+UNIT_TESTS :=
+INSTALL_BIN :=
+INSTALL_SBIN :=
+
+all: programs
+
+OBJ	 = $(BUILD)/obj
+LIBMOAT = $(BUILD)/libmoat.a
+include lib/module.mk
+include $(filter-out lib/module.mk,$(sort $(wildcard */module.mk)))
+include tests/unit/module.mk
+
+programs: $(PROGRAMS)
+
+# Objects live under $(OBJ)/<source path>.o so that binaries can be
+# $(BUILD)/<program> without clashing with a folder of the same name.
+# In module.mk files write e.g.  FOO_OBJS := $(FOO_SRCS:%.c=$(OBJ)/%.o)
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -MMD -MP -c -o $@ $<
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+# --- the README's two commands and friends -------------------------------
+
+deps:
+	@bash tests/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(UNIT_TESTS)
+	@bash tests/run.sh $(UNIT_TESTS)
+
+unit: $(UNIT_TESTS)
+	@bash tests/run.sh --unit-only $(UNIT_TESTS)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 unit
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/demo.sh
+
+fuzz:
+	@$(MAKE) --no-print-directory -f fuzz/fuzz.mk
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/moat/sandboxes.d \
+	    $(DESTDIR)$(SYSCONFDIR)/moat/secrets
+	$(if $(INSTALL_SBIN),install -m 0755 $(INSTALL_SBIN) $(DESTDIR)$(SBINDIR)/)
+	$(if $(INSTALL_BIN),install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/)
+	for m in docs/*.8; do [ -e "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; true
+	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
+	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
+	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+.PHONY: all programs deps check unit asan demo fuzz install clean

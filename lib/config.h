@@ -1,0 +1,127 @@
+/*
+ * config.h -- the moat configuration model.
+ *
+ * config_load() reads moat.conf and the sandboxes.d/NAME.conf beside it with
+ * libconfig, validates everything, and yields one plain struct.  Errors
+ * are collected as "file:line: what was expected" strings; a config with
+ * any error yields no struct at all, so nothing can be half-applied.
+ */
+#ifndef MOAT_CONFIG_H
+#define MOAT_CONFIG_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ranges.h"
+
+#define MOAT_CONF_DEFAULT	"/etc/moat/moat.conf"
+#define MOAT_MAX_SANDBOXES	65536
+
+enum moat_egress { EGRESS_OPEN = 0, EGRESS_ALLOWLIST, EGRESS_NONE };
+
+struct moat_where {		/* where a setting came from, for messages */
+	const char	*file;	/* points into config->files[] */
+	int		 line;
+};
+
+struct moat_strlist {
+	char	**v;
+	size_t	  n;
+};
+
+struct moat_exception {
+	struct moat_prefix to;
+	int		 proto;		/* IPPROTO_TCP, IPPROTO_UDP, 0 = any */
+	uint16_t	*ports;		/* empty = every port */
+	size_t		 nports;
+	struct moat_where where;
+};
+
+struct moat_secret {
+	char		*name;
+	char		*file;		/* the value is read by gatewayd only */
+	struct moat_strlist hosts;	/* exact host names it is bound to */
+	char		*header;	/* e.g. "Authorization" */
+	char		*placeholder;
+	char		*owner;		/* optional */
+	struct moat_where where;
+};
+
+struct moat_sandbox {
+	char		*name;
+	uint8_t		 mac[6];
+	struct moat_addr address;	/* IPv4, inside gateway.network */
+	char		 tap[IFNAMSIZ];
+	enum moat_egress egress;
+	struct moat_strlist allow;	/* lower case, no trailing dot; "*.x" */
+	struct moat_strlist secrets;	/* names of config->secrets */
+	char		*owner;		/* optional */
+	bool		 inspect;
+	struct moat_strlist bypass;	/* names not intercepted when inspect */
+	struct moat_where where;
+};
+
+struct moat_gateway {
+	char		 uplink[IFNAMSIZ];
+	struct moat_prefix network;	/* IPv4 sandbox network */
+	struct moat_addr address;	/* first host address of network */
+	char		 bridge[IFNAMSIZ];
+	struct moat_addr *upstream;	/* dns.upstream */
+	size_t		 nupstream;
+	uint16_t	 proxy_port;
+	bool		 intercept;
+	struct moat_prefix *treat_as_public;
+	size_t		 ntreat_as_public;
+	struct moat_exception *exceptions;
+	size_t		 nexceptions;
+	char		*state_dir;	/* default /var/lib/moat */
+	uint16_t	 nflog_group;	/* default 77 */
+};
+
+struct moat_config {
+	char		*path;		/* main file as given */
+	char		**files;	/* every file read, for moat_where */
+	size_t		 nfiles;
+	struct moat_gateway gw;
+	struct moat_secret *secrets;
+	size_t		 nsecrets;
+	struct moat_sandbox *sandboxes;
+	size_t		 nsandboxes;
+	struct moat_rangeset *private;	/* private table minus treat_as_public */
+};
+
+struct moat_errors {
+	char	**msg;			/* "file:line: message" */
+	size_t	  n;
+};
+
+/* Load and validate.  On success returns the model and errs->n == 0; on
+ * failure returns NULL and errs holds every problem found.  sandboxes_dir
+ * may be NULL for "sandboxes.d beside path". */
+struct moat_config *config_load(const char *path, const char *sandboxes_dir,
+	    struct moat_errors *errs);
+void	config_free(struct moat_config *);
+void	config_errors_free(struct moat_errors *);
+void	config_errors_print(FILE *, const struct moat_errors *);
+
+/* Write the normalised config in libconfig syntax (one file, sandboxes
+ * inline, defaults spelled out).  Loading the output yields the same model. */
+void	config_print(FILE *, const struct moat_config *);
+/* A short summary for humans: sandboxes, modes, secrets by name only. */
+void	config_summary(FILE *, const struct moat_config *);
+
+const struct moat_sandbox *config_sandbox_by_name(const struct moat_config *,
+	    const char *);
+const struct moat_sandbox *config_sandbox_by_addr(const struct moat_config *,
+	    const struct moat_addr *);
+const struct moat_secret *config_secret_by_name(const struct moat_config *,
+	    const char *);
+const char *egress_name(enum moat_egress);
+
+/* Host-name helpers shared by the loader, dnsd and the proxy. */
+bool	hostname_valid(const char *);		/* RFC 1123, no wildcard */
+bool	hostpattern_valid(const char *);	/* name or "*.name" */
+
+#endif

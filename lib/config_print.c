@@ -1,0 +1,189 @@
+/*
+ * config_print.c -- write a loaded config back out: the normalised form
+ * (libconfig syntax, defaults spelled out, sandboxes inline) and a short
+ * human summary.  Secret values are never read here; only names, files
+ * and placeholders appear.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+
+static void
+pstr(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', fp);
+		fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+static void
+pkv(FILE *fp, const char *indent, const char *key, const char *val)
+{
+	fprintf(fp, "%s%s = ", indent, key);
+	pstr(fp, val);
+	fputs(";\n", fp);
+}
+
+static void
+plist(FILE *fp, const char *indent, const char *key,
+    const struct moat_strlist *l)
+{
+	size_t i;
+
+	fprintf(fp, "%s%s = [", indent, key);
+	for (i = 0; i < l->n; i++) {
+		fputs(i ? ", " : " ", fp);
+		pstr(fp, l->v[i]);
+	}
+	fputs(l->n ? " ];\n" : " ];\n", fp);
+}
+
+static void
+pprefixes(FILE *fp, const char *indent, const char *key,
+    const struct moat_prefix *p, size_t n)
+{
+	char buf[64];
+	size_t i;
+
+	fprintf(fp, "%s%s = [", indent, key);
+	for (i = 0; i < n; i++) {
+		fputs(i ? ", " : " ", fp);
+		pstr(fp, prefix_fmt(&p[i], buf, sizeof(buf)));
+	}
+	fputs(" ];\n", fp);
+}
+
+static const char *
+proto_name(int proto)
+{
+	return proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp" :
+	    "any";
+}
+
+static void
+print_gateway(FILE *fp, const struct moat_gateway *gw)
+{
+	char buf[64];
+	size_t i, j;
+
+	fputs("gateway: {\n", fp);
+	pkv(fp, "  ", "uplink", gw->uplink);
+	pkv(fp, "  ", "network", prefix_fmt(&gw->network, buf, sizeof(buf)));
+	pkv(fp, "  ", "bridge", gw->bridge);
+	fputs("  dns: { upstream = [", fp);
+	for (i = 0; i < gw->nupstream; i++) {
+		fputs(i ? ", " : " ", fp);
+		pstr(fp, addr_fmt(&gw->upstream[i], buf, sizeof(buf)));
+	}
+	fputs(" ]; };\n", fp);
+	fprintf(fp, "  proxy: { port = %u; intercept = %s; };\n",
+	    gw->proxy_port, gw->intercept ? "true" : "false");
+	pprefixes(fp, "  ", "treat_as_public", gw->treat_as_public,
+	    gw->ntreat_as_public);
+	fputs("  exceptions = (", fp);
+	for (i = 0; i < gw->nexceptions; i++) {
+		const struct moat_exception *x = &gw->exceptions[i];
+		fprintf(fp, "%s\n    { to = ", i ? "," : "");
+		pstr(fp, prefix_fmt(&x->to, buf, sizeof(buf)));
+		fprintf(fp, "; proto = \"%s\"; ports = [", proto_name(x->proto));
+		for (j = 0; j < x->nports; j++)
+			fprintf(fp, "%s%u", j ? ", " : " ", x->ports[j]);
+		fputs(" ]; }", fp);
+	}
+	fputs(gw->nexceptions ? "\n  );\n" : " );\n", fp);
+	pkv(fp, "  ", "state_dir", gw->state_dir);
+	fprintf(fp, "  nflog_group = %u;\n};\n", gw->nflog_group);
+}
+
+static void
+print_secret(FILE *fp, const struct moat_secret *x, int last)
+{
+	fputs("  {\n", fp);
+	pkv(fp, "    ", "name", x->name);
+	pkv(fp, "    ", "file", x->file);
+	plist(fp, "    ", "hosts", &x->hosts);
+	pkv(fp, "    ", "header", x->header);
+	pkv(fp, "    ", "placeholder", x->placeholder);
+	if (x->owner)
+		pkv(fp, "    ", "owner", x->owner);
+	fputs(last ? "  }\n" : "  },\n", fp);
+}
+
+static void
+print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
+{
+	char buf[64];
+
+	fputs("  {\n", fp);
+	pkv(fp, "    ", "name", x->name);
+	snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", x->mac[0],
+	    x->mac[1], x->mac[2], x->mac[3], x->mac[4], x->mac[5]);
+	pkv(fp, "    ", "mac", buf);
+	pkv(fp, "    ", "address", addr_fmt(&x->address, buf, sizeof(buf)));
+	pkv(fp, "    ", "tap", x->tap);
+	pkv(fp, "    ", "egress", egress_name(x->egress));
+	plist(fp, "    ", "allow", &x->allow);
+	plist(fp, "    ", "secrets", &x->secrets);
+	if (x->owner)
+		pkv(fp, "    ", "owner", x->owner);
+	fprintf(fp, "    inspect = %s;\n", x->inspect ? "true" : "false");
+	plist(fp, "    ", "bypass", &x->bypass);
+	fputs(last ? "  }\n" : "  },\n", fp);
+}
+
+void
+config_print(FILE *fp, const struct moat_config *cfg)
+{
+	size_t i;
+
+	fputs("# moat normalised configuration\n", fp);
+	print_gateway(fp, &cfg->gw);
+	fputs("secrets = (\n", fp);
+	for (i = 0; i < cfg->nsecrets; i++)
+		print_secret(fp, &cfg->secrets[i], i + 1 == cfg->nsecrets);
+	fputs(");\nsandboxes = (\n", fp);
+	for (i = 0; i < cfg->nsandboxes; i++)
+		print_sandbox(fp, &cfg->sandboxes[i], i + 1 == cfg->nsandboxes);
+	fputs(");\n", fp);
+}
+
+void
+config_summary(FILE *fp, const struct moat_config *cfg)
+{
+	char net[64], gw[64], a[64];
+	size_t i, j;
+
+	fprintf(fp, "config %s: OK\n", cfg->path);
+	fprintf(fp, "gateway %s on %s (network %s), uplink %s, proxy port %u%s\n",
+	    addr_fmt(&cfg->gw.address, gw, sizeof(gw)), cfg->gw.bridge,
+	    prefix_fmt(&cfg->gw.network, net, sizeof(net)), cfg->gw.uplink,
+	    cfg->gw.proxy_port, cfg->gw.intercept ? ", intercept on" : "");
+	fprintf(fp, "%zu exception(s), %zu range(s) treated as public\n",
+	    cfg->gw.nexceptions, cfg->gw.ntreat_as_public);
+	fprintf(fp, "secrets (%zu):", cfg->nsecrets);
+	for (i = 0; i < cfg->nsecrets; i++)
+		fprintf(fp, " %s", cfg->secrets[i].name);
+	fprintf(fp, "\nsandboxes (%zu):\n", cfg->nsandboxes);
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *x = &cfg->sandboxes[i];
+		fprintf(fp, "  %-16s %-15s %-9s", x->name,
+		    addr_fmt(&x->address, a, sizeof(a)), egress_name(x->egress));
+		if (x->egress == EGRESS_ALLOWLIST)
+			fprintf(fp, " allow=%zu", x->allow.n);
+		if (x->secrets.n) {
+			fputs(" secrets=", fp);
+			for (j = 0; j < x->secrets.n; j++)
+				fprintf(fp, "%s%s", j ? "," : "", x->secrets.v[j]);
+		}
+		if (x->owner)
+			fprintf(fp, " owner=%s", x->owner);
+		fputc('\n', fp);
+	}
+}

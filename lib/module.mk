@@ -1,0 +1,8 @@
+LIB_SRCS := lib/log.c lib/ranges.c lib/config.c lib/config_print.c
+LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ)/%.o)
+EXTRA_CFLAGS_lib = $(call pkgcflags,libconfig)
+LIBMOAT_LIBS = $(call pkglibs,libconfig)
+
+$(LIBMOAT): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^

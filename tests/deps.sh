@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# deps.sh -- install every build and test dependency from Debian's
+# packages.  Idempotent: does nothing when everything is present.
+set -eu
+PKGS="build-essential pkg-config clang libclang-rt-14-dev
+ libnftnl-dev libmnl-dev libldns-dev ldnsutils libssl-dev libconfig-dev
+ libcmocka-dev libseccomp-dev nftables iproute2 iputils-ping dnsutils curl
+ ncat socat conntrack openssl python3 procps
+ qemu-system-x86 qemu-utils busybox-static cpio genisoimage"
+missing=$(dpkg-query -W -f='${Package} ${Status}\n' $PKGS 2>/dev/null |
+	awk '$NF != "installed" {print $1}')
+# dpkg-query prints nothing for packages it has never heard of.
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing="$missing $p"
+done
+missing=$(echo $missing | tr ' ' '\n' | sort -u | tr '\n' ' ')
+[ -z "${missing// /}" ] && { echo "deps: all present"; exit 0; }
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages: $missing (run as root: sudo make deps)" >&2
+	exit 1
+fi
+echo "deps: installing $missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,149 @@
+# topology.sh -- DESIGN.md's test topology in network namespaces (sourced).
+#
+#   guest nss (eth0 10.77.0.x) --veth "tap"--> [gw ns: bridge moat0 10.77.0.1/24]
+#   gw ns up0 203.0.113.1/24  <---veth--->  inet ns eth0 203.0.113.2/24
+#                                             (+ .10 http, .53 dns, ...)
+#   gw ns lan0 192.168.77.1/24 <---veth--->  lan ns eth0 192.168.77.2/24
+#
+# Every name carries a per-run prefix, every interface is created inside a
+# namespace of ours, and topo_down (trapped on EXIT, INT, TERM) kills every
+# process we started and deletes every namespace, pass or fail.  Nothing
+# here ever sends a packet outside these namespaces.
+
+set -u
+TOPO=${TOPO:-moat$$}
+NS_GW=$TOPO-gw
+NS_INET=$TOPO-inet
+NS_LAN=$TOPO-lan
+TOPO_NSES=()
+TOPO_PIDS=()
+TOPO_TMP=$(mktemp -d /tmp/$TOPO.XXXXXX)
+GW_ADDR=10.77.0.1
+INET_ADDR=203.0.113.2
+INET_HTTP=203.0.113.10
+LAN_HOST=192.168.77.2
+
+in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+topo_down() {
+	local pid ns
+	for pid in "${TOPO_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	for ns in "${TOPO_NSES[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -9 "$pid" 2>/dev/null
+		done
+	done
+	# Also any namespace of this run that a subshell created.
+	for ns in "${TOPO_NSES[@]}" $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$TOPO-"); do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -9 "$pid" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null
+	done
+	TOPO_NSES=()
+	rm -rf "$TOPO_TMP"
+}
+
+topo_trap() {
+	trap 'rc=$?; topo_down; exit $rc' EXIT
+	trap 'topo_down; exit 130' INT
+	trap 'topo_down; exit 143' TERM
+}
+
+topo_ns() {	# topo_ns NAME -- create an empty namespace with lo up
+	ip netns add "$1" || return 1
+	TOPO_NSES+=("$1")
+	ip -n "$1" link set lo up
+}
+
+# Remove namespaces left by earlier runs whose process is gone.
+topo_reap_stale() {
+	local ns pid
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^moat[0-9]+-'); do
+		pid=${ns#moat}; pid=${pid%%-*}
+		kill -0 "$pid" 2>/dev/null && continue
+		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+
+topo_link() {	# topo_link NS_A IF_A NS_B IF_B -- veth between two namespaces
+	ip -n "$1" link add "$2" type veth peer name "$4" netns "$3" || return 1
+	ip -n "$1" link set "$2" up
+	ip -n "$3" link set "$4" up
+}
+
+topo_up() {
+	topo_trap
+	topo_reap_stale
+	topo_ns "$NS_GW" && topo_ns "$NS_INET" && topo_ns "$NS_LAN" || return 1
+	in_ns "$NS_GW" sysctl -qw net.ipv4.ip_forward=1
+	ip -n "$NS_GW" link add moat0 type bridge
+	ip -n "$NS_GW" addr add $GW_ADDR/24 dev moat0
+	ip -n "$NS_GW" link set moat0 up
+	topo_link "$NS_GW" up0 "$NS_INET" eth0
+	ip -n "$NS_GW" addr add 203.0.113.1/24 dev up0
+	ip -n "$NS_INET" addr add $INET_ADDR/24 dev eth0
+	ip -n "$NS_INET" addr add $INET_HTTP/24 dev eth0
+	ip -n "$NS_INET" addr add 203.0.113.53/24 dev eth0
+	topo_link "$NS_GW" lan0 "$NS_LAN" eth0
+	ip -n "$NS_GW" addr add 192.168.77.1/24 dev lan0
+	ip -n "$NS_LAN" addr add $LAN_HOST/24 dev eth0
+	ip -n "$NS_LAN" route add default via 192.168.77.1
+	ip -n "$NS_GW" route add default via $INET_ADDR
+}
+
+# topo_guest NAME ADDR MAC TAP -- a guest namespace $TOPO-NAME whose eth0
+# has ADDR/24 and MAC, attached to moat0 by a veth named TAP on the gateway
+# side (standing in for a QEMU tap), with bridge port isolation on.
+# Call it directly (not in $(...)) so the namespace is recorded for cleanup.
+topo_guest() {
+	local ns=$TOPO-$1
+	topo_ns "$ns" || return 1
+	topo_link "$NS_GW" "$4" "$ns" eth0 || return 1
+	ip -n "$ns" link set eth0 down
+	ip -n "$ns" link set eth0 address "$3"
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" addr add "$2"/24 dev eth0
+	ip -n "$ns" route add default via $GW_ADDR
+	ip -n "$NS_GW" link set "$4" master moat0
+	ip -n "$NS_GW" link set "$4" type bridge_slave isolated on
+}
+
+topo_bg() {	# topo_bg NS LOGNAME cmd... -- background process, reaped by topo_down
+	local ns=$1 name=$2; shift 2
+	ip netns exec "$ns" "$@" >"$TOPO_TMP/$name.log" 2>&1 &
+	TOPO_PIDS+=($!)
+}
+
+topo_wait_port() { # topo_wait_port NS ADDR PORT -- wait up to 5 s for a listener
+	local i
+	for i in $(seq 50); do
+		in_ns "$1" ss -Hltn "src $2:$3" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# topo_http NS ADDR PORT BODY -- an HTTP/1.0 server answering BODY.
+topo_http() {
+	local dir=$TOPO_TMP/www-$2-$3
+	mkdir -p "$dir"; printf '%s\n' "$4" >"$dir/index.html"
+	topo_bg "$1" "http-$2-$3" python3 -m http.server --bind "$2" --directory "$dir" "$3"
+	topo_wait_port "$1" "$2" "$3"
+}
+
+# topo_banner NS ADDR PORT TEXT -- a TCP service that sends TEXT and closes.
+topo_banner() {
+	topo_bg "$1" "banner-$2-$3" socat TCP-LISTEN:"$3",bind="$2",fork,reuseaddr \
+	    SYSTEM:"echo $4"
+	topo_wait_port "$1" "$2" "$3"
+}
+
+# topo_services -- the standard servers: HTTP on the internet, SSH-like and
+# HTTP services on the LAN host that must stay unreachable from guests.
+topo_services() {
+	topo_http "$NS_INET" $INET_HTTP 80 "hello from the internet" || return 1
+	topo_banner "$NS_LAN" $LAN_HOST 22 "SSH-2.0-moat-lan-host" || return 1
+	topo_banner "$NS_LAN" $LAN_HOST 80 "lan-http" || return 1
+}

@@ -1,0 +1,9 @@
+# Unit tests of lib/.  Each program's module.mk adds its own to UNIT_TESTS.
+CMOCKA_LIBS = $(call pkglibs,cmocka)
+
+LIB_TESTS := $(BUILD)/tests/test_ranges $(BUILD)/tests/test_config
+UNIT_TESTS += $(LIB_TESTS)
+
+$(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
