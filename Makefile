@@ -69,7 +69,9 @@ unit: $(UNIT_TESTS)
 	@bash tests/run.sh --unit-only $(UNIT_TESTS)
 
 asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 unit
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	 $(MAKE) --no-print-directory BUILD=build-asan SAN=1 unit
 
 demo: deps
 	@$(MAKE) --no-print-directory all

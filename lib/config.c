@@ -83,9 +83,16 @@ sfile(struct loader *ld, const config_setting_t *s)
 	return f ? f : ld->file;
 }
 
+static int
+sline(const config_setting_t *s)
+{
+	int line = s ? (int)config_setting_source_line(s) : 0;
+
+	return line > 0 ? line : 1;	/* a file's root group has no line */
+}
+
 #define serr(ld, s, ...) \
-	adderr((ld), sfile((ld), (s)), (s) ? (int)config_setting_source_line(s) : 0, \
-	    __VA_ARGS__)
+	adderr((ld), sfile((ld), (s)), sline(s), __VA_ARGS__)
 
 static void
 where(struct loader *ld, const config_setting_t *s, struct moat_where *w)
@@ -97,7 +104,7 @@ where(struct loader *ld, const config_setting_t *s, struct moat_where *w)
 	for (i = 0; i < ld->cfg->nfiles; i++)
 		if (strcmp(ld->cfg->files[i], f) == 0)
 			w->file = ld->cfg->files[i];
-	w->line = (int)config_setting_source_line(s);
+	w->line = sline(s);
 }
 
 /* --- value validators ------------------------------------------------- */
@@ -300,9 +307,11 @@ ktype_ok(const config_setting_t *s, enum ktype t)
 	return false;
 }
 
+/* Check every member of grp against keys and call the setters.  A key
+ * named in optional is not required even if the table says so. */
 static void
-walk(struct loader *ld, const config_setting_t *grp, const struct key *keys,
-    size_t nkeys, void *obj, const char *ctx)
+walk_opt(struct loader *ld, const config_setting_t *grp, const struct key *keys,
+    size_t nkeys, void *obj, const char *ctx, const char *optional)
 {
 	const config_setting_t *m;
 	char expect[512];
@@ -332,10 +341,18 @@ walk(struct loader *ld, const config_setting_t *grp, const struct key *keys,
 		keys[k].set(ld, m, obj, ctx, &keys[k]);
 	}
 	for (k = 0; k < nkeys; k++)
-		if (keys[k].required &&
+		if (keys[k].required && (optional == NULL ||
+		    strcmp(optional, keys[k].name) != 0) &&
 		    config_setting_get_member(grp, keys[k].name) == NULL)
 			serr(ld, grp, "%s: missing \"%s\" (%s)", ctx,
 			    keys[k].name, ktype_name(keys[k].type));
+}
+
+static void
+walk(struct loader *ld, const config_setting_t *grp, const struct key *keys,
+    size_t nkeys, void *obj, const char *ctx)
+{
+	walk_opt(ld, grp, keys, nkeys, obj, ctx, NULL);
 }
 
 #define FIELD(obj, k, type)	((type *)((char *)(obj) + (k)->off))
@@ -409,7 +426,8 @@ set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
 		v = xstrdup(config_setting_get_string(e));
 		hostname_normalise(v);
 		if (wildcards && strncmp(v, "*.", 2) == 0 &&
-		    hostname_valid(v + 2) && strchr(v + 2, '.') == NULL) {
+		    label_valid(v + 2, strlen(v + 2)) &&
+		    strchr(v + 2, '.') == NULL) {
 			serr(ld, e, "%s: %s: wildcard \"%s\" is too broad: it "
 			    "covers a whole top-level domain", ctx, k->name, v);
 			free(v);
@@ -959,8 +977,9 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 		snprintf(ctx, sizeof(ctx), "sandbox %zu", cfg->nsandboxes);
 	if (default_name != NULL && nm == NULL)
 		x->name = xstrdup(default_name);
-	walk(ld, grp, sandbox_keys, sizeof(sandbox_keys) / sizeof(sandbox_keys[0]),
-	    x, ctx);
+	/* In sandboxes.d the name defaults to the file's. */
+	walk_opt(ld, grp, sandbox_keys, sizeof(sandbox_keys) /
+	    sizeof(sandbox_keys[0]), x, ctx, default_name ? "name" : NULL);
 	if (default_name != NULL && x->name != NULL &&
 	    strcmp(x->name, default_name) != 0)
 		serr(ld, nm, "%s: name: expected \"%s\" to match the file name "
@@ -1044,7 +1063,7 @@ read_file(struct loader *ld, config_t *lc, const char *path)
 		adderr(ld, path, 0, "cannot read file: %s", strerror(errno));
 	else
 		adderr(ld, config_error_file(lc) ? config_error_file(lc) : path,
-		    config_error_line(lc), "syntax error: %s",
+		    config_error_line(lc), "syntax error: expected libconfig syntax such as key = \"value\"; (parser: %s)",
 		    config_error_text(lc));
 	config_destroy(lc);
 	return -1;
@@ -1167,7 +1186,7 @@ check_unique(struct loader *ld)
 #define DUP(what, cond, val)						\
 			if (cond)						\
 				adderr(ld, a->where.file, a->where.line,	\
-				    "sandbox \"%s\": %s %s is already used by "	\
+				    "sandbox \"%s\": %s \"%s\" is already used by "	\
 				    "sandbox \"%s\" (%s:%d)", a->name ? a->name	\
 				    : "?", what, val, b->name ? b->name : "?",	\
 				    b->where.file, b->where.line)

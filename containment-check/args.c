@@ -1,0 +1,138 @@
+/*
+ * args.c -- parsing of option values.  Pure functions so the unit tests
+ * can drive them; main.c only maps errors to usage messages.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+
+static const char *const mode_names[] = {
+	[M_OPEN] = "open", [M_ALLOWLIST] = "allowlist", [M_NONE] = "none",
+};
+
+int
+args_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int
+args_mode(const char *s, enum cc_mode *m)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
+		if (strcmp(s, mode_names[i]) == 0) {
+			*m = (enum cc_mode)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *
+args_mode_name(enum cc_mode m)
+{
+	return mode_names[m];
+}
+
+/*
+ * Split "host", "host:port", "[v6]" or "[v6]:port".  A bare IPv6 address
+ * (more than one colon, no brackets) is a host without a port.
+ * *port is NULL when none was given.
+ */
+static int
+split_hostport(const char *s, char *host, size_t hostlen, const char **port)
+{
+	const char *colon, *end;
+	size_t n;
+
+	*port = NULL;
+	if (*s == '[') {
+		if ((end = strchr(s, ']')) == NULL)
+			return -1;
+		if (end[1] == ':')
+			*port = end + 2;
+		else if (end[1] != '\0')
+			return -1;
+		s++;
+		n = (size_t)(end - s);
+	} else if ((colon = strchr(s, ':')) != NULL &&
+	    strchr(colon + 1, ':') == NULL) {
+		*port = colon + 1;
+		n = (size_t)(colon - s);
+	} else
+		n = strlen(s);
+	if (n == 0 || n >= hostlen)
+		return -1;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	return 0;
+}
+
+static int
+parse_port(const char *s, uint16_t *port)
+{
+	unsigned v;
+
+	if (args_uint(s, 1, 65535, &v) == -1)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int
+args_target(const char *s, struct cc_target *t)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *port;
+
+	memset(t, 0, sizeof(*t));
+	if (split_hostport(s, host, sizeof(host), &port) == -1 ||
+	    addr_parse(host, &t->addr) == -1)
+		return -1;
+	if (port != NULL && parse_port(port, &t->port) == -1)
+		return -1;
+	return 0;
+}
+
+/* A host name: letters, digits, '-', '.', '_' -- nothing a DNS query
+ * builder or a report line would have to escape. */
+static int
+valid_name(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' ||
+		    *s == '_'))
+			return -1;
+	}
+	return 0;
+}
+
+int
+args_hostport(const char *s, struct cc_hostport *hp)
+{
+	struct moat_addr a;
+	const char *port;
+
+	memset(hp, 0, sizeof(*hp));
+	if (split_hostport(s, hp->host, sizeof(hp->host), &port) == -1 ||
+	    port == NULL || parse_port(port, &hp->port) == -1)
+		return -1;
+	if (addr_parse(hp->host, &a) == 0)
+		return 0;
+	return valid_name(hp->host);
+}

@@ -1,0 +1,235 @@
+/*
+ * cc.h -- containment-check: the types its modules share.
+ *
+ * The program runs in four steps, one module each:
+ *   discover.c  what the guest can see of itself (addresses, routes, ...)
+ *   plan.c      turns that and the options into a flat array of probes
+ *   engine.c    runs the probes concurrently in one epoll loop
+ *   report.c    judges every probe against its expectation and prints
+ * local.c holds the checks that read the guest itself (no packets) and
+ * dns.c the DNS wire format (ldns): query builder and the pure reply parser.
+ */
+#ifndef CC_H
+#define CC_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "ranges.h"
+
+#define CC_EXIT_CONTAINED	0
+#define CC_EXIT_BREACH		1
+#define CC_EXIT_USAGE		2	/* also internal and system errors */
+
+/* Where a probe belongs in the report, in report order. */
+enum cc_class {
+	C_CONTROL, C_GATEWAY, C_PRIVATE, C_METADATA, C_GUESTS, C_IPV6,
+	C_DNSBYPASS, C_DNSPOLICY, C_HOST, C_NCLASS
+};
+
+/* What the network (or the guest, for local checks) said. */
+enum cc_verdict {
+	V_PENDING,
+	V_REACHABLE,	/* connected, or a reply came back */
+	V_CLOSED,	/* RST or port-unreachable: something is there */
+	V_BLOCKED,	/* ICMP administratively prohibited */
+	V_FILTERED,	/* no answer in time, or no route */
+	V_SKIPPED,	/* could not be run here */
+	V_FOUND,	/* local check: the exposure exists */
+	V_ABSENT	/* local check: it does not */
+};
+
+/* What the probe must show for the guest to count as contained. */
+enum cc_expect {
+	E_DENY,		/* reachable or closed is a breach */
+	E_REACH,	/* positive control: must be reachable */
+	E_UNREACH,	/* --expect none: reaching it is a breach */
+	E_INFO,		/* reported, never judged */
+	E_DNS_ANSWER,	/* control: a well-formed DNS reply must come */
+	E_DNS_DENY,	/* must not resolve */
+	E_DNS_ALLOW,	/* must resolve to public addresses */
+	E_DNS_REBIND,	/* must not resolve to a private address */
+	E_ABSENT	/* local check: found is a breach */
+};
+
+enum cc_outcome { O_OK, O_PASS, O_INFO, O_BREACH, O_FAILED };
+
+enum cc_kind { K_TCP, K_UDP, K_ICMP6, K_LOCAL };
+
+/* What a TCP or UDP probe sends once connected and how it reads the answer. */
+enum cc_app { A_NONE, A_DNS, A_HTTP, A_RAW };
+
+#define CC_DNS_MAXADDR	8
+
+struct cc_dns_reply {
+	uint16_t	id;
+	int		rcode;
+	bool		tc;
+	size_t		nanswer;	/* all answer RRs */
+	size_t		naddr;		/* A/AAAA kept, at most CC_DNS_MAXADDR */
+	struct moat_addr addr[CC_DNS_MAXADDR];
+};
+
+union cc_sockaddr {
+	struct sockaddr		sa;
+	struct sockaddr_in	sin;
+	struct sockaddr_in6	sin6;
+};
+
+struct cc_probe {
+	enum cc_class	cls;
+	enum cc_kind	kind;
+	enum cc_app	app;
+	enum cc_expect	expect;
+	const char	*what;		/* static text: why this probe exists */
+	union cc_sockaddr dst;
+	socklen_t	dstlen;
+	uint8_t		*payload;	/* owned; sent after connect */
+	size_t		paylen;
+	uint16_t	dnsid;
+	unsigned	timeout_ms;
+
+	/* filled in by the engine */
+	enum cc_verdict	verdict;
+	char		evidence[88];
+	uint32_t	rtt_us;
+	struct cc_dns_reply *dns;	/* owned; A_DNS replies only */
+	int		http_status;
+
+	/* engine private */
+	int		fd;
+	uint8_t		state;
+	uint16_t	rlen;
+	uint8_t		*rbuf;
+	uint64_t	t0;
+	uint32_t	tq_next;
+
+	enum cc_outcome	outcome;	/* set by report_judge */
+};
+
+struct cc_probes {
+	struct cc_probe	*v;
+	size_t		 n, cap;
+};
+
+/* What the guest learnt about itself. */
+#define CC_MAXIF	8
+#define CC_MAXNEIGH	64
+#define CC_MAXNS	8
+
+struct cc_iface {
+	char		name[16];
+	struct moat_addr addr;
+	int		plen;
+	unsigned	index;
+};
+
+struct cc_neigh {
+	struct moat_addr addr;
+	uint8_t		lladdr[6];
+	bool		has_ll, router;
+	unsigned	ifindex;
+};
+
+struct cc_disc {
+	struct cc_iface	 v4[CC_MAXIF], v6[CC_MAXIF];
+	size_t		 nv4, nv6;
+	char		 nics[CC_MAXIF][16];	/* up, not loopback */
+	size_t		 nnics;
+	struct moat_addr gateway;		/* AF_UNSPEC when unknown */
+	char		 gw_ifname[16];
+	unsigned	 gw_ifindex;
+	size_t		 ndefault4, ndefault6, nglobal6;
+	char		 route6[64];		/* first global IPv6 route, for evidence */
+	struct moat_addr ns[CC_MAXNS];
+	size_t		 nns;
+	struct cc_neigh	 neigh[CC_MAXNEIGH];
+	size_t		 nneigh;
+};
+
+#define CC_MAXLIST	64
+
+struct cc_target {
+	struct moat_addr addr;
+	uint16_t	port;		/* 0: the common ports */
+};
+
+struct cc_hostport {
+	char		host[256];
+	uint16_t	port;
+};
+
+enum cc_mode { M_OPEN, M_ALLOWLIST, M_NONE };
+
+struct cc_opts {
+	struct moat_addr gateway;	/* AF_UNSPEC: discover */
+	enum cc_mode	mode;
+	const char	*allow[CC_MAXLIST], *deny[CC_MAXLIST], *rebind[CC_MAXLIST];
+	size_t		nallow, ndeny, nrebind;
+	struct cc_hostport internet[4];
+	size_t		ninternet;
+	struct cc_target targets[CC_MAXLIST];
+	size_t		ntargets;
+	struct moat_addr resolvers[CC_MAXLIST];
+	size_t		nresolvers;	/* 0: the built-in public resolvers */
+	struct moat_prefix pub[CC_MAXLIST];
+	size_t		npub;
+	uint16_t	proxy_port;
+	unsigned	timeout_ms;
+	unsigned	concurrency;
+	int		host_checks;	/* -1: decide from the namespace */
+	bool		json, verbose, in_guest;
+};
+
+/* args.c: option values (pure, unit-tested). 0 ok, -1 bad. */
+int	 args_target(const char *, struct cc_target *);
+int	 args_hostport(const char *, struct cc_hostport *);
+int	 args_uint(const char *, unsigned lo, unsigned hi, unsigned *);
+int	 args_mode(const char *, enum cc_mode *);
+const char *args_mode_name(enum cc_mode);
+
+/* discover.c */
+void	 discover(struct cc_disc *, bool read_resolv);
+void	 discover_neigh(struct cc_disc *);
+bool	 disc_is_self(const struct cc_disc *, const struct moat_addr *);
+
+/* plan.c: phase 1 is DNS (controls, policy, names the scan needs),
+ * phase 2 everything else, using what phase 1 resolved. */
+void	 plan_phase1(struct cc_probes *, const struct cc_opts *,
+	    const struct cc_disc *);
+void	 plan_phase2(struct cc_probes *, const struct cc_opts *,
+	    const struct cc_disc *, const struct cc_probes *phase1);
+struct cc_probe *probes_add(struct cc_probes *);
+void	 probes_free(struct cc_probes *);
+void	 sockaddr_set(union cc_sockaddr *, socklen_t *,
+	    const struct moat_addr *, uint16_t port, unsigned scope);
+
+/* engine.c: runs every probe to a verdict; bounded by the probes'
+ * timeouts and a hard deadline.  0 ok, -1 system error. */
+int	 engine_run(struct cc_probe *, size_t n, unsigned concurrency);
+uint64_t engine_now_us(void);
+
+/* dns.c */
+int	 cc_dns_query(const char *name, uint16_t qtype, uint16_t id,
+	    uint8_t *buf, size_t len);
+int	 cc_dns_parse(const uint8_t *buf, size_t len, struct cc_dns_reply *);
+const char *cc_dns_rcode_name(int rcode);
+
+/* local.c: host-exposure checks, one K_LOCAL probe each. */
+void	 local_checks(struct cc_probes *, const struct cc_disc *, bool host);
+
+/* report.c */
+void	 report_judge(struct cc_probe *, size_t n,
+	    const struct moat_rangeset *priv);
+int	 report_human(const struct cc_probe *, size_t n,
+	    const struct cc_disc *, const struct cc_opts *, uint64_t elapsed_us);
+int	 report_json(const struct cc_probe *, size_t n,
+	    const struct cc_disc *, const struct cc_opts *, uint64_t elapsed_us);
+const char *verdict_name(enum cc_verdict);
+const char *class_name(enum cc_class);
+void	 probe_target(const struct cc_probe *, char *, size_t);
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * nftrules.h -- moat's packet policy as one nftables transaction.
+ *
+ * The policy of DESIGN.md "Policy semantics" is compiled from a
+ * struct moat_config into a ruleset object (nftr_build), which can be
+ * rendered as nft syntax (nftr_render), applied as one acked netlink
+ * batch (nftr_apply), compared with the kernel's state (nftr_verify) and
+ * removed (nftr_flush).  Everything goes through libnftnl and libmnl; no
+ * `nft` process is ever started.
+ *
+ * Ownership: moat owns exactly two tables, "inet moat" and "bridge moat",
+ * and never reads or writes any other.  nftables evaluates every base
+ * chain registered at a hook: a drop in another table ends the packet (it
+ * can only make us stricter), while an accept elsewhere merely passes the
+ * packet on to our chain, so no other table can weaken this policy.
+ *
+ * Names inside "inet moat" that other programs rely on:
+ *   set  allow_<sandbox>   ipv4_addr, flags timeout: addresses the
+ *                          sandbox (egress "allowlist") may reach; filled
+ *                          by dnsd through nftr_set_add().
+ *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
+ *   counter <reason>       one per refusal reason, see nftr_reasons().
+ * Every refusal is logged to nflog group gateway.nflog_group with the
+ * prefix "moat:<reason> ".
+ *
+ * Return values: 0 success, -1 failure with a message that
+ * nftr_error(ctx) returns (or that was written to err for nftr_build).
+ */
+#ifndef MOAT_NFTRULES_H
+#define MOAT_NFTRULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "ranges.h"
+
+#define NFTR_TABLE		"moat"
+#define NFTR_ALLOW_PREFIX	"allow_"
+#define NFTR_LOG_PREFIX		"moat:"
+
+enum nftr_mode {
+	NFTR_MODE_GATEWAY = 0,	/* both tables: co-located gateway */
+	NFTR_MODE_HOST_ONLY,	/* "bridge moat" only: a KVM host feeding a
+				 * separate gateway box through a trunk port */
+};
+
+struct nftr_opts {
+	enum nftr_mode	 mode;
+	const char	*trunk;	/* host-only: port towards the gateway box;
+				 * NULL means gateway.uplink */
+};
+
+/* Kernel features, as found by nftr_probe(). */
+#define NFTR_F_OWNER	0x1	/* table flag "owner" (Linux 5.12) */
+#define NFTR_F_PERSIST	0x2	/* table flag "persist" (Linux 6.9) */
+
+struct nftr_ruleset;
+struct nftr_ctx;
+
+struct nftr_reason {
+	const char	*name;		/* counter name and log prefix word */
+	const char	*family;	/* "inet" or "bridge" */
+	bool		 reject;	/* icmpx admin-prohibited, else drop */
+	const char	*what;		/* one line for humans */
+};
+
+/* Build the policy; NULL (and a message in err) if the config cannot be
+ * expressed, e.g. a sandbox name unusable as an nftables identifier. */
+struct nftr_ruleset *nftr_build(const struct moat_config *,
+	    const struct nftr_opts *, char *err, size_t errlen);
+void	nftr_ruleset_free(struct nftr_ruleset *);
+/* Deterministic nft syntax of the whole transaction ("nft -f" loads it). */
+void	nftr_render(FILE *, const struct nftr_ruleset *);
+/* Number of netlink messages apply would send (for tests, benchmarks). */
+size_t	nftr_ruleset_nmsgs(const struct nftr_ruleset *);
+
+/* The refusal reasons, for gatewayd's audit log and for tests. */
+const struct nftr_reason *nftr_reasons(size_t *n);
+
+/* The allowlist set of a sandbox: "allow_<name>".  -1 if it does not fit. */
+int	nftr_set_name(const char *sandbox, char *buf, size_t len);
+
+/* A netlink socket to nf_tables in the caller's network namespace. */
+struct nftr_ctx *nftr_ctx_new(void);
+void	nftr_ctx_free(struct nftr_ctx *);
+const char *nftr_error(const struct nftr_ctx *);
+
+/* Check, with a transaction that is never committed, that the kernel has
+ * every feature the policy needs; fills *features (NFTR_F_*).  -1 names
+ * the first missing feature: callers must then refuse to run. */
+int	nftr_probe(struct nftr_ctx *, unsigned *features);
+/* Replace moat's tables with the ruleset in one acked transaction.  The
+ * old tables are deleted and the new ones created in the same batch, so
+ * no packet ever sees neither; if the kernel refuses any part, nothing
+ * changes.  Addresses already in allow_* sets of sandboxes that are still
+ * in allowlist mode are carried over with their remaining timeout. */
+int	nftr_apply(struct nftr_ctx *, const struct nftr_ruleset *);
+/* Read moat's tables back and compare.  0 identical, 1 drift (a
+ * "-expected / +found" diff is written to out if non-NULL), -1 error.
+ * Elements of allow_* sets are runtime state and not compared. */
+int	nftr_verify(struct nftr_ctx *, const struct nftr_ruleset *, FILE *out);
+/* Delete "inet moat" and "bridge moat" (whichever exist), atomically. */
+int	nftr_flush(struct nftr_ctx *);
+/* Add IPv4 addresses to sandbox's allowlist set with a timeout, in one
+ * acked transaction; addresses already present get their timeout
+ * refreshed.  Non-IPv4 addresses are skipped (IPv6 from guests is
+ * dropped).  Private addresses need no filtering here: the private-range
+ * rule comes before the allowlist in the chain.  Returns the number of
+ * addresses sent, or -1. */
+int	nftr_set_add(struct nftr_ctx *, const char *sandbox,
+	    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * test_config.c -- the config loader against a corpus.
+ *
+ * tests/configs/bad/ holds one broken config per file (or per NAME.d
+ * folder with a moat.conf and sandboxes.d/); its first line says the exact
+ * first error expected:  "# expect: @FILE@:LINE: message".  @FILE@ is the
+ * config's path, @CASE@ the case folder, @DIR@ the scratch folder where
+ * the secret files live.  tests/configs/good/ must load, and print as a
+ * normalised config that loads again to the same output.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static char scratch[] = "/tmp/moat-test-config.XXXXXX";
+static const char *corpus;
+
+static char *
+slurp(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert_non_null(fp);
+	assert_int_equal(getdelim(&buf, &len, '\0', fp) >= 0, 1);
+	fclose(fp);
+	return buf;
+}
+
+/* Replace every occurrence of key in s by val; returns a new string. */
+static char *
+subst(const char *s, const char *key, const char *val)
+{
+	size_t kl = strlen(key), vl = strlen(val), n = 0;
+	const char *p;
+	char *out, *o;
+
+	for (p = s; (p = strstr(p, key)) != NULL; p += kl)
+		n++;
+	out = o = malloc(strlen(s) + n * vl + 1);
+	assert_non_null(out);
+	while ((p = strstr(s, key)) != NULL) {
+		memcpy(o, s, (size_t)(p - s));
+		o += p - s;
+		memcpy(o, val, vl);
+		o += vl;
+		s = p + kl;
+	}
+	strcpy(o, s);
+	return out;
+}
+
+static void
+write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Copy src (a file or a folder one or two levels deep) to dst with @DIR@
+ * replaced by the scratch folder. */
+static void
+copy_case(const char *src, const char *dst)
+{
+	struct stat st;
+	struct dirent *de;
+	char s[1024], d[1024], *text, *out;
+	DIR *dir;
+
+	assert_int_equal(stat(src, &st), 0);
+	if (!S_ISDIR(st.st_mode)) {
+		text = slurp(src);
+		out = subst(text, "@DIR@", scratch);
+		write_file(dst, out, 0644);
+		free(text);
+		free(out);
+		return;
+	}
+	mkdir(dst, 0755);
+	assert_non_null(dir = opendir(src));
+	while ((de = readdir(dir)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(s, sizeof(s), "%s/%s", src, de->d_name);
+		snprintf(d, sizeof(d), "%s/%s", dst, de->d_name);
+		copy_case(s, d);
+	}
+	closedir(dir);
+}
+
+static void
+bad_case(void **state)
+{
+	const char *name = *state;
+	char src[512], dst[512], main_conf[600], *text, *nl, *want, *t1, *t2;
+	struct moat_errors errs;
+	struct moat_config *cfg;
+	size_t len = strlen(name);
+	int isdir = len > 2 && strcmp(name + len - 2, ".d") == 0;
+
+	snprintf(src, sizeof(src), "%s/bad/%s", corpus, name);
+	snprintf(dst, sizeof(dst), "%s/%s", scratch, name);
+	copy_case(src, dst);
+	snprintf(main_conf, sizeof(main_conf), "%s%s", dst,
+	    isdir ? "/moat.conf" : "");
+
+	text = slurp(main_conf);
+	assert_int_equal(strncmp(text, "# expect: ", 10), 0);
+	nl = strchr(text, '\n');
+	assert_non_null(nl);
+	*nl = '\0';
+	t1 = subst(text + 10, "@FILE@", main_conf);
+	t2 = subst(t1, "@CASE@", dst);
+	want = subst(t2, "@DIR@", scratch);
+
+	cfg = config_load(main_conf, NULL, &errs);
+	if (cfg != NULL)
+		fail_msg("%s: loaded, but expected: %s", name, want);
+	assert_true(errs.n >= 1);
+	if (strcmp(errs.msg[0], want) != 0)
+		fail_msg("%s:\n  want: %s\n  got:  %s", name, want, errs.msg[0]);
+	config_errors_free(&errs);
+	free(text);
+	free(t1);
+	free(t2);
+	free(want);
+}
+
+static char *
+print_to_string(const struct moat_config *cfg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	assert_non_null(fp);
+	config_print(fp, cfg);
+	fclose(fp);
+	return buf;
+}
+
+static void
+good_case(void **state)
+{
+	const char *name = *state;
+	char src[512], dst[512], main_conf[600], again[600], *p1, *p2;
+	struct moat_errors errs;
+	struct moat_config *cfg, *cfg2;
+	size_t len = strlen(name);
+	int isdir = len > 2 && strcmp(name + len - 2, ".d") == 0;
+
+	snprintf(src, sizeof(src), "%s/good/%s", corpus, name);
+	snprintf(dst, sizeof(dst), "%s/good-%s", scratch, name);
+	copy_case(src, dst);
+	snprintf(main_conf, sizeof(main_conf), "%s%s", dst,
+	    isdir ? "/moat.conf" : "");
+	cfg = config_load(main_conf, NULL, &errs);
+	if (cfg == NULL)
+		fail_msg("%s: %s", name, errs.n ? errs.msg[0] : "?");
+	p1 = print_to_string(cfg);
+
+	/* The normalised form, with no sandboxes.d beside it, loads again
+	 * to exactly the same model. */
+	snprintf(again, sizeof(again), "%s/again-%s.conf", scratch, name);
+	write_file(again, p1, 0644);
+	cfg2 = config_load(again, "/nonexistent", &errs);
+	if (cfg2 == NULL)
+		fail_msg("%s normalised: %s", name, errs.n ? errs.msg[0] : "?");
+	p2 = print_to_string(cfg2);
+	assert_string_equal(p1, p2);
+	free(p1);
+	free(p2);
+	config_free(cfg);
+	config_free(cfg2);
+}
+
+/* The model holds exactly what the full example says. */
+static void
+full_model(void **state)
+{
+	char path[600];
+	struct moat_errors errs;
+	struct moat_config *cfg;
+	const struct moat_sandbox *web, *dev;
+	const struct moat_secret *sec;
+	struct moat_addr a;
+	char buf[64];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/good-full.conf", scratch);
+	copy_case("tests/configs/good/full.conf", path);
+	cfg = config_load(path, NULL, &errs);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->gw.uplink, "up0");
+	assert_string_equal(addr_fmt(&cfg->gw.address, buf, sizeof(buf)),
+	    "10.77.0.1");
+	assert_int_equal(cfg->gw.proxy_port, 3128);
+	assert_true(cfg->gw.intercept);
+	assert_int_equal(cfg->gw.nexceptions, 1);
+	assert_int_equal(cfg->gw.exceptions[0].proto, 6);
+	assert_int_equal(cfg->gw.exceptions[0].ports[0], 3142);
+	assert_int_equal(cfg->nsandboxes, 2);
+	web = config_sandbox_by_name(cfg, "web");
+	dev = config_sandbox_by_name(cfg, "dev");
+	assert_non_null(web);
+	assert_non_null(dev);
+	assert_int_equal(web->egress, EGRESS_ALLOWLIST);
+	assert_int_equal(dev->egress, EGRESS_OPEN);
+	assert_int_equal(web->allow.n, 2);
+	assert_string_equal(web->allow.v[1], "*.githubusercontent.com");
+	assert_int_equal(web->mac[5], 0x0a);
+	assert_string_equal(web->owner, "alice");
+	addr_parse("10.77.0.11", &a);
+	assert_ptr_equal(config_sandbox_by_addr(cfg, &a), dev);
+	sec = config_secret_by_name(cfg, "openai");
+	assert_non_null(sec);
+	assert_string_equal(sec->hosts.v[0], "api.openai.com");
+	/* treat_as_public took TEST-NET-3 out of the private set. */
+	addr_parse("203.0.113.10", &a);
+	assert_false(rangeset_contains(cfg->private, &a));
+	addr_parse("192.168.77.2", &a);
+	assert_true(rangeset_contains(cfg->private, &a));
+	config_free(cfg);
+}
+
+/* Host names are normalised: case folded, one trailing dot dropped. */
+static void
+allow_normalised(void **state)
+{
+	char path[600];
+	struct moat_errors errs;
+	struct moat_config *cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/norm.conf", scratch);
+	write_file(path, "gateway: { uplink = \"eth0\"; network = "
+	    "\"10.77.0.0/24\"; dns: { upstream = [ \"9.9.9.9\" ]; }; };\n"
+	    "sandboxes = ( { name = \"a\"; mac = \"52:54:00:00:00:01\";\n"
+	    "address = \"10.77.0.2\"; tap = \"mt-a\"; egress = \"allowlist\";\n"
+	    "allow = [ \"GitHub.COM.\", \"*.PyPI.org\" ]; } );\n", 0644);
+	cfg = config_load(path, NULL, &errs);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->sandboxes[0].allow.v[0], "github.com");
+	assert_string_equal(cfg->sandboxes[0].allow.v[1], "*.pypi.org");
+	config_free(cfg);
+}
+
+/* Every error is reported, not just the first. */
+static void
+all_errors_reported(void **state)
+{
+	char path[600];
+	struct moat_errors errs;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/many.conf", scratch);
+	write_file(path, "gateway: { uplink = \"eth0\"; network = "
+	    "\"10.77.0.0/24\"; dns: { upstream = [ \"x\" ]; }; };\n"
+	    "sandboxes = ( { name = \"a\"; mac = \"zz\"; address = \"10.9.0.2\";"
+	    " tap = \"mt-a\"; egress = \"maybe\"; } );\n", 0644);
+	assert_null(config_load(path, NULL, &errs));
+	assert_int_equal(errs.n, 4);
+	config_errors_free(&errs);
+}
+
+static int
+add_tests(struct CMUnitTest **t, size_t *n, const char *sub,
+    void (*fn)(void **))
+{
+	char path[512];
+	struct dirent **list;
+	int i, k;
+
+	snprintf(path, sizeof(path), "%s/%s", corpus, sub);
+	k = scandir(path, &list, NULL, alphasort);
+	if (k < 0)
+		return -1;
+	for (i = 0; i < k; i++) {
+		if (list[i]->d_name[0] != '.') {
+			*t = realloc(*t, (*n + 1) * sizeof(**t));
+			(*t)[*n] = (struct CMUnitTest){ strdup(list[i]->d_name), fn,
+			    NULL, NULL, strdup(list[i]->d_name) };
+			(*n)++;
+		}
+		free(list[i]);
+	}
+	free(list);
+	return 0;
+}
+
+static int
+rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st; (void)flag; (void)f;
+	return remove(p);
+}
+
+int
+main(void)
+{
+	struct CMUnitTest *t = NULL;
+	size_t n = 0;
+	char p[600];
+	int rc;
+
+	corpus = getenv("MOAT_CORPUS") ? getenv("MOAT_CORPUS") : "tests/configs";
+	if (mkdtemp(scratch) == NULL)
+		return 1;
+	/* The secret files the corpus refers to. */
+	snprintf(p, sizeof(p), "%s/secret-ok", scratch);
+	write_file(p, "sk-not-a-real-key", 0600);
+	snprintf(p, sizeof(p), "%s/secret-0644", scratch);
+	write_file(p, "sk-not-a-real-key", 0644);
+	snprintf(p, sizeof(p), "%s/secret-nobody", scratch);
+	write_file(p, "sk-not-a-real-key", 0600);
+	if (chown(p, 65534, 65534) != 0)
+		return 1;
+	snprintf(p, sizeof(p), "%s/secret-link", scratch);
+	if (symlink("secret-ok", p) != 0)
+		return 1;
+
+	if (add_tests(&t, &n, "bad", bad_case) == -1 ||
+	    add_tests(&t, &n, "good", good_case) == -1) {
+		fprintf(stderr, "cannot read corpus %s\n", corpus);
+		return 1;
+	}
+	t = realloc(t, (n + 3) * sizeof(*t));
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(full_model);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(allow_normalised);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(all_errors_reported);
+	rc = _cmocka_run_group_tests("config", t, n, NULL, NULL);
+	nftw(scratch, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}
