@@ -31,6 +31,7 @@ struct loader {
 	struct moat_config	*cfg;
 	struct moat_errors	*errs;
 	const char		*file;	/* current file, owned by cfg->files */
+	const char		*buf;	/* main file's text, if given in memory */
 };
 
 enum ktype { K_STR, K_INT, K_BOOL, K_STRLIST, K_INTLIST, K_GROUP, K_GROUPLIST };
@@ -1055,15 +1056,23 @@ addfile(struct moat_config *cfg, const char *path)
 static int
 read_file(struct loader *ld, config_t *lc, const char *path)
 {
+	int ok;
+
 	ld->file = addfile(ld->cfg, path);
 	config_init(lc);
-	if (config_read_file(lc, path) == CONFIG_TRUE)
+	if (ld->buf != NULL) {
+		ok = config_read_string(lc, ld->buf);
+		ld->buf = NULL;		/* drop-ins always come from files */
+	} else
+		ok = config_read_file(lc, path);
+	if (ok == CONFIG_TRUE)
 		return 0;
 	if (config_error_type(lc) == CONFIG_ERR_FILE_IO)
 		adderr(ld, path, 0, "cannot read file: %s", strerror(errno));
 	else
 		adderr(ld, config_error_file(lc) ? config_error_file(lc) : path,
-		    config_error_line(lc), "syntax error: expected libconfig syntax such as key = \"value\"; (parser: %s)",
+		    config_error_line(lc), "syntax error: expected libconfig "
+		    "syntax such as key = \"value\"; (parser: %s)",
 		    config_error_text(lc));
 	config_destroy(lc);
 	return -1;
@@ -1275,12 +1284,12 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
 }
 
-struct moat_config *
-config_load(const char *path, const char *sandboxes_dir,
+static struct moat_config *
+load(const char *path, const char *buf, const char *sandboxes_dir,
     struct moat_errors *errs)
 {
 	struct moat_config *cfg = xcalloc(1, sizeof(*cfg));
-	struct loader ld = { cfg, errs, path };
+	struct loader ld = { cfg, errs, path, buf };
 	char *dir = NULL;
 	const char *slash;
 
@@ -1311,6 +1320,20 @@ config_load(const char *path, const char *sandboxes_dir,
 	cfg->private = rangeset_new_private(cfg->gw.treat_as_public,
 	    cfg->gw.ntreat_as_public);
 	return cfg;
+}
+
+struct moat_config *
+config_load(const char *path, const char *sandboxes_dir,
+    struct moat_errors *errs)
+{
+	return load(path, NULL, sandboxes_dir, errs);
+}
+
+struct moat_config *
+config_load_buffer(const char *name, const char *text,
+    const char *sandboxes_dir, struct moat_errors *errs)
+{
+	return load(name, text, sandboxes_dir, errs);
 }
 
 /* --- freeing ---------------------------------------------------------- */

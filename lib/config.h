@@ -102,6 +102,10 @@ struct moat_errors {
  * may be NULL for "sandboxes.d beside path". */
 struct moat_config *config_load(const char *path, const char *sandboxes_dir,
 	    struct moat_errors *errs);
+/* The same, with the main file's text given in memory (NUL-terminated);
+ * name is used in messages.  For fuzzing and for tests. */
+struct moat_config *config_load_buffer(const char *name, const char *text,
+	    const char *sandboxes_dir, struct moat_errors *errs);
 void	config_free(struct moat_config *);
 void	config_errors_free(struct moat_errors *);
 void	config_errors_print(FILE *, const struct moat_errors *);
