@@ -5,6 +5,7 @@ PREFIX	?= /usr/local
 BINDIR	?= $(PREFIX)/bin
 SBINDIR	?= $(PREFIX)/sbin
 MANDIR	?= $(PREFIX)/share/man
+DOCDIR	?= $(PREFIX)/share/doc/moat
 SYSCONFDIR ?= /etc
 UNITDIR	?= /lib/systemd/system
 DESTDIR	?=
@@ -82,11 +83,12 @@ fuzz:
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
-	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/moat/sandboxes.d \
+	    $(DESTDIR)$(SYSCONFDIR)/moat/sandboxes.d \
 	    $(DESTDIR)$(SYSCONFDIR)/moat/secrets
 	$(if $(INSTALL_SBIN),install -m 0755 $(INSTALL_SBIN) $(DESTDIR)$(SBINDIR)/)
 	$(if $(INSTALL_BIN),install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/)
-	for m in docs/*.8; do [ -e "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; true
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
 	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
 	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets
