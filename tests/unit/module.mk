@@ -1,7 +1,7 @@
 # Unit tests of lib/.  Each program's module.mk adds its own to UNIT_TESTS.
 CMOCKA_LIBS = $(call pkglibs,cmocka)
 
-LIB_TESTS := $(BUILD)/tests/test_ranges $(BUILD)/tests/test_config
+LIB_TESTS := $(BUILD)/tests/test_ranges $(BUILD)/tests/test_config $(BUILD)/tests/test_ipc
 UNIT_TESTS += $(LIB_TESTS)
 
 $(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)

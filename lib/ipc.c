@@ -1,0 +1,189 @@
+/*
+ * ipc.c -- typed, size-checked messages over SOCK_SEQPACKET.
+ */
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ipc.h"
+
+typedef int (*ipc_shape)(const void *, size_t, char *, size_t);
+
+static int shape_set_add(const void *, size_t, char *, size_t);
+static int shape_set_ack(const void *, size_t, char *, size_t);
+static int shape_audit(const void *, size_t, char *, size_t);
+static int shape_empty(const void *, size_t, char *, size_t);
+
+static const struct {
+	const char	*name;
+	ipc_shape	 shape;
+} ipc_types[IPC_TYPE_MAX] = {
+	[IPC_SET_ADD] = { "set-add", shape_set_add },
+	[IPC_SET_ACK] = { "set-ack", shape_set_ack },
+	[IPC_AUDIT] = { "audit", shape_audit },
+	[IPC_RELOAD] = { "reload", shape_empty },
+};
+
+const char *
+ipc_type_name(int type)
+{
+	if (type <= 0 || type >= IPC_TYPE_MAX || ipc_types[type].name == NULL)
+		return "unknown";
+	return ipc_types[type].name;
+}
+
+static int
+shape_set_add(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_set_add *m = p;
+	size_t i;
+
+	if (len < sizeof(*m)) {
+		snprintf(err, errlen, "set-add: %zu bytes, header needs %zu",
+		    len, sizeof(*m));
+		return -1;
+	}
+	if (m->naddr == 0 || m->naddr > IPC_SET_MAX_ADDRS ||
+	    len != sizeof(*m) + m->naddr * sizeof(struct moat_addr)) {
+		snprintf(err, errlen, "set-add: %u addresses do not match %zu "
+		    "bytes", m->naddr, len);
+		return -1;
+	}
+	if (memchr(m->sandbox, '\0', sizeof(m->sandbox)) == NULL ||
+	    m->sandbox[0] == '\0') {
+		snprintf(err, errlen, "set-add: sandbox name not terminated");
+		return -1;
+	}
+	for (i = 0; i < m->naddr; i++)
+		if (m->addr[i].family != AF_INET &&
+		    m->addr[i].family != AF_INET6) {
+			snprintf(err, errlen, "set-add: address %zu has family "
+			    "%d", i, m->addr[i].family);
+			return -1;
+		}
+	return 0;
+}
+
+static int
+shape_set_ack(const void *p, size_t len, char *err, size_t errlen)
+{
+	if (len != sizeof(struct ipc_set_ack)) {
+		snprintf(err, errlen, "set-ack: %zu bytes, expected %zu", len,
+		    sizeof(struct ipc_set_ack));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_audit(const void *p, size_t len, char *err, size_t errlen)
+{
+	const unsigned char *s = p;
+	size_t i;
+
+	if (len < 2 || s[0] != '{' || s[len - 1] != '}') {
+		snprintf(err, errlen, "audit: not a JSON object");
+		return -1;
+	}
+	for (i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e) {
+			snprintf(err, errlen, "audit: byte 0x%02x at %zu", s[i],
+			    i);
+			return -1;
+		}
+	return 0;
+}
+
+static int
+shape_empty(const void *p, size_t len, char *err, size_t errlen)
+{
+	if (len != 0) {
+		snprintf(err, errlen, "payload of %zu bytes where none is "
+		    "expected", len);
+		return -1;
+	}
+	return 0;
+}
+
+int
+ipc_check(const struct ipc_hdr *h, const void *payload, size_t len,
+    char *err, size_t errlen)
+{
+	if (h->type == 0 || h->type >= IPC_TYPE_MAX ||
+	    ipc_types[h->type].shape == NULL) {
+		snprintf(err, errlen, "unknown message type %u", h->type);
+		return -1;
+	}
+	if (h->reserved != 0 || h->len != len || len > IPC_MAX_PAYLOAD) {
+		snprintf(err, errlen, "%s: header says %u bytes, got %zu",
+		    ipc_type_name(h->type), h->len, len);
+		return -1;
+	}
+	return ipc_types[h->type].shape(payload, len, err, errlen);
+}
+
+int
+ipc_pair(int fds[2])
+{
+	return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
+}
+
+int
+ipc_send(int fd, enum ipc_type type, uint32_t id, const void *payload,
+    size_t len)
+{
+	struct ipc_hdr h = { (uint16_t)type, 0, (uint32_t)len, id };
+	struct iovec iov[2] = {
+		{ &h, sizeof(h) }, { (void *)(uintptr_t)payload, len },
+	};
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	ssize_t n;
+
+	if (len > IPC_MAX_PAYLOAD) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	do
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	if ((size_t)n != sizeof(h) + len) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return 0;
+}
+
+ssize_t
+ipc_recv(int fd, struct ipc_hdr *hdr, void *buf, size_t buflen, char *err,
+    size_t errlen)
+{
+	struct iovec iov[2] = { { hdr, sizeof(*hdr) }, { buf, buflen } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n;
+
+	memset(hdr, 0, sizeof(*hdr));
+	do
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return n;
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		snprintf(err, errlen, "message larger than %zu bytes",
+		    sizeof(*hdr) + buflen);
+		return -2;
+	}
+	if ((size_t)n < sizeof(*hdr)) {
+		snprintf(err, errlen, "short message of %zd bytes", n);
+		return -2;
+	}
+	n -= (ssize_t)sizeof(*hdr);
+	if (ipc_check(hdr, buf, (size_t)n, err, errlen) == -1)
+		return -2;
+	return n;
+}

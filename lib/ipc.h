@@ -1,0 +1,70 @@
+/*
+ * ipc.h -- typed, size-checked messages between gatewayd and its children.
+ *
+ * Transport: a SOCK_SEQPACKET socketpair, so one send is one message and
+ * framing cannot drift.  Every message is a struct ipc_hdr followed by
+ * exactly hdr.len bytes of payload.  ipc_recv() checks the total size, the
+ * type and the payload's shape against one table; anything wrong is a
+ * protocol violation, which is fatal to the receiver (STYLE.md point 4):
+ * the caller logs it and exits (or, in gatewayd's parent, kills the child).
+ */
+#ifndef MOAT_IPC_H
+#define MOAT_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ranges.h"
+
+#define IPC_MAX_PAYLOAD		8192
+#define IPC_SET_MAX_ADDRS	64
+#define IPC_NAME_LEN		33	/* sandbox names are at most 32 */
+
+enum ipc_type {
+	IPC_SET_ADD = 1,	/* dnsd -> parent: open addresses for a sandbox */
+	IPC_SET_ACK,		/* parent -> dnsd: result of an IPC_SET_ADD */
+	IPC_AUDIT,		/* child -> parent: one audit event, JSON object */
+	IPC_RELOAD,		/* parent -> child: re-read the configuration */
+	IPC_TYPE_MAX
+};
+
+struct ipc_hdr {
+	uint16_t	type;
+	uint16_t	reserved;	/* must be 0 */
+	uint32_t	len;		/* payload bytes after the header */
+	uint32_t	id;		/* request id, echoed in the reply */
+};
+
+struct ipc_set_add {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[3];
+	uint32_t	timeout_ms;
+	uint32_t	naddr;		/* 1 .. IPC_SET_MAX_ADDRS */
+	struct moat_addr addr[];	/* naddr entries */
+};
+
+struct ipc_set_ack {
+	int32_t		status;		/* >= 0 addresses added, -1 refused */
+};
+
+/* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or
+ * newline, at most IPC_MAX_PAYLOAD bytes. */
+
+/* Create the pair (SOCK_SEQPACKET, close-on-exec on both ends). */
+int	ipc_pair(int fds[2]);
+/* Send one message.  0 or -1 (errno set). */
+int	ipc_send(int fd, enum ipc_type, uint32_t id, const void *payload,
+	    size_t len);
+/* Receive one message into buf (at least IPC_MAX_PAYLOAD bytes).
+ * Returns the payload length, 0 on orderly EOF with *hdr zeroed, -1 on
+ * a socket error (errno) and -2 on a protocol violation (message in err). */
+ssize_t	ipc_recv(int fd, struct ipc_hdr *hdr, void *buf, size_t buflen,
+	    char *err, size_t errlen);
+/* The shape check ipc_recv applies; exposed for tests and fuzzing.
+ * 0 valid, -1 invalid (message in err). */
+int	ipc_check(const struct ipc_hdr *, const void *payload, size_t len,
+	    char *err, size_t errlen);
+const char *ipc_type_name(int type);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * test_ipc.c -- typed IPC: well-formed messages round-trip over a real
+ * socketpair; every malformed shape is a protocol violation (-2).
+ */
+#include <sys/socket.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ipc.h"
+
+static int fds[2];
+static union { struct ipc_set_add m; char raw[IPC_MAX_PAYLOAD]; } u, in;
+
+static int
+setup(void **state)
+{
+	(void)state;
+	return ipc_pair(fds);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	close(fds[0]);
+	close(fds[1]);
+	return 0;
+}
+
+static size_t
+make_set_add(uint32_t naddr)
+{
+	uint32_t i;
+
+	memset(&u, 0, sizeof(u));
+	strcpy(u.m.sandbox, "web");
+	u.m.timeout_ms = 60000;
+	u.m.naddr = naddr;
+	for (i = 0; i < naddr; i++) {
+		addr_parse("203.0.113.10", &u.m.addr[i]);
+		u.m.addr[i].a[3] = (uint8_t)(10 + i);
+	}
+	return sizeof(u.m) + naddr * sizeof(struct moat_addr);
+}
+
+static ssize_t
+roundtrip_raw(const void *msg, size_t len, struct ipc_hdr *h)
+{
+	char err[256];
+
+	assert_int_equal(send(fds[0], msg, len, 0), (ssize_t)len);
+	return ipc_recv(fds[1], h, &in, sizeof(in), err, sizeof(err));
+}
+
+static void
+set_add_roundtrip(void **state)
+{
+	struct ipc_hdr h;
+	char err[256];
+	size_t len = make_set_add(3);
+
+	(void)state;
+	assert_int_equal(ipc_send(fds[0], IPC_SET_ADD, 42, &u, len), 0);
+	assert_int_equal(ipc_recv(fds[1], &h, &in, sizeof(in), err,
+	    sizeof(err)), (ssize_t)len);
+	assert_int_equal(h.type, IPC_SET_ADD);
+	assert_int_equal(h.id, 42);
+	assert_string_equal(in.m.sandbox, "web");
+	assert_int_equal(in.m.naddr, 3);
+	assert_int_equal(in.m.addr[2].a[3], 12);
+}
+
+static void
+malformed_rejected(void **state)
+{
+	struct { struct ipc_hdr h; char p[IPC_MAX_PAYLOAD]; } raw;
+	struct ipc_hdr h;
+	size_t len;
+
+	(void)state;
+	/* naddr larger than the bytes sent */
+	len = make_set_add(2);
+	raw.h = (struct ipc_hdr){ IPC_SET_ADD, 0, (uint32_t)len, 1 };
+	memcpy(raw.p, &u, len);
+	((struct ipc_set_add *)raw.p)->naddr = 3;
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	/* header length disagrees with the datagram */
+	make_set_add(1);
+	raw.h.len = 7;
+	memcpy(raw.p, &u, sizeof(u.m) + sizeof(struct moat_addr));
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + sizeof(u.m) +
+	    sizeof(struct moat_addr), &h), -2);
+	/* unterminated sandbox name */
+	len = make_set_add(1);
+	memset(u.m.sandbox, 'a', sizeof(u.m.sandbox));
+	raw.h = (struct ipc_hdr){ IPC_SET_ADD, 0, (uint32_t)len, 1 };
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	/* too many addresses */
+	len = make_set_add(IPC_SET_MAX_ADDRS + 1);
+	raw.h = (struct ipc_hdr){ IPC_SET_ADD, 0, (uint32_t)len, 1 };
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	/* unknown type, and a short message */
+	raw.h = (struct ipc_hdr){ 99, 0, 0, 1 };
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h), &h), -2);
+	assert_int_equal(roundtrip_raw(&raw, 5, &h), -2);
+	/* reserved bits set */
+	raw.h = (struct ipc_hdr){ IPC_RELOAD, 1, 0, 1 };
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h), &h), -2);
+	/* reload with a payload */
+	raw.h = (struct ipc_hdr){ IPC_RELOAD, 0, 1, 1 };
+	raw.p[0] = 'x';
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 1, &h), -2);
+}
+
+static void
+audit_shape(void **state)
+{
+	struct { struct ipc_hdr h; char p[64]; } raw;
+	struct ipc_hdr h;
+	char err[128];
+	const char *good = "{\"event\":\"refusal\"}";
+
+	(void)state;
+	assert_int_equal(ipc_send(fds[0], IPC_AUDIT, 1, good, strlen(good)), 0);
+	assert_int_equal(ipc_recv(fds[1], &h, &in, sizeof(in), err,
+	    sizeof(err)), (ssize_t)strlen(good));
+	raw.h = (struct ipc_hdr){ IPC_AUDIT, 0, 5, 1 };
+	memcpy(raw.p, "{\n1}", 5);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 5, &h), -2);
+	/* EOF is 0, not an error */
+	close(fds[0]);
+	assert_int_equal(ipc_recv(fds[1], &h, &in, sizeof(in), err,
+	    sizeof(err)), 0);
+	fds[0] = -1;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(set_add_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(malformed_rejected, setup, teardown),
+		cmocka_unit_test_setup_teardown(audit_shape, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
+}
