@@ -94,14 +94,14 @@ discover_ifaces(struct cc_disc *d)
 static void
 discover_route4(struct cc_disc *d)
 {
-	char line[256], ifn[32];
+	char line[256], ifn[16];
 	unsigned dst, gw, flags, mask;
 	FILE *f;
 
 	if ((f = fopen("/proc/net/route", "re")) == NULL)
 		return;
 	while (fgets(line, sizeof(line), f) != NULL) {
-		if (sscanf(line, "%31s %x %x %x %*d %*d %*d %x", ifn, &dst, &gw,
+		if (sscanf(line, "%15s %x %x %x %*d %*d %*d %x", ifn, &dst, &gw,
 		    &flags, &mask) != 5 || dst != 0 || mask != 0)
 			continue;
 		if (d->ndefault4++ == 0 && gw != 0) {

@@ -1,0 +1,700 @@
+/*
+ * engine.c -- runs probes concurrently with non-blocking sockets in one
+ * epoll loop, and gives each one of the four verdicts.
+ *
+ * Who answered is learnt from the socket error queue (IP_RECVERR): an
+ * ICMP error carries its type, code and sender, so admin-prohibited from
+ * the gateway (blocked) is told apart from port-unreachable or a RST
+ * (closed: something is there) and from silence (filtered).
+ *
+ * Timeouts: every probe of one timeout value is started later than the
+ * ones before it, so per timeout value the deadlines are in start order
+ * and a FIFO per value is a priority queue.  There are only a few values.
+ */
+#include <errno.h>
+#include <time.h>
+#include <linux/errqueue.h>
+#include <netinet/icmp6.h>
+#include <netinet/ip_icmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cc.h"
+#include "log.h"
+
+#define NQ		4
+#define QNONE		UINT32_MAX
+#define MAXEV		256
+#define RBUF_MAX	4096
+#define HARD_CAP_US	(60ULL * 1000 * 1000)	/* no scan runs longer */
+
+enum { S_IDLE, S_CONNECT, S_AWAIT, S_DONE };
+
+struct tq {
+	unsigned	timeout_ms;
+	uint32_t	head, tail;
+};
+
+struct engine {
+	int		 ep;
+	struct cc_probe	*p;
+	size_t		 n, next, done, inflight, maxfly;
+	struct tq	 q[NQ];
+	size_t		 nq;
+	uint64_t	 hard_deadline;
+};
+
+struct kind_ops {
+	void	(*start)(struct engine *, struct cc_probe *);
+	void	(*io)(struct engine *, struct cc_probe *, uint32_t);
+	void	(*expire)(struct engine *, struct cc_probe *);
+};
+
+uint64_t
+engine_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void __attribute__((format(printf, 3, 4)))
+evidence(struct cc_probe *p, bool append, const char *fmt, ...)
+{
+	size_t off = append ? strlen(p->evidence) : 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->evidence + off, sizeof(p->evidence) - off, fmt, ap);
+	va_end(ap);
+}
+
+static void
+finish(struct engine *e, struct cc_probe *p, enum cc_verdict v)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	if (p->state == S_DONE)
+		return;
+	if (p->verdict == V_PENDING || v != V_REACHABLE)
+		p->verdict = v;
+	p->rtt_us = (uint32_t)(engine_now_us() - p->t0);
+	if (p->fd != -1) {
+		/* An abortive close: a reached service sees a RST rather than
+		 * a half-open connection it has to time out. */
+		if (p->kind == K_TCP && p->verdict == V_REACHABLE)
+			setsockopt(p->fd, SOL_SOCKET, SO_LINGER, &lg,
+			    sizeof(lg));
+		close(p->fd);
+		p->fd = -1;
+	}
+	free(p->rbuf);
+	p->rbuf = NULL;
+	p->state = S_DONE;
+	e->inflight--;
+	e->done++;
+}
+
+static int
+watch(struct engine *e, struct cc_probe *p, int op, uint32_t events)
+{
+	struct epoll_event ev = { .events = events,
+	    .data.u64 = (uint64_t)(p - e->p) };
+
+	return epoll_ctl(e->ep, op, p->fd, &ev);
+}
+
+static void
+fmt_sa(const struct sockaddr *sa, char *buf, size_t len)
+{
+	struct moat_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.family = sa->sa_family;
+	if (sa->sa_family == AF_INET)
+		memcpy(a.a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(a.a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	else {
+		snprintf(buf, len, "?");
+		return;
+	}
+	addr_fmt(&a, buf, len);
+}
+
+/* --- classifying errors ------------------------------------------------ */
+
+static const struct icmp_map {
+	int		 family;
+	uint8_t		 type, code;
+	enum cc_verdict	 v;
+	const char	*what;
+} icmp_map[] = {
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_PKT_FILTERED, V_BLOCKED,
+	    "admin-prohibited" },
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_NET_ANO, V_BLOCKED,
+	    "net-prohibited" },
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_HOST_ANO, V_BLOCKED,
+	    "host-prohibited" },
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, V_CLOSED,
+	    "port-unreachable" },
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_PROT_UNREACH, V_CLOSED,
+	    "protocol-unreachable" },
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_NET_UNREACH, V_FILTERED,
+	    "net-unreachable" },
+	{ AF_INET, ICMP_DEST_UNREACH, ICMP_HOST_UNREACH, V_FILTERED,
+	    "host-unreachable" },
+	{ AF_INET6, ICMP6_DST_UNREACH, ICMP6_DST_UNREACH_ADMIN, V_BLOCKED,
+	    "admin-prohibited" },
+	{ AF_INET6, ICMP6_DST_UNREACH, 5 /* reject route */, V_BLOCKED,
+	    "reject-route" },
+	{ AF_INET6, ICMP6_DST_UNREACH, ICMP6_DST_UNREACH_NOPORT, V_CLOSED,
+	    "port-unreachable" },
+	{ AF_INET6, ICMP6_DST_UNREACH, ICMP6_DST_UNREACH_NOROUTE, V_FILTERED,
+	    "no-route" },
+	{ AF_INET6, ICMP6_DST_UNREACH, ICMP6_DST_UNREACH_ADDR, V_FILTERED,
+	    "address-unreachable" },
+};
+
+static bool
+is_local_sender(int fd, const struct sockaddr *from)
+{
+	union cc_sockaddr me;
+	socklen_t len = sizeof(me);
+
+	if (getsockname(fd, &me.sa, &len) == -1 ||
+	    me.sa.sa_family != from->sa_family)
+		return false;
+	if (from->sa_family == AF_INET)
+		return me.sin.sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)from)->sin_addr.s_addr;
+	return memcmp(&me.sin6.sin6_addr,
+	    &((const struct sockaddr_in6 *)from)->sin6_addr, 16) == 0;
+}
+
+/* Reads one error from the queue; 0 and a verdict if it was ICMP. */
+static int
+errqueue_verdict(struct cc_probe *p, enum cc_verdict *v)
+{
+	char cbuf[512], data[64], who[INET6_ADDRSTRLEN];
+	struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	const struct sock_extended_err *ee = NULL;
+	const struct sockaddr *from;
+	struct cmsghdr *c;
+	size_t i;
+
+	if (recvmsg(p->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) == -1)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c))
+		if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+		    (c->cmsg_level == SOL_IPV6 &&
+		    c->cmsg_type == IPV6_RECVERR))
+			ee = (const struct sock_extended_err *)CMSG_DATA(c);
+	if (ee == NULL || (ee->ee_origin != SO_EE_ORIGIN_ICMP &&
+	    ee->ee_origin != SO_EE_ORIGIN_ICMP6))
+		return -1;
+	from = SO_EE_OFFENDER(ee);
+	fmt_sa(from, who, sizeof(who));
+	for (i = 0; i < sizeof(icmp_map) / sizeof(icmp_map[0]); i++) {
+		const struct icmp_map *im = &icmp_map[i];
+
+		if (im->family != from->sa_family && from->sa_family !=
+		    AF_UNSPEC)
+			continue;
+		if (im->type != ee->ee_type || im->code != ee->ee_code ||
+		    (ee->ee_origin == SO_EE_ORIGIN_ICMP) !=
+		    (im->family == AF_INET))
+			continue;
+		*v = im->v;
+		if (is_local_sender(p->fd, from))
+			evidence(p, false, "%s (local: no ARP/ND answer)",
+			    im->what);
+		else
+			evidence(p, false, "%s from %s", im->what, who);
+		return 0;
+	}
+	*v = V_FILTERED;
+	evidence(p, false, "icmp type %u code %u from %s", ee->ee_type,
+	    ee->ee_code, who);
+	return 0;
+}
+
+static void
+fail_errno(struct engine *e, struct cc_probe *p, int err)
+{
+	enum cc_verdict v;
+
+	if (p->fd != -1 && errqueue_verdict(p, &v) == 0) {
+		finish(e, p, v);
+		return;
+	}
+	switch (err) {
+	case ECONNREFUSED:
+		evidence(p, false, p->kind == K_TCP ? "RST" :
+		    "refused (port-unreachable)");
+		finish(e, p, V_CLOSED);
+		break;
+	case EACCES:
+	case EPERM:
+		evidence(p, false, "refused by the guest's own firewall");
+		finish(e, p, V_FILTERED);
+		break;
+	case ENETUNREACH:
+		evidence(p, false, "no route from the guest");
+		finish(e, p, V_FILTERED);
+		break;
+	default:
+		evidence(p, false, "%s", strerror(err));
+		finish(e, p, V_FILTERED);
+		break;
+	}
+}
+
+/* --- application payloads ---------------------------------------------- */
+
+static void
+app_dns_reply(struct cc_probe *p, const uint8_t *buf, size_t len)
+{
+	struct cc_dns_reply r;
+
+	if (cc_dns_parse(buf, len, &r) == -1) {
+		evidence(p, false, "malformed DNS reply (%zu bytes)", len);
+		return;
+	}
+	if (r.id != p->dnsid) {
+		evidence(p, false, "DNS reply with a wrong id");
+		return;
+	}
+	if (p->dns == NULL)
+		p->dns = xcalloc(1, sizeof(*p->dns));
+	*p->dns = r;
+	evidence(p, false, "%s, %zu answer%s", cc_dns_rcode_name(r.rcode),
+	    r.nanswer, r.nanswer == 1 ? "" : "s");
+}
+
+/* "HTTP/1.x NNN" -- the status is all a proxy probe needs. */
+static void
+app_http_reply(struct cc_probe *p, const uint8_t *buf, size_t len)
+{
+	char line[64];
+	size_t n = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+	int st;
+
+	memcpy(line, buf, n);
+	line[n] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	if (sscanf(line, "HTTP/1.%*1[01] %3d", &st) == 1 && st >= 100 &&
+	    st <= 599) {
+		p->http_status = st;
+		evidence(p, false, "proxy answered %d", st);
+	} else
+		evidence(p, false, "not an HTTP reply");
+}
+
+/* --- TCP ----------------------------------------------------------------- */
+
+static void
+set_recverr(int fd, int family)
+{
+	int on = 1;
+
+	if (family == AF_INET)
+		setsockopt(fd, SOL_IP, IP_RECVERR, &on, sizeof(on));
+	else
+		setsockopt(fd, SOL_IPV6, IPV6_RECVERR, &on, sizeof(on));
+}
+
+static void
+tcp_connected(struct engine *e, struct cc_probe *p)
+{
+	uint8_t buf[2 + 512];
+	size_t len = p->paylen;
+	const uint8_t *out = p->payload;
+
+	p->verdict = V_REACHABLE;
+	evidence(p, false, "connected");
+	if (p->app == A_NONE) {
+		finish(e, p, V_REACHABLE);
+		return;
+	}
+	if (p->app == A_DNS) {		/* RFC 1035 4.2.2 length prefix */
+		if (len > sizeof(buf) - 2) {
+			finish(e, p, V_REACHABLE);
+			return;
+		}
+		buf[0] = (uint8_t)(len >> 8);
+		buf[1] = (uint8_t)len;
+		memcpy(buf + 2, p->payload, len);
+		out = buf;
+		len += 2;
+	}
+	/* A fresh socket's send buffer takes a few hundred bytes at once. */
+	if (send(p->fd, out, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		evidence(p, true, ", send failed");
+		finish(e, p, V_REACHABLE);
+		return;
+	}
+	p->rbuf = xmalloc(RBUF_MAX);
+	p->rlen = 0;
+	p->state = S_AWAIT;
+	if (watch(e, p, EPOLL_CTL_MOD, EPOLLIN) == -1)
+		finish(e, p, V_REACHABLE);
+}
+
+static void
+tcp_start(struct engine *e, struct cc_probe *p)
+{
+	p->fd = socket(p->dst.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (p->fd == -1) {
+		evidence(p, false, "socket: %s", strerror(errno));
+		finish(e, p, V_SKIPPED);
+		return;
+	}
+	set_recverr(p->fd, p->dst.sa.sa_family);
+	p->state = S_CONNECT;
+	if (connect(p->fd, &p->dst.sa, p->dstlen) == 0) {
+		if (watch(e, p, EPOLL_CTL_ADD, EPOLLOUT) == -1)
+			fail_errno(e, p, errno);
+		else
+			tcp_connected(e, p);
+	} else if (errno != EINPROGRESS)
+		fail_errno(e, p, errno);
+	else if (watch(e, p, EPOLL_CTL_ADD, EPOLLOUT) == -1)
+		fail_errno(e, p, errno);
+}
+
+/* A reply is complete when the DNS length prefix is satisfied or the HTTP
+ * status line has ended; the peer closing also ends it. */
+static bool
+tcp_reply_complete(const struct cc_probe *p)
+{
+	if (p->app == A_DNS)
+		return p->rlen >= 2 &&
+		    p->rlen >= 2 + ((p->rbuf[0] << 8) | p->rbuf[1]);
+	return memchr(p->rbuf, '\n', p->rlen) != NULL;
+}
+
+static void
+tcp_read(struct engine *e, struct cc_probe *p)
+{
+	ssize_t n;
+
+	n = recv(p->fd, p->rbuf + p->rlen, RBUF_MAX - p->rlen, 0);
+	if (n > 0)
+		p->rlen += (uint16_t)n;
+	if (n > 0 && !tcp_reply_complete(p) && p->rlen < RBUF_MAX)
+		return;
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (p->rlen == 0)
+		evidence(p, true, ", closed without a reply");
+	else if (p->app == A_DNS && p->rlen > 2)
+		app_dns_reply(p, p->rbuf + 2, p->rlen - 2);
+	else if (p->app == A_HTTP)
+		app_http_reply(p, p->rbuf, p->rlen);
+	finish(e, p, V_REACHABLE);
+}
+
+static void
+tcp_io(struct engine *e, struct cc_probe *p, uint32_t ev)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (p->state == S_AWAIT) {
+		tcp_read(e, p);
+		return;
+	}
+	if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err != 0)
+		fail_errno(e, p, err);
+	else if (ev & EPOLLOUT)
+		tcp_connected(e, p);
+}
+
+static void
+tcp_expire(struct engine *e, struct cc_probe *p)
+{
+	if (p->state == S_AWAIT) {
+		evidence(p, true, ", no reply in %u ms", p->timeout_ms);
+		finish(e, p, V_REACHABLE);
+		return;
+	}
+	evidence(p, false, "no answer in %u ms", p->timeout_ms);
+	finish(e, p, V_FILTERED);
+}
+
+/* --- UDP ----------------------------------------------------------------- */
+
+static void
+udp_start(struct engine *e, struct cc_probe *p)
+{
+	p->fd = socket(p->dst.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (p->fd == -1) {
+		evidence(p, false, "socket: %s", strerror(errno));
+		finish(e, p, V_SKIPPED);
+		return;
+	}
+	set_recverr(p->fd, p->dst.sa.sa_family);
+	p->state = S_AWAIT;
+	if (connect(p->fd, &p->dst.sa, p->dstlen) == -1 ||
+	    send(p->fd, p->payload, p->paylen, 0) == -1 ||
+	    watch(e, p, EPOLL_CTL_ADD, EPOLLIN) == -1)
+		fail_errno(e, p, errno);
+}
+
+static void
+udp_io(struct engine *e, struct cc_probe *p, uint32_t ev)
+{
+	uint8_t buf[RBUF_MAX];
+	ssize_t n;
+
+	if (ev & EPOLLERR) {
+		n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == -1 && errno != EAGAIN) {
+			fail_errno(e, p, errno);
+			return;
+		}
+	} else
+		n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n == -1) {
+		if (errno != EAGAIN && errno != EINTR)
+			fail_errno(e, p, errno);
+		return;
+	}
+	if (p->app == A_DNS) {
+		app_dns_reply(p, buf, (size_t)n);
+		if (p->dns == NULL || p->dns->id != p->dnsid)
+			return;		/* keep waiting for the real one */
+	} else
+		evidence(p, false, "%zd-byte reply", n);
+	finish(e, p, V_REACHABLE);
+}
+
+static void
+udp_expire(struct engine *e, struct cc_probe *p)
+{
+	evidence(p, false, "no reply in %u ms", p->timeout_ms);
+	finish(e, p, V_FILTERED);
+}
+
+/* --- ICMPv6 echo to a multicast group (all-nodes) -------------------------- */
+
+static void
+icmp6_start(struct engine *e, struct cc_probe *p)
+{
+	struct icmp6_hdr h = { .icmp6_type = ICMP6_ECHO_REQUEST };
+	struct icmp6_filter flt;
+	int off = 0, hops = 1;
+
+	/* A ping socket needs ping_group_range, a raw one CAP_NET_RAW. */
+	p->fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    IPPROTO_ICMPV6);
+	if (p->fd == -1) {
+		p->fd = socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, IPPROTO_ICMPV6);
+		if (p->fd != -1) {
+			ICMP6_FILTER_SETBLOCKALL(&flt);
+			ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &flt);
+			setsockopt(p->fd, IPPROTO_ICMPV6, ICMP6_FILTER, &flt,
+			    sizeof(flt));
+		}
+	}
+	if (p->fd == -1) {
+		evidence(p, false, "no ICMPv6 socket (needs CAP_NET_RAW or "
+		    "ping_group_range)");
+		finish(e, p, V_SKIPPED);
+		return;
+	}
+	setsockopt(p->fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &off, sizeof(off));
+	setsockopt(p->fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops,
+	    sizeof(hops));
+	h.icmp6_id = htons(p->dnsid);
+	h.icmp6_seq = htons(1);
+	p->state = S_AWAIT;
+	p->rlen = 0;
+	if (sendto(p->fd, &h, sizeof(h), 0, &p->dst.sa, p->dstlen) == -1 ||
+	    watch(e, p, EPOLL_CTL_ADD, EPOLLIN) == -1)
+		fail_errno(e, p, errno);
+}
+
+/* Every echo reply names one responder; the probe collects them until
+ * its timeout, so rlen counts responders here. */
+static void
+icmp6_io(struct engine *e, struct cc_probe *p, uint32_t ev)
+{
+	struct icmp6_hdr h;
+	struct sockaddr_in6 from;
+	socklen_t flen = sizeof(from);
+	char who[INET6_ADDRSTRLEN];
+
+	while (recvfrom(p->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_TRUNC,
+	    (struct sockaddr *)&from, &flen) >= (ssize_t)sizeof(h)) {
+		if (h.icmp6_type != ICMP6_ECHO_REPLY)
+			continue;
+		fmt_sa((struct sockaddr *)&from, who, sizeof(who));
+		if (p->rlen++ < 2)
+			evidence(p, p->rlen > 1, "%s%s", p->rlen > 1 ? ", " :
+			    "echo reply from ", who);
+		flen = sizeof(from);
+	}
+}
+
+static void
+icmp6_expire(struct engine *e, struct cc_probe *p)
+{
+	if (p->rlen == 0) {
+		evidence(p, false, "no echo reply in %u ms", p->timeout_ms);
+		finish(e, p, V_FILTERED);
+		return;
+	}
+	if (p->rlen > 2)
+		evidence(p, true, " and %u more", p->rlen - 2);
+	finish(e, p, V_REACHABLE);
+}
+
+static const struct kind_ops kind_ops[] = {
+	[K_TCP]   = { tcp_start,   tcp_io,   tcp_expire },
+	[K_UDP]   = { udp_start,   udp_io,   udp_expire },
+	[K_ICMP6] = { icmp6_start, icmp6_io, icmp6_expire },
+};
+
+/* --- the loop ------------------------------------------------------------- */
+
+static struct tq *
+queue_for(struct engine *e, unsigned timeout_ms)
+{
+	size_t i;
+
+	for (i = 0; i < e->nq; i++)
+		if (e->q[i].timeout_ms == timeout_ms)
+			return &e->q[i];
+	if (e->nq == NQ)
+		fatalx("engine: more than %d distinct timeouts", NQ);
+	e->q[e->nq] = (struct tq){ timeout_ms, QNONE, QNONE };
+	return &e->q[e->nq++];
+}
+
+static void
+start_one(struct engine *e, struct cc_probe *p)
+{
+	struct tq *q;
+	uint32_t idx = (uint32_t)(p - e->p);
+
+	p->t0 = engine_now_us();
+	p->fd = -1;
+	p->tq_next = QNONE;
+	e->inflight++;
+	if (p->kind == K_LOCAL) {	/* judged already by local.c */
+		p->state = S_DONE;
+		e->inflight--;
+		e->done++;
+		return;
+	}
+	q = queue_for(e, p->timeout_ms);
+	if (q->tail == QNONE)
+		q->head = idx;
+	else
+		e->p[q->tail].tq_next = idx;
+	q->tail = idx;
+	kind_ops[p->kind].start(e, p);
+}
+
+/* Expires what is due; returns ms until the next deadline, -1 if none. */
+static int
+expire_due(struct engine *e, uint64_t now)
+{
+	uint64_t next = UINT64_MAX, dl;
+	struct cc_probe *p;
+	size_t i;
+
+	for (i = 0; i < e->nq; i++) {
+		struct tq *q = &e->q[i];
+
+		while (q->head != QNONE) {
+			p = &e->p[q->head];
+			dl = p->t0 + (uint64_t)p->timeout_ms * 1000;
+			if (p->state != S_DONE && dl > now &&
+			    now < e->hard_deadline) {
+				if (dl < next)
+					next = dl;
+				break;
+			}
+			if (p->state != S_DONE)
+				kind_ops[p->kind].expire(e, p);
+			q->head = p->tq_next;
+			if (q->head == QNONE)
+				q->tail = QNONE;
+		}
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	return (int)((next - now + 999) / 1000);
+}
+
+static size_t
+fd_budget(size_t want)
+{
+	struct rlimit rl;
+
+	/* Raise the soft limit as far as the hard one allows; keep some
+	 * descriptors for stdio, netlink and the epoll instance. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return 64;
+	if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < want + 64) {
+		rl.rlim_cur = rl.rlim_max < want + 64 ? rl.rlim_max : want + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur <= 96)
+		return 32;
+	return rl.rlim_cur - 64 < want ? rl.rlim_cur - 64 : want;
+}
+
+int
+engine_run(struct cc_probe *p, size_t n, unsigned concurrency)
+{
+	struct engine e = { .p = p, .n = n };
+	struct epoll_event evs[MAXEV];
+	struct cc_probe *q;
+	int i, nev, wait;
+
+	if ((e.ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		log_warn("epoll_create1");
+		return -1;
+	}
+	e.maxfly = fd_budget(concurrency);
+	e.hard_deadline = engine_now_us() + HARD_CAP_US;
+	while (e.done < e.n) {
+		while (e.inflight < e.maxfly && e.next < e.n)
+			start_one(&e, &p[e.next++]);
+		wait = expire_due(&e, engine_now_us());
+		if (e.done == e.n)
+			break;
+		if (e.inflight < e.maxfly && e.next < e.n)
+			wait = 0;
+		nev = epoll_wait(e.ep, evs, MAXEV, wait);
+		if (nev == -1 && errno != EINTR) {
+			log_warn("epoll_wait");
+			break;
+		}
+		for (i = 0; i < nev; i++) {
+			q = &p[evs[i].data.u64];
+			if (q->state != S_DONE)
+				kind_ops[q->kind].io(&e, q, evs[i].events);
+		}
+	}
+	close(e.ep);
+	return e.done == e.n ? 0 : -1;
+}

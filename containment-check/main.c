@@ -1,0 +1,317 @@
+/*
+ * containment-check -- scans outward from inside a guest and reports
+ * whether the moat boundary holds.  See containment-check(8).
+ *
+ * Exit codes: 0 contained, 1 breach or failed control, 2 usage, system
+ * or internal error, or refused to run outside a guest.
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cc.h"
+#include "log.h"
+
+static const char usage_text[] =
+"usage: containment-check [options]\n"
+"Scan outward from inside a moat guest; report every probe; exit non-zero\n"
+"on any breach.  Run it only inside a guest or a test network namespace.\n"
+"\n"
+"  --gateway IP          the gateway (default: the default route)\n"
+"  --expect MODE         open | allowlist | none (default open)\n"
+"  --allow-name N        must resolve, to public addresses\n"
+"  --deny-name N         must be refused by the gateway's resolver\n"
+"  --rebind-name N       must not resolve to a private address\n"
+"  --internet HOST:PORT  positive control: must be reachable (with\n"
+"                        --expect none: must not be)\n"
+"  --target IP[:PORT]    also probe this host (default: common ports)\n"
+"  --resolver IP         public resolver for the bypass probes (replaces\n"
+"                        9.9.9.9 1.1.1.1 8.8.8.8 and two IPv6 ones)\n"
+"  --treat-as-public CIDR  not private for DNS judgements (test labs)\n"
+"  --proxy-port N        the gateway's proxy port (3128; 0: none)\n"
+"  --timeout MS          per-probe timeout (1500; the gateway sweep uses\n"
+"                        a fifth of it, at least 100)\n"
+"  --concurrency N       probes in flight (2048)\n"
+"  --host-checks, --no-host-checks   force the in-guest exposure checks\n"
+"  --in-guest            confirm this is a guest when the scanner shares\n"
+"                        PID 1's network namespace (any real VM)\n"
+"  --json                machine-readable report\n"
+"  -v, --verbose         list every probe\n"
+"  -h, --help            this text\n"
+"\n"
+"exit: 0 contained, 1 breach or failed control, 2 usage or system error\n";
+
+enum {
+	OPT_GATEWAY = 256, OPT_EXPECT, OPT_ALLOW, OPT_DENY, OPT_REBIND,
+	OPT_INTERNET, OPT_TARGET, OPT_RESOLVER, OPT_PUBLIC, OPT_PROXY,
+	OPT_TIMEOUT, OPT_CONC, OPT_HOSTCHK, OPT_NOHOSTCHK, OPT_INGUEST,
+	OPT_JSON,
+};
+
+static const struct option longopts[] = {
+	{ "gateway",		required_argument, NULL, OPT_GATEWAY },
+	{ "expect",		required_argument, NULL, OPT_EXPECT },
+	{ "allow-name",		required_argument, NULL, OPT_ALLOW },
+	{ "deny-name",		required_argument, NULL, OPT_DENY },
+	{ "rebind-name",	required_argument, NULL, OPT_REBIND },
+	{ "internet",		required_argument, NULL, OPT_INTERNET },
+	{ "target",		required_argument, NULL, OPT_TARGET },
+	{ "resolver",		required_argument, NULL, OPT_RESOLVER },
+	{ "treat-as-public",	required_argument, NULL, OPT_PUBLIC },
+	{ "proxy-port",		required_argument, NULL, OPT_PROXY },
+	{ "timeout",		required_argument, NULL, OPT_TIMEOUT },
+	{ "concurrency",	required_argument, NULL, OPT_CONC },
+	{ "host-checks",	no_argument,	   NULL, OPT_HOSTCHK },
+	{ "no-host-checks",	no_argument,	   NULL, OPT_NOHOSTCHK },
+	{ "in-guest",		no_argument,	   NULL, OPT_INGUEST },
+	{ "json",		no_argument,	   NULL, OPT_JSON },
+	{ "verbose",		no_argument,	   NULL, 'v' },
+	{ "help",		no_argument,	   NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void __attribute__((noreturn))
+usage(const char *why, const char *arg)
+{
+	if (why != NULL)
+		fprintf(stderr, "containment-check: %s%s%s\n", why,
+		    arg ? ": " : "", arg ? arg : "");
+	fprintf(stderr, "try: containment-check --help\n");
+	exit(CC_EXIT_USAGE);
+}
+
+static void
+push_name(const char **v, size_t *n, const char *s)
+{
+	struct cc_hostport hp;
+	char buf[300];
+
+	if (*n >= CC_MAXLIST)
+		usage("too many names", s);
+	/* args_hostport checks the characters of a name; reuse it. */
+	if (snprintf(buf, sizeof(buf), "%s:1", s) >= (int)sizeof(buf) ||
+	    args_hostport(buf, &hp) == -1)
+		usage("not a host name", s);
+	v[(*n)++] = s;
+}
+
+/* One option with an argument; a table would need a handler per row for
+ * these few lines each, so a switch it is. */
+static void
+set_option(struct cc_opts *o, int ch, const char *arg)
+{
+	unsigned u;
+
+	switch (ch) {
+	case OPT_GATEWAY:
+		if (addr_parse(arg, &o->gateway) == -1)
+			usage("not an address", arg);
+		break;
+	case OPT_EXPECT:
+		if (args_mode(arg, &o->mode) == -1)
+			usage("--expect takes open, allowlist or none", arg);
+		break;
+	case OPT_ALLOW:
+		push_name(o->allow, &o->nallow, arg);
+		break;
+	case OPT_DENY:
+		push_name(o->deny, &o->ndeny, arg);
+		break;
+	case OPT_REBIND:
+		push_name(o->rebind, &o->nrebind, arg);
+		break;
+	case OPT_INTERNET:
+		if (o->ninternet == 4 ||
+		    args_hostport(arg, &o->internet[o->ninternet++]) == -1)
+			usage("--internet takes HOST:PORT (at most 4)", arg);
+		break;
+	case OPT_TARGET:
+		if (o->ntargets == CC_MAXLIST ||
+		    args_target(arg, &o->targets[o->ntargets++]) == -1)
+			usage("--target takes IP or IP:PORT", arg);
+		break;
+	case OPT_RESOLVER:
+		if (o->nresolvers == CC_MAXLIST ||
+		    addr_parse(arg, &o->resolvers[o->nresolvers++]) == -1)
+			usage("--resolver takes an address", arg);
+		break;
+	case OPT_PUBLIC:
+		if (o->npub == CC_MAXLIST ||
+		    prefix_parse(arg, &o->pub[o->npub++]) == -1)
+			usage("--treat-as-public takes a CIDR prefix", arg);
+		break;
+	case OPT_PROXY:
+		if (args_uint(arg, 0, 65535, &u) == -1)
+			usage("--proxy-port takes 0..65535", arg);
+		o->proxy_port = (uint16_t)u;
+		break;
+	case OPT_TIMEOUT:
+		if (args_uint(arg, 50, 30000, &o->timeout_ms) == -1)
+			usage("--timeout takes 50..30000 ms", arg);
+		break;
+	case OPT_CONC:
+		if (args_uint(arg, 1, 16384, &o->concurrency) == -1)
+			usage("--concurrency takes 1..16384", arg);
+		break;
+	}
+}
+
+static void
+parse_args(int argc, char **argv, struct cc_opts *o)
+{
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->gateway.family = AF_UNSPEC;
+	o->mode = M_OPEN;
+	o->proxy_port = 3128;
+	o->timeout_ms = 1500;
+	o->concurrency = 2048;
+	o->host_checks = -1;
+	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(CC_EXIT_CONTAINED);
+		case 'v':
+			o->verbose = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_INGUEST:
+			o->in_guest = true;
+			break;
+		case OPT_HOSTCHK:
+		case OPT_NOHOSTCHK:
+			o->host_checks = ch == OPT_HOSTCHK;
+			break;
+		case '?':
+			usage(NULL, NULL);
+		default:
+			set_option(o, ch, optarg);
+		}
+	}
+	if (optind != argc)
+		usage("unexpected argument", argv[optind]);
+}
+
+/*
+ * The scanner sends packets to private ranges; on a host that would scan
+ * real networks.  Inside a test network namespace our namespace differs
+ * from PID 1's.  Inside a VM it is the same, as on a bare host, and
+ * nothing tells the two apart reliably (a host may itself be a VM), so
+ * there the operator must say --in-guest.  When /proc/1/ns/net cannot be
+ * read (not root, or a confined container), a namespace made by
+ * `ip netns add` still shows itself under /run/netns; failing that we
+ * cannot tell and ask for the flag too.
+ * Returns 1 in a separate namespace, 0 in PID 1's, -1 unknown.
+ */
+static bool
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev;
+}
+
+static int
+own_netns(void)
+{
+	struct stat self, other;
+	struct dirent *de;
+	char path[300];
+	DIR *dir;
+	int found = -1;
+
+	if (stat("/proc/self/ns/net", &self) == -1)
+		return -1;
+	if (stat("/proc/1/ns/net", &other) == 0)
+		return !same_file(&self, &other);
+	if ((dir = opendir("/run/netns")) == NULL)
+		return -1;
+	while (found == -1 && (de = readdir(dir)) != NULL) {
+		snprintf(path, sizeof(path), "/run/netns/%s", de->d_name);
+		if (de->d_name[0] != '.' && stat(path, &other) == 0 &&
+		    same_file(&self, &other))
+			found = 1;
+	}
+	closedir(dir);
+	return found;
+}
+
+static void
+run_phase(struct cc_probes *v, const struct cc_opts *o)
+{
+	if (engine_run(v->v, v->n, o->concurrency) == -1) {
+		log_warnx("the probe engine failed");
+		exit(CC_EXIT_USAGE);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cc_opts o;
+	struct cc_disc d;
+	struct cc_probes ph1 = { 0 }, ph2 = { 0 }, all = { 0 };
+	struct moat_rangeset *priv;
+	uint64_t t0;
+	int ns, host, rc;
+	size_t i;
+
+	log_init("containment-check", 0, 0);
+	parse_args(argc, argv, &o);
+	ns = own_netns();
+	if (ns != 1 && !o.in_guest) {
+		log_warnx("refusing to run: this process shares PID 1's network "
+		    "namespace (or cannot tell), as on a bare host; inside a "
+		    "guest VM add --in-guest");
+		return CC_EXIT_USAGE;
+	}
+	host = o.host_checks >= 0 ? o.host_checks : ns != 1;
+	if ((priv = rangeset_new_private(o.pub, o.npub)) == NULL)
+		fatalx("cannot build the private range table");
+
+	t0 = engine_now_us();
+	discover(&d, host);
+	if (o.gateway.family != AF_UNSPEC)
+		d.gateway = o.gateway;
+	if (d.gateway.family == AF_UNSPEC)
+		log_warnx("no default gateway and no --gateway: the gateway "
+		    "probes and controls cannot run");
+	plan_phase1(&ph1, &o, &d);
+	run_phase(&ph1, &o);
+	discover_neigh(&d);	/* the gateway's entry exists now */
+	plan_phase2(&ph2, &o, &d, &ph1);
+	local_checks(&ph2, &d, host);
+	run_phase(&ph2, &o);
+
+	/* One array for the report, phase 1 first. */
+	for (i = 0; i < ph1.n; i++)
+		*probes_add(&all) = ph1.v[i];
+	for (i = 0; i < ph2.n; i++)
+		*probes_add(&all) = ph2.v[i];
+	free(ph1.v);
+	free(ph2.v);
+	if (d.gateway.family == AF_UNSPEC) {	/* no control could run */
+		struct cc_probe *p = probes_add(&all);
+
+		p->cls = C_CONTROL;
+		p->kind = K_LOCAL;
+		p->expect = E_REACH;
+		p->verdict = V_SKIPPED;
+		p->what = "a gateway to probe";
+		snprintf(p->evidence, sizeof(p->evidence),
+		    "no default route and no --gateway");
+	}
+	report_judge(all.v, all.n, priv);
+	if (o.json)
+		rc = report_json(all.v, all.n, &d, &o, engine_now_us() - t0);
+	else
+		rc = report_human(all.v, all.n, &d, &o, engine_now_us() - t0);
+	probes_free(&all);
+	rangeset_free(priv);
+	return rc;
+}

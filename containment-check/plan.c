@@ -1,0 +1,599 @@
+/*
+ * plan.c -- which probes to run.  Every group of the scan is a table of
+ * targets and ports here, so what the scanner touches is visible in one
+ * place and bounded: the default scan is the gateway's 65535 TCP ports,
+ * at most 256 neighbours on the guest's own subnet, and a few hundred
+ * probes more (see docs/containment-check.8).
+ */
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cc.h"
+#include "log.h"
+
+#define SWEEP_TIMEOUT_MIN	100	/* ms; the gateway sweep's floor */
+#define SWEEP_MAX_HOSTS		254
+
+static const uint16_t common_ports[] = { 22, 80, 443, 445, 3389, 8080 };
+static const uint16_t subnet_ports[] = { 22, 80, 443 };
+static const uint16_t ll_gw_ports[] = { 22, 53, 80, 443, 3128 };
+
+/* Addresses where hosts usually are: home and office routers, the
+ * defaults of Docker, libvirt, QEMU user networking, Tailscale, cloud. */
+static const char *const likely_hosts[] = {
+	"10.0.0.1", "10.0.0.2", "10.0.0.138", "10.0.1.1", "10.1.1.1",
+	"10.10.0.1", "10.0.2.2", "10.0.2.3", "10.88.0.1", "10.96.0.1",
+	"172.16.0.1", "172.17.0.1", "172.18.0.1", "172.31.0.1",
+	"192.168.0.1", "192.168.0.254", "192.168.1.1", "192.168.1.254",
+	"192.168.2.1", "192.168.10.1", "192.168.100.1", "192.168.122.1",
+	"100.64.0.1", "100.100.100.100",
+};
+
+static const struct metadata {
+	const char	*addr;
+	const char	*what;
+} metadata[] = {
+	{ "169.254.169.254", "cloud metadata (AWS, GCP, Azure, OpenStack)" },
+	{ "100.100.100.200", "cloud metadata (Alibaba)" },
+	{ "fd00:ec2::254",   "cloud metadata (AWS IPv6)" },
+};
+
+/* The same metadata endpoint spelt so that a naive URL or Host parser
+ * misses it; only a proxy parses these, so they go through the proxy. */
+static const char *const metadata_urls[] = {
+	"http://169.254.169.254/latest/meta-data/",
+	"http://2852039166/latest/meta-data/",
+	"http://0xa9fea9fe/latest/meta-data/",
+	"http://0251.0376.0251.0376/latest/meta-data/",
+	"http://100.100.100.200/latest/meta-data/",
+	"http://[fd00:ec2::254]/latest/meta-data/",
+	"http://metadata.google.internal/computeMetadata/v1/",
+};
+
+static const char *const public_resolvers[] = {
+	"9.9.9.9", "1.1.1.1", "8.8.8.8", "2620:fe::fe", "2606:4700:4700::1111",
+};
+
+static const char *const ula_samples[] = {
+	"fd00::1", "fd00::2", "fdfd::1", "fc00::1",
+};
+
+/* --- the probe vector -------------------------------------------------- */
+
+struct cc_probe *
+probes_add(struct cc_probes *v)
+{
+	struct cc_probe *p;
+
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 1024;
+		v->v = xreallocarray(v->v, v->cap, sizeof(*v->v));
+	}
+	p = &v->v[v->n++];
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	return p;
+}
+
+void
+probes_free(struct cc_probes *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++) {
+		free(v->v[i].payload);
+		free(v->v[i].dns);
+		free(v->v[i].rbuf);
+	}
+	free(v->v);
+	memset(v, 0, sizeof(*v));
+}
+
+void
+sockaddr_set(union cc_sockaddr *sa, socklen_t *len, const struct moat_addr *a,
+    uint16_t port, unsigned scope)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (a->family == AF_INET) {
+		sa->sin.sin_family = AF_INET;
+		sa->sin.sin_port = htons(port);
+		memcpy(&sa->sin.sin_addr, a->a, 4);
+		*len = sizeof(sa->sin);
+	} else {
+		sa->sin6.sin6_family = AF_INET6;
+		sa->sin6.sin6_port = htons(port);
+		memcpy(&sa->sin6.sin6_addr, a->a, 16);
+		sa->sin6.sin6_scope_id = scope;
+		*len = sizeof(sa->sin6);
+	}
+}
+
+static uint16_t
+random16(void)
+{
+	uint16_t r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint16_t)engine_now_us();
+	return r;
+}
+
+static struct cc_probe *
+add(struct cc_probes *v, enum cc_class cls, enum cc_kind kind,
+    enum cc_expect expect, const struct moat_addr *a, uint16_t port,
+    unsigned scope, const char *what, unsigned timeout_ms)
+{
+	struct cc_probe *p = probes_add(v);
+
+	p->cls = cls;
+	p->kind = kind;
+	p->expect = expect;
+	p->what = what;
+	p->timeout_ms = timeout_ms;
+	sockaddr_set(&p->dst, &p->dstlen, a, port, scope);
+	return p;
+}
+
+static void
+set_payload(struct cc_probe *p, enum cc_app app, const void *buf, size_t len)
+{
+	p->app = app;
+	p->payload = xmalloc(len ? len : 1);
+	memcpy(p->payload, buf, len);
+	p->paylen = len;
+}
+
+/* A DNS query as the probe's payload; the name is checked by args.c. */
+static void
+set_dns(struct cc_probe *p, const char *name, uint16_t qtype)
+{
+	uint8_t buf[512];
+	int n;
+
+	p->dnsid = random16();
+	if ((n = cc_dns_query(name, qtype, p->dnsid, buf, sizeof(buf))) < 0)
+		fatalx("cannot build a DNS query for %s", name);
+	set_payload(p, A_DNS, buf, (size_t)n);
+}
+
+static void
+parse_or_die(const char *s, struct moat_addr *a)
+{
+	if (addr_parse(s, a) == -1)
+		fatalx("plan: bad built-in address %s", s);
+}
+
+/* --- phase 1: DNS ---------------------------------------------------------- */
+
+/* Names phase 2 needs resolved: the probe's `what` says which. */
+static const char WHAT_GMETA[] = "resolve metadata.google.internal";
+
+static void
+dns_probe(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, enum cc_class cls, enum cc_expect ex,
+    const char *name, uint16_t qtype, const char *what)
+{
+	struct cc_probe *p;
+
+	p = add(v, cls, K_UDP, ex, &d->gateway, 53, 0, what, o->timeout_ms);
+	set_dns(p, name, qtype);
+}
+
+void
+plan_phase1(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	size_t i;
+
+	if (d->gateway.family == AF_UNSPEC)
+		return;
+	dns_probe(v, o, d, C_CONTROL, E_DNS_ANSWER,
+	    o->nallow ? o->allow[0] : ".", o->nallow ? 1 : 2,
+	    "the gateway's resolver answers");
+	for (i = 0; i < o->nallow; i++) {
+		dns_probe(v, o, d, C_DNSPOLICY, E_DNS_ALLOW, o->allow[i], 1,
+		    o->allow[i]);
+		dns_probe(v, o, d, C_DNSPOLICY, E_DNS_ALLOW, o->allow[i], 28,
+		    o->allow[i]);
+	}
+	for (i = 0; i < o->ndeny; i++) {
+		dns_probe(v, o, d, C_DNSPOLICY, E_DNS_DENY, o->deny[i], 1,
+		    o->deny[i]);
+		dns_probe(v, o, d, C_DNSPOLICY, E_DNS_DENY, o->deny[i], 28,
+		    o->deny[i]);
+	}
+	for (i = 0; i < o->nrebind; i++) {
+		dns_probe(v, o, d, C_DNSPOLICY, E_DNS_REBIND, o->rebind[i], 1,
+		    o->rebind[i]);
+		dns_probe(v, o, d, C_DNSPOLICY, E_DNS_REBIND, o->rebind[i], 28,
+		    o->rebind[i]);
+	}
+	for (i = 0; i < o->ninternet; i++)
+		if (addr_parse(o->internet[i].host, &a) == -1)
+			dns_probe(v, o, d, C_CONTROL, E_INFO,
+			    o->internet[i].host, 1, o->internet[i].host);
+	dns_probe(v, o, d, C_METADATA, E_DNS_REBIND,
+	    "metadata.google.internal", 1, WHAT_GMETA);
+}
+
+/* --- phase 2 --------------------------------------------------------------- */
+
+/* The addresses phase 1 resolved for the probes whose `what` is `what`
+ * (compared as a pointer: each name has its own). */
+static size_t
+resolved(const struct cc_probes *ph1, const char *what, struct moat_addr *out,
+    size_t max)
+{
+	const struct cc_probe *p;
+	size_t i, j, n = 0;
+
+	for (i = 0; i < ph1->n; i++) {
+		p = &ph1->v[i];
+		if (p->what != what || p->dns == NULL)
+			continue;
+		for (j = 0; j < p->dns->naddr && n < max; j++)
+			out[n++] = p->dns->addr[j];
+	}
+	return n;
+}
+
+static void
+plan_controls(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_probes *ph1)
+{
+	struct moat_addr a[CC_DNS_MAXADDR];
+	enum cc_expect ex = o->mode == M_NONE ? E_UNREACH : E_REACH;
+	size_t i, j, n;
+
+	for (i = 0; i < o->ninternet; i++) {
+		if (addr_parse(o->internet[i].host, &a[0]) == 0)
+			n = 1;
+		else
+			n = resolved(ph1, o->internet[i].host, a, 1);
+		for (j = 0; j < n; j++)
+			add(v, C_CONTROL, K_TCP, ex, &a[j],
+			    o->internet[i].port, 0, o->mode == M_NONE ?
+			    "the internet is NOT reachable (--expect none)" :
+			    "the internet is reachable", o->timeout_ms);
+	}
+}
+
+static void
+add_ports(struct cc_probes *v, enum cc_class cls, const struct moat_addr *a,
+    unsigned scope, const uint16_t *ports, size_t nports, const char *what,
+    unsigned timeout_ms)
+{
+	size_t i;
+
+	for (i = 0; i < nports; i++)
+		add(v, cls, K_TCP, E_DENY, a, ports[i], scope, what,
+		    timeout_ms);
+}
+
+/* The UDP services a gateway might expose, each with a real request so
+ * that a listening service answers rather than ignores it. */
+static const uint8_t ntp_req[48] = { 0x23 };
+static const uint8_t snmp_req[] = {	/* v2c get sysDescr.0, "public" */
+	0x30, 0x26, 0x02, 0x01, 0x01, 0x04, 0x06, 'p', 'u', 'b', 'l', 'i',
+	'c', 0xa0, 0x19, 0x02, 0x01, 0x01, 0x02, 0x01, 0x00, 0x02, 0x01,
+	0x00, 0x30, 0x0e, 0x30, 0x0c, 0x06, 0x08, 0x2b, 0x06, 0x01, 0x02,
+	0x01, 0x01, 0x01, 0x00, 0x05, 0x00,
+};
+
+static void
+dhcp_discover(uint8_t *b, size_t len)
+{
+	static const uint8_t opts[] = { 99, 130, 83, 99, 53, 1, 1, 255 };
+
+	memset(b, 0, len);
+	b[0] = 1;		/* BOOTREQUEST */
+	b[1] = 1;		/* ethernet */
+	b[2] = 6;
+	b[4] = 0x6d;		/* xid "moat" */
+	b[5] = 0x6f;
+	b[6] = 0x61;
+	b[7] = 0x74;
+	memcpy(b + 236, opts, sizeof(opts));
+}
+
+static void
+plan_gateway(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct cc_probe *p;
+	uint8_t dhcp[300];
+	unsigned port, sweep_ms;
+
+	sweep_ms = o->timeout_ms / 5 < SWEEP_TIMEOUT_MIN ?
+	    SWEEP_TIMEOUT_MIN : o->timeout_ms / 5;
+	if (sweep_ms > o->timeout_ms)
+		sweep_ms = o->timeout_ms;
+	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 67, 0,
+	    "DHCP on the gateway", o->timeout_ms);
+	dhcp_discover(dhcp, sizeof(dhcp));
+	set_payload(p, A_RAW, dhcp, sizeof(dhcp));
+	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 123, 0,
+	    "NTP on the gateway", o->timeout_ms);
+	set_payload(p, A_RAW, ntp_req, sizeof(ntp_req));
+	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 161, 0,
+	    "SNMP on the gateway", o->timeout_ms);
+	set_payload(p, A_RAW, snmp_req, sizeof(snmp_req));
+	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 5353, 0,
+	    "mDNS on the gateway", o->timeout_ms);
+	set_dns(p, "_services._dns-sd._udp.local", 12);
+	/* Last, with the short timeout: the gateway is on-link, so a port
+	 * that is there answers in far less than the sweep timeout. */
+	for (port = 1; port <= 65535; port++) {
+		bool allowed = port == 53 || port == o->proxy_port;
+
+		add(v, C_GATEWAY, K_TCP, allowed ? E_INFO : E_DENY,
+		    &d->gateway, (uint16_t)port, 0, allowed ?
+		    "allowed service on the gateway" : "gateway TCP sweep",
+		    sweep_ms);
+	}
+}
+
+static bool
+same_subnet(const struct cc_disc *d, const struct moat_addr *a)
+{
+	struct moat_prefix pf;
+	size_t i;
+
+	for (i = 0; i < d->nv4; i++) {
+		pf.addr = d->v4[i].addr;
+		pf.plen = d->v4[i].plen;
+		if (a->family == AF_INET && pf.plen > 0 &&
+		    ((ntohl(*(const uint32_t *)(const void *)a->a) ^
+		    ntohl(*(const uint32_t *)(const void *)pf.addr.a)) >>
+		    (32 - pf.plen)) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void
+plan_private(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	size_t i;
+
+	for (i = 0; i < sizeof(likely_hosts) / sizeof(likely_hosts[0]); i++) {
+		parse_or_die(likely_hosts[i], &a);
+		if (same_subnet(d, &a) || addr_cmp(&a, &d->gateway) == 0)
+			continue;	/* the subnet sweep covers those */
+		add_ports(v, C_PRIVATE, &a, 0, common_ports,
+		    sizeof(common_ports) / sizeof(common_ports[0]),
+		    "likely private host", o->timeout_ms);
+	}
+	for (i = 0; i < o->ntargets; i++) {
+		if (o->targets[i].port != 0)
+			add(v, C_PRIVATE, K_TCP, E_DENY, &o->targets[i].addr,
+			    o->targets[i].port, 0, "--target", o->timeout_ms);
+		else
+			add_ports(v, C_PRIVATE, &o->targets[i].addr, 0,
+			    common_ports, sizeof(common_ports) /
+			    sizeof(common_ports[0]), "--target",
+			    o->timeout_ms);
+	}
+}
+
+static void
+plan_metadata(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_probes *ph1)
+{
+	struct moat_addr a[CC_DNS_MAXADDR];
+	struct cc_probe *p;
+	char req[256];
+	size_t i, n;
+	int len;
+
+	for (i = 0; i < sizeof(metadata) / sizeof(metadata[0]); i++) {
+		parse_or_die(metadata[i].addr, &a[0]);
+		add(v, C_METADATA, K_TCP, E_DENY, &a[0], 80, 0,
+		    metadata[i].what, o->timeout_ms);
+	}
+	n = resolved(ph1, WHAT_GMETA, a, CC_DNS_MAXADDR);
+	for (i = 0; i < n; i++)
+		add(v, C_METADATA, K_TCP, E_DENY, &a[i], 80, 0,
+		    "metadata.google.internal", o->timeout_ms);
+	if (o->proxy_port == 0)
+		return;
+	for (i = 0; i < sizeof(metadata_urls) / sizeof(metadata_urls[0]);
+	    i++) {
+		const char *host = metadata_urls[i] + strlen("http://");
+
+		len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n"
+		    "Host: %.*s\r\nMetadata-Flavor: Google\r\n"
+		    "Connection: close\r\n\r\n", metadata_urls[i],
+		    (int)strcspn(host, "/"), host);
+		p = add(v, C_METADATA, K_TCP, E_DENY, &d->gateway,
+		    o->proxy_port, 0, metadata_urls[i], o->timeout_ms);
+		set_payload(p, A_HTTP, req, (size_t)len);
+	}
+}
+
+/* Other guests: every address of the guest's own /24 (or smaller subnet)
+ * and everything in the neighbour table. */
+static void
+plan_guests(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	uint32_t self, base, mask, h, nhost;
+	size_t i;
+	int plen;
+
+	if (d->nv4 > 0) {
+		memcpy(&self, d->v4[0].addr.a, 4);
+		self = ntohl(self);
+		plen = d->v4[0].plen < 24 ? 24 : d->v4[0].plen;
+		mask = plen >= 32 ? 0xffffffffu : ~(0xffffffffu >> plen);
+		base = self & mask;
+		nhost = ~mask;
+		for (h = 1; h < nhost && h <= SWEEP_MAX_HOSTS; h++) {
+			uint32_t x = htonl(base | h);
+
+			a.family = AF_INET;
+			memset(a.a, 0, sizeof(a.a));
+			memcpy(a.a, &x, 4);
+			if (disc_is_self(d, &a) ||
+			    addr_cmp(&a, &d->gateway) == 0)
+				continue;
+			add_ports(v, C_GUESTS, &a, 0, subnet_ports,
+			    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
+			    "own subnet sweep", o->timeout_ms);
+		}
+	}
+	for (i = 0; i < d->nneigh; i++) {
+		const struct cc_neigh *n = &d->neigh[i];
+
+		if (disc_is_self(d, &n->addr) ||
+		    addr_cmp(&n->addr, &d->gateway) == 0 ||
+		    (n->addr.family == AF_INET && same_subnet(d, &n->addr)) ||
+		    (n->addr.family == AF_INET6 && n->addr.a[0] == 0xfe))
+			continue;	/* swept above, or IPv6 link-local */
+		add_ports(v, C_GUESTS, &n->addr, n->ifindex, common_ports,
+		    sizeof(common_ports) / sizeof(common_ports[0]),
+		    "neighbour table entry", o->timeout_ms);
+	}
+}
+
+/* fe80::/64 + modified EUI-64 of a MAC: Linux's default link-local. */
+static void
+eui64_ll(const uint8_t mac[6], struct moat_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET6;
+	a->a[0] = 0xfe;
+	a->a[1] = 0x80;
+	a->a[8] = mac[0] ^ 0x02;
+	a->a[9] = mac[1];
+	a->a[10] = mac[2];
+	a->a[11] = 0xff;
+	a->a[12] = 0xfe;
+	a->a[13] = mac[3];
+	a->a[14] = mac[4];
+	a->a[15] = mac[5];
+}
+
+static void
+plan_ipv6_gateway(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr ll;
+	size_t i;
+
+	for (i = 0; i < d->nneigh; i++) {
+		const struct cc_neigh *n = &d->neigh[i];
+
+		if (n->addr.family == AF_INET &&
+		    addr_cmp(&n->addr, &d->gateway) == 0 && n->has_ll) {
+			eui64_ll(n->lladdr, &ll);
+			add_ports(v, C_IPV6, &ll, n->ifindex, ll_gw_ports,
+			    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
+			    "the gateway's link-local address (EUI-64)",
+			    o->timeout_ms);
+		} else if (n->addr.family == AF_INET6 && n->router)
+			add_ports(v, C_IPV6, &n->addr, n->ifindex, ll_gw_ports,
+			    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
+			    "an IPv6 router neighbour", o->timeout_ms);
+	}
+}
+
+static void
+plan_ipv6(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	struct cc_probe *p;
+	size_t i;
+
+	parse_or_die("ff02::1", &a);
+	for (i = 0; i < d->nnics; i++) {
+		p = add(v, C_IPV6, K_ICMP6, E_DENY, &a, 0,
+		    if_nametoindex(d->nics[i]), "link-local all-nodes",
+		    o->timeout_ms);
+		p->dnsid = random16();
+	}
+	plan_ipv6_gateway(v, o, d);
+	for (i = 0; i < sizeof(ula_samples) / sizeof(ula_samples[0]); i++) {
+		parse_or_die(ula_samples[i], &a);
+		add_ports(v, C_IPV6, &a, 0, subnet_ports,
+		    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
+		    "unique local address sample", o->timeout_ms);
+	}
+}
+
+/* DNS that does not go through the gateway's resolver: plain DNS over
+ * UDP and TCP and DoT to public resolvers and to any nameserver in
+ * resolv.conf that is not the gateway; DoH and QUIC ports reported. */
+static void
+plan_bypass_one(struct cc_probes *v, const struct cc_opts *o,
+    const struct moat_addr *a)
+{
+	static const uint8_t quic[64] = { 0xc3, 0, 0, 0, 1 };
+	enum cc_expect doh = o->mode == M_OPEN ? E_INFO : E_DENY;
+	struct cc_probe *p;
+
+	p = add(v, C_DNSBYPASS, K_UDP, E_DENY, a, 53, 0,
+	    "DNS over UDP past the gateway", o->timeout_ms);
+	set_dns(p, ".", 2);
+	p = add(v, C_DNSBYPASS, K_TCP, E_DENY, a, 53, 0,
+	    "DNS over TCP past the gateway", o->timeout_ms);
+	set_dns(p, ".", 2);
+	add(v, C_DNSBYPASS, K_TCP, E_DENY, a, 853, 0, "DNS over TLS",
+	    o->timeout_ms);
+	add(v, C_DNSBYPASS, K_TCP, doh, a, 443, 0, "DNS over HTTPS (port)",
+	    o->timeout_ms);
+	p = add(v, C_DNSBYPASS, K_UDP, doh, a, 443, 0, "QUIC / DoH3 (port)",
+	    o->timeout_ms);
+	set_payload(p, A_RAW, quic, sizeof(quic));
+}
+
+static void
+plan_bypass(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	size_t i;
+
+	if (o->nresolvers > 0) {
+		for (i = 0; i < o->nresolvers; i++)
+			plan_bypass_one(v, o, &o->resolvers[i]);
+	} else {
+		for (i = 0; i < sizeof(public_resolvers) /
+		    sizeof(public_resolvers[0]); i++) {
+			parse_or_die(public_resolvers[i], &a);
+			plan_bypass_one(v, o, &a);
+		}
+	}
+	for (i = 0; i < d->nns; i++) {
+		/* Loopback is a stub resolver in the guest itself. */
+		if (addr_cmp(&d->ns[i], &d->gateway) == 0 ||
+		    (d->ns[i].family == AF_INET && d->ns[i].a[0] == 127))
+			continue;
+		plan_bypass_one(v, o, &d->ns[i]);
+	}
+}
+
+void
+plan_phase2(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_probes *ph1)
+{
+	plan_controls(v, o, ph1);
+	plan_metadata(v, o, d, ph1);
+	plan_private(v, o, d);
+	plan_bypass(v, o, d);
+	plan_ipv6(v, o, d);
+	plan_guests(v, o, d);
+	/* Last: the sweep of 65535 short probes fills the gaps while the
+	 * long ones above wait for their timeouts. */
+	if (d->gateway.family == AF_INET || d->gateway.family == AF_INET6)
+		plan_gateway(v, o, d);
+}
