@@ -544,6 +544,15 @@ icmp6_io(struct engine *e, struct cc_probe *p, uint32_t ev)
 		if (h.icmp6_type != ICMP6_ECHO_REPLY)
 			continue;
 		fmt_sa((struct sockaddr *)&from, who, sizeof(who));
+		/* Kept for phase 2, which probes every responder's ports. */
+		if (p->dns == NULL)
+			p->dns = xcalloc(1, sizeof(*p->dns));
+		if (p->dns->naddr < CC_DNS_MAXADDR) {
+			struct moat_addr *a = &p->dns->addr[p->dns->naddr++];
+
+			a->family = AF_INET6;
+			memcpy(a->a, &from.sin6_addr, 16);
+		}
 		if (p->rlen++ < 2)
 			evidence(p, p->rlen > 1, "%s%s", p->rlen > 1 ? ", " :
 			    "echo reply from ", who);

@@ -167,6 +167,18 @@ parse_or_die(const char *s, struct moat_addr *a)
 		fatalx("plan: bad built-in address %s", s);
 }
 
+/* On-link peers (the gateway, link-local neighbours) answer in far less
+ * than a routed probe's timeout; a fifth of it, with a floor. */
+static unsigned
+onlink_timeout(const struct cc_opts *o)
+{
+	unsigned ms = o->timeout_ms / 5;
+
+	if (ms < SWEEP_TIMEOUT_MIN)
+		ms = SWEEP_TIMEOUT_MIN;
+	return ms > o->timeout_ms ? o->timeout_ms : ms;
+}
+
 /* --- phase 1: DNS ---------------------------------------------------------- */
 
 /* Names phase 2 needs resolved: the probe's `what` says which. */
@@ -188,6 +200,7 @@ plan_phase1(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d)
 {
 	struct moat_addr a;
+	struct cc_probe *p;
 	size_t i;
 
 	if (d->gateway.family == AF_UNSPEC)
@@ -219,6 +232,13 @@ plan_phase1(struct cc_probes *v, const struct cc_opts *o,
 			    o->internet[i].host, 1, o->internet[i].host);
 	dns_probe(v, o, d, C_METADATA, E_DNS_REBIND,
 	    "metadata.google.internal", 1, WHAT_GMETA);
+	parse_or_die("ff02::1", &a);
+	for (i = 0; i < d->nnics; i++) {
+		p = add(v, C_IPV6, K_ICMP6, E_DENY, &a, 0,
+		    if_nametoindex(d->nics[i]), "link-local all-nodes",
+		    onlink_timeout(o));
+		p->dnsid = random16();
+	}
 }
 
 /* --- phase 2 --------------------------------------------------------------- */
@@ -307,12 +327,7 @@ plan_gateway(struct cc_probes *v, const struct cc_opts *o,
 {
 	struct cc_probe *p;
 	uint8_t dhcp[300];
-	unsigned port, sweep_ms;
-
-	sweep_ms = o->timeout_ms / 5 < SWEEP_TIMEOUT_MIN ?
-	    SWEEP_TIMEOUT_MIN : o->timeout_ms / 5;
-	if (sweep_ms > o->timeout_ms)
-		sweep_ms = o->timeout_ms;
+	unsigned port, sweep_ms = onlink_timeout(o);
 	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 67, 0,
 	    "DHCP on the gateway", o->timeout_ms);
 	dhcp_discover(dhcp, sizeof(dhcp));
@@ -482,46 +497,70 @@ eui64_ll(const uint8_t mac[6], struct moat_addr *a)
 	a->a[15] = mac[5];
 }
 
+/* Link-local IPv6 neighbours to probe: whoever answered the all-nodes
+ * echo, IPv6 routers in the neighbour table, and the gateway's EUI-64
+ * address derived from its MAC (answers nothing if it uses another). */
+struct ll_set {
+	struct moat_addr a[16];
+	unsigned	 scope[16];
+	size_t		 n;
+};
+
 static void
-plan_ipv6_gateway(struct cc_probes *v, const struct cc_opts *o,
-    const struct cc_disc *d)
+ll_add(struct ll_set *s, const struct moat_addr *a, unsigned scope)
 {
-	struct moat_addr ll;
 	size_t i;
 
+	for (i = 0; i < s->n; i++)
+		if (addr_cmp(&s->a[i], a) == 0)
+			return;
+	if (s->n < sizeof(s->a) / sizeof(s->a[0])) {
+		s->a[s->n] = *a;
+		s->scope[s->n++] = scope;
+	}
+}
+
+static void
+plan_ipv6_neighbours(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_probes *ph1)
+{
+	struct ll_set s = { .n = 0 };
+	struct moat_addr ll;
+	size_t i, j;
+
+	for (i = 0; i < ph1->n; i++) {
+		const struct cc_probe *p = &ph1->v[i];
+
+		if (p->kind != K_ICMP6 || p->dns == NULL)
+			continue;
+		for (j = 0; j < p->dns->naddr; j++)
+			ll_add(&s, &p->dns->addr[j], p->dst.sin6.sin6_scope_id);
+	}
 	for (i = 0; i < d->nneigh; i++) {
 		const struct cc_neigh *n = &d->neigh[i];
 
 		if (n->addr.family == AF_INET &&
 		    addr_cmp(&n->addr, &d->gateway) == 0 && n->has_ll) {
 			eui64_ll(n->lladdr, &ll);
-			add_ports(v, C_IPV6, &ll, n->ifindex, ll_gw_ports,
-			    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
-			    "the gateway's link-local address (EUI-64)",
-			    o->timeout_ms);
+			ll_add(&s, &ll, n->ifindex);
 		} else if (n->addr.family == AF_INET6 && n->router)
-			add_ports(v, C_IPV6, &n->addr, n->ifindex, ll_gw_ports,
-			    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
-			    "an IPv6 router neighbour", o->timeout_ms);
+			ll_add(&s, &n->addr, n->ifindex);
 	}
+	for (i = 0; i < s.n; i++)
+		add_ports(v, C_IPV6, &s.a[i], s.scope[i], ll_gw_ports,
+		    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
+		    "IPv6 link-local neighbour (all-nodes reply, router, "
+		    "gateway EUI-64)", o->timeout_ms);
 }
 
 static void
 plan_ipv6(struct cc_probes *v, const struct cc_opts *o,
-    const struct cc_disc *d)
+    const struct cc_disc *d, const struct cc_probes *ph1)
 {
 	struct moat_addr a;
-	struct cc_probe *p;
 	size_t i;
 
-	parse_or_die("ff02::1", &a);
-	for (i = 0; i < d->nnics; i++) {
-		p = add(v, C_IPV6, K_ICMP6, E_DENY, &a, 0,
-		    if_nametoindex(d->nics[i]), "link-local all-nodes",
-		    o->timeout_ms);
-		p->dnsid = random16();
-	}
-	plan_ipv6_gateway(v, o, d);
+	plan_ipv6_neighbours(v, o, d, ph1);
 	for (i = 0; i < sizeof(ula_samples) / sizeof(ula_samples[0]); i++) {
 		parse_or_die(ula_samples[i], &a);
 		add_ports(v, C_IPV6, &a, 0, subnet_ports,
@@ -590,7 +629,7 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 	plan_metadata(v, o, d, ph1);
 	plan_private(v, o, d);
 	plan_bypass(v, o, d);
-	plan_ipv6(v, o, d);
+	plan_ipv6(v, o, d, ph1);
 	plan_guests(v, o, d);
 	/* Last: the sweep of 65535 short probes fills the gaps while the
 	 * long ones above wait for their timeouts. */

@@ -4,9 +4,11 @@
  */
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cc.h"
+#include "log.h"
 
 #define LIST_CAP	40	/* rows listed per class and outcome */
 
@@ -251,11 +253,78 @@ human_row(const struct cc_probe *p)
 	printf("\n");
 }
 
-/* Rows that are ok are folded into one count per verdict when a class has
- * many (the gateway sweep has 65533); everything else is listed, up to
- * LIST_CAP rows per outcome, the rest counted. */
+/* Probes of one sweep that ended alike: same address, reason, outcome,
+ * verdict and evidence, differing only in the port. */
+static bool
+same_group(const struct cc_probe *a, const struct cc_probe *b)
+{
+	if (a->kind != K_TCP || b->kind != K_TCP || a->what != b->what ||
+	    a->outcome != b->outcome || a->verdict != b->verdict ||
+	    a->dst.sa.sa_family != b->dst.sa.sa_family ||
+	    strcmp(a->evidence, b->evidence) != 0)
+		return false;
+	if (a->dst.sa.sa_family == AF_INET)
+		return a->dst.sin.sin_addr.s_addr == b->dst.sin.sin_addr.s_addr;
+	return memcmp(&a->dst.sin6.sin6_addr, &b->dst.sin6.sin6_addr, 16) == 0;
+}
+
 static void
-human_class(const struct cc_probe *p, size_t n, enum cc_class c, bool verbose)
+port_ranges(char *buf, size_t len, const uint16_t *ports, size_t n)
+{
+	size_t i, j, off = 0;
+	int w;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i = j + 1) {
+		for (j = i; j + 1 < n && ports[j + 1] == ports[j] + 1; j++)
+			;
+		w = j > i ? snprintf(buf + off, len - off, "%s%u-%u",
+		    off ? "," : "", ports[i], ports[j]) :
+		    snprintf(buf + off, len - off, "%s%u", off ? "," : "",
+		    ports[i]);
+		if (w < 0 || (size_t)w >= len - off) {
+			snprintf(buf + (off < len - 4 ? off : len - 4), 4,
+			    "...");
+			return;
+		}
+		off += (size_t)w;
+	}
+}
+
+/* Prints probe i and every later probe of its group as one row with a
+ * port list; marks them done.  Returns the number of probes covered. */
+static size_t
+human_group(const struct cc_probe *p, size_t n, size_t i, bool *done)
+{
+	static uint16_t ports[65536];
+	char tgt[80], list[120];
+	size_t j, np = 0;
+
+	for (j = i; j < n; j++) {
+		if (!done[j] && (j == i || same_group(&p[i], &p[j]))) {
+			ports[np++] = ntohs(p[j].dst.sin.sin_port);
+			done[j] = true;
+		}
+	}
+	if (np == 1) {
+		human_row(&p[i]);
+		return 1;
+	}
+	probe_target(&p[i], tgt, sizeof(tgt));
+	*strrchr(tgt, ':') = '\0';
+	port_ranges(list, sizeof(list), ports, np);
+	printf("  %-6s %-5s %-30s %-15s %s  [%s: %zu ports: %s]\n",
+	    outcome_names[p[i].outcome], "tcp", tgt,
+	    verdict_names[p[i].verdict], p[i].evidence, p[i].what, np, list);
+	return np;
+}
+
+/* Rows that are ok are folded into one count per verdict when a class has
+ * many; the rest is listed, probes of a port sweep that ended alike as one
+ * row (unless -v), up to LIST_CAP rows per outcome, the rest counted. */
+static void
+human_class(const struct cc_probe *p, size_t n, enum cc_class c, bool verbose,
+    bool *done)
 {
 	size_t i, nc = 0, listed[5] = { 0 }, hidden[5] = { 0 };
 	size_t folded[V_ABSENT + 1] = { 0 };
@@ -268,7 +337,7 @@ human_class(const struct cc_probe *p, size_t n, enum cc_class c, bool verbose)
 	fold = !verbose && nc > LIST_CAP;
 	printf("\n== %s: %s ==\n", class_names[c], class_titles[c]);
 	for (i = 0; i < n; i++) {
-		if (p[i].cls != c)
+		if (p[i].cls != c || done[i])
 			continue;
 		if (fold && (p[i].outcome == O_OK ||
 		    p[i].outcome == O_INFO)) {
@@ -280,7 +349,10 @@ human_class(const struct cc_probe *p, size_t n, enum cc_class c, bool verbose)
 			continue;
 		}
 		listed[p[i].outcome]++;
-		human_row(&p[i]);
+		if (verbose)
+			human_row(&p[i]);
+		else
+			human_group(p, n, i, done);
 	}
 	for (i = 0; i <= V_ABSENT; i++)
 		if (folded[i])
@@ -312,11 +384,13 @@ report_human(const struct cc_probe *p, size_t n, const struct cc_disc *d,
     const struct cc_opts *o, uint64_t elapsed_us)
 {
 	struct tally t;
+	bool *done = xcalloc(n ? n : 1, sizeof(*done));
 	int c;
 
 	human_header(d, o);
 	for (c = 0; c < C_NCLASS; c++)
-		human_class(p, n, (enum cc_class)c, o->verbose);
+		human_class(p, n, (enum cc_class)c, o->verbose, done);
+	free(done);
 	tally(p, n, &t);
 	printf("\n%zu probes in %.2f s: %zu breach%s, %zu failed control%s, "
 	    "%zu controls passed, %zu silent drops, %zu not run\n", t.probes,
