@@ -88,10 +88,12 @@ struct nftr_ctx *nftr_ctx_new(void);
 void	nftr_ctx_free(struct nftr_ctx *);
 const char *nftr_error(const struct nftr_ctx *);
 
-/* Check, with a transaction that is never committed, that the kernel has
- * every feature the policy needs; fills *features (NFTR_F_*).  -1 names
- * the first missing feature: callers must then refuse to run. */
-int	nftr_probe(struct nftr_ctx *, unsigned *features);
+/* Check, with a transaction that is never committed, which optional
+ * table flags the kernel has (*features, NFTR_F_*) and, if rs is not
+ * NULL, that it accepts every object of the ruleset.  -1 names the first
+ * object the kernel refused: callers must then refuse to run. */
+int	nftr_probe(struct nftr_ctx *, const struct nftr_ruleset *rs,
+	    unsigned *features);
 /* Replace moat's tables with the ruleset in one acked transaction.  The
  * old tables are deleted and the new ones created in the same batch, so
  * no packet ever sees neither; if the kernel refuses any part, nothing

@@ -126,6 +126,7 @@ void	rb_cmp_prefix(struct nr_rb *, enum nr_field, bool neq,
 	    const struct moat_prefix *);
 void	rb_cmp_port(struct nr_rb *, enum nr_field, uint16_t);
 void	rb_nfproto_ipv6(struct nr_rb *);
+void	rb_l4proto(struct nr_rb *, int proto);	/* IPPROTO_TCP/UDP */
 void	rb_ethertype(struct nr_rb *, uint16_t, const char *name);
 void	rb_lookup(struct nr_rb *, const enum nr_field *, size_t n,
 	    const char *set, bool neq);

@@ -1,0 +1,278 @@
+/*
+ * nft-rules -- compile moat's policy into one nftables transaction, and
+ * render, apply, verify or flush it.  See nft-rules(8).
+ *
+ * Exit codes (s6 style): 0 success; 1 negative result (invalid config,
+ * drift found by verify); 100 usage error; 111 system or kernel error.
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "nftrules.h"
+
+#define EX_OK		0
+#define EX_FALSE	1
+#define EX_USAGE	100
+#define EX_SYS		111
+
+struct cli {
+	const char	*conf;
+	struct nftr_opts opts;
+	int		 argc;
+	char		**argv;
+	struct moat_config *cfg;
+	struct nftr_ruleset *rs;
+	struct nftr_ctx	*ctx;
+};
+
+static int	cmd_check(struct cli *);
+static int	cmd_render(struct cli *);
+static int	cmd_probe(struct cli *);
+static int	cmd_apply(struct cli *);
+static int	cmd_verify(struct cli *);
+static int	cmd_flush(struct cli *);
+static int	cmd_add(struct cli *);
+
+static const struct cmd {
+	const char	*name;
+	bool		 config;	/* needs a config and a ruleset */
+	bool		 kernel;	/* needs a netlink socket */
+	int		 nargs;		/* extra arguments, -1 = any */
+	int		(*fn)(struct cli *);
+	const char	*help;
+} cmds[] = {
+	{ "check", true, false, 0, cmd_check,
+	    "validate the config and build the policy; touch nothing" },
+	{ "render", true, false, 0, cmd_render,
+	    "print the transaction as nft syntax" },
+	{ "probe", true, true, 0, cmd_probe,
+	    "dry-run the transaction: does the kernel take every part?" },
+	{ "apply", true, true, 0, cmd_apply,
+	    "replace moat's tables with the policy, atomically" },
+	{ "verify", true, true, 0, cmd_verify,
+	    "compare the kernel's tables with the policy; diff on drift" },
+	{ "flush", false, true, 0, cmd_flush,
+	    "delete moat's tables (inet moat, bridge moat) only" },
+	{ "add", true, true, -1, cmd_add,
+	    "add SANDBOX TIMEOUT_MS ADDR... to its allowlist set" },
+};
+
+static void
+usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: nft-rules [-c FILE] [--host-only [--trunk IF]] "
+	    "COMMAND\n\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-7s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n  -c FILE       config (default %s)\n"
+	    "  --host-only   only the bridge table, for a KVM host in front "
+	    "of a\n                separate gateway box\n"
+	    "  --trunk IF    host-only: the port towards the gateway "
+	    "(default gateway.uplink)\n"
+	    "  -v            more messages\n\n"
+	    "exit: 0 ok, 1 invalid config or drift, 100 usage, "
+	    "111 system or kernel error\n", MOAT_CONF_DEFAULT);
+}
+
+static int
+cmd_check(struct cli *c)
+{
+	printf("%s: ok (%zu sandboxes, %zu netlink messages)\n", c->conf,
+	    c->cfg->nsandboxes, nftr_ruleset_nmsgs(c->rs));
+	return EX_OK;
+}
+
+static int
+cmd_render(struct cli *c)
+{
+	nftr_render(stdout, c->rs);
+	return fflush(stdout) == 0 ? EX_OK : EX_SYS;
+}
+
+static int
+cmd_probe(struct cli *c)
+{
+	unsigned f;
+
+	if (nftr_probe(c->ctx, c->rs, &f) == -1) {
+		log_warnx("%s", nftr_error(c->ctx));
+		return EX_SYS;
+	}
+	printf("kernel takes the policy; table flags: owner %s, persist %s\n",
+	    f & NFTR_F_OWNER ? "yes" : "no", f & NFTR_F_PERSIST ? "yes" : "no");
+	return EX_OK;
+}
+
+static int
+cmd_apply(struct cli *c)
+{
+	if (nftr_apply(c->ctx, c->rs) == -1) {
+		log_warnx("apply failed, previous policy unchanged: %s",
+		    nftr_error(c->ctx));
+		return EX_SYS;
+	}
+	log_info("applied policy for %zu sandboxes", c->cfg->nsandboxes);
+	return EX_OK;
+}
+
+static int
+cmd_verify(struct cli *c)
+{
+	switch (nftr_verify(c->ctx, c->rs, stdout)) {
+	case 0:
+		return EX_OK;
+	case 1:
+		log_warnx("kernel state differs from %s", c->conf);
+		return EX_FALSE;
+	default:
+		log_warnx("verify: %s", nftr_error(c->ctx));
+		return EX_SYS;
+	}
+}
+
+static int
+cmd_flush(struct cli *c)
+{
+	if (nftr_flush(c->ctx) == -1) {
+		log_warnx("flush: %s", nftr_error(c->ctx));
+		return EX_SYS;
+	}
+	return EX_OK;
+}
+
+static int
+cmd_add(struct cli *c)
+{
+	struct moat_addr *a;
+	char *end;
+	unsigned long ms;
+	int i, n = c->argc - 2, r;
+
+	if (c->argc < 3) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (config_sandbox_by_name(c->cfg, c->argv[0]) == NULL) {
+		log_warnx("no sandbox \"%s\" in %s", c->argv[0], c->conf);
+		return EX_FALSE;
+	}
+	ms = strtoul(c->argv[1], &end, 10);
+	if (*end != '\0' || ms == 0 || ms > UINT32_MAX) {
+		log_warnx("timeout must be 1..%u milliseconds", UINT32_MAX);
+		return EX_USAGE;
+	}
+	a = xcalloc((size_t)n, sizeof(*a));
+	for (i = 0; i < n; i++)
+		if (addr_parse(c->argv[i + 2], &a[i]) == -1) {
+			log_warnx("bad address %s", c->argv[i + 2]);
+			free(a);
+			return EX_USAGE;
+		}
+	r = nftr_set_add(c->ctx, c->argv[0], a, (size_t)n, (uint32_t)ms);
+	free(a);
+	if (r == -1) {
+		log_warnx("add: %s", nftr_error(c->ctx));
+		return EX_SYS;
+	}
+	return EX_OK;
+}
+
+static int
+load(struct cli *c)
+{
+	struct moat_errors errs = { 0 };
+	char err[512];
+
+	if ((c->cfg = config_load(c->conf, NULL, &errs)) == NULL) {
+		config_errors_print(stderr, &errs);
+		config_errors_free(&errs);
+		return EX_FALSE;
+	}
+	config_errors_free(&errs);
+	if ((c->rs = nftr_build(c->cfg, &c->opts, err, sizeof(err))) == NULL) {
+		log_warnx("%s: %s", c->conf, err);
+		return EX_FALSE;
+	}
+	return EX_OK;
+}
+
+static int
+run(struct cli *c, const struct cmd *cmd)
+{
+	int r;
+
+	if (cmd->nargs >= 0 && c->argc != cmd->nargs) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (cmd->config && (r = load(c)) != EX_OK)
+		return r;
+	if (cmd->kernel && (c->ctx = nftr_ctx_new()) == NULL) {
+		log_warn("netlink socket to nf_tables");
+		return EX_SYS;
+	}
+	return cmd->fn(c);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "host-only", no_argument, NULL, 'H' },
+		{ "trunk", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli c = { .conf = MOAT_CONF_DEFAULT };
+	int ch, verbose = 0, r = EX_USAGE;
+	size_t i;
+
+	log_init("nft-rules", 0, 0);
+	while ((ch = getopt_long(argc, argv, "c:hv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			c.conf = optarg;
+			break;
+		case 'H':
+			c.opts.mode = NFTR_MODE_HOST_ONLY;
+			break;
+		case 'T':
+			c.opts.trunk = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return EX_OK;
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	log_setverbose(verbose);
+	if (optind >= argc) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	c.argc = argc - optind - 1;
+	c.argv = argv + optind + 1;
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(argv[optind], cmds[i].name) == 0)
+			break;
+	if (i == sizeof(cmds) / sizeof(cmds[0]))
+		usage(stderr);
+	else
+		r = run(&c, &cmds[i]);
+	nftr_ctx_free(c.ctx);
+	nftr_ruleset_free(c.rs);
+	config_free(c.cfg);
+	return r;
+}

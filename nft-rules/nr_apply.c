@@ -1,0 +1,436 @@
+/*
+ * nr_apply.c -- the transactions: apply (replace moat's tables), flush,
+ * and adding addresses to an allowlist set.
+ */
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <sys/socket.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/object.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "nr_int.h"
+#include "nr_nl.h"
+
+#define CREATE	(NLM_F_CREATE | NLM_F_EXCL)
+
+/* Allowlist elements found in the kernel before apply, to keep. */
+struct nr_carry {
+	struct nftnl_set **sets;
+	size_t		 n;
+};
+
+static void
+msg_table(struct nl_batch *b, const struct nr_table *t, uint16_t type,
+    uint16_t flags, bool setflags, uint32_t tflags, const char *what)
+{
+	struct nftnl_table *nt = nftnl_table_alloc();
+	struct nlmsghdr *nlh;
+	char desc[128];
+
+	if (nt == NULL)
+		fatalx("out of memory");
+	nftnl_table_set_str(nt, NFTNL_TABLE_NAME, NFTR_TABLE);
+	if (setflags)
+		nftnl_table_set_u32(nt, NFTNL_TABLE_FLAGS, tflags);
+	snprintf(desc, sizeof(desc), "table %s %s (%s)", t->fname, NFTR_TABLE,
+	    what);
+	nlh = batch_msg(b, type, t->family, flags, desc);
+	nftnl_table_nlmsg_build_payload(nlh, nt);
+	batch_next(b);
+	nftnl_table_free(nt);
+}
+
+static void
+msg_counter(struct nl_batch *b, const struct nr_table *t, const char *name)
+{
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	struct nlmsghdr *nlh;
+	char desc[128];
+
+	if (o == NULL)
+		fatalx("out of memory");
+	nftnl_obj_set_u32(o, NFTNL_OBJ_FAMILY, (uint32_t)t->family);
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFTR_TABLE);
+	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	snprintf(desc, sizeof(desc), "counter %s", name);
+	nlh = batch_msg(b, NFT_MSG_NEWOBJ, t->family, CREATE, desc);
+	nftnl_obj_nlmsg_build_payload(nlh, o);
+	batch_next(b);
+	nftnl_obj_free(o);
+}
+
+/* Elements go in messages of at most a few kilobytes each. */
+static void
+msg_elems(struct nl_batch *b, int family, struct nftnl_set *s,
+    const char *what)
+{
+	struct nftnl_set_elems_iter *it;
+	struct nlmsghdr *nlh;
+	int more;
+
+	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
+		fatalx("out of memory");
+	if (nftnl_set_elems_iter_cur(it) == NULL) {
+		nftnl_set_elems_iter_destroy(it);
+		return;
+	}
+	do {
+		nlh = batch_msg(b, NFT_MSG_NEWSETELEM, family, CREATE, what);
+		more = nftnl_set_elems_nlmsg_build_payload_iter(nlh, it);
+		batch_next(b);
+	} while (more > 0);
+	nftnl_set_elems_iter_destroy(it);
+}
+
+static struct nftnl_set *
+carry_find(struct nr_carry *carry, const char *name)
+{
+	size_t i;
+
+	for (i = 0; carry && i < carry->n; i++)
+		if (strcmp(nftnl_set_get_str(carry->sets[i], NFTNL_SET_NAME),
+		    name) == 0)
+			return carry->sets[i];
+	return NULL;
+}
+
+static void
+table_to_batch(struct nl_batch *b, const struct nr_table *t,
+    uint32_t tflags, struct nr_carry *carry)
+{
+	struct nlmsghdr *nlh;
+	struct nftnl_set *old;
+	char desc[600];
+	size_t i, j;
+
+	msg_table(b, t, NFT_MSG_NEWTABLE, CREATE, true, tflags, "create");
+	for (i = 0; i < t->ncounters; i++)
+		msg_counter(b, t, t->counters[i]);
+	for (i = 0; i < t->nsets; i++) {
+		snprintf(desc, sizeof(desc), "set %s", t->sets[i].name);
+		nlh = batch_msg(b, NFT_MSG_NEWSET, t->family, CREATE, desc);
+		nftnl_set_nlmsg_build_payload(nlh, t->sets[i].nl);
+		batch_next(b);
+	}
+	for (i = 0; i < t->nchains; i++) {
+		snprintf(desc, sizeof(desc), "chain %s", t->chains[i].name);
+		nlh = batch_msg(b, NFT_MSG_NEWCHAIN, t->family, CREATE, desc);
+		nftnl_chain_nlmsg_build_payload(nlh, t->chains[i].nl);
+		batch_next(b);
+	}
+	for (i = 0; i < t->nsets; i++) {
+		snprintf(desc, sizeof(desc), "elements of set %s",
+		    t->sets[i].name);
+		msg_elems(b, t->family, t->sets[i].nl, desc);
+		if ((old = carry_find(carry, t->sets[i].name)) != NULL) {
+			snprintf(desc, sizeof(desc), "kept elements of set %s",
+			    t->sets[i].name);
+			msg_elems(b, t->family, old, desc);
+		}
+	}
+	for (i = 0; i < t->nchains; i++) {
+		const struct nr_chain *c = &t->chains[i];
+
+		for (j = 0; j < c->nrules; j++) {
+			snprintf(desc, sizeof(desc), "rule in chain %s: %s",
+			    c->name, c->rules[j].text);
+			nlh = batch_msg(b, NFT_MSG_NEWRULE, t->family,
+			    NLM_F_CREATE | NLM_F_APPEND, desc);
+			nftnl_rule_nlmsg_build_payload(nlh, c->rules[j].nl);
+			batch_next(b);
+		}
+	}
+}
+
+/* Delete whatever moat table exists: "create if missing" (a no-op on an
+ * existing table, as no flags are sent) then "delete" always succeeds. */
+static void
+delete_table(struct nl_batch *b, const struct nr_table *t)
+{
+	msg_table(b, t, NFT_MSG_NEWTABLE, NLM_F_CREATE, false, 0, "ensure");
+	msg_table(b, t, NFT_MSG_DELTABLE, 0, false, 0, "delete old");
+}
+
+void
+ruleset_to_batch(struct nl_batch *b, const struct nftr_ruleset *rs,
+    uint32_t tflags, struct nr_carry *carry)
+{
+	size_t i;
+
+	for (i = 0; i < rs->ntables; i++)
+		delete_table(b, &rs->tables[i]);
+	for (i = 0; i < rs->ntables; i++)
+		table_to_batch(b, &rs->tables[i], tflags, carry);
+}
+
+size_t
+nftr_ruleset_nmsgs(const struct nftr_ruleset *rs)
+{
+	size_t i, j, n = 2;
+
+	for (i = 0; i < rs->ntables; i++) {
+		const struct nr_table *t = &rs->tables[i];
+
+		n += 3 + t->ncounters + t->nsets + t->nchains;
+		for (j = 0; j < t->nchains; j++)
+			n += t->chains[j].nrules;
+	}
+	return n;
+}
+
+/* ---- carrying allowlist elements over ------------------------------- */
+
+static int
+set_names_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct nftnl_set_list *l = arg;
+	struct nftnl_set *s = nftnl_set_alloc();
+
+	if (s == NULL)
+		fatalx("out of memory");
+	if (nftnl_set_nlmsg_parse(nlh, s) == -1) {
+		nftnl_set_free(s);
+		return MNL_CB_ERROR;
+	}
+	nftnl_set_list_add_tail(s, l);
+	return MNL_CB_OK;
+}
+
+static int
+elems_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	return nftnl_set_elems_nlmsg_parse(nlh, arg) == -1 ?
+	    MNL_CB_ERROR : MNL_CB_OK;
+}
+
+/* The elements of one kernel set, with their remaining time as the new
+ * timeout; NULL if the set is gone or empty. */
+static struct nftnl_set *
+carry_set(struct nftr_ctx *ctx, const char *name)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nftnl_set *s = nftnl_set_alloc(), *keep;
+	struct nftnl_set_elems_iter *it;
+	struct nftnl_set_elem *e, *k;
+	struct nlmsghdr *nlh;
+
+	if (s == NULL || (keep = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	nftnl_set_set_str(keep, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(keep, NFTNL_SET_NAME, name);
+	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NFPROTO_INET,
+	    NLM_F_DUMP | NLM_F_ACK, ctx->seq++);
+	nftnl_set_elems_nlmsg_build_payload(nlh, s);
+	if (nl_dump(ctx, nlh, elems_cb, s) == -1 ||
+	    (it = nftnl_set_elems_iter_create(s)) == NULL) {
+		nftnl_set_free(s);
+		nftnl_set_free(keep);
+		return NULL;
+	}
+	for (e = nftnl_set_elems_iter_cur(it); e;
+	    e = nftnl_set_elems_iter_next(it)) {
+		uint32_t len;
+		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY,
+		    &len);
+		uint64_t left = nftnl_set_elem_is_set(e,
+		    NFTNL_SET_ELEM_EXPIRATION) ?
+		    nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION) : 0;
+
+		if (key == NULL || left == 0)
+			continue;
+		if ((k = nftnl_set_elem_alloc()) == NULL)
+			fatalx("out of memory");
+		nftnl_set_elem_set(k, NFTNL_SET_ELEM_KEY, key, len);
+		nftnl_set_elem_set_u64(k, NFTNL_SET_ELEM_TIMEOUT, left);
+		nftnl_set_elem_add(keep, k);
+	}
+	nftnl_set_elems_iter_destroy(it);
+	nftnl_set_free(s);
+	return keep;
+}
+
+static void
+carry_free(struct nr_carry *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		nftnl_set_free(c->sets[i]);
+	free(c->sets);
+	c->sets = NULL;
+	c->n = 0;
+}
+
+/* For each allow_* set that exists now and in the new ruleset. */
+static int
+carry_collect(struct nftr_ctx *ctx, const struct nftr_ruleset *rs,
+    struct nr_carry *carry)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nftnl_set_list *l = nftnl_set_list_alloc();
+	struct nftnl_set_list_iter *it;
+	struct nftnl_set *s, *req = nftnl_set_alloc(), *keep;
+	struct nlmsghdr *nlh;
+	struct nr_table *t = NULL;
+	size_t i;
+
+	if (l == NULL || req == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < rs->ntables; i++)
+		if (rs->tables[i].family == NFPROTO_INET)
+			t = (struct nr_table *)&rs->tables[i];
+	nftnl_set_set_str(req, NFTNL_SET_TABLE, NFTR_TABLE);
+	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSET, NFPROTO_INET,
+	    NLM_F_DUMP | NLM_F_ACK, ctx->seq++);
+	nftnl_set_nlmsg_build_payload(nlh, req);
+	nftnl_set_free(req);
+	if (t == NULL || nl_dump(ctx, nlh, set_names_cb, l) == -1) {
+		nftnl_set_list_free(l);
+		/* No inet table yet: nothing to keep. */
+		return t == NULL || errno == ENOENT ? 0 : -1;
+	}
+	it = nftnl_set_list_iter_create(l);
+	while (it && (s = nftnl_set_list_iter_next(it)) != NULL) {
+		const char *name = nftnl_set_get_str(s, NFTNL_SET_NAME);
+		struct nr_set *ns = model_find_set(t, name);
+
+		if (ns == NULL || !ns->dynamic ||
+		    (keep = carry_set(ctx, name)) == NULL)
+			continue;
+		carry->sets = xreallocarray(carry->sets, carry->n + 1,
+		    sizeof(*carry->sets));
+		carry->sets[carry->n++] = keep;
+	}
+	nftnl_set_list_iter_destroy(it);
+	nftnl_set_list_free(l);
+	return 0;
+}
+
+/* ---- the public transactions ---------------------------------------- */
+
+static int
+ensure_probed(struct nftr_ctx *ctx)
+{
+	unsigned f;
+
+	return ctx->probed ? 0 : nftr_probe(ctx, NULL, &f);
+}
+
+int
+nftr_apply(struct nftr_ctx *ctx, const struct nftr_ruleset *rs)
+{
+	struct nr_carry carry = { NULL, 0 };
+	struct nl_batch *b;
+	int r;
+
+	if (ensure_probed(ctx) == -1)
+		return -1;
+	if (carry_collect(ctx, rs, &carry) == -1) {
+		carry_free(&carry);
+		return -1;
+	}
+	b = batch_new(ctx, false);
+	ruleset_to_batch(b, rs, table_flags(ctx), &carry);
+	r = batch_run(b, true);
+	batch_free(b);
+	carry_free(&carry);
+	return r;
+}
+
+int
+nftr_flush(struct nftr_ctx *ctx)
+{
+	static const struct nr_table tables[] = {
+		{ .family = NFPROTO_INET, .fname = "inet" },
+		{ .family = NFPROTO_BRIDGE, .fname = "bridge" },
+	};
+	struct nl_batch *b = batch_new(ctx, false);
+	size_t i;
+	int r;
+
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		delete_table(b, &tables[i]);
+	r = batch_run(b, true);
+	batch_free(b);
+	return r;
+}
+
+int
+nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
+    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms)
+{
+	struct nftnl_set *s;
+	struct nftnl_set_elem *e;
+	struct nl_batch *b;
+	char name[256], desc[300];
+	size_t i;
+	int added = 0, r;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
+	if (timeout_ms == 0) {
+		nl_seterr(ctx, "allowlist elements need a timeout");
+		return -1;
+	}
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	for (i = 0; i < n; i++) {
+		if (addrs[i].family != AF_INET)
+			continue;
+		if ((e = nftnl_set_elem_alloc()) == NULL)
+			fatalx("out of memory");
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
+		/* Both: a new element gets the timeout, an existing one has
+		 * its expiry reset to it. */
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_EXPIRATION,
+		    timeout_ms);
+		nftnl_set_elem_add(s, e);
+		added++;
+	}
+	if (added == 0) {
+		nftnl_set_free(s);
+		return 0;
+	}
+	snprintf(desc, sizeof(desc), "elements of set %s", name);
+	b = batch_new(ctx, false);
+	{
+		struct nftnl_set_elems_iter *it =
+		    nftnl_set_elems_iter_create(s);
+		struct nlmsghdr *nlh;
+		int more;
+
+		if (it == NULL)
+			fatalx("out of memory");
+		do {
+			nlh = batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET,
+			    NLM_F_CREATE, desc);
+			more = nftnl_set_elems_nlmsg_build_payload_iter(nlh,
+			    it);
+			batch_next(b);
+		} while (more > 0);
+		nftnl_set_elems_iter_destroy(it);
+	}
+	r = batch_run(b, true);
+	batch_free(b);
+	nftnl_set_free(s);
+	return r == -1 ? -1 : added;
+}

@@ -1,0 +1,677 @@
+/*
+ * nr_policy.c -- DESIGN.md "Policy semantics" as nftables objects.
+ *
+ * inet moat (the gateway, routed traffic)
+ *   raw_pre   prerouting/raw: sandbox-network sources only from the
+ *             bridge, only sandbox-network sources on the bridge, no IPv6
+ *   nat_pre   prerouting/dstnat: tcp 80/443 of open and allowlist guests
+ *             to public addresses -> the proxy (when intercept is on)
+ *   input     guests reach the gateway host only on DNS and the proxy
+ *             port of its sandbox-side address; every other local address
+ *             and port is refused (the input hook sees them all)
+ *   forward   guests: conntrack, no hairpin back into the bridge, DNS/DoT
+ *             only via the gateway, exceptions, private ranges refused,
+ *             then one lookup in the "sandboxes" verdict map (source
+ *             address -> accept / allowlist chain / refusal); towards
+ *             guests only replies
+ *   nat_post  masquerade out of the uplink
+ * bridge moat (the guests' ports, layer 2)
+ *   prerouting  a guest port may send only IPv4 with its own MAC and
+ *               address and ARP that says the same; no DHCP server
+ *               replies, no IPv6 (hence no router advertisements); any
+ *               other port may not claim a sandbox-network address
+ *   forward     nothing is bridged from or to a guest port (port
+ *               isolation enforced here too)
+ *
+ * Per-packet cost does not depend on the number of sandboxes: every
+ * per-sandbox decision is one set or map lookup.
+ */
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <libnftnl/set.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "nr_int.h"
+
+/* <linux/netfilter_bridge.h> clashes with <net/if.h>. */
+#define NF_BR_PRE_ROUTING	0
+#define NF_BR_FORWARD		2
+
+static const struct nftr_reason reasons[] = {
+	{ "host", "inet", true, "to the gateway host other than DNS or proxy" },
+	{ "guest", "inet", true, "to another guest through the gateway" },
+	{ "dns", "inet", true, "DNS or DoT to a resolver other than the gateway" },
+	{ "private", "inet", true, "to a private or non-public address" },
+	{ "none", "inet", true, "egress \"none\": nothing beyond the gateway" },
+	{ "allowlist", "inet", true, "not an address an allowed name resolved to" },
+	{ "unknown", "inet", true, "source is not a configured sandbox" },
+	{ "spoof", "inet", false, "sandbox-network source on the wrong side" },
+	{ "ipv6", "inet", false, "IPv6 from a guest" },
+	{ "inbound", "inet", false, "new connection towards a guest" },
+	{ "invalid", "inet", false, "packet conntrack cannot place" },
+	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
+	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
+	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
+	{ "guest", "bridge", false, "frame bridged between guest ports" },
+};
+
+const struct nftr_reason *
+nftr_reasons(size_t *n)
+{
+	*n = sizeof(reasons) / sizeof(reasons[0]);
+	return reasons;
+}
+
+struct build {
+	const struct moat_config *cfg;
+	const struct nftr_opts	*opts;
+	struct nftr_ruleset	*rs;
+	char			*err;
+	size_t			 errlen;
+};
+
+/* Characters nft(8) accepts in an identifier after our prefixes. */
+static bool
+name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 200)
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+int
+nftr_set_name(const char *sandbox, char *buf, size_t len)
+{
+	int n;
+
+	if (!name_ok(sandbox))
+		return -1;
+	n = snprintf(buf, len, "%s%s", NFTR_ALLOW_PREFIX, sandbox);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* refuse_<reason> or drop_<reason>: count, log, refuse. */
+static void
+reason_chains(struct nr_table *t, uint16_t group)
+{
+	struct nr_chain *c;
+	struct nr_rb rb;
+	char name[64], prefix[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+		const struct nftr_reason *r = &reasons[i];
+
+		if (strcmp(r->family, t->fname) != 0)
+			continue;
+		model_counter(t, r->name);
+		snprintf(name, sizeof(name), "%s_%s",
+		    r->reject ? "refuse" : "drop", r->name);
+		snprintf(prefix, sizeof(prefix), NFTR_LOG_PREFIX "%s ",
+		    r->name);
+		c = model_chain(t, name, NULL, 0, 0, NULL);
+		rb_begin(&rb, t, c);
+		rb_counter(&rb, r->name);
+		rb_log(&rb, prefix, group);
+		if (r->reject)
+			rb_reject(&rb);
+		else
+			rb_verdict(&rb, NF_DROP, NULL);
+		rb_end(&rb);
+	}
+}
+
+static const char *
+reason_chain(const char *fname, const char *reason)
+{
+	static char buf[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (strcmp(reasons[i].family, fname) == 0 &&
+		    strcmp(reasons[i].name, reason) == 0)
+			break;
+	if (i == sizeof(reasons) / sizeof(reasons[0]))
+		fatalx("%s: no reason %s/%s", __func__, fname, reason);
+	snprintf(buf, sizeof(buf), "%s_%s",
+	    reasons[i].reject ? "refuse" : "drop", reason);
+	return buf;
+}
+
+/* ---- private ranges as interval sets -------------------------------- */
+
+/* a += 1, big-endian; returns true on wrap-around past all ones. */
+static bool
+addr_inc(uint8_t *a, size_t len)
+{
+	size_t i = len;
+
+	while (i-- > 0)
+		if (++a[i] != 0)
+			return false;
+	return true;
+}
+
+static void
+private_set(struct nr_table *t, const struct moat_config *cfg, int af,
+    const char *name)
+{
+	const struct moat_interval *iv;
+	struct nr_set *s;
+	size_t n, i, j, len = af == AF_INET ? 4 : 16;
+	char lo[64], hi[64], text[140];
+	uint8_t end[16];
+
+	s = model_set(t, name, af == AF_INET ? NR_TYPE_IPADDR : NR_TYPE_IP6ADDR,
+	    (uint32_t)len, NFT_SET_INTERVAL | NFT_SET_CONSTANT,
+	    af == AF_INET ? "type ipv4_addr; flags constant, interval;" :
+	    "type ipv6_addr; flags constant, interval;");
+	iv = rangeset_intervals(cfg->private, af, &n);
+	for (i = 0; i < n; i = j) {
+		/* Merge touching intervals: the kernel wants one start and
+		 * one end per range, never an end equal to the next start. */
+		memcpy(end, iv[i].hi.a, len);
+		for (j = i + 1; j < n; j++) {
+			uint8_t next[16];
+
+			memcpy(next, end, len);
+			if (addr_inc(next, len) ||
+			    memcmp(next, iv[j].lo.a, len) != 0)
+				break;
+			memcpy(end, iv[j].hi.a, len);
+		}
+		addr_fmt(&iv[i].lo, lo, sizeof(lo));
+		{
+			struct moat_addr h = iv[i].lo;
+
+			memcpy(h.a, end, len);
+			addr_fmt(&h, hi, sizeof(hi));
+		}
+		if (strcmp(lo, hi) == 0)
+			snprintf(text, sizeof(text), "%s", lo);
+		else
+			snprintf(text, sizeof(text), "%s-%s", lo, hi);
+		model_set_elem(s, iv[i].lo.a, (uint32_t)len, 0, 0, NULL, text);
+		if (!addr_inc(end, len))
+			model_set_elem(s, end, (uint32_t)len,
+			    NFT_SET_ELEM_INTERVAL_END, 0, NULL, NULL);
+	}
+}
+
+/* ---- inet moat ------------------------------------------------------ */
+
+static void
+fmt_ip(const struct moat_addr *a, char *buf, size_t len)
+{
+	addr_fmt(a, buf, len);
+}
+
+static void
+sandbox_map(struct build *b, struct nr_table *t)
+{
+	const struct moat_config *cfg = b->cfg;
+	struct nr_set *map, *icpt;
+	char setname[256], chain[256], ip[64], text[600];
+	size_t i;
+
+	icpt = model_set(t, "intercept", NR_TYPE_IPADDR, 4, NFT_SET_CONSTANT,
+	    "type ipv4_addr; flags constant;");
+	map = model_set(t, "sandboxes", NR_TYPE_IPADDR, 4,
+	    NFT_SET_MAP | NFT_SET_CONSTANT,
+	    "type ipv4_addr : verdict; flags constant;");
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &cfg->sandboxes[i];
+		struct nr_chain *c;
+		struct nr_rb rb;
+
+		fmt_ip(&sb->address, ip, sizeof(ip));
+		switch (sb->egress) {
+		case EGRESS_OPEN:
+			snprintf(text, sizeof(text), "%s : accept", ip);
+			model_set_elem(map, sb->address.a, 4, 0, NF_ACCEPT,
+			    NULL, text);
+			break;
+		case EGRESS_NONE:
+			snprintf(text, sizeof(text), "%s : goto %s", ip,
+			    reason_chain("inet", "none"));
+			model_set_elem(map, sb->address.a, 4, 0, NFT_GOTO,
+			    reason_chain("inet", "none"), text);
+			break;
+		case EGRESS_ALLOWLIST:
+			nftr_set_name(sb->name, setname, sizeof(setname));
+			snprintf(chain, sizeof(chain), "sb_%s", sb->name);
+			model_set(t, setname, NR_TYPE_IPADDR, 4,
+			    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+			c = model_chain(t, chain, NULL, 0, 0, NULL);
+			rb_begin(&rb, t, c);
+			rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1,
+			    setname, false);
+			rb_verdict(&rb, NF_ACCEPT, NULL);
+			rb_end(&rb);
+			rb_begin(&rb, t, c);
+			rb_verdict(&rb, NFT_GOTO,
+			    reason_chain("inet", "allowlist"));
+			rb_end(&rb);
+			snprintf(text, sizeof(text), "%s : goto %s", ip, chain);
+			model_set_elem(map, sb->address.a, 4, 0, NFT_GOTO,
+			    chain, text);
+			break;
+		}
+		if (sb->egress != EGRESS_NONE)
+			model_set_elem(icpt, sb->address.a, 4, 0, 0, NULL, ip);
+	}
+}
+
+/* A rule: [iifname BR] <match on dport> goto refuse/accept. */
+static void
+port_rule(struct nr_table *t, struct nr_chain *c, const struct moat_addr *dst,
+    enum nr_field port_field, uint16_t port, int verdict, const char *to)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	if (dst) {
+		struct moat_prefix p = { .addr = *dst, .plen = 32 };
+
+		rb_cmp_prefix(&rb, F_IP_DADDR, false, &p);
+	}
+	rb_cmp_port(&rb, port_field, port);
+	rb_verdict(&rb, verdict, to);
+	rb_end(&rb);
+}
+
+static void
+simple_rule(struct nr_table *t, struct nr_chain *c, int verdict,
+    const char *to)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_verdict(&rb, verdict, to);
+	rb_end(&rb);
+}
+
+static void
+ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
+    const char *text, int verdict, const char *to)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_ct_state(&rb, mask, text);
+	rb_verdict(&rb, verdict, to);
+	rb_end(&rb);
+}
+
+#define CT_EST_REL	(NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | \
+			 NF_CT_STATE_BIT(IP_CT_RELATED))
+
+static void
+guest_input(struct build *b, struct nr_table *t)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct nr_chain *c = model_chain(t, "guest_in", NULL, 0, 0, NULL);
+
+	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	port_rule(t, c, &gw->address, F_UDP_DPORT, 53, NF_ACCEPT, NULL);
+	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
+	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
+	    NULL);
+	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "host"));
+}
+
+static void
+exception_rules(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	static const struct { int proto; enum nr_field f; } l4[] = {
+		{ IPPROTO_TCP, F_TCP_DPORT }, { IPPROTO_UDP, F_UDP_DPORT },
+	};
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct nr_rb rb;
+	size_t i, k, p;
+
+	for (i = 0; i < gw->nexceptions; i++) {
+		const struct moat_exception *x = &gw->exceptions[i];
+		enum nr_field df = x->to.addr.family == AF_INET ?
+		    F_IP_DADDR : F_IP6_DADDR;
+
+		if (x->proto == 0 && x->nports == 0) {
+			rb_begin(&rb, t, c);
+			rb_cmp_prefix(&rb, df, false, &x->to);
+			rb_verdict(&rb, NF_ACCEPT, NULL);
+			rb_end(&rb);
+			continue;
+		}
+		for (k = 0; k < sizeof(l4) / sizeof(l4[0]); k++) {
+			if (x->proto != 0 && x->proto != l4[k].proto)
+				continue;
+			for (p = 0; p < (x->nports ? x->nports : 1); p++) {
+				rb_begin(&rb, t, c);
+				rb_cmp_prefix(&rb, df, false, &x->to);
+				if (x->nports)
+					rb_cmp_port(&rb, l4[k].f, x->ports[p]);
+				else
+					rb_l4proto(&rb, l4[k].proto);
+				rb_verdict(&rb, NF_ACCEPT, NULL);
+				rb_end(&rb);
+			}
+		}
+	}
+}
+
+static void
+guest_forward(struct build *b, struct nr_table *t)
+{
+	static const struct { enum nr_field f; uint16_t port; } dns[] = {
+		{ F_UDP_DPORT, 53 }, { F_TCP_DPORT, 53 },
+		{ F_TCP_DPORT, 853 }, { F_UDP_DPORT, 853 },
+	};
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct nr_chain *c = model_chain(t, "guest_fwd", NULL, 0, 0, NULL);
+	struct nr_rb rb;
+	size_t i;
+
+	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	ct_rule(t, c, NF_CT_STATE_INVALID_BIT, "invalid", NFT_GOTO,
+	    reason_chain("inet", "invalid"));
+	/* Port isolation stops guest-to-guest frames on the bridge, but
+	 * not packets routed back into it through the host. */
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "guest"));
+	rb_end(&rb);
+	for (i = 0; i < sizeof(dns) / sizeof(dns[0]); i++)
+		port_rule(t, c, NULL, dns[i].f, dns[i].port, NFT_GOTO,
+		    reason_chain("inet", "dns"));
+	exception_rules(b, t, c);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, "private4", false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "private6", false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_vmap(&rb, F_IP_SADDR, "sandboxes");
+	rb_end(&rb);
+	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "unknown"));
+
+	c = model_chain(t, "to_guest", NULL, 0, 0, NULL);
+	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "inbound"));
+}
+
+static void
+inet_base_chains(struct build *b, struct nr_table *t)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct nr_chain *c;
+	struct nr_rb rb;
+	static const uint16_t web[] = { 80, 443 };
+	size_t i;
+
+	c = model_chain(t, "raw_pre", "filter", NF_INET_PRE_ROUTING, -300,
+	    "raw");
+	/* The host talking to its own sandbox-side address comes in on lo. */
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_IIFNAME, false, "lo");
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_IIFNAME, true, gw->bridge);
+	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_cmp_prefix(&rb, F_IP_SADDR, true, &gw->network);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_nfproto_ipv6(&rb);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "ipv6"));
+	rb_end(&rb);
+
+	if (gw->intercept) {
+		c = model_chain(t, "nat_pre", "nat", NF_INET_PRE_ROUTING,
+		    -100, "dstnat");
+		for (i = 0; i < 2; i++) {
+			rb_begin(&rb, t, c);
+			rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+			rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1,
+			    "intercept", false);
+			rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1,
+			    "private4", true);
+			rb_cmp_port(&rb, F_TCP_DPORT, web[i]);
+			rb_redirect(&rb, gw->proxy_port);
+			rb_end(&rb);
+		}
+	}
+
+	c = model_chain(t, "input", "filter", NF_INET_LOCAL_IN, 0, "filter");
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_verdict(&rb, NFT_GOTO, "guest_in");
+	rb_end(&rb);
+
+	c = model_chain(t, "forward", "filter", NF_INET_FORWARD, 0, "filter");
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_verdict(&rb, NFT_GOTO, "guest_fwd");
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_verdict(&rb, NFT_GOTO, "to_guest");
+	rb_end(&rb);
+
+	c = model_chain(t, "nat_post", "nat", NF_INET_POST_ROUTING, 100,
+	    "srcnat");
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_OIFNAME, false, gw->uplink);
+	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
+	rb_masquerade(&rb);
+	rb_end(&rb);
+}
+
+static void
+build_inet(struct build *b)
+{
+	struct nr_table *t = model_table(b->rs, NFPROTO_INET, "inet");
+
+	private_set(t, b->cfg, AF_INET, "private4");
+	private_set(t, b->cfg, AF_INET6, "private6");
+	reason_chains(t, b->cfg->gw.nflog_group);
+	sandbox_map(b, t);
+	guest_input(b, t);
+	guest_forward(b, t);
+	inet_base_chains(b, t);
+}
+
+/* ---- bridge moat ---------------------------------------------------- */
+
+static void
+guest_sets(struct build *b, struct nr_table *t)
+{
+	struct nr_set *ports, *ip, *arp;
+	uint8_t key[36];
+	char text[200], mac[18], a[64];
+	size_t i;
+
+	ports = model_set(t, "guest_ports", NR_TYPE_IFNAME, 16,
+	    NFT_SET_CONSTANT, "type ifname; flags constant;");
+	ip = model_set(t, "guest_ip", NR_CONCAT(NR_CONCAT(NR_TYPE_IFNAME,
+	    NR_TYPE_ETHERADDR), NR_TYPE_IPADDR), 28, NFT_SET_CONSTANT,
+	    "type ifname . ether_addr . ipv4_addr; flags constant;");
+	arp = model_set(t, "guest_arp", NR_CONCAT(NR_CONCAT(NR_CONCAT(
+	    NR_TYPE_IFNAME, NR_TYPE_ETHERADDR), NR_TYPE_ETHERADDR),
+	    NR_TYPE_IPADDR), 36, NFT_SET_CONSTANT,
+	    "type ifname . ether_addr . ether_addr . ipv4_addr; "
+	    "flags constant;");
+	for (i = 0; i < b->cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+		const uint8_t *m = sb->mac;
+
+		snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x",
+		    m[0], m[1], m[2], m[3], m[4], m[5]);
+		addr_fmt(&sb->address, a, sizeof(a));
+		memset(key, 0, sizeof(key));
+		memcpy(key, sb->tap, strnlen(sb->tap, IFNAMSIZ - 1));
+		snprintf(text, sizeof(text), "\"%s\"", sb->tap);
+		model_set_elem(ports, key, 16, 0, 0, NULL, text);
+		memcpy(key + 16, m, 6);
+		memcpy(key + 24, sb->address.a, 4);
+		snprintf(text, sizeof(text), "\"%s\" . %s . %s", sb->tap, mac,
+		    a);
+		model_set_elem(ip, key, 28, 0, 0, NULL, text);
+		memcpy(key + 24, m, 6);
+		memset(key + 30, 0, 2);
+		memcpy(key + 32, sb->address.a, 4);
+		snprintf(text, sizeof(text), "\"%s\" . %s . %s . %s", sb->tap,
+		    mac, mac, a);
+		model_set_elem(arp, key, 36, 0, 0, NULL, text);
+	}
+}
+
+static void
+bridge_from_guest(struct nr_table *t)
+{
+	static const enum nr_field ipk[] = { F_IIFNAME, F_ETHER_SADDR,
+	    F_IP_SADDR };
+	static const enum nr_field arpk[] = { F_IIFNAME, F_ETHER_SADDR,
+	    F_ARP_SHA, F_ARP_SPA };
+	struct nr_chain *c = model_chain(t, "from_guest", NULL, 0, 0, NULL);
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_ethertype(&rb, ETH_P_IPV6, "ip6");
+	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "ipv6"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_cmp_port(&rb, F_UDP_SPORT, 67);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "dhcp"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, ipk, 3, "guest_ip", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, arpk, 4, "guest_arp", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	simple_rule(t, c, NFT_GOTO, reason_chain("bridge", "spoof"));
+}
+
+static void
+build_bridge(struct build *b)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	const char *trunk = NULL;
+	struct nr_table *t = model_table(b->rs, NFPROTO_BRIDGE, "bridge");
+	struct nr_chain *c;
+	struct nr_rb rb;
+	int i;
+
+	if (b->opts->mode == NFTR_MODE_HOST_ONLY)
+		trunk = b->opts->trunk ? b->opts->trunk : gw->uplink;
+	guest_sets(b, t);
+	reason_chains(t, gw->nflog_group);
+	bridge_from_guest(t);
+
+	c = model_chain(t, "prerouting", "filter", NF_BR_PRE_ROUTING, -200,
+	    "filter");
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IIFNAME }, 1, "guest_ports", false);
+	rb_verdict(&rb, NFT_GOTO, "from_guest");
+	rb_end(&rb);
+	/* Any other port (of any bridge here) claiming a sandbox address:
+	 * only the trunk to a separate gateway box may. */
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		if (trunk)
+			rb_cmp_str(&rb, F_IIFNAME, true, trunk);
+		rb_cmp_prefix(&rb, i == 0 ? F_IP_SADDR : F_ARP_SPA, false,
+		    &gw->network);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "spoof"));
+		rb_end(&rb);
+	}
+
+	c = model_chain(t, "forward", "filter", NF_BR_FORWARD, -200,
+	    "filter");
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, (enum nr_field[]){ i ? F_OIFNAME : F_IIFNAME },
+		    1, "guest_ports", false);
+		if (trunk)
+			rb_cmp_str(&rb, i ? F_IIFNAME : F_OIFNAME, true, trunk);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "guest"));
+		rb_end(&rb);
+	}
+}
+
+/* ---- entry ---------------------------------------------------------- */
+
+static int
+check_names(struct build *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+
+		if (!name_ok(sb->name)) {
+			snprintf(b->err, b->errlen, "sandbox \"%s\": name "
+			    "must be 1-200 of A-Z a-z 0-9 _ . -", sb->name);
+			return -1;
+		}
+		if (sb->address.family != AF_INET) {
+			snprintf(b->err, b->errlen, "sandbox \"%s\": address "
+			    "must be IPv4", sb->name);
+			return -1;
+		}
+	}
+	if (b->cfg->gw.network.addr.family != AF_INET) {
+		snprintf(b->err, b->errlen, "gateway.network must be IPv4");
+		return -1;
+	}
+	return 0;
+}
+
+struct nftr_ruleset *
+nftr_build(const struct moat_config *cfg, const struct nftr_opts *opts,
+    char *err, size_t errlen)
+{
+	static const struct nftr_opts defaults = { NFTR_MODE_GATEWAY, NULL };
+	struct build b = { cfg, opts ? opts : &defaults, NULL, err, errlen };
+
+	if (check_names(&b) == -1)
+		return NULL;
+	b.rs = xcalloc(1, sizeof(*b.rs));
+	b.rs->source = xstrdup(cfg->path ? cfg->path : "-");
+	b.rs->nsandboxes = cfg->nsandboxes;
+	b.rs->mode = b.opts->mode;
+	if (b.opts->mode == NFTR_MODE_GATEWAY)
+		build_inet(&b);
+	build_bridge(&b);
+	return b.rs;
+}
+
+void
+nftr_ruleset_free(struct nftr_ruleset *rs)
+{
+	if (rs)
+		model_free(rs);
+}

@@ -1,0 +1,447 @@
+/*
+ * nr_verify.c -- read moat's tables back from the kernel and compare
+ * them with the ruleset.
+ *
+ * Both sides are reduced to the same canonical lines (one per table,
+ * counter, set, element, chain and rule, rules numbered within their
+ * chain, expressions as libnftnl prints them) and compared as sorted
+ * lists: anything missing, extra, changed or reordered shows up as a
+ * "-expected" / "+found" pair.
+ */
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/object.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "nr_int.h"
+#include "nr_nl.h"
+
+struct lines {
+	char	**v;
+	size_t	  n, cap;
+};
+
+static void lines_add(struct lines *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+lines_add(struct lines *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->v = xreallocarray(l->v, l->cap, sizeof(char *));
+	}
+	l->v[l->n++] = s;
+}
+
+static void
+lines_free(struct lines *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+char *
+canon_rule(const struct nftnl_rule *r)
+{
+	struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
+	struct nftnl_expr *e;
+	struct nr_buf b = { 0 };
+	char tmp[1024];
+
+	if (it == NULL)
+		fatalx("out of memory");
+	while ((e = nftnl_expr_iter_next(it)) != NULL) {
+		nftnl_expr_snprintf(tmp, sizeof(tmp), e, NFTNL_OUTPUT_DEFAULT,
+		    0);
+		buf_add(&b, "[ %s %s]", nftnl_expr_get_str(e, NFTNL_EXPR_NAME),
+		    tmp);
+	}
+	nftnl_expr_iter_destroy(it);
+	return buf_take(&b);
+}
+
+static void
+hex(char *out, const uint8_t *p, uint32_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	uint32_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+struct elem_arg {
+	struct lines	*l;
+	const char	*prefix;
+};
+
+static int
+elem_line(struct nftnl_set_elem *e, void *arg)
+{
+	struct elem_arg *a = arg;
+	uint32_t len = 0;
+	const uint8_t *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+	char k[2 * 64 + 1] = "";
+	uint32_t flags = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS) ?
+	    nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS) : 0;
+
+	if (key && len <= 64)
+		hex(k, key, len);
+	if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_VERDICT))
+		lines_add(a->l, "%s %s flags %u : verdict %d %s", a->prefix, k,
+		    flags, (int)nftnl_set_elem_get_u32(e,
+		    NFTNL_SET_ELEM_VERDICT),
+		    nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN) ?
+		    nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN) : "");
+	else
+		lines_add(a->l, "%s %s flags %u", a->prefix, k, flags);
+	return 0;
+}
+
+static void
+set_lines(struct lines *l, const char *fname, struct nftnl_set *s,
+    bool elems)
+{
+	const char *name = nftnl_set_get_str(s, NFTNL_SET_NAME);
+	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
+	char prefix[400];
+	struct elem_arg a = { l, prefix };
+
+	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u", fname, name,
+	    flags, nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
+	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN),
+	    (flags & NFT_SET_MAP) ? nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) :
+	    0);
+	if (!elems)
+		return;
+	snprintf(prefix, sizeof(prefix), "elem %s %s", fname, name);
+	nftnl_set_elem_foreach(s, elem_line, &a);
+}
+
+static void
+chain_line(struct lines *l, const char *fname, const struct nftnl_chain *c)
+{
+	const char *name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
+
+	if (!nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM)) {
+		lines_add(l, "chain %s %s", fname, name);
+		return;
+	}
+	lines_add(l, "chain %s %s type %s hook %u prio %d policy %u", fname,
+	    name, nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
+	    nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
+	    nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
+	    nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY));
+}
+
+static void
+rule_line(struct lines *l, const char *fname, const char *chain, size_t i,
+    const struct nftnl_rule *r)
+{
+	char *c = canon_rule(r);
+
+	lines_add(l, "rule %s %s #%zu %s", fname, chain, i, c);
+	free(c);
+}
+
+static void
+expected_lines(struct lines *l, const struct nftr_ruleset *rs,
+    uint32_t tflags)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < rs->ntables; i++) {
+		const struct nr_table *t = &rs->tables[i];
+
+		lines_add(l, "table %s flags 0x%x", t->fname, tflags);
+		for (j = 0; j < t->ncounters; j++)
+			lines_add(l, "counter %s %s", t->fname,
+			    t->counters[j]);
+		for (j = 0; j < t->nsets; j++)
+			set_lines(l, t->fname, t->sets[j].nl,
+			    !t->sets[j].dynamic);
+		for (j = 0; j < t->nchains; j++) {
+			const struct nr_chain *c = &t->chains[j];
+
+			chain_line(l, t->fname, c->nl);
+			for (k = 0; k < c->nrules; k++)
+				rule_line(l, t->fname, c->name, k,
+				    c->rules[k].nl);
+		}
+	}
+}
+
+/* ---- the kernel's side ---------------------------------------------- */
+
+struct kdump {
+	struct lines	*l;
+	const char	*fname;
+	int		 family;
+	struct nftr_ctx	*ctx;
+	char		 chain[256];	/* rule numbering */
+	size_t		 idx;
+	char		**dynsets;	/* allow_* sets: no elements */
+	size_t		 ndynsets;
+	char		**sets;		/* every set, for element dumps */
+	size_t		 nsets;
+};
+
+static int
+table_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct kdump *k = arg;
+	struct nftnl_table *t = nftnl_table_alloc();
+
+	if (t == NULL || nftnl_table_nlmsg_parse(nlh, t) == -1)
+		fatalx("%s: cannot parse", __func__);
+	lines_add(k->l, "table %s flags 0x%x", k->fname,
+	    nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS) & ~NFT_TABLE_F_OWNER);
+	nftnl_table_free(t);
+	return MNL_CB_OK;
+}
+
+static int
+obj_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct kdump *k = arg;
+	struct nftnl_obj *o = nftnl_obj_alloc();
+
+	if (o == NULL || nftnl_obj_nlmsg_parse(nlh, o) == -1)
+		fatalx("%s: cannot parse", __func__);
+	if (strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFTR_TABLE) == 0)
+		lines_add(k->l, "%s %s %s", nftnl_obj_get_u32(o,
+		    NFTNL_OBJ_TYPE) == NFT_OBJECT_COUNTER ? "counter" : "object",
+		    k->fname, nftnl_obj_get_str(o, NFTNL_OBJ_NAME));
+	nftnl_obj_free(o);
+	return MNL_CB_OK;
+}
+
+static int
+set_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct kdump *k = arg;
+	struct nftnl_set *s = nftnl_set_alloc();
+
+	if (s == NULL || nftnl_set_nlmsg_parse(nlh, s) == -1)
+		fatalx("%s: cannot parse", __func__);
+	set_lines(k->l, k->fname, s, false);
+	k->sets = xreallocarray(k->sets, k->nsets + 1, sizeof(char *));
+	k->sets[k->nsets++] = xstrdup(nftnl_set_get_str(s, NFTNL_SET_NAME));
+	nftnl_set_free(s);
+	return MNL_CB_OK;
+}
+
+static int
+elem_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	return nftnl_set_elems_nlmsg_parse(nlh, arg) == -1 ?
+	    MNL_CB_ERROR : MNL_CB_OK;
+}
+
+static int
+chain_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct kdump *k = arg;
+	struct nftnl_chain *c = nftnl_chain_alloc();
+
+	if (c == NULL || nftnl_chain_nlmsg_parse(nlh, c) == -1)
+		fatalx("%s: cannot parse", __func__);
+	if (strcmp(nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), NFTR_TABLE) == 0)
+		chain_line(k->l, k->fname, c);
+	nftnl_chain_free(c);
+	return MNL_CB_OK;
+}
+
+static int
+rule_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct kdump *k = arg;
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	const char *chain;
+
+	if (r == NULL || nftnl_rule_nlmsg_parse(nlh, r) == -1)
+		fatalx("%s: cannot parse", __func__);
+	if (strcmp(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), NFTR_TABLE) != 0)
+		goto out;
+	chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
+	if (strcmp(chain, k->chain) != 0) {
+		snprintf(k->chain, sizeof(k->chain), "%s", chain);
+		k->idx = 0;
+	}
+	rule_line(k->l, k->fname, chain, k->idx++, r);
+out:
+	nftnl_rule_free(r);
+	return MNL_CB_OK;
+}
+
+/* GET request for this table; objects are filtered by table name. */
+static int
+kdump_one(struct kdump *k, uint16_t type, bool dump,
+    int (*cb)(const struct nlmsghdr *, void *))
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+
+	nlh = nftnl_nlmsg_build_hdr(buf, type, (uint16_t)k->family,
+	    (dump ? NLM_F_DUMP : 0) | NLM_F_ACK, k->ctx->seq++);
+	switch (type) {
+	case NFT_MSG_GETTABLE:
+		mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, NFTR_TABLE);
+		break;
+	case NFT_MSG_GETOBJ:
+		mnl_attr_put_strz(nlh, NFTA_OBJ_TABLE, NFTR_TABLE);
+		break;
+	case NFT_MSG_GETSET:
+		mnl_attr_put_strz(nlh, NFTA_SET_TABLE, NFTR_TABLE);
+		break;
+	case NFT_MSG_GETCHAIN:
+		mnl_attr_put_strz(nlh, NFTA_CHAIN_TABLE, NFTR_TABLE);
+		break;
+	case NFT_MSG_GETRULE:
+		mnl_attr_put_strz(nlh, NFTA_RULE_TABLE, NFTR_TABLE);
+		break;
+	}
+	return nl_dump(k->ctx, nlh, cb, k);
+}
+
+static bool
+is_dynamic(const struct nr_table *t, const char *set)
+{
+	const struct nr_set *s = model_find_set((struct nr_table *)t, set);
+
+	/* A set we do not expect: show its elements so the diff does. */
+	return s ? s->dynamic : false;
+}
+
+static int
+kernel_table(struct nftr_ctx *ctx, const struct nr_table *t,
+    struct lines *l)
+{
+	struct kdump k = { .l = l, .fname = t->fname, .family = t->family,
+	    .ctx = ctx };
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	size_t i;
+	int r = 0;
+
+	if (kdump_one(&k, NFT_MSG_GETTABLE, false, table_cb) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (kdump_one(&k, NFT_MSG_GETOBJ, true, obj_cb) == -1 ||
+	    kdump_one(&k, NFT_MSG_GETSET, true, set_cb) == -1 ||
+	    kdump_one(&k, NFT_MSG_GETCHAIN, true, chain_cb) == -1 ||
+	    kdump_one(&k, NFT_MSG_GETRULE, true, rule_cb) == -1)
+		r = -1;
+	for (i = 0; r == 0 && i < k.nsets; i++) {
+		struct nftnl_set *s = nftnl_set_alloc();
+		struct nlmsghdr *nlh;
+		char prefix[400];
+		struct elem_arg a = { l, prefix };
+
+		if (s == NULL)
+			fatalx("out of memory");
+		if (is_dynamic(t, k.sets[i])) {
+			nftnl_set_free(s);
+			continue;
+		}
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, k.sets[i]);
+		nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM,
+		    (uint16_t)t->family, NLM_F_DUMP | NLM_F_ACK, ctx->seq++);
+		nftnl_set_elems_nlmsg_build_payload(nlh, s);
+		if (nl_dump(ctx, nlh, elem_cb, s) == -1)
+			r = -1;
+		snprintf(prefix, sizeof(prefix), "elem %s %s", t->fname,
+		    k.sets[i]);
+		nftnl_set_elem_foreach(s, elem_line, &a);
+		nftnl_set_free(s);
+	}
+	for (i = 0; i < k.nsets; i++)
+		free(k.sets[i]);
+	free(k.sets);
+	return r;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Merge two sorted lists; print what only one side has. */
+static int
+diff(const struct lines *want, const struct lines *got, FILE *out)
+{
+	size_t i = 0, j = 0;
+	int drift = 0, c;
+
+	while (i < want->n || j < got->n) {
+		if (i == want->n)
+			c = 1;
+		else if (j == got->n)
+			c = -1;
+		else
+			c = strcmp(want->v[i], got->v[j]);
+		if (c == 0) {
+			i++, j++;
+			continue;
+		}
+		drift = 1;
+		if (out)
+			fprintf(out, "%c%s\n", c < 0 ? '-' : '+',
+			    c < 0 ? want->v[i] : got->v[j]);
+		if (c < 0)
+			i++;
+		else
+			j++;
+	}
+	return drift;
+}
+
+int
+nftr_verify(struct nftr_ctx *ctx, const struct nftr_ruleset *rs, FILE *out)
+{
+	struct lines want = { 0 }, got = { 0 };
+	unsigned f;
+	size_t i;
+	int r = 0;
+
+	if (!ctx->probed && nftr_probe(ctx, NULL, &f) == -1)
+		return -1;
+	expected_lines(&want, rs, table_flags(ctx) & ~NFT_TABLE_F_OWNER);
+	for (i = 0; i < rs->ntables && r == 0; i++)
+		r = kernel_table(ctx, &rs->tables[i], &got);
+	if (r == 0) {
+		qsort(want.v, want.n, sizeof(char *), cmp_str);
+		qsort(got.v, got.n, sizeof(char *), cmp_str);
+		r = diff(&want, &got, out);
+	}
+	lines_free(&want);
+	lines_free(&got);
+	return r;
+}
