@@ -1,0 +1,101 @@
+/*
+ * test_cc_args.c -- containment-check's option values: targets, host:port,
+ * bounded numbers and modes, including everything that must be refused.
+ */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../containment-check/cc.h"
+
+static void
+targets(void **state)
+{
+	struct cc_target t;
+	char b[INET6_ADDRSTRLEN];
+
+	assert_int_equal(args_target("192.168.77.2", &t), 0);
+	assert_int_equal(t.port, 0);
+	assert_string_equal(addr_fmt(&t.addr, b, sizeof(b)), "192.168.77.2");
+	assert_int_equal(args_target("10.0.0.1:22", &t), 0);
+	assert_int_equal(t.port, 22);
+	assert_int_equal(args_target("fd00::1", &t), 0);
+	assert_int_equal(t.addr.family, AF_INET6);
+	assert_int_equal(t.port, 0);
+	assert_int_equal(args_target("[fd00::1]:443", &t), 0);
+	assert_int_equal(t.port, 443);
+	assert_string_equal(addr_fmt(&t.addr, b, sizeof(b)), "fd00::1");
+}
+
+static void
+bad_targets(void **state)
+{
+	static const char *const bad[] = {
+		"", "host.test", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536",
+		"10.0.0.1:22x", "[fd00::1", "[fd00::1]x", "[]:22", "10.0.0/8",
+		"10.0.0.256", "[10.0.0.1]:-1", ":22",
+	};
+	struct cc_target t;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (args_target(bad[i], &t) != -1)
+			fail_msg("accepted bad target '%s'", bad[i]);
+}
+
+static void
+hostports(void **state)
+{
+	static const char *const bad[] = {
+		"example.test", "example.test:", "a b.test:80", "x;rm:80",
+		"ex\"ample:80", "fd00::1:80x", ":80", "[fd00::1]",
+	};
+	struct cc_hostport hp;
+	size_t i;
+
+	assert_int_equal(args_hostport("example.test:443", &hp), 0);
+	assert_string_equal(hp.host, "example.test");
+	assert_int_equal(hp.port, 443);
+	assert_int_equal(args_hostport("203.0.113.10:80", &hp), 0);
+	assert_int_equal(args_hostport("[2001:db8::1]:80", &hp), 0);
+	assert_string_equal(hp.host, "2001:db8::1");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (args_hostport(bad[i], &hp) != -1)
+			fail_msg("accepted bad host:port '%s'", bad[i]);
+}
+
+static void
+numbers_and_modes(void **state)
+{
+	unsigned u;
+	enum cc_mode m;
+
+	assert_int_equal(args_uint("1500", 50, 30000, &u), 0);
+	assert_int_equal(u, 1500);
+	assert_int_equal(args_uint("49", 50, 30000, &u), -1);
+	assert_int_equal(args_uint("30001", 50, 30000, &u), -1);
+	assert_int_equal(args_uint("-1", 0, 10, &u), -1);
+	assert_int_equal(args_uint("+1", 0, 10, &u), -1);
+	assert_int_equal(args_uint("1k", 0, 10000, &u), -1);
+	assert_int_equal(args_uint("99999999999999999999", 0, 10, &u), -1);
+	assert_int_equal(args_mode("allowlist", &m), 0);
+	assert_int_equal(m, M_ALLOWLIST);
+	assert_string_equal(args_mode_name(M_NONE), "none");
+	assert_int_equal(args_mode("Open", &m), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(targets),
+		cmocka_unit_test(bad_targets),
+		cmocka_unit_test(hostports),
+		cmocka_unit_test(numbers_and_modes),
+	};
+	return cmocka_run_group_tests_name("cc_args", tests, NULL, NULL);
+}
