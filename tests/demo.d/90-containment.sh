@@ -1,0 +1,23 @@
+# 90-containment.sh -- demo part (sourced by tests/demo.sh): containment-
+# check scans outward from inside guest "web" (10.77.0.10, gateway
+# 10.77.0.1) and prints its report.  It runs only inside $TOPO-web.
+
+bold "9. containment-check inside guest web (10.77.0.10)"
+if ! in_ns "$NS_GW" ss -Hlun "sport = :53" 2>/dev/null | grep -q .; then
+	echo "  (no resolver listens on the gateway yet: starting the test stub)"
+	topo_bg "$NS_GW" cc-demo-dns python3 tests/harness/cc-dns.py $GW_ADDR \
+		--lifetime 120
+	topo_wait_port "$NS_GW" $GW_ADDR 53
+fi
+echo "  \$ ip netns exec $TOPO-web containment-check --expect allowlist \\"
+echo "      --internet $INET_HTTP:80 --target $LAN_HOST --resolver 203.0.113.53 \\"
+echo "      --treat-as-public 203.0.113.0/24"
+in_ns "$TOPO-web" $BIN/containment-check --expect allowlist \
+	--internet $INET_HTTP:80 --target $LAN_HOST --resolver 203.0.113.53 \
+	--treat-as-public 203.0.113.0/24 2>&1 | sed 's/^/  /'
+cc_demo_rc=${PIPESTATUS[0]}
+case $cc_demo_rc in
+0) echo "  exit 0: contained, every control passed" ;;
+1) echo "  exit 1: a breach or a failed control (see above)" ;;
+*) echo "  exit $cc_demo_rc: usage or system error" ;;
+esac
