@@ -119,29 +119,29 @@ table_to_batch(struct nl_batch *b, const struct nr_table *t,
 	for (i = 0; i < t->ncounters; i++)
 		msg_counter(b, t, t->counters[i]);
 	for (i = 0; i < t->nsets; i++) {
-		snprintf(desc, sizeof(desc), "set %s", t->sets[i].name);
+		snprintf(desc, sizeof(desc), "set %s", t->sets[i]->name);
 		nlh = batch_msg(b, NFT_MSG_NEWSET, t->family, CREATE, desc);
-		nftnl_set_nlmsg_build_payload(nlh, t->sets[i].nl);
+		nftnl_set_nlmsg_build_payload(nlh, t->sets[i]->nl);
 		batch_next(b);
 	}
 	for (i = 0; i < t->nchains; i++) {
-		snprintf(desc, sizeof(desc), "chain %s", t->chains[i].name);
+		snprintf(desc, sizeof(desc), "chain %s", t->chains[i]->name);
 		nlh = batch_msg(b, NFT_MSG_NEWCHAIN, t->family, CREATE, desc);
-		nftnl_chain_nlmsg_build_payload(nlh, t->chains[i].nl);
+		nftnl_chain_nlmsg_build_payload(nlh, t->chains[i]->nl);
 		batch_next(b);
 	}
 	for (i = 0; i < t->nsets; i++) {
 		snprintf(desc, sizeof(desc), "elements of set %s",
-		    t->sets[i].name);
-		msg_elems(b, t->family, t->sets[i].nl, desc);
-		if ((old = carry_find(carry, t->sets[i].name)) != NULL) {
+		    t->sets[i]->name);
+		msg_elems(b, t->family, t->sets[i]->nl, desc);
+		if ((old = carry_find(carry, t->sets[i]->name)) != NULL) {
 			snprintf(desc, sizeof(desc), "kept elements of set %s",
-			    t->sets[i].name);
+			    t->sets[i]->name);
 			msg_elems(b, t->family, old, desc);
 		}
 	}
 	for (i = 0; i < t->nchains; i++) {
-		const struct nr_chain *c = &t->chains[i];
+		const struct nr_chain *c = t->chains[i];
 
 		for (j = 0; j < c->nrules; j++) {
 			snprintf(desc, sizeof(desc), "rule in chain %s: %s",
@@ -185,7 +185,7 @@ nftr_ruleset_nmsgs(const struct nftr_ruleset *rs)
 
 		n += 3 + t->ncounters + t->nsets + t->nchains;
 		for (j = 0; j < t->nchains; j++)
-			n += t->chains[j].nrules;
+			n += t->chains[j]->nrules;
 	}
 	return n;
 }

@@ -57,9 +57,9 @@ struct nr_set {
 struct nr_table {
 	int		 family;	/* NFPROTO_INET or NFPROTO_BRIDGE */
 	const char	*fname;		/* "inet" or "bridge" */
-	struct nr_set	*sets;
+	struct nr_set	**sets;		/* pointers: stable while growing */
 	size_t		 nsets, capsets;
-	struct nr_chain	*chains;	/* in creation order */
+	struct nr_chain	**chains;	/* in creation order */
 	size_t		 nchains, capchains;
 	char		**counters;
 	size_t		 ncounters, capcounters;

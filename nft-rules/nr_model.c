@@ -87,9 +87,8 @@ model_chain(struct nr_table *t, const char *name, const char *type,
 	struct nr_chain *c;
 	struct nr_buf b = { 0 };
 
-	t->chains = grow(t->chains, t->nchains, &t->capchains, sizeof(*c));
-	c = &t->chains[t->nchains++];
-	memset(c, 0, sizeof(*c));
+	t->chains = grow(t->chains, t->nchains, &t->capchains, sizeof(c));
+	c = t->chains[t->nchains++] = xcalloc(1, sizeof(*c));
 	c->name = xstrdup(name);
 	if ((c->nl = nftnl_chain_alloc()) == NULL)
 		fatalx("out of memory");
@@ -114,9 +113,8 @@ model_set(struct nr_table *t, const char *name, uint32_t keytype,
 {
 	struct nr_set *s;
 
-	t->sets = grow(t->sets, t->nsets, &t->capsets, sizeof(*s));
-	s = &t->sets[t->nsets++];
-	memset(s, 0, sizeof(*s));
+	t->sets = grow(t->sets, t->nsets, &t->capsets, sizeof(s));
+	s = t->sets[t->nsets++] = xcalloc(1, sizeof(*s));
 	s->name = xstrdup(name);
 	s->decl = xstrdup(decl);
 	s->map = (flags & NFT_SET_MAP) != 0;
@@ -189,8 +187,8 @@ model_find_chain(struct nr_table *t, const char *name)
 	size_t i;
 
 	for (i = 0; i < t->nchains; i++)
-		if (strcmp(t->chains[i].name, name) == 0)
-			return &t->chains[i];
+		if (strcmp(t->chains[i]->name, name) == 0)
+			return t->chains[i];
 	return NULL;
 }
 
@@ -200,8 +198,8 @@ model_find_set(struct nr_table *t, const char *name)
 	size_t i;
 
 	for (i = 0; i < t->nsets; i++)
-		if (strcmp(t->sets[i].name, name) == 0)
-			return &t->sets[i];
+		if (strcmp(t->sets[i]->name, name) == 0)
+			return t->sets[i];
 	return NULL;
 }
 
@@ -218,6 +216,7 @@ chain_free(struct nr_chain *c)
 	nftnl_chain_free(c->nl);
 	free(c->name);
 	free(c->hook);
+	free(c);
 }
 
 static void
@@ -231,6 +230,7 @@ set_free(struct nr_set *s)
 	nftnl_set_free(s->nl);
 	free(s->name);
 	free(s->decl);
+	free(s);
 }
 
 void
@@ -242,9 +242,9 @@ model_free(struct nftr_ruleset *rs)
 	for (i = 0; i < rs->ntables; i++) {
 		t = &rs->tables[i];
 		for (j = 0; j < t->nchains; j++)
-			chain_free(&t->chains[j]);
+			chain_free(t->chains[j]);
 		for (j = 0; j < t->nsets; j++)
-			set_free(&t->sets[j]);
+			set_free(t->sets[j]);
 		for (j = 0; j < t->ncounters; j++)
 			free(t->counters[j]);
 		free(t->chains);

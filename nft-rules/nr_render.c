@@ -47,17 +47,17 @@ render_table(FILE *f, const struct nr_table *t)
 	for (i = 0; i < t->ncounters; i++)
 		fprintf(f, "\tcounter %s {\n\t}\n", t->counters[i]);
 	for (i = 0; i < t->nsets; i++)
-		if (!t->sets[i].map)
-			render_set(f, &t->sets[i]);
+		if (!t->sets[i]->map)
+			render_set(f, t->sets[i]);
 	for (i = 0; i < t->nchains; i++)
-		if (t->chains[i].hook == NULL)
-			render_chain(f, &t->chains[i]);
+		if (t->chains[i]->hook == NULL)
+			render_chain(f, t->chains[i]);
 	for (i = 0; i < t->nsets; i++)
-		if (t->sets[i].map)
-			render_set(f, &t->sets[i]);
+		if (t->sets[i]->map)
+			render_set(f, t->sets[i]);
 	for (i = 0; i < t->nchains; i++)
-		if (t->chains[i].hook != NULL)
-			render_chain(f, &t->chains[i]);
+		if (t->chains[i]->hook != NULL)
+			render_chain(f, t->chains[i]);
 	fprintf(f, "}\n");
 }
 

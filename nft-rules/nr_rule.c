@@ -169,13 +169,12 @@ payload_eq(struct nr_rb *rb, uint32_t base, uint32_t off, const void *v,
 static void
 guard_arp(struct nr_rb *rb)
 {
-	const uint16_t htype = htons(1), ptype = htons(ETH_P_IP);
-	const uint8_t hlen = 6, plen = 4;
+	/* htype 1 and ptype IPv4, then hlen 6 and plen 4, compared two
+	 * fields at a time as nft(8) does. */
+	static const uint8_t types[4] = { 0, 1, 0x08, 0 }, lens[2] = { 6, 4 };
 
-	payload_eq(rb, NFT_PAYLOAD_NETWORK_HEADER, 0, &htype, 2);
-	payload_eq(rb, NFT_PAYLOAD_NETWORK_HEADER, 2, &ptype, 2);
-	payload_eq(rb, NFT_PAYLOAD_NETWORK_HEADER, 4, &hlen, 1);
-	payload_eq(rb, NFT_PAYLOAD_NETWORK_HEADER, 5, &plen, 1);
+	payload_eq(rb, NFT_PAYLOAD_NETWORK_HEADER, 0, types, 4);
+	payload_eq(rb, NFT_PAYLOAD_NETWORK_HEADER, 4, lens, 2);
 	buf_add(&rb->text, " arp htype 1 arp ptype ip arp hlen 6 arp plen 4");
 }
 
@@ -298,21 +297,18 @@ prefix_mask(int plen, uint8_t *mask, size_t len)
 	}
 }
 
+/* Like nft(8): load only the bytes the prefix covers, mask the last one
+ * if the prefix ends inside it. */
 void
 rb_cmp_prefix(struct nr_rb *rb, enum nr_field fi, bool neq,
     const struct moat_prefix *p)
 {
 	const struct field *f = &fields[fi];
+	uint32_t len = ((uint32_t)p->plen + 7) / 8;
 	uint8_t mask[16];
 	char a[64];
 
 	guard(rb, f->guard);
-	load(rb, f, REG0);
-	if ((uint32_t)p->plen < f->len * 8) {
-		prefix_mask(p->plen, mask, f->len);
-		e_mask(rb, mask, f->len);
-	}
-	e_cmp(rb, neq ? NFT_CMP_NEQ : NFT_CMP_EQ, p->addr.a, f->len);
 	addr_fmt(&p->addr, a, sizeof(a));
 	text_sp(rb);
 	if ((uint32_t)p->plen < f->len * 8)
@@ -320,6 +316,19 @@ rb_cmp_prefix(struct nr_rb *rb, enum nr_field fi, bool neq,
 		    p->plen);
 	else
 		buf_add(&rb->text, "%s %s%s", f->text, neq ? "!= " : "", a);
+	if (p->plen == 0) {
+		if (neq)
+			fatalx("%s: \"not /0\" never matches", __func__);
+		return;		/* every address */
+	}
+	if (f->meta || len > f->len)
+		fatalx("%s: bad use", __func__);
+	e_payload(rb, f->key, f->off, len, REG0);
+	if (p->plen % 8) {
+		prefix_mask(p->plen, mask, len);
+		e_mask(rb, mask, len);
+	}
+	e_cmp(rb, neq ? NFT_CMP_NEQ : NFT_CMP_EQ, p->addr.a, len);
 }
 
 void
@@ -483,6 +492,7 @@ rb_redirect(struct nr_rb *rb, uint16_t port)
 	e_add(rb, e);
 	e = expr_new("redir");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, REG0);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MAX, REG0);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS,
 	    0x2 /* NF_NAT_RANGE_PROTO_SPECIFIED */);
 	e_add(rb, e);

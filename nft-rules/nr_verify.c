@@ -185,10 +185,10 @@ expected_lines(struct lines *l, const struct nftr_ruleset *rs,
 			lines_add(l, "counter %s %s", t->fname,
 			    t->counters[j]);
 		for (j = 0; j < t->nsets; j++)
-			set_lines(l, t->fname, t->sets[j].nl,
-			    !t->sets[j].dynamic);
+			set_lines(l, t->fname, t->sets[j]->nl,
+			    !t->sets[j]->dynamic);
 		for (j = 0; j < t->nchains; j++) {
-			const struct nr_chain *c = &t->chains[j];
+			const struct nr_chain *c = t->chains[j];
 
 			chain_line(l, t->fname, c->nl);
 			for (k = 0; k < c->nrules; k++)
