@@ -41,6 +41,9 @@ all: programs
 
 OBJ	 = $(BUILD)/obj
 LIBMOAT = $(BUILD)/libmoat.a
+# Defined here too so modules included before nft-rules/module.mk can
+# name it as a prerequisite.
+NFTRULES_LIB = $(BUILD)/libnftrules.a
 include lib/module.mk
 include $(filter-out lib/module.mk,$(sort $(wildcard */module.mk)))
 include tests/unit/module.mk
