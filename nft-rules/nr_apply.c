@@ -241,8 +241,8 @@ carry_set(struct nftr_ctx *ctx, const char *name)
 		nftnl_set_free(keep);
 		return NULL;
 	}
-	for (e = nftnl_set_elems_iter_cur(it); e;
-	    e = nftnl_set_elems_iter_next(it)) {
+	/* _next() returns the current element, then advances. */
+	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
 		uint32_t len;
 		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY,
 		    &len);

@@ -206,8 +206,7 @@ roundtrip_set(const struct nr_set *s)
 	 * it builds and wants NFTA_LIST_ELEM when it parses, as the kernel
 	 * sends them. */
 	it = nftnl_set_elems_iter_create(s->nl);
-	for (e = nftnl_set_elems_iter_cur(it); e;
-	    e = nftnl_set_elems_iter_next(it), n++) {
+	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
 		struct nftnl_set *one = nftnl_set_alloc();
 		struct nftnl_set_elem *got;
 		uint32_t la, lb;
@@ -233,9 +232,11 @@ roundtrip_set(const struct nr_set *s)
 		nftnl_set_elems_iter_destroy(bi);
 		nftnl_set_free(back);
 		nftnl_set_free(one);
+		n++;
 	}
 	nftnl_set_elems_iter_destroy(it);
-	assert_int_equal(n, (int)s->nelems > n ? -1 : n);
+	/* Interval sets have an end element per range, not shown alone. */
+	assert_true(n >= (int)s->nelems && n <= 2 * (int)s->nelems);
 }
 
 static void

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# nft-rules in the namespace topology: every rule of the policy proven by
+# traffic that passes when allowed and is refused (ICMP admin-prohibited,
+# seen by the client as EHOSTUNREACH) when not; counters; verify, flush,
+# and that another program's tables are never touched.
+. "$(dirname "$0")/../harness/tap.sh"
+. "$(dirname "$0")/../harness/topology.sh"
+cd "$(dirname "$0")/../.."
+NFTR=$PWD/build/nft-rules
+
+topo_up || { not_ok "topology comes up"; exit 1; }
+topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
+topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+topo_guest locked 10.77.0.12 52:54:00:00:00:0c mt-locked
+topo_services || not_ok "services start"
+topo_http "$NS_INET" $INET_ADDR 8080 "other internet server"
+topo_banner "$NS_INET" 203.0.113.53 53 "dns-elsewhere"
+topo_banner "$NS_INET" 203.0.113.53 853 "dot-elsewhere"
+topo_bg "$NS_INET" udp-echo socat UDP4-RECVFROM:9999,bind=$INET_HTTP,fork SYSTEM:"echo pong"
+topo_banner "$NS_GW" 0.0.0.0 22 "SSH-2.0-gateway-host"
+topo_banner "$NS_GW" $GW_ADDR 53 "gateway-dns"
+topo_banner "$NS_GW" $GW_ADDR 3128 "gateway-proxy"
+topo_banner "$TOPO-web" 10.77.0.10 8080 "guest-web-service"
+
+CONF=$TOPO_TMP/moat.conf
+cat >"$CONF" <<'EOF'
+gateway: {
+  uplink  = "up0";
+  network = "10.77.0.0/24";
+  bridge  = "moat0";
+  dns:   { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = false; };
+  treat_as_public = [ "203.0.113.0/24" ];
+};
+sandboxes = (
+  { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
+    egress = "allowlist"; allow = [ "example.test" ]; },
+  { name = "dev"; mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev";
+    egress = "open"; },
+  { name = "locked"; mac = "52:54:00:00:00:0c"; address = "10.77.0.12"; tap = "mt-locked";
+    egress = "none"; }
+);
+EOF
+
+# probe.py PROTO ADDR PORT -- one connection; prints "connected",
+# "reply", or the errno name (EHOSTUNREACH for ICMP admin-prohibited).
+cat >"$TOPO_TMP/probe.py" <<'EOF'
+import errno, socket, sys
+proto, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
+s = socket.socket(socket.AF_INET, kind)
+s.settimeout(2)
+try:
+    if len(sys.argv) > 4:
+        s.bind((sys.argv[4], 0))
+    s.connect((addr, port))
+    if proto == "tcp":
+        print("connected")
+    else:
+        s.send(b"ping\n")
+        s.recv(100)
+        print("reply")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+EOF
+probe() {	# probe GUEST PROTO ADDR PORT [SOURCE]
+	in_ns "$TOPO-$1" python3 "$TOPO_TMP/probe.py" "$2" "$3" "$4" ${5:-}
+}
+expect_probe() {	# expect_probe WANT GUEST PROTO ADDR PORT WHAT
+	local want=$1 got; shift
+	got=$(probe "$1" "$2" "$3" "$4")
+	expect_eq "$1 -> $3:$4/$2 ($5): $want" "$want" "$got"
+}
+counter() {	# counter FAMILY NAME -- packets so far
+	in_ns "$NS_GW" nft list counter "$1" moat "$2" 2>/dev/null |
+	    awk '/packets/ {print $2}'
+}
+nftr() { in_ns "$NS_GW" "$NFTR" -c "$CONF" "$@"; }
+
+# Another program's tables, including one named "moat" in a family that
+# is not ours: they must come out of apply, reapply and flush untouched.
+in_ns "$NS_GW" nft -f - <<'EOF'
+table inet other {
+	set keep {
+		type ipv4_addr
+		elements = { 192.0.2.1 }
+	}
+	chain c {
+		type filter hook forward priority 10; policy accept;
+		ip daddr @keep accept
+	}
+}
+table ip moat {
+	chain c {
+		type filter hook input priority 5; policy accept;
+	}
+}
+EOF
+others() { in_ns "$NS_GW" nft -j list table inet other; in_ns "$NS_GW" nft -j list table ip moat; }
+before=$(others)
+
+# A bad config changes nothing in the kernel.
+printf 'gateway: { uplink = "up0"; network = "10.77.0.0/24"; };\nsandboxes = ( { name = "x"; } );\n' >"$TOPO_TMP/bad.conf"
+rs_before=$(in_ns "$NS_GW" nft list ruleset)
+in_ns "$NS_GW" "$NFTR" -c "$TOPO_TMP/bad.conf" apply >/dev/null 2>&1; st=$?
+expect_eq "apply of a bad config exits 1" 1 "$st"
+expect_eq "apply of a bad config changes nothing" "$rs_before" "$(in_ns "$NS_GW" nft list ruleset)"
+
+# --- before the policy: the topology lets everything through ----------
+expect_probe connected dev tcp $LAN_HOST 22 "LAN ssh, no policy yet"
+
+expect_ok "check validates the config" nftr check
+expect_ok "probe: the kernel takes every part of the policy" nftr probe
+expect_ok "apply succeeds" nftr apply
+expect_ok "verify after apply: no drift" nftr verify
+expect_eq "other tables untouched by apply" "$before" "$(others)"
+t1=$(in_ns "$NS_GW" nft list table inet moat; in_ns "$NS_GW" nft list table bridge moat)
+expect_ok "apply again succeeds" nftr apply
+t2=$(in_ns "$NS_GW" nft list table inet moat; in_ns "$NS_GW" nft list table bridge moat)
+expect_eq "applying twice changes nothing" "$t1" "$t2"
+expect_eq "other tables untouched by reapply" "$before" "$(others)"
+
+# --- LAN and private ranges: refused from every mode ---------------------
+for g in web dev locked; do
+	expect_probe EHOSTUNREACH $g tcp $LAN_HOST 22 "LAN ssh"
+	expect_probe EHOSTUNREACH $g tcp $LAN_HOST 80 "LAN http"
+done
+expect_probe EHOSTUNREACH dev tcp 169.254.169.254 80 "cloud metadata"
+c0=$(counter inet private)
+probe dev tcp $LAN_HOST 22 >/dev/null
+expect_eq "a refusal to the LAN increments counter private" $((c0 + 1)) "$(counter inet private)"
+
+# --- the gateway host: DNS and proxy only, on every address --------------
+for g in web dev locked; do
+	expect_probe connected $g tcp $GW_ADDR 53 "gateway DNS"
+	expect_probe connected $g tcp $GW_ADDR 3128 "gateway proxy"
+	expect_probe EHOSTUNREACH $g tcp $GW_ADDR 22 "gateway ssh"
+done
+expect_probe EHOSTUNREACH dev tcp 192.168.77.1 22 "gateway's LAN address"
+expect_probe EHOSTUNREACH dev tcp 203.0.113.1 22 "gateway's uplink address"
+expect_probe EHOSTUNREACH dev tcp 192.168.77.1 53 "DNS on the gateway's LAN address"
+c0=$(counter inet host)
+probe dev tcp $GW_ADDR 22 >/dev/null
+expect_eq "a refusal to the host increments counter host" $((c0 + 1)) "$(counter inet host)"
+
+# --- guests never reach each other ----------------------------------------
+expect_probe timeout dev tcp 10.77.0.10 8080 "another guest on the bridge"
+# Routed back through the host (hairpin): refused at layer 3 too.
+in_ns "$TOPO-dev" ip route add 10.77.0.10/32 via $GW_ADDR
+c0=$(counter inet guest)
+expect_probe EHOSTUNREACH dev tcp 10.77.0.10 8080 "another guest via the gateway"
+expect_eq "the hairpin refusal increments counter guest" $((c0 + 1)) "$(counter inet guest)"
+in_ns "$TOPO-dev" ip route del 10.77.0.10/32 via $GW_ADDR
+
+# --- DNS and DoT only via the gateway ------------------------------------
+expect_probe EHOSTUNREACH dev tcp 203.0.113.53 53 "DNS/tcp elsewhere"
+expect_probe EHOSTUNREACH dev udp 203.0.113.53 53 "DNS/udp elsewhere"
+expect_probe EHOSTUNREACH dev tcp 203.0.113.53 853 "DoT elsewhere"
+c0=$(counter inet dns)
+probe dev udp 203.0.113.53 53 >/dev/null
+expect_eq "a DNS refusal increments counter dns" $((c0 + 1)) "$(counter inet dns)"
+
+# --- egress modes ----------------------------------------------------------
+body=$(in_ns "$TOPO-dev" curl -s --max-time 3 http://$INET_HTTP/)
+expect_eq "open: internet HTTP reachable" "hello from the internet" "$body"
+expect_probe reply dev udp $INET_HTTP 9999 "open: internet UDP"
+expect_probe EHOSTUNREACH locked tcp $INET_HTTP 80 "none: internet HTTP"
+c0=$(counter inet none)
+probe locked tcp $INET_HTTP 80 >/dev/null
+expect_eq "a none-mode refusal increments counter none" $((c0 + 1)) "$(counter inet none)"
+
+expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: address not in the set"
+expect_ok "add an address to web's allowlist set" nftr add web 3000 $INET_HTTP
+expect_probe connected web tcp $INET_HTTP 80 "allowlist: address in the set"
+expect_probe reply web udp $INET_HTTP 9999 "allowlist: UDP to an address in the set"
+expect_probe EHOSTUNREACH web tcp $INET_ADDR 8080 "allowlist: another address"
+c0=$(counter inet allowlist)
+probe web tcp $INET_ADDR 8080 >/dev/null
+expect_eq "an allowlist refusal increments counter allowlist" $((c0 + 1)) "$(counter inet allowlist)"
+# Refresh: re-adding an element resets its timeout.
+sleep 2
+expect_ok "re-add the address with a new timeout" nftr add web 6000 $INET_HTTP
+sleep 2
+expect_probe connected web tcp $INET_HTTP 80 "allowlist: refreshed element still there after the first timeout"
+expect_ok "reapply keeps allowlist elements" nftr apply
+in_ns "$NS_GW" nft list set inet moat allow_web | sed -n 's/^/# /;/elements/p'
+expect_probe connected web tcp $INET_HTTP 80 "allowlist: element survives a reapply"
+sleep 4.5
+expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: element gone after its timeout"
+
+# --- anti-spoofing ---------------------------------------------------------
+c0=$(counter bridge spoof)
+# Extra addresses as /32 so the guest's routes stay as they are; the
+# probe binds to them as its source.
+in_ns "$TOPO-dev" ip addr add 10.77.0.99/32 dev eth0
+got=$(probe dev tcp $INET_HTTP 80 10.77.0.99)
+expect_eq "dev -> $INET_HTTP:80 from a changed IPv4 address: nothing" timeout "$got"
+in_ns "$TOPO-dev" ip addr add 10.77.0.10/32 dev eth0
+got=$(probe dev tcp $INET_HTTP 80 10.77.0.10)
+expect_eq "dev -> $INET_HTTP:80 from another guest's IPv4 address: nothing" timeout "$got"
+in_ns "$TOPO-dev" ip addr del 10.77.0.99/32 dev eth0
+in_ns "$TOPO-dev" ip addr del 10.77.0.10/32 dev eth0
+in_ns "$TOPO-dev" ip link set eth0 address 52:54:00:00:00:99
+expect_probe timeout dev tcp $INET_HTTP 80 "with a changed MAC"
+in_ns "$TOPO-dev" ip link set eth0 address 52:54:00:00:00:0b
+expect_probe connected dev tcp $INET_HTTP 80 "with its own MAC and address again"
+c1=$(counter bridge spoof)
+expect_match "spoofed frames increment counter spoof" "^[0-9]+$" "$c1"
+[ "${c1:-0}" -gt "${c0:-0}" ] && ok "spoof counter grew ($c0 -> $c1)" || not_ok "spoof counter grew" "$c0 -> $c1"
+
+# --- verify notices drift; render is what nft would build ----------------
+in_ns "$NS_GW" nft insert rule inet moat guest_fwd accept
+out=$(nftr verify 2>&1); st=$?
+expect_eq "verify exits 1 on drift" 1 "$st"
+expect_match "verify shows the extra rule" '^\+rule inet guest_fwd #0 \[ immediate reg 0 accept \]' "$out"
+expect_ok "apply repairs drift" nftr apply
+expect_ok "verify clean after repair" nftr verify
+nftr render >"$TOPO_TMP/policy.nft"
+# nft(8) cannot load over our tables: it resets their flags, which the
+# kernel refuses for persist tables.  Load into a flushed namespace.
+nftr flush
+expect_ok "nft -f loads the rendered policy" in_ns "$NS_GW" nft -f "$TOPO_TMP/policy.nft"
+out=$(nftr verify 2>&1)
+expect_eq "rendered text compiles to the same bytecode (only the netlink-only table flags differ)" \
+	"$(printf -- '+table bridge flags 0x0\n-table bridge flags 0x4\n+table inet flags 0x0\n-table inet flags 0x4')" \
+	"$(printf '%s\n' "$out" | grep -v '^nft-rules:')"
+
+# --- flush -----------------------------------------------------------------
+expect_ok "flush succeeds" nftr flush
+expect_eq "flush removes moat's tables only" "table inet other
+table ip moat" "$(in_ns "$NS_GW" nft list tables | sort)"
+expect_eq "other tables untouched by flush" "$before" "$(others)"
+expect_probe connected dev tcp $LAN_HOST 22 "LAN ssh once the policy is flushed"
+expect_ok "flush with nothing to flush succeeds" nftr flush
+tap_done
