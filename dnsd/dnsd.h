@@ -1,0 +1,59 @@
+/*
+ * dnsd.h -- what dnsd's parts share: options and the entry points of
+ * the resolver (server.c), the privileged parent of standalone mode
+ * (priv.c) and the sandboxing of the resolver process (sandbox.c).
+ *
+ * Process layout:
+ *   standalone   dnsd -c FILE: a parent that keeps root (config reading,
+ *                the nftables netlink socket) and forks the resolver,
+ *                which drops to its own user and installs seccomp.  The
+ *                two talk lib/ipc.h, exactly as gatewayd and dnsd do.
+ *   under gatewayd  dnsd --ipc-fd N [--udp-fd U --tcp-fd T]: only the
+ *                resolver; gatewayd is the privileged side.
+ */
+#ifndef DNSD_DNSD_H
+#define DNSD_DNSD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define DNSD_USER_DEFAULT	"moat-dnsd"
+
+enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+
+struct dnsd_opts {
+	const char	*conf;
+	const char	*user;		/* NULL: do not change user */
+	const char	*listen;	/* NULL: gateway.address */
+	uint16_t	 port;
+	int		 udp_fd, tcp_fd, ipc_fd;	/* -1: none given */
+	bool		 foreground;
+	bool		 no_nft;	/* standalone: never touch nftables */
+	size_t		 cache_bytes;
+	double		 qps, burst;	/* per sandbox; qps 0 = unlimited */
+	uint32_t	 timeout_ms;	/* one upstream attempt over UDP */
+};
+
+/* server.c: run the resolver until told to stop.  ipcfd may be -1 (no
+ * set updates: allowlist answers are sent without opening anything).
+ * Takes ownership of cfg.  Returns an exit status. */
+int	resolver_run(const struct dnsd_opts *, struct moat_config *cfg,
+	    int udpfd, int tcpfd, int ipcfd);
+
+/* priv.c: standalone mode's privileged parent. */
+int	priv_run(const struct dnsd_opts *, struct moat_config *cfg,
+	    int udpfd, int tcpfd);
+
+/* sandbox.c: become user (if not NULL and we are root), no new privs;
+ * then, separately, the seccomp allowlist (allow_open: the resolver
+ * re-reads the config on reload). */
+void	sandbox_drop(const char *user);
+void	sandbox_narrow(bool allow_open);
+
+/* main.c: bind the UDP and TCP sockets for addr:port. */
+int	bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp);
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * dnsd -- moat's filtering DNS resolver for sandboxes (see dnsd.8).
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dnsd.h"
+#include "log.h"
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: dnsd [-dnv] [-c FILE] [-u USER] [-l ADDR] [-p PORT] [options]\n"
+"\n"
+"Filtering DNS resolver for moat's sandboxes.\n"
+"\n"
+"  -c, --config FILE   configuration (default " MOAT_CONF_DEFAULT ")\n"
+"  -n, --check         check the configuration and exit\n"
+"  -d, --foreground    stay in the foreground, log to stderr\n"
+"  -v, --verbose       more log output (repeat for debug)\n"
+"  -u, --user USER     resolver's user (default " DNSD_USER_DEFAULT ")\n"
+"  -l, --listen ADDR   address to serve (default: the gateway's)\n"
+"  -p, --port PORT     port to serve (default 53)\n"
+"      --no-nft        standalone: never touch nftables (testing)\n"
+"      --cache-size N  cache cap in bytes (default 8388608)\n"
+"      --rate QPS      queries per second per sandbox, 0 = unlimited\n"
+"                      (default 500, burst twice that)\n"
+"      --timeout MS    one upstream attempt over UDP (default 1000)\n"
+"  Run by gatewayd (no privileged parent, no nftables of its own):\n"
+"      --ipc-fd N      lib/ipc.h channel: IPC_SET_ADD out, IPC_SET_ACK\n"
+"                      and IPC_RELOAD in\n"
+"      --udp-fd N      bound UDP socket to serve on\n"
+"      --tcp-fd N      bound, listening TCP socket to serve on\n"
+"  -h, --help          this help\n"
+"\n"
+"Exit status: 0 done, 1 invalid configuration, 2 usage, 3 system error.\n");
+}
+
+enum { O_NO_NFT = 256, O_CACHE, O_RATE, O_TIMEOUT, O_IPC, O_UDP, O_TCP };
+
+static long
+number(const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *s == '\0' || *end != '\0' || v < min || v > max) {
+		fprintf(stderr, "dnsd: \"%s\": expected a number from %ld "
+		    "to %ld\n", s, min, max);
+		exit(EXIT_USAGE);
+	}
+	return v;
+}
+
+static void
+parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
+    int *verbose)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'n' },
+		{ "foreground", no_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "no-nft", no_argument, NULL, O_NO_NFT },
+		{ "cache-size", required_argument, NULL, O_CACHE },
+		{ "rate", required_argument, NULL, O_RATE },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "ipc-fd", required_argument, NULL, O_IPC },
+		{ "udp-fd", required_argument, NULL, O_UDP },
+		{ "tcp-fd", required_argument, NULL, O_TCP },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:ndvu:l:p:h", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->conf = optarg; break;
+		case 'n': *check = 1; break;
+		case 'd': o->foreground = true; break;
+		case 'v': (*verbose)++; break;
+		case 'u': o->user = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'p': o->port = (uint16_t)number(optarg, 1, 65535); break;
+		case O_NO_NFT: o->no_nft = true; break;
+		case O_CACHE:
+			o->cache_bytes = (size_t)number(optarg, 4096, LONG_MAX);
+			break;
+		case O_RATE:
+			o->qps = (double)number(optarg, 0, 10000000);
+			o->burst = o->qps * 2;
+			break;
+		case O_TIMEOUT:
+			o->timeout_ms = (uint32_t)number(optarg, 50, 30000);
+			break;
+		case O_IPC: o->ipc_fd = (int)number(optarg, 0, INT_MAX); break;
+		case O_UDP: o->udp_fd = (int)number(optarg, 0, INT_MAX); break;
+		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		default:
+			usage(stderr);
+			exit(EXIT_USAGE);
+		}
+	}
+	if (optind != argc || (o->udp_fd == -1) != (o->tcp_fd == -1)) {
+		usage(stderr);
+		exit(EXIT_USAGE);
+	}
+}
+
+int
+bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+	    .sin_port = htons(port) };
+	int one = 1, rcv = 4 << 20;
+
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+		log_warnx("listen address %s is not IPv4", addr);
+		return -1;
+	}
+	*udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	*tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*udp == -1 || *tcp == -1)
+		return -1;
+	(void)setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	(void)setsockopt(*tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(*udp, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    bind(*tcp, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(*tcp, 128) == -1) {
+		log_warn("cannot serve %s port %u", addr, port);
+		return -1;
+	}
+	return 0;
+}
+
+static struct moat_config *
+load(const char *path)
+{
+	struct moat_errors errs = { 0 };
+	struct moat_config *cfg;
+
+	if ((cfg = config_load(path, NULL, &errs)) == NULL) {
+		config_errors_print(stderr, &errs);
+		config_errors_free(&errs);
+	}
+	return cfg;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct dnsd_opts o = {
+		.conf = MOAT_CONF_DEFAULT, .user = DNSD_USER_DEFAULT,
+		.port = 53, .udp_fd = -1, .tcp_fd = -1, .ipc_fd = -1,
+		.cache_bytes = 8 << 20, .qps = 500, .burst = 1000,
+		.timeout_ms = 1000,
+	};
+	struct moat_config *cfg;
+	char gw[64];
+	int check = 0, verbose = 0, udp, tcp;
+
+	log_init("dnsd", 0, 0);
+	parse_args(argc, argv, &o, &check, &verbose);
+	if ((cfg = load(o.conf)) == NULL)
+		return EXIT_CONFIG;
+	if (check) {
+		config_free(cfg);
+		return EXIT_OK;
+	}
+	log_init("dnsd", !o.foreground, verbose);
+	if (o.udp_fd != -1) {
+		udp = o.udp_fd;
+		tcp = o.tcp_fd;
+	} else if (bind_sockets(o.listen ? o.listen : addr_fmt(&cfg->gw.address,
+	    gw, sizeof(gw)), o.port, &udp, &tcp) == -1)
+		return EXIT_SYSTEM;
+	if (!o.foreground && daemon(0, 0) == -1)
+		fatal("daemon");
+	if (o.ipc_fd != -1) {
+		/* Under gatewayd: it is the privileged side. */
+		sandbox_drop(o.user);
+		return resolver_run(&o, cfg, udp, tcp, o.ipc_fd);
+	}
+	return priv_run(&o, cfg, udp, tcp);
+}

@@ -1,0 +1,24 @@
+# dnsd: the filtering DNS resolver.  Its DNS code (msg.c, policy.c,
+# cache.c) is also linked by the unit tests and the fuzz harnesses.
+DNSD_CORE_SRCS := dnsd/msg.c dnsd/policy.c dnsd/cache.c
+DNSD_SRCS := dnsd/main.c dnsd/server.c dnsd/priv.c dnsd/sandbox.c \
+	dnsd/ev.c $(DNSD_CORE_SRCS)
+DNSD_OBJS := $(DNSD_SRCS:%.c=$(OBJ)/%.o)
+DNSD_CORE_OBJS := $(DNSD_CORE_SRCS:%.c=$(OBJ)/%.o)
+EXTRA_CFLAGS_dnsd = $(call pkgcflags,libldns libseccomp) -Inft-rules
+DNSD_LIBS = -lldns $(call pkglibs,libseccomp)
+
+PROGRAMS += $(BUILD)/dnsd
+INSTALL_SBIN += $(BUILD)/dnsd
+
+$(BUILD)/dnsd: $(DNSD_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
+	$(CC) $(LDHARDEN) -o $@ $^ $(DNSD_LIBS) $(NFTRULES_LIBS) $(LIBMOAT_LIBS)
+
+DNSD_TESTS := $(BUILD)/tests/test_dnsd_policy $(BUILD)/tests/test_dnsd_msg \
+	$(BUILD)/tests/test_dnsd_cache
+UNIT_TESTS += $(DNSD_TESTS)
+
+$(OBJ)/tests/unit/test_dnsd_%.o: EXTRA_CFLAGS_tests += -Idnsd
+$(DNSD_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(DNSD_CORE_OBJS) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDHARDEN) -o $@ $^ -lldns $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
