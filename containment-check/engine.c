@@ -214,7 +214,9 @@ errqueue_verdict(struct cc_probe *p, enum cc_verdict *v)
 		    (im->family == AF_INET))
 			continue;
 		*v = im->v;
-		if (is_local_sender(p->fd, from))
+		/* Only a host-unreachable can be our own ARP/ND failure; the
+		 * getsockname is skipped for the 65535 admin-prohibiteds. */
+		if (im->v == V_FILTERED && is_local_sender(p->fd, from))
 			evidence(p, false, "%s (local: no ARP/ND answer)",
 			    im->what);
 		else
