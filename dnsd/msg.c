@@ -568,6 +568,16 @@ take_soa(const ldns_pkt *p, struct answer *a, uint32_t *minttl)
 	*minttl = 0;	/* no SOA: do not cache */
 }
 
+static size_t
+count_type(const ldns_rr_list *l, uint16_t t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ldns_rr_list_rr_count(l); i++)
+		n += ldns_rr_get_type(ldns_rr_list_rr(l, i)) == t;
+	return n;
+}
+
 enum da_status
 da_parse(const uint8_t *buf, size_t len, const struct dquestion *q,
     const struct moat_rangeset *priv, struct answer *a)
@@ -599,8 +609,7 @@ da_parse(const uint8_t *buf, size_t len, const struct dquestion *q,
 		goto out;
 	}
 	take_chain(p, q, priv, a, &minttl);
-	if (a->removed > 0 && a->naddr == 0 &&
-	    (q->qtype == LDNS_RR_TYPE_A || q->qtype == LDNS_RR_TYPE_AAAA)) {
+	if (a->removed > 0 && count_type(a->an, q->qtype) == 0) {
 		/* Nothing public left: an empty answer, marked. */
 		ldns_rr_list_deep_free(a->an);
 		a->an = ldns_rr_list_new();

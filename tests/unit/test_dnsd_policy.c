@@ -1,0 +1,205 @@
+/*
+ * test_dnsd_policy.c -- dnsd's name matching: exact names, "*.suffix"
+ * at any depth but not the suffix itself, case and trailing dot ignored,
+ * labels never confused with dots inside a label; modes; sandbox lookup
+ * by address; the rate limit.
+ */
+#include <sys/socket.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ldns/ldns.h>
+
+#include "config.h"
+#include "policy.h"
+
+static const char conf[] =
+"gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";\n"
+"  dns: { upstream = [ \"203.0.113.53\" ]; };\n"
+"  proxy: { port = 3128; intercept = false; }; };\n"
+"sandboxes = (\n"
+"  { name = \"web\"; mac = \"52:54:00:00:00:0a\"; address = \"10.77.0.10\";\n"
+"    tap = \"mt-web\"; egress = \"allowlist\";\n"
+"    allow = [ \"pypi.org\", \"*.github.test\", \"Files.Example.COM\" ]; },\n"
+"  { name = \"dev\"; mac = \"52:54:00:00:00:0b\"; address = \"10.77.0.11\";\n"
+"    tap = \"mt-dev\"; egress = \"open\"; },\n"
+"  { name = \"locked\"; mac = \"52:54:00:00:00:0c\"; address = \"10.77.0.12\";\n"
+"    tap = \"mt-locked\"; egress = \"none\"; }\n"
+");\n";
+
+static struct moat_config *cfg;
+static struct policy *pol;
+
+static int
+setup(void **state)
+{
+	struct moat_errors errs = { 0 };
+
+	(void)state;
+	cfg = config_load_buffer("test.conf", conf, "/nonexistent", &errs);
+	if (cfg == NULL) {
+		config_errors_print(stderr, &errs);
+		return -1;
+	}
+	pol = policy_new(cfg);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	policy_free(pol);
+	config_free(cfg);
+	return 0;
+}
+
+static struct sbpolicy *
+sandbox(const char *ip)
+{
+	struct moat_addr a;
+
+	assert_int_equal(addr_parse(ip, &a), 0);
+	return policy_sandbox(pol, &a);
+}
+
+/* Query names come from the wire; build them with ldns the same way. */
+static enum verdict
+check(const char *sb, const char *name)
+{
+	ldns_rdf *d = NULL;
+	enum verdict v;
+
+	assert_int_equal(ldns_str2rdf_dname(&d, name), LDNS_STATUS_OK);
+	ldns_dname2canonical(d);
+	v = policy_check(sandbox(sb), ldns_rdf_data(d), ldns_rdf_size(d));
+	ldns_rdf_deep_free(d);
+	return v;
+}
+
+static void
+test_lookup_by_address(void **state)
+{
+	struct moat_addr mapped;
+
+	(void)state;
+	assert_non_null(sandbox("10.77.0.10"));
+	assert_string_equal(sandbox("10.77.0.11")->sb->name, "dev");
+	assert_null(sandbox("10.77.0.99"));
+	assert_null(sandbox("10.77.0.1"));
+	assert_int_equal(addr_parse("::ffff:10.77.0.12", &mapped), 0);
+	assert_string_equal(policy_sandbox(pol, &mapped)->sb->name, "locked");
+}
+
+static void
+test_exact(void **state)
+{
+	(void)state;
+	assert_int_equal(check("10.77.0.10", "pypi.org"), V_ALLOW);
+	assert_int_equal(check("10.77.0.10", "PyPI.ORG."), V_ALLOW);
+	assert_int_equal(check("10.77.0.10", "files.example.com"), V_ALLOW);
+	assert_int_equal(check("10.77.0.10", "www.pypi.org"), V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "pypi.org.evil.test"),
+	    V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "ypi.org"), V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "org"), V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "."), V_DENY_LIST);
+}
+
+static void
+test_wildcard(void **state)
+{
+	(void)state;
+	assert_int_equal(check("10.77.0.10", "a.github.test"), V_ALLOW);
+	assert_int_equal(check("10.77.0.10", "x.y.z.GitHub.Test."), V_ALLOW);
+	/* The suffix itself is not covered by "*.github.test". */
+	assert_int_equal(check("10.77.0.10", "github.test"), V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "agithub.test"), V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "github.test.evil"),
+	    V_DENY_LIST);
+}
+
+/* A label that contains a dot ("x.github" as ONE label) is not below
+ * github.test, and "evil.x\.github.test" must not match either. */
+static void
+test_escaped_dot(void **state)
+{
+	(void)state;
+	/* labels: evil | x.github | test -- below "test", not github.test */
+	assert_int_equal(check("10.77.0.10", "evil.x\\.github.test"),
+	    V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "a.github\\.test"), V_DENY_LIST);
+	assert_int_equal(check("10.77.0.10", "pypi\\.org"), V_DENY_LIST);
+}
+
+static void
+test_modes(void **state)
+{
+	(void)state;
+	assert_int_equal(check("10.77.0.11", "anything.example"), V_ALLOW);
+	assert_int_equal(check("10.77.0.12", "pypi.org"), V_DENY_NONE);
+}
+
+static void
+test_nameset_many(void **state)
+{
+	struct nameset *s = nameset_new(0);
+	uint8_t wire[64];
+	size_t i, len;
+	bool wild;
+	char name[32];
+
+	(void)state;
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "host%zu.example", i);
+		len = pattern_to_wire(name, wire, sizeof(wire), &wild);
+		assert_true(len > 0);
+		nameset_add(s, wire, len);
+		nameset_add(s, wire, len);	/* duplicates ignored */
+	}
+	assert_int_equal(nameset_count(s), 5000);
+	len = pattern_to_wire("host4999.example", wire, sizeof(wire), &wild);
+	assert_true(nameset_has(s, wire, len));
+	len = pattern_to_wire("host5000.example", wire, sizeof(wire), &wild);
+	assert_false(nameset_has(s, wire, len));
+	assert_int_equal(pattern_to_wire("a.*.b", wire, sizeof(wire), &wild),
+	    0);
+	nameset_free(s);
+}
+
+static void
+test_ratelimit(void **state)
+{
+	struct sbpolicy *sb = sandbox("10.77.0.11");
+	int i, ok = 0;
+
+	(void)state;
+	for (i = 0; i < 100; i++)
+		ok += policy_ratelimit(sb, 1000, 10, 20);
+	assert_int_equal(ok, 20);			/* the burst */
+	assert_false(policy_ratelimit(sb, 1050, 10, 20));
+	assert_true(policy_ratelimit(sb, 1200, 10, 20));	/* refilled */
+	assert_true(policy_ratelimit(sb, 1200, 0, 0));	/* unlimited */
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lookup_by_address),
+		cmocka_unit_test(test_exact),
+		cmocka_unit_test(test_wildcard),
+		cmocka_unit_test(test_escaped_dot),
+		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_nameset_many),
+		cmocka_unit_test(test_ratelimit),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
