@@ -1,16 +1,18 @@
 /*
- * gatewayd -- the moat appliance daemon.
+ * gatewayd -- the moat appliance daemon, and its control client.
  *
- * This version is the first user of the config loader: `gatewayd -n`
- * validates a configuration and prints a summary (or, with -v, the
- * normalised configuration).  Applying, supervision, reload and the
- * control socket arrive with the gatewayd issue.
+ *   gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a AUDITLOG]
+ *   gatewayd ctl [-s SOCKET] VERB [--json] [ARGS]
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "gatewayd.h"
 #include "log.h"
 
 enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2 };
@@ -19,69 +21,34 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: gatewayd [-dnv] [-c FILE]\n"
+"usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
+"       gatewayd ctl [-s SOCKET] status|sandboxes|reload|counters|log [-f] [--json]\n"
 "\n"
-"The moat gateway daemon.\n"
+"The moat gateway daemon: applies the policy, supervises dnsd and the\n"
+"proxy, reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
 "\n"
-"  -c, --config FILE  configuration (default " MOAT_CONF_DEFAULT ");\n"
-"                     sandboxes.d/*.conf beside it is read too\n"
-"  -n, --check        check the configuration, print a summary, and exit\n"
+"  -c, --config FILE  configuration (default " MOAT_CONF_DEFAULT ")\n"
+"  -n, --check        check the configuration, print a summary, exit\n"
 "  -v, --verbose      with -n: print the normalised configuration;\n"
 "                     otherwise: more log output\n"
-"  -d, --foreground   stay in the foreground and log to stderr\n"
+"  -d, --foreground   stay in the foreground, log to stderr\n"
+"  -s, --socket PATH  control socket (default " GW_SOCK_DEFAULT ")\n"
+"  -a, --audit FILE   audit log (default STATE_DIR/audit.log)\n"
+"  -B, --bindir DIR   where dnsd and moat-proxy are (default: beside gatewayd)\n"
+"  -X, --no-children  do not start dnsd or the proxy\n"
+"      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "  -h, --help         this help\n"
 "\n"
-"Exit status: 0 valid, 1 invalid configuration (each error is printed as\n"
-"FILE:LINE: what was expected), 2 usage error.\n");
+"Exit status: 0 ok, 1 invalid configuration or start-up failure, 2 usage;\n"
+"ctl: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the daemon.\n");
 }
 
-int
-main(int argc, char *argv[])
+static int
+check(const char *conf, int verbose)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "foreground", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *conf = MOAT_CONF_DEFAULT;
 	struct moat_errors errs;
 	struct moat_config *cfg;
-	int ch, check = 0, verbose = 0;
 
-	log_init("gatewayd", 0, 0);
-	while ((ch = getopt_long(argc, argv, "c:nvdh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			conf = optarg;
-			break;
-		case 'n':
-			check = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'd':
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (!check) {
-		log_warnx("running as a daemon is not implemented in this "
-		    "version; use -n to check a configuration");
-		return EXIT_USAGE;
-	}
 	cfg = config_load(conf, NULL, &errs);
 	if (cfg == NULL) {
 		config_errors_print(stderr, &errs);
@@ -96,4 +63,82 @@ main(int argc, char *argv[])
 		config_summary(stdout, cfg);
 	config_free(cfg);
 	return EXIT_OK;
+}
+
+static char *
+self_dir(void)
+{
+	char buf[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return xstrdup("/usr/sbin");
+	buf[n] = '\0';
+	if ((slash = strrchr(buf, '/')) != NULL)
+		*slash = '\0';
+	return xstrdup(buf);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "foreground", no_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "audit", required_argument, NULL, 'a' },
+		{ "bindir", required_argument, NULL, 'B' },
+		{ "no-children", no_argument, NULL, 'X' },
+		{ "upstream-ca", required_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct gw_opts o = { MOAT_CONF_DEFAULT, GW_SOCK_DEFAULT, NULL, NULL,
+	    NULL, false, false, 0 };
+	int ch, checkonly = 0;
+
+	log_init("gatewayd", 0, 0);
+	if (argc > 1 && strcmp(argv[1], "ctl") == 0) {
+		int i = 2;
+		if (argc > 3 && strcmp(argv[2], "-s") == 0) {
+			o.sock = argv[3];
+			i = 4;
+		}
+		if (argc > i && strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return EXIT_OK;
+		}
+		return ctl_main(o.sock, argc - i, argv + i);
+	}
+	while ((ch = getopt_long(argc, argv, "c:nvds:a:B:Xh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'c': o.conf = optarg; break;
+		case 'n': checkonly = 1; break;
+		case 'v': o.verbose++; break;
+		case 'd': o.foreground = true; break;
+		case 's': o.sock = optarg; break;
+		case 'a': o.audit_path = optarg; break;
+		case 'B': o.bindir = optarg; break;
+		case 'X': o.no_children = true; break;
+		case 'U': o.upstream_ca = optarg; break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (checkonly)
+		return check(o.conf, o.verbose);
+	if (o.bindir == NULL)
+		o.bindir = self_dir();
+	return gw_run(&o) == 0 ? EXIT_OK : EXIT_CONFIG;
 }

@@ -1,0 +1,421 @@
+/*
+ * control.c -- the control socket: a unix stream socket, mode 0660, group
+ * moat.  Only root and members of the moat group may connect (checked
+ * again with SO_PEERCRED, not just by file mode).
+ *
+ * Protocol: the client sends one line "VERB [--json] [ARGS]"; the server
+ * answers with body lines and then one terminal line, "ok" or
+ * "error: MESSAGE".  "log -f" streams audit lines until the client goes.
+ * Writes never block the daemon: a client that cannot keep up is dropped.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "log.h"
+
+struct ctl_req {
+	struct gw	*gw;
+	struct gw_client *c;
+	bool		 json;
+	int		 argc;
+	char		*argv[8];
+};
+
+typedef void (*ctl_fn)(struct ctl_req *);
+
+static void ctl_status(struct ctl_req *);
+static void ctl_sandboxes(struct ctl_req *);
+static void ctl_reload(struct ctl_req *);
+static void ctl_counters(struct ctl_req *);
+static void ctl_log(struct ctl_req *);
+
+static const struct {
+	const char	*verb;
+	ctl_fn		 fn;
+} ctl_table[] = {
+	{ "status", ctl_status },
+	{ "sandboxes", ctl_sandboxes },
+	{ "reload", ctl_reload },
+	{ "counters", ctl_counters },
+	{ "log", ctl_log },
+};
+
+static void
+client_drop(struct gw_client *c)
+{
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+	c->follow = false;
+}
+
+static void
+client_write(struct gw_client *c, const char *s, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0 && c->fd != -1) {
+		w = send(c->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			client_drop(c);	/* gone, or too slow to keep up */
+			return;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void
+reply(struct ctl_req *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+reply(struct ctl_req *r, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		fatalx("out of memory");
+	client_write(r->c, s, (size_t)n);
+	free(s);
+}
+
+int
+control_listen(struct gw *gw)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = gw->opts.sock;
+	char *dir, *slash;
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("control socket path too long: %s", path);
+		return -1;
+	}
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			log_warn("mkdir %s", dir);
+	}
+	free(dir);
+	strcpy(sun.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		return -1;
+	unlink(path);
+	old = umask(0117);		/* srw-rw---- from the start */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(fd, 16) == -1) {
+		umask(old);
+		log_warn("control socket %s", path);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (gw->moat_gid != (gid_t)-1 && chown(path, 0, gw->moat_gid) == -1)
+		log_warn("chown %s", path);
+	if (chmod(path, 0660) == -1)
+		log_warn("chmod %s", path);
+	gw->ctlfd = fd;
+	return 0;
+}
+
+/* Root, or a member of the moat group (primary or supplementary). */
+static bool
+peer_allowed(struct gw *gw, uid_t uid, gid_t gid)
+{
+	struct passwd *pw;
+	gid_t groups[256];
+	int i, n = 256;
+
+	if (uid == 0)
+		return true;
+	if (gw->moat_gid == (gid_t)-1)
+		return false;
+	if (gid == gw->moat_gid)
+		return true;
+	if ((pw = getpwuid(uid)) == NULL)
+		return false;
+	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) == -1)
+		return false;
+	for (i = 0; i < n; i++)
+		if (groups[i] == gw->moat_gid)
+			return true;
+	return false;
+}
+
+void
+control_accept(struct gw *gw)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char uidbuf[16];
+	int fd, i;
+
+	fd = accept4(gw->ctlfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd == -1)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    !peer_allowed(gw, cred.uid, cred.gid)) {
+		static const char msg[] = "error: permission denied (root or "
+		    "group " GW_GROUP " only)\n";
+		(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)cred.uid);
+		audit_event(gw, "control-denied", "uid", uidbuf, NULL);
+		close(fd);
+		return;
+	}
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		if (gw->clients[i].fd == -1)
+			break;
+	if (i == GW_MAX_CLIENTS) {
+		close(fd);
+		return;
+	}
+	gw->clients[i].fd = fd;
+	gw->clients[i].uid = cred.uid;
+	gw->clients[i].len = 0;
+	gw->clients[i].follow = false;
+}
+
+static void
+dispatch(struct gw *gw, struct gw_client *c, char *line)
+{
+	struct ctl_req r = { gw, c, false, 0, { NULL } };
+	char *tok, *save = NULL, uidbuf[16];
+	size_t i;
+
+	for (tok = strtok_r(line, " \t", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t", &save)) {
+		if (strcmp(tok, "--json") == 0)
+			r.json = true;
+		else if (r.argc < 8)
+			r.argv[r.argc++] = tok;
+	}
+	if (r.argc == 0) {
+		reply(&r, "error: empty request\n");
+		return;
+	}
+	for (i = 0; i < sizeof(ctl_table) / sizeof(ctl_table[0]); i++)
+		if (strcmp(ctl_table[i].verb, r.argv[0]) == 0)
+			break;
+	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)c->uid);
+	if (i == sizeof(ctl_table) / sizeof(ctl_table[0])) {
+		reply(&r, "error: unknown command \"%.64s\" (status, sandboxes, "
+		    "reload, counters, log)\n", r.argv[0]);
+		return;
+	}
+	if (strcmp(r.argv[0], "log") != 0)
+		audit_event(gw, "control", "uid", uidbuf, "verb", r.argv[0],
+		    NULL);
+	ctl_table[i].fn(&r);
+}
+
+void
+control_readable(struct gw *gw, int slot)
+{
+	struct gw_client *c = &gw->clients[slot];
+	char *nl;
+	ssize_t n;
+
+	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len - 1, 0);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			client_drop(c);
+		return;
+	}
+	c->len += (size_t)n;
+	c->buf[c->len] = '\0';
+	if (c->follow)		/* followers only listen */
+		return;
+	if ((nl = strchr(c->buf, '\n')) == NULL) {
+		if (c->len == sizeof(c->buf) - 1) {
+			client_write(c, "error: request too long\n", 24);
+			client_drop(c);
+		}
+		return;
+	}
+	*nl = '\0';
+	if (nl > c->buf && nl[-1] == '\r')
+		nl[-1] = '\0';
+	dispatch(gw, c, c->buf);
+	/* One request per connection, except followers. */
+	if (!c->follow)
+		client_drop(c);
+	else
+		c->len = 0;
+}
+
+void
+control_broadcast_log(struct gw *gw, const char *line)
+{
+	int i;
+
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		if (gw->clients[i].fd != -1 && gw->clients[i].follow)
+			client_write(&gw->clients[i], line, strlen(line));
+}
+
+void
+control_close_all(struct gw *gw)
+{
+	int i;
+
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		client_drop(&gw->clients[i]);
+	if (gw->ctlfd != -1) {
+		close(gw->ctlfd);
+		unlink(gw->opts.sock);
+	}
+	gw->ctlfd = -1;
+}
+
+/* --- commands --------------------------------------------------------- */
+
+static void
+ctl_status(struct ctl_req *r)
+{
+	struct gw *gw = r->gw;
+	time_t now = time(NULL);
+	int i;
+
+	if (r->json) {
+		reply(r, "{\"config\":\"%s\",\"uptime\":%lld,\"sandboxes\":%zu,"
+		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
+		    "\"set_refused\":%llu,\"children\":[", gw->cfg->path,
+		    (long long)(now - gw->started), gw->cfg->nsandboxes,
+		    gw->reloads, gw->reload_failures,
+		    (unsigned long long)gw->set_adds,
+		    (unsigned long long)gw->set_refused);
+		for (i = 0; i < PROC_MAX; i++)
+			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
+			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
+			    gw->procs[i].enabled ? "true" : "false",
+			    (int)gw->procs[i].pid, gw->procs[i].restarts);
+		reply(r, "]}\nok\n");
+		return;
+	}
+	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
+	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
+	    "bridge moat)\n", gw->cfg->path, (long long)(now - gw->started),
+	    gw->cfg->nsandboxes, gw->reloads, gw->reload_failures);
+	for (i = 0; i < PROC_MAX; i++) {
+		if (!gw->procs[i].enabled)
+			reply(r, "child      %-6s disabled\n", gw->procs[i].name);
+		else if (gw->procs[i].pid > 0)
+			reply(r, "child      %-6s running pid %d, %u restart(s)\n",
+			    gw->procs[i].name, (int)gw->procs[i].pid,
+			    gw->procs[i].restarts);
+		else
+			reply(r, "child      %-6s down, restart in %us\n",
+			    gw->procs[i].name, gw->procs[i].backoff_s);
+	}
+	reply(r, "ok\n");
+}
+
+static void
+ctl_sandboxes(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	char a[64];
+	size_t i;
+
+	if (r->json)
+		reply(r, "[");
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *s = &cfg->sandboxes[i];
+		addr_fmt(&s->address, a, sizeof(a));
+		if (r->json)
+			reply(r, "%s{\"name\":\"%s\",\"address\":\"%s\","
+			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":\"%s\","
+			    "\"allow\":%zu,\"secrets\":%zu}", i ? "," : "",
+			    s->name, a, s->tap, egress_name(s->egress),
+			    s->owner ? s->owner : "", s->allow.n, s->secrets.n);
+		else
+			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
+			    egress_name(s->egress), s->owner ? s->owner : "-");
+	}
+	reply(r, r->json ? "]\nok\n" : "ok\n");
+}
+
+static void
+ctl_reload(struct ctl_req *r)
+{
+	char *errors = NULL;
+
+	if (gw_reload(r->gw, &errors) == 0) {
+		reply(r, "ok\n");
+		return;
+	}
+	reply(r, "%serror: configuration not reloaded; the previous policy "
+	    "stays in force\n", errors ? errors : "");
+	free(errors);
+}
+
+static void
+ctl_counters(struct ctl_req *r)
+{
+	char *text = NULL;
+
+	if (policy_counters(r->gw, &text) == -1) {
+		reply(r, "error: cannot read counters\n");
+		return;
+	}
+	reply(r, "%sok\n", text);
+	free(text);
+}
+
+/* The last lines of the audit file, then (with -f) everything new. */
+static void
+ctl_log(struct ctl_req *r)
+{
+	char buf[65536];
+	ssize_t n;
+	off_t end;
+	int fd;
+
+	if (r->gw->audit_path != NULL &&
+	    (fd = open(r->gw->audit_path, O_RDONLY | O_CLOEXEC)) != -1) {
+		end = lseek(fd, 0, SEEK_END);
+		if (end > (off_t)sizeof(buf) - 1)
+			lseek(fd, end - (off_t)sizeof(buf) + 1, SEEK_SET);
+		else
+			lseek(fd, 0, SEEK_SET);
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			char *start = buf;
+			buf[n] = '\0';
+			if (end > n && (start = strchr(buf, '\n')) != NULL)
+				start++;	/* skip a partial first line */
+			else
+				start = buf;
+			client_write(r->c, start, strlen(start));
+		}
+	}
+	if (r->argc > 1 && strcmp(r->argv[1], "-f") == 0)
+		r->c->follow = true;
+	else
+		reply(r, "ok\n");
+}

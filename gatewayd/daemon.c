@@ -1,0 +1,245 @@
+/*
+ * daemon.c -- gatewayd's parent: start-up, the event loop, reload.
+ *
+ * Start-up order: load and validate the config, apply the policy (fail
+ * closed: no policy, no daemon), open the audit log and control socket,
+ * then start the children.  Stopping leaves the policy in the kernel;
+ * only `nft-rules flush` removes it.
+ */
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "log.h"
+#include "nftrules.h"
+
+static char *
+errors_text(const struct moat_errors *e)
+{
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *fp = open_memstream(&buf, &len);
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < e->n; i++)
+		fprintf(fp, "%s\n", e->msg[i]);
+	fclose(fp);
+	return buf;
+}
+
+int
+gw_reload(struct gw *gw, char **errors)
+{
+	struct moat_errors errs;
+	struct moat_config *cfg, *old = gw->cfg;
+	char err[1024], count[16];
+	int cut;
+
+	*errors = NULL;
+	cfg = config_load(old->path, NULL, &errs);
+	if (cfg == NULL) {
+		*errors = errors_text(&errs);
+		snprintf(count, sizeof(count), "%zu", errs.n);
+		log_warnx("reload refused: %zu error(s) in %s; the previous "
+		    "policy stays", errs.n, old->path);
+		audit_event(gw, "reload", "result", "refused", "errors", count,
+		    "first_error", errs.msg[0], NULL);
+		config_errors_free(&errs);
+		gw->reload_failures++;
+		return -1;
+	}
+	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
+		xasprintf(errors, "%s: %s\n", old->path, err);
+		log_warnx("reload refused by the kernel: %s", err);
+		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
+		config_free(cfg);
+		gw->reload_failures++;
+		return -1;
+	}
+	gw->cfg = cfg;
+	cut = policy_cut_flows(old, cfg);
+	snprintf(count, sizeof(count), "%d", cut);
+	config_free(old);
+	gw->reloads++;
+	gw->last_reload = time(NULL);
+	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
+	    cfg->nsandboxes, cut);
+	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
+	proc_broadcast_reload(gw);
+	/* The refusal reader maps addresses to sandboxes with the config it
+	 * was started with; give it the new one. */
+	proc_restart(gw, PROC_NFLOG);
+	return 0;
+}
+
+static int
+signals_fd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static void
+on_signal(struct gw *gw, int sfd)
+{
+	struct signalfd_siginfo si;
+	char *errors;
+	pid_t pid;
+	int status;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			log_info("SIGHUP: reloading");
+			if (gw_reload(gw, &errors) == -1 && errors != NULL)
+				log_warnx("%s", errors);
+			free(errors);
+			break;
+		case SIGUSR1:
+			audit_reopen(gw);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			gw->quit = true;
+			break;
+		case SIGCHLD:
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+				proc_reaped(gw, pid, status);
+			break;
+		}
+	}
+}
+
+enum { FD_SIG, FD_CTL, FD_PROC0 };
+
+static void
+loop(struct gw *gw, int sfd)
+{
+	struct pollfd pfd[FD_PROC0 + PROC_MAX + GW_MAX_CLIENTS];
+	int slot[GW_MAX_CLIENTS], n, i, c, timeout;
+
+	while (!gw->quit) {
+		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
+		pfd[FD_CTL] = (struct pollfd){ gw->ctlfd, POLLIN, 0 };
+		for (i = 0; i < PROC_MAX; i++)
+			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
+			    POLLIN, 0 };
+		n = FD_PROC0 + PROC_MAX;
+		for (c = 0; c < GW_MAX_CLIENTS; c++)
+			if (gw->clients[c].fd != -1) {
+				slot[n - FD_PROC0 - PROC_MAX] = c;
+				pfd[n++] = (struct pollfd){ gw->clients[c].fd,
+				    POLLIN, 0 };
+			}
+		timeout = proc_next_timeout(gw, time(NULL));
+		if (poll(pfd, (nfds_t)n, timeout) == -1 && errno != EINTR)
+			fatal("poll");
+		if (pfd[FD_SIG].revents)
+			on_signal(gw, sfd);
+		for (i = 0; i < PROC_MAX; i++)
+			if (pfd[FD_PROC0 + i].revents && gw->procs[i].ipc != -1)
+				proc_ipc_readable(gw, (enum gw_proc_id)i);
+		for (i = FD_PROC0 + PROC_MAX; i < n; i++)
+			if (pfd[i].revents && gw->clients[slot[i - FD_PROC0 -
+			    PROC_MAX]].fd == pfd[i].fd)
+				control_readable(gw, slot[i - FD_PROC0 - PROC_MAX]);
+		if (pfd[FD_CTL].revents)
+			control_accept(gw);
+		proc_tick(gw, time(NULL));
+	}
+}
+
+static int
+startup(struct gw *gw)
+{
+	struct moat_errors errs;
+	struct group *gr;
+	char err[1024];
+	int i;
+
+	gw->cfg = config_load(gw->opts.conf, NULL, &errs);
+	if (gw->cfg == NULL) {
+		config_errors_print(stderr, &errs);
+		log_warnx("%s: configuration invalid (%zu errors); not starting",
+		    gw->opts.conf, errs.n);
+		config_errors_free(&errs);
+		return -1;
+	}
+	gr = getgrnam(GW_GROUP);
+	gw->moat_gid = gr ? gr->gr_gid : (gid_t)-1;
+	if (gw->moat_gid == (gid_t)-1)
+		log_warnx("no group %s: only root may use the control socket",
+		    GW_GROUP);
+	if ((gw->nft = nftr_ctx_new()) == NULL) {
+		log_warnx("cannot open netlink to nf_tables");
+		return -1;
+	}
+	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
+		log_warnx("applying the policy failed: %s; not starting", err);
+		return -1;
+	}
+	mkdir(gw->cfg->gw.state_dir, 0750);
+	audit_open(gw);
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		gw->clients[i].fd = -1;
+	if (control_listen(gw) == -1)
+		return -1;
+	return 0;
+}
+
+int
+gw_run(struct gw_opts *opts)
+{
+	static struct gw gw;
+	int sfd;
+
+	gw.opts = *opts;
+	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
+	gw.started = time(NULL);
+	log_init("gatewayd", !opts->foreground, opts->verbose + 1);
+	if (geteuid() != 0)
+		log_warnx("not running as root: applying the policy will "
+		    "probably fail");
+	if ((sfd = signals_fd()) == -1)
+		fatal("signalfd");
+	if (startup(&gw) == -1)
+		return 1;
+	if (!opts->foreground && daemon(0, 0) == -1)
+		fatal("daemon");
+	proc_init(&gw);
+	audit_event(&gw, "start", "config", gw.cfg->path, NULL);
+	proc_start_all(&gw);
+	log_info("running: %zu sandboxes, control socket %s",
+	    gw.cfg->nsandboxes, gw.opts.sock);
+	loop(&gw, sfd);
+	gw.quit = true;
+	proc_stop_all(&gw);
+	audit_event(&gw, "stop", "policy", "left in place", NULL);
+	control_close_all(&gw);
+	audit_close(&gw);
+	nftr_ctx_free(gw.nft);
+	config_free(gw.cfg);
+	log_info("stopped; the policy stays in the kernel");
+	return 0;
+}

@@ -1,0 +1,156 @@
+/*
+ * gatewayd.h -- the moat appliance daemon, shared between its modules.
+ *
+ * Process model (STYLE.md points 2-4):
+ *
+ *   parent (root, CAP_NET_ADMIN)  applies the policy, owns the control
+ *        |                        socket and the audit log; parses no
+ *        |                        guest bytes, only typed IPC
+ *        +-- dnsd     exec'ed, own user, sockets handed over, IPC fd
+ *        +-- proxy    exec'ed (moat-proxy), drops to its own user after
+ *        |            reading the secrets it needs
+ *        +-- nflog    forked, own user, no capabilities, seccomp: reads
+ *                     the kernel's refusal log from a socket the parent
+ *                     bound, sends one IPC_AUDIT per refusal
+ *
+ * Children that die are restarted with backoff; the kernel policy stays
+ * in place throughout (fail closed).
+ */
+#ifndef GATEWAYD_H
+#define GATEWAYD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+
+#define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
+#define GW_GROUP		"moat"
+#define GW_CTL_MAX_LINE		1024
+#define GW_MAX_CLIENTS		32
+
+struct gw_opts {
+	const char	*conf;
+	const char	*sock;		/* control socket path */
+	const char	*audit_path;	/* JSON lines file; NULL = state_dir */
+	const char	*bindir;	/* where dnsd and moat-proxy live */
+	const char	*upstream_ca;	/* passed to the proxy, for tests */
+	bool		 foreground;
+	bool		 no_children;	/* -X: policy, control, audit only */
+	int		 verbose;
+};
+
+/* --- children (proc.c) --- */
+
+enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_MAX };
+
+struct gw_proc {
+	const char	*name;
+	pid_t		 pid;
+	int		 ipc;		/* parent's end, -1 when down */
+	unsigned	 restarts;
+	unsigned	 backoff_s;	/* next restart delay */
+	time_t		 started;
+	time_t		 restart_at;	/* 0 = not scheduled */
+	bool		 enabled;
+	bool		 expected;	/* we stopped it: restart at once */
+};
+
+struct gw;
+
+void	proc_init(struct gw *);
+void	proc_start_all(struct gw *);
+void	proc_stop_all(struct gw *);
+void	proc_reaped(struct gw *, pid_t, int status);
+void	proc_tick(struct gw *, time_t now);
+int	proc_next_timeout(struct gw *, time_t now);	/* ms, -1 none */
+void	proc_ipc_readable(struct gw *, enum gw_proc_id);
+void	proc_broadcast_reload(struct gw *);
+void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
+void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
+
+/* --- audit log (audit.c) --- */
+
+int	audit_open(struct gw *);
+void	audit_reopen(struct gw *);
+void	audit_close(struct gw *);
+/* Write one JSON object (already formatted, printable, no newline). */
+void	audit_write(struct gw *, const char *json);
+/* Build and write an event: fields as alternating key, value strings,
+ * NULL-terminated; values are JSON-escaped here. */
+void	audit_event(struct gw *, const char *event, ...)
+	    __attribute__((sentinel));
+
+/* --- control socket (control.c) --- */
+
+int	control_listen(struct gw *);
+void	control_accept(struct gw *);
+void	control_readable(struct gw *, int slot);
+void	control_broadcast_log(struct gw *, const char *line);
+void	control_close_all(struct gw *);
+
+/* --- client side (ctl.c) --- */
+
+int	ctl_main(const char *sock, int argc, char *argv[]);
+
+/* --- policy (policy.c) --- */
+
+int	policy_apply(struct gw *, const struct moat_config *, char *err,
+	    size_t errlen);
+int	policy_set_add(struct gw *, const char *sandbox,
+	    const struct moat_addr *, size_t, uint32_t timeout_ms);
+/* Delete conntrack entries of sandboxes whose egress narrowed or that
+ * were removed between old and new.  Returns entries deleted or -1. */
+int	policy_cut_flows(const struct moat_config *old,
+	    const struct moat_config *new);
+int	policy_counters(struct gw *, char **out);	/* malloc'ed text */
+
+/* --- nflog child (nflog.c) --- */
+
+int	nflog_open(uint16_t group);		/* parent, privileged */
+void	nflog_child(int nlfd, int ipc, const struct moat_config *)
+	    __attribute__((noreturn));
+
+/* --- sandboxing helpers (sandbox.c) --- */
+
+int	drop_to_user(const char *user);		/* setgroups/gid/uid */
+int	seccomp_nflog(void);			/* allowlist for nflog child */
+
+/* --- the daemon's state --- */
+
+struct gw_client {
+	int		 fd;
+	uid_t		 uid;
+	bool		 follow;	/* "log -f" */
+	size_t		 len;
+	char		 buf[GW_CTL_MAX_LINE];
+};
+
+struct gw {
+	struct gw_opts		 opts;
+	struct moat_config	*cfg;
+	struct nftr_ctx		*nft;
+	bool			 probed;
+	unsigned		 features;	/* NFTR_F_* */
+	struct gw_proc		 procs[PROC_MAX];
+	int			 nlfd;		/* nflog socket, kept for restarts */
+	int			 ctlfd;
+	struct gw_client	 clients[GW_MAX_CLIENTS];
+	int			 auditfd;
+	char			*audit_path;
+	gid_t			 moat_gid;	/* (gid_t)-1 if no such group */
+	time_t			 started;
+	time_t			 last_reload;
+	unsigned		 reloads, reload_failures;
+	uint64_t		 set_adds, set_refused;
+	bool			 quit;
+};
+
+/* daemon.c */
+int	gw_run(struct gw_opts *);
+int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
+char	*json_escape(const char *);		/* malloc'ed */
+
+#endif

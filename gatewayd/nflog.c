@@ -1,0 +1,232 @@
+/*
+ * nflog.c -- the refusal log.  The parent binds an NFNETLINK_LOG socket to
+ * the policy's nflog group (that needs CAP_NET_ADMIN); a forked child that
+ * has dropped to its own user, holds no capabilities and runs under a
+ * seccomp allowlist reads the kernel's messages, whose payload is the
+ * start of a guest's packet, and sends one IPC_AUDIT per refusal.  The
+ * parent never looks at packet bytes.
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "ipc.h"
+#include "log.h"
+#include "nflog.h"
+
+static int
+nflog_config(struct mnl_socket *nl, uint16_t group, uint8_t cmd,
+    uint8_t pf, bool with_mode)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	struct nfgenmsg *nfg;
+	struct nfulnl_msg_config_cmd c = { cmd };
+	struct nfulnl_msg_config_mode m = { htonl(NFLOG_COPY_BYTES), NFULNL_COPY_PACKET, 0 };
+	uint32_t seq = (uint32_t)time(NULL);
+
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = pf;
+	nfg->version = NFNETLINK_V0;
+	nfg->res_id = htons(group);
+	mnl_attr_put(nlh, NFULA_CFG_CMD, sizeof(c), &c);
+	if (with_mode)
+		mnl_attr_put(nlh, NFULA_CFG_MODE, sizeof(m), &m);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -1;
+	if (mnl_socket_recvfrom(nl, buf, sizeof(buf)) < 0)
+		return -1;
+	return mnl_cb_run(buf, sizeof(buf), seq, mnl_socket_get_portid(nl),
+	    NULL, NULL) < 0 ? -1 : 0;
+}
+
+int
+nflog_open(uint16_t group)
+{
+	struct mnl_socket *nl;
+	int fd;
+
+	if ((nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC)) == NULL ||
+	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		log_warn("nflog: netlink socket");
+		if (nl)
+			mnl_socket_close(nl);
+		return -1;
+	}
+	if (nflog_config(nl, group, NFULNL_CFG_CMD_BIND, AF_UNSPEC, true) == -1) {
+		log_warn("nflog: bind to group %u", group);
+		mnl_socket_close(nl);
+		return -1;
+	}
+	/* Keep the fd; the mnl wrapper is only a small struct around it. */
+	fd = fcntl(mnl_socket_get_fd(nl), F_DUPFD_CLOEXEC, 0);
+	mnl_socket_close(nl);
+	return fd;
+}
+
+/* --- parsing: pure functions over bytes, fuzzed by fuzz/fuzz_nflog.c --- */
+
+static int
+attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	int type = mnl_attr_get_type(a);
+
+	if (mnl_attr_type_valid(a, NFULA_MAX) < 0)
+		return MNL_CB_OK;
+	tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static void
+parse_l3(const uint8_t *p, size_t len, struct nflog_event *ev)
+{
+	size_t hl;
+	uint8_t proto;
+
+	if (len >= 20 && (p[0] >> 4) == 4) {
+		hl = (size_t)(p[0] & 0x0f) * 4;
+		if (hl < 20 || hl > len)
+			return;
+		inet_ntop(AF_INET, p + 12, ev->src, sizeof(ev->src));
+		inet_ntop(AF_INET, p + 16, ev->dst, sizeof(ev->dst));
+		proto = p[9];
+	} else if (len >= 40 && (p[0] >> 4) == 6) {
+		hl = 40;
+		inet_ntop(AF_INET6, p + 8, ev->src, sizeof(ev->src));
+		inet_ntop(AF_INET6, p + 24, ev->dst, sizeof(ev->dst));
+		proto = p[6];
+	} else
+		return;
+	ev->proto = proto;
+	if ((proto == IPPROTO_TCP || proto == IPPROTO_UDP) && len >= hl + 4)
+		ev->dport = (uint16_t)(p[hl + 2] << 8 | p[hl + 3]);
+}
+
+int
+nflog_parse(const void *buf, size_t len, struct nflog_event *ev)
+{
+	const struct nlmsghdr *nlh = buf;
+	const struct nlattr *tb[NFULA_MAX + 1] = { NULL };
+	const char *prefix;
+	size_t plen;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!mnl_nlmsg_ok(nlh, (int)len) ||
+	    nlh->nlmsg_type != ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET) ||
+	    nlh->nlmsg_len < MNL_NLMSG_HDRLEN + sizeof(struct nfgenmsg))
+		return -1;
+	if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), attr_cb, tb) < 0)
+		return -1;
+	if (tb[NFULA_PREFIX] == NULL)
+		return -1;
+	prefix = mnl_attr_get_payload(tb[NFULA_PREFIX]);
+	plen = strnlen(prefix, mnl_attr_get_payload_len(tb[NFULA_PREFIX]));
+	if (plen < 5 || strncmp(prefix, "moat:", 5) != 0)
+		return -1;
+	/* "moat:<reason> " -> reason, letters, digits and '-' only */
+	for (size_t i = 5, j = 0; i < plen && j + 1 < sizeof(ev->reason); i++) {
+		char ch = prefix[i];
+		if (ch == ' ')
+			break;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '_'))
+			return -1;
+		ev->reason[j++] = ch;
+	}
+	if (ev->reason[0] == '\0')
+		return -1;
+	if (tb[NFULA_PAYLOAD] != NULL)
+		parse_l3(mnl_attr_get_payload(tb[NFULA_PAYLOAD]),
+		    mnl_attr_get_payload_len(tb[NFULA_PAYLOAD]), ev);
+	return 0;
+}
+
+static const char *
+proto_name(uint8_t p, char *buf, size_t len)
+{
+	switch (p) {
+	case IPPROTO_TCP: return "tcp";
+	case IPPROTO_UDP: return "udp";
+	case IPPROTO_ICMP: return "icmp";
+	case IPPROTO_ICMPV6: return "icmpv6";
+	}
+	snprintf(buf, len, "%u", p);
+	return buf;
+}
+
+int
+nflog_event_json(const struct nflog_event *ev, const struct moat_config *cfg,
+    char *out, size_t len)
+{
+	const struct moat_sandbox *sb = NULL;
+	struct moat_addr a;
+	char pbuf[8];
+
+	if (ev->src[0] && addr_parse(ev->src, &a) == 0)
+		sb = config_sandbox_by_addr(cfg, &a);
+	return snprintf(out, len, "{\"event\":\"refusal\",\"reason\":\"%s\","
+	    "\"sandbox\":\"%s\",\"src\":\"%s\",\"dst\":\"%s\",\"proto\":\"%s\","
+	    "\"port\":%u}", ev->reason, sb ? sb->name : "", ev->src, ev->dst,
+	    proto_name(ev->proto, pbuf, sizeof(pbuf)), ev->dport);
+}
+
+/* --- the child ------------------------------------------------------------ */
+
+static const struct moat_config *child_cfg;
+static int child_ipc;
+
+static int
+packet_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct nflog_event ev;
+	char json[512];
+	int n;
+
+	if (nflog_parse(nlh, nlh->nlmsg_len, &ev) == -1)
+		return MNL_CB_OK;	/* not ours, or malformed: skip */
+	n = nflog_event_json(&ev, child_cfg, json, sizeof(json));
+	if (n > 0 && (size_t)n < sizeof(json) &&
+	    ipc_send(child_ipc, IPC_AUDIT, 0, json, (size_t)n) == -1)
+		_exit(1);	/* the parent is gone */
+	return MNL_CB_OK;
+}
+
+void
+nflog_child(int nlfd, int ipc, const struct moat_config *cfg)
+{
+	static char buf[65536];
+	ssize_t n;
+
+	child_cfg = cfg;
+	child_ipc = ipc;
+	if (drop_to_user("moat-log") == -1 && drop_to_user("nobody") == -1)
+		_exit(1);
+	if (seccomp_nflog() == -1)
+		_exit(1);
+	for (;;) {
+		n = recv(nlfd, buf, sizeof(buf), 0);
+		if (n == -1 && (errno == EINTR || errno == ENOBUFS))
+			continue;	/* ENOBUFS: the kernel dropped some */
+		if (n <= 0)
+			_exit(1);
+		mnl_cb_run(buf, (size_t)n, 0, 0, packet_cb, NULL);
+	}
+}

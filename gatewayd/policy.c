@@ -1,0 +1,326 @@
+/*
+ * policy.c -- the parent's privileged network work: apply the policy
+ * through nft-rules' library, open allowlist addresses for dnsd, read the
+ * refusal counters, and cut conntrack entries that a reload forbids.
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/object.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gatewayd.h"
+#include "log.h"
+#include "nftrules.h"
+
+int
+policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
+    size_t errlen)
+{
+	struct nftr_opts opts = { NFTR_MODE_GATEWAY, NULL };
+	struct nftr_ruleset *rs;
+	int rc;
+
+	if (gw->nft == NULL && (gw->nft = nftr_ctx_new()) == NULL) {
+		snprintf(err, errlen, "cannot open netlink to nf_tables");
+		return -1;
+	}
+	if ((rs = nftr_build(cfg, &opts, err, errlen)) == NULL)
+		return -1;
+	/* Fail closed: refuse to run on a kernel that lacks a feature the
+	 * policy needs, rather than run with part of it. */
+	if (!gw->probed && nftr_probe(gw->nft, rs, &gw->features) == -1) {
+		snprintf(err, errlen, "kernel lacks a feature the policy needs: "
+		    "%s", nftr_error(gw->nft));
+		nftr_ruleset_free(rs);
+		return -1;
+	}
+	gw->probed = true;
+	rc = nftr_apply(gw->nft, rs);
+	if (rc == -1)
+		snprintf(err, errlen, "%s", nftr_error(gw->nft));
+	nftr_ruleset_free(rs);
+	return rc;
+}
+
+int
+policy_set_add(struct gw *gw, const char *sandbox,
+    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms)
+{
+	int rc = nftr_set_add(gw->nft, sandbox, addrs, n, timeout_ms);
+
+	if (rc == -1)
+		log_warnx("allowlist %s: %s", sandbox, nftr_error(gw->nft));
+	return rc;
+}
+
+/* --- counters ------------------------------------------------------------ */
+
+struct counters {
+	char	*text;
+	size_t	 len;
+	FILE	*fp;
+	const char *family;
+};
+
+static int
+obj_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct counters *c = data;
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	const struct nftr_reason *r;
+	const char *name;
+	size_t i, n;
+
+	if (o == NULL)
+		return MNL_CB_ERROR;
+	if (nftnl_obj_nlmsg_parse(nlh, o) == 0 &&
+	    nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) == NFT_OBJECT_COUNTER &&
+	    strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFTR_TABLE) == 0) {
+		name = nftnl_obj_get_str(o, NFTNL_OBJ_NAME);
+		const char *what = "";
+		r = nftr_reasons(&n);
+		for (i = 0; i < n; i++)
+			if (strcmp(r[i].name, name) == 0)
+				what = r[i].what;
+		fprintf(c->fp, "%-6s %-10s %10llu packets %12llu bytes  %s\n",
+		    c->family, name,
+		    (unsigned long long)nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
+		    (unsigned long long)nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES),
+		    what);
+	}
+	nftnl_obj_free(o);
+	return MNL_CB_OK;
+}
+
+static int
+dump_counters(struct mnl_socket *nl, uint16_t family, struct counters *c)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	struct nftnl_obj *o;
+
+	c->family = family == NFPROTO_BRIDGE ? "bridge" : "inet";
+	uint32_t seq = (uint32_t)time(NULL), portid = mnl_socket_get_portid(nl);
+	ssize_t n;
+	int rc;
+
+	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, family, NLM_F_DUMP,
+	    seq);
+	if ((o = nftnl_obj_alloc()) == NULL)
+		return -1;
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFTR_TABLE);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	nftnl_obj_nlmsg_build_payload(nlh, o);
+	nftnl_obj_free(o);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -1;
+	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
+		rc = mnl_cb_run(buf, (size_t)n, seq, portid, obj_cb, c);
+		if (rc <= MNL_CB_STOP)
+			return rc == MNL_CB_STOP ? 0 : (errno == ENOENT ? 0 : -1);
+	}
+	return -1;
+}
+
+int
+policy_counters(struct gw *gw, char **out)
+{
+	struct counters c = { NULL, 0, NULL, NULL };
+	struct mnl_socket *nl;
+	int rc = -1;
+
+	if ((c.fp = open_memstream(&c.text, &c.len)) == NULL)
+		return -1;
+	if ((nl = mnl_socket_open(NETLINK_NETFILTER)) != NULL &&
+	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0)
+		rc = dump_counters(nl, NFPROTO_INET, &c) == 0 &&
+		    dump_counters(nl, NFPROTO_BRIDGE, &c) == 0 ? 0 : -1;
+	if (nl != NULL)
+		mnl_socket_close(nl);
+	fclose(c.fp);
+	if (rc == -1) {
+		free(c.text);
+		return -1;
+	}
+	*out = c.text;
+	return 0;
+}
+
+/* --- cutting flows on reload --------------------------------------------- */
+
+static int
+egress_rank(enum moat_egress e)
+{
+	return e == EGRESS_OPEN ? 2 : e == EGRESS_ALLOWLIST ? 1 : 0;
+}
+
+static bool
+strlist_has(const struct moat_strlist *l, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* The new config lets this old sandbox do less than before (or it is
+ * gone, or moved): its existing flows must be judged again. */
+static bool
+narrowed(const struct moat_sandbox *o, const struct moat_config *new)
+{
+	const struct moat_sandbox *n = config_sandbox_by_name(new, o->name);
+	size_t i;
+
+	if (n == NULL || addr_cmp(&n->address, &o->address) != 0 ||
+	    memcmp(n->mac, o->mac, 6) != 0)
+		return true;
+	if (egress_rank(n->egress) < egress_rank(o->egress))
+		return true;
+	if (n->egress == EGRESS_ALLOWLIST && o->egress == EGRESS_ALLOWLIST)
+		for (i = 0; i < o->allow.n; i++)
+			if (!strlist_has(&n->allow, o->allow.v[i]))
+				return true;
+	return false;
+}
+
+struct ct_cut {
+	struct mnl_socket	*nl;
+	struct in_addr		 src[256];
+	size_t			 nsrc;
+	char			*dels;		/* copies of matching tuples */
+	size_t			 dlen, nd;
+};
+
+static int
+ct_tuple_src(const struct nlattr *tuple, struct in_addr *src)
+{
+	const struct nlattr *a, *b;
+
+	mnl_attr_for_each_nested(a, tuple)
+		if (mnl_attr_get_type(a) == CTA_TUPLE_IP)
+			mnl_attr_for_each_nested(b, a)
+				if (mnl_attr_get_type(b) == CTA_IP_V4_SRC &&
+				    mnl_attr_get_payload_len(b) == 4) {
+					memcpy(src, mnl_attr_get_payload(b), 4);
+					return 0;
+				}
+	return -1;
+}
+
+static int
+ct_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct ct_cut *c = data;
+	const struct nlattr *a;
+	struct in_addr src;
+	size_t i, al;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG ||
+		    ct_tuple_src(a, &src) == -1)
+			continue;
+		for (i = 0; i < c->nsrc; i++)
+			if (c->src[i].s_addr == src.s_addr)
+				break;
+		if (i == c->nsrc)
+			continue;
+		al = MNL_ALIGN(a->nla_len);
+		c->dels = xreallocarray(c->dels, c->dlen + al, 1);
+		memset(c->dels + c->dlen, 0, al);
+		memcpy(c->dels + c->dlen, a, a->nla_len);
+		c->dlen += al;
+		c->nd++;
+	}
+	return MNL_CB_OK;
+}
+
+static struct nlmsghdr *
+ct_hdr(char *buf, uint16_t type, uint16_t flags, uint32_t seq)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *nfg;
+
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = AF_INET;
+	nfg->version = NFNETLINK_V0;
+	nfg->res_id = 0;
+	return nlh;
+}
+
+static int
+ct_delete_all(struct ct_cut *c)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	const struct nlattr *a;
+	size_t off = 0;
+	int deleted = 0;
+	uint32_t seq = (uint32_t)time(NULL) + 1000;
+
+	while (off < c->dlen) {
+		a = (const struct nlattr *)(c->dels + off);
+		off += MNL_ALIGN(a->nla_len);
+		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++seq);
+		memcpy(mnl_nlmsg_get_payload_tail(nlh), a, a->nla_len);
+		nlh->nlmsg_len += MNL_ALIGN(a->nla_len);
+		if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0)
+			return -1;
+		if (mnl_socket_recvfrom(c->nl, buf, sizeof(buf)) > 0 &&
+		    mnl_cb_run(buf, sizeof(buf), seq, 0, NULL, NULL) >= 0)
+			deleted++;
+	}
+	return deleted;
+}
+
+int
+policy_cut_flows(const struct moat_config *old, const struct moat_config *new)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct ct_cut c = { NULL, { { 0 } }, 0, NULL, 0, 0 };
+	struct nlmsghdr *nlh;
+	uint32_t seq = (uint32_t)time(NULL);
+	ssize_t n;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < old->nsandboxes && c.nsrc < 256; i++)
+		if (narrowed(&old->sandboxes[i], new))
+			memcpy(&c.src[c.nsrc++], old->sandboxes[i].address.a, 4);
+	if (c.nsrc == 0)
+		return 0;
+	if ((c.nl = mnl_socket_open(NETLINK_NETFILTER)) == NULL ||
+	    mnl_socket_bind(c.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		rc = -1;
+		goto out;
+	}
+	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq);
+	if (mnl_socket_sendto(c.nl, nlh, nlh->nlmsg_len) < 0) {
+		rc = -1;
+		goto out;
+	}
+	while ((n = mnl_socket_recvfrom(c.nl, buf, sizeof(buf))) > 0)
+		if (mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(c.nl),
+		    ct_cb, &c) <= MNL_CB_STOP)
+			break;
+	rc = ct_delete_all(&c);
+out:
+	if (c.nl != NULL)
+		mnl_socket_close(c.nl);
+	free(c.dels);
+	return rc;
+}

@@ -1,0 +1,390 @@
+/*
+ * proc.c -- gatewayd's children: start, watch, restart with backoff, and
+ * the parent's side of their IPC.
+ *
+ * Every message from a child is typed and size-checked by lib/ipc.c; a
+ * child that sends anything malformed, or a message its role may not
+ * send, is killed and logged (it is the sender that is broken or
+ * compromised, never the parent).
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "ipc.h"
+#include "log.h"
+
+#define BACKOFF_MIN	1
+#define BACKOFF_MAX	60
+#define STABLE_AFTER	60	/* seconds up before backoff resets */
+
+static int start_nflog(struct gw *, int ipc);
+static int start_exec(struct gw *, enum gw_proc_id, int ipc);
+
+static const struct {
+	const char	*name;
+	int		(*start)(struct gw *, int ipc);
+	unsigned	 may_send;	/* bit mask of IPC types */
+} roles[PROC_MAX] = {
+	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
+	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) },
+	[PROC_PROXY] = { "proxy", NULL, 1u << IPC_AUDIT },
+};
+
+void
+proc_init(struct gw *gw)
+{
+	int i;
+
+	for (i = 0; i < PROC_MAX; i++) {
+		gw->procs[i].name = roles[i].name;
+		gw->procs[i].pid = -1;
+		gw->procs[i].ipc = -1;
+		gw->procs[i].backoff_s = BACKOFF_MIN;
+		gw->procs[i].enabled = !gw->opts.no_children;
+	}
+	gw->procs[PROC_NFLOG].enabled = true;	/* the audit needs it */
+}
+
+static void
+proc_start(struct gw *gw, enum gw_proc_id id)
+{
+	struct gw_proc *p = &gw->procs[id];
+	int fds[2];
+	pid_t pid;
+
+	if (ipc_pair(fds) == -1) {
+		log_warn("%s: socketpair", p->name);
+		goto later;
+	}
+	pid = roles[id].start ? roles[id].start(gw, fds[1]) :
+	    start_exec(gw, id, fds[1]);
+	close(fds[1]);
+	if (pid <= 0) {
+		close(fds[0]);
+		goto later;
+	}
+	p->pid = pid;
+	p->ipc = fds[0];
+	p->started = time(NULL);
+	p->restart_at = 0;
+	log_info("%s started, pid %d", p->name, (int)pid);
+	return;
+later:
+	p->restart_at = time(NULL) + p->backoff_s;
+}
+
+void
+proc_start_all(struct gw *gw)
+{
+	int i;
+
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].enabled && gw->procs[i].pid <= 0)
+			proc_start(gw, (enum gw_proc_id)i);
+}
+
+void
+proc_kill(struct gw *gw, enum gw_proc_id id, const char *why)
+{
+	struct gw_proc *p = &gw->procs[id];
+
+	if (p->pid <= 0)
+		return;
+	log_warnx("%s (pid %d): %s; killing it", p->name, (int)p->pid, why);
+	audit_event(gw, "child-killed", "child", p->name, "reason", why, NULL);
+	kill(p->pid, SIGKILL);
+	if (p->ipc != -1)
+		close(p->ipc);
+	p->ipc = -1;
+}
+
+void
+proc_restart(struct gw *gw, enum gw_proc_id id)
+{
+	struct gw_proc *p = &gw->procs[id];
+
+	if (p->pid <= 0)
+		return;
+	p->expected = true;
+	kill(p->pid, SIGTERM);
+}
+
+void
+proc_stop_all(struct gw *gw)
+{
+	int i, status;
+
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].pid > 0)
+			kill(gw->procs[i].pid, SIGTERM);
+	for (i = 0; i < PROC_MAX; i++) {
+		if (gw->procs[i].pid <= 0)
+			continue;
+		/* Children get two seconds to go, then they are killed. */
+		for (int t = 0; t < 20; t++) {
+			if (waitpid(gw->procs[i].pid, &status, WNOHANG) != 0)
+				break;
+			usleep(100000);
+			if (t == 19) {
+				kill(gw->procs[i].pid, SIGKILL);
+				waitpid(gw->procs[i].pid, &status, 0);
+			}
+		}
+		gw->procs[i].pid = -1;
+		if (gw->procs[i].ipc != -1)
+			close(gw->procs[i].ipc);
+		gw->procs[i].ipc = -1;
+	}
+}
+
+void
+proc_reaped(struct gw *gw, pid_t pid, int status)
+{
+	struct gw_proc *p = NULL;
+	char how[64], next[16];
+	time_t now = time(NULL);
+	int i;
+
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].pid == pid)
+			p = &gw->procs[i];
+	if (p == NULL)
+		return;
+	if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "killed by signal %d",
+		    WTERMSIG(status));
+	else
+		snprintf(how, sizeof(how), "exited with status %d",
+		    WEXITSTATUS(status));
+	if (now - p->started >= STABLE_AFTER)
+		p->backoff_s = BACKOFF_MIN;
+	p->pid = -1;
+	if (p->ipc != -1)
+		close(p->ipc);
+	p->ipc = -1;
+	if (gw->quit)
+		return;
+	if (p->expected) {
+		p->expected = false;
+		p->restart_at = now;
+		return;
+	}
+	p->restarts++;
+	p->restart_at = now + p->backoff_s;
+	snprintf(next, sizeof(next), "%u", p->backoff_s);
+	log_warnx("%s (pid %d) %s; restarting in %us", p->name, (int)pid, how,
+	    p->backoff_s);
+	audit_event(gw, "child-restart", "child", p->name, "status", how,
+	    "restart_in_s", next, NULL);
+	p->backoff_s = p->backoff_s * 2 > BACKOFF_MAX ? BACKOFF_MAX :
+	    p->backoff_s * 2;
+}
+
+void
+proc_tick(struct gw *gw, time_t now)
+{
+	int i;
+
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].enabled && gw->procs[i].pid <= 0 &&
+		    gw->procs[i].restart_at != 0 && now >= gw->procs[i].restart_at)
+			proc_start(gw, (enum gw_proc_id)i);
+}
+
+int
+proc_next_timeout(struct gw *gw, time_t now)
+{
+	int i, best = -1, ms;
+
+	for (i = 0; i < PROC_MAX; i++) {
+		if (!gw->procs[i].enabled || gw->procs[i].pid > 0 ||
+		    gw->procs[i].restart_at == 0)
+			continue;
+		ms = gw->procs[i].restart_at <= now ? 0 :
+		    (int)(gw->procs[i].restart_at - now) * 1000;
+		if (best == -1 || ms < best)
+			best = ms;
+	}
+	return best;
+}
+
+void
+proc_broadcast_reload(struct gw *gw)
+{
+	int i;
+
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].ipc != -1 && i != PROC_NFLOG)
+			if (ipc_send(gw->procs[i].ipc, IPC_RELOAD, 0, NULL, 0) == -1)
+				log_warn("%s: reload message", gw->procs[i].name);
+}
+
+/* dnsd asks to open addresses for a sandbox: only that sandbox's own set,
+ * only in allowlist mode, only public IPv4 addresses. */
+static void
+handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
+    const struct ipc_set_add *m)
+{
+	const struct moat_sandbox *sb;
+	struct moat_addr ok[IPC_SET_MAX_ADDRS];
+	struct ipc_set_ack ack = { -1 };
+	size_t i, n = 0;
+
+	sb = config_sandbox_by_name(gw->cfg, m->sandbox);
+	if (sb != NULL && sb->egress == EGRESS_ALLOWLIST) {
+		for (i = 0; i < m->naddr; i++) {
+			if (m->addr[i].family == AF_INET &&
+			    !rangeset_contains(gw->cfg->private, &m->addr[i]))
+				ok[n++] = m->addr[i];
+			else
+				gw->set_refused++;
+		}
+		ack.status = n == 0 ? 0 :
+		    policy_set_add(gw, sb->name, ok, n, m->timeout_ms);
+		if (ack.status > 0)
+			gw->set_adds += (uint64_t)ack.status;
+	} else
+		gw->set_refused += m->naddr;
+	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)
+		log_warn("%s: set-ack", p->name);
+}
+
+static void
+handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+{
+	char *line;
+
+	/* Stamp the source so a child cannot pass itself off as another. */
+	if (len == 2)	/* "{}" */
+		xasprintf(&line, "{\"source\":\"%s\"}", p->name);
+	else
+		xasprintf(&line, "{\"source\":\"%s\",%.*s", p->name,
+		    (int)len - 1, json + 1);
+	audit_write(gw, line);
+	free(line);
+}
+
+
+void
+proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
+{
+	struct gw_proc *p = &gw->procs[id];
+	static union {
+		struct ipc_set_add m;
+		char raw[IPC_MAX_PAYLOAD + 1];
+	} buf;
+	struct ipc_hdr h;
+	char err[256];
+	ssize_t n;
+
+	n = ipc_recv(p->ipc, &h, &buf, IPC_MAX_PAYLOAD, err, sizeof(err));
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == 0 || n == -1) {	/* the child went away; SIGCHLD follows */
+		close(p->ipc);
+		p->ipc = -1;
+		return;
+	}
+	if (n == -2) {
+		proc_kill(gw, id, err);
+		return;
+	}
+	if (!(roles[id].may_send & (1u << h.type))) {
+		snprintf(err, sizeof(err), "sent %s, which its role may not",
+		    ipc_type_name(h.type));
+		proc_kill(gw, id, err);
+		return;
+	}
+	if (h.type == IPC_SET_ADD)
+		handle_set_add(gw, p, h.id, &buf.m);
+	else if (h.type == IPC_AUDIT)
+		handle_audit(gw, p, buf.raw, (size_t)n);
+}
+
+/* --- starting ---------------------------------------------------------- */
+
+static int
+start_nflog(struct gw *gw, int ipc)
+{
+	pid_t pid;
+
+	if (gw->nlfd == -1) {
+		gw->nlfd = nflog_open(gw->cfg->gw.nflog_group);
+		if (gw->nlfd == -1)
+			return -1;
+	}
+	if ((pid = fork()) == -1) {
+		log_warn("nflog: fork");
+		return -1;
+	}
+	if (pid == 0) {
+		/* A reader outliving its parent would keep the nflog group
+		 * bound and block the next gatewayd. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		nflog_child(gw->nlfd, ipc, gw->cfg);
+	}
+	return pid;
+}
+
+/* Put fds at 3, 4, ... in the child, close everything else. */
+static void
+child_fds(int *fds, int n)
+{
+	int i, high[8];
+
+	for (i = 0; i < n; i++)
+		high[i] = fcntl(fds[i], F_DUPFD, 64);
+	for (i = 0; i < n; i++) {
+		dup2(high[i], 3 + i);	/* dup2 clears close-on-exec */
+		close(high[i]);
+	}
+	for (i = 3 + n; i < 64; i++)
+		close(i);
+}
+
+static int
+start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
+{
+	char prog[1024], *argv[16];
+	int argc = 0, fds[1] = { ipc };
+	pid_t pid;
+
+	snprintf(prog, sizeof(prog), "%s/%s", gw->opts.bindir,
+	    id == PROC_DNSD ? "dnsd" : "moat-proxy");
+	if (access(prog, X_OK) == -1) {
+		log_warn("%s: cannot run %s", gw->procs[id].name, prog);
+		return -1;
+	}
+	argv[argc++] = prog;
+	argv[argc++] = "-d";
+	argv[argc++] = "-c";
+	argv[argc++] = (char *)gw->cfg->path;
+	argv[argc++] = "--ipc-fd";
+	argv[argc++] = "3";
+	if (id == PROC_PROXY && gw->opts.upstream_ca != NULL) {
+		argv[argc++] = "--upstream-ca";
+		argv[argc++] = (char *)gw->opts.upstream_ca;
+	}
+	argv[argc] = NULL;
+	if ((pid = fork()) == -1) {
+		log_warn("%s: fork", gw->procs[id].name);
+		return -1;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		child_fds(fds, 1);
+		execv(prog, argv);
+		_exit(127);
+	}
+	return pid;
+}

@@ -1,0 +1,47 @@
+# gw.sh -- start and stop gatewayd inside the topology's gateway namespace
+# (sourced after topology.sh).  gw_start writes $GW_CONF from the demo
+# config unless the caller wrote one, and runs gatewayd in the foreground
+# in the background, reaped by topo_down.
+GW_CONF=${GW_CONF:-$TOPO_TMP/moat.conf}
+GW_SOCK=$TOPO_TMP/gatewayd.sock
+GW_AUDIT=$TOPO_TMP/audit.log
+GW_LOG=$TOPO_TMP/gatewayd.log
+GW_PID=
+
+gw_ctl() { build/gatewayd ctl -s "$GW_SOCK" "$@"; }
+
+gw_start() {	# gw_start [extra gatewayd args]
+	[ -e "$GW_CONF" ] || cp examples/demo.conf "$GW_CONF"
+	bash gatewayd/install-users.sh
+	ip netns exec "$NS_GW" build/gatewayd -d -c "$GW_CONF" -s "$GW_SOCK" \
+	    -a "$GW_AUDIT" "$@" >>"$GW_LOG" 2>&1 &
+	GW_PID=$!
+	TOPO_PIDS+=("$GW_PID")
+	local i
+	for i in $(seq 50); do
+		gw_ctl status >/dev/null 2>&1 && return 0
+		kill -0 "$GW_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "gatewayd did not come up:"; cat "$GW_LOG"
+	return 1
+}
+
+gw_child_pid() { # gw_child_pid NAME -- pid of a running child, from ctl status
+	gw_ctl status --json | python3 -c "import json,sys
+for c in json.load(sys.stdin)['children']:
+    if c['name']=='$1' and c['pid']>0: print(c['pid'])"
+}
+
+# tcp_probe NS ADDR PORT -- "connected", "unreachable" (ICMP reject),
+# "refused" (RST) or "timeout".
+tcp_probe() {
+	local out
+	out=$(ip netns exec "$1" timeout 3 bash -c "exec 3<>/dev/tcp/$2/$3 && echo connected" 2>&1)
+	case "$out" in
+	*connected*) echo connected ;;
+	*"No route to host"*) echo unreachable ;;
+	*"Connection refused"*) echo refused ;;
+	*) echo timeout ;;
+	esac
+}

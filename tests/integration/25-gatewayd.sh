@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# gatewayd: applies the policy, supervises its children, fails closed,
+# reloads atomically, audits refusals, guards its control socket.
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/gw.sh
+
+topo_up || { not_ok "topology"; exit 1; }
+topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
+topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+topo_guest locked 10.77.0.12 52:54:00:00:00:0c mt-locked
+topo_services
+topo_bg "$NS_INET" echo socat TCP-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
+topo_wait_port "$NS_INET" $INET_HTTP 7000
+cp examples/demo.conf "$GW_CONF"
+
+chmod 711 "$TOPO_TMP"	# other users reach the socket; its own mode decides
+gw_start -X; expect_eq "gatewayd starts and answers its control socket" 0 $?
+expect_match "policy tables are in the kernel" "table inet moat" \
+	"$(in_ns "$NS_GW" nft list tables)"
+st=$(stat -c '%a %G' "$GW_SOCK")
+expect_eq "control socket is 0660 group moat" "660 moat" "$st"
+expect_ok "ctl status --json is JSON" \
+	python3 -c "import json,sys; json.loads(sys.argv[1])" "$(gw_ctl status --json)"
+expect_match "ctl sandboxes lists modes" 'dev +10\.77\.0\.11 +mt-dev +open' "$(gw_ctl sandboxes)"
+
+# Policy works: open sandbox reaches the internet, not the LAN.
+expect_eq "dev reaches the internet" connected "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
+: >"$GW_AUDIT.mark"
+before=$(wc -l <"$GW_AUDIT")
+expect_eq "dev is refused the LAN with admin-prohibited" unreachable \
+	"$(tcp_probe $TOPO-dev $LAN_HOST 22)"
+# One datagram is one refused packet (TCP may retry a SYN): one line.
+in_ns $TOPO-dev python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.168.77.2", 5999))'
+sleep 0.5
+new=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep '"event":"refusal"' | grep '"port":5999')
+expect_eq "exactly one audit line for one refused packet" 1 "$(printf '%s\n' "$new" | grep -c refusal)"
+expect_match "audit line names sandbox, destination, port, reason" \
+	'"source":"nflog".*"reason":"private","sandbox":"dev","src":"10.77.0.11","dst":"192.168.77.2","proto":"udp","port":5999' "$new"
+expect_match "the TCP refusal is audited too" \
+	'"reason":"private","sandbox":"dev","src":"10.77.0.11","dst":"192.168.77.2","proto":"tcp","port":22' "$(cat "$GW_AUDIT")"
+
+# The refusal reader is sandboxed: own user, no capabilities, seccomp.
+pid=$(gw_child_pid nflog)
+expect_match "nflog child has no capabilities" 'CapEff:\s+0000000000000000' "$(cat /proc/$pid/status)"
+expect_match "nflog child runs as moat-log" "^moat-log$" "$(ps -o user= -p $pid)"
+expect_match "nflog child has no_new_privs and seccomp" 'NoNewPrivs:\s+1' "$(cat /proc/$pid/status)"
+expect_match "nflog child is in seccomp filter mode" 'Seccomp:\s+2' "$(cat /proc/$pid/status)"
+
+# kill -9 a child: it comes back; while it is down the LAN stays closed.
+kill -9 "$pid"
+expect_eq "LAN still refused while the child is down" unreachable \
+	"$(tcp_probe $TOPO-web $LAN_HOST 22)"
+sleep 2.5
+pid2=$(gw_child_pid nflog)
+if [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; then ok "killed child restarted (pid $pid -> $pid2)"
+else not_ok "killed child restarted" "$(gw_ctl status)"; fi
+expect_match "child restart is audited" '"event":"child-restart","child":"nflog","status":"killed by signal 9"' "$(cat "$GW_AUDIT")"
+
+# Control socket: not root, not in group moat -> refused.
+out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
+expect_eq "user outside group moat cannot connect (exit 3)" 3 $rc
+chmod 0666 "$GW_SOCK"	# even if the file mode is loosened, SO_PEERCRED holds
+out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
+chmod 0660 "$GW_SOCK"
+expect_eq "SO_PEERCRED check refuses a non-member (exit 1)" 1 $rc
+expect_match "refusal says why" "permission denied" "$out"
+useradd -M -N -G moat moattest$$ 2>/dev/null
+out=$(runuser -u moattest$$ -- build/gatewayd ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
+userdel moattest$$ 2>/dev/null
+expect_eq "member of group moat may use ctl" 0 $rc
+
+# Reload with a broken config: refused with file:line, old policy stays.
+sed -i 's|egress = "open"; owner = "bob";|egress = "opne"; owner = "bob";|' "$GW_CONF"
+out=$(gw_ctl reload 2>&1); rc=$?
+expect_eq "broken reload: ctl exits 1" 1 $rc
+expect_match "broken reload: caller sees file:line" "$GW_CONF:19: sandbox \"dev\": egress: expected" "$out"
+expect_eq "broken reload: old policy still lets dev out" connected "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
+expect_eq "broken reload: old policy still refuses the LAN" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
+expect_match "broken reload audited" '"event":"reload","result":"refused"' "$(cat "$GW_AUDIT")"
+
+# Reload that turns dev from open to none cuts its established flow.
+sed -i 's|egress = "opne"; owner = "bob";|egress = "open"; owner = "bob";|' "$GW_CONF"
+go=$TOPO_TMP/go; res=$TOPO_TMP/flow
+ip netns exec $TOPO-dev python3 - "$go" "$res" <<'PY' &
+import os, socket, sys, time
+go, res = sys.argv[1], sys.argv[2]
+out = open(res, "w", buffering=1)
+s = socket.create_connection(("203.0.113.10", 7000), timeout=3)
+s.sendall(b"one\n"); out.write("before:%s\n" % s.recv(100).decode().strip())
+while not os.path.exists(go): time.sleep(0.05)
+try:
+    s.settimeout(3); s.sendall(b"two\n"); d = s.recv(100)
+    out.write("after:%s\n" % (d.decode().strip() or "closed"))
+except Exception as e:
+    out.write("after:error %s\n" % type(e).__name__)
+PY
+flow=$!
+for i in $(seq 100); do grep -q before: "$res" 2>/dev/null && break; sleep 0.1; done
+expect_match "long-lived flow established" "before:one" "$(cat "$res")"
+sed -i 's|egress = "open"; owner = "bob";|egress = "none"; owner = "bob";|' "$GW_CONF"
+expect_ok "reload to egress none accepted" gw_ctl reload
+touch "$go"; wait $flow
+expect_match "established flow is cut after the reload" "after:error" "$(cat "$res")"
+expect_eq "dev now refused the internet" unreachable "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
+expect_match "reload audited with flows cut" '"event":"reload","result":"ok","flows_cut":"[1-9]' "$(cat "$GW_AUDIT")"
+
+# kill -9 the parent: the policy stays in the kernel.
+kill -9 "$GW_PID"; sleep 0.3
+expect_eq "after gatewayd is killed the LAN is still refused" unreachable \
+	"$(tcp_probe $TOPO-web $LAN_HOST 22)"
+expect_match "tables still present" "table inet moat" "$(in_ns "$NS_GW" nft list tables)"
+
+# Clean stop: SIGTERM exits 0, removes its socket, leaves the policy.
+rm -f "$GW_SOCK"
+gw_start -X >/dev/null
+kill -TERM "$GW_PID"; wait "$GW_PID"; rc=$?
+expect_eq "SIGTERM: exit 0" 0 $rc
+expect_eq "SIGTERM: control socket removed" no "$([ -e "$GW_SOCK" ] && echo yes || echo no)"
+expect_match "SIGTERM: policy left in place" "table inet moat" "$(in_ns "$NS_GW" nft list tables)"
+tap_done
