@@ -95,6 +95,15 @@ install: all
 	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
 	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
 	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' -e 's|/usr/local/share/doc|$(PREFIX)/share/doc|g' \
+	    examples/moat-gatewayd.service >$(DESTDIR)$(UNITDIR)/moat-gatewayd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-gatewayd.service
+	install -d $(DESTDIR)$(PREFIX)/lib/moat
+	install -m 0755 gatewayd/install-users.sh $(DESTDIR)$(PREFIX)/lib/moat/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+		sh gatewayd/install-users.sh && echo "users moat-dns, moat-proxy, moat-log and group moat are in place"; \
+	else echo "as root on the target, run $(PREFIX)/lib/moat/install-users.sh"; fi
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# make install honours PREFIX and DESTDIR and installs what an operator needs.
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+D=$(mktemp -d /tmp/moat-install.XXXXXX)
+trap 'rm -rf "$D"' EXIT
+make --no-print-directory install DESTDIR="$D" PREFIX=/opt/moat >"$D.log" 2>&1
+expect_eq "make install exits 0" 0 $?
+for f in sbin/gatewayd sbin/nft-rules bin/containment-check share/doc/moat/moat.conf.5.md \
+	share/doc/moat/gatewayd.8.md lib/moat/install-users.sh; do
+	expect_ok "installs /opt/moat/$f" test -f "$D/opt/moat/$f"
+done
+expect_ok "installs the example config" test -f "$D/etc/moat/moat.conf"
+expect_eq "secrets folder is 0700" 700 "$(stat -c %a "$D/etc/moat/secrets")"
+expect_match "systemd unit points at PREFIX" 'ExecStart=/opt/moat/sbin/gatewayd -d' \
+	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"
+expect_eq "nothing installed outside DESTDIR" "" \
+	"$(ls /opt/moat 2>/dev/null)"
+rm -f "$D.log"
+tap_done
