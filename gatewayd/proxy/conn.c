@@ -1,0 +1,1075 @@
+/*
+ * conn.c -- guest connections: accept, first bytes, decision, resolution,
+ * dialling exactly the checked address, TLS handshakes, splice.
+ */
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+#include "audit.h"
+#include "conn.h"
+#include "http.h"
+#include "log.h"
+#include "sni.h"
+#include "tls.h"
+
+#define PIPE_CAP	(256 * 1024)
+
+struct proxy proxy;
+static struct conn *conns;
+
+static void dial_start(struct conn *);
+static void on_connected(struct conn *);
+static void splice_start(struct conn *);
+static void uptls_start(struct conn *);
+
+/* --- buffers ------------------------------------------------------------ */
+
+void
+buf_alloc(struct buf *b)
+{
+	if (b->d == NULL) {
+		b->d = xmalloc(CONN_BUF);
+		b->cap = CONN_BUF;
+		b->off = b->len = 0;
+	}
+}
+
+void
+buf_free(struct buf *b)
+{
+	if (b->d != NULL) {
+		/* request heads may have held a real secret */
+		explicit_bzero(b->d, b->cap);
+		free(b->d);
+	}
+	memset(b, 0, sizeof(*b));
+}
+
+size_t
+buf_room(struct buf *b)
+{
+	buf_alloc(b);
+	if (b->off > 0 && b->off + b->len > b->cap / 2) {
+		memmove(b->d, b->d + b->off, b->len);
+		explicit_bzero(b->d + b->len, b->off);
+		b->off = 0;
+	}
+	return b->cap - b->off - b->len;
+}
+
+void
+buf_consume(struct buf *b, size_t n)
+{
+	b->off += n;
+	b->len -= n;
+	if (b->len == 0)
+		b->off = 0;
+}
+
+int
+buf_put(struct buf *b, const void *p, size_t n)
+{
+	if (buf_room(b) < n)
+		return -1;
+	memcpy(b->d + b->off + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	size_t room = buf_room(b);
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf((char *)b->d + b->off + b->len, room, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room)
+		return -1;
+	b->len += (size_t)n;
+	return 0;
+}
+
+/* --- side I/O ----------------------------------------------------------- */
+
+static ssize_t
+ssl_result(struct side *s, int r, size_t n)
+{
+	if (r == 1)
+		return (ssize_t)n;
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		s->want_r = true;
+		return -1;
+	case SSL_ERROR_WANT_WRITE:
+		s->want_w = true;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		log_debug("%s: TLS I/O: %s", s->c->src, strerror(errno));
+		ERR_clear_error();
+		return -2;
+	default:
+		log_debug("%s: TLS: %s", s->c->src, tls_errstr());
+		return -2;
+	}
+}
+
+ssize_t
+side_read(struct side *s, void *p, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	int r1;
+
+	if (s->ssl != NULL) {
+		r1 = SSL_read_ex(s->ssl, p, n, &got);
+		return ssl_result(s, r1, got);
+	}
+	if ((r = read(s->fd, p, n)) >= 0)
+		return r;
+	if (errno == EAGAIN || errno == EINTR) {
+		s->want_r = true;
+		return -1;
+	}
+	return -2;
+}
+
+ssize_t
+side_write(struct side *s, const void *p, size_t n)
+{
+	size_t put = 0;
+	ssize_t r;
+
+	int r1;
+
+	if (s->ssl != NULL) {
+		r1 = SSL_write_ex(s->ssl, p, n, &put);
+		return ssl_result(s, r1, put);
+	}
+	if ((r = send(s->fd, p, n, MSG_NOSIGNAL)) >= 0)
+		return r;
+	if (errno == EAGAIN || errno == EINTR) {
+		s->want_w = true;
+		return -1;
+	}
+	return -2;
+}
+
+bool
+side_fill(struct side *s)
+{
+	size_t room;
+	ssize_t n;
+
+	if (s->eof || s->err || s->fd < 0 || (room = buf_room(&s->in)) == 0)
+		return false;
+	n = side_read(s, s->in.d + s->in.off + s->in.len, room);
+	if (n > 0) {
+		s->in.len += (size_t)n;
+		return true;
+	}
+	if (n == 0 || n == -2) {
+		s->eof = true;
+		s->err = n == -2;
+		return true;
+	}
+	return false;
+}
+
+bool
+side_flush(struct side *s)
+{
+	bool moved = false;
+	ssize_t n;
+
+	while (s->out.len > 0 && !s->err && s->fd >= 0) {
+		n = side_write(s, s->out.d + s->out.off, s->out.len);
+		if (n == -1)
+			break;
+		if (n <= 0) {
+			s->err = true;
+			return true;
+		}
+		/* the bytes sent may have been a real secret */
+		explicit_bzero(s->out.d + s->out.off, (size_t)n);
+		buf_consume(&s->out, (size_t)n);
+		moved = true;
+	}
+	return moved;
+}
+
+void
+side_interest(struct side *s, bool rd, bool wr)
+{
+	uint32_t w = 0;
+
+	if (rd || s->want_r)
+		w |= EPOLLIN;
+	if (wr || s->want_w || s->out.len > 0)
+		w |= EPOLLOUT;
+	ev_set(&s->ev, w);
+}
+
+static void
+side_close(struct side *s)
+{
+	if (s->ssl != NULL) {
+		SSL_free(s->ssl);
+		s->ssl = NULL;
+	}
+	if (s->fd >= 0) {
+		ev_del(&s->ev);
+		close(s->fd);
+		s->fd = -1;
+	}
+	buf_free(&s->in);
+	buf_free(&s->out);
+	s->eof = s->shut = s->err = s->want_r = s->want_w = false;
+}
+
+/* --- lifecycle ---------------------------------------------------------- */
+
+static void
+conn_free(void *arg)
+{
+	struct conn *c = arg;
+
+	free(c);
+}
+
+void
+conn_close(struct conn *c)
+{
+	int i;
+
+	if (c->closed)
+		return;
+	log_debug("%s: %s:%u: closed in state %d", c->src,
+	    c->host[0] ? c->host : "-", c->port, c->st);
+	c->closed = true;
+	dns_cancel(c->dns);
+	side_close(&c->g);
+	side_close(&c->u);
+	for (i = 0; i < 2; i++) {
+		if (c->pipe_gu[i] >= 0)
+			close(c->pipe_gu[i]);
+		if (c->pipe_ug[i] >= 0)
+			close(c->pipe_ug[i]);
+	}
+	if (c->h != NULL)
+		http_free(c->h);
+	c->h = NULL;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	proxy.nconns--;
+	ev_defer(conn_free, c);
+}
+
+void
+conn_set_deadline(struct conn *c, int seconds)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	c->deadline = ts.tv_sec + seconds;
+}
+
+void
+conn_tick(void)
+{
+	struct conn *c, *next;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	for (c = conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->deadline > ts.tv_sec)
+			continue;
+		log_debug("%s: %s: timed out in state %d", c->src,
+		    c->host[0] ? c->host : "-", c->st);
+		conn_close(c);
+	}
+	if (proxy.draining && conns == NULL)
+		proxy.draining = false;	/* main notices nconns == 0 */
+}
+
+int
+conn_count_sandbox(const struct moat_sandbox *sb)
+{
+	struct conn *c;
+	int n = 0;
+
+	for (c = conns; c != NULL; c = c->next)
+		n += c->sb == sb;
+	return n;
+}
+
+/* --- refusals ----------------------------------------------------------- */
+
+void
+conn_audit_refuse(struct conn *c, const char *reason)
+{
+	char port[8];
+
+	snprintf(port, sizeof(port), "%u", c->port);
+	audit("refuse", "sandbox", c->sbname, "src", c->src, "host",
+	    c->host[0] ? c->host : NULL, "port", c->port ? port : NULL,
+	    "reason", reason, NULL);
+}
+
+static const char *
+status_text(int code)
+{
+	switch (code) {
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 421: return "Misdirected Request";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+void
+conn_refuse_http(struct conn *c, int code, const char *reason)
+{
+	buf_free(&c->g.out);		/* nothing half-sent goes after it */
+	buf_printf(&c->g.out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\nX-Moat-Refused: %s"
+	    "\r\n\r\nmoat: %s\n", code, status_text(code), strlen(reason) + 7,
+	    reason, reason);
+	c->st = S_DRAIN;
+	conn_set_deadline(c, 5);
+	side_flush(&c->g);
+	if (c->g.out.len == 0 || c->g.err)
+		conn_close(c);
+	else
+		side_interest(&c->g, false, true);
+}
+
+/* A guest that is mid-TLS (transparent, or after CONNECT's 200) gets a
+ * fatal access_denied alert instead. */
+static void
+refuse_tls(struct conn *c)
+{
+	static const uint8_t alert[] = { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
+	    49 };
+
+	(void)send(c->g.fd, alert, sizeof(alert), MSG_NOSIGNAL | MSG_DONTWAIT);
+	conn_close(c);
+}
+
+static bool
+guest_waits_http(const struct conn *c)
+{
+	if (c->g.ssl != NULL)
+		return SSL_is_init_finished(c->g.ssl);
+	return !c->tls;
+}
+
+void
+conn_refuse(struct conn *c, int code, const char *reason)
+{
+	conn_audit_refuse(c, reason);
+	if (guest_waits_http(c))
+		conn_refuse_http(c, code, reason);
+	else
+		refuse_tls(c);
+}
+
+/* --- accept ------------------------------------------------------------- */
+
+static void side_cb(struct ev *, uint32_t);
+
+static int
+sockaddr_to_addr(const struct sockaddr_storage *ss, struct moat_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		a->family = AF_INET;
+		memcpy(a->a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		return 0;
+	}
+	if (ss->ss_family == AF_INET6) {
+		a->family = AF_INET6;
+		memcpy(a->a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		addr_unmap(a);
+		return 0;
+	}
+	return -1;
+}
+
+static struct conn *
+conn_new(int fd, const struct sockaddr_storage *peer, enum ckind kind)
+{
+	struct conn *c = xcalloc(1, sizeof(*c));
+
+	c->kind = kind;
+	c->g.fd = fd;
+	c->g.ev.fd = -1;
+	c->u.fd = -1;
+	c->u.ev.fd = -1;
+	c->g.c = c->u.c = c;
+	c->pipe_gu[0] = c->pipe_gu[1] = c->pipe_ug[0] = c->pipe_ug[1] = -1;
+	sockaddr_to_addr(peer, &c->srcaddr);
+	addr_fmt(&c->srcaddr, c->src, sizeof(c->src));
+	c->sb = config_sandbox_by_addr(proxy.cfg, &c->srcaddr);
+	c->sbname = c->sb ? c->sb->name : "-";
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	proxy.nconns++;
+	conn_set_deadline(c, TIMEOUT_HEAD_S);
+	return c;
+}
+
+/* nft-rules redirects guests' tcp 80/443 to the proxy port, so one
+ * listener serves both: a connection whose original destination (from
+ * conntrack) is not the listener's own address was redirected. */
+static enum ckind
+classify(struct conn *c, enum ckind kind)
+{
+	struct sockaddr_storage local;
+	struct sockaddr_in *o = (struct sockaddr_in *)&c->odst;
+	struct sockaddr_in *l = (struct sockaddr_in *)&local;
+	socklen_t sl = sizeof(c->odst), ll = sizeof(local);
+
+	if (getsockopt(c->g.fd, SOL_IP, SO_ORIGINAL_DST, &c->odst, &sl) < 0 ||
+	    getsockname(c->g.fd, (struct sockaddr *)&local, &ll) < 0 ||
+	    o->sin_family != AF_INET || l->sin_family != AF_INET ||
+	    (o->sin_addr.s_addr == l->sin_addr.s_addr &&
+	    o->sin_port == l->sin_port))
+		return kind == K_TRANSPARENT ? (enum ckind)-1 : K_EXPLICIT;
+	c->port = ntohs(o->sin_port);
+	return K_TRANSPARENT;
+}
+
+void
+conn_accept(int lfd, enum ckind kind)
+{
+	struct sockaddr_storage ss;
+	struct conn *c;
+	socklen_t sl;
+	int fd, i;
+
+	for (i = 0; i < 64; i++) {
+		sl = sizeof(ss);
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sl,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				log_warn("accept");
+			return;
+		}
+		if (proxy.draining || proxy.nconns >= proxy.maxconns) {
+			close(fd);
+			continue;
+		}
+		c = conn_new(fd, &ss, kind);
+		if (c->sb != NULL && conn_count_sandbox(c->sb) > proxy.sb_max) {
+			log_warnx("%s: sandbox %s has too many connections",
+			    c->src, c->sbname);
+			conn_close(c);
+			continue;
+		}
+		if ((int)(c->kind = classify(c, kind)) < 0) {
+			log_warnx("%s: no original destination", c->src);
+			conn_close(c);
+			continue;
+		}
+		c->st = c->kind == K_EXPLICIT ? S_HEAD : S_PEEK;
+		if (ev_add(&c->g.ev, fd, EPOLLIN | (c->st == S_PEEK ?
+		    EPOLLET : 0), side_cb, &c->g) < 0) {
+			conn_close(c);
+			continue;
+		}
+	}
+}
+
+/* --- explicit proxy: the first request head ------------------------------ */
+
+static void
+connect_request(struct conn *c, const struct http_head *h)
+{
+	const char *reason;
+
+	if (http_authority(h->target, h->targetlen, c->host, sizeof(c->host),
+	    &c->port, 0) < 0 || c->port == 0) {
+		c->host[0] = '\0';
+		conn_refuse(c, 400, "CONNECT needs host:port");
+		return;
+	}
+	if (c->g.in.len != h->headlen) {
+		conn_refuse(c, 400, "data sent before the CONNECT reply");
+		return;
+	}
+	buf_consume(&c->g.in, h->headlen);
+	c->verdict = policy_decide(proxy.cfg, c->sb, c->host, &c->literal,
+	    &c->lit, &reason);
+	if (c->verdict == V_REFUSE) {
+		conn_refuse(c, 403, reason);
+		return;
+	}
+	c->after = AD_CONNECT_OK;
+	dial_start(c);
+}
+
+static void
+h_head(struct conn *c, struct side *s, uint32_t events)
+{
+	struct http_head h;
+	enum http_err e;
+
+	if (s != &c->g)
+		return;
+	side_fill(&c->g);
+	if (c->g.in.len == 0) {
+		if (c->g.eof)
+			conn_close(c);
+		return;
+	}
+	e = http_parse_request((char *)c->g.in.d + c->g.in.off, c->g.in.len,
+	    &h);
+	if (e == HTTP_INCOMPLETE) {
+		if (c->g.eof)
+			conn_close(c);
+		return;
+	}
+	if (e != HTTP_OK) {
+		conn_refuse(c, e == HTTP_E_TOOBIG || e == HTTP_E_FIELDS ? 431 : 400,
+		    http_strerror(e));
+		return;
+	}
+	if (h.methodlen == 7 && memcmp(h.method, "CONNECT", 7) == 0) {
+		connect_request(c, &h);
+		return;
+	}
+	c->st = S_HTTP;		/* plain HTTP: the engine routes it */
+	http_start(c);
+}
+
+/* --- transparent and after-CONNECT: the ClientHello ------------------------ */
+
+static void
+peek_decide(struct conn *c, enum sni_ret r, const char *sni)
+{
+	const char *reason;
+
+	if (r == SNI_FOUND)
+		snprintf(c->host, sizeof(c->host), "%s", sni);
+	c->tls = true;
+	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
+	    NULL, &c->literal, &c->lit, &reason);
+	if (c->verdict == V_REFUSE) {
+		conn_refuse(c, 403, reason);
+		return;
+	}
+	c->after = AD_GUEST_TLS;
+	dial_start(c);
+}
+
+/* After CONNECT's 200: the SNI, when there is one, must name the host the
+ * CONNECT named, or a guest could tunnel to one name and speak to another
+ * behind the same address. */
+static void
+peek_connect(struct conn *c, enum sni_ret r, const char *sni)
+{
+	c->tls = r != SNI_NOT_TLS;
+	if (r == SNI_FOUND && !c->literal && strcmp(sni, c->host) != 0) {
+		conn_refuse(c, 421, "TLS server name disagrees with CONNECT");
+		return;
+	}
+	if (c->verdict == V_INTERCEPT && r == SNI_NOT_TLS) {
+		conn_refuse(c, 403, "not TLS to a host that is intercepted");
+		return;
+	}
+	if (c->verdict == V_INTERCEPT)
+		uptls_start(c);
+	else
+		splice_start(c);
+}
+
+static void
+h_peek(struct conn *c, struct side *s, uint32_t events)
+{
+	uint8_t buf[SNI_MAX_HELLO];
+	char sni[256] = "";
+	enum sni_ret r;
+	ssize_t n;
+
+	side_flush(&c->g);
+	if (c->g.out.len > 0) {
+		side_interest(&c->g, false, true);
+		return;
+	}
+	if (s == &c->u && c->dialled) {
+		/* the server speaks first (ssh, smtp): nothing to peek at */
+		if (c->verdict == V_SPLICE)
+			splice_start(c);
+		return;
+	}
+	n = recv(c->g.fd, buf, sizeof(buf), MSG_PEEK);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		conn_close(c);
+		return;
+	}
+	if (n < 0)
+		return;
+	r = sni_parse(buf, (size_t)n, sni, sizeof(sni));
+	if (r != SNI_NOT_TLS)
+		c->tls = true;		/* refusals become TLS alerts */
+	c->sni_ok = r == SNI_FOUND && (c->dialled ? strcmp(sni, c->host) == 0 :
+	    true);
+	if (r == SNI_INCOMPLETE && (size_t)n < sizeof(buf))
+		return;		/* edge-triggered: woken by the next bytes */
+	if (r == SNI_MALFORMED || r == SNI_INCOMPLETE) {
+		conn_refuse(c, 400, "malformed TLS ClientHello");
+		return;
+	}
+	ev_set(&c->g.ev, 0);
+	if (c->dialled)
+		peek_connect(c, r, sni);
+	else if (r == SNI_NOT_TLS) {
+		c->st = S_HTTP;		/* transparent plain HTTP */
+		http_start(c);
+	} else
+		peek_decide(c, r, sni);
+}
+
+/* --- resolve, check, dial -------------------------------------------------- */
+
+static int
+tcp_connect(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	if (c->dial.family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(c->dialport);
+		memcpy(&sin->sin_addr, c->dial.a, 4);
+		sl = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(c->dialport);
+		memcpy(&sin6->sin6_addr, c->dial.a, 16);
+		sl = sizeof(*sin6);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&ss, sl) < 0 &&
+	    errno != EINPROGRESS) {
+		close(fd);
+		return -1;
+	}
+	c->u.fd = fd;
+	if (ev_add(&c->u.ev, fd, EPOLLOUT, side_cb, &c->u) < 0) {
+		close(fd);
+		c->u.fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+dial_checked(struct conn *c, const struct moat_addr *a)
+{
+	char ab[64];
+
+	c->dial = *a;
+	c->dialport = c->port;
+	c->st = S_DIAL;
+	conn_set_deadline(c, TIMEOUT_DIAL_S);
+	if (tcp_connect(c) < 0) {
+		addr_fmt(a, ab, sizeof(ab));
+		log_warn("%s: connect %s", c->src, ab);
+		conn_refuse(c, 502, "cannot connect upstream");
+	}
+}
+
+static void
+dns_done(void *arg, const char *err, const struct moat_addr *a, size_t n)
+{
+	struct conn *c = arg;
+	size_t i;
+
+	c->dns = NULL;
+	if (err != NULL) {
+		conn_refuse(c, 502, err);
+		return;
+	}
+	/* Every answer is checked: one private address refuses the name,
+	 * which is what defeats DNS rebinding between check and connect. */
+	for (i = 0; i < n; i++)
+		if (!policy_addr_ok(proxy.cfg, &a[i], c->port)) {
+			conn_refuse(c, 403, "name resolves to a private address");
+			return;
+		}
+	dial_checked(c, &a[0]);
+}
+
+static void
+dial_start(struct conn *c)
+{
+	struct moat_addr a;
+
+	c->st = S_DIAL;
+	conn_set_deadline(c, TIMEOUT_DIAL_S);
+	if (c->literal || c->host[0] == '\0') {
+		if (c->literal)
+			a = c->lit;
+		else if (sockaddr_to_addr(&c->odst, &a) < 0) {
+			conn_refuse(c, 400, "no destination");
+			return;
+		}
+		if (!policy_addr_ok(proxy.cfg, &a, c->port)) {
+			conn_refuse(c, 403, "private address");
+			return;
+		}
+		dial_checked(c, &a);
+		return;
+	}
+	c->dns = dns_lookup(c->host, dns_done, c);
+}
+
+static void
+h_dial(struct conn *c, struct side *s, uint32_t events)
+{
+	socklen_t sl = sizeof(int);
+	int err = 0;
+
+	if (s != &c->u) {
+		/* the guest hung up or sent early: look at it later */
+		ev_set(&c->g.ev, 0);
+		return;
+	}
+	if (getsockopt(c->u.fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0 || err) {
+		errno = err;
+		log_debug("%s: connect %s:%u: %s", c->src, c->host, c->port,
+		    strerror(err));
+		conn_refuse(c, 502, "upstream connection failed");
+		return;
+	}
+	c->dialled = true;
+	ev_set(&c->u.ev, 0);
+	on_connected(c);
+}
+
+static void
+on_connected(struct conn *c)
+{
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+	switch (c->after) {
+	case AD_CONNECT_OK:
+		buf_printf(&c->g.out, "HTTP/1.1 200 Connection established"
+		    "\r\n\r\n");
+		c->tls = true;	/* from now on refusals are TLS alerts */
+		c->st = S_PEEK;
+		conn_set_deadline(c, TIMEOUT_HEAD_S);
+		side_flush(&c->g);
+		ev_set(&c->g.ev, EPOLLIN | EPOLLET | (c->g.out.len ?
+		    EPOLLOUT : 0));
+		if (c->verdict == V_SPLICE)
+			ev_set(&c->u.ev, EPOLLIN);
+		break;
+	case AD_GUEST_TLS:
+		if (c->verdict == V_INTERCEPT)
+			uptls_start(c);
+		else
+			splice_start(c);
+		break;
+	case AD_HTTP:
+		if (c->g.ssl != NULL) {
+			uptls_start(c);	/* intercepted: upstream is TLS too */
+			break;
+		}
+		c->st = S_HTTP;
+		http_pump(c);
+		break;
+	}
+}
+
+int
+conn_route(struct conn *c, const char *host, uint16_t port)
+{
+	const char *reason;
+
+	if (c->u.fd >= 0 && c->dialled && !c->u.eof && !c->u.err &&
+	    (c->g.ssl == NULL || c->u.ssl != NULL) &&
+	    strcmp(host, c->host) == 0 && port == c->port)
+		return 1;
+	side_close(&c->u);
+	c->dialled = false;
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
+	    NULL, &c->literal, &c->lit, &reason);
+	if (c->verdict == V_REFUSE) {
+		conn_refuse(c, 403, reason);
+		return -1;
+	}
+	c->after = AD_HTTP;
+	dial_start(c);
+	return c->closed ? -1 : 0;
+}
+
+/* --- TLS handshakes ------------------------------------------------------ */
+
+static int
+handshake(struct side *s)
+{
+	int r;
+
+	s->want_r = s->want_w = false;
+	if ((r = SSL_do_handshake(s->ssl)) == 1)
+		return 1;
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		ev_set(&s->ev, EPOLLIN);
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		ev_set(&s->ev, EPOLLOUT);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static void guesttls_start(struct conn *);
+
+static void
+uptls_start(struct conn *c)
+{
+	ev_set(&c->g.ev, 0);
+	c->st = S_UPTLS;
+	conn_set_deadline(c, TIMEOUT_DIAL_S);
+	if ((c->u.ssl = tls_upstream_ssl(c->u.fd, c->host)) == NULL) {
+		conn_refuse(c, 502, "cannot set up upstream TLS");
+		return;
+	}
+	ev_set(&c->u.ev, EPOLLOUT);
+}
+
+static void
+h_uptls(struct conn *c, struct side *s, uint32_t events)
+{
+	long v;
+	int r;
+
+	if (s != &c->u)
+		return;
+	if ((r = handshake(&c->u)) == 0)
+		return;
+	if (r < 0) {
+		v = SSL_get_verify_result(c->u.ssl);
+		log_info("%s: %s: upstream TLS failed: %s", c->src, c->host,
+		    v != X509_V_OK ? X509_verify_cert_error_string(v) :
+		    tls_errstr());
+		conn_refuse(c, 502, v != X509_V_OK ? "upstream certificate not "
+		    "verified" : "upstream TLS handshake failed");
+		return;
+	}
+	ev_set(&c->u.ev, 0);
+	if (c->g.ssl == NULL)
+		guesttls_start(c);
+	else {
+		c->st = S_HTTP;		/* a re-dial inside the engine */
+		http_pump(c);
+	}
+}
+
+static void
+guesttls_start(struct conn *c)
+{
+	c->st = S_GUESTTLS;
+	conn_set_deadline(c, TIMEOUT_HEAD_S);
+	if ((c->g.ssl = tls_guest_ssl(c->g.fd, c->host)) == NULL) {
+		log_warnx("%s: %s: cannot make a leaf: %s", c->src, c->host,
+		    tls_errstr());
+		refuse_tls(c);
+		return;
+	}
+	ev_set(&c->g.ev, EPOLLIN);
+}
+
+static void
+h_guesttls(struct conn *c, struct side *s, uint32_t events)
+{
+	int r;
+
+	if (s != &c->g)
+		return;
+	if ((r = handshake(&c->g)) == 0)
+		return;
+	if (r < 0) {
+		log_debug("%s: %s: guest TLS handshake failed: %s", c->src,
+		    c->host, tls_errstr());
+		conn_close(c);
+		return;
+	}
+	c->st = S_HTTP;
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+	http_start(c);
+}
+
+/* --- splice: bytes through, undecrypted ------------------------------------ */
+
+static void splice_pump(struct conn *);
+
+static void
+splice_start(struct conn *c)
+{
+	if (pipe2(c->pipe_gu, O_NONBLOCK | O_CLOEXEC) < 0 ||
+	    pipe2(c->pipe_ug, O_NONBLOCK | O_CLOEXEC) < 0) {
+		log_warn("pipe2");
+		conn_close(c);
+		return;
+	}
+	(void)fcntl(c->pipe_gu[1], F_SETPIPE_SZ, PIPE_CAP);
+	(void)fcntl(c->pipe_ug[1], F_SETPIPE_SZ, PIPE_CAP);
+	c->st = S_SPLICE;
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+	splice_pump(c);
+}
+
+/* One direction.  Reading is asked for only while the pipe is empty: a
+ * pipe can be out of slots before it is out of bytes, and level-triggered
+ * readiness would then spin. */
+static bool
+splice_dir(struct conn *c, struct side *src, struct side *dst, int p[2],
+    size_t *inpipe)
+{
+	unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
+	bool moved = false;
+	ssize_t n;
+
+	if (!src->eof && *inpipe == 0) {
+		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP, fl);
+		if (n > 0)
+			*inpipe += (size_t)n;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			src->eof = true;
+		moved = n >= 0;
+	}
+	while (*inpipe > 0) {
+		n = splice(p[0], NULL, dst->fd, NULL, *inpipe, fl);
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				dst->err = true;
+			break;
+		}
+		*inpipe -= (size_t)n;
+		moved = true;
+	}
+	if (src->eof && *inpipe == 0 && !dst->shut && !dst->err) {
+		(void)shutdown(dst->fd, SHUT_WR);
+		dst->shut = true;
+	}
+	return moved;
+}
+
+static void
+splice_pump(struct conn *c)
+{
+	bool moved;
+
+	do {
+		moved = splice_dir(c, &c->g, &c->u, c->pipe_gu, &c->inpipe_gu);
+		moved |= splice_dir(c, &c->u, &c->g, c->pipe_ug, &c->inpipe_ug);
+	} while (moved && !c->g.err && !c->u.err);
+	if (c->g.err || c->u.err || (c->g.shut && c->u.shut)) {
+		conn_close(c);
+		return;
+	}
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+	ev_set(&c->g.ev, (!c->g.eof && c->inpipe_gu == 0 ? EPOLLIN : 0) |
+	    (c->inpipe_ug > 0 ? EPOLLOUT : 0));
+	ev_set(&c->u.ev, (!c->u.eof && c->inpipe_ug == 0 ? EPOLLIN : 0) |
+	    (c->inpipe_gu > 0 ? EPOLLOUT : 0));
+}
+
+static void
+h_splice(struct conn *c, struct side *s, uint32_t events)
+{
+	splice_pump(c);
+}
+
+static void
+h_http(struct conn *c, struct side *s, uint32_t events)
+{
+	http_pump(c);
+}
+
+static void
+h_tunnel(struct conn *c, struct side *s, uint32_t events)
+{
+	tunnel_pump(c);
+}
+
+static void
+h_drain(struct conn *c, struct side *s, uint32_t events)
+{
+	if (s != &c->g)
+		return;
+	side_flush(&c->g);
+	if (c->g.out.len == 0 || c->g.err)
+		conn_close(c);
+}
+
+typedef void (*state_fn)(struct conn *, struct side *, uint32_t);
+
+static const state_fn handlers[S_NSTATES] = {
+	[S_HEAD] = h_head,
+	[S_PEEK] = h_peek,
+	[S_DIAL] = h_dial,
+	[S_UPTLS] = h_uptls,
+	[S_GUESTTLS] = h_guesttls,
+	[S_SPLICE] = h_splice,
+	[S_HTTP] = h_http,
+	[S_TUNNEL] = h_tunnel,
+	[S_DRAIN] = h_drain,
+};
+
+static void
+side_cb(struct ev *e, uint32_t events)
+{
+	struct side *s = e->arg;
+	struct conn *c = s->c;
+
+	if (!c->closed)
+		handlers[c->st](c, s, events);
+}

@@ -1,0 +1,760 @@
+/*
+ * engine.c -- the HTTP/1.1 engine for plain HTTP and intercepted TLS.
+ *
+ * One request at a time per connection: its head is parsed strictly,
+ * routed (every request names its host; an intercepted one must name the
+ * host its TLS did, or 421), checked for placeholders that do not belong
+ * to that host, rewritten with the real values where they do, and
+ * forwarded with its body framed exactly as the guest framed it.  The
+ * response is streamed back as it arrives, re-framed as chunked so that
+ * the real value, wherever it appears, can be turned back into the
+ * placeholder even when the lengths differ.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "conn.h"
+#include "http.h"
+#include "log.h"
+
+enum rq_state { RQ_HEAD, RQ_BODY, RQ_DONE };
+enum rs_state { RS_IDLE, RS_HEAD, RS_BODY };
+
+#define MAX_SECRETS_PER_REQ	64
+
+struct http {
+	enum rq_state	 rq;
+	enum rs_state	 rs;
+	struct http_head hd;		/* parse scratch */
+	enum http_body	 rqbody;
+	uint64_t	 rqremain;
+	struct chunked	 rqch;
+	enum http_body	 rsbody;
+	uint64_t	 rsremain;
+	struct chunked	 rsch;
+	bool		 rechunk;	/* chunked towards the guest */
+	bool		 head_req, upgrade_req, close_after;
+	int		 req_minor;
+	struct subst	*needles;	/* placeholders that do not belong */
+	size_t		 nneedles;
+	int		*needle_secret;	/* index into secrets */
+	struct phwatch	 watch;
+	struct redactor	 red;
+	uint8_t		*dec, *outb;	/* decode and redact scratch */
+	size_t		 outbcap;
+};
+
+void
+http_free(struct http *h)
+{
+	redactor_free(&h->red);
+	phwatch_free(&h->watch);
+	free(h->needles);
+	free(h->needle_secret);
+	if (h->dec)
+		explicit_bzero(h->dec, REDACT_CHUNK);
+	if (h->outb)
+		explicit_bzero(h->outb, h->outbcap);
+	free(h->dec);
+	free(h->outb);
+	free(h);
+}
+
+void
+http_start(struct conn *c)
+{
+	struct http *h = xcalloc(1, sizeof(*h));
+	struct secrets *ss = proxy.secrets;
+
+	c->h = h;
+	c->st = S_HTTP;
+	redactor_init(&h->red, ss->redact, ss->n);
+	h->needles = xcalloc(ss->n + 1, sizeof(*h->needles));
+	h->needle_secret = xcalloc(ss->n + 1, sizeof(int));
+	h->dec = xmalloc(REDACT_CHUNK);
+	h->outbcap = redact_outmax(&h->red, REDACT_CHUNK);
+	h->outb = xmalloc(h->outbcap);
+	conn_set_deadline(c, TIMEOUT_HEAD_S);
+	http_pump(c);
+}
+
+/* --- request head --------------------------------------------------------- */
+
+/* Which host and port does this request name?  0, or -1 when answered. */
+static int
+request_target(struct conn *c, const struct http_head *hd, char *host,
+    uint16_t *port, const char **path, size_t *pathlen)
+{
+	const struct http_field *hf = hd->host >= 0 ? &hd->fields[hd->host] :
+	    NULL;
+	char hh[256];
+	const char *auth;
+	size_t alen;
+	uint16_t hp, dport = c->g.ssl ? 443 : 80;
+
+	*path = hd->target;
+	*pathlen = hd->targetlen;
+	if (c->kind == K_EXPLICIT && c->g.ssl == NULL) {
+		if (http_absolute(hd->target, hd->targetlen, &auth, &alen,
+		    path, pathlen) < 0 || http_authority(auth, alen, host, 256,
+		    port, 80) < 0) {
+			conn_refuse(c, 400, "proxy requests need an absolute "
+			    "http:// URI");
+			return -1;
+		}
+		if (hf && (http_authority(hf->value, hf->valuelen, hh,
+		    sizeof(hh), &hp, 80) < 0 || strcmp(hh, host) != 0 ||
+		    hp != *port)) {
+			conn_refuse(c, 400, "Host disagrees with the URI");
+			return -1;
+		}
+		return 0;
+	}
+	if (hd->targetlen == 0 || (hd->target[0] != '/' &&
+	    !(hd->targetlen == 1 && hd->target[0] == '*'))) {
+		conn_refuse(c, 400, "expected an origin-form request target");
+		return -1;
+	}
+	if (hf == NULL) {		/* HTTP/1.0 without Host */
+		snprintf(host, 256, "%s", c->host);
+		*port = c->port;
+		return 0;
+	}
+	if (http_authority(hf->value, hf->valuelen, host, 256, port,
+	    c->kind == K_TRANSPARENT && !c->g.ssl ? c->port : dport) < 0) {
+		conn_refuse(c, 400, "malformed Host");
+		return -1;
+	}
+	if (c->g.ssl != NULL && (strcmp(host, c->host) != 0 ||
+	    *port != c->port)) {
+		conn_refuse(c, 421, "Host disagrees with the TLS server name");
+		return -1;
+	}
+	if (c->kind == K_TRANSPARENT && *port != c->port) {
+		conn_refuse(c, 421, "Host port disagrees with the destination");
+		return -1;
+	}
+	return 0;
+}
+
+/* May secret i be injected into this request?  Only over intercepted TLS
+ * whose SNI named this host, to a host the secret is bound to, for a
+ * sandbox entitled to it. */
+static bool
+injectable(const struct conn *c, const struct secret *s, const char *host)
+{
+	return c->g.ssl != NULL && c->u.ssl != NULL && c->sni_ok &&
+	    c->sb != NULL && policy_secret_bound(c->sb, s->cfg, host);
+}
+
+static void
+collect_needles(struct conn *c, const char *host)
+{
+	struct http *h = c->h;
+	struct secrets *ss = proxy.secrets;
+	size_t i;
+
+	h->nneedles = 0;
+	for (i = 0; i < ss->n; i++) {
+		if (injectable(c, &ss->v[i], host))
+			continue;
+		h->needle_secret[h->nneedles] = (int)i;
+		h->needles[h->nneedles++] = (struct subst){
+		    ss->v[i].cfg->placeholder,
+		    strlen(ss->v[i].cfg->placeholder), NULL, 0 };
+	}
+	phwatch_free(&h->watch);
+	phwatch_init(&h->watch, h->needles, h->nneedles);
+}
+
+static void
+refuse_placeholder(struct conn *c, int idx, const char *host)
+{
+	const struct secret *s = &proxy.secrets->v[c->h->needle_secret[idx]];
+
+	audit("placeholder-blocked", "sandbox", c->sbname, "src", c->src,
+	    "host", host, "secret", s->cfg->name, NULL);
+	conn_refuse(c, 403, "placeholder sent to a host it is not bound to");
+}
+
+/* A placeholder that does not belong here, in the target or any field
+ * value (raw, escaped, or inside Basic credentials)?  Index or -1. */
+static int
+head_has_needle(struct http *h, const struct http_head *hd)
+{
+	uint8_t dec[3 * HTTP_MAX_HEAD / 4 + 4];
+	const struct http_field *f;
+	ssize_t dl;
+	size_t i;
+	int r;
+
+	if (h->nneedles == 0)
+		return -1;
+	if ((r = ph_find((const uint8_t *)hd->target, hd->targetlen,
+	    h->needles, h->nneedles)) >= 0)
+		return r;
+	for (i = 0; i < hd->nfields; i++) {
+		f = &hd->fields[i];
+		if ((r = ph_find((const uint8_t *)f->value, f->valuelen,
+		    h->needles, h->nneedles)) >= 0)
+			return r;
+		if (f->valuelen > 6 && strncasecmp(f->value, "Basic ", 6) == 0 &&
+		    (dl = b64_decode(f->value + 6, f->valuelen - 6, dec)) > 0 &&
+		    (r = ph_find(dec, (size_t)dl, h->needles,
+		    h->nneedles)) >= 0)
+			return r;
+	}
+	return -1;
+}
+
+static bool
+hop_by_hop_request(const struct http_field *f)
+{
+	return http_field_is(f, "proxy-connection") ||
+	    http_field_is(f, "proxy-authorization") ||
+	    http_field_is(f, "keep-alive");
+}
+
+/* Write one field to out, with the real values of the secrets that may be
+ * injected into it, one secret at a time so each injection is audited by
+ * name.  -1 if out is full. */
+static int
+put_field(struct conn *c, const struct http_field *f, const char *host)
+{
+	static char bufs[2][HTTP_MAX_HEAD + SECRET_MAX_LEN * 4];
+	struct secrets *ss = proxy.secrets;
+	const char *cur = f->value;
+	size_t i, cl = f->valuelen;
+	struct subst sub;
+	ssize_t vl;
+	int count, k = 0, rc;
+
+	for (i = 0; i < ss->n; i++) {
+		if (!http_field_is(f, ss->v[i].cfg->header) ||
+		    !injectable(c, &ss->v[i], host))
+			continue;
+		sub = (struct subst){ ss->v[i].cfg->placeholder,
+		    strlen(ss->v[i].cfg->placeholder), ss->v[i].value,
+		    ss->v[i].len };
+		vl = subst_header(cur, cl, &sub, 1, bufs[k], sizeof(bufs[k]),
+		    &count);
+		if (vl < 0)
+			return -1;
+		if (count == 0)
+			continue;
+		audit("inject", "sandbox", c->sbname, "src", c->src, "host",
+		    host, "secret", ss->v[i].cfg->name, "header",
+		    ss->v[i].cfg->header, NULL);
+		cur = bufs[k];
+		cl = (size_t)vl;
+		k ^= 1;
+	}
+	rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen, f->name,
+	    (int)cl, cur);
+	/* both scratch buffers may hold a real value */
+	explicit_bzero(bufs, sizeof(bufs));
+	return rc;
+}
+
+static int
+put_head(struct conn *c, const struct http_head *hd, const char *host,
+    const char *path, size_t pathlen)
+{
+	size_t i;
+
+	if (buf_printf(&c->u.out, "%.*s %.*s HTTP/1.%d\r\n", (int)hd->methodlen,
+	    hd->method, (int)pathlen, path, hd->minor) < 0)
+		return -1;
+	for (i = 0; i < hd->nfields; i++) {
+		if (hop_by_hop_request(&hd->fields[i]))
+			continue;
+		if (put_field(c, &hd->fields[i], host) < 0)
+			return -1;
+	}
+	return buf_put(&c->u.out, "\r\n", 2);
+}
+
+static bool
+request_head(struct conn *c)
+{
+	struct http *h = c->h;
+	struct http_head *hd = &h->hd;
+	char host[256];
+	const char *path;
+	size_t pathlen;
+	uint16_t port;
+	enum http_err e;
+	int r;
+
+	if (h->rs != RS_IDLE || c->g.in.len == 0 || c->u.out.len > 0)
+		return false;
+	e = http_parse_request((char *)c->g.in.d + c->g.in.off, c->g.in.len,
+	    hd);
+	if (e == HTTP_INCOMPLETE) {
+		if (buf_room(&c->g.in) == 0)
+			conn_refuse(c, 431, "request head too large");
+		return false;
+	}
+	if (e != HTTP_OK) {
+		conn_refuse(c, e == HTTP_E_TOOBIG || e == HTTP_E_FIELDS ? 431 :
+		    400, http_strerror(e));
+		return false;
+	}
+	if (hd->methodlen == 7 && memcmp(hd->method, "CONNECT", 7) == 0) {
+		conn_refuse(c, 400, "CONNECT is not allowed here");
+		return false;
+	}
+	if (request_target(c, hd, host, &port, &path, &pathlen) < 0)
+		return false;
+	if ((r = conn_route(c, host, port)) <= 0)
+		return false;		/* refused, or dialling */
+	collect_needles(c, host);
+	if ((r = head_has_needle(h, hd)) >= 0) {
+		refuse_placeholder(c, r, host);
+		return false;
+	}
+	if (put_head(c, hd, host, path, pathlen) < 0) {
+		buf_free(&c->u.out);
+		conn_refuse(c, 431, "request head too large after injection");
+		return false;
+	}
+	h->rqbody = hd->body;
+	h->rqremain = hd->length;
+	memset(&h->rqch, 0, sizeof(h->rqch));
+	h->head_req = hd->methodlen == 4 && memcmp(hd->method, "HEAD", 4) == 0;
+	h->upgrade_req = hd->upgrade;
+	h->close_after = hd->close;
+	h->req_minor = hd->minor;
+	buf_consume(&c->g.in, hd->headlen);
+	h->rq = h->rqbody == BODY_NONE ? RQ_DONE : RQ_BODY;
+	h->rs = RS_HEAD;
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+	return true;
+}
+
+static bool
+request_body(struct conn *c)
+{
+	struct http *h = c->h;
+	size_t n = c->g.in.len, room = buf_room(&c->u.out), used, ol;
+	const uint8_t *p = c->g.in.d + c->g.in.off;
+	enum chunk_ret cr = CHUNK_MORE;
+	int r;
+
+	if (n > room)
+		n = room;
+	if (n == 0)
+		return false;
+	if (h->rqbody == BODY_LENGTH) {
+		if (n > h->rqremain)
+			n = (size_t)h->rqremain;
+		h->rqremain -= n;
+	} else {
+		cr = chunked_feed(&h->rqch, p, n, NULL, &ol, &used);
+		if (cr == CHUNK_ERROR) {
+			conn_refuse(c, 400, "invalid chunked request body");
+			return false;
+		}
+		n = used;
+	}
+	if ((r = phwatch_feed(&h->watch, p, n)) >= 0) {
+		refuse_placeholder(c, r, c->host);
+		return false;
+	}
+	buf_put(&c->u.out, p, n);
+	buf_consume(&c->g.in, n);
+	if ((h->rqbody == BODY_LENGTH && h->rqremain == 0) || cr == CHUNK_DONE)
+		h->rq = RQ_DONE;
+	return true;
+}
+
+static bool
+request_step(struct conn *c)
+{
+	switch (c->h->rq) {
+	case RQ_HEAD:
+		return request_head(c);
+	case RQ_BODY:
+		return request_body(c);
+	default:
+		return false;
+	}
+}
+
+/* --- response --------------------------------------------------------------- */
+
+static int
+put_redacted_field(struct conn *c, const struct http_field *f)
+{
+	char val[HTTP_MAX_HEAD * 2];
+	struct secrets *ss = proxy.secrets;
+	ssize_t vl;
+
+	vl = subst_all(f->value, f->valuelen, ss->redact, ss->n, val,
+	    sizeof(val), NULL);
+	if (vl < 0)
+		return -1;
+	return buf_printf(&c->g.out, "%.*s: %.*s\r\n", (int)f->namelen,
+	    f->name, (int)vl, val);
+}
+
+static bool
+framing_field(const struct http_field *f)
+{
+	return http_field_is(f, "content-length") ||
+	    http_field_is(f, "transfer-encoding") ||
+	    http_field_is(f, "connection") || http_field_is(f, "keep-alive");
+}
+
+static int
+put_response_head(struct conn *c, const struct http_head *hd)
+{
+	struct http *h = c->h;
+	const char *line = (char *)c->u.in.d + c->u.in.off;
+	const char *eol = memchr(line, '\r', hd->headlen);
+	bool passthrough = hd->status < 200 || hd->status == 101;
+	size_t i;
+
+	/* Our side of the guest's connection speaks HTTP/1.1 whatever the
+	 * upstream spoke; the reason phrase is kept. */
+	if (buf_printf(&c->g.out, "HTTP/1.1 %.*s\r\n", (int)(eol - line - 9),
+	    line + 9) < 0)
+		return -1;
+	for (i = 0; i < hd->nfields; i++) {
+		if (!passthrough && framing_field(&hd->fields[i]))
+			continue;
+		if (put_redacted_field(c, &hd->fields[i]) < 0)
+			return -1;
+	}
+	if (!passthrough) {
+		if (h->rechunk && buf_printf(&c->g.out,
+		    "Transfer-Encoding: chunked\r\n") < 0)
+			return -1;
+		if (h->rsbody == BODY_NONE && !h->head_req &&
+		    hd->status != 204 && hd->status != 304 &&
+		    buf_printf(&c->g.out, "Content-Length: 0\r\n") < 0)
+			return -1;
+		if (h->close_after && buf_printf(&c->g.out,
+		    "Connection: close\r\n") < 0)
+			return -1;
+	}
+	return buf_put(&c->g.out, "\r\n", 2);
+}
+
+static void
+response_done(struct conn *c)
+{
+	struct http *h = c->h;
+
+	h->rs = RS_IDLE;
+	redactor_free(&h->red);
+	redactor_init(&h->red, proxy.secrets->redact, proxy.secrets->n);
+	if (h->rq != RQ_DONE)
+		h->close_after = true;	/* answered before the body ended */
+	if (h->close_after) {
+		c->st = S_DRAIN;
+		conn_set_deadline(c, 10);
+		return;
+	}
+	h->rq = RQ_HEAD;
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+}
+
+static void
+start_tunnel(struct conn *c)
+{
+	c->st = S_TUNNEL;
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+}
+
+static bool
+response_head(struct conn *c)
+{
+	struct http *h = c->h;
+	struct http_head *hd = &h->hd;
+	enum http_err e;
+
+	if (c->u.in.len == 0 || c->g.out.len > 0)
+		return false;
+	e = http_parse_response((char *)c->u.in.d + c->u.in.off, c->u.in.len,
+	    h->head_req, hd);
+	if (e == HTTP_INCOMPLETE) {
+		if (buf_room(&c->u.in) == 0)
+			conn_refuse(c, 502, "upstream response head too large");
+		return false;
+	}
+	if (e != HTTP_OK) {
+		log_info("%s: %s: bad upstream response: %s", c->src, c->host,
+		    http_strerror(e));
+		conn_refuse(c, 502, "malformed upstream response");
+		return false;
+	}
+	if (hd->status == 101 && !h->upgrade_req) {
+		conn_refuse(c, 502, "upstream switched protocols unasked");
+		return false;
+	}
+	h->rsbody = hd->body;
+	h->rsremain = hd->length;
+	memset(&h->rsch, 0, sizeof(h->rsch));
+	/* A body is re-framed as chunked for HTTP/1.1 guests, delimited by
+	 * close for HTTP/1.0 ones. */
+	h->rechunk = hd->body != BODY_NONE && hd->status >= 200 &&
+	    h->req_minor == 1;
+	if (hd->body != BODY_NONE && hd->status >= 200 && h->req_minor == 0)
+		h->close_after = true;
+	if (put_response_head(c, hd) < 0) {
+		buf_free(&c->g.out);
+		conn_refuse(c, 502, "upstream response head too large");
+		return false;
+	}
+	buf_consume(&c->u.in, hd->headlen);
+	if (hd->status == 101) {
+		start_tunnel(c);
+		return true;
+	}
+	if (hd->status < 200)
+		return true;		/* interim: the final head follows */
+	h->rs = hd->body == BODY_NONE ? RS_IDLE : RS_BODY;
+	if (hd->close)
+		c->u.shut = true;	/* do not reuse this upstream */
+	if (h->rs == RS_IDLE)
+		response_done(c);
+	return true;
+}
+
+/* Emit redacted payload as one chunk (or raw when not re-chunking). */
+static int
+emit(struct conn *c, const uint8_t *p, size_t n, bool final)
+{
+	struct http *h = c->h;
+	size_t o = redact_feed(&h->red, p, n, h->outb, final);
+
+	int rc = 0;
+
+	if (!h->rechunk)
+		rc = buf_put(&c->g.out, h->outb, o);
+	else if (o > 0 && (buf_printf(&c->g.out, "%zx\r\n", o) < 0 ||
+	    buf_put(&c->g.out, h->outb, o) < 0 ||
+	    buf_put(&c->g.out, "\r\n", 2) < 0))
+		rc = -1;
+	explicit_bzero(h->outb, o);
+	if (rc == 0 && final && h->rechunk &&
+	    buf_put(&c->g.out, "0\r\n\r\n", 5) < 0)
+		rc = -1;
+	return rc;
+}
+
+static bool
+response_body(struct conn *c)
+{
+	struct http *h = c->h;
+	size_t n = c->u.in.len, used, dl = 0;
+	const uint8_t *p = c->u.in.d + c->u.in.off, *data = p;
+	enum chunk_ret cr = CHUNK_MORE;
+	bool done = false;
+
+	if (buf_room(&c->g.out) < h->outbcap + 32)
+		return false;
+	if (n > REDACT_CHUNK)
+		n = REDACT_CHUNK;
+	if (h->rsbody == BODY_CHUNKED) {
+		cr = chunked_feed(&h->rsch, p, n, h->dec, &dl, &used);
+		if (cr == CHUNK_ERROR) {
+			log_info("%s: %s: bad chunked response", c->src,
+			    c->host);
+			conn_close(c);
+			return false;
+		}
+		data = h->dec;
+		n = used;
+		done = cr == CHUNK_DONE;
+	} else if (h->rsbody == BODY_LENGTH) {
+		if (n > h->rsremain)
+			n = (size_t)h->rsremain;
+		dl = n;
+		h->rsremain -= n;
+		done = h->rsremain == 0;
+	} else {
+		dl = n;
+		done = c->u.eof && n == c->u.in.len;
+	}
+	if (n == 0 && !done)
+		return false;
+	if (emit(c, data, dl, done) < 0) {
+		conn_close(c);
+		return false;
+	}
+	buf_consume(&c->u.in, n);
+	if (done) {
+		if (h->rsbody == BODY_CLOSE)
+			c->u.shut = true;
+		response_done(c);
+	}
+	return true;
+}
+
+static bool
+response_step(struct conn *c)
+{
+	switch (c->h->rs) {
+	case RS_HEAD:
+		return response_head(c);
+	case RS_BODY:
+		return response_body(c);
+	default:
+		return false;
+	}
+}
+
+/* --- the pump --------------------------------------------------------------- */
+
+/* End-of-stream cases; true if the connection was closed or changed. */
+static bool
+eof_cases(struct conn *c)
+{
+	struct http *h = c->h;
+
+	if (c->g.err) {
+		conn_close(c);
+		return true;
+	}
+	if (c->g.eof && h->rq != RQ_DONE &&
+	    !(h->rq == RQ_HEAD && c->g.in.len > 0 && h->rs != RS_IDLE)) {
+		if (h->rs == RS_IDLE && c->g.out.len == 0) {
+			conn_close(c);
+			return true;
+		}
+		if (h->rq == RQ_BODY) {
+			conn_close(c);
+			return true;
+		}
+	}
+	if ((c->u.eof || c->u.err) && c->u.in.len == 0) {
+		if (h->rs == RS_HEAD) {
+			conn_refuse(c, 502, "upstream closed without answering");
+			return true;
+		}
+		if (h->rs == RS_BODY && h->rsbody != BODY_CLOSE) {
+			conn_close(c);	/* truncated: the guest sees it */
+			return true;
+		}
+		if (h->rs == RS_IDLE && c->u.fd >= 0)
+			c->u.shut = true;
+	}
+	return false;
+}
+
+static bool
+upstream_usable(struct conn *c)
+{
+	return c->u.fd >= 0 && c->dialled && !c->u.err;
+}
+
+void
+http_pump(struct conn *c)
+{
+	struct http *h = c->h;
+	bool moved;
+
+	c->g.want_r = c->g.want_w = c->u.want_r = c->u.want_w = false;
+	do {
+		moved = false;
+		if (h->rq != RQ_DONE)
+			moved |= side_fill(&c->g);
+		moved |= request_step(c);
+		if (c->closed || c->st != S_HTTP)
+			break;
+		if (upstream_usable(c)) {
+			moved |= side_flush(&c->u);
+			if (h->rs != RS_IDLE)
+				moved |= side_fill(&c->u);
+		}
+		moved |= response_step(c);
+		if (c->closed)
+			return;
+		moved |= side_flush(&c->g);
+		if (c->st == S_HTTP && eof_cases(c))
+			return;
+		if (c->st == S_HTTP && h->rs == RS_IDLE && c->u.shut &&
+		    c->u.fd >= 0) {
+			/* not reusable: dial again for the next request */
+			c->u.shut = false;
+			c->dialled = false;
+			if (c->u.ssl) {
+				SSL_free(c->u.ssl);
+				c->u.ssl = NULL;
+			}
+			ev_del(&c->u.ev);
+			close(c->u.fd);
+			c->u.fd = -1;
+			buf_free(&c->u.in);
+			buf_free(&c->u.out);
+			c->u.eof = c->u.err = false;
+		}
+	} while (moved && c->st == S_HTTP);
+	if (c->closed)
+		return;
+	switch (c->st) {
+	case S_HTTP:
+		side_interest(&c->g, h->rq != RQ_DONE && !c->g.eof &&
+		    c->g.in.len < c->g.in.cap, false);
+		if (upstream_usable(c))
+			side_interest(&c->u, h->rs != RS_IDLE && !c->u.eof,
+			    false);
+		break;
+	case S_DRAIN:
+		side_flush(&c->g);
+		if (c->g.out.len == 0 || c->g.err)
+			conn_close(c);
+		else
+			side_interest(&c->g, false, true);
+		if (!c->closed && c->u.fd >= 0)
+			ev_set(&c->u.ev, 0);
+		break;
+	case S_TUNNEL:
+		tunnel_pump(c);
+		break;
+	default:
+		break;		/* dialling: the dial handlers take over */
+	}
+}
+
+/* After a 101: bytes both ways, unparsed, until either side ends. */
+static bool
+copy_dir(struct side *from, struct side *to)
+{
+	size_t n = from->in.len;
+
+	if (n == 0 || buf_put(&to->out, from->in.d + from->in.off, n) < 0)
+		return false;
+	buf_consume(&from->in, n);
+	return true;
+}
+
+void
+tunnel_pump(struct conn *c)
+{
+	bool moved;
+
+	c->g.want_r = c->g.want_w = c->u.want_r = c->u.want_w = false;
+	do {
+		moved = side_fill(&c->g);
+		moved |= side_fill(&c->u);
+		moved |= copy_dir(&c->g, &c->u);
+		moved |= copy_dir(&c->u, &c->g);
+		moved |= side_flush(&c->u);
+		moved |= side_flush(&c->g);
+	} while (moved);
+	if (c->g.err || c->u.err || (c->g.eof && c->u.out.len == 0) ||
+	    (c->u.eof && c->g.out.len == 0 && c->u.in.len == 0)) {
+		conn_close(c);
+		return;
+	}
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+	side_interest(&c->g, c->g.in.len == 0, false);
+	side_interest(&c->u, c->u.in.len == 0, false);
+}

@@ -1,0 +1,373 @@
+/*
+ * moat-proxy -- gatewayd's secret-injecting proxy (DESIGN.md "Secrets").
+ *
+ * Start-up order is open, drop, narrow: read the config and the secret
+ * values, load or create the gateway CA and bind (or receive) the
+ * listening sockets as root; then drop to an unprivileged user with
+ * no_new_privs and no core dumps; then serve guests from one epoll loop.
+ */
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "conn.h"
+#include "ipc.h"
+#include "log.h"
+#include "sandbox.h"
+#include "tls.h"
+
+enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+
+#define MAX_LISTENERS	4
+#define DRAIN_S		30
+
+struct options {
+	const char	*conf;
+	const char	*upstream_ca;
+	const char	*user;
+	const char	*listen;	/* ADDR:PORT, standalone */
+	int		 listen_fd[MAX_LISTENERS];
+	int		 nlisten;
+	int		 ipc_fd;
+	int		 foreground;
+	int		 verbose;
+	int		 no_seccomp;
+	uint16_t	 dns_port;
+};
+
+struct listener {
+	struct ev	 ev;
+	enum ckind	 kind;
+};
+
+static volatile sig_atomic_t stop_sig;
+static volatile int stop;
+static struct listener listeners[MAX_LISTENERS];
+static int nlisteners;
+static struct ev ipc_ev;
+static time_t drain_deadline;
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: moat-proxy [-dv] [-c FILE] [--listen ADDR:PORT] [--listen-fd N]\n"
+"                  [--transparent-fd N] [--ipc-fd N] [--upstream-ca FILE]\n"
+"                  [--user NAME]\n"
+"\n"
+"gatewayd's secret-injecting proxy: explicit (CONNECT, absolute-URI HTTP)\n"
+"and transparent (redirected tcp 80/443) on one port.\n"
+"\n"
+"  -c, --config FILE       configuration (default " MOAT_CONF_DEFAULT ")\n"
+"  -d, --foreground        stay in the foreground and log to stderr\n"
+"  -v, --verbose           more log output (twice: debug)\n"
+"      --listen ADDR:PORT  bind here instead of gateway address:proxy port\n"
+"      --listen-fd N       serve a listening socket inherited as fd N\n"
+"      --transparent-fd N  the same, for redirected connections only\n"
+"      --ipc-fd N          SOCK_SEQPACKET to gatewayd (audit, reload)\n"
+"      --upstream-ca FILE  trust FILE for upstream TLS besides the system store\n"
+"      --user NAME         unprivileged user to run as (default nobody)\n"
+"      --dns-port N        upstream resolver port (default 53)\n"
+"      --no-seccomp        do not install the system call filter (debugging)\n"
+"  -h, --help              this help\n"
+"\n"
+"Exit status: 0 stopped cleanly, 1 configuration or secret error,\n"
+"2 usage error, 3 system error.\n");
+}
+
+static int
+parse_fd(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 3 || v > 65535)
+		return -1;
+	return (int)v;
+}
+
+static int
+parse_args(int argc, char *argv[], struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "listen-fd", required_argument, NULL, 'l' },
+		{ "transparent-fd", required_argument, NULL, 't' },
+		{ "ipc-fd", required_argument, NULL, 'i' },
+		{ "upstream-ca", required_argument, NULL, 'a' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "dns-port", required_argument, NULL, 'p' },
+		{ "no-seccomp", no_argument, NULL, 'S' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch, fd;
+
+	memset(o, 0, sizeof(*o));
+	o->conf = MOAT_CONF_DEFAULT;
+	o->ipc_fd = -1;
+	while ((ch = getopt_long(argc, argv, "c:dvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->conf = optarg; break;
+		case 'd': o->foreground = 1; break;
+		case 'v': o->verbose++; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		case 'L': o->listen = optarg; break;
+		case 'a': o->upstream_ca = optarg; break;
+		case 'u': o->user = optarg; break;
+		case 'S': o->no_seccomp = 1; break;
+		case 'p':
+			if ((fd = parse_fd(optarg)) < 0)
+				return -1;
+			o->dns_port = (uint16_t)fd;
+			break;
+		case 'i':
+			if ((o->ipc_fd = parse_fd(optarg)) < 0)
+				return -1;
+			break;
+		case 'l':
+		case 't':
+			if (o->nlisten == MAX_LISTENERS ||
+			    (fd = parse_fd(optarg)) < 0)
+				return -1;
+			listeners[o->nlisten].kind = ch == 't' ?
+			    K_TRANSPARENT : K_EXPLICIT;
+			o->listen_fd[o->nlisten++] = fd;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return optind == argc ? 0 : -1;
+}
+
+static int
+bind_listener(const struct moat_config *cfg, const char *spec)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	char addr[64];
+	const char *colon;
+	int fd, one = 1;
+
+	if (spec != NULL) {
+		if ((colon = strrchr(spec, ':')) == NULL ||
+		    (size_t)(colon - spec) >= sizeof(addr))
+			return -1;
+		memcpy(addr, spec, (size_t)(colon - spec));
+		addr[colon - spec] = '\0';
+		if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+			return -1;
+		sin.sin_port = htons((uint16_t)atoi(colon + 1));
+	} else {
+		memcpy(&sin.sin_addr, cfg->gw.address.a, 4);
+		sin.sin_port = htons(cfg->gw.proxy_port);
+	}
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		fatal("socket");
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		fatal("bind %s", spec ? spec : "gateway address:proxy port");
+	if (listen(fd, 1024) < 0)
+		fatal("listen");
+	return fd;
+}
+
+static void
+on_listener(struct ev *e, uint32_t events)
+{
+	struct listener *l = e->arg;
+
+	conn_accept(e->fd, l->kind);
+}
+
+static void
+close_listeners(void)
+{
+	int i, fd;
+
+	for (i = 0; i < nlisteners; i++) {
+		if ((fd = listeners[i].ev.fd) < 0)
+			continue;
+		ev_del(&listeners[i].ev);
+		close(fd);
+	}
+}
+
+static void
+start_drain(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	log_info("draining: no new connections, %d open", proxy.nconns);
+	proxy.draining = true;
+	drain_deadline = ts.tv_sec + DRAIN_S;
+	close_listeners();
+}
+
+/* gatewayd's messages.  A reload cannot re-read root-only secret files
+ * after the drop, so the proxy drains and exits; gatewayd starts a new
+ * one on the same inherited sockets. */
+static void
+on_ipc(struct ev *e, uint32_t events)
+{
+	char buf[IPC_MAX_PAYLOAD], err[256];
+	struct ipc_hdr hdr;
+	ssize_t n;
+
+	n = ipc_recv(e->fd, &hdr, buf, sizeof(buf), err, sizeof(err));
+	if (n == 0 || n == -1) {
+		log_warnx("gatewayd went away: stopping");
+		stop = 1;
+		return;
+	}
+	if (n == -2)
+		fatalx("ipc: %s", err);
+	if (hdr.type != IPC_RELOAD)
+		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));
+	start_drain();
+}
+
+static void
+tick(void)
+{
+	struct timespec ts;
+
+	if (stop_sig)
+		stop = 1;
+	dns_tick();
+	conn_tick();
+	if (proxy.draining) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (proxy.nconns == 0 || ts.tv_sec >= drain_deadline)
+			stop = 1;
+	}
+}
+
+static void
+on_signal(int sig)
+{
+	stop_sig = 1;
+	stop = 1;
+}
+
+static void
+signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static struct moat_config *
+load_config(const char *path)
+{
+	struct moat_errors errs = { 0 };
+	struct moat_config *cfg;
+
+	if ((cfg = config_load(path, NULL, &errs)) == NULL) {
+		config_errors_print(stderr, &errs);
+		config_errors_free(&errs);
+		exit(EXIT_CONFIG);
+	}
+	return cfg;
+}
+
+static void
+setup_listeners(const struct options *o, const struct moat_config *cfg)
+{
+	int i, fd;
+
+	nlisteners = o->nlisten;
+	for (i = 0; i < o->nlisten; i++)
+		if (fcntl(o->listen_fd[i], F_SETFD, FD_CLOEXEC) < 0)
+			fatal("--listen-fd %d", o->listen_fd[i]);
+	if (nlisteners == 0) {
+		listeners[0].kind = K_EXPLICIT;
+		nlisteners = 1;
+	}
+	for (i = 0; i < nlisteners; i++) {
+		fd = o->nlisten ? o->listen_fd[i] : bind_listener(cfg,
+		    o->listen);
+		if (fd < 0)
+			fatalx("--listen: expected ADDR:PORT");
+		if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ||
+		    ev_add(&listeners[i].ev, fd, EPOLLIN, on_listener,
+		    &listeners[i]) < 0)
+			fatal("listener fd %d", fd);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct options o;
+	struct moat_config *cfg;
+	struct secrets secrets;
+	char err[512];
+
+	/* Before anything is read: this process will hold secrets. */
+	sandbox_nodump();
+	if (parse_args(argc, argv, &o) < 0) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	log_init("moat-proxy", !o.foreground, o.verbose);
+	cfg = load_config(o.conf);
+	if (secrets_load(&secrets, cfg, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return EXIT_CONFIG;
+	}
+	if (tls_init(cfg->gw.state_dir, o.upstream_ca) < 0)
+		return EXIT_SYSTEM;
+	ev_init();
+	setup_listeners(&o, cfg);
+	if (o.ipc_fd >= 0 && ev_add(&ipc_ev, o.ipc_fd, EPOLLIN, on_ipc,
+	    NULL) < 0)
+		fatal("--ipc-fd %d", o.ipc_fd);
+	audit_init(o.ipc_fd);
+	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
+	sandbox_drop(o.user);
+	if (!o.no_seccomp)
+		sandbox_seccomp();
+	signals();
+	proxy.cfg = cfg;
+	proxy.secrets = &secrets;
+	proxy.maxconns = sandbox_maxfiles() / 3 - 16;
+	proxy.sb_max = proxy.maxconns / 2;
+	log_info("serving %zu sandboxes, %zu secrets, up to %d connections",
+	    cfg->nsandboxes, secrets.n, proxy.maxconns);
+	ev_loop(&stop, tick);
+	log_info("stopping");
+	secrets_wipe(&secrets);
+	tls_free();
+	config_free(cfg);
+	return EXIT_OK;
+}

@@ -1,0 +1,157 @@
+/*
+ * policy.c -- refuse, splice or intercept (DESIGN.md "Policy semantics").
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <string.h>
+
+#include "policy.h"
+
+bool
+policy_literal(const char *s, struct moat_addr *a)
+{
+	struct in_addr in;
+
+	memset(a, 0, sizeof(*a));
+	/* inet_aton, unlike inet_pton, takes every historic spelling: a
+	 * name like "0x7f.1" must be judged as the address it dials. */
+	if (inet_aton(s, &in) == 1) {
+		a->family = AF_INET;
+		memcpy(a->a, &in, 4);
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, a->a) == 1) {
+		a->family = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
+static bool
+pattern_match(const char *pat, const char *host)
+{
+	size_t pl, hl;
+
+	if (strncmp(pat, "*.", 2) != 0)
+		return strcmp(pat, host) == 0;
+	pl = strlen(pat + 1);		/* ".x" */
+	hl = strlen(host);
+	return hl > pl && strcmp(host + hl - pl, pat + 1) == 0;
+}
+
+bool
+policy_name_allowed(const struct moat_sandbox *sb, const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < sb->allow.n; i++)
+		if (pattern_match(sb->allow.v[i], host))
+			return true;
+	return false;
+}
+
+static bool
+in_list(const struct moat_strlist *l, const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (pattern_match(l->v[i], host))
+			return true;
+	return false;
+}
+
+bool
+policy_secret_bound(const struct moat_sandbox *sb,
+    const struct moat_secret *s, const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < sb->secrets.n; i++)
+		if (strcmp(sb->secrets.v[i], s->name) == 0)
+			break;
+	if (i == sb->secrets.n)
+		return false;
+	for (i = 0; i < s->hosts.n; i++)
+		if (strcmp(s->hosts.v[i], host) == 0)	/* exact, never a pattern */
+			return true;
+	return false;
+}
+
+static bool
+entitled_any(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsecrets; i++)
+		if (policy_secret_bound(sb, &cfg->secrets[i], host))
+			return true;
+	return false;
+}
+
+enum verdict
+policy_decide(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const char *host, bool *literal, struct moat_addr *lit,
+    const char **reason)
+{
+	*literal = host != NULL && policy_literal(host, lit);
+	if (sb == NULL)
+		return *reason = "source is not a sandbox", V_REFUSE;
+	if (sb->egress == EGRESS_NONE)
+		return *reason = "sandbox egress is none", V_REFUSE;
+	if (sb->egress == EGRESS_ALLOWLIST) {
+		if (host == NULL)
+			return *reason = "no server name (allowlist needs one)",
+			    V_REFUSE;
+		if (*literal)
+			return *reason = "address literal (allowlist needs a "
+			    "name)", V_REFUSE;
+		if (!policy_name_allowed(sb, host))
+			return *reason = "name not on the allowlist", V_REFUSE;
+	}
+	if (host == NULL || *literal)
+		return V_SPLICE;
+	if (entitled_any(cfg, sb, host))
+		return V_INTERCEPT;
+	if (sb->inspect && !in_list(&sb->bypass, host))
+		return V_INTERCEPT;
+	return V_SPLICE;
+}
+
+static bool
+exception_allows(const struct moat_config *cfg, const struct moat_addr *a,
+    uint16_t port)
+{
+	size_t i, j;
+
+	for (i = 0; i < cfg->gw.nexceptions; i++) {
+		const struct moat_exception *x = &cfg->gw.exceptions[i];
+
+		if (!prefix_contains(&x->to, a) ||
+		    (x->proto != 0 && x->proto != IPPROTO_TCP))
+			continue;
+		if (x->nports == 0)
+			return true;
+		for (j = 0; j < x->nports; j++)
+			if (x->ports[j] == port)
+				return true;
+	}
+	return false;
+}
+
+bool
+policy_addr_ok(const struct moat_config *cfg, const struct moat_addr *addr,
+    uint16_t port)
+{
+	struct moat_addr a = *addr;
+
+	addr_unmap(&a);
+	if (exception_allows(cfg, &a, port))
+		return true;
+	if (a.family == AF_INET6 && (a.a[0] & 0xe0) != 0x20)
+		return false;		/* outside 2000::/3 nothing, ever */
+	return !rangeset_contains(cfg->private, &a) &&
+	    !rangeset_contains(cfg->private, addr);
+}

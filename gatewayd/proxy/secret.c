@@ -1,0 +1,495 @@
+/*
+ * secret.c -- secret values and the substitutions done with them.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "secret.h"
+
+/* --- loading ---------------------------------------------------------- */
+
+static int
+read_value(const struct moat_secret *s, char *buf, size_t *len, char *err,
+    size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	if ((fd = open(s->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "secret \"%s\": cannot read %s: %s",
+		    s->name, s->file, strerror(errno ? errno : EINVAL));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	n = read(fd, buf, SECRET_MAX_LEN + 2);
+	close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	if (n <= 0 || n > SECRET_MAX_LEN) {
+		snprintf(err, errlen, "secret \"%s\": %s: the value must be 1 "
+		    "to %d bytes", s->name, s->file, SECRET_MAX_LEN);
+		return -1;
+	}
+	for (i = 0; i < (size_t)n; i++)
+		if (buf[i] == '\r' || buf[i] == '\n' || buf[i] == '\0') {
+			/* would split a header: request smuggling by config */
+			snprintf(err, errlen, "secret \"%s\": %s: the value "
+			    "contains CR, LF or NUL", s->name, s->file);
+			return -1;
+		}
+	*len = (size_t)n;
+	return 0;
+}
+
+static uint8_t *
+arena_new(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		fatal("mmap");
+	(void)madvise(p, len, MADV_DONTDUMP);
+	if (mlock(p, len) < 0)
+		log_debug("secrets: mlock: %s (values may be swapped)",
+		    strerror(errno));
+	return p;
+}
+
+int
+secrets_load(struct secrets *ss, const struct moat_config *cfg, char *err,
+    size_t errlen)
+{
+	char buf[SECRET_MAX_LEN + 2];
+	size_t i, len, off = 0, pg = (size_t)sysconf(_SC_PAGESIZE);
+	int rc = 0;
+
+	memset(ss, 0, sizeof(*ss));
+	ss->n = cfg->nsecrets;
+	ss->v = xcalloc(ss->n + 1, sizeof(*ss->v));
+	ss->redact = xcalloc(ss->n + 1, sizeof(*ss->redact));
+	ss->arenalen = ((ss->n * (SECRET_MAX_LEN + 1)) / pg + 1) * pg;
+	ss->arena = arena_new(ss->arenalen);
+	for (i = 0; i < ss->n && rc == 0; i++) {
+		struct secret *s = &ss->v[i];
+
+		s->cfg = &cfg->secrets[i];
+		if ((rc = read_value(s->cfg, buf, &len, err, errlen)) < 0)
+			break;
+		s->value = (char *)ss->arena + off;
+		memcpy(s->value, buf, len);
+		s->len = len;
+		off += len + 1;
+		ss->redact[i] = (struct subst){ s->value, s->len,
+		    s->cfg->placeholder, strlen(s->cfg->placeholder) };
+		if (len > ss->maxvalue)
+			ss->maxvalue = len;
+		if (ss->redact[i].tolen > ss->maxph)
+			ss->maxph = ss->redact[i].tolen;
+	}
+	explicit_bzero(buf, sizeof(buf));
+	if (rc < 0)
+		secrets_wipe(ss);
+	return rc;
+}
+
+void
+secrets_wipe(struct secrets *ss)
+{
+	if (ss->arena != NULL) {
+		explicit_bzero(ss->arena, ss->arenalen);
+		munlock(ss->arena, ss->arenalen);
+		munmap(ss->arena, ss->arenalen);
+	}
+	free(ss->v);
+	free(ss->redact);
+	memset(ss, 0, sizeof(*ss));
+}
+
+const struct secret *
+secrets_by_name(const struct secrets *ss, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ss->n; i++)
+		if (strcmp(ss->v[i].cfg->name, name) == 0)
+			return &ss->v[i];
+	return NULL;
+}
+
+/* --- substitution ----------------------------------------------------- */
+
+static const struct subst *
+match_at(const char *p, size_t left, const struct subst *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i].fromlen > 0 && s[i].fromlen <= left &&
+		    memcmp(p, s[i].from, s[i].fromlen) == 0)
+			return &s[i];
+	return NULL;
+}
+
+ssize_t
+subst_all(const char *src, size_t len, const struct subst *s, size_t n,
+    char *dst, size_t cap, int *count)
+{
+	const struct subst *m;
+	size_t i = 0, o = 0;
+	int c = 0;
+
+	while (i < len) {
+		if ((m = match_at(src + i, len - i, s, n)) != NULL) {
+			if (cap - o < m->tolen)
+				return -1;
+			memcpy(dst + o, m->to, m->tolen);
+			o += m->tolen;
+			i += m->fromlen;
+			c++;
+			continue;
+		}
+		if (o == cap)
+			return -1;
+		dst[o++] = src[i++];
+	}
+	if (count != NULL)
+		*count = c;
+	return (ssize_t)o;
+}
+
+static const char b64chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t
+b64_encode(const uint8_t *in, size_t len, char *out)
+{
+	size_t i, o = 0;
+	uint32_t v;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		out[o++] = b64chars[v >> 18];
+		out[o++] = b64chars[(v >> 12) & 63];
+		out[o++] = b64chars[(v >> 6) & 63];
+		out[o++] = b64chars[v & 63];
+	}
+	if (i < len) {
+		v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
+		out[o++] = b64chars[v >> 18];
+		out[o++] = b64chars[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+ssize_t
+b64_decode(const char *in, size_t len, uint8_t *out)
+{
+	size_t i, o = 0, pad = 0;
+	uint32_t v = 0;
+	const char *p;
+
+	if (len % 4 != 0)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (in[i] == '=') {
+			if (i < len - 2 || (i == len - 2 && in[len - 1] != '='))
+				return -1;
+			pad++;
+			v <<= 6;
+		} else if (in[i] != '\0' &&
+		    (p = strchr(b64chars, in[i])) != NULL)
+			v = v << 6 | (uint32_t)(p - b64chars);
+		else
+			return -1;
+		if (i % 4 == 3) {
+			out[o++] = (uint8_t)(v >> 16);
+			out[o++] = (uint8_t)(v >> 8);
+			out[o++] = (uint8_t)v;
+			v = 0;
+		}
+	}
+	return (ssize_t)(o - pad);
+}
+
+/* "Basic <b64>": substitute inside the decoded credentials.  Returns the
+ * new length, 0 if the value is not Basic, -1 if it does not fit. */
+static ssize_t
+subst_basic(const char *src, size_t len, const struct subst *s, size_t n,
+    char *dst, size_t cap, int *count)
+{
+	uint8_t dec[3 * 1024], rep[3 * 1024 + 4096];
+	ssize_t dl, rl;
+	size_t el;
+
+	if (len <= 6 || strncasecmp(src, "Basic ", 6) != 0 ||
+	    len - 6 > 4 * 1024)
+		return 0;
+	if ((dl = b64_decode(src + 6, len - 6, dec)) < 0)
+		return 0;
+	rl = subst_all((char *)dec, (size_t)dl, s, n, (char *)rep,
+	    sizeof(rep), count);
+	explicit_bzero(dec, sizeof(dec));
+	if (rl < 0 || *count == 0) {
+		explicit_bzero(rep, sizeof(rep));
+		return rl < 0 ? -1 : 0;
+	}
+	el = 4 * (((size_t)rl + 2) / 3);
+	if (6 + el + 1 > cap) {
+		explicit_bzero(rep, sizeof(rep));
+		return -1;
+	}
+	memcpy(dst, src, 6);
+	b64_encode(rep, (size_t)rl, dst + 6);
+	explicit_bzero(rep, sizeof(rep));
+	return (ssize_t)(6 + el);
+}
+
+ssize_t
+subst_header(const char *src, size_t len, const struct subst *s, size_t n,
+    char *dst, size_t cap, int *count)
+{
+	ssize_t r;
+	int c = 0;
+
+	if ((r = subst_basic(src, len, s, n, dst, cap, &c)) != 0) {
+		if (count != NULL)
+			*count = c;
+		return r;
+	}
+	return subst_all(src, len, s, n, dst, cap, count);
+}
+
+/* --- streaming redaction ---------------------------------------------- */
+
+void
+redactor_init(struct redactor *r, const struct subst *s, size_t n)
+{
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->s = s;
+	r->n = n;
+	for (i = 0; i < n; i++) {
+		if (s[i].fromlen > r->maxfrom)
+			r->maxfrom = s[i].fromlen;
+		if (s[i].fromlen > 0)
+			r->first[(uint8_t)s[i].from[0] / 8] |=
+			    (uint8_t)(1 << ((uint8_t)s[i].from[0] % 8));
+	}
+	r->hold = xmalloc(r->maxfrom + 1);
+}
+
+void
+redactor_free(struct redactor *r)
+{
+	if (r->hold != NULL) {
+		explicit_bzero(r->hold, r->maxfrom + 1);
+		free(r->hold);
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+size_t
+redact_outmax(const struct redactor *r, size_t len)
+{
+	size_t i, g = 1;
+
+	for (i = 0; i < r->n; i++)
+		if (r->s[i].fromlen > 0 &&
+		    (r->s[i].tolen + r->s[i].fromlen - 1) / r->s[i].fromlen > g)
+			g = (r->s[i].tolen + r->s[i].fromlen - 1) /
+			    r->s[i].fromlen;
+	return (len + r->maxfrom) * g + 1;
+}
+
+/* Could buf[0..left) be the start of some from? */
+static bool
+prefix_of_any(const uint8_t *p, size_t left, const struct subst *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i].fromlen > left && memcmp(p, s[i].from, left) == 0)
+			return true;
+	return false;
+}
+
+size_t
+redact_feed(struct redactor *r, const uint8_t *in, size_t len, uint8_t *out,
+    bool final)
+{
+	uint8_t work[REDACT_CHUNK + SECRET_MAX_LEN + 1];
+	const struct subst *m;
+	size_t wl, i = 0, o = 0;
+
+	if (r->n == 0 || r->maxfrom == 0) {
+		memcpy(out, in, len);
+		return len;
+	}
+	memcpy(work, r->hold, r->holdlen);
+	memcpy(work + r->holdlen, in, len);
+	wl = r->holdlen + len;
+	r->holdlen = 0;
+	while (i < wl) {
+		uint8_t b = work[i];
+
+		if ((r->first[b / 8] & (1 << (b % 8))) == 0) {
+			out[o++] = work[i++];
+			continue;
+		}
+		if ((m = match_at((char *)work + i, wl - i, r->s, r->n))) {
+			memcpy(out + o, m->to, m->tolen);
+			o += m->tolen;
+			i += m->fromlen;
+		} else if (!final && prefix_of_any(work + i, wl - i, r->s,
+		    r->n)) {
+			r->holdlen = wl - i;
+			memcpy(r->hold, work + i, r->holdlen);
+			break;
+		} else
+			out[o++] = work[i++];
+	}
+	explicit_bzero(work, wl);
+	return o;
+}
+
+/* --- placeholder watching ---------------------------------------------- */
+
+static int
+hexv(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+/* Value of n hex digits at p, or -1. */
+static long
+hexn(const uint8_t *p, size_t n)
+{
+	long v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (hexv(p[i]) < 0)
+			return -1;
+		v = v * 16 + hexv(p[i]);
+	}
+	return v;
+}
+
+size_t
+ph_normalize(const uint8_t *in, size_t len, uint8_t *out)
+{
+	size_t i = 0, o = 0;
+	long v;
+
+	while (i < len) {
+		if (in[i] == '%' && i + 2 < len && (v = hexn(in + i + 1, 2)) >= 0) {
+			out[o++] = (uint8_t)v;
+			i += 3;
+		} else if (in[i] == '\\' && i + 5 < len && in[i + 1] == 'u' &&
+		    (v = hexn(in + i + 2, 4)) >= 0 && v < 0x80) {
+			out[o++] = (uint8_t)v;
+			i += 6;
+		} else if (in[i] == '\\' && i + 3 < len && in[i + 1] == 'x' &&
+		    (v = hexn(in + i + 2, 2)) >= 0) {
+			out[o++] = (uint8_t)v;
+			i += 4;
+		} else if (in[i] == '\\' && i + 1 < len) {
+			out[o++] = in[i + 1];
+			i += 2;
+		} else
+			out[o++] = in[i++];
+	}
+	return o;
+}
+
+static int
+find_raw(const uint8_t *buf, size_t len, const struct subst *nd, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (nd[i].fromlen > 0 &&
+		    memmem(buf, len, nd[i].from, nd[i].fromlen) != NULL)
+			return (int)i;
+	return -1;
+}
+
+int
+ph_find(const uint8_t *buf, size_t len, const struct subst *nd, size_t n)
+{
+	uint8_t *norm;
+	int r;
+
+	if ((r = find_raw(buf, len, nd, n)) >= 0 || len == 0)
+		return r;
+	norm = xmalloc(len);
+	r = find_raw(norm, ph_normalize(buf, len, norm), nd, n);
+	free(norm);
+	return r;
+}
+
+void
+phwatch_init(struct phwatch *w, const struct subst *nd, size_t n)
+{
+	size_t i, max = 0;
+
+	memset(w, 0, sizeof(*w));
+	w->needles = nd;
+	w->n = n;
+	for (i = 0; i < n; i++)
+		if (nd[i].fromlen > max)
+			max = nd[i].fromlen;
+	w->tailcap = max * 6;	/* "\u0041" is six bytes for one */
+	w->tail = xmalloc(w->tailcap + 1);
+}
+
+void
+phwatch_free(struct phwatch *w)
+{
+	free(w->tail);
+	memset(w, 0, sizeof(*w));
+}
+
+int
+phwatch_feed(struct phwatch *w, const uint8_t *in, size_t len)
+{
+	uint8_t *buf;
+	size_t bl, keep;
+	int r;
+
+	if (w->n == 0 || len == 0)
+		return -1;
+	bl = w->taillen + len;
+	buf = xmalloc(bl);
+	memcpy(buf, w->tail, w->taillen);
+	memcpy(buf + w->taillen, in, len);
+	r = ph_find(buf, bl, w->needles, w->n);
+	keep = bl < w->tailcap ? bl : w->tailcap;
+	memcpy(w->tail, buf + bl - keep, keep);
+	w->taillen = keep;
+	free(buf);
+	return r;
+}

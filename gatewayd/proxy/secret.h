@@ -1,0 +1,110 @@
+/*
+ * secret.h -- real secret values, and the byte-level work done with them:
+ * placeholder -> value in request headers (also inside Basic credentials),
+ * value -> placeholder in responses (streaming, across any split), and
+ * spotting a placeholder sent where it does not belong (also
+ * percent-encoded or JSON-escaped).
+ *
+ * The transformations are pure over (buffer, length); the values live in
+ * memory that is locked, excluded from core dumps and wiped on exit.
+ */
+#ifndef MOAT_PROXY_SECRET_H
+#define MOAT_PROXY_SECRET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+#define SECRET_MAX_LEN	4096
+
+struct subst {			/* replace from with to */
+	const char	*from;
+	size_t		 fromlen;
+	const char	*to;
+	size_t		 tolen;
+};
+
+struct secret {
+	const struct moat_secret *cfg;
+	char		*value;		/* in the locked arena */
+	size_t		 len;
+};
+
+struct secrets {
+	struct secret	*v;
+	size_t		 n;
+	uint8_t		*arena;		/* mlock'd, MADV_DONTDUMP */
+	size_t		 arenalen;
+	struct subst	*redact;	/* value -> placeholder, one per secret */
+	size_t		 maxvalue;	/* longest value */
+	size_t		 maxph;		/* longest placeholder */
+};
+
+/* Read every cfg->secrets[i].file.  Values may end in one newline (it is
+ * dropped); CR, LF or NUL inside, an empty value or one over
+ * SECRET_MAX_LEN is refused with a message naming the secret, never the
+ * value.  0 or -1 (err filled). */
+int	secrets_load(struct secrets *, const struct moat_config *,
+	    char *err, size_t errlen);
+void	secrets_wipe(struct secrets *);
+const struct secret *secrets_by_name(const struct secrets *, const char *);
+
+/* Replace every occurrence of each subst's from in src by its to.  Writes
+ * at most cap bytes to dst; returns the length or -1 if it would not fit.
+ * *count (may be NULL) gets the number of replacements. */
+ssize_t	subst_all(const char *src, size_t len, const struct subst *, size_t n,
+	    char *dst, size_t cap, int *count);
+/* Like subst_all, and inside an "Authorization: Basic" style value
+ * ("Basic " + base64) the decoded credentials are substituted and
+ * re-encoded. */
+ssize_t	subst_header(const char *src, size_t len, const struct subst *,
+	    size_t n, char *dst, size_t cap, int *count);
+
+size_t	b64_encode(const uint8_t *in, size_t len, char *out);	/* out: 4*ceil(len/3)+1 */
+/* -1 on invalid input; out needs 3*len/4 bytes. */
+ssize_t	b64_decode(const char *in, size_t len, uint8_t *out);
+
+/* Streaming value -> placeholder for a response body.  A tail that could
+ * start a value is held back until the next feed shows whether it does. */
+#define REDACT_CHUNK	8192	/* most input bytes per redact_feed */
+struct redactor {
+	const struct subst *s;
+	size_t		 n;
+	size_t		 maxfrom;
+	uint8_t		*hold;		/* maxfrom bytes */
+	size_t		 holdlen;
+	uint8_t		 first[32];	/* bitmap of the first bytes of from */
+};
+
+void	redactor_init(struct redactor *, const struct subst *, size_t n);
+void	redactor_free(struct redactor *);
+/* Growth bound: out must hold redact_outmax(r, len) bytes. */
+size_t	redact_outmax(const struct redactor *, size_t len);
+/* Feed len (<= REDACT_CHUNK) bytes; final flushes what was held back.
+ * Returns the bytes written to out. */
+size_t	redact_feed(struct redactor *, const uint8_t *in, size_t len,
+	    uint8_t *out, bool final);
+
+/* Decode %XX, \uXXXX (ASCII), \xXX and backslash escapes into out (len
+ * bytes); returns the decoded length.  Used only for matching. */
+size_t	ph_normalize(const uint8_t *in, size_t len, uint8_t *out);
+
+/* Watching a request for placeholders: which of the n needles (by index)
+ * occurs in buf, normalised, or -1.  The stream variant keeps a tail so a
+ * needle split across feeds is still seen. */
+int	ph_find(const uint8_t *buf, size_t len, const struct subst *needles,
+	    size_t n);
+struct phwatch {
+	const struct subst *needles;	/* from = placeholder */
+	size_t		 n;
+	uint8_t		*tail;
+	size_t		 taillen, tailcap;
+};
+void	phwatch_init(struct phwatch *, const struct subst *, size_t n);
+void	phwatch_free(struct phwatch *);
+int	phwatch_feed(struct phwatch *, const uint8_t *in, size_t len);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * tls.h -- the gateway CA, leaf certificates, and the two TLS contexts:
+ * towards guests (we are the server, with a leaf for the host they asked
+ * for) and towards upstreams (we verify the real chain and name).
+ */
+#ifndef MOAT_PROXY_TLS_H
+#define MOAT_PROXY_TLS_H
+
+#include <openssl/ssl.h>
+
+#define TLS_CA_KEY	"proxy-ca.key"	/* in state_dir, 0600 */
+#define TLS_CA_CERT	"proxy-ca.crt"	/* in state_dir, 0644: for guests */
+
+/* Load the CA from state_dir, creating it (and state_dir, 0700) on first
+ * start.  upstream_ca: an extra trust anchor file, or NULL.  0 or -1. */
+int	tls_init(const char *state_dir, const char *upstream_ca);
+void	tls_free(void);
+/* A server-side SSL on fd presenting a leaf for host (name or address
+ * literal); NULL on failure. */
+SSL	*tls_guest_ssl(int fd, const char *host);
+/* A client-side SSL on fd that verifies host (TLS 1.2+); NULL on failure. */
+SSL	*tls_upstream_ssl(int fd, const char *host);
+/* Why the last OpenSSL call failed, for logs (never secret material). */
+const char *tls_errstr(void);
+
+#endif

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""proxy-server.py -- HTTPS (or HTTP) test server for the proxy tests.
+
+  proxy-server.py ADDR PORT [--cert CRT --key KEY] [--log FILE]
+                  [--leak FILE] [--lifetime S]
+
+Runs inside a test namespace only.  Paths:
+  /echo        body = the request head exactly as received (and appended
+               to --log), so a test sees what reached the server
+  /leak        chunked body carrying the bytes of --leak FILE, split in
+               the middle across two chunks and two writes
+  /sse         text/event-stream: 3 events, 0.4 s apart (chunked)
+  /ws          websocket-style upgrade: 101, then echoes raw bytes
+  /big?n=N     N bytes of 'x' with Content-Length (benchmarks)
+  /small       "ok\\n" with Content-Length (benchmarks)
+Keep-alive (HTTP/1.1).  Stops by itself after --lifetime seconds.
+"""
+import argparse
+import http.server
+import socketserver
+import ssl
+import sys
+import threading
+import time
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def head_text(self):
+        lines = [self.requestline] + [f"{k}: {v}" for k, v in self.headers.items()]
+        return "\r\n".join(lines) + "\r\n"
+
+    def send_body(self, body, ctype="text/plain"):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        body = b""
+        if self.headers.get("Content-Length"):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+        if path == "/echo":
+            text = self.head_text() + "\r\n" + body.decode("latin-1")
+            if self.server.log:
+                with open(self.server.log, "a") as f:
+                    f.write(text + "----\n")
+            return self.send_body(text.encode())
+        if path == "/small":
+            return self.send_body(b"ok\n")
+        if path == "/big":
+            n = int(self.path.split("n=")[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            block = b"x" * 65536
+            while n > 0:
+                k = min(n, len(block))
+                self.wfile.write(block[:k])
+                n -= k
+            return None
+        if path == "/leak":
+            value = open(self.server.leak, "rb").read().strip()
+            half = len(value) // 2
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Echo-Key", value.decode())
+            self.end_headers()
+            self.chunk(b"key=" + value[:half])
+            time.sleep(0.2)
+            self.chunk(value[half:] + b";end\n")
+            self.wfile.write(b"0\r\n\r\n")
+            return None
+        if path == "/sse":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(3):
+                self.chunk(b"data: event %d t=%.3f\n\n" % (i, time.time()))
+                time.sleep(0.4)
+            self.wfile.write(b"0\r\n\r\n")
+            return None
+        if path == "/ws":
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", "test")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                data = self.connection.recv(4096)
+                if not data:
+                    break
+                self.connection.sendall(data)
+            self.close_connection = True
+            return None
+        self.send_error(404)
+        return None
+
+    do_POST = do_GET
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("addr")
+    ap.add_argument("port", type=int)
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    ap.add_argument("--log")
+    ap.add_argument("--leak")
+    ap.add_argument("--lifetime", type=int, default=600)
+    a = ap.parse_args()
+    srv = Server((a.addr, a.port), Handler)
+    srv.log, srv.leak = a.log, a.leak
+    if a.cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.cert, a.key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Timer(a.lifetime, lambda: sys.exit(0)).start()
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    time.sleep(a.lifetime)
+
+
+if __name__ == "__main__":
+    main()
