@@ -28,6 +28,7 @@
 #define STABLE_AFTER	60	/* seconds up before backoff resets */
 
 static int start_nflog(struct gw *, int ipc);
+static void child_signals(void);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
 
 static const struct {
@@ -81,6 +82,21 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	return;
 later:
 	p->restart_at = time(NULL) + p->backoff_s;
+	p->backoff_s = p->backoff_s * 2 > BACKOFF_MAX ? BACKOFF_MAX :
+	    p->backoff_s * 2;
+}
+
+/* In a new child: the parent's blocked signals (kept for its signalfd)
+ * and ignored SIGPIPE must not be inherited, or SIGTERM would not stop
+ * the child. */
+static void
+child_signals(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
 }
 
 void
@@ -330,6 +346,7 @@ start_nflog(struct gw *gw, int ipc)
 	if (pid == 0) {
 		/* A reader outliving its parent would keep the nflog group
 		 * bound and block the next gatewayd. */
+		child_signals();
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		nflog_child(gw->nlfd, ipc, gw->cfg);
 	}
@@ -381,6 +398,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		return -1;
 	}
 	if (pid == 0) {
+		child_signals();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		child_fds(fds, 1);
 		execv(prog, argv);
