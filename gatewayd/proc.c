@@ -29,6 +29,7 @@
 
 static int start_nflog(struct gw *, int ipc);
 static void child_signals(void);
+static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
 
 static const struct {
@@ -346,9 +347,14 @@ start_nflog(struct gw *gw, int ipc)
 	if (pid == 0) {
 		/* A reader outliving its parent would keep the nflog group
 		 * bound and block the next gatewayd. */
+		int keep[2] = { gw->nlfd, ipc };
+
 		child_signals();
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		nflog_child(gw->nlfd, ipc, gw->cfg);
+		/* Only the nflog socket and the IPC end survive: an inherited
+		 * nf_tables socket would carry root's rights into the child. */
+		child_fds(keep, 2);
+		nflog_child(3, 4, gw->cfg);
 	}
 	return pid;
 }
@@ -365,8 +371,7 @@ child_fds(int *fds, int n)
 		dup2(high[i], 3 + i);	/* dup2 clears close-on-exec */
 		close(high[i]);
 	}
-	for (i = 3 + n; i < 64; i++)
-		close(i);
+	close_range((unsigned)(3 + n), ~0U, 0);
 }
 
 static int

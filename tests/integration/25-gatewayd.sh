@@ -47,6 +47,8 @@ expect_match "nflog child has no capabilities" 'CapEff:\s+0000000000000000' "$(c
 expect_match "nflog child runs as moat-log" "^moat-log$" "$(ps -o user= -p $pid)"
 expect_match "nflog child has no_new_privs and seccomp" 'NoNewPrivs:\s+1' "$(cat /proc/$pid/status)"
 expect_match "nflog child is in seccomp filter mode" 'Seccomp:\s+2' "$(cat /proc/$pid/status)"
+expect_eq "nflog child holds only stdio, its nflog socket and its IPC end" "0 1 2 3 4" \
+	"$(ls /proc/$pid/fd | sort -n | tr '\n' ' ' | sed 's/ $//')"
 
 # kill -9 a child: it comes back; while it is down the LAN stays closed.
 kill -9 "$pid"
