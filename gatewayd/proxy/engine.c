@@ -622,16 +622,12 @@ eof_cases(struct conn *c)
 		conn_close(c);
 		return true;
 	}
-	if (c->g.eof && h->rq != RQ_DONE &&
-	    !(h->rq == RQ_HEAD && c->g.in.len > 0 && h->rs != RS_IDLE)) {
-		if (h->rs == RS_IDLE && c->g.out.len == 0) {
-			conn_close(c);
-			return true;
-		}
-		if (h->rq == RQ_BODY) {
-			conn_close(c);
-			return true;
-		}
+	/* A guest may half-close after its last request: what it sent
+	 * before is still served. */
+	if (c->g.eof && c->g.in.len == 0 && (h->rq == RQ_BODY ||
+	    (h->rq == RQ_HEAD && h->rs == RS_IDLE && c->g.out.len == 0))) {
+		conn_close(c);
+		return true;
 	}
 	if ((c->u.eof || c->u.err) && c->u.in.len == 0) {
 		if (h->rs == RS_HEAD) {

@@ -354,13 +354,13 @@ main(int argc, char *argv[])
 		fatal("--ipc-fd %d", o.ipc_fd);
 	audit_init(o.ipc_fd);
 	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
+	proxy.maxconns = sandbox_maxfiles() / 3 - 16;
 	sandbox_drop(o.user);
 	if (!o.no_seccomp)
 		sandbox_seccomp();
 	signals();
 	proxy.cfg = cfg;
 	proxy.secrets = &secrets;
-	proxy.maxconns = sandbox_maxfiles() / 3 - 16;
 	proxy.sb_max = proxy.maxconns / 2;
 	log_info("serving %zu sandboxes, %zu secrets, up to %d connections",
 	    cfg->nsandboxes, secrets.n, proxy.maxconns);
