@@ -1,0 +1,160 @@
+/*
+ * test_proxy_policy.c -- refuse / splice / intercept, address literals in
+ * every spelling, private addresses (also IPv4-mapped), allowlist
+ * patterns and secret binding, on a config loaded from text.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "../../gatewayd/proxy/policy.h"
+
+static struct moat_config *cfg;
+static char secretfile[] = "/tmp/moat-test-secret.XXXXXX";
+
+/* %s: a secret file, which the loader wants regular, 0600, root's. */
+static const char conf[] =
+"gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";"
+"  dns: { upstream = [ \"203.0.113.53\" ]; };"
+"  treat_as_public = [ \"203.0.113.0/24\" ];"
+"  exceptions = ( { to = \"192.168.1.50/32\"; proto = \"tcp\"; ports = [ 3142 ]; } ); };\n"
+"secrets = ( { name = \"api\"; file = \"%s\"; hosts = [ \"api.test\" ];"
+"  header = \"Authorization\"; placeholder = \"moat-PH-test\"; } );\n"
+"sandboxes = (\n"
+" { name = \"a\"; mac = \"52:54:00:00:00:0a\"; address = \"10.77.0.10\"; tap = \"t-a\";"
+"   egress = \"allowlist\"; allow = [ \"*.example.test\", \"api.test\" ]; secrets = [ \"api\" ]; },\n"
+" { name = \"o\"; mac = \"52:54:00:00:00:0b\"; address = \"10.77.0.11\"; tap = \"t-o\";"
+"   egress = \"open\"; inspect = true; bypass = [ \"pinned.test\" ]; },\n"
+" { name = \"n\"; mac = \"52:54:00:00:00:0c\"; address = \"10.77.0.12\"; tap = \"t-n\";"
+"   egress = \"none\"; } );\n";
+
+static int
+setup(void **state)
+{
+	struct moat_errors errs = { 0 };
+	char text[4096];
+	int fd;
+
+	if (geteuid() != 0)
+		return 0;	/* the loader insists on root-owned secrets */
+	if ((fd = mkstemp(secretfile)) < 0 || write(fd, "v\n", 2) != 2)
+		return 1;
+	close(fd);
+	snprintf(text, sizeof(text), conf, secretfile);
+	cfg = config_load_buffer("test.conf", text, "/nonexistent", &errs);
+	if (cfg == NULL)
+		config_errors_print(stderr, &errs);
+	config_errors_free(&errs);
+	return cfg == NULL;
+}
+
+static int
+teardown(void **state)
+{
+	config_free(cfg);
+	unlink(secretfile);
+	return 0;
+}
+
+static void
+need_cfg(void)
+{
+	if (cfg == NULL)
+		skip();
+}
+
+static enum verdict
+decide(const char *sb, const char *host)
+{
+	struct moat_addr lit;
+	const char *reason = NULL;
+	bool literal;
+
+	return policy_decide(cfg, config_sandbox_by_name(cfg, sb), host,
+	    &literal, &lit, &reason);
+}
+
+static void
+test_decide(void **state)
+{
+	need_cfg();
+	assert_int_equal(decide("a", "api.test"), V_INTERCEPT);
+	assert_int_equal(decide("a", "www.example.test"), V_SPLICE);
+	assert_int_equal(decide("a", "example.test"), V_REFUSE);
+	assert_int_equal(decide("a", "evil.test"), V_REFUSE);
+	assert_int_equal(decide("a", "203.0.113.5"), V_REFUSE);
+	assert_int_equal(decide("a", NULL), V_REFUSE);
+	assert_int_equal(decide("o", "anything.test"), V_INTERCEPT);
+	assert_int_equal(decide("o", "pinned.test"), V_SPLICE);
+	assert_int_equal(decide("o", "api.test"), V_INTERCEPT);
+	assert_int_equal(decide("o", NULL), V_SPLICE);
+	assert_int_equal(decide("n", "api.test"), V_REFUSE);
+	assert_int_equal(policy_decide(cfg, NULL, "api.test", &(bool){ 0 },
+	    &(struct moat_addr){ 0 }, &(const char *){ NULL }), V_REFUSE);
+}
+
+static bool
+ok(const char *s, uint16_t port)
+{
+	struct moat_addr a;
+
+	assert_true(policy_literal(s, &a));
+	return policy_addr_ok(cfg, &a, port);
+}
+
+static void
+test_addresses(void **state)
+{
+	need_cfg();
+	assert_true(ok("203.0.113.7", 443));
+	assert_false(ok("127.0.0.1", 443));
+	assert_false(ok("127.1", 443));
+	assert_false(ok("0x7f.1", 443));
+	assert_false(ok("2130706433", 443));
+	assert_false(ok("017700000001", 443));
+	assert_false(ok("169.254.169.254", 80));
+	assert_false(ok("10.77.0.1", 3128));
+	assert_false(ok("::1", 443));
+	assert_false(ok("::ffff:192.168.77.2", 443));
+	assert_false(ok("fe80::1", 443));
+	assert_false(ok("64:ff9b::c0a8:4d02", 443));
+	assert_false(ok("192.168.1.50", 443));
+	assert_true(ok("192.168.1.50", 3142));	/* an exception */
+	assert_true(ok("8.8.8.8", 443));
+}
+
+static void
+test_binding(void **state)
+{
+	const struct moat_secret *s;
+
+	need_cfg();
+	s = config_secret_by_name(cfg, "api");
+
+	assert_true(policy_secret_bound(config_sandbox_by_name(cfg, "a"), s,
+	    "api.test"));
+	assert_false(policy_secret_bound(config_sandbox_by_name(cfg, "a"), s,
+	    "www.api.test"));
+	assert_false(policy_secret_bound(config_sandbox_by_name(cfg, "o"), s,
+	    "api.test"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_binding),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
