@@ -9,13 +9,17 @@ SHELL := /bin/bash
 FUZZ_SECONDS ?= 30
 FCC	 = clang
 FBUILD	 = build-fuzz
-FCFLAGS	 = -g -O1 -std=c17 -D_GNU_SOURCE -Ilib -fsanitize=fuzzer,address,undefined \
+FCFLAGS	 = -g -O1 -std=c17 -D_GNU_SOURCE -Ilib -Igatewayd -Inft-rules -fsanitize=fuzzer,address,undefined \
 	   -fno-sanitize-recover=undefined $(shell pkg-config --cflags libconfig)
-FLIBS	 = $(shell pkg-config --libs libconfig) -lldns -lssl -lcrypto -lmnl -lnftnl
+FLIBS	 = $(shell pkg-config --libs libconfig) -lldns -lssl -lcrypto -lmnl -lnftnl -lseccomp
 LIBSRC	 = $(wildcard lib/*.c)
 
 FUZZ_SRCS_fuzz_config =
+FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c gatewayd/sandbox.c
 FUZZ_SRCS_fuzz_cc_dns = $(filter-out containment-check/main.c,$(wildcard containment-check/*.c))
+FUZZ_SRCS_fuzz_proxy_http = gatewayd/proxy/http.c
+FUZZ_SRCS_fuzz_proxy_chunked = gatewayd/proxy/http.c
+FUZZ_SRCS_fuzz_proxy_sni = gatewayd/proxy/sni.c
 
 HARNESSES = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 
@@ -30,7 +34,8 @@ all: $(HARNESSES:%=$(FBUILD)/%)
 		test $${PIPESTATUS[0]} -eq 0; \
 	done
 
-$(FBUILD)/%: fuzz/%.c $(LIBSRC)
+.SECONDEXPANSION:
+$(FBUILD)/%: fuzz/%.c $(LIBSRC) $$(FUZZ_SRCS_$$*)
 	@mkdir -p $(FBUILD)
 	$(FCC) $(FCFLAGS) -o $@ $< $(LIBSRC) $(FUZZ_SRCS_$*) $(FLIBS)
 

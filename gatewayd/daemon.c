@@ -216,6 +216,7 @@ gw_run(struct gw_opts *opts)
 
 	gw.opts = *opts;
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
+	gw.dns_udp = gw.dns_tcp = gw.proxy_fd = -1;
 	gw.started = time(NULL);
 	log_init("gatewayd", !opts->foreground, opts->verbose + 1);
 	if (geteuid() != 0)

@@ -136,6 +136,8 @@ struct gw {
 	unsigned		 features;	/* NFTR_F_* */
 	struct gw_proc		 procs[PROC_MAX];
 	int			 nlfd;		/* nflog socket, kept for restarts */
+	int			 dns_udp, dns_tcp;	/* bound by the parent */
+	int			 proxy_fd;	/* listening, bound by the parent */
 	int			 ctlfd;
 	struct gw_client	 clients[GW_MAX_CLIENTS];
 	int			 auditfd;

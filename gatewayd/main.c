@@ -79,6 +79,17 @@ self_dir(void)
 	return xstrdup(buf);
 }
 
+static const char *
+absolute(const char *path)
+{
+	char cwd[PATH_MAX], *out;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return path;
+	xasprintf(&out, "%s/%s", cwd, path);
+	return out;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -140,5 +151,13 @@ main(int argc, char *argv[])
 		return check(o.conf, o.verbose);
 	if (o.bindir == NULL)
 		o.bindir = self_dir();
+	/* daemon(3) changes to "/": every path must be absolute by then. */
+	o.conf = absolute(o.conf);
+	o.sock = absolute(o.sock);
+	o.bindir = absolute(o.bindir);
+	if (o.audit_path != NULL)
+		o.audit_path = absolute(o.audit_path);
+	if (o.upstream_ca != NULL)
+		o.upstream_ca = absolute(o.upstream_ca);
 	return gw_run(&o) == 0 ? EXIT_OK : EXIT_CONFIG;
 }

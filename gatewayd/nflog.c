@@ -129,7 +129,9 @@ nflog_parse(const void *buf, size_t len, struct nflog_event *ev)
 	size_t plen;
 
 	memset(ev, 0, sizeof(*ev));
-	if (!mnl_nlmsg_ok(nlh, (int)len) ||
+	/* libmnl walks attributes up to the aligned end of the message. */
+	if (len > INT32_MAX || !mnl_nlmsg_ok(nlh, (int)len) ||
+	    MNL_ALIGN(nlh->nlmsg_len) > len ||
 	    nlh->nlmsg_type != ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET) ||
 	    nlh->nlmsg_len < MNL_NLMSG_HDRLEN + sizeof(struct nfgenmsg))
 		return -1;
@@ -153,6 +155,15 @@ nflog_parse(const void *buf, size_t len, struct nflog_event *ev)
 	}
 	if (ev->reason[0] == '\0')
 		return -1;
+	if (tb[NFULA_HWADDR] != NULL && mnl_attr_get_payload_len(tb[NFULA_HWADDR]) >=
+	    sizeof(struct nfulnl_msg_packet_hw)) {
+		const struct nfulnl_msg_packet_hw *hw =
+		    mnl_attr_get_payload(tb[NFULA_HWADDR]);
+		if (ntohs(hw->hw_addrlen) == 6) {
+			memcpy(ev->mac, hw->hw_addr, 6);
+			ev->has_mac = 1;
+		}
+	}
 	if (tb[NFULA_PAYLOAD] != NULL)
 		parse_l3(mnl_attr_get_payload(tb[NFULA_PAYLOAD]),
 		    mnl_attr_get_payload_len(tb[NFULA_PAYLOAD]), ev);
@@ -182,6 +193,10 @@ nflog_event_json(const struct nflog_event *ev, const struct moat_config *cfg,
 
 	if (ev->src[0] && addr_parse(ev->src, &a) == 0)
 		sb = config_sandbox_by_addr(cfg, &a);
+	/* IPv6 and ARP from a guest carry no sandbox address: its MAC does. */
+	for (size_t i = 0; sb == NULL && ev->has_mac && i < cfg->nsandboxes; i++)
+		if (memcmp(cfg->sandboxes[i].mac, ev->mac, 6) == 0)
+			sb = &cfg->sandboxes[i];
 	return snprintf(out, len, "{\"event\":\"refusal\",\"reason\":\"%s\","
 	    "\"sandbox\":\"%s\",\"src\":\"%s\",\"dst\":\"%s\",\"proto\":\"%s\","
 	    "\"port\":%u}", ev->reason, sb ? sb->name : "", ev->src, ev->dst,

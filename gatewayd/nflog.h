@@ -16,6 +16,8 @@ struct nflog_event {
 	char	 src[46], dst[46];
 	uint8_t	 proto;
 	uint16_t dport;
+	uint8_t	 mac[6];	/* source MAC, if the kernel gave one */
+	int	 has_mac;
 };
 
 /* One netlink message from an NFNETLINK_LOG socket.  0 if it is a moat

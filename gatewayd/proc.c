@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -374,11 +376,51 @@ child_fds(int *fds, int n)
 	close_range((unsigned)(3 + n), ~0U, 0);
 }
 
+/* A socket on the gateway's sandbox-side address, bound once by the
+ * parent (port 53 needs privilege the children do not have) and handed to
+ * every incarnation of the child. */
+static int
+bound_socket(struct gw *gw, int type, uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1;
+
+	memcpy(&sin.sin_addr, gw->cfg->gw.address.a, 4);
+	if ((fd = socket(AF_INET, type | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    (type == SOCK_STREAM && listen(fd, 1024) == -1)) {
+		log_warn("bind %s port %u", type == SOCK_STREAM ? "tcp" : "udp",
+		    port);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+ensure_sockets(struct gw *gw, enum gw_proc_id id)
+{
+	uint16_t pp = gw->cfg->gw.proxy_port;
+
+	if (id == PROC_DNSD) {
+		if (gw->dns_udp == -1)
+			gw->dns_udp = bound_socket(gw, SOCK_DGRAM, 53);
+		if (gw->dns_tcp == -1)
+			gw->dns_tcp = bound_socket(gw, SOCK_STREAM, 53);
+		return gw->dns_udp == -1 || gw->dns_tcp == -1 ? -1 : 0;
+	}
+	if (gw->proxy_fd == -1)
+		gw->proxy_fd = bound_socket(gw, SOCK_STREAM, pp);
+	return gw->proxy_fd == -1 ? -1 : 0;
+}
+
 static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
-	char prog[1024], *argv[16];
-	int argc = 0, fds[1] = { ipc };
+	char prog[1024], *argv[24];
+	int argc = 0, fds[3], nfds = 0;
 	pid_t pid;
 
 	snprintf(prog, sizeof(prog), "%s/%s", gw->opts.bindir,
@@ -387,15 +429,32 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		log_warn("%s: cannot run %s", gw->procs[id].name, prog);
 		return -1;
 	}
+	if (ensure_sockets(gw, id) == -1)
+		return -1;
+	fds[nfds++] = ipc;				/* fd 3 */
 	argv[argc++] = prog;
 	argv[argc++] = "-d";
 	argv[argc++] = "-c";
 	argv[argc++] = (char *)gw->cfg->path;
 	argv[argc++] = "--ipc-fd";
 	argv[argc++] = "3";
-	if (id == PROC_PROXY && gw->opts.upstream_ca != NULL) {
-		argv[argc++] = "--upstream-ca";
-		argv[argc++] = (char *)gw->opts.upstream_ca;
+	argv[argc++] = id == PROC_DNSD ? "-u" : "--user";
+	argv[argc++] = id == PROC_DNSD ? "moat-dns" : "moat-proxy";
+	if (id == PROC_DNSD) {
+		fds[nfds++] = gw->dns_udp;		/* fd 4 */
+		fds[nfds++] = gw->dns_tcp;		/* fd 5 */
+		argv[argc++] = "--udp-fd";
+		argv[argc++] = "4";
+		argv[argc++] = "--tcp-fd";
+		argv[argc++] = "5";
+	} else {
+		fds[nfds++] = gw->proxy_fd;		/* fd 4 */
+		argv[argc++] = "--listen-fd";
+		argv[argc++] = "4";
+		if (gw->opts.upstream_ca != NULL) {
+			argv[argc++] = "--upstream-ca";
+			argv[argc++] = (char *)gw->opts.upstream_ca;
+		}
 	}
 	argv[argc] = NULL;
 	if ((pid = fork()) == -1) {
@@ -405,7 +464,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	if (pid == 0) {
 		child_signals();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		child_fds(fds, 1);
+		child_fds(fds, nfds);
 		execv(prog, argv);
 		_exit(127);
 	}
