@@ -68,6 +68,10 @@ def zone(base):
         ("loop.test", A): [("loop.test", A, 300, ipv4("127.0.0.1"))],
         ("meta.test", A): [("meta.test", A, 300, ipv4("169.254.169.254"))],
         ("short.test", A): [("short.test", A, 2, ipv4(pub))],
+        ("short.github.test", A): [
+            ("short.github.test", A, 2, ipv4("203.0.113.13"))],
+        ("long.github.test", A): [
+            ("long.github.test", A, 86400, ipv4("203.0.113.14"))],
         ("txt.test", TXT): [("txt.test", TXT, 300, b"\x05hello")],
         # HTTPS with a private and a public ipv4hint (key 4).
         ("https.test", HTTPS): [("https.test", HTTPS, 300,
