@@ -1,0 +1,620 @@
+/*
+ * cmd_create.c -- `provision create NAME`.
+ *
+ * Order matters for "nothing half-made": everything that can be checked
+ * without side effects is checked first (inputs, tools, user, allocation,
+ * and the whole configuration with the new drop-in), then the guest folder
+ * is made and filled, then the drop-in is renamed into place, then gatewayd
+ * is asked to reload.  Any failure after the folder exists removes it; a
+ * refused reload also removes the drop-in.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+struct create_opts {
+	struct guest	 g;
+	const char	*egress;
+	struct strv	 allow, secrets;
+	const char	*ssh_key_file, *ca_file, *pw_file, *owner;
+	char		*ssh_key, *ca_pem, *pw_hash;
+};
+
+enum { OPT_IMAGE = 256, OPT_IMAGE_FORMAT, OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_CPUS,
+    OPT_MEMORY, OPT_DISK, OPT_EGRESS, OPT_ALLOW, OPT_SECRET, OPT_SSH_KEY, OPT_ACCEL, OPT_USER,
+    OPT_LOGIN, OPT_SUDO, OPT_PWHASH, OPT_OWNER, OPT_CA };
+
+static const struct option create_longopts[] = {
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "image-format", required_argument, NULL, OPT_IMAGE_FORMAT },
+	{ "kernel", required_argument, NULL, OPT_KERNEL },
+	{ "initrd", required_argument, NULL, OPT_INITRD },
+	{ "append", required_argument, NULL, OPT_APPEND },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "egress", required_argument, NULL, OPT_EGRESS },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "secret", required_argument, NULL, OPT_SECRET },
+	{ "ssh-key", required_argument, NULL, OPT_SSH_KEY },
+	{ "accel", required_argument, NULL, OPT_ACCEL },
+	{ "user", required_argument, NULL, OPT_USER },
+	{ "login", required_argument, NULL, OPT_LOGIN },
+	{ "sudo", no_argument, NULL, OPT_SUDO },
+	{ "password-hash-file", required_argument, NULL, OPT_PWHASH },
+	{ "owner", required_argument, NULL, OPT_OWNER },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* "1024", "1024M", "2G" -> MiB. */
+static int
+parse_mem(const char *s, int *mb)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end == s || v <= 0)
+		return -1;
+	if (*end == 'G' || *end == 'g')
+		v *= 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		end++;
+	if (*end != '\0' || v < 64 || v > 1024 * 1024)
+		return -1;
+	*mb = (int)v;
+	return 0;
+}
+
+static bool
+size_valid(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 0 && n < 8 && (s[n] == '\0' ||
+	    (strchr("KMGT", s[n]) != NULL && s[n + 1] == '\0'));
+}
+
+static bool
+safe_word(const char *s, const char *extra)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n < 256 && strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") + strspn(s + strspn(s,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	    "-_."), extra) == n;
+}
+
+static int
+set_opt(struct create_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_IMAGE:	o->g.image = xstrdup(arg); break;
+	case OPT_IMAGE_FORMAT: o->g.image_format = xstrdup(arg); break;
+	case OPT_KERNEL:	o->g.kernel = xstrdup(arg); break;
+	case OPT_INITRD:	o->g.initrd = xstrdup(arg); break;
+	case OPT_APPEND:	o->g.append = xstrdup(arg); break;
+	case OPT_CPUS:
+		o->g.cpus = atoi(arg);
+		if (o->g.cpus < 1 || o->g.cpus > 64) {
+			log_warnx("--cpus: expected 1 to 64, got \"%s\"", arg);
+			return -1;
+		}
+		break;
+	case OPT_MEMORY:
+		if (parse_mem(arg, &o->g.memory_mb) == -1) {
+			log_warnx("--memory: expected MiB like 1024, 512M or "
+			    "2G (at least 64M), got \"%s\"", arg);
+			return -1;
+		}
+		break;
+	case OPT_DISK:	o->g.disk = xstrdup(arg); break;
+	case OPT_EGRESS:	o->egress = arg; break;
+	case OPT_ALLOW:	strv_add(&o->allow, arg); break;
+	case OPT_SECRET:	strv_add(&o->secrets, arg); break;
+	case OPT_SSH_KEY:	o->ssh_key_file = arg; break;
+	case OPT_ACCEL:
+		if (accel_parse(arg, &o->g.accel) == -1) {
+			log_warnx("--accel: expected auto, kvm or tcg, got "
+			    "\"%s\"", arg);
+			return -1;
+		}
+		break;
+	case OPT_USER:	free(o->g.user); o->g.user = xstrdup(arg); break;
+	case OPT_LOGIN:	free(o->g.login); o->g.login = xstrdup(arg); break;
+	case OPT_SUDO:	o->g.sudo = true; break;
+	case OPT_PWHASH:	o->pw_file = arg; break;
+	case OPT_OWNER:	o->owner = arg; break;
+	case OPT_CA:	o->ca_file = arg; break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* The format is never left to QEMU's probing: a raw image whose first
+ * bytes look like qcow2 must not become a qcow2 with a chosen backing. */
+static int
+check_image(struct guest *g)
+{
+	char rp[PATH_MAX], magic[4];
+	struct stat sb;
+	int fd;
+
+	if (realpath(g->image, rp) == NULL || stat(rp, &sb) == -1) {
+		log_warn("--image %s", g->image);
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		log_warnx("--image %s: not a regular file", g->image);
+		return -1;
+	}
+	if ((fd = open(rp, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    read(fd, magic, 4) != 4) {
+		log_warn("--image %s: cannot read", g->image);
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	if (g->image_format == NULL) {
+		if (memcmp(magic, "QFI\xfb", 4) != 0) {
+			log_warnx("--image %s: not a qcow2 image; give "
+			    "--image-format raw if it is a raw disk", g->image);
+			return -1;
+		}
+		g->image_format = xstrdup("qcow2");
+	} else if (strcmp(g->image_format, "qcow2") != 0 &&
+	    strcmp(g->image_format, "raw") != 0) {
+		log_warnx("--image-format: expected qcow2 or raw");
+		return -1;
+	}
+	free(g->image);
+	g->image = xstrdup(rp);
+	return 0;
+}
+
+static int
+check_file(char **path, const char *opt)
+{
+	char rp[PATH_MAX];
+	struct stat sb;
+
+	if (*path == NULL)
+		return 0;
+	if (realpath(*path, rp) == NULL || stat(rp, &sb) == -1 ||
+	    !S_ISREG(sb.st_mode) || access(rp, R_OK) == -1) {
+		log_warnx("%s %s: expected a readable regular file", opt,
+		    *path);
+		return -1;
+	}
+	free(*path);
+	*path = xstrdup(rp);
+	return 0;
+}
+
+static int
+check_mode(struct create_opts *o)
+{
+	struct guest *g = &o->g;
+
+	if ((g->image != NULL) == (g->kernel != NULL)) {
+		log_warnx("give either --image BASE.qcow2 or --kernel K "
+		    "(with --initrd I)");
+		return -1;
+	}
+	if (g->image != NULL) {
+		g->mode = MODE_IMAGE;
+		if (g->initrd != NULL || g->append != NULL) {
+			log_warnx("--initrd and --append go with --kernel");
+			return -1;
+		}
+		if (o->ssh_key_file == NULL) {
+			log_warnx("--ssh-key FILE is needed with --image: the "
+			    "guest has no password login");
+			return -1;
+		}
+		return check_image(g);
+	}
+	g->mode = MODE_KERNEL;
+	if (g->append != NULL && strpbrk(g->append, "\n\r") != NULL) {
+		log_warnx("--append: one line expected");
+		return -1;
+	}
+	return check_file(&g->kernel, "--kernel") == -1 ||
+	    check_file(&g->initrd, "--initrd") == -1 ? -1 : 0;
+}
+
+static int
+check_lists(struct create_opts *o)
+{
+	size_t i;
+
+	if (o->egress == NULL) {
+		log_warnx("--egress open|allowlist|none is required: there "
+		    "is no silent default");
+		return -1;
+	}
+	if (strcmp(o->egress, "open") != 0 && strcmp(o->egress,
+	    "allowlist") != 0 && strcmp(o->egress, "none") != 0) {
+		log_warnx("--egress: expected open, allowlist or none, got "
+		    "\"%s\"", o->egress);
+		return -1;
+	}
+	for (i = 0; i < o->allow.n; i++)
+		if (!hostpattern_valid(o->allow.v[i])) {
+			log_warnx("--allow: expected a host name or *.name, "
+			    "got \"%s\"", o->allow.v[i]);
+			return -1;
+		}
+	for (i = 0; i < o->secrets.n; i++)
+		if (!name_valid(o->secrets.v[i])) {
+			log_warnx("--secret: expected a secret's name, got "
+			    "\"%s\"", o->secrets.v[i]);
+			return -1;
+		}
+	if (o->owner != NULL && !safe_word(o->owner, "")) {
+		log_warnx("--owner: expected a user name");
+		return -1;
+	}
+	if (!safe_word(o->g.login, "") || strcmp(o->g.login, "root") == 0) {
+		log_warnx("--login: expected a user name other than root");
+		return -1;
+	}
+	if (o->g.sudo && o->pw_file == NULL) {
+		log_warnx("--sudo needs --password-hash-file FILE: sudo is "
+		    "never passwordless");
+		return -1;
+	}
+	if (o->g.disk != NULL && !size_valid(o->g.disk)) {
+		log_warnx("--disk: expected a size like 8G, got \"%s\"",
+		    o->g.disk);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+read_inputs(struct create_opts *o, const struct pv *pv)
+{
+	char *ca_default = NULL;
+
+	if (o->ssh_key_file != NULL) {
+		o->ssh_key = read_small_file(o->ssh_key_file, 16384);
+		if (o->ssh_key == NULL || (strncmp(o->ssh_key, "ssh-", 4) &&
+		    strncmp(o->ssh_key, "ecdsa-", 6) &&
+		    strncmp(o->ssh_key, "sk-", 3))) {
+			log_warnx("--ssh-key %s: expected an OpenSSH public key "
+			    "file", o->ssh_key_file);
+			return -1;
+		}
+	}
+	if (o->pw_file != NULL) {
+		o->pw_hash = read_small_file(o->pw_file, 512);
+		if (o->pw_hash == NULL || o->pw_hash[0] != '$') {
+			log_warnx("--password-hash-file %s: expected a crypt(3) "
+			    "hash such as mkpasswd prints", o->pw_file);
+			return -1;
+		}
+		o->pw_hash[strcspn(o->pw_hash, "\n")] = '\0';
+	}
+	if (o->g.mode != MODE_IMAGE)
+		return 0;
+	if (o->ca_file == NULL)
+		xasprintf(&ca_default, "%s/ca.crt", pv->cfg->gw.state_dir);
+	o->ca_pem = read_small_file(o->ca_file ? o->ca_file : ca_default,
+	    65536);
+	if (o->ca_pem == NULL && o->ca_file != NULL) {
+		log_warn("--ca %s", o->ca_file);
+		return -1;
+	}
+	if (o->ca_pem == NULL)
+		log_warnx("no gateway CA at %s yet: the guest will not trust "
+		    "the proxy's certificates (give --ca FILE)", ca_default);
+	else if (strstr(o->ca_pem, "-----BEGIN CERTIFICATE-----") == NULL) {
+		log_warnx("%s: expected a PEM certificate", o->ca_file ?
+		    o->ca_file : ca_default);
+		free(ca_default);
+		return -1;
+	}
+	free(ca_default);
+	return 0;
+}
+
+static int
+find_tools(struct pv *pv, enum pv_mode mode)
+{
+	if ((pv->qemu = tool_find("qemu-system-x86_64", pv->qemu)) == NULL) {
+		log_warnx("QEMU is missing: qemu-system-x86_64 not found "
+		    "(Debian: apt-get install qemu-system-x86)");
+		return -1;
+	}
+	if ((pv->qemu_img = tool_find("qemu-img", pv->qemu_img)) == NULL) {
+		log_warnx("qemu-img is missing (Debian: qemu-utils)");
+		return -1;
+	}
+	if (mode == MODE_IMAGE && (pv->genisoimage =
+	    tool_find("genisoimage", pv->genisoimage)) == NULL) {
+		log_warnx("genisoimage is missing (Debian: genisoimage)");
+		return -1;
+	}
+	return 0;
+}
+
+/* Address, MAC and tap, and the drop-in that records them. */
+static int
+plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
+    struct seed_in *s)
+{
+	struct moat_addr a;
+	uint8_t mac[6];
+	size_t i;
+
+	if (config_sandbox_by_name(pv->cfg, o->g.name) != NULL) {
+		log_warnx("a sandbox named \"%s\" already exists", o->g.name);
+		return -1;
+	}
+	if (alloc_address(pv->cfg, &a) == -1) {
+		log_warnx("address pool exhausted: no free address left in "
+		    "gateway.network");
+		return -1;
+	}
+	alloc_mac(pv->cfg, &a, mac);
+	memset(d, 0, sizeof(*d));
+	d->name = o->g.name;
+	addr_fmt(&a, d->address, sizeof(d->address));
+	mac_fmt(mac, d->mac);
+	if (alloc_tap(pv->cfg, o->g.name, iface_exists, d->tap) == -1) {
+		log_warnx("no free tap name for \"%s\"", o->g.name);
+		return -1;
+	}
+	d->egress = o->egress;
+	d->allow = o->allow;
+	d->secrets = o->secrets;
+	d->owner = o->owner;
+	memset(s, 0, sizeof(*s));
+	s->name = o->g.name;
+	s->login = o->g.login;
+	s->ssh_key = o->ssh_key;
+	s->ca_pem = o->ca_pem;
+	s->sudo = o->g.sudo;
+	s->password_hash = o->pw_hash;
+	memcpy(s->mac, d->mac, sizeof(s->mac));
+	memcpy(s->address, d->address, sizeof(s->address));
+	s->plen = pv->cfg->gw.network.plen;
+	addr_fmt(&pv->cfg->gw.address, s->gateway, sizeof(s->gateway));
+	for (i = 0; i < o->secrets.n; i++) {
+		const struct moat_secret *sec =
+		    config_secret_by_name(pv->cfg, o->secrets.v[i]);
+		char var[64];
+
+		if (sec == NULL || sec->placeholder == NULL ||
+		    strchr(sec->placeholder, '\'') != NULL) {
+			log_warnx("--secret %s: expected a secret defined in "
+			    "\"secrets\" with a placeholder without quotes",
+			    o->secrets.v[i]);
+			return -1;
+		}
+		strv_addf(&s->env, "%s=%s", secret_env_name(sec->name, var,
+		    sizeof(var)), sec->placeholder);
+	}
+	return 0;
+}
+
+static int
+make_disk(const struct pv *pv, const struct guest *g, const char *disk)
+{
+	struct strv a = { 0 };
+	int rc;
+
+	strv_add(&a, pv->qemu_img);
+	strv_add(&a, "create");
+	strv_add(&a, "-q");
+	strv_add(&a, "-f");
+	strv_add(&a, "qcow2");
+	if (g->mode == MODE_IMAGE) {
+		strv_add(&a, "-F");
+		strv_add(&a, g->image_format);
+		strv_add(&a, "-b");
+		strv_add(&a, g->image);
+	}
+	strv_add(&a, disk);
+	if (g->disk != NULL)
+		strv_add(&a, g->disk);
+	else if (g->mode == MODE_KERNEL)
+		strv_add(&a, "1G");
+	rc = run_argv(a.v, NULL);
+	strv_free(&a);
+	if (rc != 0)
+		log_warnx("qemu-img could not create %s", disk);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Files QEMU opens are the QEMU user's; the record stays root's. */
+static int
+give(const char *path, const struct qemu_user *u)
+{
+	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd == -1 || fchown(fd, u->uid, u->gid) == -1 ||
+	    fchmod(fd, 0600) == -1) {
+		log_warn("%s", path);
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char *p = xstrdup(path), *s;
+	int rc = 0;
+
+	for (s = p + 1; rc == 0 && (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (mkdir(p, 0755) == -1 && errno != EEXIST)
+			rc = -1;
+		*s = '/';
+	}
+	if (rc == 0 && mkdir(p, mode) == -1 && errno != EEXIST)
+		rc = -1;
+	if (rc == -1)
+		log_warn("mkdir %s", p);
+	free(p);
+	return rc;
+}
+
+static int
+build_guest(struct pv *pv, struct create_opts *o, const struct gpaths *p,
+    const struct seed_in *s, const struct qemu_user *u)
+{
+	if (mkdir_p(pv->guests_dir, 0711) == -1)
+		return -1;
+	if (mkdir(p->dir, 0710) == -1) {
+		log_warn("%s (a guest folder of that name exists)", p->dir);
+		return 1;	/* not ours: do not remove it */
+	}
+	if (chown(p->dir, 0, u->gid) == -1) {
+		log_warn("chown %s", p->dir);
+		return -1;
+	}
+	if (make_disk(pv, &o->g, p->disk) == -1 || give(p->disk, u) == -1)
+		return -1;
+	if (o->g.mode == MODE_IMAGE && (seed_build(pv, s, p->seed) == -1 ||
+	    give(p->seed, u) == -1))
+		return -1;
+	if (give(p->log, u) == -1)
+		return -1;
+	return guest_write(p->meta, &o->g);
+}
+
+static void
+create_free(struct create_opts *o)
+{
+	guest_free(&o->g);
+	strv_free(&o->allow);
+	strv_free(&o->secrets);
+	free(o->ssh_key);
+	free(o->ca_pem);
+	if (o->pw_hash != NULL)
+		explicit_bzero(o->pw_hash, strlen(o->pw_hash));
+	free(o->pw_hash);
+}
+
+static int
+create_parse(struct create_opts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->g.cpus = 1;
+	o->g.memory_mb = 1024;
+	o->g.user = xstrdup(PV_QEMU_USER);
+	o->g.login = xstrdup(PV_LOGIN);
+	optind = 0;	/* 0: full re-initialisation after main's "+" scan */
+	while ((c = getopt_long(argc, argv, "", create_longopts, NULL)) != -1)
+		if (set_opt(o, c, optarg) == -1)
+			return -1;
+	if (optind != argc - 1) {
+		log_warnx("usage: provision create NAME (--image BASE | "
+		    "--kernel K [--initrd I]) --egress MODE [options]");
+		return -1;
+	}
+	if (!name_valid(argv[optind])) {
+		log_warnx("NAME: expected 1 to 32 of a-z, 0-9, '-', '_', got "
+		    "\"%s\"", argv[optind]);
+		return -1;
+	}
+	o->g.name = xstrdup(argv[optind]);
+	return check_mode(o) == -1 || check_lists(o) == -1 ? -1 : 0;
+}
+
+static int
+create_locked(struct pv *pv, struct create_opts *o)
+{
+	struct dropin d;
+	struct seed_in s = { 0 };
+	struct gpaths p;
+	struct qemu_user u = { 0 };
+	char *tmp = NULL;
+	int rc = PV_FAIL, b;
+
+	if (pv_load(pv) == -1 || read_inputs(o, pv) == -1 ||
+	    find_tools(pv, o->g.mode) == -1 ||
+	    qemu_user_lookup(o->g.user, &u) == -1 ||
+	    plan_sandbox(pv, o, &d, &s) == -1)
+		goto out0;
+	gpaths_init(&p, pv, o->g.name);
+	if (dropin_prepare(pv, &d, &tmp) == -1)
+		goto out;
+	if ((b = build_guest(pv, o, &p, &s, &u)) != 0) {
+		if (b == -1)
+			rm_rf_guest(&p);
+		goto out;
+	}
+	if (dropin_commit(pv, tmp, p.dropin) == -1) {
+		rm_rf_guest(&p);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	if (ctl_reload(pv) == CTL_REFUSED) {
+		unlink(p.dropin);
+		rm_rf_guest(&p);
+		log_warnx("guest \"%s\" not created: gatewayd refused it",
+		    o->g.name);
+		goto out;
+	}
+	printf("created %s: %s mode, address %s, mac %s, tap %s, egress %s\n",
+	    o->g.name, mode_name(o->g.mode), d.address, d.mac, d.tap,
+	    d.egress);
+	rc = PV_OK;
+out:
+	if (tmp != NULL) {
+		unlink(tmp);
+		free(tmp);
+	}
+	gpaths_free(&p);
+out0:
+	strv_free(&s.env);
+	free(u.name);
+	return rc;
+}
+
+int
+cmd_create(struct pv *pv, int argc, char **argv)
+{
+	struct create_opts o;
+	int lockfd, rc;
+
+	if (create_parse(&o, argc, argv) == -1) {
+		create_free(&o);
+		return PV_USAGE;
+	}
+	if (mkdir(pv->sbdir, 0755) == -1 && errno != EEXIST)
+		log_warn("mkdir %s", pv->sbdir);
+	if ((lockfd = dir_lock(pv->sbdir)) == -1) {
+		create_free(&o);
+		return PV_FAIL;
+	}
+	/* The config is read under the lock: allocation sees every other
+	 * create that finished before ours. */
+	rc = create_locked(pv, &o);
+	close(lockfd);
+	create_free(&o);
+	return rc;
+}

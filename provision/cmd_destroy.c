@@ -1,0 +1,95 @@
+/*
+ * cmd_destroy.c -- `provision destroy NAME`: stop the guest, then remove its
+ * tap (if one outlived QEMU), its folder, its runtime folder and its
+ * drop-in, and ask gatewayd to reload.  Nothing of the guest is left.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+static int
+destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
+{
+	const struct moat_sandbox *sb;
+	struct gpaths p;
+	char tap[16] = "";
+	int rc = PV_FAIL;
+
+	if (pv_load(pv) == -1)
+		return PV_FAIL;
+	gpaths_init(&p, pv, name);
+	if (access(p.meta, F_OK) == -1) {
+		log_warnx("no guest \"%s\" made by provision (%s missing); "
+		    "sandboxes written by hand are removed by hand", name,
+		    p.meta);
+		goto out;
+	}
+	if ((sb = config_sandbox_by_name(pv->cfg, name)) != NULL)
+		snprintf(tap, sizeof(tap), "%s", sb->tap);
+	if (stop_guest(pv, name, timeout, force) == -1) {
+		log_warnx("guest \"%s\" is still running: not destroyed",
+		    name);
+		goto out;
+	}
+	if (tap[0] != '\0' && tap_delete_stale(tap) == -1)
+		goto out;
+	if (rm_rf_guest(&p) == -1)
+		goto out;
+	if (unlink(p.dropin) == -1 && errno != ENOENT) {
+		log_warn("remove %s", p.dropin);
+		goto out;
+	}
+	if (ctl_reload(pv) == CTL_REFUSED) {
+		log_warnx("guest \"%s\" removed, but gatewayd refused the "
+		    "reload: check its log", name);
+		goto out;
+	}
+	printf("destroyed %s\n", name);
+	rc = PV_OK;
+out:
+	gpaths_free(&p);
+	return rc;
+}
+
+int
+cmd_destroy(struct pv *pv, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		{ "force", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c, lockfd, rc, timeout = 10;
+	bool force = false;
+
+	optind = 0;	/* 0: full re-initialisation after main's "+" scan */
+	while ((c = getopt_long(argc, argv, "ft:", lo, NULL)) != -1) {
+		if (c == 'f')
+			force = true;
+		else if (c == 't' && (timeout = atoi(optarg)) >= 0)
+			continue;
+		else
+			goto usage;
+	}
+	if (optind != argc - 1 || !name_valid(argv[optind]))
+		goto usage;
+	if (access(pv->sbdir, F_OK) == -1) {
+		log_warnx("no guest \"%s\": %s does not exist", argv[optind],
+		    pv->sbdir);
+		return PV_FAIL;
+	}
+	if ((lockfd = dir_lock(pv->sbdir)) == -1)
+		return PV_FAIL;
+	rc = destroy_locked(pv, argv[optind], timeout, force);
+	close(lockfd);
+	return rc;
+usage:
+	log_warnx("usage: provision destroy [--force] [--timeout S] NAME");
+	return PV_USAGE;
+}

@@ -1,0 +1,235 @@
+/*
+ * cmd_list.c -- `provision list [--json]` and `provision console NAME`.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+struct row {
+	char	 name[40];
+	char	 address[16];
+	char	 tap[16];
+	char	 egress[12];
+	char	 mode[8];
+	char	 state[12];
+	long	 uptime;
+	int	 pid;
+};
+
+static void
+row_fill(const struct pv *pv, const char *name, struct row *r)
+{
+	const struct moat_sandbox *sb;
+	struct gpaths p;
+	struct guest g;
+	struct passwd *pw;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->state, sizeof(r->state), "broken");
+	r->uptime = -1;
+	if ((sb = config_sandbox_by_name(pv->cfg, name)) != NULL) {
+		addr_fmt(&sb->address, r->address, sizeof(r->address));
+		snprintf(r->tap, sizeof(r->tap), "%s", sb->tap);
+		snprintf(r->egress, sizeof(r->egress), "%s",
+		    egress_name(sb->egress));
+	}
+	gpaths_init(&p, pv, name);
+	if (guest_read(p.meta, &g) == 0) {
+		snprintf(r->mode, sizeof(r->mode), "%s", mode_name(g.mode));
+		pw = getpwnam(g.user);
+		pid = pw != NULL ? guest_pid(&p, &g, pw->pw_uid) : 0;
+		snprintf(r->state, sizeof(r->state), "%s", pid > 0 ?
+		    "running" : sb != NULL ? "stopped" : "no-sandbox");
+		if (pid > 0) {
+			r->pid = (int)pid;
+			r->uptime = proc_uptime(pid);
+		}
+		guest_free(&g);
+	}
+	gpaths_free(&p);
+}
+
+static void
+row_json(const struct row *r, bool first)
+{
+	printf("%s\n  {\"name\": ", first ? "" : ",");
+	json_str(stdout, r->name);
+	printf(", \"address\": ");
+	json_str(stdout, r->address);
+	printf(", \"tap\": ");
+	json_str(stdout, r->tap);
+	printf(", \"egress\": ");
+	json_str(stdout, r->egress);
+	printf(", \"mode\": ");
+	json_str(stdout, r->mode);
+	printf(", \"state\": ");
+	json_str(stdout, r->state);
+	printf(", \"pid\": %d, \"uptime\": %ld}", r->pid, r->uptime);
+}
+
+static int
+namecmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static size_t
+guest_names(const struct pv *pv, char ***out)
+{
+	DIR *d;
+	struct dirent *de;
+	char **v = NULL;
+	size_t n = 0;
+
+	if ((d = opendir(pv->guests_dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (!name_valid(de->d_name))
+				continue;
+			v = xreallocarray(v, n + 1, sizeof(char *));
+			v[n++] = xstrdup(de->d_name);
+		}
+		closedir(d);
+	}
+	if (n > 0)
+		qsort(v, n, sizeof(char *), namecmp);
+	*out = v;
+	return n;
+}
+
+int
+cmd_list(struct pv *pv, int argc, char **argv)
+{
+	char **names, up[32];
+	struct row r;
+	size_t i, n;
+
+	if (argc == 2 && strcmp(argv[1], "--json") == 0)
+		pv->json = true;
+	else if (argc != 1) {
+		log_warnx("usage: provision list [--json]");
+		return PV_USAGE;
+	}
+	if (pv_load(pv) == -1)
+		return PV_FAIL;
+	n = guest_names(pv, &names);
+	if (pv->json)
+		printf("[");
+	else
+		printf("%-20s %-15s %-7s %-10s %-9s %s\n", "NAME", "ADDRESS",
+		    "MODE", "EGRESS", "STATE", "UPTIME");
+	for (i = 0; i < n; i++) {
+		row_fill(pv, names[i], &r);
+		if (pv->json)
+			row_json(&r, i == 0);
+		else {
+			if (r.uptime >= 0)
+				snprintf(up, sizeof(up), "%ldh%02ldm%02lds",
+				    r.uptime / 3600, r.uptime / 60 % 60,
+				    r.uptime % 60);
+			else
+				snprintf(up, sizeof(up), "-");
+			printf("%-20s %-15s %-7s %-10s %-9s %s\n", r.name,
+			    r.address[0] ? r.address : "-", r.mode[0] ?
+			    r.mode : "-", r.egress[0] ? r.egress : "-",
+			    r.state, up);
+		}
+		free(names[i]);
+	}
+	free(names);
+	if (pv->json)
+		printf("%s]\n", n > 0 ? "\n" : "");
+	return PV_OK;
+}
+
+/* --- console ---------------------------------------------------------- */
+
+#define ESCAPE_CHAR	0x1d	/* Ctrl-] */
+
+static int
+relay(int sock)
+{
+	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+	    { .fd = sock, .events = POLLIN } };
+	char buf[4096];
+	ssize_t n;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pfd[1].revents & (POLLIN | POLLHUP)) {
+			if ((n = read(sock, buf, sizeof(buf))) <= 0)
+				return 0;
+			if (write(STDOUT_FILENO, buf, (size_t)n) != n)
+				return -1;
+		}
+		if (pfd[0].revents & (POLLIN | POLLHUP)) {
+			if ((n = read(STDIN_FILENO, buf, sizeof(buf))) <= 0)
+				pfd[0].fd = -1;	/* keep showing output */
+			else if (isatty(STDIN_FILENO) &&
+			    memchr(buf, ESCAPE_CHAR, (size_t)n) != NULL)
+				return 0;
+			else if (write(sock, buf, (size_t)n) != n)
+				return -1;
+		}
+	}
+}
+
+int
+cmd_console(struct pv *pv, int argc, char **argv)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct termios saved, raw;
+	struct gpaths p;
+	bool tty = isatty(STDIN_FILENO);
+	int fd, rc = PV_FAIL;
+
+	if (argc != 2 || !name_valid(argv[1])) {
+		log_warnx("usage: provision console NAME");
+		return PV_USAGE;
+	}
+	if (pv_load(pv) == -1)
+		return PV_FAIL;
+	gpaths_init(&p, pv, argv[1]);
+	if (strlen(p.console) >= sizeof(sun.sun_path) ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		goto out;
+	strcpy(sun.sun_path, p.console);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		log_warn("guest \"%s\" console %s (is it running?)", argv[1],
+		    p.console);
+		close(fd);
+		goto out;
+	}
+	if (tty) {
+		fprintf(stderr, "connected to %s's serial console; Ctrl-] "
+		    "leaves\r\n", argv[1]);
+		tcgetattr(STDIN_FILENO, &saved);
+		raw = saved;
+		cfmakeraw(&raw);
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	}
+	rc = relay(fd) == 0 ? PV_OK : PV_FAIL;
+	if (tty)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	close(fd);
+out:
+	gpaths_free(&p);
+	return rc;
+}

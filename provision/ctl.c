@@ -1,0 +1,164 @@
+/*
+ * ctl.c -- line protocols over unix sockets: gatewayd's control socket and
+ * QEMU's QMP.
+ *
+ * gatewayd: connect to RUN_DIR/gatewayd.sock (SOCK_STREAM), send "reload\n",
+ * read one line: "ok..." means the new configuration is applied, "error:
+ * ..." means it was refused (and nothing changed).  No socket, or nobody
+ * listening, means no gatewayd runs: it reads the files when it starts.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+#define CTL_TIMEOUT_MS	15000
+
+static int
+unix_connect(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Read one line (without the newline) within the timeout. */
+static int
+read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < len) {
+		if (poll(&pfd, 1, timeout_ms) <= 0)
+			return -1;
+		if ((r = read(fd, buf + n, 1)) <= 0)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+static int
+write_all(int fd, const char *s)
+{
+	size_t len = strlen(s);
+	ssize_t w;
+
+	while (len > 0) {
+		if ((w = write(fd, s, len)) <= 0) {
+			if (w == -1 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		s += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int
+ctl_reload(const struct pv *pv)
+{
+	char *path, line[512];
+	int fd, rc;
+
+	xasprintf(&path, "%s/gatewayd.sock", pv->run_dir);
+	if ((fd = unix_connect(path)) == -1) {
+		if (errno == ENOENT || errno == ECONNREFUSED) {
+			log_info("no gatewayd is running (%s): it will read "
+			    "the configuration when it starts", path);
+			free(path);
+			return CTL_ABSENT;
+		}
+		log_warn("gatewayd control socket %s", path);
+		free(path);
+		return CTL_REFUSED;
+	}
+	if (write_all(fd, "reload\n") == -1 ||
+	    read_line(fd, line, sizeof(line), CTL_TIMEOUT_MS) == -1) {
+		log_warnx("gatewayd did not answer the reload request on %s",
+		    path);
+		rc = CTL_REFUSED;
+	} else if (strncmp(line, "ok", 2) == 0) {
+		log_info("gatewayd reloaded the configuration");
+		rc = CTL_OK;
+	} else {
+		log_warnx("gatewayd refused the reload: %s", line);
+		rc = CTL_REFUSED;
+	}
+	close(fd);
+	free(path);
+	return rc;
+}
+
+/* Wait for a line holding "return" (or "error"), skipping events. */
+static int
+qmp_reply(int fd)
+{
+	char line[4096];
+
+	for (;;) {
+		if (read_line(fd, line, sizeof(line), 5000) == -1)
+			return -1;
+		if (strstr(line, "\"return\"") != NULL)
+			return 0;
+		if (strstr(line, "\"error\"") != NULL)
+			return -1;
+	}
+}
+
+/* command: a QMP command name without arguments ("quit",
+ * "system_powerdown").  0 if QEMU accepted it. */
+int
+qmp_command(const char *sock, const char *command)
+{
+	char line[4096], *req;
+	int fd, rc = -1, sent = 0;
+
+	if ((fd = unix_connect(sock)) == -1)
+		return -1;
+	xasprintf(&req, "{\"execute\":\"%s\"}\n", command);
+	if (read_line(fd, line, sizeof(line), 5000) == 0 &&
+	    strstr(line, "\"QMP\"") != NULL &&
+	    write_all(fd, "{\"execute\":\"qmp_capabilities\"}\n") == 0 &&
+	    qmp_reply(fd) == 0 && write_all(fd, req) == 0) {
+		sent = 1;
+		rc = qmp_reply(fd);
+	}
+	/* "quit" may close the socket before answering. */
+	if (rc == -1 && sent && strcmp(command, "quit") == 0)
+		rc = 0;
+	free(req);
+	close(fd);
+	return rc;
+}

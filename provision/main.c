@@ -1,0 +1,160 @@
+/*
+ * main.c -- provision(8): create, start, stop, list and destroy hardened
+ * QEMU guests attached to the moat gateway.  Global options, then one verb
+ * from a table.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+struct verb {
+	const char	*name;
+	int		(*fn)(struct pv *, int, char **);
+	bool		 needs_root;	/* taps, files of other users */
+	const char	*usage;
+};
+
+static const struct verb verbs[] = {
+	{ "create", cmd_create, true, "create NAME (--image BASE | --kernel K "
+	    "[--initrd I] [--append A]) --egress open|allowlist|none [...]" },
+	{ "start", cmd_start, true, "start [--accel auto|kvm|tcg] NAME" },
+	{ "stop", cmd_stop, true, "stop [--force] [--timeout S] NAME" },
+	{ "destroy", cmd_destroy, true, "destroy [--force] [--timeout S] NAME" },
+	{ "list", cmd_list, false, "list [--json]" },
+	{ "console", cmd_console, false, "console NAME" },
+	{ "qemu-args", cmd_qemu_args, false, "qemu-args [--accel A] NAME" },
+};
+
+static void __attribute__((noreturn))
+usage(int code)
+{
+	size_t i;
+
+	fprintf(code ? stderr : stdout,
+	    "usage: provision [-v] [-c FILE] [--run-dir DIR] [--qemu PATH]\n"
+	    "                 [--qemu-img PATH] [--genisoimage PATH] VERB ...\n"
+	    "Hardened QEMU guests on the moat gateway.\n\n");
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		fprintf(code ? stderr : stdout, "  provision %s\n",
+		    verbs[i].usage);
+	fprintf(code ? stderr : stdout,
+	    "\ncreate options: --cpus N --memory MB --disk SIZE --allow NAME "
+	    "--secret NAME\n  --ssh-key FILE --accel A --user QEMU_USER "
+	    "--login USER --sudo\n  --password-hash-file FILE --owner USER "
+	    "--ca FILE --image-format qcow2|raw\n"
+	    "exit: 0 done, 1 failed (nothing half-made), 2 usage\n"
+	    "See provision(8).\n");
+	exit(code);
+}
+
+/* Root, or the moat group for the verbs that change nothing. */
+static int
+permitted(const struct verb *v)
+{
+	struct group *gr;
+	gid_t groups[256];
+	int i, n;
+
+	if (geteuid() == 0)
+		return 0;
+	if (!v->needs_root && (gr = getgrnam("moat")) != NULL) {
+		n = getgroups(256, groups);
+		for (i = 0; i < n; i++)
+			if (groups[i] == gr->gr_gid)
+				return 0;
+		if (getegid() == gr->gr_gid)
+			return 0;
+	}
+	log_warnx("%s: permission denied: provision %s needs root%s",
+	    v->name, v->name, v->needs_root ? "" : " or the moat group");
+	return -1;
+}
+
+int
+pv_load(struct pv *pv)
+{
+	struct moat_errors errs = { 0 };
+
+	config_free(pv->cfg);
+	free(pv->guests_dir);
+	pv->guests_dir = NULL;
+	if ((pv->cfg = config_load(pv->conf_path, pv->sbdir, &errs)) == NULL) {
+		config_errors_print(stderr, &errs);
+		config_errors_free(&errs);
+		log_warnx("%s: configuration invalid", pv->conf_path);
+		return -1;
+	}
+	xasprintf(&pv->guests_dir, "%s/guests", pv->cfg->gw.state_dir);
+	return 0;
+}
+
+static void
+set_sbdir(struct pv *pv)
+{
+	const char *slash = strrchr(pv->conf_path, '/');
+
+	if (slash == NULL)
+		pv->sbdir = xstrdup("sandboxes.d");
+	else
+		xasprintf(&pv->sbdir, "%.*s/sandboxes.d",
+		    (int)(slash - pv->conf_path), pv->conf_path);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "run-dir", required_argument, NULL, 'R' },
+		{ "qemu", required_argument, NULL, 'Q' },
+		{ "qemu-img", required_argument, NULL, 'I' },
+		{ "genisoimage", required_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct pv pv = { .conf_path = MOAT_CONF_DEFAULT, .run_dir = PV_RUN_DIR };
+	int c, verbose = 0, rc;
+	size_t i;
+
+	log_init("provision", 0, 0);
+	/* '+': stop at the verb; its options are its own. */
+	while ((c = getopt_long(argc, argv, "+c:hv", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': pv.conf_path = optarg; break;
+		case 'R': pv.run_dir = optarg; break;
+		case 'Q': pv.qemu = optarg; break;
+		case 'I': pv.qemu_img = optarg; break;
+		case 'G': pv.genisoimage = optarg; break;
+		case 'v': verbose++; break;
+		case 'h': usage(0);
+		default: usage(PV_USAGE);
+		}
+	}
+	log_setverbose(verbose + 1);	/* notices (info) are shown */
+	if (optind >= argc)
+		usage(PV_USAGE);
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[optind], verbs[i].name) == 0)
+			break;
+	if (i == sizeof(verbs) / sizeof(verbs[0])) {
+		log_warnx("unknown verb \"%s\"", argv[optind]);
+		usage(PV_USAGE);
+	}
+	if (permitted(&verbs[i]) == -1)
+		return PV_FAIL;
+	umask(022);
+	set_sbdir(&pv);
+	rc = verbs[i].fn(&pv, argc - optind, argv + optind);
+	config_free(pv.cfg);
+	free(pv.sbdir);
+	free(pv.guests_dir);
+	return rc;
+}

@@ -1,0 +1,22 @@
+# provision -- hardened QEMU guests on the gateway.
+PROVISION_LIB_SRCS := provision/guest.c provision/alloc.c provision/dropin.c \
+	provision/qemu.c provision/seed.c provision/proc.c provision/tap.c \
+	provision/ctl.c provision/accel.c provision/cmd_create.c \
+	provision/cmd_start.c provision/cmd_destroy.c provision/cmd_list.c
+PROVISION_SRCS := provision/main.c $(PROVISION_LIB_SRCS)
+PROVISION_OBJS := $(PROVISION_SRCS:%.c=$(OBJ)/%.o)
+PROVISION_LIB_OBJS := $(PROVISION_LIB_SRCS:%.c=$(OBJ)/%.o)
+PROVISION_LIBS := $(call pkglibs,libmnl)
+EXTRA_CFLAGS_provision = $(call pkgcflags,libconfig) $(call pkgcflags,libmnl)
+PROGRAMS += $(BUILD)/provision
+INSTALL_SBIN += $(BUILD)/provision
+
+$(BUILD)/provision: $(PROVISION_OBJS) $(LIBMOAT)
+	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS)
+
+PROVISION_TESTS := $(BUILD)/tests/test_provision
+UNIT_TESTS += $(PROVISION_TESTS)
+
+$(PROVISION_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(PROVISION_LIB_OBJS) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS) $(CMOCKA_LIBS)

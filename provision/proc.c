@@ -1,0 +1,290 @@
+/*
+ * proc.c -- running programs without a shell (fork + execve of a resolved
+ * path with an argument vector and a fixed environment), starting QEMU as
+ * the unprivileged user, and finding a running guest.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+static const char *const search_path[] = {
+	"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+	"/sbin", "/bin",
+};
+static char *const clean_env[] = {
+	"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "LC_ALL=C", NULL
+};
+
+/* A fixed search path, never the caller's $PATH: provision runs as root. */
+const char *
+tool_find(const char *name, const char *override)
+{
+	static char buf[8][256];
+	static int slot;
+	char *b;
+	size_t i;
+
+	if (override != NULL)
+		return access(override, X_OK) == 0 ? override : NULL;
+	b = buf[slot++ % 8];
+	for (i = 0; i < sizeof(search_path) / sizeof(search_path[0]); i++) {
+		snprintf(b, sizeof(buf[0]), "%s/%s", search_path[i], name);
+		if (access(b, X_OK) == 0)
+			return b;
+	}
+	return NULL;
+}
+
+static void
+child_stdio(int errfd)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd != -1) {
+		dup2(fd, STDIN_FILENO);
+		if (errfd >= 0) {
+			dup2(errfd, STDOUT_FILENO);
+			dup2(errfd, STDERR_FILENO);
+		}
+		if (fd > 2)
+			close(fd);
+	}
+}
+
+int
+run_argv(char *const argv[], const char *unused)
+{
+	pid_t pid;
+	int st;
+
+	(void)unused;
+	if ((pid = fork()) == -1) {
+		log_warn("fork");
+		return -1;
+	}
+	if (pid == 0) {
+		child_stdio(-1);
+		execve(argv[0], argv, clean_env);
+		fprintf(stderr, "provision: exec %s: %s\n", argv[0],
+		    strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) == -1)
+		if (errno != EINTR) {
+			log_warn("waitpid");
+			return -1;
+		}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int
+qemu_user_lookup(const char *name, struct qemu_user *u)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw == NULL) {
+		log_warnx("user \"%s\" does not exist: create it (useradd "
+		    "--system --no-create-home --shell /usr/sbin/nologin %s) "
+		    "or choose another with --user", name, name);
+		return -1;
+	}
+	if (pw->pw_uid == 0 || pw->pw_gid == 0) {
+		log_warnx("user \"%s\": QEMU must not run as root or group "
+		    "root", name);
+		return -1;
+	}
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
+	u->name = xstrdup(name);
+	return 0;
+}
+
+/* In the child: tap on fd 3, nothing else open, no way back to root. */
+static void
+child_drop(const struct qemu_user *u, int tapfd, int errfd)
+{
+	child_stdio(errfd);
+	if (tapfd >= 0) {
+		if (tapfd == 3)
+			fcntl(3, F_SETFD, 0);
+		else if (dup2(tapfd, 3) == -1)
+			_exit(126);
+	}
+	if (close_range(tapfd >= 0 ? 4 : 3, ~0u, 0) == -1)
+		_exit(126);
+	umask(077);
+	if (chdir("/") == -1 ||
+	    setgroups(1, &u->gid) == -1 ||
+	    setresgid(u->gid, u->gid, u->gid) == -1 ||
+	    setresuid(u->uid, u->uid, u->uid) == -1 ||
+	    getuid() != u->uid || geteuid() != u->uid ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		_exit(126);
+}
+
+/* detach: QEMU ends up in its own session, reparented to init, so it
+ * outlives provision; the returned pid is QEMU's. */
+pid_t
+spawn_qemu(char *const argv[], const struct qemu_user *u, int tapfd,
+    int errfd, bool detach)
+{
+	int pfd[2], st;
+	pid_t pid, q = -1;
+
+	if (pipe2(pfd, O_CLOEXEC) == -1) {
+		log_warn("pipe");
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		log_warn("fork");
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		if (detach) {
+			setsid();
+			if ((q = fork()) != 0) {
+				(void)!write(pfd[1], &q, sizeof(q));
+				_exit(q == -1);
+			}
+		}
+		child_drop(u, tapfd, errfd);
+		execve(argv[0], argv, clean_env);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (!detach) {
+		close(pfd[0]);
+		return pid;
+	}
+	if (read(pfd[0], &q, sizeof(q)) != sizeof(q))
+		q = -1;
+	close(pfd[0]);
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	return q;
+}
+
+char *
+read_small_file(const char *path, size_t max)
+{
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return NULL;
+	buf = xmalloc(max + 1);
+	n = read(fd, buf, max);
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The pidfile sits in a folder the QEMU user can write, so its content is
+ * not trusted: the pid must belong to the QEMU user and carry the guest's
+ * process name before anyone signals it. */
+pid_t
+guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
+{
+	char path[64], want[16], *s, *c;
+	struct stat sb;
+	long v;
+	pid_t pid = 0;
+
+	if ((s = read_small_file(p->pidfile, 32)) == NULL)
+		return 0;
+	v = strtol(s, &c, 10);
+	free(s);
+	if (v <= 1 || v > 0x400000 || (*c != '\n' && *c != '\0'))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld", v);
+	if (stat(path, &sb) == -1 || sb.st_uid != uid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", v);
+	if ((s = read_small_file(path, 512)) == NULL)
+		return 0;
+	c = strrchr(s, ')');
+	snprintf(want, sizeof(want), "(moat-%s", g->name);
+	if (c != NULL && strncmp(s + strcspn(s, "("), want, strlen(want)) ==
+	    0 && c[1] == ' ' && c[2] != 'Z' && c[2] != 'X')
+		pid = (pid_t)v;
+	free(s);
+	return pid;
+}
+
+long
+proc_uptime(pid_t pid)
+{
+	char path[64], *s, *c;
+	unsigned long long start = 0;
+	double up;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((s = read_small_file(path, 1024)) == NULL)
+		return -1;
+	c = strrchr(s, ')');
+	/* starttime is field 22; after ')' come fields 3.. */
+	for (i = 3; c != NULL && i <= 22; i++)
+		c = strchr(c + 1, ' ');
+	if (c != NULL)
+		start = strtoull(c + 1, NULL, 10);
+	free(s);
+	if ((s = read_small_file("/proc/uptime", 64)) == NULL)
+		return -1;
+	up = strtod(s, NULL);
+	free(s);
+	return (long)(up - (double)start / (double)sysconf(_SC_CLK_TCK));
+}
+
+static int
+rm_one(const char *path)
+{
+	if (unlink(path) == -1 && errno != ENOENT) {
+		log_warn("remove %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Only the names provision itself creates: a stray file makes rmdir fail
+ * loudly rather than be deleted unseen. */
+int
+rm_rf_guest(const struct gpaths *p)
+{
+	const char *const files[] = { p->meta, p->disk, p->seed, p->log,
+	    p->qemu_log, p->qmp, p->console, p->pidfile };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		rc |= rm_one(files[i]);
+	if (rmdir(p->rdir) == -1 && errno != ENOENT) {
+		log_warn("remove %s", p->rdir);
+		rc = -1;
+	}
+	if (rmdir(p->dir) == -1 && errno != ENOENT) {
+		log_warn("remove %s", p->dir);
+		rc = -1;
+	}
+	return rc;
+}

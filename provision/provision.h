@@ -1,0 +1,191 @@
+/*
+ * provision.h -- hardened QEMU guests attached to the moat gateway.
+ *
+ * provision keeps two things per guest: a sandbox drop-in
+ * (sandboxes.d/NAME.conf, the gateway's view: address, MAC, tap, egress)
+ * and a guest folder (state_dir/guests/NAME: guest.conf with provision's own
+ * settings, the qcow2 disk, the cloud-init seed and the console log).
+ * Runtime files (QMP and console sockets, pidfile) live in a 0700 folder
+ * under the run directory, owned by the unprivileged QEMU user.
+ */
+#ifndef MOAT_PROVISION_H
+#define MOAT_PROVISION_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+/* Exit codes (s6 style): result, usage, system. */
+#define PV_OK		0
+#define PV_FAIL		1	/* the operation failed; nothing was left half-made */
+#define PV_USAGE	2
+
+#define PV_RUN_DIR	"/run/moat"
+#define PV_QEMU_USER	"moat-qemu"
+#define PV_LOGIN	"agent"
+
+enum pv_mode { MODE_IMAGE = 0, MODE_KERNEL };
+enum pv_accel { ACCEL_AUTO = 0, ACCEL_KVM, ACCEL_TCG };
+
+/* A growing NULL-terminated argument vector. */
+struct strv {
+	char	**v;
+	size_t	  n;
+};
+void	 strv_add(struct strv *, const char *);
+void	 strv_addf(struct strv *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	 strv_free(struct strv *);
+char	*strv_join(const struct strv *);	/* shell-quoted, for review */
+
+/* provision's own record of a guest: state_dir/guests/NAME/guest.conf. */
+struct guest {
+	char		*name;
+	enum pv_mode	 mode;
+	char		*image;		/* base image, absolute */
+	char		*image_format;	/* "qcow2" or "raw" */
+	char		*kernel, *initrd, *append;
+	int		 cpus;
+	int		 memory_mb;
+	char		*disk;		/* qemu-img size, e.g. "8G" */
+	enum pv_accel	 accel;
+	char		*user;		/* the unprivileged QEMU user */
+	char		*login;		/* image mode: the guest's login user */
+	bool		 sudo;
+};
+void	 guest_free(struct guest *);
+int	 guest_write(const char *path, const struct guest *);
+int	 guest_read(const char *path, struct guest *);
+const char *mode_name(enum pv_mode);
+const char *accel_name(enum pv_accel);
+int	 accel_parse(const char *, enum pv_accel *);
+
+/* Global state of one invocation. */
+struct pv {
+	const char	*conf_path;
+	const char	*run_dir;
+	const char	*qemu;		/* qemu-system-x86_64 */
+	const char	*qemu_img;
+	const char	*genisoimage;
+	char		*sbdir;		/* sandboxes.d beside conf_path */
+	char		*guests_dir;	/* state_dir/guests */
+	struct moat_config *cfg;
+	bool		 json;
+};
+
+/* Per-guest paths. */
+struct gpaths {
+	char	*dir, *meta, *disk, *seed, *log, *qemu_log;	/* state */
+	char	*rdir, *qmp, *console, *pidfile;		/* runtime */
+	char	*dropin;
+};
+void	 gpaths_init(struct gpaths *, const struct pv *, const char *name);
+void	 gpaths_free(struct gpaths *);
+
+/* alloc.c -- pure allocation from a loaded config. */
+int	 alloc_address(const struct moat_config *, struct moat_addr *);
+void	 alloc_mac(const struct moat_config *, const struct moat_addr *,
+	    uint8_t mac[6]);
+int	 alloc_tap(const struct moat_config *, const char *name,
+	    bool (*in_use)(const char *), char tap[16]);
+bool	 name_valid(const char *);
+void	 mac_fmt(const uint8_t mac[6], char out[18]);
+void	 netmask_fmt(int plen, char out[16]);
+
+/* dropin.c */
+struct dropin {
+	const char	*name;
+	char		 mac[18];
+	char		 address[16];
+	char		 tap[16];
+	const char	*egress;
+	struct strv	 allow;
+	struct strv	 secrets;
+	const char	*owner;
+};
+int	 dropin_render(FILE *, const struct dropin *);
+int	 dropin_prepare(struct pv *, const struct dropin *, char **tmp);
+int	 dropin_commit(struct pv *, const char *tmp, const char *final);
+int	 dir_lock(const char *dir);
+
+/* qemu.c -- the hardened command line (pure). */
+struct qemu_in {
+	const struct guest	*g;
+	const struct gpaths	*p;
+	const char		*qemu;
+	enum pv_accel		 accel;		/* KVM or TCG, resolved */
+	char			 mac[18];
+	char			 address[16];
+	char			 gateway[16];
+	char			 netmask[16];
+	int			 tapfd;
+};
+void	 qemu_argv(const struct qemu_in *, struct strv *);
+const char *qemu_cpu_model(enum pv_accel);
+
+/* seed.c -- cloud-init NoCloud seed (render is pure). */
+struct seed_in {
+	const char	*name;
+	const char	*login;
+	const char	*ssh_key;	/* one or more lines */
+	const char	*ca_pem;	/* may be NULL */
+	bool		 sudo;
+	const char	*password_hash;	/* with sudo only */
+	char		 mac[18];
+	char		 address[16];
+	int		 plen;
+	char		 gateway[16];
+	struct strv	 env;		/* "VAR=value" placeholders */
+};
+int	 seed_user_data(FILE *, const struct seed_in *);
+int	 seed_meta_data(FILE *, const struct seed_in *);
+int	 seed_network_config(FILE *, const struct seed_in *);
+int	 seed_build(const struct pv *, const struct seed_in *, const char *iso);
+const char *secret_env_name(const char *secret, char *buf, size_t len);
+void	 json_str(FILE *, const char *);
+
+/* proc.c -- running helpers without a shell. */
+const char *tool_find(const char *name, const char *override);
+int	 run_argv(char *const argv[], const char *quiet_log);
+struct qemu_user {
+	uid_t	 uid;
+	gid_t	 gid;
+	char	*name;
+};
+int	 qemu_user_lookup(const char *, struct qemu_user *);
+pid_t	 spawn_qemu(char *const argv[], const struct qemu_user *, int tapfd,
+	    int errfd, bool detach);
+pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
+long	 proc_uptime(pid_t);
+int	 rm_rf_guest(const struct gpaths *);
+char	*read_small_file(const char *path, size_t max);
+
+/* tap.c -- the guest's tap, created with TUNSETIFF, bridged by netlink. */
+int	 tap_open(const char *name, uid_t, gid_t);
+int	 tap_attach(const char *name, const char *bridge);
+bool	 iface_exists(const char *name);
+int	 tap_delete_stale(const char *name);
+
+/* ctl.c -- gatewayd's control socket and QEMU's QMP. */
+enum { CTL_OK = 0, CTL_ABSENT = 1, CTL_REFUSED = -1 };
+int	 ctl_reload(const struct pv *);
+int	 qmp_command(const char *sock, const char *command);
+
+/* accel.c */
+enum pv_accel accel_resolve(const struct pv *, enum pv_accel,
+	    const struct qemu_user *);
+
+/* The verbs. */
+int	 cmd_create(struct pv *, int, char **);
+int	 cmd_start(struct pv *, int, char **);
+int	 cmd_stop(struct pv *, int, char **);
+int	 cmd_destroy(struct pv *, int, char **);
+int	 cmd_list(struct pv *, int, char **);
+int	 cmd_console(struct pv *, int, char **);
+int	 cmd_qemu_args(struct pv *, int, char **);
+int	 stop_guest(struct pv *, const char *name, int timeout_s, bool force);
+int	 pv_load(struct pv *);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * seed.c -- the cloud-init NoCloud seed of an image-mode guest.
+ *
+ * Every value is emitted as a JSON string (YAML is a superset of JSON), so
+ * an SSH key comment or a placeholder can never break out of its field.
+ * The seed carries placeholders only: no real secret ever reaches it.
+ */
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+
+#define CA_PATH		"/usr/local/share/ca-certificates/moat-gateway.crt"
+#define BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
+
+void
+json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* The variable names tools look for; anything else NAME_API_KEY. */
+static const struct {
+	const char *secret, *var;
+} env_names[] = {
+	{ "openai", "OPENAI_API_KEY" },
+	{ "anthropic", "ANTHROPIC_API_KEY" },
+	{ "github", "GITHUB_TOKEN" },
+	{ "gitlab", "GITLAB_TOKEN" },
+	{ "huggingface", "HF_TOKEN" },
+	{ "hf", "HF_TOKEN" },
+	{ "gemini", "GEMINI_API_KEY" },
+	{ "google", "GOOGLE_API_KEY" },
+	{ "mistral", "MISTRAL_API_KEY" },
+	{ "groq", "GROQ_API_KEY" },
+	{ "openrouter", "OPENROUTER_API_KEY" },
+};
+
+const char *
+secret_env_name(const char *secret, char *buf, size_t len)
+{
+	size_t i, j;
+
+	for (i = 0; i < sizeof(env_names) / sizeof(env_names[0]); i++)
+		if (strcmp(secret, env_names[i].secret) == 0) {
+			snprintf(buf, len, "%s", env_names[i].var);
+			return buf;
+		}
+	snprintf(buf, len, "%s_API_KEY", secret);
+	for (j = 0; buf[j] != '\0'; j++)
+		buf[j] = buf[j] == '-' ? '_' : (char)toupper((unsigned char)buf[j]);
+	return buf;
+}
+
+static void
+env_lines(FILE *f, const struct seed_in *in, bool shell)
+{
+	size_t i;
+	const char *eq;
+
+	for (i = 0; i < in->env.n; i++) {
+		eq = strchr(in->env.v[i], '=');
+		/* Placeholders are printable without quotes (the loader's
+		 * rule); single quotes are refused by the caller. */
+		fprintf(f, "%s%.*s='%s'\n", shell ? "export " : "",
+		    (int)(eq - in->env.v[i]), in->env.v[i], eq + 1);
+	}
+	if (in->ca_pem != NULL)
+		fprintf(f, "%sSSL_CERT_FILE=%s\n%sREQUESTS_CA_BUNDLE=%s\n"
+		    "%sNODE_EXTRA_CA_CERTS=%s\n%sCURL_CA_BUNDLE=%s\n",
+		    shell ? "export " : "", BUNDLE, shell ? "export " : "",
+		    BUNDLE, shell ? "export " : "", CA_PATH,
+		    shell ? "export " : "", BUNDLE);
+}
+
+static char *
+env_text(const struct seed_in *in, bool shell)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		fatal("open_memstream");
+	if (shell)
+		fprintf(f, "# written by moat provision: placeholders only\n");
+	env_lines(f, in, shell);
+	fclose(f);
+	return buf;
+}
+
+static void
+user_block(FILE *f, const struct seed_in *in)
+{
+	const char *s, *e;
+
+	/* No "default" entry: Debian's default user has NOPASSWD sudo. */
+	fprintf(f, "users:\n  - name: ");
+	json_str(f, in->login);
+	fprintf(f, "\n    shell: /bin/bash\n");
+	if (in->sudo && in->password_hash != NULL) {
+		fprintf(f, "    lock_passwd: false\n    hashed_passwd: ");
+		json_str(f, in->password_hash);
+		fprintf(f, "\n    sudo: \"ALL=(ALL:ALL) ALL\"\n");
+	} else
+		fprintf(f, "    lock_passwd: true\n    sudo: false\n");
+	fprintf(f, "    ssh_authorized_keys:\n");
+	for (s = in->ssh_key; s != NULL && *s != '\0'; s = e) {
+		e = strchr(s, '\n');
+		if (e == NULL)
+			e = s + strlen(s);
+		if (e > s && *s != '#') {
+			char *line = strndup(s, (size_t)(e - s));
+
+			fprintf(f, "      - ");
+			json_str(f, line);
+			fputc('\n', f);
+			free(line);
+		}
+		if (*e == '\n')
+			e++;
+	}
+}
+
+static void
+write_file(FILE *f, const char *path, const char *perm, const char *content)
+{
+	fprintf(f, "  - path: %s\n    owner: \"root:root\"\n    permissions: "
+	    "\"%s\"\n    content: ", path, perm);
+	json_str(f, content);
+	fputc('\n', f);
+}
+
+int
+seed_user_data(FILE *f, const struct seed_in *in)
+{
+	char *sh = env_text(in, true), *env = env_text(in, false);
+
+	fprintf(f, "#cloud-config\n");
+	user_block(f, in);
+	fprintf(f, "disable_root: true\nssh_pwauth: false\n"
+	    "ssh_deletekeys: true\n");
+	if (in->ca_pem != NULL) {
+		fprintf(f, "ca_certs:\n  trusted:\n    - ");
+		json_str(f, in->ca_pem);
+		fputc('\n', f);
+	}
+	fprintf(f, "write_files:\n");
+	write_file(f, "/etc/profile.d/moat.sh", "0644", sh);
+	write_file(f, "/etc/environment.d/90-moat.conf", "0644", env);
+	if (in->ca_pem != NULL)
+		write_file(f, CA_PATH, "0644", in->ca_pem);
+	write_file(f, "/etc/ssh/sshd_config.d/90-moat.conf", "0644",
+	    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+	    "PermitRootLogin no\n");
+	/* Root locked on every boot, not just the first. */
+	fprintf(f, "bootcmd:\n  - [ usermod, --lock, root ]\n");
+	fprintf(f, "runcmd:\n  - [ sh, -c, \"cat /etc/environment.d/"
+	    "90-moat.conf >> /etc/environment\" ]\n");
+	free(sh);
+	free(env);
+	return ferror(f) ? -1 : 0;
+}
+
+int
+seed_meta_data(FILE *f, const struct seed_in *in)
+{
+	/* Fixed per sandbox: cloud-init runs once per instance-id. */
+	fprintf(f, "instance-id: moat-%s\nlocal-hostname: %s\n", in->name,
+	    in->name);
+	return ferror(f) ? -1 : 0;
+}
+
+int
+seed_network_config(FILE *f, const struct seed_in *in)
+{
+	fprintf(f, "version: 2\nethernets:\n  eth0:\n    match:\n"
+	    "      macaddress: \"%s\"\n    set-name: eth0\n"
+	    "    dhcp4: false\n    dhcp6: false\n"
+	    "    addresses: [ \"%s/%d\" ]\n"
+	    "    routes:\n      - to: default\n        via: \"%s\"\n"
+	    "    nameservers:\n      addresses: [ \"%s\" ]\n",
+	    in->mac, in->address, in->plen, in->gateway, in->gateway);
+	return ferror(f) ? -1 : 0;
+}
+
+static int
+emit(const char *dir, const char *name, const struct seed_in *in,
+    int (*fn)(FILE *, const struct seed_in *))
+{
+	char *p;
+	FILE *f;
+	int rc = -1;
+
+	xasprintf(&p, "%s/%s", dir, name);
+	if ((f = fopen(p, "wx")) == NULL)
+		log_warn("%s", p);
+	else {
+		rc = fn(f, in);
+		if (fclose(f) == EOF)
+			rc = -1;
+	}
+	free(p);
+	return rc;
+}
+
+/* Files in a private temporary folder, packed by genisoimage with the
+ * volume label NoCloud looks for; the folder is removed either way. */
+int
+seed_build(const struct pv *pv, const struct seed_in *in, const char *iso)
+{
+	char dir[] = "/tmp/moat-seed.XXXXXX", *u, *m, *n;
+	int rc = -1;
+
+	if (mkdtemp(dir) == NULL) {
+		log_warn("mkdtemp");
+		return -1;
+	}
+	xasprintf(&u, "%s/user-data", dir);
+	xasprintf(&m, "%s/meta-data", dir);
+	xasprintf(&n, "%s/network-config", dir);
+	if (emit(dir, "user-data", in, seed_user_data) == 0 &&
+	    emit(dir, "meta-data", in, seed_meta_data) == 0 &&
+	    emit(dir, "network-config", in, seed_network_config) == 0) {
+		char *argv[] = { (char *)pv->genisoimage, "-quiet",
+		    "-output", (char *)iso, "-volid", "cidata", "-joliet",
+		    "-rock", u, m, n, NULL };
+
+		rc = run_argv(argv, NULL);
+		if (rc != 0)
+			log_warnx("genisoimage failed to build %s", iso);
+	}
+	unlink(u);
+	unlink(m);
+	unlink(n);
+	rmdir(dir);
+	free(u);
+	free(m);
+	free(n);
+	return rc;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# guest-initramfs.sh -- a busybox-static initramfs for test guests.
+#
+#   guest-initramfs.sh OUT.cpio.gz KERNEL_TREE [CONTAINMENT_CHECK]
+#
+# KERNEL_TREE is what guest-kernel.sh printed.  The guest's /init loads the
+# virtio modules, configures eth0 from the kernel's ip= parameter (the format
+# provision writes: ip=ADDR::GW:MASK:HOST:eth0:off:DNS), runs
+# containment-check with the arguments in moat.cc= (commas for spaces),
+# prints one verdict line to the serial console and powers off:
+#
+#   MOAT-VERDICT: contained            containment-check exited 0
+#   MOAT-VERDICT: breach (exit N)      anything else
+#
+# With moat.spoof=ADDR it then moves eth0 to ADDR and tries the gateway, the
+# internet server and the LAN host, printing
+#   MOAT-SPOOF: nothing got through    or    MOAT-SPOOF: LEAK <what>
+set -eu
+out=${1:?usage: guest-initramfs.sh OUT KERNEL_TREE [CONTAINMENT_CHECK]}
+tree=${2:?usage: guest-initramfs.sh OUT KERNEL_TREE [CONTAINMENT_CHECK]}
+cc=${3:-}
+busybox=$(command -v busybox)
+file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+	[ -e /bin/busybox ] || { echo "guest-initramfs: busybox-static needed" >&2; exit 1; }
+kver=$(ls "$tree/lib/modules" | head -1)
+mods="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover net_failover virtio_net"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"/{bin,dev,proc,sys,tmp,etc,lib/modules}
+cp "$busybox" "$work/bin/busybox"
+for m in $mods; do
+	f=$(find "$tree/lib/modules/$kver" -name "$m.ko*" | head -1)
+	[ -n "$f" ] || { echo "guest-initramfs: module $m not in $tree" >&2; exit 1; }
+	case $f in
+	*.ko.xz) xz -dc "$f" >"$work/lib/modules/$m.ko" ;;
+	*.ko.zst) zstd -qdc "$f" >"$work/lib/modules/$m.ko" ;;
+	*) cp "$f" "$work/lib/modules/$m.ko" ;;
+	esac
+done
+[ -n "$cc" ] && install -m 0755 "$cc" "$work/bin/containment-check"
+cat >"$work/init" <<INIT
+#!/bin/busybox sh
+# busybox finds itself through /proc/self/exe: mount /proc first.
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sys /sys
+/bin/busybox mount -t devtmpfs dev /dev
+/bin/busybox --install -s /bin
+echo "moat-guest: init started"
+for m in $mods; do insmod /lib/modules/\$m.ko || echo "moat-guest: insmod \$m failed"; done
+arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^\$1=//p" | tail -1; }
+ipspec=\$(arg ip)
+addr=\$(echo "\$ipspec" | cut -d: -f1); gw=\$(echo "\$ipspec" | cut -d: -f3)
+mask=\$(echo "\$ipspec" | cut -d: -f4); dev=\$(echo "\$ipspec" | cut -d: -f6)
+dev=\${dev:-eth0}
+i=0; while [ ! -e /sys/class/net/\$dev ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done
+ip link set lo up
+ip link set "\$dev" up
+ipcalc -p "\$addr" "\$mask" >/tmp/plen 2>/dev/null; . /tmp/plen
+ip addr add "\$addr/\${PREFIX:-24}" dev "\$dev"
+ip route add default via "\$gw"
+echo "nameserver \$gw" >/etc/resolv.conf
+echo "moat-guest: network up \$addr/\${PREFIX:-24} via \$gw on \$dev"
+cc=\$(arg moat.cc | tr ',' ' ')
+if [ -x /bin/containment-check ]; then
+	echo "moat-guest: running containment-check --in-guest \$cc"
+	/bin/containment-check --in-guest \$cc; rc=\$?
+	if [ \$rc -eq 0 ]; then echo "MOAT-VERDICT: contained"
+	else echo "MOAT-VERDICT: breach (exit \$rc)"; fi
+else
+	echo "MOAT-VERDICT: no containment-check in this initramfs"
+fi
+spoof=\$(arg moat.spoof)
+if [ -n "\$spoof" ]; then
+	ip addr flush dev "\$dev"
+	ip addr add "\$spoof/\${PREFIX:-24}" dev "\$dev"
+	ip route add default via "\$gw"
+	echo "moat-guest: eth0 moved to \$spoof"
+	leak=""
+	ping -c 2 -W 2 "\$gw" >/dev/null 2>&1 && leak="\$leak gateway-ping"
+	for t in \$(arg moat.spoof_targets | tr ',' ' '); do
+		nc -w 3 \${t%:*} \${t#*:} </dev/null >/tmp/nc 2>&1 && leak="\$leak \$t"
+		[ -s /tmp/nc ] && leak="\$leak \$t(data)"
+	done
+	if [ -z "\$leak" ]; then echo "MOAT-SPOOF: nothing got through"
+	else echo "MOAT-SPOOF: LEAK\$leak"; fi
+fi
+echo "moat-guest: powering off"
+sync
+poweroff -f
+INIT
+chmod 0755 "$work/init"
+(cd "$work" && find . | sort | cpio -o -H newc --quiet | gzip -1) >"$out.tmp"
+mv "$out.tmp" "$out"
