@@ -116,9 +116,9 @@ expect_ok "probe: the kernel takes every part of the policy" nftr probe
 expect_ok "apply succeeds" nftr apply
 expect_ok "verify after apply: no drift" nftr verify
 expect_eq "other tables untouched by apply" "$before" "$(others)"
-t1=$(in_ns "$NS_GW" nft list table inet moat; in_ns "$NS_GW" nft list table bridge moat)
+t1=$(in_ns "$NS_GW" nft -s list table inet moat; in_ns "$NS_GW" nft -s list table bridge moat)
 expect_ok "apply again succeeds" nftr apply
-t2=$(in_ns "$NS_GW" nft list table inet moat; in_ns "$NS_GW" nft list table bridge moat)
+t2=$(in_ns "$NS_GW" nft -s list table inet moat; in_ns "$NS_GW" nft -s list table bridge moat)
 expect_eq "applying twice changes nothing" "$t1" "$t2"
 expect_eq "other tables untouched by reapply" "$before" "$(others)"
 
@@ -172,22 +172,28 @@ probe locked tcp $INET_HTTP 80 >/dev/null
 expect_eq "a none-mode refusal increments counter none" $((c0 + 1)) "$(counter inet none)"
 
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: address not in the set"
-expect_ok "add an address to web's allowlist set" nftr add web 3000 $INET_HTTP
+expect_ok "add an address to web's allowlist set" nftr add web 8000 $INET_HTTP
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: address in the set"
 expect_probe reply web udp $INET_HTTP 9999 "allowlist: UDP to an address in the set"
 expect_probe EHOSTUNREACH web tcp $INET_ADDR 8080 "allowlist: another address"
 c0=$(counter inet allowlist)
 probe web tcp $INET_ADDR 8080 >/dev/null
 expect_eq "an allowlist refusal increments counter allowlist" $((c0 + 1)) "$(counter inet allowlist)"
-# Refresh: re-adding an element resets its timeout.
-sleep 2
-expect_ok "re-add the address with a new timeout" nftr add web 6000 $INET_HTTP
-sleep 2
+# Re-adding an element replaces its timeout: shorter here, so it must be
+# gone long before the first one would have run out...
+expect_ok "re-add the address with a shorter timeout" nftr add web 2000 $INET_HTTP
+sleep 3
+expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: element gone after its (updated) timeout"
+# ...and longer here, so it must outlive the first.
+expect_ok "add it again for 3 s" nftr add web 3000 $INET_HTTP
+sleep 1.5
+expect_ok "re-add it for 8 s" nftr add web 8000 $INET_HTTP
+sleep 2.5
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: refreshed element still there after the first timeout"
 expect_ok "reapply keeps allowlist elements" nftr apply
 in_ns "$NS_GW" nft list set inet moat allow_web | sed -n 's/^/# /;/elements/p'
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: element survives a reapply"
-sleep 4.5
+sleep 7
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: element gone after its timeout"
 
 # --- anti-spoofing ---------------------------------------------------------
