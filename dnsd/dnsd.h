@@ -20,7 +20,7 @@
 
 #include "config.h"
 
-#define DNSD_USER_DEFAULT	"moat-dnsd"
+#define DNSD_USER_DEFAULT	"moat-dns"
 
 enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 

@@ -779,16 +779,42 @@ query_error(struct client *c, enum dq_status st, const uint8_t *buf,
 	client_done(c);
 }
 
+/* Under gatewayd, refusals and rebinding removals also go to its audit
+ * log.  dq_name() made the name printable; quotes and backslashes are
+ * replaced so the object stays valid JSON without escaping. */
+static void
+audit(const char *event, const char *sandbox, const char *name,
+    const char *qtype, const char *reason)
+{
+	char buf[1024], n[LDNS_MAX_DOMAINLEN * 4 + 8];
+	int len;
+
+	if (S.opts->ipc_fd == -1 || S.ipcfd == -1)
+		return;
+	snprintf(n, sizeof(n), "%s", name);
+	for (char *p = n; *p != '\0'; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '?';
+	len = snprintf(buf, sizeof(buf), "{\"event\":\"%s\",\"sandbox\":"
+	    "\"%s\",\"name\":\"%s\",\"qtype\":\"%s\",\"reason\":\"%s\"}",
+	    event, sandbox, n, qtype, reason);
+	if (len > 0 && (size_t)len < sizeof(buf))
+		(void)ipc_send(S.ipcfd, IPC_AUDIT, 0, buf, (size_t)len);
+}
+
 static void
 refuse(struct client *c, const char *who, const char *reason)
 {
 	char name[LDNS_MAX_DOMAINLEN * 4 + 8], t[16];
 
 	S.c.refused++;
-	if (log_budget())
-		log_info("sandbox %s: refused %s %s: %s", who,
-		    qtype_str(c->q.qtype, t, sizeof(t)),
-		    dq_name(&c->q, name, sizeof(name)), reason);
+	dq_name(&c->q, name, sizeof(name));
+	qtype_str(c->q.qtype, t, sizeof(t));
+	if (log_budget()) {
+		log_info("sandbox %s: refused %s %s: %s", who, t, name,
+		    reason);
+		audit("dns-refused", who, name, t, reason);
+	}
 	respond(c, LDNS_RCODE_REFUSED, EDE_BLOCKED, reason);
 }
 
