@@ -18,7 +18,7 @@
 #include "log.h"
 #include "provision.h"
 
-#define START_WAIT_MS	15000
+#define START_WAIT_MS	60000	/* TCG on a loaded host is slow to start */
 
 /* Everything a verb needs about one guest. */
 struct target {

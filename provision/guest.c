@@ -285,3 +285,22 @@ gpaths_free(struct gpaths *p)
 	free(p->dropin);
 	memset(p, 0, sizeof(*p));
 }
+
+/* Load (or reload) the configuration and derive the guests' folder. */
+int
+pv_load(struct pv *pv)
+{
+	struct moat_errors errs = { 0 };
+
+	config_free(pv->cfg);
+	free(pv->guests_dir);
+	pv->guests_dir = NULL;
+	if ((pv->cfg = config_load(pv->conf_path, pv->sbdir, &errs)) == NULL) {
+		config_errors_print(stderr, &errs);
+		config_errors_free(&errs);
+		log_warnx("%s: configuration invalid", pv->conf_path);
+		return -1;
+	}
+	xasprintf(&pv->guests_dir, "%s/guests", pv->cfg->gw.state_dir);
+	return 0;
+}

@@ -79,24 +79,6 @@ permitted(const struct verb *v)
 	return -1;
 }
 
-int
-pv_load(struct pv *pv)
-{
-	struct moat_errors errs = { 0 };
-
-	config_free(pv->cfg);
-	free(pv->guests_dir);
-	pv->guests_dir = NULL;
-	if ((pv->cfg = config_load(pv->conf_path, pv->sbdir, &errs)) == NULL) {
-		config_errors_print(stderr, &errs);
-		config_errors_free(&errs);
-		log_warnx("%s: configuration invalid", pv->conf_path);
-		return -1;
-	}
-	xasprintf(&pv->guests_dir, "%s/guests", pv->cfg->gw.state_dir);
-	return 0;
-}
-
 static void
 set_sbdir(struct pv *pv)
 {

@@ -20,3 +20,4 @@ UNIT_TESTS += $(PROVISION_TESTS)
 $(PROVISION_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(PROVISION_LIB_OBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS) $(CMOCKA_LIBS)
+$(OBJ)/tests/unit/test_provision.o: override CFLAGS += -Iprovision

@@ -206,7 +206,6 @@ pid_t
 guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
 {
 	char path[64], want[16], *s, *c;
-	struct stat sb;
 	long v;
 	pid_t pid = 0;
 
@@ -216,16 +215,26 @@ guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
 	free(s);
 	if (v <= 1 || v > 0x400000 || (*c != '\n' && *c != '\0'))
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld", v);
-	if (stat(path, &sb) == -1 || sb.st_uid != uid)
+	/* Status, not the owner of /proc/PID: that turns root once QEMU
+	 * makes itself non-dumpable. */
+	snprintf(path, sizeof(path), "/proc/%ld/status", v);
+	if ((s = read_small_file(path, 4096)) == NULL)
 		return 0;
+	c = strstr(s, "\nUid:");
+	if (c == NULL || strtoul(c + 5, NULL, 10) != (unsigned long)uid) {
+		free(s);
+		return 0;
+	}
+	free(s);
 	snprintf(path, sizeof(path), "/proc/%ld/stat", v);
 	if ((s = read_small_file(path, 512)) == NULL)
 		return 0;
 	c = strrchr(s, ')');
+	/* QEMU renames itself (-name process=) only once it is set up. */
 	snprintf(want, sizeof(want), "(moat-%s", g->name);
-	if (c != NULL && strncmp(s + strcspn(s, "("), want, strlen(want)) ==
-	    0 && c[1] == ' ' && c[2] != 'Z' && c[2] != 'X')
+	if (c != NULL && c[1] == ' ' && c[2] != 'Z' && c[2] != 'X' &&
+	    (strncmp(s + strcspn(s, "("), want, strlen(want)) == 0 ||
+	    strncmp(s + strcspn(s, "("), "(qemu-system", 12) == 0))
 		pid = (pid_t)v;
 	free(s);
 	return pid;

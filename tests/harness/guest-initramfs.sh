@@ -13,7 +13,8 @@
 #   MOAT-VERDICT: breach (exit N)      anything else
 #
 # With moat.spoof=ADDR it then moves eth0 to ADDR and tries the gateway, the
-# internet server and the LAN host, printing
+# targets in moat.spoof_targets (HOST:PORT,...) and GET /moat-spoofed from
+# moat.spoof_http, printing
 #   MOAT-SPOOF: nothing got through    or    MOAT-SPOOF: LEAK <what>
 set -eu
 out=${1:?usage: guest-initramfs.sh OUT KERNEL_TREE [CONTAINMENT_CHECK]}
@@ -81,6 +82,8 @@ if [ -n "\$spoof" ]; then
 		nc -w 3 \${t%:*} \${t#*:} </dev/null >/tmp/nc 2>&1 && leak="\$leak \$t"
 		[ -s /tmp/nc ] && leak="\$leak \$t(data)"
 	done
+	h=\$(arg moat.spoof_http)
+	[ -n "\$h" ] && wget -q -T 3 -O /tmp/w "http://\$h/moat-spoofed" 2>/dev/null && leak="\$leak http-\$h"
 	if [ -z "\$leak" ]; then echo "MOAT-SPOOF: nothing got through"
 	else echo "MOAT-SPOOF: LEAK\$leak"; fi
 fi

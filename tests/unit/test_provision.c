@@ -1,0 +1,356 @@
+/*
+ * test_provision.c -- provision's pure parts: the hardened QEMU command
+ * line (every hardening flag present, every dangerous one absent, and a
+ * golden copy), address/MAC/tap allocation, the drop-in (it must load),
+ * and the cloud-init seed (no passwordless sudo, no default user, quoting).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "provision.h"
+
+static const char base_conf[] =
+    "gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";"
+    " bridge = \"moat0\"; dns: { upstream = [ \"203.0.113.53\" ]; }; };\n";
+
+static struct moat_config *
+load_text(const char *text, const char *dir)
+{
+	struct moat_errors e = { 0 };
+	struct moat_config *c = config_load_buffer("test.conf", text, dir, &e);
+
+	if (c == NULL)
+		config_errors_print(stderr, &e);
+	config_errors_free(&e);
+	return c;
+}
+
+static char *
+qemu_line(enum pv_mode mode, enum pv_accel accel)
+{
+	struct guest g = { .name = "web", .mode = mode, .cpus = 2,
+	    .memory_mb = 512, .user = "moat-qemu" };
+	struct gpaths p = { .disk = "/s/web/disk.qcow2",
+	    .seed = "/s/web/seed.iso", .log = "/s/web/console.log",
+	    .qmp = "/r/web/qmp.sock", .console = "/r/web/console.sock",
+	    .pidfile = "/r/web/qemu.pid" };
+	struct qemu_in in = { .g = &g, .p = &p, .accel = accel,
+	    .qemu = "/usr/bin/qemu-system-x86_64", .tapfd = 3,
+	    .mac = "02:6d:74:00:00:0a", .address = "10.77.0.10",
+	    .gateway = "10.77.0.1", .netmask = "255.255.255.0" };
+	struct strv a = { 0 };
+	char *s;
+
+	g.kernel = "/k/vmlinuz";
+	g.initrd = "/k/initrd";
+	qemu_argv(&in, &a);
+	s = strv_join(&a);
+	strv_free(&a);
+	return s;
+}
+
+static void
+t_qemu_hardening(void **state)
+{
+	static const char *const must[] = {
+		" -nodefaults ", " -no-user-config ",
+		" -machine q35,vmport=off,usb=off,",
+		" -sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
+		    "resourcecontrol=deny ",
+		" -display none ", " -vga none ",
+		",-vmx,-svm ",
+		" -device virtio-blk-pci,drive=disk0",
+		" -netdev tap,id=net0,fd=3 ",
+		" -device virtio-net-pci,netdev=net0,mac=02:6d:74:00:00:0a,"
+		    "romfile= ",
+		" -device virtio-rng-pci,",
+		"socket,id=ser0,path=/r/web/console.sock,server=on,wait=off,"
+		    "logfile=/s/web/console.log",
+		" -serial chardev:ser0 ",
+		"socket,id=qmp0,path=/r/web/qmp.sock,server=on,wait=off",
+		" -mon chardev=qmp0,mode=control ",
+		" -pidfile /r/web/qemu.pid ",
+		" -m 512M,slots=0,maxmem=512M ",
+		" -smp 2,sockets=1,cores=2,threads=1,maxcpus=2 ",
+	};
+	static const char *const never[] = {
+		"user,", "-netdev user", "-nic", "hostfwd", "9p", "virtfs",
+		"-fsdev", "vnc", "spice", "-vnc", "tcp:", "telnet", "usb-",
+		"-usb ", "audio", "-soundhw", "floppy", "-fda", "balloon",
+		"-daemonize", "-runas", "ifname=", "script=", "-monitor",
+		"websocket", "vhost-user", "-chroot", "kvm-pit",
+		"elevateprivileges=allow", "spawn=allow", "smb=",
+	};
+	enum pv_mode modes[] = { MODE_KERNEL, MODE_IMAGE };
+	enum pv_accel accels[] = { ACCEL_TCG, ACCEL_KVM };
+	size_t i, m, a;
+	char *s;
+
+	for (m = 0; m < 2; m++)
+		for (a = 0; a < 2; a++) {
+			s = qemu_line(modes[m], accels[a]);
+			for (i = 0; i < sizeof(must) / sizeof(must[0]); i++)
+				if (strstr(s, must[i]) == NULL)
+					fail_msg("missing [%s] in: %s", must[i], s);
+			for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+				if (strstr(s, never[i]) != NULL)
+					fail_msg("forbidden [%s] in: %s", never[i], s);
+			free(s);
+		}
+	s = qemu_line(MODE_IMAGE, ACCEL_KVM);
+	assert_non_null(strstr(s, " -accel kvm -cpu host,-vmx,-svm "));
+	assert_non_null(strstr(s, "file=/s/web/seed.iso,if=none,id=seed0,"
+	    "format=raw,readonly=on"));
+	assert_null(strstr(s, "-kernel"));
+	free(s);
+}
+
+/* The whole kernel-mode TCG line, so any change is seen in review. */
+static void
+t_qemu_golden(void **state)
+{
+	static const char golden[] = "/usr/bin/qemu-system-x86_64 "
+	    "-name guest=web,process=moat-web,debug-threads=off -nodefaults "
+	    "-no-user-config -machine q35,vmport=off,usb=off,"
+	    "dump-guest-core=off,mem-merge=off -accel tcg -cpu qemu64,-vmx,-svm "
+	    "-smp 2,sockets=1,cores=2,threads=1,maxcpus=2 "
+	    "-m 512M,slots=0,maxmem=512M -sandbox on,obsolete=deny,"
+	    "elevateprivileges=deny,spawn=deny,resourcecontrol=deny "
+	    "-display none -vga none -msg timestamp=on "
+	    "-pidfile /r/web/qemu.pid "
+	    "-chardev socket,id=qmp0,path=/r/web/qmp.sock,server=on,wait=off "
+	    "-mon chardev=qmp0,mode=control "
+	    "-chardev socket,id=ser0,path=/r/web/console.sock,server=on,"
+	    "wait=off,logfile=/s/web/console.log,logappend=on "
+	    "-serial chardev:ser0 "
+	    "-object rng-random,id=rng0,filename=/dev/urandom "
+	    "-device virtio-rng-pci,rng=rng0,max-bytes=1048576,period=1000 "
+	    "-drive file=/s/web/disk.qcow2,if=none,id=disk0,format=qcow2,"
+	    "discard=unmap -device virtio-blk-pci,drive=disk0,bootindex=1 "
+	    "-netdev tap,id=net0,fd=3 "
+	    "-device virtio-net-pci,netdev=net0,mac=02:6d:74:00:00:0a,romfile= "
+	    "-kernel /k/vmlinuz -initrd /k/initrd -append 'console=ttyS0 "
+	    "panic=-1 ip=10.77.0.10::10.77.0.1:255.255.255.0:web:eth0:off:"
+	    "10.77.0.1'";
+	char *s = qemu_line(MODE_KERNEL, ACCEL_TCG);
+
+	assert_string_equal(s, golden);
+	free(s);
+}
+
+static void
+t_alloc(void **state)
+{
+	char text[2048], tap[16], ms[18];
+	struct moat_config *c;
+	struct moat_addr a;
+	uint8_t mac[6];
+
+	snprintf(text, sizeof(text), "%ssandboxes = ( { name = \"a\"; "
+	    "mac = \"02:6d:74:00:00:02\"; address = \"10.77.0.2\"; "
+	    "tap = \"mt-a\"; egress = \"open\"; }, { name = \"b\"; "
+	    "mac = \"52:54:00:00:00:0b\"; address = \"10.77.0.4\"; "
+	    "tap = \"mt-verylongname\"; egress = \"none\"; } );", base_conf);
+	assert_non_null(c = load_text(text, "/nonexistent"));
+	assert_int_equal(alloc_address(c, &a), 0);
+	assert_int_equal(a.a[3], 3);		/* .2 taken, .3 free */
+	alloc_mac(c, &a, mac);
+	mac_fmt(mac, ms);
+	assert_string_equal(ms, "02:6d:74:4d:00:03");
+	assert_true(mac[0] & 2);		/* locally administered */
+	assert_false(mac[0] & 1);		/* unicast */
+	/* A hand-written MAC that collides is skipped. */
+	a.a[3] = 2;
+	alloc_mac(c, &a, mac);
+	mac_fmt(mac, ms);
+	assert_string_not_equal(ms, "02:6d:74:00:00:02");
+	assert_int_equal(alloc_tap(c, "a", NULL, tap), 0);
+	assert_string_equal(tap, "mt-a-1");	/* mt-a is taken */
+	assert_int_equal(alloc_tap(c, "x", NULL, tap), 0);
+	assert_string_equal(tap, "mt-x");
+	assert_int_equal(alloc_tap(c, "abcdefghijklmnopqrstuvwxyz", NULL,
+	    tap), 0);
+	assert_true(strlen(tap) <= 15);
+	config_free(c);
+}
+
+static void
+t_alloc_exhausted(void **state)
+{
+	char text[4096];
+	struct moat_config *c;
+	struct moat_addr a;
+	int i, n;
+
+	/* A /29: .1 is the gateway, .2 to .6 for guests, .7 broadcast. */
+	n = snprintf(text, sizeof(text), "gateway: { uplink = \"up0\"; "
+	    "network = \"10.77.0.0/29\"; dns: { upstream = [ \"9.9.9.9\" ]; "
+	    "}; };\nsandboxes = (");
+	for (i = 2; i <= 6; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n,
+		    "%s{ name = \"g%d\"; mac = \"02:00:00:00:00:0%d\"; "
+		    "address = \"10.77.0.%d\"; tap = \"t%d\"; egress = "
+		    "\"open\"; }", i > 2 ? "," : "", i, i, i, i);
+	snprintf(text + n, sizeof(text) - (size_t)n, ");\n");
+	assert_non_null(c = load_text(text, "/nonexistent"));
+	assert_int_equal(alloc_address(c, &a), -1);
+	config_free(c);
+}
+
+static void
+t_names(void **state)
+{
+	assert_true(name_valid("web-1_x"));
+	assert_false(name_valid(""));
+	assert_false(name_valid("Web"));
+	assert_false(name_valid("../etc"));
+	assert_false(name_valid("a b"));
+	assert_false(name_valid("abcdefghijklmnopqrstuvwxyz0123456"));
+}
+
+/* A rendered drop-in, put in a sandboxes.d, loads as that sandbox. */
+static void
+t_dropin_loads(void **state)
+{
+	char dir[] = "/tmp/moat-test-pv.XXXXXX", *path;
+	struct dropin d = { .name = "web", .mac = "02:6d:74:00:00:05",
+	    .address = "10.77.0.5", .tap = "mt-web", .egress = "allowlist",
+	    .owner = "alice" };
+	const struct moat_sandbox *sb;
+	struct moat_config *c;
+	FILE *f;
+
+	strv_add(&d.allow, "pypi.org");
+	strv_add(&d.allow, "*.github.test");
+	assert_non_null(mkdtemp(dir));
+	assert_true(asprintf(&path, "%s/web.conf", dir) > 0);
+	assert_non_null(f = fopen(path, "w"));
+	assert_int_equal(dropin_render(f, &d), 0);
+	fclose(f);
+	assert_non_null(c = load_text(base_conf, dir));
+	assert_non_null(sb = config_sandbox_by_name(c, "web"));
+	assert_int_equal(sb->egress, EGRESS_ALLOWLIST);
+	assert_int_equal(sb->allow.n, 2);
+	assert_string_equal(sb->tap, "mt-web");
+	assert_int_equal(sb->address.a[3], 5);
+	config_free(c);
+	unlink(path);
+	rmdir(dir);
+	free(path);
+	strv_free(&d.allow);
+}
+
+static char *
+render(int (*fn)(FILE *, const struct seed_in *), const struct seed_in *in)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_int_equal(fn(f, in), 0);
+	fclose(f);
+	return buf;
+}
+
+static void
+t_seed(void **state)
+{
+	struct seed_in in = { .name = "web", .login = "agent",
+	    .ssh_key = "ssh-ed25519 AAAAC3 me@\"x\"\n# comment\nssh-rsa BBB\n",
+	    .ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n"
+	    "-----END CERTIFICATE-----\n", .mac = "02:6d:74:00:00:05",
+	    .address = "10.77.0.5", .plen = 24, .gateway = "10.77.0.1" };
+	char *u, *m, *n;
+
+	strv_add(&in.env, "OPENAI_API_KEY=moat-openai-PLACEHOLDER");
+	u = render(seed_user_data, &in);
+	assert_true(strncmp(u, "#cloud-config\n", 14) == 0);
+	assert_null(strstr(u, "default"));
+	assert_null(strstr(u, "NOPASSWD"));
+	assert_non_null(strstr(u, "lock_passwd: true"));
+	assert_non_null(strstr(u, "sudo: false"));
+	assert_non_null(strstr(u, "disable_root: true"));
+	assert_non_null(strstr(u, "ssh_pwauth: false"));
+	assert_non_null(strstr(u, "usermod, --lock, root"));
+	assert_non_null(strstr(u, "\"ssh-ed25519 AAAAC3 me@\\\"x\\\"\""));
+	assert_non_null(strstr(u, "\"ssh-rsa BBB\""));
+	assert_null(strstr(u, "# comment"));
+	assert_non_null(strstr(u, "ca_certs:"));
+	assert_non_null(strstr(u, "OPENAI_API_KEY='moat-openai-PLACEHOLDER'"));
+	assert_non_null(strstr(u, "SSL_CERT_FILE="));
+	assert_non_null(strstr(u, "NODE_EXTRA_CA_CERTS="));
+	assert_non_null(strstr(u, "REQUESTS_CA_BUNDLE="));
+	assert_non_null(strstr(u, "PasswordAuthentication no"));
+	free(u);
+	in.sudo = true;
+	in.password_hash = "$6$salt$hash";
+	u = render(seed_user_data, &in);
+	assert_non_null(strstr(u, "sudo: \"ALL=(ALL:ALL) ALL\""));
+	assert_non_null(strstr(u, "lock_passwd: false"));
+	assert_null(strstr(u, "NOPASSWD"));
+	free(u);
+	m = render(seed_meta_data, &in);
+	assert_string_equal(m, "instance-id: moat-web\nlocal-hostname: web\n");
+	n = render(seed_network_config, &in);
+	assert_non_null(strstr(n, "addresses: [ \"10.77.0.5/24\" ]"));
+	assert_non_null(strstr(n, "via: \"10.77.0.1\""));
+	assert_non_null(strstr(n, "macaddress: \"02:6d:74:00:00:05\""));
+	assert_non_null(strstr(n, "dhcp4: false"));
+	free(m);
+	free(n);
+	strv_free(&in.env);
+}
+
+static void
+t_env_names(void **state)
+{
+	char b[64];
+
+	assert_string_equal(secret_env_name("openai", b, sizeof(b)),
+	    "OPENAI_API_KEY");
+	assert_string_equal(secret_env_name("github", b, sizeof(b)),
+	    "GITHUB_TOKEN");
+	assert_string_equal(secret_env_name("my-svc", b, sizeof(b)),
+	    "MY_SVC_API_KEY");
+}
+
+static void
+t_join(void **state)
+{
+	struct strv a = { 0 };
+	char *s;
+
+	strv_add(&a, "a");
+	strv_add(&a, "b c");
+	strv_add(&a, "it's");
+	strv_add(&a, "");
+	s = strv_join(&a);
+	assert_string_equal(s, "a 'b c' 'it'\\''s' ''");
+	free(s);
+	strv_free(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_qemu_hardening),
+		cmocka_unit_test(t_qemu_golden),
+		cmocka_unit_test(t_alloc),
+		cmocka_unit_test(t_alloc_exhausted),
+		cmocka_unit_test(t_names),
+		cmocka_unit_test(t_dropin_loads),
+		cmocka_unit_test(t_seed),
+		cmocka_unit_test(t_env_names),
+		cmocka_unit_test(t_join),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
