@@ -212,8 +212,10 @@ guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
 	if ((s = read_small_file(p->pidfile, 32)) == NULL)
 		return 0;
 	v = strtol(s, &c, 10);
+	if (*c != '\n' && *c != '\0')
+		v = 0;
 	free(s);
-	if (v <= 1 || v > 0x400000 || (*c != '\n' && *c != '\0'))
+	if (v <= 1 || v > 0x400000)
 		return 0;
 	/* Status, not the owner of /proc/PID: that turns root once QEMU
 	 * makes itself non-dumpable. */

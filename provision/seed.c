@@ -246,8 +246,9 @@ seed_build(const struct pv *pv, const struct seed_in *in, const char *iso)
 		    "-output", (char *)iso, "-volid", "cidata", "-joliet",
 		    "-rock", u, m, n, NULL };
 
-		rc = run_argv(argv, NULL);
-		if (rc != 0)
+		if (run_argv(argv, NULL) == 0)
+			rc = 0;
+		else
 			log_warnx("genisoimage failed to build %s", iso);
 	}
 	unlink(u);

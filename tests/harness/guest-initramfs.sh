@@ -79,7 +79,7 @@ if [ -n "\$spoof" ]; then
 	leak=""
 	ping -c 2 -W 2 "\$gw" >/dev/null 2>&1 && leak="\$leak gateway-ping"
 	for t in \$(arg moat.spoof_targets | tr ',' ' '); do
-		nc -w 3 \${t%:*} \${t#*:} </dev/null >/tmp/nc 2>&1 && leak="\$leak \$t"
+		nc -w 3 \${t%:*} \${t#*:} </dev/null >/tmp/nc 2>/dev/null && leak="\$leak \$t"
 		[ -s /tmp/nc ] && leak="\$leak \$t(data)"
 	done
 	h=\$(arg moat.spoof_http)
