@@ -115,16 +115,22 @@ int
 alloc_tap(const struct moat_config *cfg, const char *name,
     bool (*in_use)(const char *), char tap[16])
 {
-	int i;
+	char buf[64];
+	int i, keep;
 
-	snprintf(tap, 16, "mt-%s", name);
-	if (strlen(name) <= 12 && !tap_used(cfg, tap, in_use))
+	snprintf(buf, sizeof(buf), "mt-%s", name);
+	if (strlen(buf) <= 15 && !tap_used(cfg, buf, in_use)) {
+		memcpy(tap, buf, strlen(buf) + 1);
 		return 0;
+	}
 	for (i = 1; i < 1000; i++) {
-		snprintf(tap, 16, "mt-%.*s-%d", 12 - (i < 10 ? 2 : i < 100 ?
-		    3 : 4), name, i);
-		if (!tap_used(cfg, tap, in_use))
+		/* "mt-" + prefix + "-N" in 15 characters. */
+		keep = 12 - (i < 10 ? 2 : i < 100 ? 3 : 4);
+		snprintf(buf, sizeof(buf), "mt-%.*s-%d", keep, name, i);
+		if (strlen(buf) <= 15 && !tap_used(cfg, buf, in_use)) {
+			memcpy(tap, buf, strlen(buf) + 1);
 			return 0;
+		}
 	}
 	return -1;
 }

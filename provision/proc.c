@@ -4,6 +4,7 @@
  * the unprivileged user, and finding a running guest.
  */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -126,7 +127,10 @@ child_drop(const struct qemu_user *u, int tapfd, int errfd)
 	if (close_range(tapfd >= 0 ? 4 : 3, ~0u, 0) == -1)
 		_exit(126);
 	umask(077);
-	if (chdir("/") == -1 ||
+	/* Guest memory never lands in a core file. */
+	struct rlimit nocore = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &nocore) == -1 || chdir("/") == -1 ||
 	    setgroups(1, &u->gid) == -1 ||
 	    setresgid(u->gid, u->gid, u->gid) == -1 ||
 	    setresuid(u->uid, u->uid, u->uid) == -1 ||
