@@ -92,6 +92,7 @@ node_remove(struct cache *c, struct cnode *n)
 	c->st.entries--;
 	c->st.bytes -= n->size;
 	answer_clear(&n->e.a);
+	free(n->e.memo.wire);
 	free(n);
 }
 
@@ -119,7 +120,7 @@ find(struct cache *c, const uint8_t *name, size_t len, uint16_t qtype,
 	return NULL;
 }
 
-const struct centry *
+struct centry *
 cache_get(struct cache *c, const uint8_t *name, size_t len, uint16_t qtype,
     uint64_t now)
 {
@@ -188,7 +189,9 @@ cache_put(struct cache *c, const uint8_t *name, size_t len, uint16_t qtype,
 	memset(a, 0, sizeof(*a));
 	n->e.stored = now;
 	n->e.expires = now + n->e.a.ttl;
-	n->size = sizeof(*n) + list_size(n->e.a.an) + list_size(n->e.a.ns);
+	/* Room for the memo (server.c keeps it at most one UDP answer). */
+	n->size = sizeof(*n) + list_size(n->e.a.an) + list_size(n->e.a.ns) +
+	    DNSD_EDNS_SIZE;
 	if (n->size > c->st.maxbytes) {
 		answer_clear(&n->e.a);
 		free(n);

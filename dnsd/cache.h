@@ -14,10 +14,22 @@
 
 #include "msg.h"
 
+/* The last answer rendered from an entry, for the next guest that asks
+ * the same way in the same second: then only the ID differs.  Owned by
+ * the cache. */
+struct memo {
+	uint8_t		*wire;
+	size_t		 len;
+	uint64_t	 key;		/* age, size, flags of the rendering */
+	size_t		 qlen;
+	uint8_t		 q[LDNS_MAX_DOMAINLEN + 1];	/* name as asked */
+};
+
 struct centry {
 	struct answer	 a;
 	uint64_t	 stored;	/* monotonic seconds */
 	uint64_t	 expires;
+	struct memo	 memo;
 };
 
 struct cache_stats {
@@ -30,7 +42,7 @@ struct cache;
 struct cache *cache_new(size_t maxbytes);
 void	 cache_free(struct cache *);
 /* The live entry for (name, qtype) or NULL.  Valid until the next put. */
-const struct centry *cache_get(struct cache *, const uint8_t *name,
+struct centry *cache_get(struct cache *, const uint8_t *name,
 	    size_t len, uint16_t qtype, uint64_t now);
 /* Store a (moved in: *a is cleared) if its ttl is not 0. */
 void	 cache_put(struct cache *, const uint8_t *name, size_t len,

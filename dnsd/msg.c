@@ -115,6 +115,25 @@ dq_name(const struct dq *q, char *buf, size_t len)
 
 /* --- answers to guests ----------------------------------------------- */
 
+/* Render into one reusable buffer (ldns_pkt2wire allocates a 64 KiB
+ * buffer per call) and return a malloc'd copy of just the bytes. */
+static uint8_t *
+render(const ldns_pkt *p, size_t *len)
+{
+	static ldns_buffer *buf;
+	uint8_t *out;
+
+	if (buf == NULL && (buf = ldns_buffer_new(LDNS_MAX_PACKETLEN)) == NULL)
+		return NULL;
+	ldns_buffer_clear(buf);
+	if (ldns_pkt2buffer_wire(buf, p) != LDNS_STATUS_OK ||
+	    (*len = ldns_buffer_position(buf)) == 0 ||
+	    (out = malloc(*len)) == NULL)
+		return NULL;
+	memcpy(out, ldns_buffer_begin(buf), *len);
+	return out;
+}
+
 static ldns_rr_list *
 clone_aged(const ldns_rr_list *l, uint32_t age)
 {
@@ -226,8 +245,7 @@ resp_build(const struct dq *q, ldns_pkt_rcode rcode, const ldns_rr_list *an,
 		section_set(p, LDNS_SECTION_AUTHORITY, l);
 	if (q->edns && ede != 0)
 		set_ede(p, ede, ede_text);
-	if (ldns_pkt2wire(&wire, p, len) != LDNS_STATUS_OK)
-		wire = NULL;
+	wire = render(p, len);
 	if (wire != NULL && *len > q->maxlen) {
 		/* Too big for the client: an empty truncated answer makes
 		 * it retry over TCP, and never hands it a partial RRset. */
@@ -236,8 +254,7 @@ resp_build(const struct dq *q, ldns_pkt_rcode rcode, const ldns_rr_list *an,
 		section_set(p, LDNS_SECTION_ANSWER, ldns_rr_list_new());
 		section_set(p, LDNS_SECTION_AUTHORITY, ldns_rr_list_new());
 		ldns_pkt_set_tc(p, true);
-		if (ldns_pkt2wire(&wire, p, len) != LDNS_STATUS_OK)
-			wire = NULL;
+		wire = render(p, len);
 	}
 	ldns_pkt_free(p);
 	return wire;
@@ -258,8 +275,7 @@ resp_error(const uint8_t *buf, size_t len, ldns_pkt_rcode rcode,
 	ldns_pkt_set_qr(p, true);
 	ldns_pkt_set_opcode(p, (ldns_pkt_opcode)LDNS_OPCODE_WIRE(buf));
 	ldns_pkt_set_rcode(p, rcode);
-	if (ldns_pkt2wire(&wire, p, outlen) != LDNS_STATUS_OK)
-		wire = NULL;
+	wire = render(p, outlen);
 	ldns_pkt_free(p);
 	return wire;
 }
@@ -292,8 +308,7 @@ upq_build(const struct dquestion *q, size_t *len)
 	ldns_pkt_set_id(p, q->id);
 	ldns_pkt_set_rd(p, true);
 	ldns_pkt_set_edns_udp_size(p, DNSD_EDNS_SIZE);
-	if (ldns_pkt2wire(&wire, p, len) != LDNS_STATUS_OK)
-		wire = NULL;
+	wire = render(p, len);
 	ldns_pkt_free(p);
 	return wire;
 }

@@ -217,11 +217,54 @@ tconn_write(struct tconn *t, const uint8_t *wire, size_t len)
 	tconn_flush(t);
 }
 
+/* UDP answers produced while a batch of queries is read go out together
+ * with one sendmmsg(2); the kernel's per-syscall cost dominates a cache
+ * hit.  Answers produced later (forwarded, acknowledged) go one by one. */
+static struct {
+	int		 on;
+	unsigned	 n;
+	struct mmsghdr	 m[UDP_BATCH];
+	struct iovec	 iov[UDP_BATCH];
+	struct sockaddr_storage ss[UDP_BATCH];
+	uint8_t		 buf[UDP_BATCH][DNSD_EDNS_SIZE];
+} OB;
+
+static void
+udp_flush(void)
+{
+	unsigned done = 0;
+	int n;
+
+	while (done < OB.n) {
+		n = sendmmsg(S.udp.fd, OB.m + done, OB.n - done, MSG_DONTWAIT);
+		if (n <= 0) {
+			log_debug("udp sendmmsg: %s", strerror(errno));
+			break;
+		}
+		done += (unsigned)n;
+	}
+	OB.n = 0;
+}
+
 static void
 client_send(struct client *c, const uint8_t *wire, size_t len)
 {
+	unsigned i;
+
 	if (c->conn != NULL) {
 		tconn_write(c->conn, wire, len);
+		return;
+	}
+	if (OB.on && len <= DNSD_EDNS_SIZE) {
+		if (OB.n == UDP_BATCH)
+			udp_flush();
+		i = OB.n++;
+		memcpy(OB.buf[i], wire, len);
+		OB.ss[i] = c->ss;
+		OB.iov[i] = (struct iovec){ OB.buf[i], len };
+		OB.m[i].msg_hdr = (struct msghdr){ .msg_name = &OB.ss[i],
+		    .msg_namelen = c->sslen, .msg_iov = &OB.iov[i],
+		    .msg_iovlen = 1 };
 		return;
 	}
 	if (sendto(S.udp.fd, wire, len, MSG_DONTWAIT,
@@ -349,9 +392,65 @@ setadd_acked(uint32_t id, int32_t status)
 	log_debug("set ack %u for nothing pending (timed out)", id);
 }
 
-/* Hand an answer (fresh or from the cache, age seconds old) to a guest. */
+/* What a rendering depends on besides the entry: its age, the client's
+ * size limit and EDNS, and the header flags echoed from the query. */
+static uint64_t
+memo_key(const struct client *c, uint32_t age)
+{
+	return (uint64_t)age << 32 | (uint64_t)c->q.maxlen << 8 |
+	    (uint64_t)c->q.edns << 2 | (uint64_t)ldns_pkt_rd(c->q.pkt) << 1 |
+	    (uint64_t)ldns_pkt_cd(c->q.pkt);
+}
+
+static const ldns_rdf *
+asked_name(const struct client *c)
+{
+	return ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(c->q.pkt), 0));
+}
+
+/* A cache hit asked the same way as the last one in the same second is
+ * answered from the last rendering with the client's ID patched in. */
+static uint8_t *
+memo_get(const struct memo *m, const struct client *c, uint32_t age,
+    size_t *len)
+{
+	const ldns_rdf *n = asked_name(c);
+	uint8_t *wire;
+
+	if (m == NULL || m->wire == NULL || m->key != memo_key(c, age) ||
+	    m->qlen != ldns_rdf_size(n) ||
+	    memcmp(m->q, ldns_rdf_data(n), m->qlen) != 0 ||
+	    (wire = malloc(m->len)) == NULL)
+		return NULL;
+	memcpy(wire, m->wire, m->len);
+	LDNS_ID_SET(wire, c->q.id);
+	*len = m->len;
+	return wire;
+}
+
 static void
-deliver(struct client *c, const struct answer *a, uint32_t age)
+memo_put(struct memo *m, const struct client *c, uint32_t age,
+    const uint8_t *wire, size_t len)
+{
+	const ldns_rdf *n = asked_name(c);
+
+	if (m == NULL || len > DNSD_EDNS_SIZE ||
+	    ldns_rdf_size(n) > sizeof(m->q))
+		return;
+	free(m->wire);
+	m->wire = xmalloc(len);
+	memcpy(m->wire, wire, len);
+	m->len = len;
+	m->key = memo_key(c, age);
+	m->qlen = ldns_rdf_size(n);
+	memcpy(m->q, ldns_rdf_data(n), m->qlen);
+}
+
+/* Hand an answer (fresh, or from the cache age seconds old with its memo)
+ * to a guest. */
+static void
+deliver(struct client *c, const struct answer *a, uint32_t age,
+    struct memo *memo)
 {
 	uint8_t *wire;
 	size_t len;
@@ -361,8 +460,12 @@ deliver(struct client *c, const struct answer *a, uint32_t age)
 		log_info("sandbox %s: %s: %zu private record(s) removed "
 		    "(rebinding)", c->sandbox, dq_name(&c->q, name,
 		    sizeof(name)), a->removed);
-	wire = resp_build(&c->q, a->rcode, a->an, a->ns, age, a->ede,
-	    a->ede ? "private address removed by moat" : NULL, &len);
+	if ((wire = memo_get(memo, c, age, &len)) == NULL) {
+		wire = resp_build(&c->q, a->rcode, a->an, a->ns, age, a->ede,
+		    a->ede ? "private address removed by moat" : NULL, &len);
+		if (wire != NULL)
+			memo_put(memo, c, age, wire, len);
+	}
 	if (wire == NULL) {
 		respond(c, LDNS_RCODE_SERVFAIL, 0, NULL);
 		return;
@@ -491,7 +594,7 @@ fwd_answer(struct fwd *f, const uint8_t *buf, size_t len)
 	}
 	S.c.rebind_removed += a.removed;
 	for (w = f->waiters; w != NULL; w = w->next)
-		deliver(&w->c, &a, 0);
+		deliver(&w->c, &a, 0, NULL);
 	cache_put(S.cache, f->name, f->dqn.namelen, f->dqn.qtype, &a,
 	    ev_now() / 1000);
 	answer_clear(&a);
@@ -823,7 +926,7 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 {
 	struct moat_addr peer;
 	struct sbpolicy *sb;
-	const struct centry *e;
+	struct centry *e;
 	enum dq_status st;
 	enum verdict v;
 	uint64_t now_s = ev_now() / 1000;
@@ -866,7 +969,7 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 	}
 	if ((e = cache_get(S.cache, c->q.name, c->q.namelen, c->q.qtype,
 	    now_s)) != NULL) {
-		deliver(c, &e->a, (uint32_t)(now_s - e->stored));
+		deliver(c, &e->a, (uint32_t)(now_s - e->stored), &e->memo);
 		return;
 	}
 	fwd_start(c);
@@ -874,24 +977,40 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 
 /* --- UDP frontend ---------------------------------------------------- */
 
+#define UDP_QMAX	4096	/* larger queries are not DNS queries */
+
 static void
 udp_cb(struct evh *h, uint32_t events)
 {
-	uint8_t buf[65536];
+	static uint8_t buf[UDP_BATCH][UDP_QMAX];
+	static struct mmsghdr m[UDP_BATCH];
+	static struct iovec iov[UDP_BATCH];
+	static struct sockaddr_storage ss[UDP_BATCH];
 	struct client c;
-	ssize_t n;
-	int i;
+	int i, n;
 
 	for (i = 0; i < UDP_BATCH; i++) {
-		memset(&c, 0, sizeof(c));
-		c.sslen = sizeof(c.ss);
-		n = recvfrom(h->fd, buf, sizeof(buf), MSG_DONTWAIT,
-		    (struct sockaddr *)&c.ss, &c.sslen);
-		if (n == -1)
-			return;
-		S.c.udp++;
-		handle_query(&c, buf, (size_t)n);
+		iov[i] = (struct iovec){ buf[i], sizeof(buf[i]) };
+		m[i].msg_hdr = (struct msghdr){ .msg_name = &ss[i],
+		    .msg_namelen = sizeof(ss[i]), .msg_iov = &iov[i],
+		    .msg_iovlen = 1 };
 	}
+	if ((n = recvmmsg(h->fd, m, UDP_BATCH, MSG_DONTWAIT, NULL)) <= 0)
+		return;
+	OB.on = 1;
+	for (i = 0; i < n; i++) {
+		S.c.udp++;
+		if (m[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			S.c.dropped++;
+			continue;
+		}
+		memset(&c, 0, sizeof(c));
+		memcpy(&c.ss, &ss[i], sizeof(c.ss));
+		c.sslen = m[i].msg_hdr.msg_namelen;
+		handle_query(&c, buf[i], m[i].msg_len);
+	}
+	OB.on = 0;
+	udp_flush();
 }
 
 /* --- TCP frontend ---------------------------------------------------- */

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# dnsd-bench.sh -- dnsd vs dnsmasq vs unbound under dnsperf, side by side
+# in one run, in network namespaces this script creates and removes:
+#
+#   guest ns "dev"/"web" (dnsperf) --> gw ns 10.77.0.1:53 (the resolver under
+#   test, pinned to CPU 0) --> inet ns 203.0.113.53 (dnsmasq as a fast
+#   authoritative upstream: address=/bench.test/203.0.113.10)
+#
+# Workloads, the same query files for every resolver:
+#   hit   NAMES names of bench.test, warmed first, queried for SECONDS
+#   miss  a unique name per query, each asked once (every query forwarded)
+# dnsd runs with filtering on (policy lookup, rebinding filter, CNAME-chain
+# check) and --rate 0; "dnsd allowlist" is sandbox web in allowlist mode
+# with nft-rules' policy applied, so every answer also updates allow_web
+# through the privileged parent before it is sent.
+#
+# Prints a Markdown table; with --write appends/replaces the "dnsd" section
+# of docs/benchmarks.md.  Nothing leaves the namespaces; loads stop by
+# themselves (dnsperf -l / -n).
+set -u
+cd "$(dirname "$0")/.."
+SECONDS_RUN=${SECONDS_RUN:-10}
+NAMES=${NAMES:-1000}
+MISSES=${MISSES:-60000}
+RATE=${RATE:-2000}
+PIN=${PIN:-1}		# 0: let the scheduler place resolver and dnsperf
+cpu() { [ "$PIN" = 1 ] && echo "taskset -c $1"; }
+WRITE=0; [ "${1:-}" = "--write" ] && WRITE=1
+for t in dnsperf dnsmasq unbound; do
+	command -v $t >/dev/null || { echo "bench: $t missing (apt-get install dnsperf dnsmasq unbound)" >&2; exit 1; }
+done
+[ -x build/dnsd ] || { echo "bench: build dnsd first (make)" >&2; exit 1; }
+. tests/harness/topology.sh
+topo_up >/dev/null || exit 1
+topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
+W=$TOPO_TMP
+
+cat >$W/moat.conf <<CONF
+gateway: {
+  uplink = "up0"; network = "10.77.0.0/24"; bridge = "moat0";
+  dns: { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = false; };
+  treat_as_public = [ "203.0.113.0/24" ];
+};
+sandboxes = (
+  { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
+    egress = "allowlist"; allow = [ "*.bench.test" ]; },
+  { name = "dev"; mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev";
+    egress = "open"; }
+);
+CONF
+cat >$W/unbound.conf <<CONF
+server:
+  interface: 10.77.0.1
+  port: 53
+  access-control: 10.77.0.0/24 allow
+  num-threads: 1
+  do-ip6: no
+  do-daemonize: no
+  chroot: ""
+  username: ""
+  directory: "$W"
+  pidfile: ""
+  use-syslog: no
+  module-config: "iterator"
+  do-not-query-localhost: no
+  private-domain: "bench.test"
+  msg-cache-size: 16m
+  rrset-cache-size: 32m
+  verbosity: 0
+  local-zone: "test." nodefault
+forward-zone:
+  name: "."
+  forward-addr: 203.0.113.53
+CONF
+awk -v n=$NAMES 'BEGIN { for (i = 0; i < n; i++) printf "h%d.bench.test A\n", i }' >$W/hit.txt
+awk -v n=$MISSES -v r=$RANDOM 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", r, i }' >$W/miss.txt
+for r in dnsd dnsd-allowlist dnsmasq unbound; do	# fresh names per latency run
+	awk -v n=$((RATE * 4)) -v r=$r 'BEGIN { for (i = 0; i < n; i++) printf "l%d.%s.bench.test A\n", i, r }' >$W/miss-lat-$r.txt
+done
+
+topo_bg "$NS_INET" upstream $(cpu 1) dnsmasq -k --no-resolv --no-hosts \
+	--listen-address=203.0.113.53 --bind-interfaces --user=nobody \
+	--cache-size=0 --local-ttl=300 --address=/bench.test/203.0.113.10 --log-facility=-
+sleep 0.5
+
+# start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
+start_resolver() {
+	case $1 in
+	dnsd|dnsd-allowlist)
+		[ $1 = dnsd-allowlist ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
+			-u nobody --rate 0 --cache-size 67108864 \
+			$([ $1 = dnsd ] && echo --no-nft) ;;
+	dnsmasq)
+		topo_bg "$NS_GW" dnsmasq $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
+			--listen-address=10.77.0.1 --bind-interfaces --user=nobody \
+			--server=203.0.113.53 --cache-size=10000 --dns-forward-max=1000 \
+			--log-facility=- ;;
+	unbound)
+		topo_bg "$NS_GW" unbound $(cpu 0) unbound -d -c $W/unbound.conf ;;
+	esac
+	RPID=${TOPO_PIDS[-1]}
+	for i in $(seq 50); do
+		in_ns "$NS_GW" ss -Hlun "src 10.77.0.1:53" | grep -q . && return 0
+		sleep 0.1
+	done
+	echo "bench: $1 did not start" >&2; cat $W/$1.log >&2; return 1
+}
+stop_resolver() {
+	kill $RPID 2>/dev/null; wait $RPID 2>/dev/null
+	in_ns "$NS_GW" nft delete table inet moat 2>/dev/null
+	in_ns "$NS_GW" nft delete table bridge moat 2>/dev/null
+	sleep 0.3
+}
+
+# perf GUEST FILE ARGS... -- throughput run (no per-query output, which
+# would make dnsperf the bottleneck), then a latency run at a fixed
+# $RATE q/s with per-query output; prints "qps p50 p99 p99.9 lost"
+# (latencies in ms).
+perf() {
+	local g=$1 f=$2 lf=$3; shift 3
+	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$f" -q 100 -t 2 "$@" \
+		>$W/perf.out 2>&1
+	local qps lost n
+	qps=$(awk '/Queries per second/ {printf "%d", $4}' $W/perf.out)
+	lost=$(awk '/Queries lost/ {print $3}' $W/perf.out)
+	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$lf" -q 100 -t 2 -v \
+		-Q $RATE -l 3 >$W/perf.out 2>&1
+	awk '$1 == ">" && $2 == "NOERROR" {print $NF * 1000}' $W/perf.out | sort -n >$W/lat
+	n=$(wc -l <$W/lat)
+	pct() { [ "$n" -gt 0 ] && sed -n "$(( (n * $1 + 999) / 1000 ))p" $W/lat | awk '{printf "%.3f", $1}' || echo -; }
+	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?}"
+}
+
+rows=()
+for r in dnsd dnsd-allowlist dnsmasq unbound; do
+	g=dev; [ $r = dnsd-allowlist ] && g=web
+	start_resolver $r || continue
+	in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
+	hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
+	miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
+	stop_resolver
+	rows+=("$r $hit $miss")
+	echo "  $r: hit [$hit] miss [$miss]" >&2
+done
+
+table() {
+	echo "| resolver | cache hit q/s | hit p50 ms | hit p99 ms | hit p99.9 ms | miss q/s | miss p50 ms | miss p99 ms | miss lost |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for row in "${rows[@]}"; do
+		set -- $row
+		echo "| $1 | $2 | $3 | $4 | $5 | ${7} | ${8} | ${9} | ${11} |"
+	done
+}
+out=$(table)
+echo "$out"
+
+if [ $WRITE -eq 1 ]; then
+	f=docs/benchmarks.md
+	[ -e $f ] || echo "# moat benchmarks" >$f
+	sec=$(mktemp)
+	{
+		echo "## dnsd"
+		echo
+		echo "bench/dnsd-bench.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), shared with other jobs."
+		echo "dnsperf $(dnsperf -h 2>&1 | sed -n 's/^Version //p' | head -1) from a guest namespace, 100 queries outstanding, $SECONDS_RUN s per throughput run;"
+		echo "latency percentiles from a separate 3 s run at a fixed $RATE q/s (per-query output on; the miss run's latency uses fresh names, too)."
+		[ "$PIN" = 1 ] && echo "the resolver pinned to CPU 0, dnsperf and the upstream to CPU 1;" || echo "nothing pinned (PIN=0);"
+		echo "upstream: dnsmasq (no cache, address=, TTL 300) in the internet namespace."
+		echo "hit: $NAMES names, warmed, queried round and round; miss: a new name every query (each forwarded)."
+		echo "dnsd: --rate 0, policy lookup and rebinding filter on; \"dnsd-allowlist\": sandbox in allowlist mode with nft-rules'"
+		echo "policy applied, so every answer (hits too) is put into allow_web through the parent before it is sent."
+		echo "dnsmasq $(dnsmasq --version | head -1 | awk '{print $3}') (--cache-size=10000), unbound $(unbound -V 2>/dev/null | sed -n 's/^Version //p') (1 thread, iterator only, forward-zone)."
+		echo
+		echo "$out"
+		echo
+	} >$sec
+	# Replace our section (from "## dnsd" to the next "## "), keep the rest.
+	awk -v sec=$sec '
+		/^## dnsd$/ { skip = 1; while ((getline l < sec) > 0) print l; done = 1; next }
+		skip && /^## / { skip = 0 }
+		!skip { print }
+		END { if (!done) { print ""; while ((getline l < sec) > 0) print l } }' $f >$f.new && mv $f.new $f
+	rm -f $sec
+	echo "bench: wrote the dnsd section of $f" >&2
+fi
