@@ -47,8 +47,13 @@ nflog_config(struct mnl_socket *nl, uint16_t group, uint8_t cmd,
 	nfg->version = NFNETLINK_V0;
 	nfg->res_id = htons(group);
 	mnl_attr_put(nlh, NFULA_CFG_CMD, sizeof(c), &c);
-	if (with_mode)
+	if (with_mode) {
+		/* Deliver each refusal at once: the kernel's default batches up
+		 * to 100 packets or one second, which delays the audit log. */
 		mnl_attr_put(nlh, NFULA_CFG_MODE, sizeof(m), &m);
+		mnl_attr_put_u32(nlh, NFULA_CFG_QTHRESH, htonl(1));
+		mnl_attr_put_u32(nlh, NFULA_CFG_TIMEOUT, htonl(0));
+	}
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
 		return -1;
 	if (mnl_socket_recvfrom(nl, buf, sizeof(buf)) < 0)
