@@ -560,8 +560,31 @@ static const struct key dns_keys[] = {
 	{ "upstream", K_STRLIST, 1, set_upstream, 0 },
 };
 
+static void
+set_upstream_ca(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+	struct stat st;
+
+	if (v[0] != '/') {
+		serr(ld, s, "%s: upstream_ca: expected an absolute path, got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	if (stat(v, &st) == -1 || !S_ISREG(st.st_mode)) {
+		serr(ld, s, "%s: upstream_ca: expected a readable PEM file, "
+		    "cannot use %s", ctx, v);
+		return;
+	}
+	free(gw->proxy_upstream_ca);
+	gw->proxy_upstream_ca = xstrdup(v);
+}
+
 static const struct key proxy_keys[] = {
 	{ "port", K_INT, 0, set_port, offsetof(struct moat_gateway, proxy_port) },
+	{ "upstream_ca", K_STR, 0, set_upstream_ca, 0 },
 	{ "intercept", K_BOOL, 0, set_bool,
 	    offsetof(struct moat_gateway, intercept) },
 };
@@ -1380,6 +1403,7 @@ config_free(struct moat_config *cfg)
 	free(cfg->gw.treat_as_public);
 	free(cfg->gw.upstream);
 	free(cfg->gw.state_dir);
+	free(cfg->gw.proxy_upstream_ca);
 	free(cfg->sandboxes);
 	free(cfg->secrets);
 	free(cfg->files);

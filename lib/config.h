@@ -72,6 +72,7 @@ struct moat_gateway {
 	size_t		 nupstream;
 	uint16_t	 proxy_port;
 	bool		 intercept;
+	char		*proxy_upstream_ca;	/* extra CA for upstream TLS, or NULL */
 	struct moat_prefix *treat_as_public;
 	size_t		 ntreat_as_public;
 	struct moat_exception *exceptions;

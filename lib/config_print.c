@@ -83,8 +83,14 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		pstr(fp, addr_fmt(&gw->upstream[i], buf, sizeof(buf)));
 	}
 	fputs(" ]; };\n", fp);
-	fprintf(fp, "  proxy: { port = %u; intercept = %s; };\n",
-	    gw->proxy_port, gw->intercept ? "true" : "false");
+	fprintf(fp, "  proxy: { port = %u; intercept = %s;", gw->proxy_port,
+	    gw->intercept ? "true" : "false");
+	if (gw->proxy_upstream_ca != NULL) {
+		fputs(" upstream_ca = ", fp);
+		pstr(fp, gw->proxy_upstream_ca);
+		fputc(';', fp);
+	}
+	fputs(" };\n", fp);
 	pprefixes(fp, "  ", "treat_as_public", gw->treat_as_public,
 	    gw->ntreat_as_public);
 	fputs("  exceptions = (", fp);

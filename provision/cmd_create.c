@@ -312,7 +312,7 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 	if (o->g.mode != MODE_IMAGE)
 		return 0;
 	if (o->ca_file == NULL)
-		xasprintf(&ca_default, "%s/ca.crt", pv->cfg->gw.state_dir);
+		xasprintf(&ca_default, "%s/proxy-ca.crt", pv->cfg->gw.state_dir);
 	o->ca_pem = read_small_file(o->ca_file ? o->ca_file : ca_default,
 	    65536);
 	if (o->ca_pem == NULL && o->ca_file != NULL) {

@@ -345,7 +345,8 @@ main(int argc, char *argv[])
 		log_warnx("%s", err);
 		return EXIT_CONFIG;
 	}
-	if (tls_init(cfg->gw.state_dir, o.upstream_ca) < 0)
+	if (tls_init(cfg->gw.state_dir, o.upstream_ca != NULL ? o.upstream_ca :
+	    cfg->gw.proxy_upstream_ca) < 0)
 		return EXIT_SYSTEM;
 	ev_init();
 	setup_listeners(&o, cfg);
