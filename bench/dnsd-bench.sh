@@ -75,10 +75,6 @@ forward-zone:
   forward-addr: 203.0.113.53
 CONF
 awk -v n=$NAMES 'BEGIN { for (i = 0; i < n; i++) printf "h%d.bench.test A\n", i }' >$W/hit.txt
-awk -v n=$MISSES -v r=$RANDOM 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", r, i }' >$W/miss.txt
-for r in dnsd dnsd-allowlist dnsmasq unbound; do	# fresh names per latency run
-	awk -v n=$((RATE * 4)) -v r=$r 'BEGIN { for (i = 0; i < n; i++) printf "l%d.%s.bench.test A\n", i, r }' >$W/miss-lat-$r.txt
-done
 
 topo_bg "$NS_INET" upstream $(cpu 1) dnsmasq -k --no-resolv --no-hosts \
 	--listen-address=203.0.113.53 --bind-interfaces --user=nobody \
@@ -134,16 +130,32 @@ perf() {
 	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?}"
 }
 
+# Rounds interleave the resolvers (A B C D, A B C D, ...) so that a burst
+# of load from elsewhere on the machine hits every one alike; each cell of
+# the table is the median over the rounds.
+ROUNDS=${ROUNDS:-3}
+: >$W/rows
+for round in $(seq $ROUNDS); do
+	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
+	for r in dnsd dnsd-allowlist dnsmasq unbound; do
+		awk -v n=$((RATE * 4)) -v r=$r -v k=$round 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test A\n", i, k, r }' >$W/miss-lat-$r.txt
+		g=dev; [ $r = dnsd-allowlist ] && g=web
+		start_resolver $r || continue
+		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
+		hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
+		miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
+		stop_resolver
+		echo "$r $hit $miss" >>$W/rows
+		echo "  round $round $r: hit [$hit] miss [$miss]" >&2
+	done
+done
 rows=()
 for r in dnsd dnsd-allowlist dnsmasq unbound; do
-	g=dev; [ $r = dnsd-allowlist ] && g=web
-	start_resolver $r || continue
-	in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
-	hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
-	miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
-	stop_resolver
-	rows+=("$r $hit $miss")
-	echo "  $r: hit [$hit] miss [$miss]" >&2
+	rows+=("$(awk -v r=$r '$1 == r { n++; for (i = 2; i <= NF; i++) v[i, n] = $i; nf = NF }
+		END { printf "%s", r; for (i = 2; i <= nf; i++) {
+			m = 0; for (a = 1; a <= n; a++) c[a] = v[i, a]
+			for (a = 1; a <= n; a++) for (b = a + 1; b <= n; b++) if (c[b] + 0 < c[a] + 0) { t = c[a]; c[a] = c[b]; c[b] = t }
+			printf " %s", c[int((n + 1) / 2)] } print "" }' $W/rows)")
 done
 
 table() {
@@ -172,6 +184,8 @@ if [ $WRITE -eq 1 ]; then
 		echo "hit: $NAMES names, warmed, queried round and round; miss: a new name every query (each forwarded)."
 		echo "dnsd: --rate 0, policy lookup and rebinding filter on; \"dnsd-allowlist\": sandbox in allowlist mode with nft-rules'"
 		echo "policy applied, so every answer (hits too) is put into allow_web through the parent before it is sent."
+		echo "Each cell: the median of $ROUNDS interleaved rounds. The machine is shared with other jobs: single rounds"
+		echo "vary by a third or more, so compare resolvers within one run, not across runs."
 		echo "dnsmasq $(dnsmasq --version | head -1 | awk '{print $3}') (--cache-size=10000), unbound $(unbound -V 2>/dev/null | sed -n 's/^Version //p') (1 thread, iterator only, forward-zone)."
 		echo
 		echo "$out"
