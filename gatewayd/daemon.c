@@ -76,10 +76,9 @@ gw_reload(struct gw *gw, char **errors)
 	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
 	    cfg->nsandboxes, cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
-	proc_broadcast_reload(gw);
-	/* The refusal reader maps addresses to sandboxes with the config it
-	 * was started with; give it the new one. */
-	proc_restart(gw, PROC_NFLOG);
+	/* Every child starts again with the new config: dnsd and the nflog
+	 * reader at once, the proxy after draining its open connections. */
+	proc_reload(gw);
 	return 0;
 }
 
@@ -131,7 +130,7 @@ on_signal(struct gw *gw, int sfd)
 	}
 }
 
-enum { FD_SIG, FD_CTL, FD_PROC0 };
+enum { FD_SIG, FD_CTL, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
@@ -142,6 +141,9 @@ loop(struct gw *gw, int sfd)
 	while (!gw->quit) {
 		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
 		pfd[FD_CTL] = (struct pollfd){ gw->ctlfd, POLLIN, 0 };
+		for (i = 0; i < GW_MAX_DRAINING; i++)
+			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
+			    POLLIN, 0 };
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
@@ -157,6 +159,9 @@ loop(struct gw *gw, int sfd)
 			fatal("poll");
 		if (pfd[FD_SIG].revents)
 			on_signal(gw, sfd);
+		for (i = 0; i < GW_MAX_DRAINING; i++)
+			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
+				proc_drain_readable(gw, i);
 		for (i = 0; i < PROC_MAX; i++)
 			if (pfd[FD_PROC0 + i].revents && gw->procs[i].ipc != -1)
 				proc_ipc_readable(gw, (enum gw_proc_id)i);

@@ -30,6 +30,7 @@
 #define GW_GROUP		"moat"
 #define GW_CTL_MAX_LINE		1024
 #define GW_MAX_CLIENTS		32
+#define GW_MAX_DRAINING		4	/* old proxies finishing connections */
 
 struct gw_opts {
 	const char	*conf;
@@ -67,7 +68,12 @@ void	proc_reaped(struct gw *, pid_t, int status);
 void	proc_tick(struct gw *, time_t now);
 int	proc_next_timeout(struct gw *, time_t now);	/* ms, -1 none */
 void	proc_ipc_readable(struct gw *, enum gw_proc_id);
-void	proc_broadcast_reload(struct gw *);
+/* After a reload: children re-read the config by being started again
+ * (they hold no privilege to read root-only files any more).  dnsd is
+ * restarted at once; the proxy is told to drain its open connections
+ * while a new one takes the listening socket. */
+void	proc_reload(struct gw *);
+void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 
@@ -135,6 +141,10 @@ struct gw {
 	bool			 probed;
 	unsigned		 features;	/* NFTR_F_* */
 	struct gw_proc		 procs[PROC_MAX];
+	struct {
+		pid_t	 pid;
+		int	 ipc;
+	}			 draining[GW_MAX_DRAINING];
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
 	int			 proxy_fd;	/* listening, bound by the parent */

@@ -30,6 +30,7 @@
 #define STABLE_AFTER	60	/* seconds up before backoff resets */
 
 static int start_nflog(struct gw *, int ipc);
+static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
@@ -49,6 +50,10 @@ proc_init(struct gw *gw)
 {
 	int i;
 
+	for (i = 0; i < GW_MAX_DRAINING; i++) {
+		gw->draining[i].pid = -1;
+		gw->draining[i].ipc = -1;
+	}
 	for (i = 0; i < PROC_MAX; i++) {
 		gw->procs[i].name = roles[i].name;
 		gw->procs[i].pid = -1;
@@ -143,6 +148,13 @@ proc_stop_all(struct gw *gw)
 {
 	int i, status;
 
+	for (i = 0; i < GW_MAX_DRAINING; i++)
+		if (gw->draining[i].pid > 0) {
+			kill(gw->draining[i].pid, SIGKILL);
+			waitpid(gw->draining[i].pid, &status, 0);
+			gw->draining[i].pid = -1;
+		}
+
 	for (i = 0; i < PROC_MAX; i++)
 		if (gw->procs[i].pid > 0)
 			kill(gw->procs[i].pid, SIGTERM);
@@ -174,6 +186,14 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 	time_t now = time(NULL);
 	int i;
 
+	for (i = 0; i < GW_MAX_DRAINING; i++)
+		if (gw->draining[i].pid == pid) {	/* an old proxy is done */
+			if (gw->draining[i].ipc != -1)
+				close(gw->draining[i].ipc);
+			gw->draining[i].pid = -1;
+			gw->draining[i].ipc = -1;
+			return;
+		}
 	for (i = 0; i < PROC_MAX; i++)
 		if (gw->procs[i].pid == pid)
 			p = &gw->procs[i];
@@ -238,14 +258,53 @@ proc_next_timeout(struct gw *gw, time_t now)
 }
 
 void
-proc_broadcast_reload(struct gw *gw)
+proc_reload(struct gw *gw)
 {
+	struct gw_proc *p = &gw->procs[PROC_PROXY];
 	int i;
 
-	for (i = 0; i < PROC_MAX; i++)
-		if (gw->procs[i].ipc != -1 && i != PROC_NFLOG)
-			if (ipc_send(gw->procs[i].ipc, IPC_RELOAD, 0, NULL, 0) == -1)
-				log_warn("%s: reload message", gw->procs[i].name);
+	proc_restart(gw, PROC_DNSD);
+	proc_restart(gw, PROC_NFLOG);
+	if (p->pid <= 0)
+		return;
+	for (i = 0; i < GW_MAX_DRAINING; i++)
+		if (gw->draining[i].pid <= 0)
+			break;
+	if (i == GW_MAX_DRAINING) {	/* too many old ones: end the oldest */
+		i = 0;
+		kill(gw->draining[0].pid, SIGKILL);
+		if (gw->draining[0].ipc != -1)
+			close(gw->draining[0].ipc);
+	}
+	if (ipc_send(p->ipc, IPC_RELOAD, 0, NULL, 0) == -1)
+		kill(p->pid, SIGTERM);
+	gw->draining[i].pid = p->pid;
+	gw->draining[i].ipc = p->ipc;
+	p->pid = -1;
+	p->ipc = -1;
+	p->restart_at = time(NULL);	/* proc_tick starts the new one */
+}
+
+void
+proc_drain_readable(struct gw *gw, int slot)
+{
+	static char buf[IPC_MAX_PAYLOAD + 1];
+	struct ipc_hdr h;
+	char err[256];
+	ssize_t n;
+
+	n = ipc_recv(gw->draining[slot].ipc, &h, buf, IPC_MAX_PAYLOAD, err,
+	    sizeof(err));
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0 && h.type == IPC_AUDIT) {
+		handle_audit(gw, &gw->procs[PROC_PROXY], buf, (size_t)n);
+		return;
+	}
+	if (n == -2 || n > 0)		/* malformed, or not its to send */
+		kill(gw->draining[slot].pid, SIGKILL);
+	close(gw->draining[slot].ipc);
+	gw->draining[slot].ipc = -1;
 }
 
 /* dnsd asks to open addresses for a sandbox: only that sandbox's own set,

@@ -62,4 +62,22 @@ expect_match "dnsd answers again after its restart" "^203\.0\.113\.10$" \
 	"$(dig $TOPO-web +short pypi.org A)"
 expect_match "restarts are audited" '"event":"child-restart","child":"proxy"' "$(cat "$GW_AUDIT")"
 expect_match "dnsd's refusals reach the audit log" '"source":"dnsd"' "$(cat "$GW_AUDIT")"
+# Reload: children start again with the new config, quietly.
+expect_match "web is refused open.test before the reload" "status: REFUSED" "$(dig $TOPO-web open.test A)"
+old_dnsd=$(gw_child_pid dnsd); old_proxy=$(gw_child_pid proxy)
+sed -i 's|allow = \[ "pypi.org", "\*.github.test" \]|allow = [ "pypi.org", "*.github.test", "open.test" ]|' "$GW_CONF"
+expect_ok "reload accepted" gw_ctl reload
+for i in $(seq 50); do
+	d=$(gw_child_pid dnsd); p=$(gw_child_pid proxy)
+	[ -n "$d" ] && [ "$d" != "$old_dnsd" ] && [ -n "$p" ] && [ "$p" != "$old_proxy" ] && break
+	sleep 0.1
+done
+expect_ok "dnsd runs again with a new pid" test -n "$d" -a "$d" != "$old_dnsd"
+expect_ok "a new proxy took the listening socket" test -n "$p" -a "$p" != "$old_proxy"
+sleep 0.3
+expect_match "dnsd follows the new allow list" "^203\.0\.113\.10$" "$(dig $TOPO-web +short open.test A)"
+expect_eq "reload restarts are not reported as crashes" 1 \
+	"$(grep -c '"event":"child-restart","child":"dnsd"' "$GW_AUDIT")"
+expect_eq "the proxy still listens on the gateway" "LISTEN" \
+	"$(in_ns "$NS_GW" ss -Hltn "src $GW_ADDR:3128" | awk '{print $1}' | head -1)"
 tap_done
