@@ -81,4 +81,6 @@ out=$(qdig web denied.test)
 expect_eq "and the running policy stays" "NOERROR" "$(rcode_of <<<"$out")"
 kill -USR1 "$DNSD_PID"; sleep 0.5
 expect_match "SIGUSR1 logs counters" "stats: cache hits [1-9]" "$(dns_log)"
+expect_eq "the resolver never crashed or restarted" "" \
+	"$(grep -E 'resolver exited|ERROR: AddressSanitizer|runtime error' "$TOPO_TMP/dnsd.log")"
 tap_done

@@ -139,4 +139,6 @@ expect_eq "resolver runs under a seccomp filter" "2" \
 	"$(awk '/^Seccomp:/ {print $2}' /proc/$child/status)"
 expect_eq "resolver has no_new_privs" "1" \
 	"$(awk '/^NoNewPrivs/ {print $2}' /proc/$child/status)"
+expect_eq "the resolver never crashed or restarted" "" \
+	"$(grep -E 'resolver exited|ERROR: AddressSanitizer|runtime error' "$TOPO_TMP/dnsd.log")"
 tap_done

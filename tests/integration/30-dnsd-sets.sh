@@ -85,4 +85,6 @@ expect_eq "set update fails: the guest gets SERVFAIL, not the address" \
 expect_match "and it is logged" "sandbox web: set update refused" "$(dns_log)"
 out=$(qdig dev open.test)
 expect_eq "open sandboxes are not affected" "NOERROR" "$(rcode_of <<<"$out")"
+expect_eq "the resolver never crashed or restarted" "" \
+	"$(grep -E 'resolver exited|ERROR: AddressSanitizer|runtime error' "$TOPO_TMP/dnsd.log")"
 tap_done
