@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gatewayd.h"
@@ -210,22 +212,99 @@ nflog_event_json(const struct nflog_event *ev, const struct moat_config *cfg,
 
 /* --- the child ------------------------------------------------------------ */
 
+/*
+ * A guest that scans the gateway's 65,535 ports must not be able to fill
+ * the disk through the audit log.  Each source gets NFLOG_RATE lines a
+ * second (burst NFLOG_BURST); what is suppressed is counted and reported
+ * once a second as one "refusals-suppressed" event.  The kernel's
+ * per-reason counters stay exact.
+ */
+#define NFLOG_RATE	50
+#define NFLOG_BURST	200
+#define NFLOG_SOURCES	1024
+
+struct bucket {
+	char	 src[46];
+	double	 tokens;
+	time_t	 last;
+	unsigned suppressed;
+	char	 sandbox[IPC_NAME_LEN];
+};
+
 static const struct moat_config *child_cfg;
 static int child_ipc;
+static struct bucket buckets[NFLOG_SOURCES];
+
+static struct bucket *
+bucket_for(const char *src, time_t now)
+{
+	struct bucket *b, *oldest = &buckets[0];
+	size_t i;
+
+	for (i = 0; i < NFLOG_SOURCES; i++) {
+		b = &buckets[i];
+		if (strcmp(b->src, src) == 0)
+			return b;
+		if (b->last < oldest->last)
+			oldest = b;
+	}
+	memset(oldest, 0, sizeof(*oldest));
+	snprintf(oldest->src, sizeof(oldest->src), "%s", src);
+	oldest->tokens = NFLOG_BURST;
+	oldest->last = now;
+	return oldest;
+}
+
+static void
+send_json(const char *json, int n)
+{
+	if (n > 0 && (size_t)n < IPC_MAX_PAYLOAD &&
+	    ipc_send(child_ipc, IPC_AUDIT, 0, json, (size_t)n) == -1)
+		_exit(1);	/* the parent is gone */
+}
+
+static void
+flush_suppressed(time_t now)
+{
+	char json[256];
+	size_t i;
+
+	for (i = 0; i < NFLOG_SOURCES; i++) {
+		struct bucket *b = &buckets[i];
+		if (b->suppressed == 0 || b->last == now)
+			continue;
+		send_json(json, snprintf(json, sizeof(json), "{\"event\":"
+		    "\"refusals-suppressed\",\"sandbox\":\"%s\",\"src\":"
+		    "\"%s\",\"count\":%u}", b->sandbox, b->src, b->suppressed));
+		b->suppressed = 0;
+	}
+}
 
 static int
 packet_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct nflog_event ev;
-	char json[512];
+	struct bucket *b;
+	time_t now = time(NULL);
+	char json[512], *sb;
 	int n;
 
 	if (nflog_parse(nlh, nlh->nlmsg_len, &ev) == -1)
 		return MNL_CB_OK;	/* not ours, or malformed: skip */
 	n = nflog_event_json(&ev, child_cfg, json, sizeof(json));
-	if (n > 0 && (size_t)n < sizeof(json) &&
-	    ipc_send(child_ipc, IPC_AUDIT, 0, json, (size_t)n) == -1)
-		_exit(1);	/* the parent is gone */
+	b = bucket_for(ev.src, now);
+	b->tokens += (double)(now - b->last) * NFLOG_RATE;
+	if (b->tokens > NFLOG_BURST)
+		b->tokens = NFLOG_BURST;
+	b->last = now;
+	if (b->tokens < 1) {
+		if (b->suppressed++ == 0 &&
+		    (sb = strstr(json, "\"sandbox\":\"")) != NULL)
+			sscanf(sb + 11, "%32[^\"]", b->sandbox);
+		return MNL_CB_OK;
+	}
+	b->tokens -= 1;
+	send_json(json, n);
 	return MNL_CB_OK;
 }
 
@@ -233,17 +312,22 @@ void
 nflog_child(int nlfd, int ipc, const struct moat_config *cfg)
 {
 	static char buf[65536];
+	struct timeval tick = { 1, 0 };
 	ssize_t n;
 
 	child_cfg = cfg;
 	child_ipc = ipc;
+	/* Wake at least once a second to report what was suppressed. */
+	setsockopt(nlfd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
 	if (drop_to_user("moat-log") == -1 && drop_to_user("nobody") == -1)
 		_exit(1);
 	if (seccomp_nflog() == -1)
 		_exit(1);
 	for (;;) {
 		n = recv(nlfd, buf, sizeof(buf), 0);
-		if (n == -1 && (errno == EINTR || errno == ENOBUFS))
+		flush_suppressed(time(NULL));
+		if (n == -1 && (errno == EINTR || errno == ENOBUFS ||
+		    errno == EAGAIN))
 			continue;	/* ENOBUFS: the kernel dropped some */
 		if (n <= 0)
 			_exit(1);

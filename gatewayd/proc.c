@@ -337,21 +337,33 @@ handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
 		log_warn("%s: set-ack", p->name);
 }
 
+/* Stamp the source so that a child cannot pass itself off as another: a
+ * child's own "source" key is dropped when it names the child itself and
+ * renamed otherwise. */
 static void
 handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 {
-	char *line;
+	char self[64], *body, *line, *k;
+	size_t n;
 
-	/* Stamp the source so a child cannot pass itself off as another. */
-	if (len == 2)	/* "{}" */
+	n = (size_t)snprintf(self, sizeof(self), "{\"source\":\"%s\",", p->name);
+	if (len > n && strncmp(json, self, n) == 0) {
+		json += n - 1;		/* keep a "{" */
+		len -= n - 1;
+	}
+	body = xmalloc(len + 1);
+	memcpy(body, json, len);
+	body[len] = '\0';
+	while ((k = strstr(body, "\"source\":")) != NULL)
+		memcpy(k + 1, "SOURCE", 6);	/* not ours to say */
+	if (len <= 2)	/* "{}" */
 		xasprintf(&line, "{\"source\":\"%s\"}", p->name);
 	else
-		xasprintf(&line, "{\"source\":\"%s\",%.*s", p->name,
-		    (int)len - 1, json + 1);
+		xasprintf(&line, "{\"source\":\"%s\",%s", p->name, body + 1);
 	audit_write(gw, line);
 	free(line);
+	free(body);
 }
-
 
 void
 proc_ipc_readable(struct gw *gw, enum gw_proc_id id)

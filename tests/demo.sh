@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
-# demo.sh -- `make demo`: the appliance on an embedded default config, in
-# network namespaces this run creates and removes.  Every packet stays in
-# those namespaces.  Each program contributes a part in tests/demo.d/
-# (sourced in order); this script builds the topology, runs the parts, and
-# shows which probes from the guests were allowed or refused, and why.
+# demo.sh -- `make demo`: the whole appliance on an embedded default
+# config, in network namespaces this run creates and removes.  Every
+# packet stays in those namespaces.
+#
+# gatewayd runs the appliance (policy, dnsd, the proxy, the audit log);
+# each program then shows its part (tests/demo.d/*.sh, sourced in order):
+# which probes from the guests were allowed or refused, and why.
 set -u
 cd "$(dirname "$0")/.."
 . tests/harness/topology.sh
+. tests/harness/proxy-lib.sh
 
-DEMO_CONF=${DEMO_CONF:-examples/demo.conf}
 BIN=build
+DEMO_DIR=$TOPO_TMP/etc
+DEMO_CONF=$DEMO_DIR/moat.conf
+DEMO_STATE=$TOPO_TMP/state
+GW_CONF=$DEMO_CONF
+. tests/harness/gw.sh
+GW_SOCK=$TOPO_TMP/run/gatewayd.sock
+GW_AUDIT=$DEMO_STATE/audit.log
 bold() { printf '\n\033[1m== %s ==\033[0m\n' "$*"; }
 
 # demo_probe GUEST ADDR PORT WHAT -- one TCP connection from a guest,
 # classified the way containment-check does.
 demo_probe() {
-	local ns=$TOPO-$1 out verdict
-	out=$(in_ns "$ns" timeout 3 bash -c "exec 3<>/dev/tcp/$2/$3 && echo connected" 2>&1)
-	case "$out" in
-	*connected*)		verdict="ALLOWED   (connected)" ;;
-	*"No route to host"*)	verdict="REFUSED   (ICMP admin-prohibited from the gateway)" ;;
-	*"Connection refused"*)	verdict="CLOSED    (a host answered: port closed)" ;;
-	*"Network is unreachable"*) verdict="REFUSED   (network unreachable)" ;;
-	*)			verdict="NO ANSWER (dropped or timed out)" ;;
+	local verdict
+	case $(tcp_probe "$TOPO-$1" "$2" "$3") in
+	connected)	verdict="ALLOWED   (connected)" ;;
+	unreachable)	verdict="REFUSED   (ICMP admin-prohibited from the gateway)" ;;
+	refused)	verdict="CLOSED    (a host answered: port closed)" ;;
+	*)		verdict="NO ANSWER (dropped or timed out)" ;;
 	esac
 	printf '  %-7s -> %-20s %-30s %s\n' "$1" "$2:$3" "$4" "$verdict"
 }
@@ -38,32 +45,85 @@ demo_probes() {
 	demo_probe dev 169.254.169.254 80 "cloud metadata"
 }
 
-bold "1. Configuration ($DEMO_CONF)"
-$BIN/gatewayd -n -c "$DEMO_CONF" || exit 1
+# The embedded default (examples/demo.conf) plus what only a running demo
+# can provide: a secret file, the proxy's test CA, a state folder.
+demo_config() {
+	mkdir -p "$DEMO_DIR/sandboxes.d" "$DEMO_STATE" "$TOPO_TMP/run" &&
+	proxy_certs && proxy_conf "$TOPO_TMP/proxy-unused.conf" || return 1
+	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";|" \
+	    -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
+	    -e 's|allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"; },|allow = [ "pypi.org", "*.github.test", "api.bound.test", "other.test", "lan.test" ];\n    secrets = [ "api" ]; owner = "alice"; },|' \
+	    examples/demo.conf >"$DEMO_CONF"
+	cat >>"$DEMO_CONF" <<CONF
+
+# Added by the demo: the real value lives in a root-only file.
+secrets = (
+  { name = "api"; file = "$PX_DIR/secrets/api"; hosts = [ "api.bound.test" ];
+    header = "Authorization"; placeholder = "$PX_PLACEHOLDER"; }
+);
+CONF
+}
+
+bold "1. Configuration"
+topo_trap
+demo_config || { echo "demo: could not write the configuration" >&2; exit 1; }
+echo "  examples/demo.conf, plus a secret bound to api.bound.test -> $DEMO_CONF"
+$BIN/gatewayd -n -c "$DEMO_CONF" | sed 's/^/  /' || exit 1
 
 bold "2. Topology (network namespaces, prefix $TOPO)"
 topo_up || { echo "demo: could not build the topology" >&2; exit 1; }
+chmod 711 "$TOPO_TMP"
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
 topo_guest locked 10.77.0.12 52:54:00:00:00:0c mt-locked
 topo_services
 topo_banner "$TOPO-dev" 10.77.0.11 8080 "guest-dev-service"
 topo_banner "$NS_GW" $GW_ADDR 22 "SSH-2.0-gateway-host"
+topo_bg "$NS_INET" upstream-dns python3 tests/harness/dns-upstream.py \
+	--addr 203.0.113.53 --log "$TOPO_TMP/upstream.queries"
+topo_wait_port "$NS_INET" 203.0.113.53 53
+PX_NO_DNS=1 proxy_servers
 cat <<TXT
   guests web (10.77.0.10, allowlist), dev (10.77.0.11, open), locked (10.77.0.12, none)
         |  veth "taps", bridge port isolation on
-  [gateway: moat0 10.77.0.1] --up0--> [internet 203.0.113.0/24: HTTP on .10:80]
+  [gateway: moat0 10.77.0.1] --up0--> [internet 203.0.113.0/24: HTTP .10, DNS .53,
+                             |          HTTPS APIs api.bound.test .20, other.test .21]
                              --lan0-> [LAN 192.168.77.0/24: ssh and http on .2]
 TXT
 
-bold "3. Probes from the guests before moat's policy is loaded"
+bold "3. Probes from the guests before moat is running"
 demo_probes
+
+bold "4. gatewayd: the appliance (policy, dnsd, proxy, audit)"
+echo "  \$ gatewayd -d -c $DEMO_CONF"
+gw_start || exit 1
+for i in $(seq 50); do
+	[ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ] && break
+	sleep 0.1
+done
+topo_wait_port "$NS_GW" $GW_ADDR 3128
+echo "  \$ gatewayd ctl status"
+gw_ctl status | sed 's/^/    /'
 
 for part in tests/demo.d/*.sh; do
 	[ -e "$part" ] || continue
 	. "$part"
 done
 
+bold "11. The audit log (gatewayd ctl log)"
+echo "  one line of each kind (JSON lines; secrets by name only):"
+cp "$GW_AUDIT" "$TOPO_TMP/audit.copy"   # gatewayd ctl log shows only the end
+for ev in start '"refusal","reason":"private"' '"refusal","reason":"host"' \
+    refusals-suppressed dns-refused inject '"refuse"' reload; do
+	grep -m1 "\"event\":$(case $ev in \"*) echo "$ev" ;; *) echo "\"$ev\"" ;; esac)" \
+	    "$TOPO_TMP/audit.copy" | cut -c1-190 | sed 's/^/  /'
+done
+echo "  $(wc -l <"$GW_AUDIT") events in all, by kind:"
+grep -o '"event":"[a-z-]*"\(,"reason":"[a-z0-9]*"\)\?' "$GW_AUDIT" | sort | uniq -c |
+	sort -rn | sed 's/"event"://; s/,"reason":/ /; s/"//g; s/^/    /'
+
 bold "Teardown"
+kill -TERM "$GW_PID" 2>/dev/null; wait "$GW_PID" 2>/dev/null
+echo "  gatewayd stopped (the policy stays in the kernel until flushed)"
 topo_down
 echo "  all namespaces and processes of this run removed"

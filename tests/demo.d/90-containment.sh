@@ -2,7 +2,7 @@
 # check scans outward from inside guest "web" (10.77.0.10, gateway
 # 10.77.0.1) and prints its report.  It runs only inside $TOPO-web.
 
-bold "9. containment-check inside guest web (10.77.0.10)"
+bold "10. containment-check inside guest web (10.77.0.10)"
 if ! in_ns "$NS_GW" ss -Hlun "sport = :53" 2>/dev/null | grep -q .; then
 	echo "  (no resolver listens on the gateway yet: starting the test stub)"
 	topo_bg "$NS_GW" cc-demo-dns python3 tests/harness/cc-dns.py $GW_ADDR \

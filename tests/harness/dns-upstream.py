@@ -80,6 +80,11 @@ def zone(base):
             struct.pack("!HH", 4, 8) + ipv4("192.168.77.2") +
             ipv4("203.0.113.10"))],
     }
+    # The proxy's hosts (tests/harness/proxy-lib.sh), so that one upstream
+    # serves the whole demo.
+    z[("api.bound.test", A)] = [("api.bound.test", A, 300, ipv4("203.0.113.20"))]
+    z[("other.test", A)] = [("other.test", A, 300, ipv4("203.0.113.21"))]
+    z[("lan.test", A)] = [("lan.test", A, 300, ipv4("192.168.77.2"))]
     # A big answer: more than 512 bytes, so UDP clients without EDNS
     # must be told to retry over TCP.
     z[("big.test", A)] = [("big.test", A, 300, ipv4("203.0.113.%d" % i))

@@ -75,7 +75,8 @@ CONF
 proxy_servers() {
 	ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 	ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
-	topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
+	# PX_NO_DNS=1: the caller runs its own upstream on 203.0.113.53.
+	[ -n "${PX_NO_DNS:-}" ] || topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
 	    api.bound.test=$PX_BOUND other.test=$PX_OTHER lan.test=192.168.77.2 \
 	    mixed.test=$PX_OTHER mixed.test=192.168.77.2 gh.bound.test=$PX_OTHER \
 	    --lifetime 900

@@ -41,6 +41,21 @@ expect_match "audit line names sandbox, destination, port, reason" \
 expect_match "the TCP refusal is audited too" \
 	'"reason":"private","sandbox":"dev","src":"10.77.0.11","dst":"192.168.77.2","proto":"tcp","port":22' "$(cat "$GW_AUDIT")"
 
+# A flood of refusals cannot flood the audit log: per source it is rate
+# limited and what was left out is reported as a count.
+before=$(wc -l <"$GW_AUDIT")
+in_ns $TOPO-dev python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in range(1000, 3000): s.sendto(b"x", ("192.168.77.2", p))'
+sleep 2.5
+lines=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep -c '"event":"refusal","reason":"private","sandbox":"dev"')
+if [ "$lines" -ge 150 ] && [ "$lines" -le 400 ]; then ok "2000 refused packets give a bounded number of audit lines ($lines)"
+else not_ok "2000 refused packets give a bounded number of audit lines" "got $lines"; fi
+sup=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep '"event":"refusals-suppressed"' |
+	sed -n 's/.*"sandbox":"dev".*"count":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+expect_eq "the rest is reported as suppressed, exactly" 2000 "$((lines + ${sup:-0}))"
+
 # The refusal reader is sandboxed: own user, no capabilities, seccomp.
 pid=$(gw_child_pid nflog)
 expect_match "nflog child has no capabilities" 'CapEff:\s+0000000000000000' "$(cat /proc/$pid/status)"

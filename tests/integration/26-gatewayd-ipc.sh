@@ -37,6 +37,8 @@ out = open("$TOPO_TMP/acks", "a")
 out.write(set_add(7, "web", ["203.0.113.10", "192.168.77.2", "10.77.0.11"]) + "\n")
 out.write(set_add(8, "dev", ["203.0.113.11"]) + "\n")
 out.write(set_add(9, "nosuch", ["203.0.113.12"]) + "\n")
+forged = b'{"source":"proxy","event":"forged"}'
+s.send(struct.pack("=HHII", 3, 0, len(forged), 10) + forged)
 out.flush()
 time.sleep(60)
 PY
@@ -52,6 +54,10 @@ case "$set" in *192.168.77.2*|*10.77.0.11*) not_ok "private addresses kept out o
 	*) ok "private addresses kept out of the set" ;; esac
 expect_eq "web now reaches the address dnsd opened" connected "$(tcp_probe $TOPO-web $INET_HTTP 80)"
 expect_eq "web still refused the LAN" unreachable "$(tcp_probe $TOPO-web $LAN_HOST 22)"
+
+for i in $(seq 30); do grep -q '"event":"forged"' "$GW_AUDIT" && break; sleep 0.1; done
+expect_match "a child cannot claim another child's name in the audit log" \
+	'"source":"dnsd","SOURCE":"proxy","event":"forged"' "$(cat "$GW_AUDIT")"
 
 # A malformed message: the sender is killed and logged, nothing else.
 nflog_pid=$(gw_child_pid nflog)
