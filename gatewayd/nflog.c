@@ -68,7 +68,7 @@ int
 nflog_open(uint16_t group)
 {
 	struct mnl_socket *nl;
-	int fd;
+	int fd, rcvbuf = 8 << 20;
 
 	if ((nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC)) == NULL ||
 	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
@@ -85,6 +85,11 @@ nflog_open(uint16_t group)
 	/* Keep the fd; the mnl wrapper is only a small struct around it. */
 	fd = fcntl(mnl_socket_get_fd(nl), F_DUPFD_CLOEXEC, 0);
 	mnl_socket_close(nl);
+	/* A burst of refusals (a port scan) must queue, not overrun: room for
+	 * tens of thousands of messages while the reader catches up. */
+	if (fd != -1 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+	    sizeof(rcvbuf)) == -1)
+		log_warn("nflog: receive buffer");
 	return fd;
 }
 
@@ -326,9 +331,15 @@ nflog_child(int nlfd, int ipc, const struct moat_config *cfg)
 	for (;;) {
 		n = recv(nlfd, buf, sizeof(buf), 0);
 		flush_suppressed(time(NULL));
-		if (n == -1 && (errno == EINTR || errno == ENOBUFS ||
-		    errno == EAGAIN))
-			continue;	/* ENOBUFS: the kernel dropped some */
+		if (n == -1 && errno == ENOBUFS) {	/* the kernel dropped some */
+			static const char lost[] = "{\"event\":\"refusals-lost\","
+			    "\"reason\":\"refusal log overrun; the counters are "
+			    "exact\"}";
+			send_json(lost, (int)sizeof(lost) - 1);
+			continue;
+		}
+		if (n == -1 && (errno == EINTR || errno == EAGAIN))
+			continue;
 		if (n <= 0)
 			_exit(1);
 		mnl_cb_run(buf, (size_t)n, 0, 0, packet_cb, NULL);
