@@ -32,6 +32,7 @@ struct loader {
 	struct moat_errors	*errs;
 	const char		*file;	/* current file, owned by cfg->files */
 	const char		*buf;	/* main file's text, if given in memory */
+	const char		*secrets_dir;	/* secrets.d beside the main file */
 };
 
 enum ktype { K_STR, K_INT, K_BOOL, K_STRLIST, K_INTLIST, K_GROUP, K_GROUPLIST };
@@ -151,6 +152,12 @@ username_valid(const char *s)
 		    *s == '.'))
 			return false;
 	return true;
+}
+
+bool
+config_username_valid(const char *s)
+{
+	return username_valid(s);
 }
 
 static bool
@@ -726,6 +733,23 @@ set_nflog(struct loader *ld, const config_setting_t *s, void *obj,
 	gw->nflog_group = (uint16_t)v;
 }
 
+static void
+set_admin_group(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+
+	/* Group names follow the same rules as user names. */
+	if (!username_valid(v)) {
+		serr(ld, s, "%s: admin_group: expected a local group name, got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	free(gw->admin_group);
+	gw->admin_group = xstrdup(v);
+}
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -736,6 +760,7 @@ static const struct key gateway_keys[] = {
 	{ "exceptions", K_GROUPLIST, 0, set_exceptions, 0 },
 	{ "state_dir", K_STR, 0, set_state_dir, 0 },
 	{ "nflog_group", K_INT, 0, set_nflog, 0 },
+	{ "admin_group", K_STR, 0, set_admin_group, 0 },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -752,6 +777,7 @@ set_sec_name(struct loader *ld, const config_setting_t *s, void *obj,
 		    "'_', starting with a letter or digit, got \"%s\"", ctx, v);
 		return;
 	}
+	free(x->name);
 	x->name = xstrdup(v);
 }
 
@@ -805,6 +831,28 @@ set_sec_str(struct loader *ld, const config_setting_t *s, void *obj,
 	*FIELD(obj, k, char *) = xstrdup(v);
 }
 
+static void
+set_users(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_strlist *l = FIELD(obj, k, struct moat_strlist);
+	const config_setting_t *e;
+	const char *v;
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_string(e);
+		if (!username_valid(v)) {
+			serr(ld, e, "%s: %s: expected local user names, got "
+			    "\"%s\"", ctx, k->name, v);
+			continue;
+		}
+		l->v = xreallocarray(l->v, l->n + 1, sizeof(char *));
+		l->v[l->n++] = xstrdup(v);
+	}
+}
+
 static const struct key secret_keys[] = {
 	{ "name", K_STR, 1, set_sec_name, 0 },
 	{ "file", K_STR, 1, set_sec_file, 0 },
@@ -814,6 +862,8 @@ static const struct key secret_keys[] = {
 	{ "placeholder", K_STR, 1, set_sec_str,
 	    offsetof(struct moat_secret, placeholder) },
 	{ "owner", K_STR, 0, set_owner, offsetof(struct moat_secret, owner) },
+	{ "shared_with", K_STRLIST, 0, set_users,
+	    offsetof(struct moat_secret, shared_with) },
 };
 
 /* --- sandboxes -------------------------------------------------------- */
@@ -1021,29 +1071,114 @@ load_gateway(struct loader *ld, const config_setting_t *s)
 }
 
 static void
-load_secrets(struct loader *ld, const config_setting_t *s)
+load_secret(struct loader *ld, const config_setting_t *e,
+    const char *default_name)
 {
 	struct moat_config *cfg = ld->cfg;
 	struct moat_secret *x;
-	const config_setting_t *e, *nm;
+	const config_setting_t *nm;
 	char ctx[96];
+
+	if (cfg->nsecrets >= MOAT_MAX_SANDBOXES) {
+		serr(ld, e, "too many secrets (at most %d)", MOAT_MAX_SANDBOXES);
+		return;
+	}
+	cfg->secrets = xreallocarray(cfg->secrets, cfg->nsecrets + 1,
+	    sizeof(*cfg->secrets));
+	x = &cfg->secrets[cfg->nsecrets++];
+	memset(x, 0, sizeof(*x));
+	where(ld, e, &x->where);
+	x->dropin = default_name != NULL;
+	nm = config_setting_get_member(e, "name");
+	if (nm != NULL && config_setting_type(nm) == CONFIG_TYPE_STRING)
+		snprintf(ctx, sizeof(ctx), "secret \"%s\"",
+		    config_setting_get_string(nm));
+	else if (default_name != NULL)
+		snprintf(ctx, sizeof(ctx), "secret \"%s\"", default_name);
+	else
+		snprintf(ctx, sizeof(ctx), "secret %zu", cfg->nsecrets);
+	if (default_name != NULL && nm == NULL)
+		x->name = xstrdup(default_name);
+	walk_opt(ld, e, secret_keys, sizeof(secret_keys) /
+	    sizeof(secret_keys[0]), x, ctx, default_name ? "name" : NULL);
+	if (default_name != NULL && x->name != NULL &&
+	    strcmp(x->name, default_name) != 0)
+		serr(ld, nm, "%s: name: expected \"%s\" to match the file name "
+		    "%s.conf", ctx, x->name, default_name);
+	if (x->header == NULL)
+		x->header = xstrdup("Authorization");
+}
+
+static void
+load_secrets(struct loader *ld, const config_setting_t *s)
+{
 	int i, n = config_setting_length(s);
 
-	cfg->secrets = xcalloc((size_t)n, sizeof(*cfg->secrets));
+	for (i = 0; i < n; i++)
+		load_secret(ld, config_setting_get_elem(s, (unsigned int)i),
+		    NULL);
+}
+
+/* --- quotas ----------------------------------------------------------- */
+
+static void
+set_quota_user(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_quota *q = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (strcmp(v, "*") != 0 && !username_valid(v)) {
+		serr(ld, s, "%s: user: expected a local user name or \"*\", "
+		    "got \"%s\"", ctx, v);
+		return;
+	}
+	free(q->user);
+	q->user = xstrdup(v);
+}
+
+static void
+set_limit(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+
+	if (v < 0 || v > 1000000) {
+		serr(ld, s, "%s: %s: expected 0 to 1000000, got %lld", ctx,
+		    k->name, v);
+		return;
+	}
+	*FIELD(obj, k, long) = (long)v;
+}
+
+static const struct key quota_keys[] = {
+	{ "user", K_STR, 1, set_quota_user, 0 },
+	{ "sandboxes", K_INT, 0, set_limit,
+	    offsetof(struct moat_quota, sandboxes) },
+	{ "cpus", K_INT, 0, set_limit, offsetof(struct moat_quota, cpus) },
+	{ "memory_mb", K_INT, 0, set_limit,
+	    offsetof(struct moat_quota, memory_mb) },
+	{ "disk_gb", K_INT, 0, set_limit, offsetof(struct moat_quota, disk_gb) },
+};
+
+static void
+load_quotas(struct loader *ld, const config_setting_t *s)
+{
+	struct moat_config *cfg = ld->cfg;
+	struct moat_quota *q;
+	const config_setting_t *e;
+	char ctx[64];
+	int i, n = config_setting_length(s);
+
+	cfg->quotas = xcalloc((size_t)n, sizeof(*cfg->quotas));
 	for (i = 0; i < n; i++) {
 		e = config_setting_get_elem(s, (unsigned int)i);
-		x = &cfg->secrets[cfg->nsecrets++];
-		where(ld, e, &x->where);
-		nm = config_setting_get_member(e, "name");
-		if (nm != NULL && config_setting_type(nm) == CONFIG_TYPE_STRING)
-			snprintf(ctx, sizeof(ctx), "secret \"%s\"",
-			    config_setting_get_string(nm));
-		else
-			snprintf(ctx, sizeof(ctx), "secret %d", i + 1);
-		walk(ld, e, secret_keys, sizeof(secret_keys) /
-		    sizeof(secret_keys[0]), x, ctx);
-		if (x->header == NULL)
-			x->header = xstrdup("Authorization");
+		q = &cfg->quotas[cfg->nquotas++];
+		q->sandboxes = q->cpus = q->memory_mb = q->disk_gb = -1;
+		where(ld, e, &q->where);
+		snprintf(ctx, sizeof(ctx), "quota %d", i + 1);
+		walk(ld, e, quota_keys, sizeof(quota_keys) /
+		    sizeof(quota_keys[0]), q, ctx);
 	}
 }
 
@@ -1057,6 +1192,9 @@ load_sandboxes(struct loader *ld, const config_setting_t *s)
 		    NULL);
 }
 
+static void load_dropins(struct loader *, const char *,
+    void (*)(struct loader *, const config_setting_t *, const char *));
+
 static const struct {
 	const char	*name;
 	enum ktype	 type;
@@ -1066,6 +1204,7 @@ static const struct {
 	{ "gateway", K_GROUP, 1, load_gateway },
 	{ "secrets", K_GROUPLIST, 0, load_secrets },
 	{ "sandboxes", K_GROUPLIST, 0, load_sandboxes },
+	{ "quotas", K_GROUPLIST, 0, load_quotas },
 };
 
 static const char *
@@ -1114,8 +1253,14 @@ load_main(struct loader *ld, const char *path)
 		return -1;
 	root = config_root_setting(&lc);
 	n = config_setting_length(root);
-	/* Secrets first: sandboxes refer to them wherever they appear. */
+	/* Secrets first, drop-ins included: sandboxes refer to them wherever
+	 * they appear. */
 	for (t = 0; t < nt; t++) {
+		if (top_keys[t].load == load_sandboxes && ld->secrets_dir) {
+			const char *file = ld->file;
+			load_dropins(ld, ld->secrets_dir, load_secret);
+			ld->file = file;
+		}
 		m = config_setting_get_member(root, top_keys[t].name);
 		if (m == NULL) {
 			if (top_keys[t].required)
@@ -1137,7 +1282,7 @@ load_main(struct loader *ld, const char *path)
 				break;
 		if (t == nt)
 			serr(ld, m, "unknown key \"%s\" (expected one of: "
-			    "gateway, secrets, sandboxes)",
+			    "gateway, secrets, sandboxes, quotas)",
 			    config_setting_name(m));
 	}
 	config_destroy(&lc);
@@ -1150,9 +1295,11 @@ namecmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* sandboxes.d/NAME.conf: one sandbox per file, its keys at top level. */
+/* sandboxes.d/NAME.conf and secrets.d/NAME.conf: one object per file,
+ * its keys at top level, named after the file by default. */
 static void
-load_dropins(struct loader *ld, const char *dir)
+load_dropins(struct loader *ld, const char *dir,
+    void (*fn)(struct loader *, const config_setting_t *, const char *))
 {
 	config_t lc;
 	struct dirent *de;
@@ -1185,7 +1332,7 @@ load_dropins(struct loader *ld, const char *dir)
 				adderr(ld, path, 1, "file name: expected NAME.conf "
 				    "where NAME is 1 to 32 of a-z, 0-9, '-', '_'");
 			else
-				load_sandbox(ld, config_root_setting(&lc), stem);
+				fn(ld, config_root_setting(&lc), stem);
 			config_destroy(&lc);
 		}
 		free(stem);
@@ -1266,6 +1413,48 @@ check_secrets(struct loader *ld)
 		}
 }
 
+/* A sandbox with an owner may carry only secrets its owner may use, so a
+ * hand-edited drop-in cannot hand one user's key to another's guest. */
+static void
+check_secret_owners(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	const struct moat_sandbox *x;
+	const struct moat_secret *sec;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		x = &cfg->sandboxes[i];
+		for (j = 0; x->owner != NULL && j < x->secrets.n; j++) {
+			sec = config_secret_by_name(cfg, x->secrets.v[j]);
+			if (sec == NULL || sec->owner == NULL ||
+			    secret_usable_by(sec, x->owner))
+				continue;
+			adderr(ld, x->where.file, x->where.line, "sandbox \"%s\": "
+			    "secrets: \"%s\" belongs to %s and is not shared "
+			    "with %s (the sandbox's owner)", x->name ? x->name :
+			    "?", sec->name, sec->owner, x->owner);
+		}
+	}
+}
+
+static void
+check_quotas(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nquotas; i++)
+		for (j = 0; j < i; j++)
+			if (cfg->quotas[i].user && cfg->quotas[j].user &&
+			    strcmp(cfg->quotas[i].user, cfg->quotas[j].user) == 0)
+				adderr(ld, cfg->quotas[i].where.file,
+				    cfg->quotas[i].where.line, "quota %zu: user "
+				    "\"%s\" already has a quota (%s:%d)", i + 1,
+				    cfg->quotas[i].user, cfg->quotas[j].where.file,
+				    cfg->quotas[j].where.line);
+}
+
 static void
 check_exceptions(struct loader *ld)
 {
@@ -1312,16 +1501,25 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
     struct moat_errors *errs)
 {
 	struct moat_config *cfg = xcalloc(1, sizeof(*cfg));
-	struct loader ld = { cfg, errs, path, buf };
-	char *dir = NULL;
-	const char *slash;
+	struct loader ld = { cfg, errs, path, buf, NULL };
+	char *dir = NULL, *sdir = NULL;
+	const char *slash = strrchr(path, '/');
 
 	memset(errs, 0, sizeof(*errs));
 	cfg->path = xstrdup(path);
 	set_defaults(cfg);
+	/* In-memory configs (fuzzing, unit tests) have no drop-ins of
+	 * secrets: nothing beside a name that is not a file. */
+	if (buf == NULL) {
+		if (slash == NULL)
+			sdir = xstrdup("secrets.d");
+		else
+			xasprintf(&sdir, "%.*s/secrets.d", (int)(slash - path),
+			    path);
+		ld.secrets_dir = sdir;
+	}
 	if (load_main(&ld, path) == 0) {
 		if (sandboxes_dir == NULL) {
-			slash = strrchr(path, '/');
 			if (slash == NULL)
 				dir = xstrdup("sandboxes.d");
 			else
@@ -1329,11 +1527,14 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
 				    (int)(slash - path), path);
 			sandboxes_dir = dir;
 		}
-		load_dropins(&ld, sandboxes_dir);
+		load_dropins(&ld, sandboxes_dir, load_sandbox);
 	}
 	free(dir);
+	free(sdir);
 	check_unique(&ld);
 	check_secrets(&ld);
+	check_secret_owners(&ld);
+	check_quotas(&ld);
 	check_exceptions(&ld);
 	check_network(&ld);
 	if (errs->n > 0) {
@@ -1394,7 +1595,12 @@ config_free(struct moat_config *cfg)
 		free(x->placeholder);
 		free(x->owner);
 		strlist_free(&x->hosts);
+		strlist_free(&x->shared_with);
 	}
+	for (i = 0; i < cfg->nquotas; i++)
+		free(cfg->quotas[i].user);
+	free(cfg->quotas);
+	free(cfg->gw.admin_group);
 	for (i = 0; i < cfg->gw.nexceptions; i++)
 		free(cfg->gw.exceptions[i].ports);
 	for (i = 0; i < cfg->nfiles; i++)
@@ -1469,6 +1675,36 @@ config_secret_by_name(const struct moat_config *cfg, const char *name)
 		    strcmp(cfg->secrets[i].name, name) == 0)
 			return &cfg->secrets[i];
 	return NULL;
+}
+
+const struct moat_quota *
+config_quota_for(const struct moat_config *cfg, const char *user)
+{
+	const struct moat_quota *dflt = NULL;
+	size_t i;
+
+	for (i = 0; i < cfg->nquotas; i++) {
+		if (cfg->quotas[i].user == NULL)
+			continue;
+		if (strcmp(cfg->quotas[i].user, user) == 0)
+			return &cfg->quotas[i];
+		if (strcmp(cfg->quotas[i].user, "*") == 0)
+			dflt = &cfg->quotas[i];
+	}
+	return dflt;
+}
+
+bool
+secret_usable_by(const struct moat_secret *x, const char *user)
+{
+	size_t i;
+
+	if (x->owner != NULL && strcmp(x->owner, user) == 0)
+		return true;
+	for (i = 0; i < x->shared_with.n; i++)
+		if (strcmp(x->shared_with.v[i], user) == 0)
+			return true;
+	return false;
 }
 
 const char *

@@ -46,6 +46,16 @@ struct moat_secret {
 	char		*header;	/* e.g. "Authorization" */
 	char		*placeholder;
 	char		*owner;		/* optional */
+	struct moat_strlist shared_with; /* users who may attach it */
+	bool		 dropin;	/* from secrets.d/NAME.conf */
+	struct moat_where where;
+};
+
+/* Per-user limits on a team-shared host; -1 means no limit.  The entry
+ * for user "*" applies to every user without one of their own. */
+struct moat_quota {
+	char		*user;
+	long		 sandboxes, cpus, memory_mb, disk_gb;
 	struct moat_where where;
 };
 
@@ -79,6 +89,7 @@ struct moat_gateway {
 	size_t		 nexceptions;
 	char		*state_dir;	/* default /var/lib/moat */
 	uint16_t	 nflog_group;	/* default 77 */
+	char		*admin_group;	/* members manage every sandbox */
 };
 
 struct moat_config {
@@ -90,6 +101,8 @@ struct moat_config {
 	size_t		 nsecrets;
 	struct moat_sandbox *sandboxes;
 	size_t		 nsandboxes;
+	struct moat_quota *quotas;
+	size_t		 nquotas;
 	struct moat_rangeset *private;	/* private table minus treat_as_public */
 };
 
@@ -100,7 +113,9 @@ struct moat_errors {
 
 /* Load and validate.  On success returns the model and errs->n == 0; on
  * failure returns NULL and errs holds every problem found.  sandboxes_dir
- * may be NULL for "sandboxes.d beside path". */
+ * may be NULL for "sandboxes.d beside path"; secrets.d/NAME.conf (one
+ * secret per file, written by `gatewayd ctl secret set`) is always read
+ * from beside path. */
 struct moat_config *config_load(const char *path, const char *sandboxes_dir,
 	    struct moat_errors *errs);
 /* The same, with the main file's text given in memory (NUL-terminated);
@@ -124,6 +139,13 @@ const struct moat_sandbox *config_sandbox_by_addr(const struct moat_config *,
 const struct moat_secret *config_secret_by_name(const struct moat_config *,
 	    const char *);
 const char *egress_name(enum moat_egress);
+/* The quota for user (their own entry, else "*"), or NULL for none. */
+const struct moat_quota *config_quota_for(const struct moat_config *,
+	    const char *user);
+/* May user attach secret x to a sandbox they own?  (Owner, shared_with,
+ * or a secret without owner, which only admins' sandboxes may use.) */
+bool	secret_usable_by(const struct moat_secret *, const char *user);
+bool	config_username_valid(const char *);
 
 /* Host-name helpers shared by the loader, dnsd and the proxy. */
 bool	hostname_valid(const char *);		/* RFC 1123, no wildcard */

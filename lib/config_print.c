@@ -105,7 +105,10 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	}
 	fputs(gw->nexceptions ? "\n  );\n" : " );\n", fp);
 	pkv(fp, "  ", "state_dir", gw->state_dir);
-	fprintf(fp, "  nflog_group = %u;\n};\n", gw->nflog_group);
+	fprintf(fp, "  nflog_group = %u;\n", gw->nflog_group);
+	if (gw->admin_group != NULL)
+		pkv(fp, "  ", "admin_group", gw->admin_group);
+	fputs("};\n", fp);
 }
 
 static void
@@ -119,7 +122,36 @@ print_secret(FILE *fp, const struct moat_secret *x, int last)
 	pkv(fp, "    ", "placeholder", x->placeholder);
 	if (x->owner)
 		pkv(fp, "    ", "owner", x->owner);
+	if (x->shared_with.n > 0)
+		plist(fp, "    ", "shared_with", &x->shared_with);
 	fputs(last ? "  }\n" : "  },\n", fp);
+}
+
+static void
+print_quotas(FILE *fp, const struct moat_config *cfg)
+{
+	static const char *names[] = { "sandboxes", "cpus", "memory_mb",
+	    "disk_gb" };
+	const struct moat_quota *q;
+	long v[4];
+	size_t i, k;
+
+	if (cfg->nquotas == 0)
+		return;
+	fputs("quotas = (\n", fp);
+	for (i = 0; i < cfg->nquotas; i++) {
+		q = &cfg->quotas[i];
+		v[0] = q->sandboxes, v[1] = q->cpus, v[2] = q->memory_mb;
+		v[3] = q->disk_gb;
+		fputs("  { user = ", fp);
+		pstr(fp, q->user);
+		fputc(';', fp);
+		for (k = 0; k < 4; k++)
+			if (v[k] >= 0)
+				fprintf(fp, " %s = %ld;", names[k], v[k]);
+		fputs(i + 1 == cfg->nquotas ? " }\n" : " },\n", fp);
+	}
+	fputs(");\n", fp);
 }
 
 static void
@@ -158,6 +190,7 @@ config_print(FILE *fp, const struct moat_config *cfg)
 	for (i = 0; i < cfg->nsandboxes; i++)
 		print_sandbox(fp, &cfg->sandboxes[i], i + 1 == cfg->nsandboxes);
 	fputs(");\n", fp);
+	print_quotas(fp, cfg);
 }
 
 void
