@@ -21,7 +21,9 @@
  *               replies, no IPv6 (hence no router advertisements); any
  *               other port may not claim a sandbox-network address
  *   forward     nothing is bridged from or to a guest port (port
- *               isolation enforced here too)
+ *               isolation enforced here too); with --host-only the
+ *               trunk may reach guest ports, but with no sandbox-network
+ *               source other than the gateway's (guests of other hosts)
  *
  * Per-packet cost does not depend on the number of sandboxes: every
  * per-sandbox decision is one set or map lookup.
@@ -575,6 +577,32 @@ bridge_from_guest(struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("bridge", "spoof"));
 }
 
+/* The trunk's segment also carries the guests of other KVM hosts, whose
+ * frames to ours would pass a plain switch: towards a guest port the
+ * trunk may carry only the gateway's own sandbox-network address. */
+static void
+trunk_to_guest(struct build *b, struct nr_table *t, struct nr_chain *c,
+    const char *trunk)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix self = { .addr = gw->address, .plen = 32 };
+	struct nr_rb rb;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		enum nr_field f = i == 0 ? F_IP_SADDR : F_ARP_SPA;
+
+		rb_begin(&rb, t, c);
+		rb_cmp_str(&rb, F_IIFNAME, false, trunk);
+		rb_lookup(&rb, (enum nr_field[]){ F_OIFNAME }, 1,
+		    "guest_ports", false);
+		rb_cmp_prefix(&rb, f, false, &gw->network);
+		rb_cmp_prefix(&rb, f, true, &self);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "guest"));
+		rb_end(&rb);
+	}
+}
+
 static void
 build_bridge(struct build *b)
 {
@@ -620,6 +648,8 @@ build_bridge(struct build *b)
 		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "guest"));
 		rb_end(&rb);
 	}
+	if (trunk)
+		trunk_to_guest(b, t, c, trunk);
 }
 
 /* ---- entry ---------------------------------------------------------- */

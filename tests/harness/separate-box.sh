@@ -1,0 +1,83 @@
+# separate-box.sh -- DESIGN.md's "separate box" deployment in network
+# namespaces (sourced after topology.sh, whose topo_ns, topo_link and
+# topo_down it uses, so teardown covers every namespace made here).
+#
+#   guest a1, a2 --veth "taps"--> [hostA: bridge moat0, no address] --trunk0--+
+#   guest b1, b2 --veth "taps"--> [hostB: bridge moat0, no address] --trunk0--+
+#                                                                             |
+#        [seg: bridge seg0, a plain switch: ports hosta, hostb, gw] <---------+
+#                                              |
+#   [gw: sb0 10.77.0.1/24, a plain NIC] <------+
+#   gw up0 203.0.113.1/24   <--->  inet eth0 203.0.113.2/24 (+ .10 http, .53 dns)
+#   gw lan0 192.168.77.1/24 <--->  lan  eth0 192.168.77.2/24
+#
+# As on real hardware: each KVM host enslaves its guests' taps and the NIC
+# towards the gateway (the trunk) to its own bridge and has no address on
+# the sandbox network; the switch between the hosts and the gateway box is
+# an ordinary learning switch (no port isolation: the hosts' bridge tables
+# must keep guests apart on their own); the gateway box has one plain NIC
+# on that segment holding the sandbox network's first address.
+
+SB_NS_A=$TOPO-hostA
+SB_NS_B=$TOPO-hostB
+SB_NS_SEG=$TOPO-seg
+SB_GW_IF=sb0
+SB_TRUNK=trunk0
+
+# sbox_up -- the gateway box, its uplink and LAN, the switch, two KVM hosts.
+sbox_up() {
+	topo_trap
+	topo_reap_stale
+	local ns
+	for ns in "$NS_GW" "$NS_INET" "$NS_LAN" "$SB_NS_SEG" "$SB_NS_A" "$SB_NS_B"; do
+		topo_ns "$ns" || return 1
+	done
+	in_ns "$NS_GW" sysctl -qw net.ipv4.ip_forward=1
+	# The switch.
+	ip -n "$SB_NS_SEG" link add seg0 type bridge || return 1
+	ip -n "$SB_NS_SEG" link set seg0 up
+	# The gateway box's sandbox-side NIC, plugged into the switch.
+	topo_link "$SB_NS_SEG" gw "$NS_GW" $SB_GW_IF || return 1
+	ip -n "$SB_NS_SEG" link set gw master seg0
+	ip -n "$NS_GW" addr add $GW_ADDR/24 dev $SB_GW_IF
+	# Each KVM host: a bridge without an address, its trunk on the switch.
+	sbox_host "$SB_NS_A" hosta || return 1
+	sbox_host "$SB_NS_B" hostb || return 1
+	# Uplink and LAN as in the co-located topology.
+	topo_link "$NS_GW" up0 "$NS_INET" eth0 || return 1
+	ip -n "$NS_GW" addr add 203.0.113.1/24 dev up0
+	ip -n "$NS_INET" addr add $INET_ADDR/24 dev eth0
+	ip -n "$NS_INET" addr add $INET_HTTP/24 dev eth0
+	ip -n "$NS_INET" addr add 203.0.113.53/24 dev eth0
+	topo_link "$NS_GW" lan0 "$NS_LAN" eth0 || return 1
+	ip -n "$NS_GW" addr add 192.168.77.1/24 dev lan0
+	ip -n "$NS_LAN" addr add $LAN_HOST/24 dev eth0
+	ip -n "$NS_LAN" route add default via 192.168.77.1
+	ip -n "$NS_GW" route add default via $INET_ADDR
+}
+
+# sbox_host NS SWITCHPORT -- a KVM host: bridge moat0, trunk0 to the switch.
+sbox_host() {
+	ip -n "$1" link add moat0 type bridge || return 1
+	ip -n "$1" link set moat0 up
+	topo_link "$1" $SB_TRUNK "$SB_NS_SEG" "$2" || return 1
+	ip -n "$1" link set $SB_TRUNK master moat0
+	ip -n "$SB_NS_SEG" link set "$2" master seg0
+}
+
+# sbox_guest HOSTNS NAME ADDR MAC TAP -- a guest namespace $TOPO-NAME whose
+# eth0 has ADDR/24 and MAC, attached to HOSTNS's moat0 by a veth named TAP
+# (standing in for a QEMU tap) with bridge port isolation on.  Call it
+# directly (not in $(...)) so the namespace is recorded for cleanup.
+sbox_guest() {
+	local host=$1 ns=$TOPO-$2
+	topo_ns "$ns" || return 1
+	topo_link "$host" "$5" "$ns" eth0 || return 1
+	ip -n "$ns" link set eth0 down
+	ip -n "$ns" link set eth0 address "$4"
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" addr add "$3"/24 dev eth0
+	ip -n "$ns" route add default via $GW_ADDR
+	ip -n "$host" link set "$5" master moat0
+	ip -n "$host" link set "$5" type bridge_slave isolated on
+}
