@@ -3,19 +3,27 @@
  * moat.  Only root and members of the moat group may connect (checked
  * again with SO_PEERCRED, not just by file mode).
  *
- * Protocol: the client sends one line "VERB [--json] [ARGS]"; the server
- * answers with body lines and then one terminal line, "ok" or
- * "error: MESSAGE".  "log -f" streams audit lines until the client goes.
- * Writes never block the daemon: a client that cannot keep up is dropped.
+ * Protocol: the client sends one line "VERB [--json] [ARGS]" (words
+ * percent-encoded, see ctl_word_decode); the server answers with body
+ * lines and then one terminal line, "ok" or "error: MESSAGE".  "log -f"
+ * streams audit lines until the client goes.  "secret set" is followed by
+ * one more line, the secret's value, which is wiped from the buffer when
+ * the connection ends.  Writes never block the daemon: a client that
+ * cannot keep up is dropped.
+ *
+ * Every caller is named by SO_PEERCRED.  Members of group moat see and
+ * manage only what they own; root and gateway.admin_group see everything.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +31,6 @@
 
 #include "gatewayd.h"
 #include "log.h"
-
-struct ctl_req {
-	struct gw	*gw;
-	struct gw_client *c;
-	bool		 json;
-	int		 argc;
-	char		*argv[8];
-};
 
 typedef void (*ctl_fn)(struct ctl_req *);
 
@@ -40,17 +40,29 @@ static void ctl_reload(struct ctl_req *);
 static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
 
+/* admin: root or gateway.admin_group only.  body: a second line (the
+ * secret's value) follows the request. */
 static const struct {
 	const char	*verb;
 	ctl_fn		 fn;
+	bool		 admin;
+	bool		 body;
 } ctl_table[] = {
-	{ "status", ctl_status },
-	{ "sandboxes", ctl_sandboxes },
-	{ "reload", ctl_reload },
-	{ "counters", ctl_counters },
-	{ "log", ctl_log },
+	{ "status", ctl_status, false, false },
+	{ "sandboxes", ctl_sandboxes, false, false },
+	{ "list", ctl_sandboxes, false, false },
+	{ "reload", ctl_reload, false, false },
+	{ "counters", ctl_counters, true, false },
+	{ "log", ctl_log, true, false },
+	{ "create", team_provision, false, false },
+	{ "start", team_provision, false, false },
+	{ "stop", team_provision, false, false },
+	{ "destroy", team_provision, false, false },
+	{ "secret", team_secret, false, true },
 };
+#define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
 
+/* The buffer may have held a secret's value: wipe it all, every time. */
 static void
 client_drop(struct gw_client *c)
 {
@@ -59,6 +71,8 @@ client_drop(struct gw_client *c)
 	c->fd = -1;
 	c->len = 0;
 	c->follow = false;
+	c->job = 0;
+	explicit_bzero(c->buf, sizeof(c->buf));
 }
 
 static void
@@ -80,23 +94,80 @@ client_write(struct gw_client *c, const char *s, size_t n)
 }
 
 static void
-reply(struct ctl_req *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-reply(struct ctl_req *r, const char *fmt, ...)
+vreply(struct ctl_req *r, const char *fmt, va_list ap)
 {
-	va_list ap;
 	char *s;
 	int n;
 
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
+	if ((n = vasprintf(&s, fmt, ap)) < 0)
 		fatalx("out of memory");
 	client_write(r->c, s, (size_t)n);
 	free(s);
+}
+
+void
+ctl_reply(struct ctl_req *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreply(r, fmt, ap);
+	va_end(ap);
+}
+#define reply ctl_reply
+
+void
+ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
+{
+	char uid[16], *msg;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		fatalx("out of memory");
+	va_end(ap);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)r->c->uid);
+	audit_event(r->gw, "control-refused", "uid", uid, "user", r->user,
+	    "verb", r->argv[0], "sandbox", sandbox ? sandbox : "",
+	    "reason", msg, NULL);
+	reply(r, "error: %s\n", msg);
+	free(msg);
+}
+
+bool
+ctl_may_see(const struct ctl_req *r, const char *owner)
+{
+	return r->admin || (owner != NULL && strcmp(owner, r->user) == 0);
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int
+ctl_word_decode(char *s)
+{
+	char *o = s;
+	int hi, lo;
+
+	for (; *s; s++) {
+		if (*s != '%') {
+			*o++ = *s;
+			continue;
+		}
+		if ((hi = hexval(s[1])) == -1 || (lo = hexval(s[2])) == -1 ||
+		    (hi | lo) == 0)
+			return -1;
+		*o++ = (char)(hi << 4 | lo);
+		s += 2;
+	}
+	*o = '\0';
+	return 0;
 }
 
 int
@@ -195,48 +266,108 @@ control_accept(struct gw *gw)
 	}
 	gw->clients[i].fd = fd;
 	gw->clients[i].uid = cred.uid;
+	gw->clients[i].gid = cred.gid;
 	gw->clients[i].len = 0;
+	gw->clients[i].job = 0;
 	gw->clients[i].follow = false;
 }
 
+/* The caller's login name; a uid without one gets "#UID", which owns
+ * nothing and matches no quota. */
 static void
-dispatch(struct gw *gw, struct gw_client *c, char *line)
+identify(struct gw *gw, struct gw_client *c, struct ctl_req *r)
 {
-	struct ctl_req r = { gw, c, false, 0, { NULL } };
+	struct passwd *pw = getpwuid(c->uid);
+
+	if (pw != NULL && strlen(pw->pw_name) < sizeof(c->user))
+		snprintf(c->user, sizeof(c->user), "%s", pw->pw_name);
+	else
+		snprintf(c->user, sizeof(c->user), "#%u", (unsigned)c->uid);
+	r->user = c->user;
+	r->admin = team_is_admin(gw->cfg, c->uid, pw ? pw->pw_name : NULL);
+}
+
+static size_t
+verb_index(const char *verb)
+{
+	size_t i;
+
+	for (i = 0; i < NVERBS; i++)
+		if (strcmp(ctl_table[i].verb, verb) == 0)
+			break;
+	return i;
+}
+
+static void
+dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
+{
+	struct ctl_req r = { .gw = gw, .c = c, .body = body };
 	char *tok, *save = NULL, uidbuf[16];
 	size_t i;
 
+	identify(gw, c, &r);
 	for (tok = strtok_r(line, " \t", &save); tok != NULL;
 	    tok = strtok_r(NULL, " \t", &save)) {
+		if (ctl_word_decode(tok) == -1) {
+			reply(&r, "error: malformed request\n");
+			return;
+		}
 		if (strcmp(tok, "--json") == 0)
 			r.json = true;
-		else if (r.argc < 8)
+		else if (r.argc == GW_CTL_MAX_ARGS) {
+			reply(&r, "error: too many arguments\n");
+			return;
+		} else
 			r.argv[r.argc++] = tok;
 	}
 	if (r.argc == 0) {
 		reply(&r, "error: empty request\n");
 		return;
 	}
-	for (i = 0; i < sizeof(ctl_table) / sizeof(ctl_table[0]); i++)
-		if (strcmp(ctl_table[i].verb, r.argv[0]) == 0)
-			break;
+	i = verb_index(r.argv[0]);
 	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)c->uid);
-	if (i == sizeof(ctl_table) / sizeof(ctl_table[0])) {
+	if (i == NVERBS) {
 		reply(&r, "error: unknown command \"%.64s\" (status, sandboxes, "
-		    "reload, counters, log)\n", r.argv[0]);
+		    "list, create, start, stop, destroy, secret, reload, "
+		    "counters, log)\n", r.argv[0]);
 		return;
 	}
-	if (strcmp(r.argv[0], "log") != 0)
-		audit_event(gw, "control", "uid", uidbuf, "verb", r.argv[0],
-		    NULL);
+	/* Arguments are not audited: they may name files; "secret set"
+	 * carries its value on the next line, which is never looked at
+	 * here.  provision's verbs are audited once their sandbox is known
+	 * (team.c). */
+	if (strcmp(r.argv[0], "log") != 0 && ctl_table[i].fn != team_provision)
+		audit_event(gw, "control", "uid", uidbuf, "user", r.user,
+		    "verb", r.argv[0], "sandbox", "", NULL);
+	if (ctl_table[i].admin && !r.admin) {
+		ctl_refuse(&r, NULL, "%s is for root and the admin group only",
+		    r.argv[0]);
+		return;
+	}
 	ctl_table[i].fn(&r);
+}
+
+/* "secret set ..." is followed by the value's line. */
+static bool
+wants_body(const char *line)
+{
+	char verb[16];
+	size_t n = strcspn(line, " \t");
+
+	if (n == 0 || n >= sizeof(verb))
+		return false;
+	memcpy(verb, line, n);
+	verb[n] = '\0';
+	n = verb_index(verb);
+	return n < NVERBS && ctl_table[n].body &&
+	    strncmp(line + strlen(verb), " set", 4) == 0;
 }
 
 void
 control_readable(struct gw *gw, int slot)
 {
 	struct gw_client *c = &gw->clients[slot];
-	char *nl;
+	char *nl, *end, *body;
 	ssize_t n;
 
 	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len - 1, 0);
@@ -256,15 +387,61 @@ control_readable(struct gw *gw, int slot)
 		}
 		return;
 	}
+	body = NULL;
+	if (wants_body(c->buf)) {
+		if ((end = strchr(nl + 1, '\n')) == NULL) {
+			if (c->len == sizeof(c->buf) - 1) {
+				client_write(c, "error: request too long\n", 24);
+				client_drop(c);
+			}
+			return;		/* the value is still on its way */
+		}
+		*end = '\0';
+		body = nl + 1;
+	}
 	*nl = '\0';
 	if (nl > c->buf && nl[-1] == '\r')
 		nl[-1] = '\0';
-	dispatch(gw, c, c->buf);
-	/* One request per connection, except followers. */
-	if (!c->follow)
+	dispatch(gw, c, c->buf, body);
+	/* One request per connection, except followers and jobs, whose
+	 * provision process still writes to it. */
+	if (c->job > 0)
+		explicit_bzero(c->buf, sizeof(c->buf));
+	else if (!c->follow)
 		client_drop(c);
 	else
 		c->len = 0;
+}
+
+bool
+control_job_reaped(struct gw *gw, pid_t pid, int status)
+{
+	struct gw_client *c;
+	char uid[16], code[16];
+	int i;
+
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		if (gw->clients[i].fd != -1 && gw->clients[i].job == pid)
+			break;
+	if (i == GW_MAX_CLIENTS)
+		return false;
+	c = &gw->clients[i];
+	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
+	snprintf(code, sizeof(code), "%d", WIFEXITED(status) ?
+	    WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	audit_event(gw, "control-done", "uid", uid, "user", c->user, "verb",
+	    c->verb, "sandbox", c->sandbox, "result", WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0 ? "ok" : "failed", "exit", code, NULL);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		client_write(c, "ok\n", 3);
+	else {
+		char msg[96];
+		int n = snprintf(msg, sizeof(msg), "error: provision %s failed "
+		    "(exit %s)\n", c->verb, code);
+		client_write(c, msg, (size_t)n);
+	}
+	client_drop(c);
+	return true;
 }
 
 void
@@ -334,27 +511,31 @@ ctl_status(struct ctl_req *r)
 	reply(r, "ok\n");
 }
 
+/* A member sees only the sandboxes they own; admins see all. */
 static void
 ctl_sandboxes(struct ctl_req *r)
 {
 	const struct moat_config *cfg = r->gw->cfg;
 	char a[64];
-	size_t i;
+	size_t i, shown = 0;
 
 	if (r->json)
 		reply(r, "[");
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const struct moat_sandbox *s = &cfg->sandboxes[i];
+		if (!ctl_may_see(r, s->owner))
+			continue;
 		addr_fmt(&s->address, a, sizeof(a));
 		if (r->json)
 			reply(r, "%s{\"name\":\"%s\",\"address\":\"%s\","
 			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":\"%s\","
-			    "\"allow\":%zu,\"secrets\":%zu}", i ? "," : "",
+			    "\"allow\":%zu,\"secrets\":%zu}", shown ? "," : "",
 			    s->name, a, s->tap, egress_name(s->egress),
 			    s->owner ? s->owner : "", s->allow.n, s->secrets.n);
 		else
 			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
 			    egress_name(s->egress), s->owner ? s->owner : "-");
+		shown++;
 	}
 	reply(r, r->json ? "]\nok\n" : "ok\n");
 }

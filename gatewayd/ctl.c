@@ -1,6 +1,10 @@
 /*
  * ctl.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request line to
  * the control socket, print the body, exit 0 on "ok" and 1 on "error:".
+ *
+ * Words are percent-encoded (space, '%' and control characters), so an
+ * argument may hold spaces.  `secret set` sends the value read from
+ * standard input as a second line; it never appears in argv.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -35,6 +39,65 @@ ctl_connect(const char *path)
 	return fd;
 }
 
+/* Append word to req at *len, percent-encoded; -1 if it does not fit. */
+static int
+encode_word(char *req, size_t cap, size_t *len, const char *w)
+{
+	const unsigned char *p = (const unsigned char *)w;
+	int n;
+
+	for (; *p; p++) {
+		if (*p <= ' ' || *p == '%' || *p == 0x7f)
+			n = snprintf(req + *len, cap - *len, "%%%02X", *p);
+		else
+			n = snprintf(req + *len, cap - *len, "%c", *p);
+		if (n < 0 || (size_t)n >= cap - *len)
+			return -1;
+		*len += (size_t)n;
+	}
+	return 0;
+}
+
+/* The secret's value: all of standard input, one line, its final newline
+ * dropped.  Appended to req as the request's second line. */
+static int
+read_value(char *req, size_t cap, size_t *len)
+{
+	char buf[GW_SECRET_MAX + 2];
+	size_t n = 0;
+	ssize_t r;
+	int rc = -1;
+
+	while (n < sizeof(buf) && (r = read(0, buf + n, sizeof(buf) - n)) != 0) {
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			goto out;
+		}
+		n += (size_t)r;
+	}
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	if (n == 0 || n > GW_SECRET_MAX || memchr(buf, '\n', n) != NULL ||
+	    memchr(buf, '\0', n) != NULL) {
+		fprintf(stderr, "gatewayd ctl: secret set: expected the value on "
+		    "standard input, 1 to %d characters on one line\n",
+		    GW_SECRET_MAX);
+		goto out;
+	}
+	if (n + 1 < cap - *len) {
+		memcpy(req + *len, buf, n);
+		*len += n;
+		req[(*len)++] = '\n';
+		rc = 0;
+	}
+out:
+	explicit_bzero(buf, sizeof(buf));
+	return rc;
+}
+
 int
 ctl_main(const char *sock, int argc, char *argv[])
 {
@@ -45,21 +108,30 @@ ctl_main(const char *sock, int argc, char *argv[])
 	int fd, i, rc = CTL_SYSTEM;
 
 	if (argc < 1) {
-		fprintf(stderr, "usage: gatewayd ctl status|sandboxes|reload|"
-		    "counters|log [-f] [--json]\n");
+		fprintf(stderr, "usage: gatewayd ctl status|sandboxes|list|reload|"
+		    "counters|log [-f] [--json]\n"
+		    "       gatewayd ctl create|start|stop|destroy [OPTIONS] "
+		    "NAME\n"
+		    "       gatewayd ctl secret set NAME --host H [--header X] "
+		    "[--share USER] <VALUE\n"
+		    "       gatewayd ctl secret list\n");
 		return CTL_USAGE;
 	}
 	for (i = 0; i < argc; i++) {
-		n = snprintf(req + len, sizeof(req) - len, "%s%s", i ? " " : "",
-		    argv[i]);
-		if (n < 0 || (size_t)n >= sizeof(req) - len - 1 ||
-		    strpbrk(argv[i], "\r\n") != NULL) {
-			fprintf(stderr, "gatewayd ctl: request too long\n");
+		if (i > 0 && len + 1 < sizeof(req))
+			req[len++] = ' ';
+		if (argv[i][0] == '\0' ||
+		    encode_word(req, sizeof(req) - 1, &len, argv[i]) == -1) {
+			fprintf(stderr, "gatewayd ctl: request too long or an "
+			    "empty argument\n");
 			return CTL_USAGE;
 		}
-		len += (size_t)n;
 	}
 	req[len++] = '\n';
+	if (argc >= 2 && strcmp(argv[0], "secret") == 0 &&
+	    strcmp(argv[1], "set") == 0 &&
+	    read_value(req, sizeof(req), &len) == -1)
+		return CTL_USAGE;
 	if ((fd = ctl_connect(sock)) == -1) {
 		fprintf(stderr, "gatewayd ctl: %s: %s (is gatewayd running?)\n",
 		    sock, strerror(errno));
@@ -69,6 +141,7 @@ ctl_main(const char *sock, int argc, char *argv[])
 	 * is still there to read, so a failed write is not the end. */
 	signal(SIGPIPE, SIG_IGN);
 	(void)!write(fd, req, len);
+	explicit_bzero(req, sizeof(req));
 	if ((fp = fdopen(fd, "r")) == NULL) {
 		close(fd);
 		return CTL_SYSTEM;

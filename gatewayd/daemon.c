@@ -124,7 +124,8 @@ on_signal(struct gw *gw, int sfd)
 			break;
 		case SIGCHLD:
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-				proc_reaped(gw, pid, status);
+				if (!control_job_reaped(gw, pid, status))
+					proc_reaped(gw, pid, status);
 			break;
 		}
 	}
@@ -148,8 +149,10 @@ loop(struct gw *gw, int sfd)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
 		n = FD_PROC0 + PROC_MAX;
+		/* A client whose provision job runs is not read: the job
+		 * owns its socket until it exits. */
 		for (c = 0; c < GW_MAX_CLIENTS; c++)
-			if (gw->clients[c].fd != -1) {
+			if (gw->clients[c].fd != -1 && gw->clients[c].job == 0) {
 				slot[n - FD_PROC0 - PROC_MAX] = c;
 				pfd[n++] = (struct pollfd){ gw->clients[c].fd,
 				    POLLIN, 0 };

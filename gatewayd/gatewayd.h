@@ -28,7 +28,9 @@
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
-#define GW_CTL_MAX_LINE		1024
+#define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
+#define GW_CTL_MAX_ARGS		64
+#define GW_SECRET_MAX		4096
 #define GW_MAX_CLIENTS		32
 #define GW_MAX_DRAINING		4	/* old proxies finishing connections */
 
@@ -97,6 +99,39 @@ void	control_readable(struct gw *, int slot);
 void	control_broadcast_log(struct gw *, const char *line);
 void	control_close_all(struct gw *);
 
+/* The request line's words are percent-encoded by clients (space, '%'
+ * and control characters as %XX) so arguments may hold spaces.
+ * Decodes in place; -1 on a malformed escape or a decoded NUL. */
+int	ctl_word_decode(char *);
+
+/* A parsed request; the connection's buffer owns the strings. */
+struct ctl_req {
+	struct gw	*gw;
+	struct gw_client *c;
+	bool		 json;
+	int		 argc;
+	char		*argv[GW_CTL_MAX_ARGS];
+	char		*body;		/* "secret set": the value line */
+	const char	*user;		/* the caller's login name */
+	bool		 admin;		/* root or gateway.admin_group */
+};
+
+void	ctl_reply(struct ctl_req *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* Reply "error: MSG" and audit the refusal with the caller's identity. */
+void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+bool	ctl_may_see(const struct ctl_req *, const char *owner);
+/* A job ended: the control client waiting for it gets its verdict. */
+bool	control_job_reaped(struct gw *, pid_t, int status);
+
+/* --- team-shared host (team.c, secret.c) --- */
+
+/* provision's verbs run by gatewayd for members of group moat. */
+void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
+void	team_secret(struct ctl_req *);		/* secret set|list */
+bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
+
 /* --- client side (ctl.c) --- */
 
 int	ctl_main(const char *sock, int argc, char *argv[]);
@@ -129,6 +164,11 @@ int	seccomp_nflog(void);			/* allowlist for nflog child */
 struct gw_client {
 	int		 fd;
 	uid_t		 uid;
+	gid_t		 gid;
+	pid_t		 job;		/* provision run for this client, or 0 */
+	char		 user[33];	/* login name, for the job's audit */
+	char		 verb[16];
+	char		 sandbox[33];
 	bool		 follow;	/* "log -f" */
 	size_t		 len;
 	char		 buf[GW_CTL_MAX_LINE];

@@ -21,17 +21,18 @@ struct verb {
 	int		(*fn)(struct pv *, int, char **);
 	bool		 needs_root;	/* taps, files of other users */
 	const char	*usage;
+	bool		 forward;	/* members: gatewayd does it for them */
 };
 
 static const struct verb verbs[] = {
 	{ "create", cmd_create, true, "create NAME (--image BASE | --kernel K "
-	    "[--initrd I] [--append A]) --egress open|allowlist|none [...]" },
-	{ "start", cmd_start, true, "start [--accel auto|kvm|tcg] NAME" },
-	{ "stop", cmd_stop, true, "stop [--force] [--timeout S] NAME" },
-	{ "destroy", cmd_destroy, true, "destroy [--force] [--timeout S] NAME" },
-	{ "list", cmd_list, false, "list [--json]" },
-	{ "console", cmd_console, false, "console NAME" },
-	{ "qemu-args", cmd_qemu_args, false, "qemu-args [--accel A] NAME" },
+	    "[--initrd I] [--append A]) --egress open|allowlist|none [...]", true },
+	{ "start", cmd_start, true, "start [--accel auto|kvm|tcg] NAME", true },
+	{ "stop", cmd_stop, true, "stop [--force] [--timeout S] NAME", true },
+	{ "destroy", cmd_destroy, true, "destroy [--force] [--timeout S] NAME", true },
+	{ "list", cmd_list, false, "list [--json]", true },
+	{ "console", cmd_console, false, "console NAME", false },
+	{ "qemu-args", cmd_qemu_args, false, "qemu-args [--accel A] NAME", false },
 };
 
 static void __attribute__((noreturn))
@@ -56,24 +57,30 @@ usage(int code)
 	exit(code);
 }
 
-/* Root, or the moat group for the verbs that change nothing. */
-static int
-permitted(const struct verb *v)
+static bool
+in_moat_group(void)
 {
 	struct group *gr;
 	gid_t groups[256];
 	int i, n;
 
+	if ((gr = getgrnam("moat")) == NULL)
+		return false;
+	n = getgroups(256, groups);
+	for (i = 0; i < n; i++)
+		if (groups[i] == gr->gr_gid)
+			return true;
+	return getegid() == gr->gr_gid;
+}
+
+/* Root, or the moat group for the verbs that change nothing. */
+static int
+permitted(const struct verb *v)
+{
 	if (geteuid() == 0)
 		return 0;
-	if (!v->needs_root && (gr = getgrnam("moat")) != NULL) {
-		n = getgroups(256, groups);
-		for (i = 0; i < n; i++)
-			if (groups[i] == gr->gr_gid)
-				return 0;
-		if (getegid() == gr->gr_gid)
-			return 0;
-	}
+	if (!v->needs_root && in_moat_group())
+		return 0;
 	log_warnx("%s: permission denied: provision %s needs root%s",
 	    v->name, v->name, v->needs_root ? "" : " or the moat group");
 	return -1;
@@ -129,6 +136,16 @@ main(int argc, char **argv)
 	if (i == sizeof(verbs) / sizeof(verbs[0])) {
 		log_warnx("unknown verb \"%s\"", argv[optind]);
 		usage(PV_USAGE);
+	}
+	/* A member of group moat: gatewayd checks ownership and quotas and
+	 * does the privileged work; the tool paths are then gatewayd's. */
+	if (geteuid() != 0 && verbs[i].forward && in_moat_group()) {
+		if (pv.qemu || pv.qemu_img || pv.genisoimage) {
+			log_warnx("--qemu, --qemu-img and --genisoimage are for "
+			    "root only");
+			return PV_USAGE;
+		}
+		return ctl_forward(&pv, argc - optind, argv + optind);
 	}
 	if (permitted(&verbs[i]) == -1)
 		return PV_FAIL;

@@ -171,6 +171,7 @@ int	 tap_delete_stale(const char *name);
 /* ctl.c -- gatewayd's control socket and QEMU's QMP. */
 enum { CTL_OK = 0, CTL_ABSENT = 1, CTL_REFUSED = -1 };
 int	 ctl_reload(const struct pv *);
+int	 ctl_forward(const struct pv *, int argc, char **argv);
 int	 qmp_command(const char *sock, const char *command);
 
 /* accel.c */

@@ -1,0 +1,345 @@
+/*
+ * secret.c -- `gatewayd ctl secret set NAME --host H [--header X]
+ * [--share USER]` and `secret list`: members add and rotate their own
+ * secrets without root.
+ *
+ * The value arrives on the line after the request, read by the client
+ * from its standard input; it is written once, to a root-only 0600 file
+ * (state_dir/secrets/NAME, or the file an admin configured for a secret
+ * the caller owns), and is never echoed, logged or audited.  The buffer
+ * that held it is wiped when the connection ends (control.c).  The
+ * definition goes to secrets.d/NAME.conf beside moat.conf, owned by the
+ * caller, and the reload restarts the proxy, so new requests use the new
+ * value while guests keep their placeholder.
+ */
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "log.h"
+
+#define MAX_HOSTS	16
+
+struct secret_req {
+	const char	*name;
+	const char	*hosts[MAX_HOSTS];
+	int		 nhosts;
+	const char	*header;
+	const char	*share[MAX_HOSTS];
+	int		 nshare;
+};
+
+static bool
+secret_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 32 && s[0] != '-' && s[0] != '_' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+}
+
+static bool
+header_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n < 64 && strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~") == n;
+}
+
+/* A header value: printable ASCII, no leading or trailing space. */
+static bool
+value_ok(const char *v)
+{
+	size_t i, n = strlen(v);
+
+	if (n == 0 || n > GW_SECRET_MAX || v[0] == ' ' || v[n - 1] == ' ')
+		return false;
+	for (i = 0; i < n; i++)
+		if (v[i] < 0x20 || v[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static int
+parse_set(struct ctl_req *r, struct secret_req *q)
+{
+	int i;
+
+	for (i = 2; i < r->argc; i++) {
+		const char *a = r->argv[i], *v = i + 1 < r->argc ?
+		    r->argv[i + 1] : NULL;
+		if (a[0] != '-' && q->name == NULL && secret_name_ok(a)) {
+			q->name = a;
+			continue;
+		}
+		if (v == NULL)
+			goto usage;
+		if (strcmp(a, "--host") == 0 && q->nhosts < MAX_HOSTS &&
+		    hostname_valid(v))
+			q->hosts[q->nhosts++] = v;
+		else if (strcmp(a, "--header") == 0 && header_ok(v))
+			q->header = v;
+		else if (strcmp(a, "--share") == 0 && q->nshare < MAX_HOSTS &&
+		    config_username_valid(v))
+			q->share[q->nshare++] = v;
+		else
+			goto usage;
+		i++;
+	}
+	if (q->name != NULL && q->nhosts > 0)
+		return 0;
+usage:
+	ctl_refuse(r, NULL, "usage: secret set NAME --host HOST [--host HOST] "
+	    "[--header NAME] [--share USER] (NAME: a-z, 0-9, '-', '_'; the "
+	    "value on standard input)");
+	return -1;
+}
+
+static int
+mkdir_root(const char *dir, mode_t mode)
+{
+	struct stat st;
+
+	if (mkdir(dir, mode) == -1 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid != 0) {
+		errno = EPERM;
+		return -1;
+	}
+	return chmod(dir, mode);
+}
+
+/* Write data to path through a temporary file in the same folder and a
+ * rename, so readers see the old or the new file, never half of one. */
+static int
+write_atomic(const char *path, const char *data, size_t len, mode_t mode)
+{
+	char *tmp, *slash;
+	int fd, rc = -1;
+
+	slash = strrchr(path, '/');
+	xasprintf(&tmp, "%.*s/.%s.XXXXXX", (int)(slash - path), path,
+	    slash + 1);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
+		goto out;
+	if (fchown(fd, 0, 0) == 0 && fchmod(fd, mode) == 0 &&
+	    write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 &&
+	    close(fd) == 0) {
+		fd = -1;
+		rc = rename(tmp, path);
+	}
+	if (fd != -1)
+		close(fd);
+	if (rc == -1)
+		unlink(tmp);
+out:
+	free(tmp);
+	return rc;
+}
+
+static char *
+placeholder_new(const char *name)
+{
+	unsigned char rnd[8];
+	char *p;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		fatal("getrandom");
+	xasprintf(&p, "moat-%s-%02x%02x%02x%02x%02x%02x%02x%02x", name, rnd[0],
+	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	return p;
+}
+
+static char *
+dropin_text(const struct secret_req *q, const char *file, const char *header,
+    const char *placeholder, const char *owner)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int i;
+	FILE *fp = open_memstream(&buf, &len);
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	fprintf(fp, "# written by gatewayd ctl secret set; the value is in "
+	    "%s\nname = \"%s\";\nfile = \"%s\";\nhosts = [", file, q->name,
+	    file);
+	for (i = 0; i < q->nhosts; i++)
+		fprintf(fp, "%s \"%s\"", i ? "," : "", q->hosts[i]);
+	fprintf(fp, " ];\nheader = \"%s\";\nplaceholder = \"%s\";\n"
+	    "owner = \"%s\";\n", header, placeholder, owner);
+	if (q->nshare > 0) {
+		fputs("shared_with = [", fp);
+		for (i = 0; i < q->nshare; i++)
+			fprintf(fp, "%s \"%s\"", i ? "," : "", q->share[i]);
+		fputs(" ];\n", fp);
+	}
+	fclose(fp);
+	return buf;
+}
+
+static char *
+secrets_d(const struct moat_config *cfg)
+{
+	const char *slash = strrchr(cfg->path, '/');
+	char *dir;
+
+	if (slash == NULL)
+		return xstrdup("secrets.d");
+	xasprintf(&dir, "%.*s/secrets.d", (int)(slash - cfg->path), cfg->path);
+	return dir;
+}
+
+/* A secret an admin defined in moat.conf keeps its definition; its owner
+ * may only replace the value. */
+static int
+same_hosts(const struct moat_secret *x, const struct secret_req *q)
+{
+	int i;
+	size_t j;
+
+	if ((size_t)q->nhosts != x->hosts.n)
+		return 0;
+	for (i = 0; i < q->nhosts; i++) {
+		for (j = 0; j < x->hosts.n; j++)
+			if (strcasecmp(x->hosts.v[j], q->hosts[i]) == 0)
+				break;
+		if (j == x->hosts.n)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+store(struct ctl_req *r, const struct secret_req *q,
+    const struct moat_secret *old, char **placeholder)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	char *dir, *file, *dpath, *text;
+	int rc = -1;
+
+	if (old != NULL && !old->dropin) {
+		if (!same_hosts(old, q) || (q->header && strcasecmp(q->header,
+		    old->header) != 0) || q->nshare > 0) {
+			ctl_refuse(r, NULL, "secret \"%s\" is defined in %s: "
+			    "only its value can be set here", q->name,
+			    old->where.file);
+			return -1;
+		}
+		*placeholder = xstrdup(old->placeholder);
+		if (write_atomic(old->file, r->body, strlen(r->body), 0600)) {
+			ctl_refuse(r, NULL, "cannot write the secret: %s",
+			    strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	xasprintf(&dir, "%s/secrets", cfg->gw.state_dir);
+	xasprintf(&file, "%s/%s", dir, q->name);
+	*placeholder = old ? xstrdup(old->placeholder) : placeholder_new(q->name);
+	text = dropin_text(q, file, q->header ? q->header : old ? old->header :
+	    "Authorization", *placeholder, old && old->owner ? old->owner :
+	    r->user);
+	if (mkdir_root(dir, 0700) == -1 ||
+	    write_atomic(file, r->body, strlen(r->body), 0600) == -1)
+		ctl_refuse(r, NULL, "cannot write the secret: %s",
+		    strerror(errno));
+	else {
+		free(dir);
+		dir = secrets_d(cfg);
+		xasprintf(&dpath, "%s/%s.conf", dir, q->name);
+		if (mkdir_root(dir, 0755) == -1 ||
+		    write_atomic(dpath, text, strlen(text), 0644) == -1)
+			ctl_refuse(r, NULL, "cannot write %s: %s", dpath,
+			    strerror(errno));
+		else
+			rc = 0;
+		free(dpath);
+	}
+	free(text);
+	free(dir);
+	free(file);
+	return rc;
+}
+
+static void
+secret_set(struct ctl_req *r)
+{
+	struct secret_req q = { NULL };
+	const struct moat_secret *old;
+	char *placeholder = NULL, *errors = NULL, uid[16];
+
+	if (parse_set(r, &q) == -1)
+		return;
+	if (r->body == NULL || !value_ok(r->body)) {
+		ctl_refuse(r, NULL, "secret set: expected the value on standard "
+		    "input: 1 to %d printable characters on one line",
+		    GW_SECRET_MAX);
+		return;
+	}
+	old = config_secret_by_name(r->gw->cfg, q.name);
+	if (old != NULL && !r->admin && (old->owner == NULL ||
+	    strcmp(old->owner, r->user) != 0)) {
+		ctl_refuse(r, NULL, "secret \"%s\" belongs to someone else; "
+		    "choose another name", q.name);
+		return;
+	}
+	if (store(r, &q, old, &placeholder) == -1) {
+		free(placeholder);
+		return;
+	}
+	snprintf(uid, sizeof(uid), "%u", (unsigned)r->c->uid);
+	audit_event(r->gw, "secret-set", "uid", uid, "user", r->user, "secret",
+	    q.name, "rotated", old ? "yes" : "no", NULL);
+	if (gw_reload(r->gw, &errors) == -1) {
+		ctl_reply(r, "%s", errors ? errors : "");
+		ctl_refuse(r, NULL, "secret \"%s\" was stored but the "
+		    "configuration was not reloaded", q.name);
+	} else
+		ctl_reply(r, "secret %s: placeholder %s\nok\n", q.name,
+		    placeholder);
+	free(errors);
+	free(placeholder);
+}
+
+/* Secrets the caller owns or that are shared with them (admins: all);
+ * names, hosts and placeholders only. */
+static void
+secret_list(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	const struct moat_secret *x;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsecrets; i++) {
+		x = &cfg->secrets[i];
+		if (!ctl_may_see(r, x->owner) && !secret_usable_by(x, r->user))
+			continue;
+		ctl_reply(r, "%-20s %-10s %-14s %s", x->name,
+		    x->owner ? x->owner : "-", x->header, x->placeholder);
+		for (j = 0; j < x->hosts.n; j++)
+			ctl_reply(r, "%s%s", j ? "," : " ", x->hosts.v[j]);
+		ctl_reply(r, "\n");
+	}
+	ctl_reply(r, "ok\n");
+}
+
+void
+team_secret(struct ctl_req *r)
+{
+	if (r->argc >= 2 && strcmp(r->argv[1], "set") == 0)
+		secret_set(r);
+	else if (r->argc == 2 && strcmp(r->argv[1], "list") == 0)
+		secret_list(r);
+	else
+		ctl_refuse(r, NULL, "usage: secret set NAME --host HOST "
+		    "[--header NAME] [--share USER] | secret list");
+}

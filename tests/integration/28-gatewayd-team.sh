@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# A team-shared host: two real users in group moat (created here, removed
+# on exit) drive gatewayd without root.  Each sees only their own
+# sandboxes and secrets; the other's are refused; a secret one of them
+# sets is injected only for their own sandbox and rotates without a
+# restart; quotas refuse with a message; the audit log names the uid; the
+# value never shows up in a log.  No guest boots: create uses kernel mode
+# with a placeholder kernel file, and guests are namespaces.
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/proxy-lib.sh
+. tests/harness/gw.sh
+
+UA=mta$$ UB=mtb$$
+team_cleanup() {
+	userdel "$UA" 2>/dev/null
+	userdel "$UB" 2>/dev/null
+}
+topo_up || { not_ok "topology comes up"; team_cleanup; exit 1; }
+trap 'rc=$?; team_cleanup; topo_down; exit $rc' EXIT
+trap 'team_cleanup; topo_down; exit 130' INT
+trap 'team_cleanup; topo_down; exit 143' TERM
+
+bash gatewayd/install-users.sh
+for u in $UA $UB; do
+	useradd -M -N -G moat -s /usr/sbin/nologin "$u" || { not_ok "useradd $u"; exit 1; }
+done
+UIDA=$(id -u $UA)
+as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
+actl() { as $UA build/gatewayd ctl -s "$GW_SOCK" "$@"; }
+bctl() { as $UB build/gatewayd ctl -s "$GW_SOCK" "$@"; }
+bpv() { as $UB build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+apv() { as $UA build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+
+# --- configuration: two sandboxes made by an admin, quotas --------------
+chmod 711 "$TOPO_TMP"
+proxy_certs || not_ok "test certificates"
+mkdir -p "$TOPO_TMP/sandboxes.d" "$PX_DIR/state"
+sed -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
+    -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$PX_DIR/state\";|" \
+    -e '/^sandboxes = (/,$d' examples/demo.conf >"$GW_CONF"
+cat >>"$GW_CONF" <<CONF
+quotas = (
+  { user = "$UA"; sandboxes = 1; },
+  { user = "$UB"; sandboxes = 3; cpus = 4; memory_mb = 2048; disk_gb = 10; }
+);
+CONF
+dropin() {	# dropin NAME ADDR MAC OWNER [EXTRA]
+	printf 'mac = "%s";\naddress = "%s";\ntap = "mt-%s";\negress = "allowlist";\nallow = [ "api.bound.test" ];\nowner = "%s";\n%s' \
+	    "$3" "$2" "$1" "$4" "${5:-}" >"$TOPO_TMP/sandboxes.d/$1.conf"
+}
+dropin a-web 10.77.0.10 52:54:00:00:00:0a $UA
+dropin b-old 10.77.0.11 52:54:00:00:00:0b $UB
+topo_guest a-web 10.77.0.10 52:54:00:00:00:0a mt-a-web
+topo_services
+topo_bg "$NS_INET" upstream python3 tests/harness/dns-upstream.py --addr 203.0.113.53
+topo_wait_port "$NS_INET" 203.0.113.53 53
+PX_NO_DNS=1 proxy_servers || not_ok "test servers start"
+echo "# placeholder kernel" >"$TOPO_TMP/vmlinuz"; chmod 0644 "$TOPO_TMP/vmlinuz"
+
+gw_start; expect_eq "gatewayd starts" 0 $?
+
+# --- visibility -----------------------------------------------------------
+out=$(actl sandboxes)
+expect_match "$UA sees their own sandbox" "^a-web " "$out"
+expect_fail "$UA does not see $UB's" grep -q "b-old" <<<"$out"
+out=$(bctl list --json)
+expect_match "$UB sees their own (list --json)" '"name":"b-old"' "$out"
+expect_fail "$UB does not see $UA's" grep -q "a-web" <<<"$out"
+out=$(gw_ctl sandboxes)
+expect_match "root sees everyone's" "a-web.*$UA" "$out"
+expect_match "root sees everyone's (2)" "b-old.*$UB" "$out"
+out=$(apv list 2>&1)
+expect_match "provision list by a member goes through gatewayd" "^a-web " "$out"
+expect_fail "provision list by a member: only their own" grep -q "b-old" <<<"$out"
+expect_fail "the audit log is for admins" actl log
+
+# --- secrets ------------------------------------------------------------
+VA=sk-alice-$RANDOM$RANDOM VB=sk-bob-$RANDOM$RANDOM VB2=sk-bob2-$RANDOM$RANDOM
+out=$(printf '%s\n' "$VA" | actl secret set akey --host api.bound.test 2>&1)
+expect_match "$UA sets a secret from stdin" "^secret akey: placeholder moat-akey-" "$out"
+PA=$(sed -n 's/^secret akey: placeholder //p' <<<"$out")
+out=$(printf '%s' "$VB" | bctl secret set bkey --host api.bound.test 2>&1)
+PB=$(sed -n 's/^secret bkey: placeholder //p' <<<"$out")
+expect_match "$UB sets a secret" "^moat-bkey-" "$PB"
+f=$PX_DIR/state/secrets/bkey
+expect_eq "stored 0600 root-only" "600 root" "$(stat -c '%a %U' "$f")"
+expect_fail "$UA cannot read $UB's stored value" as $UA cat "$f"
+expect_fail "$UB cannot read it either (root-only)" as $UB cat "$f"
+expect_match "the drop-in names the owner" "owner = \"$UB\"" "$(cat "$TOPO_TMP/secrets.d/bkey.conf")"
+expect_fail "the drop-in holds no value" grep -q "$VB" "$TOPO_TMP/secrets.d/bkey.conf"
+out=$(printf '%s' "stolen" | actl secret set bkey --host api.bound.test 2>&1)
+expect_match "$UA cannot overwrite $UB's secret" "belongs to someone else" "$out"
+expect_eq "$UB's value is unchanged" "$VB" "$(cat "$f")"
+out=$(actl secret list)
+expect_match "$UA lists their secret" "^akey " "$out"
+expect_fail "$UA does not list $UB's" grep -q bkey <<<"$out"
+expect_fail "a secret value is never an argument" actl secret set ckey --host api.bound.test "$VA"
+
+# --- create through gatewayd: attach, quotas, files -----------------------
+out=$(apv create a-two --kernel "$TOPO_TMP/vmlinuz" --egress none 2>&1)
+expect_match "quota: $UA's second sandbox is refused with the limit" \
+	"quota: $UA may use at most 1 sandboxes; 1 in use" "$out"
+out=$(bctl create b-x --kernel "$TOPO_TMP/vmlinuz" --egress none --secret akey 2>&1)
+expect_match "$UB cannot attach $UA's secret" "no secret \"akey\" that $UB owns" "$out"
+out=$(bctl create b-x --kernel /etc/shadow --egress none 2>&1)
+expect_match "a file the member cannot read is refused" "/etc/shadow: not a regular file you can read" "$out"
+out=$(bctl create b-x --kernel "$TOPO_TMP/vmlinuz" --egress none --user root 2>&1)
+expect_match "members cannot pick the QEMU user" "option --user is not available" "$out"
+out=$(bctl create b-x --kernel "$TOPO_TMP/vmlinuz" --egress none --memory 3G 2>&1)
+expect_match "quota: memory over the limit is refused" "at most 2048 MiB of memory" "$out"
+out=$(bpv create b-api --kernel "$TOPO_TMP/vmlinuz" --egress allowlist \
+	--allow api.bound.test --secret bkey --user moat-qemu 2>&1)
+expect_match "provision --user is refused for members" "not available" "$out"
+out=$(bpv create b-api --kernel "$TOPO_TMP/vmlinuz" --egress allowlist \
+	--allow api.bound.test --secret bkey 2>&1); rc=$?
+expect_eq "$UB creates b-api with their secret via provision (no root)" 0 "$rc"
+expect_match "create's output reaches the member" "created b-api" "$out"
+d=$TOPO_TMP/sandboxes.d/b-api.conf
+expect_match "b-api is owned by $UB" "owner = \"$UB\"" "$(cat "$d" 2>/dev/null)"
+expect_match "b-api carries bkey" '"bkey"' "$(cat "$d" 2>/dev/null)"
+out=$(bctl sandboxes)
+expect_match "gatewayd reloaded: $UB sees b-api" "^b-api " "$out"
+
+# --- cross-user life cycle ---------------------------------------------------
+for v in start stop destroy; do
+	out=$(actl $v b-api 2>&1)
+	expect_match "$UA cannot $v $UB's sandbox" "$v: no sandbox \"b-api\" owned by $UA" "$out"
+done
+out=$(apv stop b-old 2>&1)
+expect_match "provision stop of another's sandbox is refused" "no sandbox \"b-old\" owned by $UA" "$out"
+expect_ok "b-api still exists after the refusals" test -f "$d"
+
+# --- injection: each secret only for its owner's sandbox --------------------
+mac=$(sed -n 's/^mac = "\(.*\)";/\1/p' "$d"); addr=$(sed -n 's/^address = "\(.*\)";/\1/p' "$d")
+tap=$(sed -n 's/^tap = "\(.*\)";/\1/p' "$d")
+topo_guest b-api "$addr" "$mac" "$tap"
+dropin a-web 10.77.0.10 52:54:00:00:00:0a $UA 'secrets = [ "bkey" ];'
+out=$(gw_ctl reload 2>&1)
+expect_match "the loader refuses $UA's sandbox carrying $UB's secret" "belongs to $UB and is not shared with $UA" "$out"
+dropin a-web 10.77.0.10 52:54:00:00:00:0a $UA 'secrets = [ "akey" ];'
+expect_ok "an admin attaches $UA's own secret" gw_ctl reload
+for i in $(seq 50); do [ -n "$(gw_child_pid proxy)" ] && break; sleep 0.1; done
+topo_wait_port "$NS_GW" $GW_ADDR 3128
+sleep 0.5
+cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" >"$PX_DIR/bundle.crt"
+: >"$PX_DIR/bound.log"
+px_curl b-api https://api.bound.test/echo -H "Authorization: Bearer $PB" >/dev/null
+expect_match "$UB's sandbox gets $UB's real value" "Authorization: Bearer $VB" "$(cat "$PX_DIR/bound.log")"
+: >"$PX_DIR/bound.log"
+px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PB" >/dev/null
+expect_fail "$UA's sandbox with $UB's placeholder gets nothing of $UB's" grep -q "$VB" "$PX_DIR/bound.log"
+px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PA" >/dev/null
+expect_match "$UA's sandbox gets $UA's real value" "Authorization: Bearer $VA" "$(cat "$PX_DIR/bound.log")"
+
+# --- rotation: new value for new requests, same placeholder, guest untouched --
+out=$(printf '%s\n' "$VB2" | bctl secret set bkey --host api.bound.test 2>&1)
+expect_eq "rotation keeps the placeholder" "secret bkey: placeholder $PB" "$out"
+for i in $(seq 50); do [ -n "$(gw_child_pid proxy)" ] && break; sleep 0.1; done
+topo_wait_port "$NS_GW" $GW_ADDR 3128; sleep 0.5
+: >"$PX_DIR/bound.log"
+px_curl b-api https://api.bound.test/echo -H "Authorization: Bearer $PB" >/dev/null
+expect_match "after rotation the new value is injected" "Authorization: Bearer $VB2" "$(cat "$PX_DIR/bound.log")"
+
+# --- own destroy, audit, no value anywhere ----------------------------------
+ip -n "$NS_GW" link del "$tap" 2>/dev/null	# the test's veth, not a tap
+out=$(bpv destroy b-api 2>&1)
+expect_match "$UB destroys their own sandbox" "destroyed b-api" "$out"
+expect_fail "b-api is gone from $UB's list" grep -q b-api <<<"$(bctl sandboxes)"
+a=$(cat "$GW_AUDIT")
+expect_match "audit: $UA's refused stop names the uid and sandbox" \
+	"\"event\":\"control-refused\",\"uid\":\"$UIDA\",\"user\":\"$UA\",\"verb\":\"stop\",\"sandbox\":\"b-api\"" "$a"
+expect_match "audit: every request names uid, user, verb" \
+	"\"event\":\"control\",\"uid\":\"$UIDA\",\"user\":\"$UA\",\"verb\":\"sandboxes\"" "$a"
+expect_match "audit: the secret set is recorded by name" "\"event\":\"secret-set\",\"uid\":\"$(id -u $UB)\",\"user\":\"$UB\",\"secret\":\"bkey\"" "$a"
+expect_match "audit: provision's result is recorded" "\"event\":\"control-done\",\"uid\":\"$(id -u $UB)\",\"user\":\"$UB\",\"verb\":\"destroy\",\"sandbox\":\"b-api\",\"result\":\"ok\"" "$a"
+for v in "$VA" "$VB" "$VB2"; do
+	expect_fail "no secret value in the audit log or gatewayd's log" \
+		grep -rqF "$v" "$GW_AUDIT" "$GW_LOG"
+done
+tap_done
