@@ -1022,13 +1022,40 @@ check_sandbox(struct loader *ld, const config_setting_t *grp,
 		    ctx);
 }
 
+/*
+ * One named entry of a list, or one drop-in file: its message context
+ * ("sandbox \"web\"", or "sandbox 3" while unnamed), its keys walked, and
+ * a drop-in's name taken from, and checked against, its file name.
+ */
+static void
+load_entry(struct loader *ld, const config_setting_t *grp, const char *kind,
+    size_t index, const char *default_name, const struct key *keys,
+    size_t nkeys, void *obj, char **namep, char *ctx, size_t ctxlen)
+{
+	const config_setting_t *nm = config_setting_get_member(grp, "name");
+
+	if (nm != NULL && config_setting_type(nm) == CONFIG_TYPE_STRING)
+		snprintf(ctx, ctxlen, "%s \"%s\"", kind,
+		    config_setting_get_string(nm));
+	else if (default_name != NULL)
+		snprintf(ctx, ctxlen, "%s \"%s\"", kind, default_name);
+	else
+		snprintf(ctx, ctxlen, "%s %zu", kind, index);
+	if (default_name != NULL && nm == NULL)
+		*namep = xstrdup(default_name);
+	walk_opt(ld, grp, keys, nkeys, obj, ctx, default_name ? "name" : NULL);
+	if (default_name != NULL && *namep != NULL &&
+	    strcmp(*namep, default_name) != 0)
+		serr(ld, nm, "%s: name: expected \"%s\" to match the file name "
+		    "%s.conf", ctx, *namep, default_name);
+}
+
 static void
 load_sandbox(struct loader *ld, const config_setting_t *grp,
     const char *default_name)
 {
 	struct moat_config *cfg = ld->cfg;
 	struct moat_sandbox *x;
-	const config_setting_t *nm;
 	char ctx[96];
 
 	if (cfg->nsandboxes >= MOAT_MAX_SANDBOXES) {
@@ -1041,23 +1068,9 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	x = &cfg->sandboxes[cfg->nsandboxes++];
 	memset(x, 0, sizeof(*x));
 	where(ld, grp, &x->where);
-	nm = config_setting_get_member(grp, "name");
-	if (nm != NULL && config_setting_type(nm) == CONFIG_TYPE_STRING)
-		snprintf(ctx, sizeof(ctx), "sandbox \"%s\"",
-		    config_setting_get_string(nm));
-	else if (default_name != NULL)
-		snprintf(ctx, sizeof(ctx), "sandbox \"%s\"", default_name);
-	else
-		snprintf(ctx, sizeof(ctx), "sandbox %zu", cfg->nsandboxes);
-	if (default_name != NULL && nm == NULL)
-		x->name = xstrdup(default_name);
-	/* In sandboxes.d the name defaults to the file's. */
-	walk_opt(ld, grp, sandbox_keys, sizeof(sandbox_keys) /
-	    sizeof(sandbox_keys[0]), x, ctx, default_name ? "name" : NULL);
-	if (default_name != NULL && x->name != NULL &&
-	    strcmp(x->name, default_name) != 0)
-		serr(ld, nm, "%s: name: expected \"%s\" to match the file name "
-		    "%s.conf", ctx, x->name, default_name);
+	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,
+	    sandbox_keys, sizeof(sandbox_keys) / sizeof(sandbox_keys[0]), x,
+	    &x->name, ctx, sizeof(ctx));
 	check_sandbox(ld, grp, x, ctx);
 }
 
@@ -1076,7 +1089,6 @@ load_secret(struct loader *ld, const config_setting_t *e,
 {
 	struct moat_config *cfg = ld->cfg;
 	struct moat_secret *x;
-	const config_setting_t *nm;
 	char ctx[96];
 
 	if (cfg->nsecrets >= MOAT_MAX_SANDBOXES) {
@@ -1089,22 +1101,9 @@ load_secret(struct loader *ld, const config_setting_t *e,
 	memset(x, 0, sizeof(*x));
 	where(ld, e, &x->where);
 	x->dropin = default_name != NULL;
-	nm = config_setting_get_member(e, "name");
-	if (nm != NULL && config_setting_type(nm) == CONFIG_TYPE_STRING)
-		snprintf(ctx, sizeof(ctx), "secret \"%s\"",
-		    config_setting_get_string(nm));
-	else if (default_name != NULL)
-		snprintf(ctx, sizeof(ctx), "secret \"%s\"", default_name);
-	else
-		snprintf(ctx, sizeof(ctx), "secret %zu", cfg->nsecrets);
-	if (default_name != NULL && nm == NULL)
-		x->name = xstrdup(default_name);
-	walk_opt(ld, e, secret_keys, sizeof(secret_keys) /
-	    sizeof(secret_keys[0]), x, ctx, default_name ? "name" : NULL);
-	if (default_name != NULL && x->name != NULL &&
-	    strcmp(x->name, default_name) != 0)
-		serr(ld, nm, "%s: name: expected \"%s\" to match the file name "
-		    "%s.conf", ctx, x->name, default_name);
+	load_entry(ld, e, "secret", cfg->nsecrets, default_name, secret_keys,
+	    sizeof(secret_keys) / sizeof(secret_keys[0]), x, &x->name, ctx,
+	    sizeof(ctx));
 	if (x->header == NULL)
 		x->header = xstrdup("Authorization");
 }
