@@ -6,8 +6,9 @@
  *   plan.c      turns that and the options into a flat array of probes
  *   engine.c    runs the probes concurrently in one epoll loop
  *   report.c    judges every probe against its expectation and prints
- * local.c holds the checks that read the guest itself (no packets) and
- * dns.c the DNS wire format (ldns): query builder and the pure reply parser.
+ * local.c holds the checks that read the guest itself (no packets),
+ * dns.c the DNS wire format (ldns): query builder and the pure reply parser,
+ * and spoof.c the anti-spoofing probe's frames and reply matching.
  */
 #ifndef CC_H
 #define CC_H
@@ -27,7 +28,7 @@
 /* Where a probe belongs in the report, in report order. */
 enum cc_class {
 	C_CONTROL, C_GATEWAY, C_PRIVATE, C_METADATA, C_GUESTS, C_IPV6,
-	C_DNSBYPASS, C_DNSPOLICY, C_HOST, C_NCLASS
+	C_DNSBYPASS, C_DNSPOLICY, C_SPOOF, C_HOST, C_NCLASS
 };
 
 /* What the network (or the guest, for local checks) said. */
@@ -57,7 +58,7 @@ enum cc_expect {
 
 enum cc_outcome { O_OK, O_PASS, O_INFO, O_BREACH, O_FAILED };
 
-enum cc_kind { K_TCP, K_UDP, K_ICMP6, K_LOCAL };
+enum cc_kind { K_TCP, K_UDP, K_ICMP6, K_LOCAL, K_SPOOF };
 
 /* What a TCP or UDP probe sends once connected and how it reads the answer. */
 enum cc_app { A_NONE, A_DNS, A_HTTP, A_RAW };
@@ -71,6 +72,25 @@ struct cc_dns_reply {
 	size_t		nanswer;	/* all answer RRs */
 	size_t		naddr;		/* A/AAAA kept, at most CC_DNS_MAXADDR */
 	struct moat_addr addr[CC_DNS_MAXADDR];
+};
+
+/* A forged-source probe (spoof.c): what it claims to be and where its
+ * frames go.  Addresses and ports in network order except sport, ipid. */
+enum cc_spoof_kind {
+	SP_IP,		/* own MAC, an unused address of the subnet */
+	SP_MAC,		/* a forged MAC, own address */
+	SP_ARP		/* ARP who-has the gateway from the unused address */
+};
+
+struct cc_spoof {
+	enum cc_spoof_kind kind;
+	unsigned	ifindex;
+	uint8_t		own_mac[6], src_mac[6], gw_mac[6];
+	struct in_addr	src_ip;
+	uint8_t		proto;		/* IPPROTO_UDP or _TCP; SP_ARP: 0 */
+	uint16_t	sport, ipid;	/* sport: outside the ephemeral range */
+	uint32_t	seq;
+	bool		answer_arp;	/* claim src_ip for own_mac */
 };
 
 union cc_sockaddr {
@@ -97,6 +117,7 @@ struct cc_probe {
 	char		evidence[88];
 	uint32_t	rtt_us;
 	struct cc_dns_reply *dns;	/* owned; A_DNS replies only */
+	struct cc_spoof	*spoof;		/* owned; K_SPOOF only */
 	int		http_status;
 
 	/* engine private */
@@ -142,6 +163,8 @@ struct cc_disc {
 	struct moat_addr gateway;		/* AF_UNSPEC when unknown */
 	char		 gw_ifname[16];
 	unsigned	 gw_ifindex;
+	uint8_t		 gw_if_mac[6];		/* our MAC on that interface */
+	bool		 has_if_mac;
 	size_t		 ndefault4, ndefault6, nglobal6;
 	char		 route6[64];		/* first global IPv6 route, for evidence */
 	struct moat_addr ns[CC_MAXNS];
@@ -217,6 +240,29 @@ int	 cc_dns_query(const char *name, uint16_t qtype, uint16_t id,
 	    uint8_t *buf, size_t len);
 int	 cc_dns_parse(const uint8_t *buf, size_t len, struct cc_dns_reply *);
 const char *cc_dns_rcode_name(int rcode);
+
+/* spoof.c: pure; the engine sends and receives. */
+#define SPOOF_NFILTER	16
+#define SPOOF_FRAME_MAX	1514
+enum spoof_rx { RX_NONE, RX_ARP_REQUEST, RX_REPLY };
+struct spoof_peer {
+	uint8_t		mac[6];
+	struct in_addr	ip;
+};
+struct sock_filter;
+size_t	 spoof_frame(const struct cc_spoof *, const struct sockaddr_in *dst,
+	    const uint8_t *payload, size_t plen, uint8_t *, size_t);
+uint16_t spoof_sport(unsigned eph_lo, unsigned eph_hi, uint16_t rnd);
+size_t	 spoof_arp(uint8_t *, size_t, uint16_t op, const uint8_t eth_dst[6],
+	    const uint8_t sha[6], struct in_addr spa, const uint8_t tha[6],
+	    struct in_addr tpa);
+void	 spoof_filter(const struct cc_spoof *, struct sock_filter *);
+enum spoof_rx spoof_classify(const struct cc_spoof *,
+	    const struct sockaddr_in *dst, const uint8_t *, size_t, char *ev,
+	    size_t evlen, struct spoof_peer *);
+int	 spoof_pick(const struct moat_addr *self, int plen,
+	    const struct moat_addr *gw, const struct moat_addr *taken,
+	    size_t ntaken, struct in_addr *);
 
 /* local.c: host-exposure checks, one K_LOCAL probe each. */
 void	 local_checks(struct cc_probes *, const struct cc_disc *, bool host);

@@ -11,6 +11,8 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -178,6 +180,26 @@ discover_resolv(struct cc_disc *d)
 	fclose(f);
 }
 
+/* Our MAC on the gateway's interface, for the anti-spoofing probe. */
+static void
+discover_if_mac(struct cc_disc *d)
+{
+	struct ifreq ifr;
+	int fd;
+
+	if (d->gw_ifname[0] == '\0' ||
+	    (fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", d->gw_ifname);
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0 &&
+	    ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER) {
+		memcpy(d->gw_if_mac, ifr.ifr_hwaddr.sa_data, 6);
+		d->has_if_mac = true;
+	}
+	close(fd);
+}
+
 void
 discover(struct cc_disc *d, bool read_resolv)
 {
@@ -185,6 +207,7 @@ discover(struct cc_disc *d, bool read_resolv)
 	d->gateway.family = AF_UNSPEC;
 	discover_ifaces(d);
 	discover_route4(d);
+	discover_if_mac(d);
 	discover_route6(d);
 	if (read_resolv)
 		discover_resolv(d);

@@ -13,7 +13,11 @@
  */
 #include <errno.h>
 #include <time.h>
+#include <arpa/inet.h>
 #include <linux/errqueue.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <netinet/icmp6.h>
 #include <netinet/ip_icmp.h>
 #include <stdarg.h>
@@ -575,10 +579,124 @@ icmp6_expire(struct engine *e, struct cc_probe *p)
 	finish(e, p, V_REACHABLE);
 }
 
+/* --- forged frames on a packet socket (anti-spoofing) --------------------- */
+
+static int
+spoof_send(struct cc_probe *p, const uint8_t *frame, size_t len,
+    const uint8_t dmac[6])
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+	    .sll_ifindex = (int)p->spoof->ifindex, .sll_halen = 6 };
+
+	memcpy(sll.sll_addr, dmac, 6);
+	return sendto(p->fd, frame, len, 0, (struct sockaddr *)&sll,
+	    sizeof(sll)) == (ssize_t)len ? 0 : -1;
+}
+
+/* The filter is attached before bind gives the socket a protocol, so no
+ * frame reaches it unfiltered. */
+static int
+spoof_open(struct cc_probe *p)
+{
+	struct sock_filter f[SPOOF_NFILTER];
+	struct sock_fprog prog = { .len = SPOOF_NFILTER, .filter = f };
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+	    .sll_protocol = htons(ETH_P_ALL),
+	    .sll_ifindex = (int)p->spoof->ifindex };
+	int one = 1;
+
+	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (p->fd == -1)
+		return -1;
+	spoof_filter(p->spoof, f);
+	if (setsockopt(p->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+	    sizeof(prog)) == -1 ||
+	    bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) == -1)
+		return -1;
+	/* Older kernels lack it; outgoing frames are skipped by type too. */
+	setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
+	    sizeof(one));
+	return 0;
+}
+
+static void
+spoof_start(struct engine *e, struct cc_probe *p)
+{
+	uint8_t frame[SPOOF_FRAME_MAX];
+	size_t len;
+
+	if (spoof_open(p) == -1) {
+		evidence(p, false, "no packet socket: %s (needs CAP_NET_RAW)",
+		    strerror(errno));
+		finish(e, p, V_SKIPPED);
+		return;
+	}
+	len = spoof_frame(p->spoof, &p->dst.sin, p->payload, p->paylen, frame,
+	    sizeof(frame));
+	p->state = S_AWAIT;
+	if (len == 0 || spoof_send(p, frame, len, p->spoof->gw_mac) == -1 ||
+	    watch(e, p, EPOLL_CTL_ADD, EPOLLIN) == -1)
+		fail_errno(e, p, errno);
+}
+
+/* The gateway asks who has the forged address: we do, at our own MAC. */
+static void
+spoof_answer_arp(struct cc_probe *p, const struct spoof_peer *peer)
+{
+	uint8_t frame[64];
+	size_t len;
+
+	if (!p->spoof->answer_arp)
+		return;
+	len = spoof_arp(frame, sizeof(frame), 2, peer->mac, p->spoof->own_mac,
+	    p->spoof->src_ip, peer->mac, peer->ip);
+	if (len > 0)
+		(void)spoof_send(p, frame, len, peer->mac);
+}
+
+static void
+spoof_io(struct engine *e, struct cc_probe *p, uint32_t ev)
+{
+	uint8_t buf[2048];
+	struct sockaddr_ll from;
+	socklen_t flen = sizeof(from);
+	struct spoof_peer peer;
+	ssize_t n;
+
+	while ((n = recvfrom(p->fd, buf, sizeof(buf), MSG_DONTWAIT,
+	    (struct sockaddr *)&from, &flen)) > 0) {
+		flen = sizeof(from);
+		if (from.sll_pkttype == PACKET_OUTGOING)
+			continue;
+		switch (spoof_classify(p->spoof, &p->dst.sin, buf, (size_t)n,
+		    p->evidence, sizeof(p->evidence), &peer)) {
+		case RX_ARP_REQUEST:
+			spoof_answer_arp(p, &peer);
+			break;
+		case RX_REPLY:
+			finish(e, p, V_REACHABLE);
+			return;
+		case RX_NONE:
+			break;
+		}
+	}
+}
+
+static void
+spoof_expire(struct engine *e, struct cc_probe *p)
+{
+	char a[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &p->spoof->src_ip, a, sizeof(a));
+	evidence(p, false, "nothing back to %s in %u ms", a, p->timeout_ms);
+	finish(e, p, V_FILTERED);
+}
+
 static const struct kind_ops kind_ops[] = {
 	[K_TCP]   = { tcp_start,   tcp_io,   tcp_expire },
 	[K_UDP]   = { udp_start,   udp_io,   udp_expire },
 	[K_ICMP6] = { icmp6_start, icmp6_io, icmp6_expire },
+	[K_SPOOF] = { spoof_start, spoof_io, spoof_expire },
 };
 
 /* --- the loop ------------------------------------------------------------- */

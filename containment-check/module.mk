@@ -2,7 +2,7 @@
 # dependencies).  ldns (for the DNS wire format) and the libcrypto it needs
 # are linked statically; no resolver or NSS code of either is ever called.
 CC_SRCS := $(addprefix containment-check/,main.c args.c discover.c plan.c \
-	engine.c dns.c local.c report.c)
+	engine.c dns.c local.c report.c spoof.c)
 CC_OBJS := $(CC_SRCS:%.c=$(OBJ)/%.o)
 CC_LIBOBJS := $(filter-out $(OBJ)/containment-check/main.o,$(CC_OBJS))
 CC_STATIC_LIBS = -lldns -lcrypto
@@ -23,7 +23,7 @@ $(BUILD)/containment-check: $(CC_OBJS) $(LIBMOAT)
 
 # Unit tests link the same objects dynamically (cmocka, ASan-friendly).
 CC_TESTS := $(BUILD)/tests/test_cc_dns $(BUILD)/tests/test_cc_args \
-	$(BUILD)/tests/test_cc_report
+	$(BUILD)/tests/test_cc_report $(BUILD)/tests/test_cc_spoof
 UNIT_TESTS += $(CC_TESTS)
 
 $(CC_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CC_LIBOBJS) $(LIBMOAT)

@@ -88,6 +88,7 @@ probes_free(struct cc_probes *v)
 		free(v->v[i].payload);
 		free(v->v[i].dns);
 		free(v->v[i].rbuf);
+		free(v->v[i].spoof);
 	}
 	free(v->v);
 	memset(v, 0, sizeof(*v));
@@ -621,11 +622,137 @@ plan_bypass(struct cc_probes *v, const struct cc_opts *o,
 	}
 }
 
+/* --- anti-spoofing ---------------------------------------------------------- */
+
+/* A locally administered MAC that is nobody's NIC ("moat", then ours). */
+static void
+forged_mac(const uint8_t own[6], uint8_t out[6])
+{
+	static const uint8_t laa[5] = { 0x02, 0x6d, 0x6f, 0x61, 0x74 };
+
+	memcpy(out, laa, 5);
+	out[5] = own[5] ^ 0x5a;
+}
+
+static uint16_t
+spoof_port(void)
+{
+	unsigned lo = 0, hi = 0;
+	FILE *f;
+
+	if ((f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re")) !=
+	    NULL) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2)
+			lo = hi = 0;
+		fclose(f);
+	}
+	return spoof_sport(lo, hi ? hi : 65536, random16());
+}
+
+static struct cc_probe *
+add_spoof(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_spoof *tmpl, enum cc_spoof_kind kind, uint8_t proto,
+    const struct moat_addr *dst, uint16_t port, const char *what)
+{
+	struct cc_probe *p;
+
+	p = add(v, C_SPOOF, K_SPOOF, E_DENY, dst, port, 0, what,
+	    o->timeout_ms);
+	p->spoof = xmalloc(sizeof(*p->spoof));
+	*p->spoof = *tmpl;
+	p->spoof->kind = kind;
+	p->spoof->proto = proto;
+	p->spoof->sport = spoof_port();
+	p->spoof->ipid = random16();
+	p->spoof->seq = (uint32_t)random16() << 16 | random16();
+	if (kind == SP_MAC)
+		forged_mac(tmpl->own_mac, p->spoof->src_mac);
+	return p;
+}
+
+/* The gateway's MAC from the neighbour table (phase 1 talked to it). */
+static const uint8_t *
+gateway_mac(const struct cc_disc *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nneigh; i++)
+		if (d->neigh[i].has_ll &&
+		    addr_cmp(&d->neigh[i].addr, &d->gateway) == 0)
+			return d->neigh[i].lladdr;
+	return NULL;
+}
+
+static const struct cc_iface *
+gateway_iface(const struct cc_disc *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nv4; i++)
+		if (d->v4[i].index == d->gw_ifindex)
+			return &d->v4[i];
+	return NULL;
+}
+
+/* Frames forged at layer 2 towards two positive-control destinations (the
+ * gateway's DNS and the first --internet address), plus a forged ARP.
+ * Five probes at most, one frame each (and ARP answers), all bounded by
+ * the probe timeout.  A few frames; only the DNS query carries data. */
+static void
+plan_spoof(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_probes *ph1)
+{
+	const struct cc_iface *f = gateway_iface(d);
+	const uint8_t *gwmac = gateway_mac(d);
+	struct moat_addr taken[CC_MAXNEIGH], inet[CC_DNS_MAXADDR];
+	struct cc_spoof t;
+	struct cc_probe *p;
+	bool have_inet = false, forge_ip;
+	size_t i, n = 0;
+
+	if (d->gateway.family != AF_INET || f == NULL || gwmac == NULL ||
+	    !d->has_if_mac)
+		return;
+	memset(&t, 0, sizeof(t));
+	t.ifindex = d->gw_ifindex;
+	memcpy(t.own_mac, d->gw_if_mac, 6);
+	memcpy(t.gw_mac, gwmac, 6);
+	for (i = 0; i < d->nneigh; i++)
+		taken[n++] = d->neigh[i].addr;
+	forge_ip = spoof_pick(&f->addr, f->plen, &d->gateway, taken, n,
+	    &t.src_ip) == 0;
+	if (o->ninternet > 0 && (addr_parse(o->internet[0].host, inet) == 0 ||
+	    resolved(ph1, o->internet[0].host, inet, 1) == 1))
+		have_inet = inet[0].family == AF_INET;
+	if (forge_ip) {		/* our MAC, an unused address */
+		memcpy(t.src_mac, t.own_mac, 6);
+		t.answer_arp = true;
+		p = add_spoof(v, o, &t, SP_IP, IPPROTO_UDP, &d->gateway, 53,
+		    "forged source IPv4 (own MAC)");
+		set_dns(p, ".", 2);
+		if (have_inet)
+			add_spoof(v, o, &t, SP_IP, IPPROTO_TCP, &inet[0],
+			    o->internet[0].port, "forged source IPv4 (own MAC)");
+		add_spoof(v, o, &t, SP_ARP, 0, &d->gateway, 0,
+		    "forged ARP sender address (own MAC)");
+	}
+	memcpy(&t.src_ip, f->addr.a, 4);	/* our address, a forged MAC */
+	t.answer_arp = false;
+	p = add_spoof(v, o, &t, SP_MAC, IPPROTO_UDP, &d->gateway, 53,
+	    "forged source MAC (own IPv4)");
+	set_dns(p, ".", 2);
+	if (have_inet)
+		add_spoof(v, o, &t, SP_MAC, IPPROTO_TCP, &inet[0],
+		    o->internet[0].port,
+		    "forged source MAC (own IPv4)");
+}
+
 void
 plan_phase2(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const struct cc_probes *ph1)
 {
 	plan_controls(v, o, ph1);
+	plan_spoof(v, o, d, ph1);
 	plan_metadata(v, o, d, ph1);
 	plan_private(v, o, d);
 	plan_bypass(v, o, d);

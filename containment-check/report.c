@@ -17,7 +17,7 @@ static const char *const class_names[C_NCLASS] = {
 	[C_PRIVATE] = "private", [C_METADATA] = "metadata",
 	[C_GUESTS] = "guests", [C_IPV6] = "ipv6",
 	[C_DNSBYPASS] = "dns-bypass", [C_DNSPOLICY] = "dns-policy",
-	[C_HOST] = "host",
+	[C_SPOOF] = "spoofing", [C_HOST] = "host",
 };
 
 static const char *const class_titles[C_NCLASS] = {
@@ -29,6 +29,7 @@ static const char *const class_titles[C_NCLASS] = {
 	[C_IPV6] = "IPv6 (dropped for guests)",
 	[C_DNSBYPASS] = "DNS past the gateway's resolver",
 	[C_DNSPOLICY] = "DNS policy (--allow/--deny/--rebind-name)",
+	[C_SPOOF] = "anti-spoofing (forged source MAC, IPv4, ARP)",
 	[C_HOST] = "host exposure inside the guest",
 };
 
@@ -190,6 +191,9 @@ proto_name(const struct cc_probe *p)
 		[K_LOCAL] = "local",
 	};
 
+	if (p->kind == K_SPOOF)
+		return p->spoof != NULL && p->spoof->kind == SP_ARP ? "arp" :
+		    p->app == A_DNS ? "udp" : "tcp";
 	return names[p->kind];
 }
 
@@ -204,7 +208,11 @@ probe_target(const struct cc_probe *p, char *buf, size_t len)
 	}
 	if (p->dst.sa.sa_family == AF_INET) {
 		inet_ntop(AF_INET, &p->dst.sin.sin_addr, a, sizeof(a));
-		snprintf(buf, len, "%s:%u", a, ntohs(p->dst.sin.sin_port));
+		if (p->kind == K_SPOOF && p->dst.sin.sin_port == 0)
+			snprintf(buf, len, "%s", a);
+		else
+			snprintf(buf, len, "%s:%u", a,
+			    ntohs(p->dst.sin.sin_port));
 		return;
 	}
 	inet_ntop(AF_INET6, &p->dst.sin6.sin6_addr, a, sizeof(a));

@@ -25,6 +25,8 @@ expect_eq "breach named: DNS over UDP to another resolver" True \
 	"$(cc_q "any(x['class']=='dns-bypass' and x['target']=='203.0.113.53:53' and x['proto']=='udp' and x['outcome']=='BREACH' for x in rs)")"
 expect_eq "breach named: IPv6 link-local reaches the gateway" True \
 	"$(cc_breach ipv6 'fe80::|ff02::1')"
+expect_eq "breach named: a forged source gets its answer (no anti-spoofing)" True \
+	"$(cc_q "any(x['class']=='spoofing' and x['target']=='10.77.0.1:53' and 'to forged 10.77.0.254' in x['evidence'] and x['outcome']=='BREACH' for x in rs)")"
 expect_eq "other guest stays away at layer 2 (bridge isolation)" False \
 	"$(cc_breach guests '^10\.77\.0\.11:')"
 expect_eq "control: the gateway's resolver answers" True \

@@ -55,6 +55,7 @@ ok "nft-rules applies the policy"
 
 cc_scan web
 expect_eq "full policy: contained, exit 0" 0 "$CC_RC"
+[ "$CC_RC" = 0 ] || echo "# not ok: $(cc_q "[(x['class'], x['target'], x['evidence'], x['what']) for x in rs if x['outcome'] in ('BREACH', 'FAILED')]")"
 expect_eq "full policy: 0 breaches" 0 "$(cc_q 'r["breaches"]')"
 expect_eq "full policy: 0 failed controls" 0 "$(cc_q 'r["failed_controls"]')"
 expect_eq "full policy: both controls pass" 2 \
@@ -63,6 +64,8 @@ expect_eq "full policy: LAN host blocked by admin-prohibited from the gateway" T
 	"$(cc_q "r['ok_counts']['private'].get('blocked', 0) >= 6")"
 expect_eq "full policy: gateway sweep refused with admin-prohibited" True \
 	"$(cc_q "r['ok_counts']['gateway'].get('blocked', 0) > 60000")"
+expect_eq "full policy: all 5 forged-source probes ran and got nothing back" 5 \
+	"$(cc_q "r['ok_counts']['spoofing'].get('filtered', 0)")"
 probes=$(cc_q 'r["probes"]'); ms=$(cc_q 'r["elapsed_ms"]')
 echo "# full-policy scan: $probes probes in $ms ms"
 # Wall time on a shared 2-core machine varies with load: best of two.
@@ -96,6 +99,14 @@ iso_off()   { ip -n "$NS_GW" link set mt-web type bridge_slave isolated off &&
 	      nftm insert rule inet moat guest_fwd oifname moat0 accept; }
 iso_on()    { ip -n "$NS_GW" link set mt-web type bridge_slave isolated on;
 	      ip -n "$NS_GW" link set mt-g2 type bridge_slave isolated on; }
+# Anti-spoofing: the bridge table's per-port check of MAC, IPv4 address
+# and ARP sender is gone (its IPv6 and DHCP-server drops stay).  The inet
+# table alone does not stop a forged address of the sandbox network from
+# reaching the gateway's resolver, nor a forged MAC with the guest's own
+# address from reaching anything.
+spoof_off() { nftm flush chain bridge moat from_guest &&
+	      nftm add rule bridge moat from_guest ether type ip6 goto drop_ipv6 &&
+	      nftm add rule bridge moat from_guest udp sport 67 goto drop_dhcp; }
 v6_open()   { nftm insert rule bridge moat from_guest ether type ip6 accept &&
 	      nftm insert rule inet moat raw_pre meta nfproto ipv6 accept &&
 	      nftm insert rule inet moat input meta nfproto ipv6 accept &&
@@ -107,6 +118,11 @@ mutation "DNS lock off" dns-bypass '^203\.0\.113\.53:53$' dns_open
 mutation "guest isolation off" guests '^10\.77\.0\.11:22$' iso_off
 iso_on
 mutation "IPv6 let through" ipv6 'fe80::|ff02::1' v6_open
+mutation "anti-spoofing off" spoofing '^10\.77\.0\.1:53$' spoof_off
+expect_eq "mutation 'anti-spoofing off': forged IPv4, forged MAC and forged ARP each named" True \
+	"$(cc_q "{x['what'] for x in rs if x['class']=='spoofing' and x['outcome']=='BREACH'} == {'forged source IPv4 (own MAC)', 'forged source MAC (own IPv4)', 'forged ARP sender address (own MAC)'}")"
+expect_eq "mutation 'anti-spoofing off': the evidence names the forged address" True \
+	"$(cc_q "any(x['class']=='spoofing' and x['outcome']=='BREACH' and 'to forged 10.77.0.254' in x['evidence'] for x in rs)")"
 
 # The resolver lets a private answer through (rebinding): the gateway's
 # resolver here is the test stub, which answers rebind.test with the LAN
