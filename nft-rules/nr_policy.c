@@ -24,6 +24,8 @@
  *               isolation enforced here too); with --host-only the
  *               trunk may reach guest ports, but with no sandbox-network
  *               source other than the gateway's (guests of other hosts)
+ *   input       with --host-only: the sandbox network reaches the KVM
+ *               host itself only at the gateway's address
  *
  * Per-packet cost does not depend on the number of sandboxes: every
  * per-sandbox decision is one set or map lookup.
@@ -46,6 +48,7 @@
 
 /* <linux/netfilter_bridge.h> clashes with <net/if.h>. */
 #define NF_BR_PRE_ROUTING	0
+#define NF_BR_LOCAL_IN		1
 #define NF_BR_FORWARD		2
 
 static const struct nftr_reason reasons[] = {
@@ -64,6 +67,7 @@ static const struct nftr_reason reasons[] = {
 	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
 	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
 	{ "guest", "bridge", false, "frame bridged between guest ports" },
+	{ "local", "bridge", false, "sandbox network to the KVM host itself" },
 };
 
 const struct nftr_reason *
@@ -603,6 +607,31 @@ trunk_to_guest(struct build *b, struct nr_table *t, struct nr_chain *c,
 	}
 }
 
+/* A KVM host without the gateway's part has nothing to offer the sandbox
+ * network, and what its bridge passes up may be routed on (ip_forward):
+ * up the stack only what is addressed to the gateway's address, which a
+ * host holds only where it stands in for the gateway. */
+static void
+host_input(struct build *b, struct nr_table *t)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix self = { .addr = gw->address, .plen = 32 };
+	struct nr_chain *c;
+	struct nr_rb rb;
+	int i;
+
+	c = model_chain(t, "input", "filter", NF_BR_LOCAL_IN, -200, "filter");
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_prefix(&rb, i == 0 ? F_IP_SADDR : F_ARP_SPA, false,
+		    &gw->network);
+		rb_cmp_prefix(&rb, i == 0 ? F_IP_DADDR : F_ARP_TPA, true,
+		    &self);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "local"));
+		rb_end(&rb);
+	}
+}
+
 static void
 build_bridge(struct build *b)
 {
@@ -648,8 +677,10 @@ build_bridge(struct build *b)
 		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "guest"));
 		rb_end(&rb);
 	}
-	if (trunk)
+	if (trunk) {
 		trunk_to_guest(b, t, c, trunk);
+		host_input(b, t);
+	}
 }
 
 /* ---- entry ---------------------------------------------------------- */

@@ -61,6 +61,8 @@ static const struct field fields[F_NFIELDS] = {
 	    2, 2, G_UDP },
 	[F_UDP_SPORT] = { "udp sport", false, NFT_PAYLOAD_TRANSPORT_HEADER,
 	    0, 2, G_UDP },
+	[F_ARP_TPA] = { "arp daddr ip", false, NFT_PAYLOAD_NETWORK_HEADER,
+	    24, 4, G_ARP },
 };
 
 /*

@@ -81,3 +81,13 @@ sbox_guest() {
 	ip -n "$host" link set "$5" master moat0
 	ip -n "$host" link set "$5" type bridge_slave isolated on
 }
+
+# sbox_mgmt HOSTNS ADDR -- the KVM host's own management address, on a NIC
+# of its own (a veth pair inside HOSTNS) and not on the sandbox network:
+# what a guest must not reach through its host's bridge.
+sbox_mgmt() {
+	ip -n "$1" link add mgmt0 type veth peer name mgmt1 || return 1
+	ip -n "$1" link set mgmt0 up
+	ip -n "$1" link set mgmt1 up
+	ip -n "$1" addr add "$2"/24 dev mgmt0
+}

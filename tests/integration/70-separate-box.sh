@@ -29,6 +29,14 @@ topo_bg "$NS_INET" upstream-dns python3 tests/harness/dns-upstream.py \
 SINK=$TOPO_TMP/sink
 topo_bg "$NS_INET" sink socat -u UDP-RECV:9999,bind=$INET_HTTP OPEN:"$SINK",creat,append
 topo_wait_port "$NS_INET" 203.0.113.53 53
+# Host A's management address and a UDP service on it.
+HOST_A_MGMT=198.51.100.5
+sbox_mgmt "$SB_NS_A" $HOST_A_MGMT
+MGMT_SINK=$TOPO_TMP/mgmt-sink
+topo_bg "$SB_NS_A" mgmt-sink socat -u UDP-RECV:5555,bind=$HOST_A_MGMT OPEN:"$MGMT_SINK",creat,append
+for g in a1 b1; do	# a guest that knows where the host is
+	in_ns $TOPO-$g ip route add 198.51.100.0/24 dev eth0
+done
 # Refusals are ICMP errors, rate-limited per destination by default; the
 # containment scan sweeps the gateway (see 40-containment-policy.sh).
 in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
@@ -73,10 +81,23 @@ for _ in range(3): s.sendto(sys.argv[1].encode() + b"\n", ("203.0.113.10", 9999)
 	sleep 0.5
 }
 sunk() { cat "$SINK" 2>/dev/null | grep -c "^$1\$" || :; }
+to_host() {	# to_host GUEST TAG -- one datagram to host A's own address
+	in_ns "$TOPO-$1" python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(3):
+    try: s.sendto(sys.argv[1].encode() + b"\n", ("'$HOST_A_MGMT'", 5555))
+    except OSError: pass' "$2"
+	sleep 1
+	cat "$MGMT_SINK" 2>/dev/null | grep -c "^$2\$" || :
+}
 
 # Baseline: without moat the switch joins the guests of both hosts.
 expect_eq "before moat: a1 (host A) reaches b1 (host B) across the switch" \
 	connected "$(tcp_probe $TOPO-a1 10.77.0.31 22)"
+expect_eq "before moat: a1 reaches host A's own address through the bridge" 3 \
+	"$(to_host a1 before-a1)"
+expect_eq "before moat: b1 reaches host A's own address through the trunk" 3 \
+	"$(to_host b1 before-b1)"
 
 expect_ok "host A: nft-rules --host-only apply" host_rules "$SB_NS_A" "$TOPO_TMP/hostA.conf" apply
 expect_ok "host B: nft-rules --host-only apply" host_rules "$SB_NS_B" "$TOPO_TMP/hostB.conf" apply
@@ -121,6 +142,13 @@ in_ns $TOPO-a1 ip route add 10.77.0.31/32 via $GW_ADDR
 expect_eq "a1 cannot reach b1 through the gateway box either" unreachable \
 	"$(tcp_probe $TOPO-a1 10.77.0.31 22)"
 in_ns $TOPO-a1 ip route del 10.77.0.31/32 via $GW_ADDR
+
+before=$(counter "$SB_NS_A" bridge local)
+expect_eq "a1 cannot reach its KVM host's own address" 0 "$(to_host a1 after-a1)"
+expect_eq "b1 cannot reach host A's own address across the trunk" 0 "$(to_host b1 after-b1)"
+after=$(counter "$SB_NS_A" bridge local)
+expect_eq "... dropped by host A's bridge table before its IP stack" True \
+	"$([ "${after:-0}" -gt "${before:-0}" ] && echo True || echo "False ($before -> $after)")"
 
 udp_send a1 genuine-a1
 expect_eq "a1's own datagram reaches the internet sink" 3 "$(sunk genuine-a1)"
