@@ -491,6 +491,10 @@ conn_accept(int lfd, enum ckind kind)
 			close(fd);
 			continue;
 		}
+		/* Responses go out in several TLS records; without this the
+		 * second waits for the guest's delayed ACK (about 40 ms). */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 },
+		    sizeof(int));
 		c = conn_new(fd, &ss, kind);
 		if (c->sb != NULL && conn_count_sandbox(c->sb) > proxy.sb_max) {
 			log_warnx("%s: sandbox %s has too many connections",
