@@ -81,7 +81,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	local a urls=() i base
 	read -r -a a <<<"$(curl_args "$1")"
 	base=${a[-1]}; unset 'a[-1]'
-	# Interception costs ~44 ms a request today (see docs/benchmarks.md):
+	# Interception used to cost ~44 ms a request (see docs/benchmarks.md);
 	# it gets NI (200) requests so that a round stays within seconds.
 	for i in $(seq "$([ "$1" = intercepted ] && echo "${NI:-200}" || echo "$N")"); do
 		urls+=(-o /dev/null "$base/small")
