@@ -831,23 +831,6 @@ fwd_start(struct client *c)
 
 /* --- queries --------------------------------------------------------- */
 
-static int
-peer_addr(const struct sockaddr_storage *ss, struct moat_addr *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET) {
-		a->family = AF_INET;
-		memcpy(a->a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-		return 0;
-	}
-	if (ss->ss_family == AF_INET6) {
-		a->family = AF_INET6;
-		memcpy(a->a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-		return 0;
-	}
-	return -1;
-}
-
 static void
 query_error(struct client *c, enum dq_status st, const uint8_t *buf,
     size_t len)
@@ -936,7 +919,7 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 		query_error(c, st, buf, len);
 		return;
 	}
-	if (peer_addr(&c->ss, &peer) == -1 ||
+	if (addr_from_sockaddr(&c->ss, &peer) == -1 ||
 	    (sb = policy_sandbox(S.pol, &peer)) == NULL) {
 		S.c.unknown_src++;
 		refuse(c, "?", "source is not a sandbox");

@@ -8,7 +8,10 @@
  * Internally addresses are 128-bit integers so both families share one
  * interval arithmetic; IPv4 values simply stay below 2^32.
  */
+#include <sys/socket.h>
+
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -227,6 +230,23 @@ prefix_overlaps(const struct moat_prefix *p, const struct moat_prefix *q)
 	prefix_ival(p, &a);
 	prefix_ival(q, &b);
 	return a.lo <= b.hi && b.lo <= a.hi;
+}
+
+int
+addr_from_sockaddr(const struct sockaddr_storage *ss, struct moat_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		a->family = AF_INET;
+		memcpy(a->a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		return 0;
+	}
+	if (ss->ss_family == AF_INET6) {
+		a->family = AF_INET6;
+		memcpy(a->a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		return 0;
+	}
+	return -1;
 }
 
 bool

@@ -62,6 +62,10 @@ bool	 rangeset_contains(const struct moat_rangeset *,
 /* The intervals of one family, sorted and disjoint. */
 const struct moat_interval *rangeset_intervals(const struct moat_rangeset *,
 	    int family, size_t *n);
+/* The address of a struct sockaddr_in or sockaddr_in6; -1 for any other
+ * family.  No unmapping is done. */
+struct sockaddr_storage;
+int	 addr_from_sockaddr(const struct sockaddr_storage *, struct moat_addr *);
 /* If addr is IPv4-mapped IPv6, rewrite it as IPv4 and return true. */
 bool	 addr_unmap(struct moat_addr *);
 

@@ -405,22 +405,14 @@ conn_refuse(struct conn *c, int code, const char *reason)
 
 static void side_cb(struct ev *, uint32_t);
 
+/* Mapped IPv4 is judged as the IPv4 it carries. */
 static int
 sockaddr_to_addr(const struct sockaddr_storage *ss, struct moat_addr *a)
 {
-	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET) {
-		a->family = AF_INET;
-		memcpy(a->a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-		return 0;
-	}
-	if (ss->ss_family == AF_INET6) {
-		a->family = AF_INET6;
-		memcpy(a->a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-		addr_unmap(a);
-		return 0;
-	}
-	return -1;
+	if (addr_from_sockaddr(ss, a) == -1)
+		return -1;
+	addr_unmap(a);
+	return 0;
 }
 
 static struct conn *
