@@ -355,17 +355,27 @@ tcp_connected(struct engine *e, struct cc_probe *p)
 		finish(e, p, V_REACHABLE);
 }
 
-static void
-tcp_start(struct engine *e, struct cc_probe *p)
+/* A non-blocking socket towards the probe's destination that reports ICMP
+ * errors; on failure the probe is finished as skipped. */
+static int
+probe_socket(struct engine *e, struct cc_probe *p, int type)
 {
-	p->fd = socket(p->dst.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK |
+	p->fd = socket(p->dst.sa.sa_family, type | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0);
 	if (p->fd == -1) {
 		evidence(p, false, "socket: %s", strerror(errno));
 		finish(e, p, V_SKIPPED);
-		return;
+		return -1;
 	}
 	set_recverr(p->fd, p->dst.sa.sa_family);
+	return 0;
+}
+
+static void
+tcp_start(struct engine *e, struct cc_probe *p)
+{
+	if (probe_socket(e, p, SOCK_STREAM) == -1)
+		return;
 	p->state = S_CONNECT;
 	if (connect(p->fd, &p->dst.sa, p->dstlen) == 0) {
 		if (watch(e, p, EPOLL_CTL_ADD, EPOLLOUT) == -1)
@@ -445,14 +455,8 @@ tcp_expire(struct engine *e, struct cc_probe *p)
 static void
 udp_start(struct engine *e, struct cc_probe *p)
 {
-	p->fd = socket(p->dst.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, 0);
-	if (p->fd == -1) {
-		evidence(p, false, "socket: %s", strerror(errno));
-		finish(e, p, V_SKIPPED);
+	if (probe_socket(e, p, SOCK_DGRAM) == -1)
 		return;
-	}
-	set_recverr(p->fd, p->dst.sa.sa_family);
 	p->state = S_AWAIT;
 	if (connect(p->fd, &p->dst.sa, p->dstlen) == -1 ||
 	    send(p->fd, p->payload, p->paylen, 0) == -1 ||
