@@ -22,5 +22,24 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps: installing $missing"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# Another apt (unattended-upgrades, a first-boot install) may hold the
+# locks: wait for it rather than fail.  DPkg::Lock::Timeout covers the
+# dpkg frontend lock; the retry covers the lists lock taken by update.
+APT="apt-get -o DPkg::Lock::Timeout=600"
+apt_retry() {
+	local deadline=$(( $(date +%s) + 900 )) err
+	while :; do
+		err=$("$@" 2>&1 >/dev/null) && return 0
+		case $err in
+		*"Could not get lock"*|*"Unable to lock"*|*"is held by process"*)
+			[ "$(date +%s)" -lt "$deadline" ] || break
+			echo "deps: waiting for another apt to finish" >&2
+			sleep 5; continue ;;
+		esac
+		break
+	done
+	printf '%s\n' "$err" >&2
+	return 1
+}
+apt_retry $APT update -qq
+apt_retry $APT install -y -qq --no-install-recommends $missing
