@@ -475,16 +475,21 @@ ctl_status(struct ctl_req *r)
 {
 	struct gw *gw = r->gw;
 	time_t now = time(NULL);
+	char refusals[320];
+	bool fast;
 	int i;
 
+	fast = policy_refusals_state(gw->cfg, refusals, sizeof(refusals));
 	if (r->json) {
 		reply(r, "{\"config\":\"%s\",\"uptime\":%lld,\"sandboxes\":%zu,"
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
-		    "\"set_refused\":%llu,\"children\":[", gw->cfg->path,
+		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
+		    "\"refusals\":\"%s\",\"children\":[", gw->cfg->path,
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
-		    (unsigned long long)gw->set_refused);
+		    (unsigned long long)gw->set_refused,
+		    fast ? "true" : "false", refusals);
 		for (i = 0; i < PROC_MAX; i++)
 			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
 			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
@@ -495,8 +500,9 @@ ctl_status(struct ctl_req *r)
 	}
 	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
 	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
-	    "bridge moat)\n", gw->cfg->path, (long long)(now - gw->started),
-	    gw->cfg->nsandboxes, gw->reloads, gw->reload_failures);
+	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
+	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
+	    gw->reload_failures, refusals);
 	for (i = 0; i < PROC_MAX; i++) {
 		if (!gw->procs[i].enabled)
 			reply(r, "child      %-6s disabled\n", gw->procs[i].name);

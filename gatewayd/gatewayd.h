@@ -138,6 +138,8 @@ int	ctl_main(const char *sock, int argc, char *argv[]);
 
 /* --- policy (policy.c) --- */
 
+void	policy_refusals(const struct moat_config *);
+bool	policy_refusals_state(const struct moat_config *, char *, size_t);
 int	policy_apply(struct gw *, const struct moat_config *, char *err,
 	    size_t errlen);
 int	policy_set_add(struct gw *, const char *sandbox,

@@ -21,6 +21,7 @@
 #include "gatewayd.h"
 #include "log.h"
 #include "nftrules.h"
+#include "refusals.h"
 
 int
 policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
@@ -49,7 +50,45 @@ policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
 	if (rc == -1)
 		snprintf(err, errlen, "%s", nftr_error(gw->nft));
 	nftr_ruleset_free(rs);
+	if (rc == 0)
+		policy_refusals(cfg);
 	return rc;
+}
+
+/*
+ * Refusals must reach a guest at once, whatever its rate: lift the
+ * kernel's per-host ICMP limit (refusals.h).  A failure leaves the policy
+ * in force and refusals slow, so it is a warning, shown by ctl status.
+ */
+void
+policy_refusals(const struct moat_config *cfg)
+{
+	char err[256];
+
+	if (refusals_apply(&cfg->gw, err, sizeof(err)) == -1)
+		log_warnx("refusals stay rate-limited by the kernel: %s", err);
+}
+
+/* One line for ctl status: are refusals immediate right now, and why not. */
+bool
+policy_refusals_state(const struct moat_config *cfg, char *buf, size_t len)
+{
+	struct refusal_sysctls now;
+	char why[200];
+
+	if (refusals_read(&now, why, sizeof(why)) == -1) {
+		snprintf(buf, len, "%s", why);
+		return false;
+	}
+	if (refusals_fast(&cfg->gw, &now, why, sizeof(why))) {
+		snprintf(buf, len, "immediate (per-host ICMP limit off; "
+		    "global cap %ld/s, burst %ld)", now.msgs_per_sec,
+		    now.msgs_burst);
+		return true;
+	}
+	snprintf(buf, len, "RATE-LIMITED: %s%s", why, cfg->gw.fast_refusals ?
+	    "" : " (refusals.fast = false)");
+	return false;
 }
 
 int

@@ -750,6 +750,35 @@ set_admin_group(struct loader *ld, const config_setting_t *s, void *obj,
 	gw->admin_group = xstrdup(v);
 }
 
+static void
+set_refusal_rate(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	long long v = config_setting_get_int64(s);
+
+	/* Below 1,000/s the cap itself would silence refusals of one guest. */
+	if (v < 1000 || v > 10000000) {
+		serr(ld, s, "%s: global_rate: expected 1000 to 10000000 "
+		    "(ICMP errors per second), got %lld", ctx, v);
+		return;
+	}
+	gw->refusal_rate = (uint32_t)v;
+}
+
+static const struct key refusal_keys[] = {
+	{ "fast", K_BOOL, 0, set_bool, offsetof(struct moat_gateway, fast_refusals) },
+	{ "global_rate", K_INT, 0, set_refusal_rate, 0 },
+};
+
+static void
+set_refusals(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, refusal_keys, sizeof(refusal_keys) / sizeof(refusal_keys[0]),
+	    obj, "gateway.refusals");
+}
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -761,6 +790,7 @@ static const struct key gateway_keys[] = {
 	{ "state_dir", K_STR, 0, set_state_dir, 0 },
 	{ "nflog_group", K_INT, 0, set_nflog, 0 },
 	{ "admin_group", K_STR, 0, set_admin_group, 0 },
+	{ "refusals", K_GROUP, 0, set_refusals, 0 },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -1492,6 +1522,8 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.proxy_port = 3128;
 	cfg->gw.intercept = true;
 	cfg->gw.nflog_group = 77;
+	cfg->gw.fast_refusals = true;
+	cfg->gw.refusal_rate = 10000;
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
 }
 

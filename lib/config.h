@@ -90,6 +90,8 @@ struct moat_gateway {
 	char		*state_dir;	/* default /var/lib/moat */
 	uint16_t	 nflog_group;	/* default 77 */
 	char		*admin_group;	/* members manage every sandbox */
+	bool		 fast_refusals;	/* lift the kernel's per-host ICMP limit */
+	uint32_t	 refusal_rate;	/* global ICMP errors/s kept as a flood guard */
 };
 
 struct moat_config {

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "log.h"
 #include "nftrules.h"
+#include "refusals.h"
 
 #define EX_OK		0
 #define EX_FALSE	1
@@ -110,6 +111,50 @@ cmd_probe(struct cli *c)
 	return EX_OK;
 }
 
+/*
+ * The gateway's rejects go through the kernel's ICMP rate limits; a
+ * host-only bridge table builds its rejects itself, and the KVM host's
+ * kernel is left alone.
+ */
+static bool
+refusals_ours(const struct cli *c)
+{
+	return c->opts.mode != NFTR_MODE_HOST_ONLY && c->cfg->gw.fast_refusals;
+}
+
+static int
+refusals_set(struct cli *c)
+{
+	char err[256];
+
+	if (!refusals_ours(c))
+		return 0;
+	if (refusals_apply(&c->cfg->gw, err, sizeof(err)) == -1) {
+		log_warnx("policy applied, but refusals stay rate-limited by "
+		    "the kernel: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+refusals_check(struct cli *c)
+{
+	struct refusal_sysctls now;
+	char why[256];
+
+	if (!refusals_ours(c))
+		return 0;
+	if (refusals_read(&now, why, sizeof(why)) == -1) {
+		log_warnx("verify: %s", why);
+		return -1;
+	}
+	if (refusals_fast(&c->cfg->gw, &now, why, sizeof(why)))
+		return 0;
+	printf("refusals: not fast: %s (repair: nft-rules apply)\n", why);
+	return 1;
+}
+
 static int
 cmd_apply(struct cli *c)
 {
@@ -119,7 +164,7 @@ cmd_apply(struct cli *c)
 		return EX_SYS;
 	}
 	log_info("applied policy for %zu sandboxes", c->cfg->nsandboxes);
-	return EX_OK;
+	return refusals_set(c) == -1 ? EX_SYS : EX_OK;
 }
 
 static int
@@ -127,7 +172,15 @@ cmd_verify(struct cli *c)
 {
 	switch (nftr_verify(c->ctx, c->rs, stdout)) {
 	case 0:
-		return EX_OK;
+		switch (refusals_check(c)) {
+		case 0:
+			return EX_OK;
+		case 1:
+			log_warnx("kernel state differs from %s", c->conf);
+			return EX_FALSE;
+		default:
+			return EX_SYS;
+		}
 	case 1:
 		log_warnx("kernel state differs from %s", c->conf);
 		return EX_FALSE;

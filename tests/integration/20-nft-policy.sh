@@ -132,6 +132,52 @@ c0=$(counter inet private)
 probe dev tcp $LAN_HOST 22 >/dev/null
 expect_eq "a refusal to the LAN increments counter private" $((c0 + 1)) "$(counter inet private)"
 
+# --- refusals stay immediate at any rate -----------------------------------
+# The kernel rate-limits ICMP errors per destination (1 s, burst 6) and per
+# namespace; apply lifts the first and sets the second from moat.conf, so a
+# guest's hundredth refusal in a second is as immediate as its first.  A
+# refusal dropped by the kernel shows as a SYN retransmitted after 1 s, so
+# the counter must grow by exactly one per connection.
+cat >"$TOPO_TMP/burst.py" <<'PYEOF'
+import errno, socket, sys, time
+addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+seen, slow = {}, 0
+for _ in range(n):
+    s = socket.socket()
+    s.settimeout(5)
+    t = time.monotonic()
+    try:
+        s.connect((addr, port))
+        r = "connected"
+    except socket.timeout:
+        r = "timeout"
+    except OSError as e:
+        r = errno.errorcode.get(e.errno, str(e.errno))
+    if time.monotonic() - t >= 0.9:   # the first SYN retransmission is at 1 s
+        slow += 1
+    seen[r] = seen.get(r, 0) + 1
+    s.close()
+print(" ".join("%s %d" % kv for kv in sorted(seen.items())), "slow", slow)
+PYEOF
+expect_eq "apply lifts the per-host ICMP limit" 0 \
+	"$(in_ns "$NS_GW" sysctl -n net.ipv4.icmp_ratelimit)"
+expect_eq "apply sets the global ICMP cap from moat.conf" "10000 1000" \
+	"$(in_ns "$NS_GW" sysctl -n net.ipv4.icmp_msgs_per_sec net.ipv4.icmp_msgs_burst | tr '\n' ' ' | sed 's/ $//')"
+c0=$(counter inet private)
+expect_eq "100 refused connections in a row: 100 immediate EHOSTUNREACH" \
+	"EHOSTUNREACH 100 slow 0" \
+	"$(in_ns "$TOPO-dev" python3 "$TOPO_TMP/burst.py" $LAN_HOST 22 100)"
+expect_eq "... each counted once: no SYN was retransmitted" $((c0 + 100)) \
+	"$(counter inet private)"
+in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=1000
+out=$(nftr verify 2>&1); st=$?
+expect_eq "verify: the kernel's ICMP limit put back is drift (exit 1)" 1 "$st"
+expect_match "verify says what and how to repair" \
+	"icmp_ratelimit is 1000 ms.*repair: nft-rules apply" "$out"
+expect_ok "apply repairs it" nftr apply
+expect_eq "... the per-host ICMP limit is lifted again" 0 \
+	"$(in_ns "$NS_GW" sysctl -n net.ipv4.icmp_ratelimit)"
+
 # --- the gateway host: DNS and proxy only, on every address --------------
 for g in web dev locked; do
 	expect_probe connected $g tcp $GW_ADDR 53 "gateway DNS"
