@@ -16,6 +16,7 @@
 #include "config.h"
 #include "dnsd.h"
 #include "log.h"
+#include "parent.h"
 
 static void
 usage(FILE *fp)
@@ -176,6 +177,7 @@ main(int argc, char *argv[])
 		.timeout_ms = 1000,
 	};
 	struct moat_config *cfg;
+	pid_t parent = getppid();	/* gatewayd, when it started us */
 	char gw[64];
 	int check = 0, verbose = 0, udp, tcp;
 
@@ -199,6 +201,7 @@ main(int argc, char *argv[])
 	if (o.ipc_fd != -1) {
 		/* Under gatewayd: it is the privileged side. */
 		sandbox_drop(o.user);
+		die_with_parent(parent);
 		return resolver_run(&o, cfg, udp, tcp, o.ipc_fd);
 	}
 	return priv_run(&o, cfg, udp, tcp);

@@ -30,6 +30,7 @@
 #include "dnsd.h"
 #include "ipc.h"
 #include "log.h"
+#include "parent.h"
 #include "msg.h"
 #include "nftrules.h"
 
@@ -51,6 +52,8 @@ spawn(struct priv *p)
 
 	if (ipc_pair(fds) == -1)
 		fatal("socketpair");
+	pid_t parent = getpid();
+
 	if ((pid = fork()) == -1)
 		fatal("fork");
 	if (pid == 0) {
@@ -59,8 +62,8 @@ spawn(struct priv *p)
 		nftr_ctx_free(p->nft);	/* the netlink socket stays here */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		sandbox_drop(p->opts->user);
+		die_with_parent(parent);
 		exit(resolver_run(p->opts, p->cfg, p->udp, p->tcp, fds[1]));
 	}
 	close(fds[1]);

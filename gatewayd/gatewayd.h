@@ -153,7 +153,7 @@ int	policy_counters(struct gw *, char **out);	/* malloc'ed text */
 /* --- nflog child (nflog.c) --- */
 
 int	nflog_open(uint16_t group);		/* parent, privileged */
-void	nflog_child(int nlfd, int ipc, const struct moat_config *)
+void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
 	    __attribute__((noreturn));
 
 /* --- sandboxing helpers (sandbox.c) --- */

@@ -27,6 +27,7 @@
 #include "gatewayd.h"
 #include "ipc.h"
 #include "log.h"
+#include "parent.h"
 #include "nflog.h"
 
 static int
@@ -314,7 +315,7 @@ packet_cb(const struct nlmsghdr *nlh, void *data)
 }
 
 void
-nflog_child(int nlfd, int ipc, const struct moat_config *cfg)
+nflog_child(int nlfd, int ipc, const struct moat_config *cfg, pid_t parent)
 {
 	static char buf[65536];
 	struct timeval tick = { 1, 0 };
@@ -326,6 +327,10 @@ nflog_child(int nlfd, int ipc, const struct moat_config *cfg)
 	setsockopt(nlfd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
 	if (drop_to_user("moat-log") == -1 && drop_to_user("nobody") == -1)
 		_exit(1);
+	/* A reader outliving gatewayd would keep the nflog group bound and
+	 * a restarted gatewayd would start a second one.  Asked after the
+	 * drop, which clears any earlier request. */
+	die_with_parent(parent);
 	if (seccomp_nflog() == -1)
 		_exit(1);
 	for (;;) {

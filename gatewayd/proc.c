@@ -406,7 +406,7 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 static int
 start_nflog(struct gw *gw, int ipc)
 {
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	if (gw->nlfd == -1) {
 		gw->nlfd = nflog_open(gw->cfg->gw.nflog_group);
@@ -418,16 +418,13 @@ start_nflog(struct gw *gw, int ipc)
 		return -1;
 	}
 	if (pid == 0) {
-		/* A reader outliving its parent would keep the nflog group
-		 * bound and block the next gatewayd. */
 		int keep[2] = { gw->nlfd, ipc };
 
 		child_signals();
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		/* Only the nflog socket and the IPC end survive: an inherited
 		 * nf_tables socket would carry root's rights into the child. */
 		child_fds(keep, 2);
-		nflog_child(3, 4, gw->cfg);
+		nflog_child(3, 4, gw->cfg, parent);
 	}
 	return pid;
 }

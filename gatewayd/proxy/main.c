@@ -28,6 +28,7 @@
 #include "conn.h"
 #include "ipc.h"
 #include "log.h"
+#include "parent.h"
 #include "sandbox.h"
 #include "tls.h"
 
@@ -331,6 +332,7 @@ main(int argc, char *argv[])
 	struct options o;
 	struct moat_config *cfg;
 	struct secrets secrets;
+	pid_t parent = getppid();	/* gatewayd, when it started us */
 	char err[512];
 
 	/* Before anything is read: this process will hold secrets. */
@@ -357,6 +359,8 @@ main(int argc, char *argv[])
 	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
 	proxy.maxconns = sandbox_maxfiles() / 3 - 16;
 	sandbox_drop(o.user);
+	if (o.ipc_fd >= 0)
+		die_with_parent(parent);
 	if (!o.no_seccomp)
 		sandbox_seccomp();
 	signals();

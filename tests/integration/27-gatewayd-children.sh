@@ -80,4 +80,50 @@ expect_eq "reload restarts are not reported as crashes" 1 \
 	"$(grep -c '"event":"child-restart","child":"dnsd"' "$GW_AUDIT")"
 expect_eq "the proxy still listens on the gateway" "LISTEN" \
 	"$(in_ns "$NS_GW" ss -Hltn "src $GW_ADDR:3128" | awk '{print $1}' | head -1)"
+# --- kill -9 of gatewayd itself: every child exits, the policy stays ----
+# Started afresh, so the nflog reader has nothing queued to report: it may
+# not rely on a failed write to notice that its parent is gone.
+ns_moat_pids() {	# processes in the gateway namespace run by moat's users
+	local pid
+	for pid in $(ip netns pids "$NS_GW"); do
+		case $(ps -o user= -p "$pid" 2>/dev/null) in moat-*) echo "$pid";; esac
+	done
+}
+wait_gone() {	# wait_gone PID... -- up to 30 s; prints the pids still alive
+	local deadline=$((SECONDS + 30)) alive pid
+	while :; do
+		alive=""
+		for pid in "$@"; do [ -e /proc/$pid ] && alive="$alive $pid"; done
+		[ -z "$alive" ] || [ $SECONDS -ge $deadline ] && break
+		sleep 0.1
+	done
+	echo ${alive# }
+}
+children() {
+	gw_ctl status --json | python3 -c "import json,sys
+print(' '.join(str(c['pid']) for c in json.load(sys.stdin)['children'] if c['pid'] > 0))"
+}
+# Quiet guests too: a packet logged after the kill would make the reader
+# write to its dead parent and die of that, hiding a missing death signal.
+for g in web dev locked; do in_ns $TOPO-$g ip link set eth0 down; done
+kids=$(children)
+kill -TERM "$GW_PID"
+expect_eq "a clean stop of gatewayd leaves no child" "" "$(wait_gone $GW_PID $kids)"
+gw_start; expect_eq "gatewayd starts again" 0 $?
+deadline=$((SECONDS + 30))
+while [ "$(children | wc -w)" -lt 3 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+kids=$(children)
+expect_eq "three children (nflog, dnsd, proxy)" 3 "$(echo $kids | wc -w)"
+kill -9 "$GW_PID"
+expect_eq "after kill -9 of gatewayd, no child survives" "" "$(wait_gone $kids)"
+expect_eq "no process of moat's users is left in the namespace" "" "$(ns_moat_pids)"
+expect_ok "the policy is still in the kernel" in_ns "$NS_GW" nft list table inet moat
+in_ns $TOPO-dev ip link set eth0 up
+in_ns $TOPO-dev ip route replace default via $GW_ADDR 2>/dev/null
+expect_eq "LAN still refused with no gatewayd at all" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
+gw_start; expect_eq "a new gatewayd starts" 0 $?
+deadline=$((SECONDS + 30))
+while [ "$(ns_moat_pids | wc -l)" -lt 3 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+expect_eq "...with exactly one nflog reader" 1 \
+	"$(for p in $(ns_moat_pids); do ps -o user= -p $p; done | grep -c '^moat-log$')"
 tap_done
