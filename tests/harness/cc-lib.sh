@@ -19,7 +19,10 @@ cc_topo() {
 	topo_bg "$NS_INET" cc-dns-inet python3 tests/harness/cc-dns.py \
 		203.0.113.53 denied.test=$INET_HTTP
 	topo_wait_port "$NS_GW" $GW_ADDR 53 &&
-		topo_wait_port "$NS_INET" 203.0.113.53 53
+		topo_wait_port "$NS_INET" 203.0.113.53 53 &&
+		topo_wait_dad "$NS_GW" moat0 &&
+		topo_wait_dad "$TOPO-web" eth0 &&
+		topo_wait_dad "$TOPO-g2" eth0
 }
 
 # The options every test scan uses: the test LAN host as a target, the

@@ -125,6 +125,23 @@ topo_wait_port() { # topo_wait_port NS ADDR PORT -- wait up to 5 s for a listene
 	return 1
 }
 
+# topo_wait_dad NS IF -- wait (up to 30 s) until IF has an IPv6 link-local
+# address that is past duplicate address detection: a tentative address
+# cannot be used, so an IPv6 probe started earlier would find nothing.
+topo_wait_dad() {
+	local deadline=$((SECONDS + 30)) out
+	while [ $SECONDS -lt $deadline ]; do
+		out=$(ip -n "$1" -6 addr show dev "$2" scope link 2>/dev/null)
+		case $out in
+		*tentative*|*dadfailed*|"") ;;
+		*inet6*) return 0 ;;
+		esac
+		sleep 0.1
+	done
+	echo "topo_wait_dad: $1 $2 has no usable link-local address: $out" >&2
+	return 1
+}
+
 # topo_http NS ADDR PORT BODY -- an HTTP/1.0 server answering BODY.
 topo_http() {
 	local dir=$TOPO_TMP/www-$2-$3
