@@ -1523,7 +1523,7 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.intercept = true;
 	cfg->gw.nflog_group = 77;
 	cfg->gw.fast_refusals = true;
-	cfg->gw.refusal_rate = 10000;
+	cfg->gw.refusal_rate = 100000;
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
 }
 

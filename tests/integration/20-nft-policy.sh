@@ -161,7 +161,7 @@ print(" ".join("%s %d" % kv for kv in sorted(seen.items())), "slow", slow)
 PYEOF
 expect_eq "apply lifts the per-host ICMP limit" 0 \
 	"$(in_ns "$NS_GW" sysctl -n net.ipv4.icmp_ratelimit)"
-expect_eq "apply sets the global ICMP cap from moat.conf" "10000 1000" \
+expect_eq "apply sets the global ICMP cap from moat.conf" "100000 10000" \
 	"$(in_ns "$NS_GW" sysctl -n net.ipv4.icmp_msgs_per_sec net.ipv4.icmp_msgs_burst | tr '\n' ' ' | sed 's/ $//')"
 c0=$(counter inet private)
 expect_eq "100 refused connections in a row: 100 immediate EHOSTUNREACH" \
