@@ -23,6 +23,18 @@ st=$(stat -c '%a %G' "$GW_SOCK")
 expect_eq "control socket is 0660 group moat" "660 moat" "$st"
 expect_ok "ctl status --json is JSON" \
 	python3 -c "import json,sys; json.loads(sys.argv[1])" "$(gw_ctl status --json)"
+# Refusals: gatewayd lifted the kernel's per-host ICMP limit of its
+# namespace (a fresh one starts at the kernel's default) and says so.
+expect_eq "gatewayd lifts the per-host ICMP limit" 0 \
+	"$(in_ns "$NS_GW" sysctl -n net.ipv4.icmp_ratelimit)"
+expect_match "ctl status: refusals are immediate" '^refusals +immediate' "$(gw_ctl status)"
+expect_eq "ctl status --json: refusals_fast" True \
+	"$(gw_ctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["refusals_fast"])')"
+in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=1000
+expect_match "ctl status names a limit put back" \
+	'^refusals +RATE-LIMITED: net.ipv4.icmp_ratelimit is 1000 ms' "$(gw_ctl status)"
+expect_ok "reload" gw_ctl reload
+expect_match "a reload lifts it again" '^refusals +immediate' "$(gw_ctl status)"
 expect_match "ctl sandboxes lists modes" 'dev +10\.77\.0\.11 +mt-dev +open' "$(gw_ctl sandboxes)"
 
 # Policy works: open sandbox reaches the internet, not the LAN.
