@@ -15,6 +15,7 @@ FLIBS	 = $(shell pkg-config --libs libconfig) -lldns -lssl -lcrypto -lmnl -lnftn
 LIBSRC	 = $(wildcard lib/*.c)
 
 FUZZ_SRCS_fuzz_config =
+FUZZ_SRCS_fuzz_ipc =
 FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c gatewayd/sandbox.c
 FUZZ_SRCS_fuzz_dnsd_query = dnsd/msg.c dnsd/policy.c dnsd/cache.c
 FUZZ_SRCS_fuzz_dnsd_answer = dnsd/msg.c dnsd/policy.c dnsd/cache.c

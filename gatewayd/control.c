@@ -24,6 +24,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,6 +471,15 @@ control_close_all(struct gw *gw)
 
 /* --- commands --------------------------------------------------------- */
 
+/* The current proxy's signer, or 0: it exits with its proxy, and is
+ * reaped without bookkeeping, so ask the kernel. */
+static pid_t
+signer_alive(struct gw *gw)
+{
+	return gw->signer_pid > 0 && gw->procs[PROC_PROXY].pid > 0 &&
+	    kill(gw->signer_pid, 0) == 0 ? gw->signer_pid : 0;
+}
+
 static void
 ctl_status(struct ctl_req *r)
 {
@@ -495,7 +505,9 @@ ctl_status(struct ctl_req *r)
 			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
 			    gw->procs[i].enabled ? "true" : "false",
 			    (int)gw->procs[i].pid, gw->procs[i].restarts);
-		reply(r, "]}\nok\n");
+		reply(r, ",{\"name\":\"signer\",\"enabled\":%s,\"pid\":%d,"
+		    "\"restarts\":0}]}\nok\n", gw->procs[PROC_PROXY].enabled ?
+		    "true" : "false", (int)signer_alive(gw));
 		return;
 	}
 	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
@@ -514,6 +526,9 @@ ctl_status(struct ctl_req *r)
 			reply(r, "child      %-6s down, restart in %us\n",
 			    gw->procs[i].name, gw->procs[i].backoff_s);
 	}
+	if (signer_alive(gw) > 0)
+		reply(r, "child      signer running pid %d, with the proxy\n",
+		    (int)gw->signer_pid);
 	reply(r, "ok\n");
 }
 

@@ -182,6 +182,7 @@ struct gw {
 	struct nftr_ctx		*nft;
 	bool			 probed;
 	unsigned		 features;	/* NFTR_F_* */
+	pid_t			 signer_pid;	/* the current proxy's signer */
 	struct gw_proc		 procs[PROC_MAX];
 	struct {
 		pid_t	 pid;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "signer.h"
 #include "ipc.h"
 #include "log.h"
 
@@ -484,11 +485,34 @@ ensure_sockets(struct gw *gw, enum gw_proc_id id)
 	return gw->proxy_fd == -1 ? -1 : 0;
 }
 
+/*
+ * The proxy's signer: the CA key is read here, forked into the signer
+ * and freed at once, so that of gatewayd's processes only the signer
+ * holds it.  A new signer comes with every new proxy; the old one exits
+ * when its proxy closes their socket.
+ */
+static int
+start_signer(struct gw *gw, int *fd)
+{
+	struct ca ca;
+	pid_t pid;
+
+	if (ca_open(gw->cfg->gw.state_dir, &ca) == -1)
+		return -1;
+	pid = signer_fork(&ca, SIGNER_USER, fd);
+	ca_close(&ca);
+	if (pid == -1)
+		return -1;
+	gw->signer_pid = pid;
+	log_info("signer started, pid %d", (int)pid);
+	return 0;
+}
+
 static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
 	char prog[1024], *argv[24];
-	int argc = 0, fds[3], nfds = 0;
+	int argc = 0, fds[3], nfds = 0, signer = -1;
 	pid_t pid;
 
 	snprintf(prog, sizeof(prog), "%s/%s", gw->opts.bindir,
@@ -516,19 +540,22 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		argv[argc++] = "--tcp-fd";
 		argv[argc++] = "5";
 	} else {
+		if (start_signer(gw, &signer) == -1)
+			return -1;
 		fds[nfds++] = gw->proxy_fd;		/* fd 4 */
+		fds[nfds++] = signer;			/* fd 5 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "4";
+		argv[argc++] = "--signer-fd";
+		argv[argc++] = "5";
 		if (gw->opts.upstream_ca != NULL) {
 			argv[argc++] = "--upstream-ca";
 			argv[argc++] = (char *)gw->opts.upstream_ca;
 		}
 	}
 	argv[argc] = NULL;
-	if ((pid = fork()) == -1) {
+	if ((pid = fork()) == -1)
 		log_warn("%s: fork", gw->procs[id].name);
-		return -1;
-	}
 	if (pid == 0) {
 		child_signals();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -536,5 +563,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		execv(prog, argv);
 		_exit(127);
 	}
+	if (signer != -1)
+		close(signer);	/* the signer ends when the proxy does */
 	return pid;
 }

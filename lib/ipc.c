@@ -17,6 +17,8 @@ static int shape_set_add(const void *, size_t, char *, size_t);
 static int shape_set_ack(const void *, size_t, char *, size_t);
 static int shape_audit(const void *, size_t, char *, size_t);
 static int shape_empty(const void *, size_t, char *, size_t);
+static int shape_sign_req(const void *, size_t, char *, size_t);
+static int shape_sign_cert(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -26,6 +28,8 @@ static const struct {
 	[IPC_SET_ACK] = { "set-ack", shape_set_ack },
 	[IPC_AUDIT] = { "audit", shape_audit },
 	[IPC_RELOAD] = { "reload", shape_empty },
+	[IPC_SIGN_REQ] = { "sign-req", shape_sign_req },
+	[IPC_SIGN_CERT] = { "sign-cert", shape_sign_cert },
 };
 
 const char *
@@ -95,6 +99,40 @@ shape_audit(const void *p, size_t len, char *err, size_t errlen)
 			    i);
 			return -1;
 		}
+	return 0;
+}
+
+static int
+shape_sign_req(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_sign_req *m = p;
+
+	if (len < sizeof(*m) || m->keylen == 0 ||
+	    m->keylen > IPC_SIGN_MAX_KEY || len != sizeof(*m) + m->keylen) {
+		snprintf(err, errlen, "sign-req: %zu bytes do not hold the "
+		    "key length they claim", len);
+		return -1;
+	}
+	if (memchr(m->host, '\0', sizeof(m->host)) == NULL ||
+	    m->host[0] == '\0') {
+		snprintf(err, errlen, "sign-req: host name not terminated");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_sign_cert(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_sign_cert *m = p;
+
+	if (len < sizeof(*m) ||
+	    len != sizeof(*m) + (size_t)m->leaflen + m->calen ||
+	    (m->status == 0) != (m->leaflen > 0 && m->calen > 0)) {
+		snprintf(err, errlen, "sign-cert: %zu bytes do not match the "
+		    "lengths they claim", len);
+		return -1;
+	}
 	return 0;
 }
 

@@ -26,6 +26,8 @@ enum ipc_type {
 	IPC_SET_ACK,		/* parent -> dnsd: result of an IPC_SET_ADD */
 	IPC_AUDIT,		/* child -> parent: one audit event, JSON object */
 	IPC_RELOAD,		/* parent -> child: re-read the configuration */
+	IPC_SIGN_REQ,		/* proxy -> signer: a leaf certificate, please */
+	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
 	IPC_TYPE_MAX
 };
 
@@ -46,6 +48,22 @@ struct ipc_set_add {
 
 struct ipc_set_ack {
 	int32_t		status;		/* >= 0 addresses added, -1 refused */
+};
+
+#define IPC_HOST_LEN		254	/* a DNS name or an address literal */
+#define IPC_SIGN_MAX_KEY	1024	/* DER SubjectPublicKeyInfo */
+
+struct ipc_sign_req {
+	char		host[IPC_HOST_LEN];	/* NUL-terminated */
+	uint16_t	keylen;
+	uint8_t		key[];		/* the leaf's public key, DER */
+};
+
+struct ipc_sign_cert {
+	int32_t		status;		/* 0 signed, -1 refused */
+	uint16_t	leaflen;
+	uint16_t	calen;
+	uint8_t		der[];		/* leaf then CA certificate, DER */
 };
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or

@@ -29,6 +29,7 @@
 #include "ipc.h"
 #include "log.h"
 #include "parent.h"
+#include "../signer.h"
 #include "sandbox.h"
 #include "tls.h"
 
@@ -45,6 +46,7 @@ struct options {
 	int		 listen_fd[MAX_LISTENERS];
 	int		 nlisten;
 	int		 ipc_fd;
+	int		 signer_fd;
 	int		 foreground;
 	int		 verbose;
 	int		 no_seccomp;
@@ -81,6 +83,8 @@ usage(FILE *fp)
 "      --listen-fd N       serve a listening socket inherited as fd N\n"
 "      --transparent-fd N  the same, for redirected connections only\n"
 "      --ipc-fd N          SOCK_SEQPACKET to gatewayd (audit, reload)\n"
+"      --signer-fd N       SOCK_SEQPACKET to the signer holding the CA key\n"
+"                          (without it the proxy starts its own signer)\n"
 "      --upstream-ca FILE  trust FILE for upstream TLS besides the system store\n"
 "      --user NAME         unprivileged user to run as (default nobody)\n"
 "      --dns-port N        upstream resolver port (default 53)\n"
@@ -116,6 +120,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		{ "listen-fd", required_argument, NULL, 'l' },
 		{ "transparent-fd", required_argument, NULL, 't' },
 		{ "ipc-fd", required_argument, NULL, 'i' },
+		{ "signer-fd", required_argument, NULL, 's' },
 		{ "upstream-ca", required_argument, NULL, 'a' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "dns-port", required_argument, NULL, 'p' },
@@ -127,6 +132,7 @@ parse_args(int argc, char *argv[], struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->conf = MOAT_CONF_DEFAULT;
 	o->ipc_fd = -1;
+	o->signer_fd = -1;
 	while ((ch = getopt_long(argc, argv, "c:dvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->conf = optarg; break;
@@ -144,6 +150,10 @@ parse_args(int argc, char *argv[], struct options *o)
 			break;
 		case 'i':
 			if ((o->ipc_fd = parse_fd(optarg)) < 0)
+				return -1;
+			break;
+		case 's':
+			if ((o->signer_fd = parse_fd(optarg)) < 0)
 				return -1;
 			break;
 		case 'l':
@@ -256,6 +266,12 @@ tick(void)
 
 	if (stop_sig)
 		stop = 1;
+	if (tls_signer_lost() && !proxy.draining) {
+		/* No new leaf can be made: let gatewayd start a proxy and a
+		 * signer afresh, and finish what is open meanwhile. */
+		log_warnx("the signer is gone: draining");
+		start_drain();
+	}
 	dns_tick();
 	conn_tick();
 	if (proxy.draining) {
@@ -343,11 +359,18 @@ main(int argc, char *argv[])
 	}
 	log_init("moat-proxy", !o.foreground, o.verbose);
 	cfg = load_config(o.conf);
+	/* Stand-alone, the proxy starts its own signer, which loads the CA
+	 * key in its own process: fork before any secret is read here. */
+	if (o.signer_fd < 0 && signer_fork_load(cfg->gw.state_dir, SIGNER_USER,
+	    &o.signer_fd) == -1)
+		return EXIT_SYSTEM;
+	if (fcntl(o.signer_fd, F_SETFD, FD_CLOEXEC) < 0)
+		fatal("--signer-fd %d", o.signer_fd);
 	if (secrets_load(&secrets, cfg, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return EXIT_CONFIG;
 	}
-	if (tls_init(cfg->gw.state_dir, o.upstream_ca != NULL ? o.upstream_ca :
+	if (tls_init(o.signer_fd, o.upstream_ca != NULL ? o.upstream_ca :
 	    cfg->gw.proxy_upstream_ca) < 0)
 		return EXIT_SYSTEM;
 	ev_init();

@@ -1,11 +1,12 @@
 /*
- * tls.c -- gateway CA, leaf certificate cache and TLS contexts.
+ * tls.c -- leaf certificate cache and TLS contexts.
  *
- * The CA key is generated once (P-256) into state_dir with mode 0600 and
- * never leaves the gateway.  Leaves share one key generated at start and
- * are cached per host name for a day; they are valid for a week.
+ * This process talks to guests, so it never holds the CA key: leaves
+ * share one key generated here at start, and the signer process signs
+ * a certificate for it per host name on request.  Leaves are cached per
+ * host name for a day; they are valid for a week.
  */
-#include <sys/stat.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,13 +20,14 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
+#include "ipc.h"
 #include "log.h"
 #include "policy.h"
 #include "tls.h"
 
 #define LEAF_CACHE	1024
 #define LEAF_REUSE_S	(24 * 3600)
-#define LEAF_VALID_S	(7 * 24 * 3600)
+#define SIGNER_WAIT_S	5
 
 struct leaf {
 	char		 host[256];
@@ -33,8 +35,11 @@ struct leaf {
 	time_t		 made;
 };
 
-static EVP_PKEY *ca_key, *leaf_key;
-static X509 *ca_cert;
+static EVP_PKEY *leaf_key;
+static X509 *ca_cert;		/* public, from the signer's first answer */
+static int signer_fd = -1;
+static int signer_lost;
+static uint32_t signer_id;
 static SSL_CTX *guest_ctx, *up_ctx;
 static struct leaf leaves[LEAF_CACHE];
 static char errbuf[256];
@@ -49,118 +54,6 @@ tls_errstr(void)
 	ERR_error_string_n(e, errbuf, sizeof(errbuf));
 	ERR_clear_error();
 	return errbuf;
-}
-
-static int
-add_ext(X509 *issuer, X509 *cert, int nid, const char *value)
-{
-	X509V3_CTX ctx;
-	X509_EXTENSION *ext;
-	int ok;
-
-	X509V3_set_ctx(&ctx, issuer, cert, NULL, NULL, 0);
-	if ((ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value)) == NULL)
-		return -1;
-	ok = X509_add_ext(cert, ext, -1);
-	X509_EXTENSION_free(ext);
-	return ok ? 0 : -1;
-}
-
-static int
-set_serial(X509 *x)
-{
-	unsigned char r[16];
-	BIGNUM *bn;
-	int ok;
-
-	if (RAND_bytes(r, sizeof(r)) != 1)
-		return -1;
-	r[0] &= 0x7f;			/* positive */
-	bn = BN_bin2bn(r, sizeof(r), NULL);
-	ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
-	BN_free(bn);
-	return ok ? 0 : -1;
-}
-
-static X509 *
-cert_new(EVP_PKEY *key, const char *cn, long from, long to)
-{
-	X509 *x = X509_new();
-	X509_NAME *n;
-
-	if (x == NULL || !X509_set_version(x, 2) || set_serial(x) < 0 ||
-	    !X509_gmtime_adj(X509_getm_notBefore(x), from) ||
-	    !X509_gmtime_adj(X509_getm_notAfter(x), to) ||
-	    !X509_set_pubkey(x, key))
-		goto bad;
-	n = X509_get_subject_name(x);
-	if (!X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
-	    (const unsigned char *)"moat", -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
-	    (const unsigned char *)cn, -1, -1, 0))
-		goto bad;
-	return x;
-bad:
-	X509_free(x);
-	return NULL;
-}
-
-static int
-ca_create(const char *keypath, const char *certpath)
-{
-	FILE *fp;
-	int fd;
-
-	if ((ca_key = EVP_EC_gen("P-256")) == NULL)
-		return -1;
-	ca_cert = cert_new(ca_key, "moat gateway CA", -3600,
-	    10L * 365 * 24 * 3600);
-	if (ca_cert == NULL || !X509_set_issuer_name(ca_cert,
-	    X509_get_subject_name(ca_cert)) ||
-	    add_ext(ca_cert, ca_cert, NID_basic_constraints,
-	    "critical,CA:TRUE,pathlen:0") < 0 ||
-	    add_ext(ca_cert, ca_cert, NID_key_usage,
-	    "critical,keyCertSign,cRLSign") < 0 ||
-	    add_ext(ca_cert, ca_cert, NID_subject_key_identifier, "hash") < 0 ||
-	    !X509_sign(ca_cert, ca_key, EVP_sha256()))
-		return -1;
-	/* O_EXCL: never overwrite a key that appeared meanwhile. */
-	fd = open(keypath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || (fp = fdopen(fd, "w")) == NULL)
-		fatal("%s", keypath);
-	if (!PEM_write_PrivateKey(fp, ca_key, NULL, NULL, 0, NULL, NULL) ||
-	    fclose(fp) != 0)
-		fatalx("%s: cannot write the CA key", keypath);
-	fd = open(certpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || (fp = fdopen(fd, "w")) == NULL)
-		fatal("%s", certpath);
-	if (!PEM_write_X509(fp, ca_cert) || fclose(fp) != 0)
-		fatalx("%s: cannot write the CA certificate", certpath);
-	log_info("created the gateway CA in %s", certpath);
-	return 0;
-}
-
-static int
-ca_load(const char *keypath, const char *certpath)
-{
-	struct stat st;
-	FILE *fp;
-
-	if ((fp = fopen(keypath, "re")) == NULL)
-		return -1;
-	if (fstat(fileno(fp), &st) == 0 && (st.st_mode & 077) != 0)
-		fatalx("%s: the CA key must be mode 0600", keypath);
-	ca_key = PEM_read_PrivateKey(fp, NULL, NULL, NULL);
-	fclose(fp);
-	if ((fp = fopen(certpath, "re")) == NULL)
-		fatal("%s", certpath);
-	ca_cert = PEM_read_X509(fp, NULL, NULL, NULL);
-	fclose(fp);
-	if (ca_key == NULL || ca_cert == NULL ||
-	    X509_check_private_key(ca_cert, ca_key) != 1)
-		fatalx("%s, %s: unreadable or mismatched CA", keypath,
-		    certpath);
-	return 0;
 }
 
 static int
@@ -210,21 +103,25 @@ contexts(const char *upstream_ca)
 }
 
 int
-tls_init(const char *state_dir, const char *upstream_ca)
+tls_init(int signer, const char *upstream_ca)
 {
-	char keypath[4096], certpath[4096];
+	struct timeval tv = { SIGNER_WAIT_S, 0 };
 
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
-		fatal("%s", state_dir);
-	snprintf(keypath, sizeof(keypath), "%s/%s", state_dir, TLS_CA_KEY);
-	snprintf(certpath, sizeof(certpath), "%s/%s", state_dir, TLS_CA_CERT);
-	if (ca_load(keypath, certpath) < 0 && ca_create(keypath, certpath) < 0) {
-		log_warnx("tls: cannot create the CA: %s", tls_errstr());
+	signer_fd = signer;
+	if (setsockopt(signer_fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+	    sizeof(tv)) < 0) {
+		log_warn("tls: signer socket");
 		return -1;
 	}
 	if ((leaf_key = EVP_EC_gen("P-256")) == NULL)
 		return -1;
 	return contexts(upstream_ca);
+}
+
+int
+tls_signer_lost(void)
+{
+	return signer_lost;
 }
 
 void
@@ -237,37 +134,86 @@ tls_free(void)
 	memset(leaves, 0, sizeof(leaves));
 	SSL_CTX_free(guest_ctx);
 	SSL_CTX_free(up_ctx);
-	EVP_PKEY_free(ca_key);
 	EVP_PKEY_free(leaf_key);
 	X509_free(ca_cert);
 	guest_ctx = up_ctx = NULL;
-	ca_key = leaf_key = NULL;
+	leaf_key = NULL;
 	ca_cert = NULL;
+}
+
+/* The signer's answer to request id; -1 on a timeout or a lost signer. */
+static int
+signer_answer(uint32_t id, struct ipc_sign_cert *m)
+{
+	struct ipc_hdr h;
+	char err[256];
+	ssize_t n;
+
+	for (;;) {
+		n = ipc_recv(signer_fd, &h, m, IPC_MAX_PAYLOAD, err,
+		    sizeof(err));
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			log_warnx("tls: the signer did not answer in %d s",
+			    SIGNER_WAIT_S);
+			return -1;
+		}
+		if (n <= 0 || (n > 0 && h.type != IPC_SIGN_CERT)) {
+			log_warnx("tls: the signer is gone%s%s", n == -2 ?
+			    ": " : "", n == -2 ? err : "");
+			signer_lost = 1;
+			return -1;
+		}
+		if (h.id == id)		/* else: a late answer to a timeout */
+			return 0;
+	}
 }
 
 static X509 *
 leaf_make(const char *host)
 {
-	struct moat_addr a;
-	char san[300];
-	X509 *x;
+	static union {
+		struct ipc_sign_req req;
+		struct ipc_sign_cert cert;
+		uint8_t raw[IPC_MAX_PAYLOAD];
+	} u;
+	const unsigned char *p;
+	unsigned char *w;
+	X509 *leaf = NULL, *ca;
+	int klen;
 
-	x = cert_new(leaf_key, host, -3600, LEAF_VALID_S);
-	snprintf(san, sizeof(san), "%s:%s", policy_literal(host, &a) ? "IP" :
-	    "DNS", host);
-	if (x == NULL || !X509_set_issuer_name(x,
-	    X509_get_subject_name(ca_cert)) ||
-	    add_ext(ca_cert, x, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
-	    add_ext(ca_cert, x, NID_key_usage,
-	    "critical,digitalSignature,keyEncipherment") < 0 ||
-	    add_ext(ca_cert, x, NID_ext_key_usage, "serverAuth") < 0 ||
-	    add_ext(ca_cert, x, NID_subject_alt_name, san) < 0 ||
-	    add_ext(ca_cert, x, NID_authority_key_identifier, "keyid") < 0 ||
-	    !X509_sign(x, ca_key, EVP_sha256())) {
-		X509_free(x);
+	if (signer_lost || strlen(host) >= sizeof(u.req.host))
+		return NULL;
+	memset(&u.req, 0, sizeof(u.req));
+	snprintf(u.req.host, sizeof(u.req.host), "%s", host);
+	if ((klen = i2d_PUBKEY(leaf_key, NULL)) <= 0 ||
+	    klen > IPC_SIGN_MAX_KEY)
+		return NULL;
+	w = u.req.key;
+	i2d_PUBKEY(leaf_key, &w);
+	u.req.keylen = (uint16_t)klen;
+	if (ipc_send(signer_fd, IPC_SIGN_REQ, ++signer_id, &u.req,
+	    sizeof(u.req) + (size_t)klen) == -1) {
+		log_warn("tls: the signer is gone");
+		signer_lost = 1;
 		return NULL;
 	}
-	return x;
+	if (signer_answer(signer_id, &u.cert) == -1)
+		return NULL;
+	if (u.cert.status != 0) {
+		log_warnx("tls: the signer refused a leaf for %s", host);
+		return NULL;
+	}
+	p = u.cert.der;
+	if ((leaf = d2i_X509(NULL, &p, u.cert.leaflen)) == NULL)
+		return NULL;
+	if (ca_cert == NULL) {
+		if ((ca = d2i_X509(NULL, &p, u.cert.calen)) == NULL) {
+			X509_free(leaf);
+			return NULL;
+		}
+		ca_cert = ca;
+	}
+	return leaf;
 }
 
 static X509 *

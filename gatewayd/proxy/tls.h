@@ -1,5 +1,5 @@
 /*
- * tls.h -- the gateway CA, leaf certificates, and the two TLS contexts:
+ * tls.h -- leaf certificates from the signer, and the two TLS contexts:
  * towards guests (we are the server, with a leaf for the host they asked
  * for) and towards upstreams (we verify the real chain and name).
  */
@@ -8,12 +8,11 @@
 
 #include <openssl/ssl.h>
 
-#define TLS_CA_KEY	"proxy-ca.key"	/* in state_dir, 0600 */
-#define TLS_CA_CERT	"proxy-ca.crt"	/* in state_dir, 0644: for guests */
-
-/* Load the CA from state_dir, creating it (and state_dir, 0700) on first
- * start.  upstream_ca: an extra trust anchor file, or NULL.  0 or -1. */
-int	tls_init(const char *state_dir, const char *upstream_ca);
+/* signer: the socket to the signer process (signer.h), which holds the
+ * CA key; upstream_ca: an extra trust anchor file, or NULL.  0 or -1. */
+int	tls_init(int signer, const char *upstream_ca);
+/* Has the signer gone away?  Then no new leaf can be made. */
+int	tls_signer_lost(void);
 void	tls_free(void);
 /* A server-side SSL on fd presenting a leaf for host (name or address
  * literal); NULL on failure. */

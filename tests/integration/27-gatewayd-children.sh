@@ -35,6 +35,31 @@ for c in dnsd proxy; do
 	expect_eq "$c runs as $want" $want "$(ps -o user= -p $pid)"
 done
 
+# The signer holds the CA key and nothing else; the proxy, which talks
+# to guests, never holds it.  The key's private scalar, searched for in
+# each process's memory, proves it (the signer's copy is the control).
+pid=$(gw_ctl status --json | python3 -c "import json,sys
+print(*[c['pid'] for c in json.load(sys.stdin)['children'] if c['name']=='signer'])")
+if [ -n "$pid" ] && [ "$pid" != 0 ]; then
+	st=$(cat /proc/$pid/status)
+	expect_eq "the signer runs as moat-ca" moat-ca "$(ps -o user= -p $pid)"
+	expect_match "the signer holds no capabilities" 'CapEff:\s+0000000000000000' "$st"
+	expect_match "the signer has no_new_privs" 'NoNewPrivs:\s+1' "$st"
+	expect_match "the signer runs under seccomp" 'Seccomp:\s+2' "$st"
+	expect_eq "the signer has no socket but its one to the proxy" 1 \
+		"$(ls -l /proc/$pid/fd | grep -c 'socket:')"
+	sdir=$(build/gatewayd -nv -c "$GW_CONF" 2>/dev/null | awk -F'"' '/^  state_dir/ {print $2}')
+	key=$(openssl ec -in "$sdir/proxy-ca.key" \
+		-noout -text 2>/dev/null | sed -n '/^priv:/,/^pub:/p' | grep -v '^p' | tr -d ' :\n' | tail -c 64)
+	expect_match "the CA key's private scalar is read" '^[0-9a-f]{64}$' "$key"
+	expect_eq "the signer's memory holds the CA key (control)" found \
+		"$(python3 tests/harness/memscan.py $pid "$key")"
+	expect_eq "the proxy's memory never holds the CA key" absent \
+		"$(python3 tests/harness/memscan.py "$(gw_child_pid proxy)" "$key")"
+else
+	not_ok "the signer is running" "$(gw_ctl status)"
+fi
+
 dig() { in_ns "$1" dig +time=2 +tries=1 @$GW_ADDR "${@:2}"; }
 expect_match "web resolves an allowed name through dnsd" "^203\.0\.113\.10$" \
 	"$(dig $TOPO-web +short a.github.test A)"
@@ -111,9 +136,9 @@ kill -TERM "$GW_PID"
 expect_eq "a clean stop of gatewayd leaves no child" "" "$(wait_gone $GW_PID $kids)"
 gw_start; expect_eq "gatewayd starts again" 0 $?
 deadline=$((SECONDS + 30))
-while [ "$(children | wc -w)" -lt 3 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+while [ "$(children | wc -w)" -lt 4 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 kids=$(children)
-expect_eq "three children (nflog, dnsd, proxy)" 3 "$(echo $kids | wc -w)"
+expect_eq "four children (nflog, dnsd, proxy, signer)" 4 "$(echo $kids | wc -w)"
 kill -9 "$GW_PID"
 expect_eq "after kill -9 of gatewayd, no child survives" "" "$(wait_gone $kids)"
 expect_eq "no process of moat's users is left in the namespace" "" "$(ns_moat_pids)"
@@ -123,7 +148,7 @@ in_ns $TOPO-dev ip route replace default via $GW_ADDR 2>/dev/null
 expect_eq "LAN still refused with no gatewayd at all" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
 gw_start; expect_eq "a new gatewayd starts" 0 $?
 deadline=$((SECONDS + 30))
-while [ "$(ns_moat_pids | wc -l)" -lt 3 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+while [ "$(ns_moat_pids | wc -l)" -lt 4 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 expect_eq "...with exactly one nflog reader" 1 \
 	"$(for p in $(ns_moat_pids); do ps -o user= -p $p; done | grep -c '^moat-log$')"
 tap_done

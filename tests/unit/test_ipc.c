@@ -144,6 +144,60 @@ audit_shape(void **state)
 	fds[0] = -1;
 }
 
+/* The signer's two messages: lengths must add up, names must end. */
+static void
+sign_shapes(void **state)
+{
+	static union {
+		struct { struct ipc_hdr h; struct ipc_sign_req m; } r;
+		struct { struct ipc_hdr h; struct ipc_sign_cert m; } c;
+		uint8_t raw[sizeof(struct ipc_hdr) + IPC_MAX_PAYLOAD];
+	} x;
+	struct ipc_hdr h;
+	size_t len;
+
+	(void)state;
+	memset(&x, 0, sizeof(x));
+	strcpy(x.r.m.host, "api.bound.test");
+	x.r.m.keylen = 91;
+	len = sizeof(x.r.m) + 91;
+	x.r.h = (struct ipc_hdr){ IPC_SIGN_REQ, 0, (uint32_t)len, 7 };
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), (ssize_t)len);
+	/* a key length the message does not hold */
+	x.r.m.keylen = 92;
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), -2);
+	/* a key longer than any public key */
+	x.r.m.keylen = IPC_SIGN_MAX_KEY + 1;
+	len = sizeof(x.r.m) + IPC_SIGN_MAX_KEY + 1;
+	x.r.h.len = (uint32_t)len;
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), -2);
+	/* a host name without its NUL */
+	x.r.m.keylen = 91;
+	len = sizeof(x.r.m) + 91;
+	x.r.h.len = (uint32_t)len;
+	memset(x.r.m.host, 'a', sizeof(x.r.m.host));
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), -2);
+
+	memset(&x, 0, sizeof(x));
+	x.c.m.status = 0;
+	x.c.m.leaflen = 300;
+	x.c.m.calen = 200;
+	len = sizeof(x.c.m) + 500;
+	x.c.h = (struct ipc_hdr){ IPC_SIGN_CERT, 0, (uint32_t)len, 7 };
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), (ssize_t)len);
+	/* lengths that do not add up */
+	x.c.m.calen = 201;
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), -2);
+	/* "signed" with no certificate */
+	x.c.m.leaflen = x.c.m.calen = 0;
+	len = sizeof(x.c.m);
+	x.c.h.len = (uint32_t)len;
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), -2);
+	/* a refusal carries none */
+	x.c.m.status = -1;
+	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), (ssize_t)len);
+}
+
 int
 main(void)
 {
@@ -151,6 +205,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(set_add_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(audit_shape, setup, teardown),
+		cmocka_unit_test_setup_teardown(sign_shapes, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }

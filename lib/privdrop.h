@@ -1,0 +1,15 @@
+/*
+ * privdrop.h -- become an unprivileged user for good.
+ */
+#ifndef MOAT_PRIVDROP_H
+#define MOAT_PRIVDROP_H
+
+/*
+ * Drop to user: no supplementary groups, every uid and gid the user's,
+ * no way back to root, no_new_privs, no core dumps and not dumpable (a
+ * process of the same user cannot read our memory).  Refuses a user whose
+ * uid is 0.  Returns -1 with a message logged on failure.
+ */
+int	privdrop(const char *user);
+
+#endif
