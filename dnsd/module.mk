@@ -1,6 +1,6 @@
 # dnsd: the filtering DNS resolver.  Its DNS code (msg.c, policy.c,
 # cache.c) is also linked by the unit tests and the fuzz harnesses.
-DNSD_CORE_SRCS := dnsd/msg.c dnsd/policy.c dnsd/cache.c
+DNSD_CORE_SRCS := dnsd/msg.c dnsd/policy.c dnsd/cache.c dnsd/mirror.c
 DNSD_SRCS := dnsd/main.c dnsd/server.c dnsd/priv.c dnsd/sandbox.c \
 	dnsd/ev.c $(DNSD_CORE_SRCS)
 DNSD_OBJS := $(DNSD_SRCS:%.c=$(OBJ)/%.o)
@@ -15,7 +15,7 @@ $(BUILD)/dnsd: $(DNSD_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
 	$(CC) $(LDHARDEN) -o $@ $^ $(DNSD_LIBS) $(NFTRULES_LIBS) $(LIBMOAT_LIBS)
 
 DNSD_TESTS := $(BUILD)/tests/test_dnsd_policy $(BUILD)/tests/test_dnsd_msg \
-	$(BUILD)/tests/test_dnsd_cache
+	$(BUILD)/tests/test_dnsd_cache $(BUILD)/tests/test_dnsd_mirror
 UNIT_TESTS += $(DNSD_TESTS)
 
 $(OBJ)/tests/unit/test_dnsd_%.o: EXTRA_CFLAGS_tests += -Idnsd

@@ -30,6 +30,7 @@
 #include "dnsd.h"
 #include "ev.h"
 #include "ipc.h"
+#include "mirror.h"
 #include "log.h"
 #include "msg.h"
 #include "policy.h"
@@ -45,6 +46,7 @@
 #define UPSTREAM_HOLD_MS 10000	/* a silent upstream is skipped this long */
 #define MAX_UPSTREAMS	8
 #define SETADD_MS	2000
+#define MIRROR_SLOTS	65536	/* (sandbox, address) pairs remembered */
 #define SET_TIMEOUT_MIN	60	/* seconds: floor of a set element */
 #define UDP_BATCH	64
 #define FWD_BUCKETS	4096
@@ -57,7 +59,7 @@ struct counters {
 	uint64_t	 unknown_src, ratelimited, refused, uad, aaaa_empty;
 	uint64_t	 forwarded, coalesced, up_timeouts, up_bad, up_mismatch;
 	uint64_t	 up_fail, up_tcp, servfail, rebind_removed;
-	uint64_t	 set_adds, set_fail, tcp_refused, log_suppressed;
+	uint64_t	 set_adds, set_fail, set_skipped, tcp_refused, log_suppressed;
 };
 
 struct tconn {
@@ -113,6 +115,9 @@ struct pending {		/* an answer waiting for IPC_SET_ACK */
 	struct client	 c;
 	uint8_t		*wire;
 	size_t		 len;
+	uint64_t	 expires_ms;	/* its elements live at least until */
+	size_t		 naddr;
+	struct moat_addr addr[DNSD_MAX_ADDRS];
 };
 
 struct upstream {
@@ -126,6 +131,7 @@ static struct {
 	struct moat_config *cfg;
 	struct policy	*pol;
 	struct cache	*cache;
+	struct mirror	*mirror;	/* what the sets hold, until when */
 	struct upstream	 ups[MAX_UPSTREAMS];
 	unsigned	 nups, cur;
 	int		 ipcfd;
@@ -314,6 +320,42 @@ answer_addr_ttl(const struct answer *a, uint32_t age)
 	return max > DNSD_TTL_MAX ? DNSD_TTL_MAX : max;
 }
 
+/* The longest TTL the guest is told for an address of the answer. */
+static uint32_t
+answer_told_ttl(const struct answer *a, uint32_t age)
+{
+	uint32_t t, max = 0;
+	size_t i;
+
+	for (i = 0; i < ldns_rr_list_rr_count(a->an); i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(a->an, i);
+
+		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_A)
+			continue;
+		t = ldns_rr_ttl(rr);
+		t = t > age ? t - age : 0;
+		if (t > max)
+			max = t;
+	}
+	return max;
+}
+
+/*
+ * Are the answer's addresses already in the set for as long as the guest
+ * will use them?  Then no round trip is needed.  Past half of the element's
+ * timeout the answer goes through the parent again, which refreshes it
+ * long before it can lapse under a guest that keeps asking.
+ */
+static bool
+setadd_covered(const struct client *c, const struct answer *a, uint32_t age)
+{
+	uint64_t told = (uint64_t)answer_told_ttl(a, age) * 1000;
+	uint64_t half = (uint64_t)answer_addr_ttl(a, age) * 1000 / 2;
+
+	return mirror_covers(S.mirror, c->sandbox, a->addr, a->naddr,
+	    ev_now() + (told > half ? told : half));
+}
+
 static int
 setadd_send(const struct client *c, const struct answer *a, uint32_t age,
     uint32_t id)
@@ -360,6 +402,13 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 	S.c.set_adds++;
 	p = xcalloc(1, sizeof(*p));
 	p->id = id;
+	/* The kernel starts the timeout when it adds the element, after
+	 * this moment: measured from here it is never overestimated. */
+	p->expires_ms = ev_now() + (uint64_t)answer_addr_ttl(a, age) * 1000;
+	p->naddr = a->naddr;
+	memcpy(p->addr, a->addr, a->naddr * sizeof(a->addr[0]));
+	for (size_t i = 0; i < a->naddr; i++)
+		mirror_sent(S.mirror, c->sandbox, &a->addr[i], id);
 	client_move(&p->c, c);
 	p->wire = wire;
 	p->len = len;
@@ -376,6 +425,10 @@ setadd_acked(uint32_t id, int32_t status)
 		p = TL_ENTRY(l, struct pending, t);
 		if (p->id != id)
 			continue;
+		if (status >= 0 && (size_t)status == p->naddr)
+			for (size_t i = 0; i < p->naddr; i++)
+				mirror_acked(S.mirror, p->c.sandbox,
+				    &p->addr[i], id, p->expires_ms);
 		if (status >= 0)
 			client_send(&p->c, p->wire, p->len);
 		else {
@@ -471,8 +524,11 @@ deliver(struct client *c, const struct answer *a, uint32_t age,
 		return;
 	}
 	if (c->allowlist && a->naddr > 0 && S.ipcfd != -1) {
-		setadd_park(c, a, age, wire, len);
-		return;
+		if (!setadd_covered(c, a, age)) {
+			setadd_park(c, a, age, wire, len);
+			return;
+		}
+		S.c.set_skipped++;
 	}
 	client_send(c, wire, len);
 	free(wire);
@@ -1233,6 +1289,8 @@ reload(void)
 	/* The private table may have changed with treat_as_public. */
 	cache_free(S.cache);
 	S.cache = cache_new(S.opts->cache_bytes);
+	/* A reload may have emptied or replaced the sets. */
+	mirror_clear(S.mirror);
 	log_info("reloaded %s: %zu sandboxes", S.opts->conf, cfg->nsandboxes);
 }
 
@@ -1256,7 +1314,7 @@ stats_log(void)
 	    "evictions %llu; forwarded %llu coalesced %llu timeouts %llu "
 	    "bad %llu mismatched %llu failed %llu tcp-retries %llu "
 	    "servfail %llu rebind-removed %llu set-adds %llu set-fail %llu "
-	    "log-suppressed %llu",
+	    "set-covered %llu log-suppressed %llu",
 	    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 	    cs.entries, cs.bytes, (unsigned long long)cs.evictions,
 	    (unsigned long long)S.c.forwarded,
@@ -1269,6 +1327,7 @@ stats_log(void)
 	    (unsigned long long)S.c.rebind_removed,
 	    (unsigned long long)S.c.set_adds,
 	    (unsigned long long)S.c.set_fail,
+	    (unsigned long long)S.c.set_skipped,
 	    (unsigned long long)S.c.log_suppressed);
 }
 
@@ -1369,6 +1428,7 @@ resolver_cleanup(void)
 		tconn_close(TL_ENTRY(l, struct tconn, idle));
 	ev_run_once(0);		/* run the deferred frees */
 	cache_free(S.cache);
+	mirror_free(S.mirror);
 	policy_free(S.pol);
 	config_free(S.cfg);
 }
@@ -1383,6 +1443,7 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 	S.cfg = cfg;
 	S.pol = policy_new(cfg);
 	S.cache = cache_new(opts->cache_bytes);
+	S.mirror = mirror_new(MIRROR_SLOTS);
 	S.ipcfd = ipcfd;
 	arc4random_buf(&S.fwseed, sizeof(S.fwseed));
 	upstreams_set(cfg);

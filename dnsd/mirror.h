@@ -1,0 +1,43 @@
+/*
+ * mirror.h -- what dnsd has put into each sandbox's allowlist set, and
+ * until when.
+ *
+ * In allowlist mode every answer must reach the guest only once its
+ * addresses are in the sandbox's set for at least the TTL the guest is
+ * told.  The privileged side confirms each addition; the mirror remembers
+ * each confirmed (sandbox, address) with the earliest moment its element
+ * can expire, so a cache hit whose addresses are still covered needs no
+ * round trip.  It only ever errs towards asking again: entries are
+ * evicted, never invented, and a reload forgets them all.
+ */
+#ifndef MOAT_DNSD_MIRROR_H
+#define MOAT_DNSD_MIRROR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ranges.h"
+
+struct mirror;
+
+struct mirror	*mirror_new(size_t slots);	/* rounded up to 2^n */
+void		 mirror_free(struct mirror *);
+/*
+ * An addition of a to sandbox's set went out as request id: until its
+ * confirmation, a covers nothing (re-adding replaces an element's
+ * timeout, and this one may be shorter).
+ */
+void		 mirror_sent(struct mirror *, const char *sandbox,
+		    const struct moat_addr *a, uint32_t id);
+/* Request id was confirmed: if it is still the last one sent for a, its
+ * element lives at least until expires_ms. */
+void		 mirror_acked(struct mirror *, const char *sandbox,
+		    const struct moat_addr *a, uint32_t id, uint64_t expires_ms);
+/* Does every one of the n addresses live at least until until_ms? */
+bool		 mirror_covers(const struct mirror *, const char *sandbox,
+		    const struct moat_addr *a, size_t n, uint64_t until_ms);
+/* Forget everything (a reload or a flush may have emptied the sets). */
+void		 mirror_clear(struct mirror *);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * test_dnsd_mirror.c -- what dnsd knows its sets hold: an address covers
+ * an answer only once its addition is confirmed, only for its sandbox,
+ * only until its expiry, and a later addition in flight (which may set a
+ * shorter timeout) uncovers it until that one is confirmed.  Eviction and
+ * clearing only ever uncover.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "mirror.h"
+
+static struct moat_addr
+ip(int last)
+{
+	struct moat_addr a = { .family = 2 /* AF_INET */ };
+
+	a.a[0] = 203; a.a[1] = 0; a.a[2] = 113; a.a[3] = (uint8_t)last;
+	return a;
+}
+
+static void
+confirmed_only(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr a = ip(10);
+
+	(void)state;
+	assert_false(mirror_covers(m, "web", &a, 1, 1000));
+	mirror_sent(m, "web", &a, 1);
+	assert_false(mirror_covers(m, "web", &a, 1, 1000));	/* in flight */
+	mirror_acked(m, "web", &a, 1, 60000);
+	assert_true(mirror_covers(m, "web", &a, 1, 60000));
+	assert_false(mirror_covers(m, "web", &a, 1, 60001));	/* past expiry */
+	assert_false(mirror_covers(m, "dev", &a, 1, 1000));	/* other sandbox */
+	assert_false(mirror_covers(m, "web", &a, 0, 1000));	/* nothing to cover */
+	mirror_free(m);
+}
+
+static void
+later_request_wins(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr a = ip(10);
+
+	(void)state;
+	mirror_sent(m, "web", &a, 1);
+	mirror_acked(m, "web", &a, 1, 300000);
+	mirror_sent(m, "web", &a, 2);		/* may carry a shorter timeout */
+	assert_false(mirror_covers(m, "web", &a, 1, 1000));
+	mirror_acked(m, "web", &a, 1, 300000);	/* a stale confirmation */
+	assert_false(mirror_covers(m, "web", &a, 1, 1000));
+	mirror_acked(m, "web", &a, 2, 60000);
+	assert_true(mirror_covers(m, "web", &a, 1, 60000));
+	assert_false(mirror_covers(m, "web", &a, 1, 60001));
+	mirror_free(m);
+}
+
+static void
+every_address(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr a[3] = { ip(1), ip(2), ip(3) };
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		mirror_sent(m, "web", &a[i], 7);
+		mirror_acked(m, "web", &a[i], 7, 90000);
+	}
+	assert_true(mirror_covers(m, "web", a, 2, 90000));
+	assert_false(mirror_covers(m, "web", a, 3, 1000));	/* .3 unknown */
+	mirror_clear(m);
+	assert_false(mirror_covers(m, "web", a, 1, 1000));
+	mirror_free(m);
+}
+
+static void
+eviction_uncovers(void **state)
+{
+	struct mirror *m = mirror_new(16);
+	struct moat_addr a;
+	int i, covered = 0;
+
+	(void)state;
+	/* Far more pairs than slots: each stays correct or is forgotten. */
+	for (i = 0; i < 200; i++) {
+		a = ip(i);
+		mirror_sent(m, i % 2 ? "web" : "dev", &a, (uint32_t)i + 1);
+		mirror_acked(m, i % 2 ? "web" : "dev", &a, (uint32_t)i + 1,
+		    100000 + (uint64_t)i);
+	}
+	for (i = 0; i < 200; i++) {
+		a = ip(i);
+		if (mirror_covers(m, i % 2 ? "web" : "dev", &a, 1, 100000))
+			covered++;
+		assert_false(mirror_covers(m, i % 2 ? "web" : "dev", &a, 1,
+		    100001 + (uint64_t)i));
+		assert_false(mirror_covers(m, i % 2 ? "dev" : "web", &a, 1, 0));
+	}
+	assert_true(covered > 0 && covered <= 16);
+	mirror_free(m);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(confirmed_only),
+		cmocka_unit_test(later_request_wins),
+		cmocka_unit_test(every_address),
+		cmocka_unit_test(eviction_uncovers),
+	};
+
+	return cmocka_run_group_tests_name("dnsd_mirror", tests, NULL, NULL);
+}
