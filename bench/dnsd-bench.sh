@@ -94,6 +94,14 @@ start_resolver() {
 			--listen-address=10.77.0.1 --bind-interfaces --user=nobody \
 			--server=203.0.113.53 --cache-size=10000 --dns-forward-max=1000 \
 			--log-facility=- ;;
+	dnsmasq-nftset)
+		# The same job as dnsd-allowlist: answers fill web's set.  It runs
+		# as root, since nftset needs CAP_NET_ADMIN.
+		in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+		topo_bg "$NS_GW" dnsmasq-nftset $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
+			--listen-address=10.77.0.1 --bind-interfaces --user=root \
+			--server=203.0.113.53 --cache-size=10000 --dns-forward-max=1000 \
+			--nftset=/bench.test/4#inet#moat#allow_web --log-facility=- ;;
 	unbound)
 		topo_bg "$NS_GW" unbound $(cpu 0) unbound -d -c $W/unbound.conf ;;
 	esac
@@ -134,12 +142,13 @@ perf() {
 # of load from elsewhere on the machine hits every one alike; each cell of
 # the table is the median over the rounds.
 ROUNDS=${ROUNDS:-3}
+RESOLVERS=${RESOLVERS:-dnsd dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
 	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
-	for r in dnsd dnsd-allowlist dnsmasq unbound; do
+	for r in $RESOLVERS; do
 		awk -v n=$((RATE * 4)) -v r=$r -v k=$round 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test A\n", i, k, r }' >$W/miss-lat-$r.txt
-		g=dev; [ $r = dnsd-allowlist ] && g=web
+		g=dev; case $r in dnsd-allowlist|dnsmasq-nftset) g=web;; esac
 		start_resolver $r || continue
 		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
 		hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
@@ -150,7 +159,7 @@ for round in $(seq $ROUNDS); do
 	done
 done
 rows=()
-for r in dnsd dnsd-allowlist dnsmasq unbound; do
+for r in $RESOLVERS; do
 	rows+=("$(awk -v r=$r '$1 == r { n++; for (i = 2; i <= NF; i++) v[i, n] = $i; nf = NF }
 		END { printf "%s", r; for (i = 2; i <= nf; i++) {
 			m = 0; for (a = 1; a <= n; a++) c[a] = v[i, a]
@@ -183,7 +192,9 @@ if [ $WRITE -eq 1 ]; then
 		echo "upstream: dnsmasq (no cache, address=, TTL 300) in the internet namespace."
 		echo "hit: $NAMES names, warmed, queried round and round; miss: a new name every query (each forwarded)."
 		echo "dnsd: --rate 0, policy lookup and rebinding filter on; \"dnsd-allowlist\": sandbox in allowlist mode with nft-rules'"
-		echo "policy applied, so every answer (hits too) is put into allow_web through the parent before it is sent."
+		echo "policy applied, so every answer's addresses are in allow_web before it is sent: through the parent, unless"
+		echo "dnsd's mirror shows them there for longer than the TTL told (then the hit needs no round trip)."
+		echo "\"dnsmasq-nftset\": dnsmasq filling the same allow_web set (--nftset=/bench.test/4#inet#moat#allow_web), the peer with that feature."
 		echo "Each cell: the median of $ROUNDS interleaved rounds. The machine is shared with other jobs: single rounds"
 		echo "vary by a third or more, so compare resolvers within one run, not across runs."
 		echo "dnsmasq $(dnsmasq --version | head -1 | awk '{print $3}') (--cache-size=10000), unbound $(unbound -V 2>/dev/null | sed -n 's/^Version //p') (1 thread, iterator only, forward-zone)."
