@@ -82,9 +82,11 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		fputs(i ? ", " : " ", fp);
 		pstr(fp, addr_fmt(&gw->upstream[i], buf, sizeof(buf)));
 	}
-	fputs(" ]; };\n", fp);
-	fprintf(fp, "  proxy: { port = %u; intercept = %s;", gw->proxy_port,
-	    gw->intercept ? "true" : "false");
+	fprintf(fp, " ]; tcp_per_sandbox = %u; tcp_lifetime = %u; };\n",
+	    gw->dns_tcp_per_sandbox, gw->dns_tcp_lifetime);
+	fprintf(fp, "  proxy: { port = %u; intercept = %s; per_sandbox = %u;",
+	    gw->proxy_port, gw->intercept ? "true" : "false",
+	    gw->proxy_per_sandbox);
 	if (gw->proxy_upstream_ca != NULL) {
 		fputs(" upstream_ca = ", fp);
 		pstr(fp, gw->proxy_upstream_ca);
@@ -106,6 +108,7 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fputs(gw->nexceptions ? "\n  );\n" : " );\n", fp);
 	pkv(fp, "  ", "state_dir", gw->state_dir);
 	fprintf(fp, "  nflog_group = %u;\n", gw->nflog_group);
+	fprintf(fp, "  audit_max_mb = %u;\n", gw->audit_max_mb);
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
 	fputs("};\n", fp);
