@@ -409,7 +409,7 @@ static const struct { const char *name; long long min, max; } counts[] = {
 	{ "tcp_per_sandbox", 1, 1024 },
 	{ "tcp_lifetime", 1, 3600 },
 	{ "per_sandbox", 1, 65535 },
-	{ "audit_max_mb", 1, 1048576 },
+	{ "audit_max_kb", 64, 16777216 },
 };
 
 static void
@@ -793,8 +793,8 @@ static const struct key gateway_keys[] = {
 	{ "state_dir", K_STR, 0, set_state_dir, 0 },
 	{ "nflog_group", K_INT, 0, set_nflog, 0 },
 	{ "admin_group", K_STR, 0, set_admin_group, 0 },
-	{ "audit_max_mb", K_INT, 0, set_count,
-	    offsetof(struct moat_gateway, audit_max_mb) },
+	{ "audit_max_kb", K_INT, 0, set_count,
+	    offsetof(struct moat_gateway, audit_max_kb) },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -1526,7 +1526,7 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.proxy_port = 3128;
 	cfg->gw.intercept = true;
 	cfg->gw.nflog_group = 77;
-	cfg->gw.audit_max_mb = 64;
+	cfg->gw.audit_max_kb = 65536;
 	cfg->gw.dns_tcp_per_sandbox = 8;
 	cfg->gw.dns_tcp_lifetime = 30;
 	cfg->gw.proxy_per_sandbox = 64;

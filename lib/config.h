@@ -89,7 +89,7 @@ struct moat_gateway {
 	size_t		 nexceptions;
 	char		*state_dir;	/* default /var/lib/moat */
 	uint16_t	 nflog_group;	/* default 77 */
-	unsigned	 audit_max_mb;	/* audit file rotated past this */
+	unsigned	 audit_max_kb;	/* audit file rotated past this */
 	unsigned	 dns_tcp_per_sandbox;	/* TCP clients per source */
 	unsigned	 dns_tcp_lifetime;	/* seconds, whatever the traffic */
 	unsigned	 proxy_per_sandbox;	/* proxy connections per sandbox */

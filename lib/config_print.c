@@ -108,7 +108,7 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fputs(gw->nexceptions ? "\n  );\n" : " );\n", fp);
 	pkv(fp, "  ", "state_dir", gw->state_dir);
 	fprintf(fp, "  nflog_group = %u;\n", gw->nflog_group);
-	fprintf(fp, "  audit_max_mb = %u;\n", gw->audit_max_mb);
+	fprintf(fp, "  audit_max_kb = %u;\n", gw->audit_max_kb);
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
 	fputs("};\n", fp);
