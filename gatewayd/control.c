@@ -475,16 +475,23 @@ ctl_status(struct ctl_req *r)
 {
 	struct gw *gw = r->gw;
 	time_t now = time(NULL);
+	char *text;
 	int i;
 
 	if (r->json) {
 		reply(r, "{\"config\":\"%s\",\"uptime\":%lld,\"sandboxes\":%zu,"
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
-		    "\"set_refused\":%llu,\"children\":[", gw->cfg->path,
+		    "\"set_refused\":%llu,\"audit\":{\"rotations\":%llu,"
+		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},"
+		    "\"children\":[", gw->cfg->path,
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
-		    (unsigned long long)gw->set_refused);
+		    (unsigned long long)gw->set_refused,
+		    (unsigned long long)gw->audit.rotations,
+		    (unsigned long long)gw->audit.dropped,
+		    (unsigned long long)gw->audit.suppressed,
+		    (unsigned long long)gw->audit.lost);
 		for (i = 0; i < PROC_MAX; i++)
 			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
 			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
@@ -497,6 +504,9 @@ ctl_status(struct ctl_req *r)
 	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
 	    "bridge moat)\n", gw->cfg->path, (long long)(now - gw->started),
 	    gw->cfg->nsandboxes, gw->reloads, gw->reload_failures);
+	text = audit_counters(gw);
+	reply(r, "%s", text);
+	free(text);
 	for (i = 0; i < PROC_MAX; i++) {
 		if (!gw->procs[i].enabled)
 			reply(r, "child      %-6s disabled\n", gw->procs[i].name);
@@ -563,6 +573,9 @@ ctl_counters(struct ctl_req *r)
 		reply(r, "error: cannot read counters\n");
 		return;
 	}
+	reply(r, "%s", text);
+	free(text);
+	text = audit_counters(r->gw);
 	reply(r, "%sok\n", text);
 	free(text);
 }
