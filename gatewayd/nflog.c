@@ -253,8 +253,8 @@ nflog_event_json(const struct nflog_event *ev, const struct moat_config *cfg,
  */
 #define NFLOG_RATE	50
 #define NFLOG_BURST	200
-#define NFLOG_ALL_RATE	250
-#define NFLOG_ALL_BURST	1000
+#define NFLOG_ALL_RATE	150
+#define NFLOG_ALL_BURST	400
 #define NFLOG_SOURCES	1024
 
 struct bucket {
