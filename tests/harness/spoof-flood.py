@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """spoof-flood.py -- UDP datagrams, each from a different forged source.
 
-  spoof-flood.py DST N [BASE]
+  spoof-flood.py DST N [BASE [GO-FILE]]
 
 Runs inside a test guest namespace only (raw socket, IP_HDRINCL).  Packet
 i claims source BASE.(i/250).(i%250+1) (BASE default 10.99), so every
-packet has its own source address; DST is where they are routed.
+packet has its own source address; DST is where they are routed.  With
+GO-FILE it waits (up to 60 s) for that file to exist before sending, so
+that several guests can start together.
 """
 import socket
 import struct
 import sys
+import os
+import time
 
 
 def csum(b):
@@ -27,6 +31,10 @@ def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     s.setsockopt(socket.IPPROTO_IP, socket.IP_HDRINCL, 1)
     d = socket.inet_aton(dst)
+    if len(sys.argv) > 4:
+        end = time.time() + 60
+        while not os.path.exists(sys.argv[4]) and time.time() < end:
+            time.sleep(0.01)
     for i in range(n):
         src = socket.inet_aton("%s.%d.%d" % (base, i // 250, i % 250 + 1))
         udp = struct.pack("!HHHH", 40000, 5999, 9, 0) + b"x"
