@@ -6,7 +6,8 @@
 
 Runs inside a test namespace only.  Paths:
   /echo        body = the request head exactly as received (and appended
-               to --log), so a test sees what reached the server
+               to --log), so a test sees what reached the server; a
+               chunked request body is read whole before answering
   /gzecho      the same, gzip-encoded when Accept-Encoding offers gzip
   /gzalways    the same, always gzip-encoded (whatever was offered)
   /leak        chunked body carrying the bytes of --leak FILE, split in
@@ -44,6 +45,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def read_chunked(self):
+        # The whole body before any answer, as a real server would: the
+        # proxy then sees every chunk before the response starts.
+        body = b""
+        while True:
+            try:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+            except ValueError:
+                return body
+            if size <= 0:
+                self.rfile.readline()
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline()
+
     def send_gzip(self, body):
         z = gzip.compress(body)
         self.send_response(200)
@@ -62,6 +78,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = b""
         if self.headers.get("Content-Length"):
             body = self.rfile.read(int(self.headers["Content-Length"]))
+        elif self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = self.read_chunked()
         if path in ("/echo", "/gzecho", "/gzalways"):
             text = self.head_text() + "\r\n" + body.decode("latin-1")
             if self.server.log:
