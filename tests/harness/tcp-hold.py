@@ -8,7 +8,8 @@ Runs inside a test guest namespace only.  Opens N connections, sends
 --first (backslash escapes allowed) on each, then one --trickle byte a
 second on each still open, so an idle timer that restarts on every byte
 never fires.  A connection the server closes within --early seconds
-(default 2) of the start counts as refused, a later close as cut.  Once
+(default 2) of its own connect counts as refused, a later close as cut;
+cut times are from each connection's connect.  Once
 no connection has closed for 1.5 s (or 10 s have passed) it writes
 "held K" to FILE; at the end (all closed, or --for seconds) it appends
 "refused R cut C open O first-cut T last-cut T".
@@ -32,10 +33,11 @@ def main():
     a = ap.parse_args()
     first = a.first.encode().decode("unicode_escape").encode("latin-1")
     start = time.time()
-    socks = []
+    socks, born = [], {}
     for _ in range(a.n):
         try:
             s = socket.create_connection((a.addr, a.port), timeout=5)
+            born[s] = time.time()
             s.sendall(first)
             s.setblocking(False)
             socks.append(s)
@@ -52,7 +54,7 @@ def main():
             except OSError:
                 d = b""
             if not d:
-                closed[s] = time.time() - start
+                closed[s] = time.time() - born[s]
                 open_.discard(s)
                 last_change = time.time()
         now = time.time()
