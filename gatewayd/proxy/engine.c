@@ -259,13 +259,13 @@ put_field(struct conn *c, const struct http_field *f, const char *host)
 		k ^= 1;
 		c->h->injected = true;
 	}
-	rc = 0;
+	/* A Basic pair sent re-encoded is a new form of the value. */
 	if (cur != f->value && scrub_add_basic(&c->h->scrub, cur, cl,
 	    f->value, f->valuelen) < 0)
 		rc = -2;
-	if (rc == 0)
-		rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen, f->name,
-	    (int)cl, cur);
+	else
+		rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen,
+		    f->name, (int)cl, cur);
 	/* both scratch buffers may hold a real value */
 	explicit_bzero(bufs, sizeof(bufs));
 	return rc;
