@@ -60,11 +60,13 @@ struct counters {
 	uint64_t	 forwarded, coalesced, up_timeouts, up_bad, up_mismatch;
 	uint64_t	 up_fail, up_tcp, servfail, rebind_removed;
 	uint64_t	 set_adds, set_fail, set_skipped, tcp_refused, log_suppressed;
+	uint64_t	 tcp_per_src_refused, tcp_expired;
 };
 
 struct tconn {
 	struct evh	 h;
 	struct tlink	 idle;
+	struct tlink	 life;		/* absolute deadline, never extended */
 	struct moat_addr peer;
 	int		 refs;
 	int		 inflight;
@@ -140,7 +142,7 @@ static struct {
 	struct fwd	*fwtab[FWD_BUCKETS];
 	size_t		 nfwd;
 	uint64_t	 fwseed;
-	struct tlist	 fw_udp, fw_tcp, idle, pend;
+	struct tlist	 fw_udp, fw_tcp, idle, pend, life;
 	int		 ntcp;
 	int		 stop;
 	double		 log_tokens;
@@ -1070,6 +1072,7 @@ tconn_close(struct tconn *t)
 		return;
 	t->closed = 1;
 	tlist_del(&t->idle);
+	tlist_del(&t->life);
 	ev_del(&t->h);
 	close(t->h.fd);
 	t->h.fd = -1;
@@ -1156,16 +1159,62 @@ tconn_cb(struct evh *h, uint32_t events)
 	tconn_frames(t);
 }
 
+static bool
+addr_same(const struct moat_addr *a, const struct moat_addr *b)
+{
+	return a->family == b->family && memcmp(a->a, b->a,
+	    a->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* TCP clients from this address.  Every open one is on the idle list; the
+ * list is at most MAX_TCP_CLIENTS long. */
+static unsigned
+tcp_from(const struct moat_addr *a)
+{
+	const struct tlink *l;
+	unsigned n = 0;
+
+	for (l = S.idle.head; l != NULL; l = l->next)
+		if (addr_same(&TL_ENTRY(l, struct tconn, idle)->peer, a))
+			n++;
+	return n;
+}
+
+/* One guest must not hold the TCP side of DNS from the others: each
+ * source gets gateway.dns.tcp_per_sandbox clients, and each client
+ * gateway.dns.tcp_lifetime seconds however busy it keeps its socket. */
+static bool
+tcp_admit(int fd, struct moat_addr *peer)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (S.ntcp >= MAX_TCP_CLIENTS) {
+		S.c.tcp_refused++;
+		return false;
+	}
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == -1 ||
+	    addr_from_sockaddr(&ss, peer) == -1) {
+		S.c.tcp_refused++;
+		return false;
+	}
+	if (tcp_from(peer) >= S.cfg->gw.dns_tcp_per_sandbox) {
+		S.c.tcp_per_src_refused++;
+		return false;
+	}
+	return true;
+}
+
 static void
 tcp_accept_cb(struct evh *h, uint32_t events)
 {
+	struct moat_addr peer;
 	struct tconn *t;
 	int fd;
 
 	while ((fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK |
 	    SOCK_CLOEXEC)) != -1) {
-		if (S.ntcp >= MAX_TCP_CLIENTS) {
-			S.c.tcp_refused++;
+		if (!tcp_admit(fd, &peer)) {
 			close(fd);
 			continue;
 		}
@@ -1174,6 +1223,7 @@ tcp_accept_cb(struct evh *h, uint32_t events)
 		t->h.cb = tconn_cb;
 		t->h.arg = t;
 		t->refs = 1;
+		t->peer = peer;
 		if (ev_add(&t->h, EPOLLIN) == -1) {
 			close(fd);
 			free(t);
@@ -1181,6 +1231,8 @@ tcp_accept_cb(struct evh *h, uint32_t events)
 		}
 		S.ntcp++;
 		tlist_add(&S.idle, &t->idle, ev_now() + TCP_IDLE_MS);
+		tlist_add(&S.life, &t->life, ev_now() +
+		    (uint64_t)S.cfg->gw.dns_tcp_lifetime * 1000);
 	}
 }
 
@@ -1199,6 +1251,10 @@ expire(void)
 	while ((l = S.fw_tcp.head) != NULL && l->deadline <= now) {
 		S.c.up_timeouts++;
 		fwd_next(TL_ENTRY(l, struct fwd, t), 1);
+	}
+	while ((l = S.life.head) != NULL && l->deadline <= now) {
+		S.c.tcp_expired++;
+		tconn_close(TL_ENTRY(l, struct tconn, life));
 	}
 	while ((l = S.idle.head) != NULL && l->deadline <= now) {
 		struct tconn *t = TL_ENTRY(l, struct tconn, idle);
@@ -1223,7 +1279,7 @@ static int
 next_timeout(void)
 {
 	const struct tlist *lists[] = { &S.fw_udp, &S.fw_tcp, &S.idle,
-	    &S.pend };
+	    &S.pend, &S.life };
 	uint64_t min = UINT64_MAX, now = ev_now();
 	size_t i;
 
@@ -1314,7 +1370,8 @@ stats_log(void)
 	    "evictions %llu; forwarded %llu coalesced %llu timeouts %llu "
 	    "bad %llu mismatched %llu failed %llu tcp-retries %llu "
 	    "servfail %llu rebind-removed %llu set-adds %llu set-fail %llu "
-	    "set-covered %llu log-suppressed %llu",
+	    "set-covered %llu log-suppressed %llu tcp-refused %llu "
+	    "tcp-per-source-refused %llu tcp-expired %llu",
 	    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 	    cs.entries, cs.bytes, (unsigned long long)cs.evictions,
 	    (unsigned long long)S.c.forwarded,
@@ -1328,7 +1385,10 @@ stats_log(void)
 	    (unsigned long long)S.c.set_adds,
 	    (unsigned long long)S.c.set_fail,
 	    (unsigned long long)S.c.set_skipped,
-	    (unsigned long long)S.c.log_suppressed);
+	    (unsigned long long)S.c.log_suppressed,
+	    (unsigned long long)S.c.tcp_refused,
+	    (unsigned long long)S.c.tcp_per_src_refused,
+	    (unsigned long long)S.c.tcp_expired);
 }
 
 static void

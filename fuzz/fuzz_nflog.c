@@ -18,7 +18,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	static struct moat_config cfg;	/* no sandboxes: lookups find none */
 	struct nflog_event ev;
-	char json[512], *buf;
+	char json[512], key[64], *buf;
 	int n;
 
 	/* Netlink parsers read headers in place: give them aligned memory. */
@@ -27,6 +27,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memcpy(buf, data, len);
 	if (nflog_parse(buf, len, &ev) == 0) {
 		n = nflog_event_json(&ev, &cfg, json, sizeof(json));
+		nflog_event_key(&ev, 3, &cfg.gw.network, key, sizeof(key));
 		if (n < 2 || json[0] != '{' || json[n - 1] != '}')
 			abort();
 		for (int i = 0; i < n; i++)

@@ -39,9 +39,13 @@ json_escape(const char *s)
 	return out;
 }
 
+static void audit_rotate(struct gw *);
+
 int
 audit_open(struct gw *gw)
 {
+	struct stat st;
+
 	if (gw->audit_path == NULL) {
 		if (gw->opts.audit_path != NULL)
 			gw->audit_path = xstrdup(gw->opts.audit_path);
@@ -55,7 +59,91 @@ audit_open(struct gw *gw)
 		log_warn("audit log %s", gw->audit_path);
 		return -1;
 	}
+	gw->audit.size = fstat(gw->auditfd, &st) == 0 ? st.st_size : 0;
 	return 0;
+}
+
+/* Lines in a file, to count what a rotation throws away. */
+static uint64_t
+count_lines(const char *path)
+{
+	char buf[65536];
+	uint64_t n = 0;
+	ssize_t r, i;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return 0;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		for (i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	close(fd);
+	return n;
+}
+
+/*
+ * Nothing a guest does may fill the gateway's disk: past audit_max_kb the
+ * file becomes FILE.1 (replacing the one before, whose lines are counted
+ * as dropped) and a new file starts, so the log takes at most twice
+ * audit_max_kb.  The new file opens with what was dropped so far.
+ */
+static void
+audit_rotate(struct gw *gw)
+{
+	char *old, json[256];
+	uint64_t gone;
+
+	xasprintf(&old, "%s.1", gw->audit_path);
+	gone = count_lines(old);
+	if (rename(gw->audit_path, old) == -1) {
+		log_warn("audit log: rotate %s", gw->audit_path);
+		free(old);
+		return;
+	}
+	free(old);
+	gw->audit.dropped += gone;
+	gw->audit.rotations++;
+	audit_reopen(gw);
+	gw->audit.size = 0;
+	snprintf(json, sizeof(json), "{\"event\":\"audit-rotated\","
+	    "\"max_kb\":%u,\"rotations\":%llu,\"dropped_lines\":%llu,"
+	    "\"suppressed\":%llu,\"lost\":%llu}", gw->cfg->gw.audit_max_kb,
+	    (unsigned long long)gw->audit.rotations,
+	    (unsigned long long)gw->audit.dropped,
+	    (unsigned long long)gw->audit.suppressed,
+	    (unsigned long long)gw->audit.lost);
+	audit_write(gw, json);
+}
+
+/* Children report what their rate limits left out; keep the totals. */
+static void
+audit_count(struct gw *gw, const char *json)
+{
+	const char *p;
+	unsigned long long n;
+
+	if (strstr(json, "\"event\":\"refusals-lost\"") != NULL)
+		gw->audit.lost++;
+	if (strstr(json, "\"event\":\"refusals-suppressed\"") != NULL &&
+	    (p = strstr(json, "\"count\":")) != NULL &&
+	    sscanf(p + 8, "%llu", &n) == 1)
+		gw->audit.suppressed += n;
+}
+
+char *
+audit_counters(const struct gw *gw)
+{
+	char *s;
+
+	xasprintf(&s, "audit  lines %llu, size %lld of %u KiB, rotations "
+	    "%llu, dropped lines %llu, refusals suppressed %llu, overruns "
+	    "%llu\n", (unsigned long long)gw->audit.lines,
+	    (long long)gw->audit.size, gw->cfg->gw.audit_max_kb,
+	    (unsigned long long)gw->audit.rotations,
+	    (unsigned long long)gw->audit.dropped,
+	    (unsigned long long)gw->audit.suppressed,
+	    (unsigned long long)gw->audit.lost);
+	return s;
 }
 
 void
@@ -96,8 +184,16 @@ audit_write(struct gw *gw, const char *json)
 	/* Prepend the time to the object: {"time":"...",<rest of json>} */
 	n = xasprintf(&line, "{\"time\":\"%s.%03ldZ\",%s\n", stamp,
 	    ts.tv_nsec / 1000000, json + 1);
+	audit_count(gw, json);
+	if (gw->auditfd != -1 && gw->audit.size > 0 && gw->audit.size + n >
+	    (off_t)gw->cfg->gw.audit_max_kb * 1024)
+		audit_rotate(gw);
 	if (gw->auditfd != -1 && write(gw->auditfd, line, (size_t)n) != n)
 		log_warn("audit log write");
+	else if (gw->auditfd != -1) {
+		gw->audit.size += n;
+		gw->audit.lines++;
+	}
 	syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
 	control_broadcast_log(gw, line);
 	free(line);

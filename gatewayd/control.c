@@ -487,6 +487,7 @@ ctl_status(struct ctl_req *r)
 	time_t now = time(NULL);
 	char refusals[320];
 	bool fast;
+	char *text;
 	int i;
 
 	fast = policy_refusals_state(gw->cfg, refusals, sizeof(refusals));
@@ -494,12 +495,18 @@ ctl_status(struct ctl_req *r)
 		reply(r, "{\"config\":\"%s\",\"uptime\":%lld,\"sandboxes\":%zu,"
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
 		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
-		    "\"refusals\":\"%s\",\"children\":[", gw->cfg->path,
+		    "\"refusals\":\"%s\",\"audit\":{\"rotations\":%llu,"
+		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},"
+		    "\"children\":[", gw->cfg->path,
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
 		    (unsigned long long)gw->set_refused,
-		    fast ? "true" : "false", refusals);
+		    fast ? "true" : "false", refusals,
+		    (unsigned long long)gw->audit.rotations,
+		    (unsigned long long)gw->audit.dropped,
+		    (unsigned long long)gw->audit.suppressed,
+		    (unsigned long long)gw->audit.lost);
 		for (i = 0; i < PROC_MAX; i++)
 			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
 			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
@@ -515,6 +522,9 @@ ctl_status(struct ctl_req *r)
 	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
 	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
 	    gw->reload_failures, refusals);
+	text = audit_counters(gw);
+	reply(r, "%s", text);
+	free(text);
 	for (i = 0; i < PROC_MAX; i++) {
 		if (!gw->procs[i].enabled)
 			reply(r, "child      %-6s disabled\n", gw->procs[i].name);
@@ -584,6 +594,9 @@ ctl_counters(struct ctl_req *r)
 		reply(r, "error: cannot read counters\n");
 		return;
 	}
+	reply(r, "%s", text);
+	free(text);
+	text = audit_counters(r->gw);
 	reply(r, "%sok\n", text);
 	free(text);
 }

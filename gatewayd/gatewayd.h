@@ -86,6 +86,8 @@ void	audit_reopen(struct gw *);
 void	audit_close(struct gw *);
 /* Write one JSON object (already formatted, printable, no newline). */
 void	audit_write(struct gw *, const char *json);
+/* "audit ..." lines for ctl counters and status; malloc'ed. */
+char	*audit_counters(const struct gw *);
 /* Build and write an event: fields as alternating key, value strings,
  * NULL-terminated; values are JSON-escaped here. */
 void	audit_event(struct gw *, const char *event, ...)
@@ -195,6 +197,14 @@ struct gw {
 	struct gw_client	 clients[GW_MAX_CLIENTS];
 	int			 auditfd;
 	char			*audit_path;
+	struct audit_stats {
+		off_t		 size;		/* of the current file */
+		uint64_t	 lines;		/* written since start */
+		uint64_t	 rotations;	/* by size (audit_max_kb) */
+		uint64_t	 dropped;	/* lines rotated away for good */
+		uint64_t	 suppressed;	/* refusals left out (rate) */
+		uint64_t	 lost;		/* refusal log overruns */
+	}			 audit;
 	gid_t			 moat_gid;	/* (gid_t)-1 if no such group */
 	time_t			 started;
 	time_t			 last_reload;

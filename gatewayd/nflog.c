@@ -14,6 +14,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_log.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/ip6.h>
@@ -177,10 +178,33 @@ nflog_parse(const void *buf, size_t len, struct nflog_event *ev)
 			ev->has_mac = 1;
 		}
 	}
+	if (tb[NFULA_IFINDEX_INDEV] != NULL &&
+	    mnl_attr_get_payload_len(tb[NFULA_IFINDEX_INDEV]) >= 4)
+		ev->indev = ntohl(mnl_attr_get_u32(tb[NFULA_IFINDEX_INDEV]));
+	if (tb[NFULA_IFINDEX_PHYSINDEV] != NULL &&
+	    mnl_attr_get_payload_len(tb[NFULA_IFINDEX_PHYSINDEV]) >= 4)
+		ev->physindev =
+		    ntohl(mnl_attr_get_u32(tb[NFULA_IFINDEX_PHYSINDEV]));
 	if (tb[NFULA_PAYLOAD] != NULL)
 		parse_l3(mnl_attr_get_payload(tb[NFULA_PAYLOAD]),
 		    mnl_attr_get_payload_len(tb[NFULA_PAYLOAD]), ev);
 	return 0;
+}
+
+void
+nflog_event_key(const struct nflog_event *ev, uint32_t bridge_ifindex,
+    const struct moat_prefix *network, char *out, size_t len)
+{
+	struct moat_addr a;
+
+	if (ev->physindev != 0)
+		snprintf(out, len, "port:%u", ev->physindev);
+	else if (ev->indev != 0 && ev->indev == bridge_ifindex &&
+	    ev->src[0] && addr_parse(ev->src, &a) == 0 &&
+	    prefix_contains(network, &a))
+		snprintf(out, len, "addr:%s", ev->src);
+	else
+		snprintf(out, len, "if:%u", ev->indev);
 }
 
 static const char *
@@ -219,18 +243,23 @@ nflog_event_json(const struct nflog_event *ev, const struct moat_config *cfg,
 /* --- the child ------------------------------------------------------------ */
 
 /*
- * A guest that scans the gateway's 65,535 ports must not be able to fill
- * the disk through the audit log.  Each source gets NFLOG_RATE lines a
- * second (burst NFLOG_BURST); what is suppressed is counted and reported
- * once a second as one "refusals-suppressed" event.  The kernel's
- * per-reason counters stay exact.
+ * A guest that scans the gateway's 65,535 ports, or forges a new source
+ * address for every packet, must not be able to fill the disk through the
+ * audit log.  Each ingress (nflog_event_key: never the claimed source
+ * alone) gets NFLOG_RATE lines a second (burst NFLOG_BURST), and all of
+ * them together NFLOG_ALL_RATE (burst NFLOG_ALL_BURST); what is
+ * suppressed is counted and reported once a second as one
+ * "refusals-suppressed" event per ingress.  The kernel's per-reason
+ * counters stay exact.
  */
 #define NFLOG_RATE	50
 #define NFLOG_BURST	200
+#define NFLOG_ALL_RATE	150
+#define NFLOG_ALL_BURST	400
 #define NFLOG_SOURCES	1024
 
 struct bucket {
-	char	 src[46];
+	char	 key[64];
 	double	 tokens;
 	time_t	 last;
 	unsigned suppressed;
@@ -239,26 +268,37 @@ struct bucket {
 
 static const struct moat_config *child_cfg;
 static int child_ipc;
+static uint32_t child_bridge;	/* ifindex of gateway.bridge, 0 if absent */
 static struct bucket buckets[NFLOG_SOURCES];
+static struct bucket all = { "*", NFLOG_ALL_BURST, 0, 0, "" };
 
 static struct bucket *
-bucket_for(const char *src, time_t now)
+bucket_for(const char *key, time_t now)
 {
 	struct bucket *b, *oldest = &buckets[0];
 	size_t i;
 
 	for (i = 0; i < NFLOG_SOURCES; i++) {
 		b = &buckets[i];
-		if (strcmp(b->src, src) == 0)
+		if (strcmp(b->key, key) == 0)
 			return b;
 		if (b->last < oldest->last)
 			oldest = b;
 	}
 	memset(oldest, 0, sizeof(*oldest));
-	snprintf(oldest->src, sizeof(oldest->src), "%s", src);
+	snprintf(oldest->key, sizeof(oldest->key), "%s", key);
 	oldest->tokens = NFLOG_BURST;
 	oldest->last = now;
 	return oldest;
+}
+
+static void
+refill(struct bucket *b, time_t now, double rate, double burst)
+{
+	b->tokens += (double)(now - b->last) * rate;
+	if (b->tokens > burst)
+		b->tokens = burst;
+	b->last = now;
 }
 
 static void
@@ -280,8 +320,9 @@ flush_suppressed(time_t now)
 		if (b->suppressed == 0 || b->last == now)
 			continue;
 		send_json(json, snprintf(json, sizeof(json), "{\"event\":"
-		    "\"refusals-suppressed\",\"sandbox\":\"%s\",\"src\":"
-		    "\"%s\",\"count\":%u}", b->sandbox, b->src, b->suppressed));
+		    "\"refusals-suppressed\",\"sandbox\":\"%s\",\"ingress\":"
+		    "\"%s\",\"count\":%u}", b->sandbox, b->key,
+		    b->suppressed));
 		b->suppressed = 0;
 	}
 }
@@ -292,24 +333,25 @@ packet_cb(const struct nlmsghdr *nlh, void *data)
 	struct nflog_event ev;
 	struct bucket *b;
 	time_t now = time(NULL);
-	char json[512], *sb;
+	char json[512], key[64], *sb;
 	int n;
 
 	if (nflog_parse(nlh, nlh->nlmsg_len, &ev) == -1)
 		return MNL_CB_OK;	/* not ours, or malformed: skip */
 	n = nflog_event_json(&ev, child_cfg, json, sizeof(json));
-	b = bucket_for(ev.src, now);
-	b->tokens += (double)(now - b->last) * NFLOG_RATE;
-	if (b->tokens > NFLOG_BURST)
-		b->tokens = NFLOG_BURST;
-	b->last = now;
-	if (b->tokens < 1) {
+	nflog_event_key(&ev, child_bridge, &child_cfg->gw.network, key,
+	    sizeof(key));
+	b = bucket_for(key, now);
+	refill(b, now, NFLOG_RATE, NFLOG_BURST);
+	refill(&all, now, NFLOG_ALL_RATE, NFLOG_ALL_BURST);
+	if (b->tokens < 1 || all.tokens < 1) {
 		if (b->suppressed++ == 0 &&
 		    (sb = strstr(json, "\"sandbox\":\"")) != NULL)
 			sscanf(sb + 11, "%32[^\"]", b->sandbox);
 		return MNL_CB_OK;
 	}
 	b->tokens -= 1;
+	all.tokens -= 1;
 	send_json(json, n);
 	return MNL_CB_OK;
 }
@@ -323,6 +365,9 @@ nflog_child(int nlfd, int ipc, const struct moat_config *cfg, pid_t parent)
 
 	child_cfg = cfg;
 	child_ipc = ipc;
+	/* Before the sandbox: naming an interface needs a socket ioctl. */
+	child_bridge = if_nametoindex(cfg->gw.bridge);
+	all.last = time(NULL);
 	/* Wake at least once a second to report what was suppressed. */
 	setsockopt(nlfd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
 	if (drop_to_user("moat-log") == -1 && drop_to_user("nobody") == -1)

@@ -403,6 +403,32 @@ set_port(struct loader *ld, const config_setting_t *s, void *obj,
 	*FIELD(obj, k, uint16_t) = (uint16_t)v;
 }
 
+/* Bounded counts: the limits live here so that each key's error says
+ * what it accepts. */
+static const struct { const char *name; long long min, max; } counts[] = {
+	{ "tcp_per_sandbox", 1, 1024 },
+	{ "tcp_lifetime", 1, 3600 },
+	{ "per_sandbox", 1, 65535 },
+	{ "audit_max_kb", 64, 16777216 },
+};
+
+static void
+set_count(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+	size_t i;
+
+	for (i = 0; strcmp(counts[i].name, k->name) != 0; i++)
+		;
+	if (v < counts[i].min || v > counts[i].max) {
+		serr(ld, s, "%s: %s: expected %lld to %lld, got %lld", ctx,
+		    k->name, counts[i].min, counts[i].max, v);
+		return;
+	}
+	*FIELD(obj, k, unsigned) = (unsigned)v;
+}
+
 static void
 set_owner(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
@@ -565,6 +591,10 @@ set_upstream(struct loader *ld, const config_setting_t *s, void *obj,
 
 static const struct key dns_keys[] = {
 	{ "upstream", K_STRLIST, 1, set_upstream, 0 },
+	{ "tcp_per_sandbox", K_INT, 0, set_count,
+	    offsetof(struct moat_gateway, dns_tcp_per_sandbox) },
+	{ "tcp_lifetime", K_INT, 0, set_count,
+	    offsetof(struct moat_gateway, dns_tcp_lifetime) },
 };
 
 static void
@@ -594,6 +624,8 @@ static const struct key proxy_keys[] = {
 	{ "upstream_ca", K_STR, 0, set_upstream_ca, 0 },
 	{ "intercept", K_BOOL, 0, set_bool,
 	    offsetof(struct moat_gateway, intercept) },
+	{ "per_sandbox", K_INT, 0, set_count,
+	    offsetof(struct moat_gateway, proxy_per_sandbox) },
 };
 
 static void
@@ -791,6 +823,8 @@ static const struct key gateway_keys[] = {
 	{ "nflog_group", K_INT, 0, set_nflog, 0 },
 	{ "admin_group", K_STR, 0, set_admin_group, 0 },
 	{ "refusals", K_GROUP, 0, set_refusals, 0 },
+	{ "audit_max_kb", K_INT, 0, set_count,
+	    offsetof(struct moat_gateway, audit_max_kb) },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -1524,6 +1558,10 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.nflog_group = 77;
 	cfg->gw.fast_refusals = true;
 	cfg->gw.refusal_rate = 100000;
+	cfg->gw.audit_max_kb = 65536;
+	cfg->gw.dns_tcp_per_sandbox = 8;
+	cfg->gw.dns_tcp_lifetime = 30;
+	cfg->gw.proxy_per_sandbox = 64;
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
 }
 

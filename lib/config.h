@@ -89,6 +89,10 @@ struct moat_gateway {
 	size_t		 nexceptions;
 	char		*state_dir;	/* default /var/lib/moat */
 	uint16_t	 nflog_group;	/* default 77 */
+	unsigned	 audit_max_kb;	/* audit file rotated past this */
+	unsigned	 dns_tcp_per_sandbox;	/* TCP clients per source */
+	unsigned	 dns_tcp_lifetime;	/* seconds, whatever the traffic */
+	unsigned	 proxy_per_sandbox;	/* proxy connections per sandbox */
 	char		*admin_group;	/* members manage every sandbox */
 	bool		 fast_refusals;	/* lift the kernel's per-host ICMP limit */
 	uint32_t	 refusal_rate;	/* global ICMP errors/s kept as a flood guard */

@@ -82,9 +82,11 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		fputs(i ? ", " : " ", fp);
 		pstr(fp, addr_fmt(&gw->upstream[i], buf, sizeof(buf)));
 	}
-	fputs(" ]; };\n", fp);
-	fprintf(fp, "  proxy: { port = %u; intercept = %s;", gw->proxy_port,
-	    gw->intercept ? "true" : "false");
+	fprintf(fp, " ]; tcp_per_sandbox = %u; tcp_lifetime = %u; };\n",
+	    gw->dns_tcp_per_sandbox, gw->dns_tcp_lifetime);
+	fprintf(fp, "  proxy: { port = %u; intercept = %s; per_sandbox = %u;",
+	    gw->proxy_port, gw->intercept ? "true" : "false",
+	    gw->proxy_per_sandbox);
 	if (gw->proxy_upstream_ca != NULL) {
 		fputs(" upstream_ca = ", fp);
 		pstr(fp, gw->proxy_upstream_ca);
@@ -108,6 +110,7 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fprintf(fp, "  nflog_group = %u;\n", gw->nflog_group);
 	fprintf(fp, "  refusals: { fast = %s; global_rate = %u; };\n",
 	    gw->fast_refusals ? "true" : "false", gw->refusal_rate);
+	fprintf(fp, "  audit_max_kb = %u;\n", gw->audit_max_kb);
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
 	fputs("};\n", fp);

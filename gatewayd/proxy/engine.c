@@ -38,11 +38,13 @@ struct http {
 	struct chunked	 rsch;
 	bool		 rechunk;	/* chunked towards the guest */
 	bool		 head_req, upgrade_req, close_after;
+	bool		 injected;	/* a secret went up this connection */
 	int		 req_minor;
 	struct subst	*needles;	/* placeholders that do not belong */
 	size_t		 nneedles;
 	int		*needle_secret;	/* index into secrets */
 	struct phwatch	 watch;
+	struct scrub	 scrub;		/* what responses are scrubbed of */
 	struct redactor	 red;
 	uint8_t		*dec, *outb;	/* decode and redact scratch */
 	size_t		 outbcap;
@@ -52,6 +54,7 @@ void
 http_free(struct http *h)
 {
 	redactor_free(&h->red);
+	scrub_free(&h->scrub);
 	phwatch_free(&h->watch);
 	free(h->needles);
 	free(h->needle_secret);
@@ -72,7 +75,8 @@ http_start(struct conn *c)
 
 	c->h = h;
 	c->st = S_HTTP;
-	redactor_init(&h->red, ss->redact, ss->n);
+	scrub_init(&h->scrub, ss);
+	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 	h->needles = xcalloc(ss->n + 1, sizeof(*h->needles));
 	h->needle_secret = xcalloc(ss->n + 1, sizeof(int));
 	h->dec = xmalloc(REDACT_CHUNK);
@@ -221,7 +225,8 @@ hop_by_hop_request(const struct http_field *f)
 
 /* Write one field to out, with the real values of the secrets that may be
  * injected into it, one secret at a time so each injection is audited by
- * name.  -1 if out is full. */
+ * name.  -1 if out is full, -2 if the connection holds too many
+ * credential forms to scrub. */
 static int
 put_field(struct conn *c, const struct http_field *f, const char *host)
 {
@@ -252,12 +257,28 @@ put_field(struct conn *c, const struct http_field *f, const char *host)
 		cur = bufs[k];
 		cl = (size_t)vl;
 		k ^= 1;
+		c->h->injected = true;
 	}
-	rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen, f->name,
-	    (int)cl, cur);
+	/* A Basic pair sent re-encoded is a new form of the value. */
+	if (cur != f->value && scrub_add_basic(&c->h->scrub, cur, cl,
+	    f->value, f->valuelen) < 0)
+		rc = -2;
+	else
+		rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen,
+		    f->name, (int)cl, cur);
 	/* both scratch buffers may hold a real value */
 	explicit_bzero(bufs, sizeof(bufs));
 	return rc;
+}
+
+/* Fields that only go up a connection that has carried no secret: a
+ * compressed echo could not be scrubbed, and after a protocol switch
+ * nothing is. */
+static bool
+withheld_after_secret(const struct http_field *f)
+{
+	return http_field_is(f, "accept-encoding") ||
+	    http_field_is(f, "upgrade");
 }
 
 static int
@@ -265,17 +286,40 @@ put_head(struct conn *c, const struct http_head *hd, const char *host,
     const char *path, size_t pathlen)
 {
 	size_t i;
+	int rc;
 
 	if (buf_printf(&c->u.out, "%.*s %.*s HTTP/1.%d\r\n", (int)hd->methodlen,
 	    hd->method, (int)pathlen, path, hd->minor) < 0)
 		return -1;
 	for (i = 0; i < hd->nfields; i++) {
-		if (hop_by_hop_request(&hd->fields[i]))
+		if (hop_by_hop_request(&hd->fields[i]) ||
+		    withheld_after_secret(&hd->fields[i]))
 			continue;
-		if (put_field(c, &hd->fields[i], host) < 0)
-			return -1;
+		if ((rc = put_field(c, &hd->fields[i], host)) < 0)
+			return rc;
 	}
+	/* Only now is it known whether a secret went into this head. */
+	for (i = 0; i < hd->nfields && !c->h->injected; i++)
+		if (withheld_after_secret(&hd->fields[i]) &&
+		    put_field(c, &hd->fields[i], host) < 0)
+			return -1;
 	return buf_put(&c->u.out, "\r\n", 2);
+}
+
+/* The responses' scrubber follows the forms this connection has sent. */
+static void
+scrub_refresh(struct http *h)
+{
+	size_t need;
+
+	redactor_free(&h->red);
+	redactor_init(&h->red, h->scrub.s, h->scrub.n);
+	if ((need = redact_outmax(&h->red, REDACT_CHUNK)) > h->outbcap) {
+		explicit_bzero(h->outb, h->outbcap);
+		free(h->outb);
+		h->outb = xmalloc(need);
+		h->outbcap = need;
+	}
 }
 
 static bool
@@ -317,16 +361,22 @@ request_head(struct conn *c)
 		refuse_placeholder(c, r, host);
 		return false;
 	}
-	if (put_head(c, hd, host, path, pathlen) < 0) {
+	if ((r = put_head(c, hd, host, path, pathlen)) < 0) {
 		buf_free(&c->u.out);
-		conn_refuse(c, 431, "request head too large after injection");
+		if (r == -2)
+			conn_refuse(c, 403, "too many distinct credentials on "
+			    "one connection");
+		else
+			conn_refuse(c, 431, "request head too large after "
+			    "injection");
 		return false;
 	}
+	scrub_refresh(h);
 	h->rqbody = hd->body;
 	h->rqremain = hd->length;
 	memset(&h->rqch, 0, sizeof(h->rqch));
 	h->head_req = hd->methodlen == 4 && memcmp(hd->method, "HEAD", 4) == 0;
-	h->upgrade_req = hd->upgrade;
+	h->upgrade_req = hd->upgrade && !h->injected;
 	h->close_after = hd->close;
 	h->req_minor = hd->minor;
 	buf_consume(&c->g.in, hd->headlen);
@@ -341,27 +391,33 @@ request_body(struct conn *c)
 {
 	struct http *h = c->h;
 	size_t n = c->g.in.len, room = buf_room(&c->u.out), used, ol;
-	const uint8_t *p = c->g.in.d + c->g.in.off;
+	const uint8_t *p = c->g.in.d + c->g.in.off, *data = p;
 	enum chunk_ret cr = CHUNK_MORE;
 	int r;
 
 	if (n > room)
 		n = room;
+	if (n > REDACT_CHUNK)
+		n = REDACT_CHUNK;	/* h->dec holds the decoded payload */
 	if (n == 0)
 		return false;
 	if (h->rqbody == BODY_LENGTH) {
 		if (n > h->rqremain)
 			n = (size_t)h->rqremain;
 		h->rqremain -= n;
+		ol = n;
 	} else {
-		cr = chunked_feed(&h->rqch, p, n, NULL, &ol, &used);
+		/* The watch sees the payload: a placeholder split by chunk
+		 * framing is whole again. */
+		cr = chunked_feed(&h->rqch, p, n, h->dec, &ol, &used);
 		if (cr == CHUNK_ERROR) {
 			conn_refuse(c, 400, "invalid chunked request body");
 			return false;
 		}
 		n = used;
+		data = h->dec;
 	}
-	if ((r = phwatch_feed(&h->watch, p, n)) >= 0) {
+	if ((r = phwatch_feed(&h->watch, data, ol)) >= 0) {
 		refuse_placeholder(c, r, c->host);
 		return false;
 	}
@@ -391,11 +447,10 @@ static int
 put_redacted_field(struct conn *c, const struct http_field *f)
 {
 	char val[HTTP_MAX_HEAD * 2];
-	struct secrets *ss = proxy.secrets;
 	ssize_t vl;
 
-	vl = subst_all(f->value, f->valuelen, ss->redact, ss->n, val,
-	    sizeof(val), NULL);
+	vl = subst_all(f->value, f->valuelen, c->h->scrub.s, c->h->scrub.n,
+	    val, sizeof(val), NULL);
 	if (vl < 0)
 		return -1;
 	return buf_printf(&c->g.out, "%.*s: %.*s\r\n", (int)f->namelen,
@@ -452,7 +507,7 @@ response_done(struct conn *c)
 
 	h->rs = RS_IDLE;
 	redactor_free(&h->red);
-	redactor_init(&h->red, proxy.secrets->redact, proxy.secrets->n);
+	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 	if (h->rq != RQ_DONE)
 		h->close_after = true;	/* answered before the body ended */
 	if (h->close_after) {
@@ -469,6 +524,23 @@ start_tunnel(struct conn *c)
 {
 	c->st = S_TUNNEL;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
+}
+
+/* A Content-Encoding other than identity: bytes the scrubber cannot
+ * read. */
+static bool
+encoded(const struct http_head *hd)
+{
+	const struct http_field *f;
+	size_t i;
+
+	for (i = 0; i < hd->nfields; i++) {
+		f = &hd->fields[i];
+		if (http_field_is(f, "content-encoding") && !(f->valuelen ==
+		    8 && strncasecmp(f->value, "identity", 8) == 0))
+			return true;
+	}
+	return false;
 }
 
 static bool
@@ -495,6 +567,11 @@ response_head(struct conn *c)
 	}
 	if (hd->status == 101 && !h->upgrade_req) {
 		conn_refuse(c, 502, "upstream switched protocols unasked");
+		return false;
+	}
+	if (h->injected && encoded(hd)) {
+		conn_refuse(c, 502, "upstream compressed a response on a "
+		    "connection that carried a secret");
 		return false;
 	}
 	h->rsbody = hd->body;

@@ -389,9 +389,13 @@ main(int argc, char *argv[])
 	signals();
 	proxy.cfg = cfg;
 	proxy.secrets = &secrets;
-	proxy.sb_max = proxy.maxconns / 2;
-	log_info("serving %zu sandboxes, %zu secrets, up to %d connections",
-	    cfg->nsandboxes, secrets.n, proxy.maxconns);
+	/* One sandbox must leave room for the others: never half of all. */
+	proxy.sb_max = (int)cfg->gw.proxy_per_sandbox;
+	if (proxy.sb_max > (proxy.maxconns - 1) / 2)
+		proxy.sb_max = (proxy.maxconns - 1) / 2;
+	log_info("serving %zu sandboxes, %zu secrets, up to %d connections, "
+	    "%d per sandbox", cfg->nsandboxes, secrets.n, proxy.maxconns,
+	    proxy.sb_max);
 	ev_loop(&stop, tick);
 	log_info("stopping");
 	secrets_wipe(&secrets);

@@ -278,6 +278,66 @@ subst_header(const char *src, size_t len, const struct subst *s, size_t n,
 	return subst_all(src, len, s, n, dst, cap, count);
 }
 
+/* --- what responses are scrubbed of ------------------------------------- */
+
+void
+scrub_init(struct scrub *sc, const struct secrets *ss)
+{
+	sc->n = ss->n;
+	sc->nextra = 0;
+	sc->s = xcalloc(ss->n + SCRUB_MAX_EXTRA + 1, sizeof(*sc->s));
+	if (ss->n > 0)
+		memcpy(sc->s, ss->redact, ss->n * sizeof(*sc->s));
+}
+
+void
+scrub_free(struct scrub *sc)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nextra; i++) {
+		explicit_bzero((char *)sc->s[i].from, sc->s[i].fromlen);
+		free((char *)sc->s[i].from);
+		free((char *)sc->s[i].to);
+	}
+	free(sc->s);
+	memset(sc, 0, sizeof(*sc));
+}
+
+static char *
+memdup0(const char *p, size_t len)
+{
+	char *d = xmalloc(len + 1);
+
+	memcpy(d, p, len);
+	d[len] = '\0';
+	return d;
+}
+
+int
+scrub_add_basic(struct scrub *sc, const char *sent, size_t sentlen,
+    const char *orig, size_t origlen)
+{
+	size_t i;
+
+	if (sentlen <= 6 || origlen <= 6 || strncasecmp(sent, "Basic ", 6) ||
+	    strncasecmp(orig, "Basic ", 6))
+		return 0;
+	sent += 6, sentlen -= 6, orig += 6, origlen -= 6;
+	for (i = 0; i < sc->nextra; i++)
+		if (sc->s[i].fromlen == sentlen &&
+		    memcmp(sc->s[i].from, sent, sentlen) == 0)
+			return 0;
+	if (sc->nextra >= SCRUB_MAX_EXTRA)
+		return -1;
+	memmove(sc->s + 1, sc->s, sc->n * sizeof(*sc->s));
+	sc->s[0] = (struct subst){ memdup0(sent, sentlen), sentlen,
+	    memdup0(orig, origlen), origlen };
+	sc->n++;
+	sc->nextra++;
+	return 0;
+}
+
 /* --- streaming redaction ---------------------------------------------- */
 
 void

@@ -67,6 +67,25 @@ size_t	b64_encode(const uint8_t *in, size_t len, char *out);	/* out: 4*ceil(len/
 /* -1 on invalid input; out needs 3*len/4 bytes. */
 ssize_t	b64_decode(const char *in, size_t len, uint8_t *out);
 
+/* What a connection's responses are scrubbed of: every secret's raw value
+ * and, once the proxy has sent them, the other forms it produced from a
+ * value (the base64 of a "user:value" Basic pair), each mapped back to
+ * the form the guest sent.  Extra forms are derived from secrets: they
+ * are wiped when dropped. */
+#define SCRUB_MAX_EXTRA	16
+struct scrub {
+	struct subst	*s;		/* extras first (the longer forms must
+					 * win), then the secrets' values */
+	size_t		 n, nextra;
+};
+void	scrub_init(struct scrub *, const struct secrets *);
+void	scrub_free(struct scrub *);
+/* Record that "Basic <sent>" went upstream where the guest wrote "Basic
+ * <orig>".  0 (added, or already known, or not Basic), -1 when the
+ * connection already holds SCRUB_MAX_EXTRA forms. */
+int	scrub_add_basic(struct scrub *, const char *sent, size_t sentlen,
+	    const char *orig, size_t origlen);
+
 /* Streaming value -> placeholder for a response body.  A tail that could
  * start a value is held back until the next feed shows whether it does. */
 #define REDACT_CHUNK	8192	/* most input bytes per redact_feed */

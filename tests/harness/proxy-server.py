@@ -6,7 +6,10 @@
 
 Runs inside a test namespace only.  Paths:
   /echo        body = the request head exactly as received (and appended
-               to --log), so a test sees what reached the server
+               to --log), so a test sees what reached the server; a
+               chunked request body is read whole before answering
+  /gzecho      the same, gzip-encoded when Accept-Encoding offers gzip
+  /gzalways    the same, always gzip-encoded (whatever was offered)
   /leak        chunked body carrying the bytes of --leak FILE, split in
                the middle across two chunks and two writes
   /sse         text/event-stream: 3 events, 0.4 s apart (chunked)
@@ -16,6 +19,7 @@ Runs inside a test namespace only.  Paths:
 Keep-alive (HTTP/1.1).  Stops by itself after --lifetime seconds.
 """
 import argparse
+import gzip
 import http.server
 import socketserver
 import ssl
@@ -41,6 +45,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def read_chunked(self):
+        # The whole body before any answer, as a real server would: the
+        # proxy then sees every chunk before the response starts.
+        body = b""
+        while True:
+            try:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+            except ValueError:
+                return body
+            if size <= 0:
+                self.rfile.readline()
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline()
+
+    def send_gzip(self, body):
+        z = gzip.compress(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(z)))
+        self.end_headers()
+        self.wfile.write(z)
+
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
@@ -50,11 +78,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = b""
         if self.headers.get("Content-Length"):
             body = self.rfile.read(int(self.headers["Content-Length"]))
-        if path == "/echo":
+        elif self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = self.read_chunked()
+        if path in ("/echo", "/gzecho", "/gzalways"):
             text = self.head_text() + "\r\n" + body.decode("latin-1")
             if self.server.log:
                 with open(self.server.log, "a") as f:
                     f.write(text + "----\n")
+            if path == "/gzalways" or (path == "/gzecho" and "gzip" in
+                                       self.headers.get("Accept-Encoding", "")):
+                return self.send_gzip(text.encode())
             return self.send_body(text.encode())
         if path == "/small":
             return self.send_body(b"ok\n")

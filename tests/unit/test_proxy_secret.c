@@ -45,6 +45,81 @@ test_inject(void **state)
 	    &count), -1);
 }
 
+/* A bound host that echoes the Authorization it got hands back the base64
+ * of "user:VAL": the scrubber turns it into the guest's own "user:PH"
+ * form, at every split of the body, and the raw value too. */
+static void
+test_scrub_basic_echo(void **state)
+{
+	struct subst redtab[1] = { red };
+	struct secrets ss = { .n = 1, .redact = redtab };
+	char orig[256], sent[256], body[512], want[512], b64ph[128], b64v[128];
+	uint8_t out[2048];
+	struct redactor r;
+	struct scrub sc;
+	size_t bl, i, o;
+	ssize_t n;
+	int count;
+
+	b64_encode((const uint8_t *)"alice:" PH, 6 + sizeof(PH) - 1, b64ph);
+	b64_encode((const uint8_t *)"alice:" VAL, 6 + sizeof(VAL) - 1, b64v);
+	snprintf(orig, sizeof(orig), "Basic %s", b64ph);
+	n = subst_header(orig, strlen(orig), &inj, 1, sent, sizeof(sent),
+	    &count);
+	assert_int_equal(count, 1);
+	scrub_init(&sc, &ss);
+	assert_int_equal(scrub_add_basic(&sc, sent, (size_t)n, orig,
+	    strlen(orig)), 0);
+	assert_int_equal(sc.n, 2);
+	/* the same form again is not a second entry */
+	assert_int_equal(scrub_add_basic(&sc, sent, (size_t)n, orig,
+	    strlen(orig)), 0);
+	assert_int_equal(sc.n, 2);
+	bl = (size_t)snprintf(body, sizeof(body), "{\"authorization\": "
+	    "\"Basic %s\", \"raw\": \"%s\"}", b64v, VAL);
+	snprintf(want, sizeof(want), "{\"authorization\": \"Basic %s\", "
+	    "\"raw\": \"%s\"}", b64ph, PH);
+	for (i = 0; i <= bl; i++) {
+		redactor_init(&r, sc.s, sc.n);
+		o = redact_feed(&r, (uint8_t *)body, i, out, false);
+		o += redact_feed(&r, (uint8_t *)body + i, bl - i, out + o,
+		    true);
+		assert_int_equal(o, strlen(want));
+		assert_memory_equal(out, want, o);
+		redactor_free(&r);
+	}
+	/* a head echo is scrubbed too */
+	n = subst_all(body, bl, sc.s, sc.n, (char *)out, sizeof(out), &count);
+	assert_int_equal(count, 2);
+	assert_memory_equal(out, want, (size_t)n);
+	scrub_free(&sc);
+}
+
+/* Each distinct credential costs an entry; past the cap the proxy must
+ * refuse rather than forward what it could not scrub. */
+static void
+test_scrub_cap(void **state)
+{
+	struct secrets ss = { .n = 0 };
+	char sent[64], orig[64];
+	struct scrub sc;
+	int i;
+
+	scrub_init(&sc, &ss);
+	assert_int_equal(scrub_add_basic(&sc, "Bearer x", 8, "Bearer y", 8),
+	    0);
+	assert_int_equal(sc.n, 0);
+	for (i = 0; i < SCRUB_MAX_EXTRA; i++) {
+		snprintf(sent, sizeof(sent), "Basic c2VudA%02d", i);
+		snprintf(orig, sizeof(orig), "Basic b3JpZw%02d", i);
+		assert_int_equal(scrub_add_basic(&sc, sent, strlen(sent), orig,
+		    strlen(orig)), 0);
+	}
+	assert_int_equal(scrub_add_basic(&sc, "Basic bW9yZQ==", 14,
+	    "Basic b3JpZw==", 14), -1);
+	scrub_free(&sc);
+}
+
 static void
 test_b64(void **state)
 {
@@ -128,6 +203,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inject),
 		cmocka_unit_test(test_b64),
+		cmocka_unit_test(test_scrub_basic_echo),
+		cmocka_unit_test(test_scrub_cap),
 		cmocka_unit_test(test_redact_splits),
 		cmocka_unit_test(test_redact_holds_prefix_only),
 		cmocka_unit_test(test_placeholder_spotting),
