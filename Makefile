@@ -53,9 +53,22 @@ programs: $(PROGRAMS)
 # Objects live under $(OBJ)/<source path>.o so that binaries can be
 # $(BUILD)/<program> without clashing with a folder of the same name.
 # In module.mk files write e.g.  FOO_OBJS := $(FOO_SRCS:%.c=$(OBJ)/%.o)
+# A quiet build: "CC file" per object unless V=1 shows the command lines.
+V	?= 0
+ifeq ($(V),1)
+Q	:=
+QLINK	:=
+QAR	:=
+else
+Q	:= @
+QLINK	 = @echo "LINK    $@";
+QAR	 = @echo "AR      $@";
+endif
+
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -MMD -MP -c -o $@ $<
+	$(if $(Q),@echo "CC      $<")
+	$(Q)$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -MMD -MP -c -o $@ $<
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 

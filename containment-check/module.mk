@@ -28,4 +28,4 @@ UNIT_TESTS += $(CC_TESTS)
 
 $(CC_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CC_LIBOBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) -lldns $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) -lldns $(CMOCKA_LIBS)

@@ -12,7 +12,7 @@ PROGRAMS += $(BUILD)/dnsd
 INSTALL_SBIN += $(BUILD)/dnsd
 
 $(BUILD)/dnsd: $(DNSD_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
-	$(CC) $(LDHARDEN) -o $@ $^ $(DNSD_LIBS) $(NFTRULES_LIBS) $(LIBMOAT_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(DNSD_LIBS) $(NFTRULES_LIBS) $(LIBMOAT_LIBS)
 
 DNSD_TESTS := $(BUILD)/tests/test_dnsd_policy $(BUILD)/tests/test_dnsd_msg \
 	$(BUILD)/tests/test_dnsd_cache $(BUILD)/tests/test_dnsd_mirror
@@ -21,4 +21,4 @@ UNIT_TESTS += $(DNSD_TESTS)
 $(OBJ)/tests/unit/test_dnsd_%.o: EXTRA_CFLAGS_tests += -Idnsd
 $(DNSD_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(DNSD_CORE_OBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ -lldns $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ -lldns $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -7,7 +7,7 @@ PROGRAMS += $(BUILD)/gatewayd
 INSTALL_SBIN += $(BUILD)/gatewayd
 
 $(BUILD)/gatewayd: $(GATEWAYD_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
-	$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS)
 include gatewayd/proxy.mk
 
 GATEWAYD_TESTS := $(BUILD)/tests/test_gatewayd_nflog
@@ -16,4 +16,4 @@ $(OBJ)/tests/unit/test_gatewayd_%.o: EXTRA_CFLAGS_tests += -Igatewayd
 $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	    $(OBJ)/gatewayd/nflog.o $(OBJ)/gatewayd/sandbox.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -11,7 +11,7 @@ PROGRAMS += $(BUILD)/moat-proxy
 INSTALL_SBIN += $(BUILD)/moat-proxy
 
 $(BUILD)/moat-proxy: $(PROXY_OBJS) $(LIBMOAT)
-	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROXY_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROXY_LIBS)
 
 # Unit tests link the pure parts (everything but main.c).
 PROXY_TEST_OBJS := $(filter-out $(OBJ)/gatewayd/proxy/main.o,$(PROXY_OBJS))
@@ -21,4 +21,4 @@ UNIT_TESTS += $(PROXY_TESTS)
 
 $(PROXY_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(PROXY_TEST_OBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROXY_LIBS) $(call pkglibs,cmocka)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROXY_LIBS) $(call pkglibs,cmocka)

@@ -6,4 +6,4 @@ LIBMOAT_LIBS = $(call pkglibs,libconfig)
 
 $(LIBMOAT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	$(QAR)$(AR) rcs $@ $^

@@ -12,10 +12,10 @@ INSTALL_SBIN += $(BUILD)/nft-rules
 
 $(NFTRULES_LIB): $(NFTR_LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	$(QAR)$(AR) rcs $@ $^
 
 $(BUILD)/nft-rules: $(OBJ)/nft-rules/main.o $(NFTRULES_LIB) $(LIBMOAT)
-	$(CC) $(LDHARDEN) -o $@ $^ $(NFTRULES_LIBS) $(LIBMOAT_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(NFTRULES_LIBS) $(LIBMOAT_LIBS)
 
 NFTR_TESTS := $(BUILD)/tests/test_nftrules
 UNIT_TESTS += $(NFTR_TESTS)
@@ -23,4 +23,4 @@ UNIT_TESTS += $(NFTR_TESTS)
 $(OBJ)/tests/unit/test_nftrules.o: EXTRA_CFLAGS_tests += -Inft-rules
 $(NFTR_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(NFTRULES_LIB) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ $(NFTRULES_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(NFTRULES_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

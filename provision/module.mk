@@ -12,12 +12,12 @@ PROGRAMS += $(BUILD)/provision
 INSTALL_SBIN += $(BUILD)/provision
 
 $(BUILD)/provision: $(PROVISION_OBJS) $(LIBMOAT)
-	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS)
 
 PROVISION_TESTS := $(BUILD)/tests/test_provision
 UNIT_TESTS += $(PROVISION_TESTS)
 
 $(PROVISION_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(PROVISION_LIB_OBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS) $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/tests/unit/test_provision.o: override CFLAGS += -Iprovision

@@ -6,4 +6,4 @@ UNIT_TESTS += $(LIB_TESTS)
 
 $(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
