@@ -30,6 +30,7 @@ struct dnsd_opts {
 	const char	*listen;	/* NULL: gateway.address */
 	uint16_t	 port;
 	int		 udp_fd, tcp_fd, ipc_fd;	/* -1: none given */
+	int		 config_fd;	/* -1: read -c FILE */
 	bool		 foreground;
 	bool		 no_nft;	/* standalone: never touch nftables */
 	size_t		 cache_bytes;

@@ -43,12 +43,14 @@ usage(FILE *fp)
 "                      and IPC_RELOAD in\n"
 "      --udp-fd N      bound UDP socket to serve on\n"
 "      --tcp-fd N      bound, listening TCP socket to serve on\n"
+"      --config-fd N   the normalised configuration (-c names it only)\n"
 "  -h, --help          this help\n"
 "\n"
 "Exit status: 0 done, 1 invalid configuration, 2 usage, 3 system error.\n");
 }
 
-enum { O_NO_NFT = 256, O_CACHE, O_RATE, O_TIMEOUT, O_IPC, O_UDP, O_TCP };
+enum { O_NO_NFT = 256, O_CACHE, O_RATE, O_TIMEOUT, O_IPC, O_UDP, O_TCP,
+	O_CONFIG_FD };
 
 static long
 number(const char *s, long min, long max)
@@ -85,6 +87,7 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		{ "ipc-fd", required_argument, NULL, O_IPC },
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
+		{ "config-fd", required_argument, NULL, O_CONFIG_FD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -112,6 +115,9 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 			o->timeout_ms = (uint32_t)number(optarg, 50, 30000);
 			break;
 		case O_IPC: o->ipc_fd = (int)number(optarg, 0, INT_MAX); break;
+		case O_CONFIG_FD:
+			o->config_fd = (int)number(optarg, 0, INT_MAX);
+			break;
 		case O_UDP: o->udp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case 'h':
@@ -155,12 +161,17 @@ bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp)
 }
 
 static struct moat_config *
-load(const char *path)
+load(const char *path, int fd)
 {
 	struct moat_errors errs = { 0 };
 	struct moat_config *cfg;
 
-	if ((cfg = config_load(path, NULL, &errs)) == NULL) {
+	/* Under gatewayd the configuration comes checked, on an fd. */
+	cfg = fd != -1 ? config_load_normalised(path, fd, &errs) :
+	    config_load(path, NULL, &errs);
+	if (fd != -1)
+		close(fd);
+	if (cfg == NULL) {
 		config_errors_print(stderr, &errs);
 		config_errors_free(&errs);
 	}
@@ -173,6 +184,7 @@ main(int argc, char *argv[])
 	struct dnsd_opts o = {
 		.conf = MOAT_CONF_DEFAULT, .user = DNSD_USER_DEFAULT,
 		.port = 53, .udp_fd = -1, .tcp_fd = -1, .ipc_fd = -1,
+		.config_fd = -1,
 		.cache_bytes = 8 << 20, .qps = 500, .burst = 1000,
 		.timeout_ms = 1000,
 	};
@@ -183,7 +195,7 @@ main(int argc, char *argv[])
 
 	log_init("dnsd", 0, 0);
 	parse_args(argc, argv, &o, &check, &verbose);
-	if ((cfg = load(o.conf)) == NULL)
+	if ((cfg = load(o.conf, o.config_fd)) == NULL)
 		return EXIT_CONFIG;
 	if (check) {
 		config_free(cfg);

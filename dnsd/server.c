@@ -1329,6 +1329,12 @@ reload(void)
 	struct moat_errors errs = { 0 };
 	struct moat_config *cfg;
 
+	if (S.opts->config_fd != -1) {
+		/* gatewayd restarts us with its new configuration. */
+		log_warnx("reload: the configuration comes from gatewayd; "
+		    "ignored");
+		return;
+	}
 	if ((cfg = config_load(S.opts->conf, NULL, &errs)) == NULL) {
 		log_warnx("reload: %s is not valid; keeping the running "
 		    "configuration", S.opts->conf);
@@ -1522,7 +1528,8 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 		watch(&S.ipc, ipcfd, ipc_cb);
 	}
 	/* Everything is open: from here on only the syscalls of the loop. */
-	sandbox_narrow(opts->ipc_fd != -1);
+	/* Only a dnsd that re-reads its own file may open files. */
+	sandbox_narrow(opts->ipc_fd != -1 && opts->config_fd == -1);
 	log_info("resolving for %zu sandboxes, %u upstreams%s",
 	    cfg->nsandboxes, S.nups, ipcfd == -1 ? " (no set updates)" : "");
 	while (!S.stop) {

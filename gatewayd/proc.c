@@ -7,6 +7,7 @@
  * send, is killed and logged (it is the sender that is broken or
  * compromised, never the parent).
  */
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "secretfile.h"
 #include "signer.h"
 #include "ipc.h"
 #include "log.h"
@@ -65,6 +67,42 @@ proc_init(struct gw *gw)
 	gw->procs[PROC_NFLOG].enabled = true;	/* the audit needs it */
 }
 
+/*
+ * The proxy's secret values: read here, as root, and sent once at its
+ * start, in the configuration's order.  The proxy never opens a secret
+ * file.
+ */
+static int
+send_secrets(struct gw *gw, int fd)
+{
+	static union {
+		struct ipc_secret m;
+		uint8_t raw[IPC_MAX_PAYLOAD];
+	} u;
+	char err[256];
+	size_t i, len;
+	int rc = 0;
+
+	for (i = 0; i < gw->cfg->nsecrets && rc == 0; i++) {
+		const struct moat_secret *s = &gw->cfg->secrets[i];
+
+		memset(&u.m, 0, sizeof(u.m));
+		snprintf(u.m.name, sizeof(u.m.name), "%s", s->name);
+		if (secret_file_read(s, u.m.value, &len, err,
+		    sizeof(err)) == -1) {
+			log_warnx("proxy: %s", err);
+			rc = -1;
+			break;
+		}
+		u.m.len = (uint32_t)len;
+		if ((rc = ipc_send(fd, IPC_SECRET, 0, &u.m,
+		    sizeof(u.m) + len)) == -1)
+			log_warn("proxy: sending secret %s", s->name);
+	}
+	explicit_bzero(&u, sizeof(u));
+	return rc;
+}
+
 static void
 proc_start(struct gw *gw, enum gw_proc_id id)
 {
@@ -88,6 +126,8 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	p->started = time(NULL);
 	p->restart_at = 0;
 	log_info("%s started, pid %d", p->name, (int)pid);
+	if (id == PROC_PROXY && send_secrets(gw, fds[0]) == -1)
+		proc_kill(gw, id, "its secrets could not be sent");
 	return;
 later:
 	p->restart_at = time(NULL) + p->backoff_s;
@@ -508,11 +548,43 @@ start_signer(struct gw *gw, int *fd)
 	return 0;
 }
 
+/*
+ * The configuration a child runs with: the parent's own, validated and
+ * normalised (every sandbox inline), in a sealed memfd.  The child reads
+ * it from there and never opens /etc/moat, so it cannot see a file newer
+ * than the one the parent checked, and its root start-up parses nothing
+ * a group member wrote.
+ */
+static int
+config_memfd(const struct moat_config *cfg)
+{
+	FILE *fp;
+	int fd, dupfd;
+
+	if ((fd = memfd_create("moat.conf", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING)) == -1)
+		return -1;
+	if ((dupfd = dup(fd)) == -1 || (fp = fdopen(dupfd, "w")) == NULL) {
+		if (dupfd != -1)
+			close(dupfd);
+		close(fd);
+		return -1;
+	}
+	config_print(fp, cfg);
+	if (fclose(fp) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK |
+	    F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1 ||
+	    lseek(fd, 0, SEEK_SET) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
-	char prog[1024], *argv[24];
-	int argc = 0, fds[3], nfds = 0, signer = -1;
+	char prog[1024], *argv[28];
+	int argc = 0, fds[4], nfds = 0, signer = -1, conf;
 	pid_t pid;
 
 	snprintf(prog, sizeof(prog), "%s/%s", gw->opts.bindir,
@@ -523,6 +595,10 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	}
 	if (ensure_sockets(gw, id) == -1)
 		return -1;
+	if ((conf = config_memfd(gw->cfg)) == -1) {
+		log_warn("%s: configuration memfd", gw->procs[id].name);
+		return -1;
+	}
 	fds[nfds++] = ipc;				/* fd 3 */
 	argv[argc++] = prog;
 	argv[argc++] = "-d";
@@ -540,8 +616,10 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		argv[argc++] = "--tcp-fd";
 		argv[argc++] = "5";
 	} else {
-		if (start_signer(gw, &signer) == -1)
+		if (start_signer(gw, &signer) == -1) {
+			close(conf);
 			return -1;
+		}
 		fds[nfds++] = gw->proxy_fd;		/* fd 4 */
 		fds[nfds++] = signer;			/* fd 5 */
 		argv[argc++] = "--listen-fd";
@@ -553,6 +631,9 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 			argv[argc++] = (char *)gw->opts.upstream_ca;
 		}
 	}
+	fds[nfds++] = conf;				/* fd 6 */
+	argv[argc++] = "--config-fd";
+	argv[argc++] = "6";
 	argv[argc] = NULL;
 	if ((pid = fork()) == -1)
 		log_warn("%s: fork", gw->procs[id].name);
@@ -565,5 +646,6 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	}
 	if (signer != -1)
 		close(signer);	/* the signer ends when the proxy does */
+	close(conf);
 	return pid;
 }

@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -33,6 +34,7 @@ struct loader {
 	const char		*file;	/* current file, owned by cfg->files */
 	const char		*buf;	/* main file's text, if given in memory */
 	const char		*secrets_dir;	/* secrets.d beside the main file */
+	bool			 normalised;	/* from gatewayd: no files read */
 };
 
 enum ktype { K_STR, K_INT, K_BOOL, K_STRLIST, K_INTLIST, K_GROUP, K_GROUPLIST };
@@ -610,7 +612,7 @@ set_upstream_ca(struct loader *ld, const config_setting_t *s, void *obj,
 		    "\"%s\"", ctx, v);
 		return;
 	}
-	if (stat(v, &st) == -1 || !S_ISREG(st.st_mode)) {
+	if (!ld->normalised && (stat(v, &st) == -1 || !S_ISREG(st.st_mode))) {
 		serr(ld, s, "%s: upstream_ca: expected a readable PEM file, "
 		    "cannot use %s", ctx, v);
 		return;
@@ -859,6 +861,8 @@ set_sec_file(struct loader *ld, const config_setting_t *s, void *obj,
 		return;
 	}
 	x->file = xstrdup(v);
+	if (ld->normalised)	/* checked by the parent that sent it */
+		return;
 	if (lstat(v, &st) == -1) {
 		serr(ld, s, "%s: file: cannot read %s: %s", ctx, v,
 		    strerror(errno));
@@ -1567,10 +1571,10 @@ set_defaults(struct moat_config *cfg)
 
 static struct moat_config *
 load(const char *path, const char *buf, const char *sandboxes_dir,
-    struct moat_errors *errs)
+    bool normalised, struct moat_errors *errs)
 {
 	struct moat_config *cfg = xcalloc(1, sizeof(*cfg));
-	struct loader ld = { cfg, errs, path, buf, NULL };
+	struct loader ld = { cfg, errs, path, buf, NULL, normalised };
 	char *dir = NULL, *sdir = NULL;
 	const char *slash = strrchr(path, '/');
 
@@ -1587,7 +1591,7 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
 			    path);
 		ld.secrets_dir = sdir;
 	}
-	if (load_main(&ld, path) == 0) {
+	if (load_main(&ld, path) == 0 && !normalised) {
 		if (sandboxes_dir == NULL) {
 			if (slash == NULL)
 				dir = xstrdup("sandboxes.d");
@@ -1619,14 +1623,35 @@ struct moat_config *
 config_load(const char *path, const char *sandboxes_dir,
     struct moat_errors *errs)
 {
-	return load(path, NULL, sandboxes_dir, errs);
+	return load(path, NULL, sandboxes_dir, false, errs);
 }
 
 struct moat_config *
 config_load_buffer(const char *name, const char *text,
     const char *sandboxes_dir, struct moat_errors *errs)
 {
-	return load(name, text, sandboxes_dir, errs);
+	return load(name, text, sandboxes_dir, false, errs);
+}
+
+struct moat_config *
+config_load_normalised(const char *name, int fd, struct moat_errors *errs)
+{
+	struct moat_config *cfg;
+	size_t len = 0, cap = 65536;
+	char *text = xmalloc(cap);
+	ssize_t n;
+
+	while ((n = read(fd, text + len, cap - len - 1)) > 0)
+		if ((len += (size_t)n) == cap - 1)
+			text = xreallocarray(text, 2, cap), cap *= 2;
+	if (n < 0) {
+		free(text);
+		return NULL;
+	}
+	text[len] = '\0';
+	cfg = load(name, text, NULL, true, errs);
+	free(text);
+	return cfg;
 }
 
 /* --- freeing ---------------------------------------------------------- */

@@ -126,6 +126,14 @@ struct moat_config *config_load(const char *path, const char *sandboxes_dir,
 	    struct moat_errors *errs);
 /* The same, with the main file's text given in memory (NUL-terminated);
  * name is used in messages.  For fuzzing and for tests. */
+/*
+ * The normalised configuration (config_print's output) gatewayd hands a
+ * child on fd: every sandbox inline, nothing on disk read or checked (the
+ * parent did that).  name: for messages.  NULL on a read error or an
+ * invalid text (errs).
+ */
+struct moat_config *config_load_normalised(const char *name, int fd,
+	    struct moat_errors *);
 struct moat_config *config_load_buffer(const char *name, const char *text,
 	    const char *sandboxes_dir, struct moat_errors *errs);
 void	config_free(struct moat_config *);

@@ -19,6 +19,7 @@ static int shape_audit(const void *, size_t, char *, size_t);
 static int shape_empty(const void *, size_t, char *, size_t);
 static int shape_sign_req(const void *, size_t, char *, size_t);
 static int shape_sign_cert(const void *, size_t, char *, size_t);
+static int shape_secret(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -30,6 +31,7 @@ static const struct {
 	[IPC_RELOAD] = { "reload", shape_empty },
 	[IPC_SIGN_REQ] = { "sign-req", shape_sign_req },
 	[IPC_SIGN_CERT] = { "sign-cert", shape_sign_cert },
+	[IPC_SECRET] = { "secret", shape_secret },
 };
 
 const char *
@@ -131,6 +133,25 @@ shape_sign_cert(const void *p, size_t len, char *err, size_t errlen)
 	    (m->status == 0) != (m->leaflen > 0 && m->calen > 0)) {
 		snprintf(err, errlen, "sign-cert: %zu bytes do not match the "
 		    "lengths they claim", len);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_secret(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_secret *m = p;
+
+	if (len < sizeof(*m) || m->len == 0 || m->len > IPC_SECRET_MAX ||
+	    len != sizeof(*m) + m->len) {
+		snprintf(err, errlen, "secret: %zu bytes do not hold the value "
+		    "length they claim", len);
+		return -1;
+	}
+	if (memchr(m->name, '\0', sizeof(m->name)) == NULL ||
+	    m->name[0] == '\0') {
+		snprintf(err, errlen, "secret: name not terminated");
 		return -1;
 	}
 	return 0;

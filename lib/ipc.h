@@ -28,6 +28,7 @@ enum ipc_type {
 	IPC_RELOAD,		/* parent -> child: re-read the configuration */
 	IPC_SIGN_REQ,		/* proxy -> signer: a leaf certificate, please */
 	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
+	IPC_SECRET,		/* parent -> proxy: one secret's value, at start */
 	IPC_TYPE_MAX
 };
 
@@ -64,6 +65,17 @@ struct ipc_sign_cert {
 	uint16_t	leaflen;
 	uint16_t	calen;
 	uint8_t		der[];		/* leaf then CA certificate, DER */
+};
+
+#define IPC_SECRET_MAX		4096	/* SECRET_FILE_MAX */
+
+/* The parent sends one per configured secret, in the configuration's
+ * order, before the proxy serves anything. */
+struct ipc_secret {
+	char		name[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[3];
+	uint32_t	len;			/* 1 .. IPC_SECRET_MAX */
+	char		value[];
 };
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or

@@ -47,6 +47,7 @@ struct options {
 	int		 nlisten;
 	int		 ipc_fd;
 	int		 signer_fd;
+	int		 config_fd;
 	int		 foreground;
 	int		 verbose;
 	int		 no_seccomp;
@@ -84,6 +85,7 @@ usage(FILE *fp)
 "      --transparent-fd N  the same, for redirected connections only\n"
 "      --ipc-fd N          SOCK_SEQPACKET to gatewayd (audit, reload)\n"
 "      --signer-fd N       SOCK_SEQPACKET to the signer holding the CA key\n"
+"      --config-fd N       the normalised configuration (-c names it only)\n"
 "                          (without it the proxy starts its own signer)\n"
 "      --upstream-ca FILE  trust FILE for upstream TLS besides the system store\n"
 "      --user NAME         unprivileged user to run as (default nobody)\n"
@@ -121,6 +123,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		{ "transparent-fd", required_argument, NULL, 't' },
 		{ "ipc-fd", required_argument, NULL, 'i' },
 		{ "signer-fd", required_argument, NULL, 's' },
+		{ "config-fd", required_argument, NULL, 'C' },
 		{ "upstream-ca", required_argument, NULL, 'a' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "dns-port", required_argument, NULL, 'p' },
@@ -133,6 +136,7 @@ parse_args(int argc, char *argv[], struct options *o)
 	o->conf = MOAT_CONF_DEFAULT;
 	o->ipc_fd = -1;
 	o->signer_fd = -1;
+	o->config_fd = -1;
 	while ((ch = getopt_long(argc, argv, "c:dvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->conf = optarg; break;
@@ -154,6 +158,10 @@ parse_args(int argc, char *argv[], struct options *o)
 			break;
 		case 's':
 			if ((o->signer_fd = parse_fd(optarg)) < 0)
+				return -1;
+			break;
+		case 'C':
+			if ((o->config_fd = parse_fd(optarg)) < 0)
 				return -1;
 			break;
 		case 'l':
@@ -303,13 +311,62 @@ signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* Under gatewayd: each secret's value comes from the parent, in the
+ * configuration's order, right after the start. */
+static int
+secret_from_ipc(void *arg, const struct moat_secret *s, char *buf,
+    size_t *len, char *err, size_t errlen)
+{
+	static union {
+		struct ipc_secret m;
+		uint8_t raw[IPC_MAX_PAYLOAD];
+	} u;
+	struct ipc_hdr h;
+	ssize_t n;
+	int rc = -1;
+
+	n = ipc_recv(*(int *)arg, &h, u.raw, sizeof(u.raw), err, errlen);
+	if (n == -1 || n == 0)
+		snprintf(err, errlen, "secret \"%s\": not received from "
+		    "gatewayd", s->name);
+	else if (n > 0 && (h.type != IPC_SECRET ||
+	    strcmp(u.m.name, s->name) != 0 || u.m.len > SECRET_MAX_LEN))
+		snprintf(err, errlen, "secret \"%s\": gatewayd sent something "
+		    "else", s->name);
+	else if (n > 0) {
+		memcpy(buf, u.m.value, u.m.len);
+		*len = u.m.len;
+		rc = 0;
+	}
+	explicit_bzero(&u, sizeof(u));
+	return rc;
+}
+
+static int
+secrets_from_parent(struct secrets *ss, const struct moat_config *cfg,
+    int fd, char *err, size_t errlen)
+{
+	struct timeval wait = { 10, 0 }, none = { 0, 0 };
+	int rc;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+	rc = secrets_load_from(ss, cfg, secret_from_ipc, &fd, err, errlen);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	return rc;
+}
+
 static struct moat_config *
-load_config(const char *path)
+load_config(const char *path, int fd)
 {
 	struct moat_errors errs = { 0 };
 	struct moat_config *cfg;
 
-	if ((cfg = config_load(path, NULL, &errs)) == NULL) {
+	/* Under gatewayd the configuration comes checked, on an fd. */
+	cfg = fd >= 0 ? config_load_normalised(path, fd, &errs) :
+	    config_load(path, NULL, &errs);
+	if (fd >= 0)
+		close(fd);
+	if (cfg == NULL) {
 		config_errors_print(stderr, &errs);
 		config_errors_free(&errs);
 		exit(EXIT_CONFIG);
@@ -358,7 +415,7 @@ main(int argc, char *argv[])
 		return EXIT_USAGE;
 	}
 	log_init("moat-proxy", !o.foreground, o.verbose);
-	cfg = load_config(o.conf);
+	cfg = load_config(o.conf, o.config_fd);
 	/* Stand-alone, the proxy starts its own signer, which loads the CA
 	 * key in its own process: fork before any secret is read here. */
 	if (o.signer_fd < 0 && signer_fork_load(cfg->gw.state_dir, SIGNER_USER,
@@ -366,7 +423,8 @@ main(int argc, char *argv[])
 		return EXIT_SYSTEM;
 	if (fcntl(o.signer_fd, F_SETFD, FD_CLOEXEC) < 0)
 		fatal("--signer-fd %d", o.signer_fd);
-	if (secrets_load(&secrets, cfg, err, sizeof(err)) < 0) {
+	if ((o.ipc_fd >= 0 ? secrets_from_parent(&secrets, cfg, o.ipc_fd, err,
+	    sizeof(err)) : secrets_load(&secrets, cfg, err, sizeof(err))) < 0) {
 		log_warnx("%s", err);
 		return EXIT_CONFIG;
 	}

@@ -14,47 +14,9 @@
 
 #include "log.h"
 #include "secret.h"
+#include "secretfile.h"
 
 /* --- loading ---------------------------------------------------------- */
-
-static int
-read_value(const struct moat_secret *s, char *buf, size_t *len, char *err,
-    size_t errlen)
-{
-	struct stat st;
-	ssize_t n;
-	size_t i;
-	int fd;
-
-	if ((fd = open(s->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "secret \"%s\": cannot read %s: %s",
-		    s->name, s->file, strerror(errno ? errno : EINVAL));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	n = read(fd, buf, SECRET_MAX_LEN + 2);
-	close(fd);
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	if (n > 0 && buf[n - 1] == '\r')
-		n--;
-	if (n <= 0 || n > SECRET_MAX_LEN) {
-		snprintf(err, errlen, "secret \"%s\": %s: the value must be 1 "
-		    "to %d bytes", s->name, s->file, SECRET_MAX_LEN);
-		return -1;
-	}
-	for (i = 0; i < (size_t)n; i++)
-		if (buf[i] == '\r' || buf[i] == '\n' || buf[i] == '\0') {
-			/* would split a header: request smuggling by config */
-			snprintf(err, errlen, "secret \"%s\": %s: the value "
-			    "contains CR, LF or NUL", s->name, s->file);
-			return -1;
-		}
-	*len = (size_t)n;
-	return 0;
-}
 
 static uint8_t *
 arena_new(size_t len)
@@ -72,8 +34,8 @@ arena_new(size_t len)
 }
 
 int
-secrets_load(struct secrets *ss, const struct moat_config *cfg, char *err,
-    size_t errlen)
+secrets_load_from(struct secrets *ss, const struct moat_config *cfg,
+    secret_getter get, void *arg, char *err, size_t errlen)
 {
 	char buf[SECRET_MAX_LEN + 2];
 	size_t i, len, off = 0, pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -89,7 +51,7 @@ secrets_load(struct secrets *ss, const struct moat_config *cfg, char *err,
 		struct secret *s = &ss->v[i];
 
 		s->cfg = &cfg->secrets[i];
-		if ((rc = read_value(s->cfg, buf, &len, err, errlen)) < 0)
+		if ((rc = get(arg, s->cfg, buf, &len, err, errlen)) < 0)
 			break;
 		s->value = (char *)ss->arena + off;
 		memcpy(s->value, buf, len);
@@ -106,6 +68,20 @@ secrets_load(struct secrets *ss, const struct moat_config *cfg, char *err,
 	if (rc < 0)
 		secrets_wipe(ss);
 	return rc;
+}
+
+static int
+from_file(void *arg, const struct moat_secret *s, char *buf, size_t *len,
+    char *err, size_t errlen)
+{
+	return secret_file_read(s, buf, len, err, errlen);
+}
+
+int
+secrets_load(struct secrets *ss, const struct moat_config *cfg, char *err,
+    size_t errlen)
+{
+	return secrets_load_from(ss, cfg, from_file, NULL, err, errlen);
 }
 
 void

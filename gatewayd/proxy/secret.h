@@ -17,8 +17,9 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "secretfile.h"
 
-#define SECRET_MAX_LEN	4096
+#define SECRET_MAX_LEN	SECRET_FILE_MAX
 
 struct subst {			/* replace from with to */
 	const char	*from;
@@ -49,6 +50,12 @@ struct secrets {
  * value.  0 or -1 (err filled). */
 int	secrets_load(struct secrets *, const struct moat_config *,
 	    char *err, size_t errlen);
+/* The same, with each value from get (0, or -1 with err filled) instead
+ * of its file: under gatewayd the values come over IPC. */
+typedef int (*secret_getter)(void *arg, const struct moat_secret *,
+	    char *buf, size_t *len, char *err, size_t errlen);
+int	secrets_load_from(struct secrets *, const struct moat_config *,
+	    secret_getter get, void *arg, char *err, size_t errlen);
 void	secrets_wipe(struct secrets *);
 const struct secret *secrets_by_name(const struct secrets *, const char *);
 

@@ -1,0 +1,51 @@
+/*
+ * secretfile.c -- see secretfile.h.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "secretfile.h"
+
+int
+secret_file_read(const struct moat_secret *s, char *buf, size_t *len, char *err,
+    size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	if ((fd = open(s->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "secret \"%s\": cannot read %s: %s",
+		    s->name, s->file, strerror(errno ? errno : EINVAL));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	n = read(fd, buf, SECRET_FILE_MAX + 2);
+	close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	if (n <= 0 || n > SECRET_FILE_MAX) {
+		snprintf(err, errlen, "secret \"%s\": %s: the value must be 1 "
+		    "to %d bytes", s->name, s->file, SECRET_FILE_MAX);
+		return -1;
+	}
+	for (i = 0; i < (size_t)n; i++)
+		if (buf[i] == '\r' || buf[i] == '\n' || buf[i] == '\0') {
+			/* would split a header: request smuggling by config */
+			snprintf(err, errlen, "secret \"%s\": %s: the value "
+			    "contains CR, LF or NUL", s->name, s->file);
+			return -1;
+		}
+	*len = (size_t)n;
+	return 0;
+}
