@@ -43,6 +43,7 @@ usage(FILE *fp)
 "      --udp-fd N      bound UDP socket to serve on\n"
 "      --tcp-fd N      bound, listening TCP socket to serve on\n"
 "  -h, --help          this help\n"
+"      --version       print the version\n"
 "\n"
 "Exit status: 0 done, 1 invalid configuration, 2 usage, 3 system error.\n");
 }
@@ -84,6 +85,7 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		{ "ipc-fd", required_argument, NULL, O_IPC },
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -113,6 +115,9 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		case O_IPC: o->ipc_fd = (int)number(optarg, 0, INT_MAX); break;
 		case O_UDP: o->udp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
+		case 'V':
+			printf("%s %s\n", "dnsd", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);

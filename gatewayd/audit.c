@@ -103,6 +103,24 @@ audit_write(struct gw *gw, const char *json)
 	free(line);
 }
 
+/* Keys whose values are counts or ids: written as JSON numbers, so a
+ * reader compares them as numbers ("uid":0, not "uid":"0"). */
+static bool
+numeric(const char *k, const char *v)
+{
+	static const char *const keys[] = { "uid", "exit", "errors",
+	    "flows_cut", "restart_in_s", "count", "port", "pid" };
+	size_t i, n = strlen(v);
+
+	if (n == 0 || n > 18 || strspn(v, "0123456789") != n ||
+	    (n > 1 && v[0] == '0'))
+		return false;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(k, keys[i]) == 0)
+			return true;
+	return false;
+}
+
 void
 audit_event(struct gw *gw, const char *event, ...)
 {
@@ -116,7 +134,8 @@ audit_event(struct gw *gw, const char *event, ...)
 		v = va_arg(ap, const char *);
 		ek = json_escape(k);
 		ev = json_escape(v ? v : "");
-		xasprintf(&tmp, "%s,\"%s\":\"%s\"", buf, ek, ev);
+		xasprintf(&tmp, numeric(k, ev) ? "%s,\"%s\":%s" :
+		    "%s,\"%s\":\"%s\"", buf, ek, ev);
 		free(buf);
 		free(ek);
 		free(ev);

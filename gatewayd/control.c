@@ -41,24 +41,26 @@ static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
 
 /* admin: root or gateway.admin_group only.  body: a second line (the
- * secret's value) follows the request. */
+ * secret's value) follows the request.  json: the verb has a --json form
+ * (for "secret", only "secret list" does; see secret.c). */
 static const struct {
 	const char	*verb;
 	ctl_fn		 fn;
 	bool		 admin;
 	bool		 body;
+	bool		 json;
 } ctl_table[] = {
-	{ "status", ctl_status, false, false },
-	{ "sandboxes", ctl_sandboxes, false, false },
-	{ "list", ctl_sandboxes, false, false },
-	{ "reload", ctl_reload, false, false },
-	{ "counters", ctl_counters, true, false },
-	{ "log", ctl_log, true, false },
-	{ "create", team_provision, false, false },
-	{ "start", team_provision, false, false },
-	{ "stop", team_provision, false, false },
-	{ "destroy", team_provision, false, false },
-	{ "secret", team_secret, false, true },
+	{ "status", ctl_status, false, false, true },
+	{ "sandboxes", ctl_sandboxes, false, false, true },
+	{ "list", ctl_sandboxes, false, false, true },
+	{ "reload", ctl_reload, false, false, false },
+	{ "counters", ctl_counters, true, false, true },
+	{ "log", ctl_log, true, false, true },
+	{ "create", team_provision, false, false, false },
+	{ "start", team_provision, false, false, false },
+	{ "stop", team_provision, false, false, false },
+	{ "destroy", team_provision, false, false, false },
+	{ "secret", team_secret, false, true, true },
 };
 #define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
 
@@ -115,6 +117,21 @@ ctl_reply(struct ctl_req *r, const char *fmt, ...)
 	va_end(ap);
 }
 #define reply ctl_reply
+
+/* A JSON string (escaped), or null for NULL. */
+void
+ctl_reply_jstr(struct ctl_req *r, const char *s)
+{
+	char *e;
+
+	if (s == NULL) {
+		reply(r, "null");
+		return;
+	}
+	e = json_escape(s);
+	reply(r, "\"%s\"", e);
+	free(e);
+}
 
 void
 ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
@@ -339,6 +356,10 @@ dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
 	if (strcmp(r.argv[0], "log") != 0 && ctl_table[i].fn != team_provision)
 		audit_event(gw, "control", "uid", uidbuf, "user", r.user,
 		    "verb", r.argv[0], "sandbox", "", NULL);
+	if (r.json && !ctl_table[i].json) {
+		reply(&r, "error: %s has no --json output\n", r.argv[0]);
+		return;
+	}
 	if (ctl_table[i].admin && !r.admin) {
 		ctl_refuse(&r, NULL, "%s is for root and the admin group only",
 		    r.argv[0]);
@@ -478,9 +499,11 @@ ctl_status(struct ctl_req *r)
 	int i;
 
 	if (r->json) {
-		reply(r, "{\"config\":\"%s\",\"uptime\":%lld,\"sandboxes\":%zu,"
+		reply(r, "{\"config\":");
+		ctl_reply_jstr(r, gw->cfg->path);
+		reply(r, ",\"uptime\":%lld,\"sandboxes\":%zu,"
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
-		    "\"set_refused\":%llu,\"children\":[", gw->cfg->path,
+		    "\"set_refused\":%llu,\"children\":[",
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
@@ -526,12 +549,15 @@ ctl_sandboxes(struct ctl_req *r)
 		if (!ctl_may_see(r, s->owner))
 			continue;
 		addr_fmt(&s->address, a, sizeof(a));
-		if (r->json)
+		if (r->json) {
 			reply(r, "%s{\"name\":\"%s\",\"address\":\"%s\","
-			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":\"%s\","
-			    "\"allow\":%zu,\"secrets\":%zu}", shown ? "," : "",
-			    s->name, a, s->tap, egress_name(s->egress),
-			    s->owner ? s->owner : "", s->allow.n, s->secrets.n);
+			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":",
+			    shown ? "," : "", s->name, a, s->tap,
+			    egress_name(s->egress));
+			ctl_reply_jstr(r, s->owner);
+			reply(r, ",\"allow\":%zu,\"secrets\":%zu}", s->allow.n,
+			    s->secrets.n);
+		}
 		else
 			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
 			    egress_name(s->egress), s->owner ? s->owner : "-");
@@ -559,11 +585,14 @@ ctl_counters(struct ctl_req *r)
 {
 	char *text = NULL;
 
-	if (policy_counters(r->gw, &text) == -1) {
+	if (policy_counters(r->gw, r->json, &text) == -1) {
 		reply(r, "error: cannot read counters\n");
 		return;
 	}
-	reply(r, "%sok\n", text);
+	if (r->json)
+		reply(r, "{\"counters\":[%s]}\nok\n", text);
+	else
+		reply(r, "%sok\n", text);
 	free(text);
 }
 

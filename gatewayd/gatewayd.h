@@ -118,6 +118,7 @@ struct ctl_req {
 
 void	ctl_reply(struct ctl_req *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
 /* Reply "error: MSG" and audit the refusal with the caller's identity. */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
@@ -146,7 +147,7 @@ int	policy_set_add(struct gw *, const char *sandbox,
  * were removed between old and new.  Returns entries deleted or -1. */
 int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
-int	policy_counters(struct gw *, char **out);	/* malloc'ed text */
+int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 
 /* --- nflog child (nflog.c) --- */
 

@@ -38,6 +38,7 @@ usage(FILE *fp)
 "  -X, --no-children  do not start dnsd or the proxy\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "  -h, --help         this help\n"
+"      --version      print the version\n"
 "\n"
 "Exit status: 0 ok, 1 invalid configuration or start-up failure, 2 usage;\n"
 "ctl: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the daemon.\n");
@@ -103,6 +104,7 @@ main(int argc, char *argv[])
 		{ "bindir", required_argument, NULL, 'B' },
 		{ "no-children", no_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'U' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -135,6 +137,9 @@ main(int argc, char *argv[])
 		case 'B': o.bindir = optarg; break;
 		case 'X': o.no_children = true; break;
 		case 'U': o.upstream_ca = optarg; break;
+		case 'V':
+			printf("%s %s\n", "gatewayd", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;

@@ -76,7 +76,8 @@ usage(FILE *f)
 	    "of a\n                separate gateway box\n"
 	    "  --trunk IF    host-only: the port towards the gateway "
 	    "(default gateway.uplink)\n"
-	    "  -v            more messages\n\n"
+	    "  -v            more messages\n"
+	    "  --version     print the version\n\n"
 	    "exit: 0 ok, 1 invalid config or drift, 100 usage, "
 	    "111 system or kernel error\n", MOAT_CONF_DEFAULT);
 }
@@ -227,6 +228,7 @@ main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "host-only", no_argument, NULL, 'H' },
 		{ "trunk", required_argument, NULL, 'T' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -249,6 +251,9 @@ main(int argc, char *argv[])
 		case 'v':
 			verbose++;
 			break;
+		case 'V':
+			printf("%s %s\n", "nft-rules", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			return EX_OK;
@@ -258,6 +263,12 @@ main(int argc, char *argv[])
 		}
 	}
 	log_setverbose(verbose);
+	/* A trunk only means something to the host-only ruleset; silently
+	 * ignoring it would leave the gateway port unprotected. */
+	if (c.opts.trunk != NULL && c.opts.mode != NFTR_MODE_HOST_ONLY) {
+		fprintf(stderr, "nft-rules: --trunk needs --host-only\n");
+		return EX_USAGE;
+	}
 	if (optind >= argc) {
 		usage(stderr);
 		return EX_USAGE;

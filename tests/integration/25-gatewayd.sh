@@ -124,7 +124,7 @@ expect_ok "reload to egress none accepted" gw_ctl reload
 touch "$go"; wait $flow
 expect_match "established flow is cut after the reload" "after:error" "$(cat "$res")"
 expect_eq "dev now refused the internet" unreachable "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
-expect_match "reload audited with flows cut" '"event":"reload","result":"ok","flows_cut":"[1-9]' "$(cat "$GW_AUDIT")"
+expect_match "reload audited with flows cut" '"event":"reload","result":"ok","flows_cut":[1-9]' "$(cat "$GW_AUDIT")"
 
 # ctl log -f follows the audit log as it grows.
 gw_ctl log -f >"$TOPO_TMP/follow" 2>&1 &

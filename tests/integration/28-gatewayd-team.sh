@@ -170,11 +170,11 @@ expect_match "$UB destroys their own sandbox" "destroyed b-api" "$out"
 expect_fail "b-api is gone from $UB's list" grep -q b-api <<<"$(bctl sandboxes)"
 a=$(cat "$GW_AUDIT")
 expect_match "audit: $UA's refused stop names the uid and sandbox" \
-	"\"event\":\"control-refused\",\"uid\":\"$UIDA\",\"user\":\"$UA\",\"verb\":\"stop\",\"sandbox\":\"b-api\"" "$a"
+	"\"event\":\"control-refused\",\"uid\":$UIDA,\"user\":\"$UA\",\"verb\":\"stop\",\"sandbox\":\"b-api\"" "$a"
 expect_match "audit: every request names uid, user, verb" \
-	"\"event\":\"control\",\"uid\":\"$UIDA\",\"user\":\"$UA\",\"verb\":\"sandboxes\"" "$a"
-expect_match "audit: the secret set is recorded by name" "\"event\":\"secret-set\",\"uid\":\"$(id -u $UB)\",\"user\":\"$UB\",\"secret\":\"bkey\"" "$a"
-expect_match "audit: provision's result is recorded" "\"event\":\"control-done\",\"uid\":\"$(id -u $UB)\",\"user\":\"$UB\",\"verb\":\"destroy\",\"sandbox\":\"b-api\",\"result\":\"ok\"" "$a"
+	"\"event\":\"control\",\"uid\":$UIDA,\"user\":\"$UA\",\"verb\":\"sandboxes\"" "$a"
+expect_match "audit: the secret set is recorded by name" "\"event\":\"secret-set\",\"uid\":$(id -u $UB),\"user\":\"$UB\",\"secret\":\"bkey\"" "$a"
+expect_match "audit: provision's result is recorded" "\"event\":\"control-done\",\"uid\":$(id -u $UB),\"user\":\"$UB\",\"verb\":\"destroy\",\"sandbox\":\"b-api\",\"result\":\"ok\"" "$a"
 for v in "$VA" "$VB" "$VB2"; do
 	expect_fail "no secret value in the audit log or gatewayd's log" \
 		grep -rqF "$v" "$GW_AUDIT" "$GW_LOG"
