@@ -103,6 +103,8 @@ install: all
 	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' -e 's|/usr/local/share/doc|$(PREFIX)/share/doc|g' \
 	    examples/moat-gatewayd.service >$(DESTDIR)$(UNITDIR)/moat-gatewayd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-gatewayd.service
+	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
+	install -m 0644 examples/moat.logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/moat
 	install -d $(DESTDIR)$(PREFIX)/lib/moat
 	install -m 0755 gatewayd/install-users.sh $(DESTDIR)$(PREFIX)/lib/moat/
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \

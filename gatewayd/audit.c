@@ -45,9 +45,13 @@ audit_open(struct gw *gw)
 	if (gw->audit_path == NULL) {
 		if (gw->opts.audit_path != NULL)
 			gw->audit_path = xstrdup(gw->opts.audit_path);
-		else
-			xasprintf(&gw->audit_path, "%s/audit.log",
-			    gw->cfg->gw.state_dir);
+		else {
+			/* Where a Debian admin looks, rotated by the
+			 * logrotate snippet `make install` puts in place. */
+			gw->audit_path = xstrdup(GW_AUDIT_DEFAULT);
+			if (mkdir(GW_AUDIT_DIR, 0750) == -1 && errno != EEXIST)
+				log_warn("mkdir %s", GW_AUDIT_DIR);
+		}
 	}
 	gw->auditfd = open(gw->audit_path, O_WRONLY | O_APPEND | O_CREAT |
 	    O_CLOEXEC | O_NOFOLLOW, 0640);

@@ -266,8 +266,8 @@ control_accept(struct gw *gw)
 		return;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
 	    !peer_allowed(gw, cred.uid, cred.gid)) {
-		static const char msg[] = "error: permission denied (root or "
-		    "group " GW_GROUP " only)\n";
+		static const char msg[] = "error: permission denied: you are "
+		    "not in group " GW_GROUP " (or root)\n";
 		(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)cred.uid);
 		audit_event(gw, "control-denied", "uid", uidbuf, NULL);

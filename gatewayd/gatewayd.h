@@ -28,6 +28,8 @@
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
+#define GW_AUDIT_DIR		"/var/log/moat"
+#define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
 #define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
 #define GW_CTL_MAX_ARGS		64
 #define GW_SECRET_MAX		4096
@@ -136,6 +138,7 @@ bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
 /* --- client side (ctl.c) --- */
 
 int	ctl_main(const char *sock, int argc, char *argv[]);
+void	ctl_usage(FILE *);
 
 /* --- policy (policy.c) --- */
 

@@ -22,7 +22,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
-"       gatewayd ctl [-s SOCKET] status|sandboxes|reload|counters|log [-f] [--json]\n"
+"       gatewayd ctl [-s SOCKET] VERB [--json] [ARGS]   (gatewayd ctl --help)\n"
 "\n"
 "The moat gateway daemon: applies the policy, supervises dnsd and the\n"
 "proxy, reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
@@ -33,12 +33,15 @@ usage(FILE *fp)
 "                     otherwise: more log output\n"
 "  -d, --foreground   stay in the foreground, log to stderr\n"
 "  -s, --socket PATH  control socket (default " GW_SOCK_DEFAULT ")\n"
-"  -a, --audit FILE   audit log (default STATE_DIR/audit.log)\n"
+"  -a, --audit FILE   audit log (default " GW_AUDIT_DEFAULT ")\n"
 "  -B, --bindir DIR   where dnsd and moat-proxy are (default: beside gatewayd)\n"
 "  -X, --no-children  do not start dnsd or the proxy\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "  -h, --help         this help\n"
 "      --version      print the version\n"
+"\n"
+"ctl verbs: status, sandboxes (list), counters, log [-f], reload,\n"
+"create, start, stop, destroy, secret set, secret list.\n"
 "\n"
 "Exit status: 0 ok, 1 invalid configuration or start-up failure, 2 usage;\n"
 "ctl: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the daemon.\n");
@@ -119,8 +122,9 @@ main(int argc, char *argv[])
 			o.sock = argv[3];
 			i = 4;
 		}
-		if (argc > i && strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
+		if (argc > i && (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0)) {
+			ctl_usage(stdout);
 			return EXIT_OK;
 		}
 		return ctl_main(o.sock, argc - i, argv + i);
