@@ -134,6 +134,9 @@ bool	control_job_reaped(struct gw *, pid_t, int status);
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
 void	team_secret(struct ctl_req *);		/* secret set|list */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
+char	*team_config_warnings(const struct moat_config *,
+	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
+void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 /* --- client side (ctl.c) --- */
 

@@ -52,6 +52,7 @@ check(const char *conf, int verbose)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
+	char *warnings;
 
 	cfg = config_load(conf, NULL, &errs);
 	if (cfg == NULL) {
@@ -61,6 +62,10 @@ check(const char *conf, int verbose)
 		config_errors_free(&errs);
 		return EXIT_CONFIG;
 	}
+	if ((warnings = team_config_warnings(cfg, &errs)) != NULL)
+		fputs(warnings, stderr);
+	free(warnings);
+	config_errors_free(&errs);
 	if (verbose)
 		config_print(stdout, cfg);
 	else

@@ -114,6 +114,40 @@ team_is_admin(const struct moat_config *cfg, uid_t uid, const char *user)
 	return in_group(user, pw->pw_gid, cfg->gw.admin_group);
 }
 
+/* Warnings for a config that validates but may not mean what was written:
+ * the loader's own, then names this host does not know.  One line each,
+ * "file:line: warning: ...", in a malloc'ed text; NULL if none. */
+char *
+team_config_warnings(const struct moat_config *cfg,
+    const struct moat_errors *errs)
+{
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *fp;
+
+	if ((fp = open_memstream(&text, &len)) == NULL)
+		fatalx("out of memory");
+	config_warnings_print(fp, errs);
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *s = &cfg->sandboxes[i];
+		if (s->owner != NULL && getpwnam(s->owner) == NULL)
+			fprintf(fp, "%s:%d: warning: sandbox \"%s\": owner \"%s\" "
+			    "is not a user on this host; only root and the "
+			    "admin group can manage it\n", s->where.file,
+			    s->where.line, s->name, s->owner);
+	}
+	if (cfg->gw.admin_group != NULL && getgrnam(cfg->gw.admin_group) == NULL)
+		fprintf(fp, "%s: warning: gateway.admin_group \"%s\" is not a "
+		    "group on this host; only root is an admin\n", cfg->path,
+		    cfg->gw.admin_group);
+	fclose(fp);
+	if (len == 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 static bool
 name_ok(const char *s)
 {

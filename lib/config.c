@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -70,11 +71,38 @@ adderr(struct loader *ld, const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	if (e->n == MAX_ERRORS - 1)
 		xasprintf(&full, "%s: too many errors, stopping", file);
+	else if (line <= 0)	/* about the whole file: no line to name */
+		xasprintf(&full, "%s: %s", file, msg);
 	else
 		xasprintf(&full, "%s:%d: %s", file, line, msg);
 	free(msg);
 	e->msg = xreallocarray(e->msg, e->n + 1, sizeof(char *));
 	e->msg[e->n++] = full;
+}
+
+/* Something valid that may not be what was meant, or that this caller
+ * cannot check (a secret file a non-root user may not read). */
+static void
+addwarn(struct loader *ld, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+addwarn(struct loader *ld, const char *file, int line, const char *fmt, ...)
+{
+	struct moat_errors *e = ld->errs;
+	char *msg, *full;
+	va_list ap;
+
+	if (e->nwarn >= MAX_ERRORS)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	xasprintf(&full, "%s:%d: warning: %s", file, line, msg);
+	free(msg);
+	e->warn = xreallocarray(e->warn, e->nwarn + 1, sizeof(char *));
+	e->warn[e->nwarn++] = full;
 }
 
 static const char *
@@ -795,6 +823,12 @@ set_sec_file(struct loader *ld, const config_setting_t *s, void *obj,
 		return;
 	}
 	x->file = xstrdup(v);
+	if (lstat(v, &st) == -1 && errno == EACCES && geteuid() != 0) {
+		addwarn(ld, sfile(ld, s), sline(s), "%s: file: %s is not "
+		    "readable by uid %u; not checked (gatewayd reads it as "
+		    "root)", ctx, v, (unsigned)geteuid());
+		return;
+	}
 	if (lstat(v, &st) == -1) {
 		serr(ld, s, "%s: file: cannot read %s: %s", ctx, v,
 		    strerror(errno));
@@ -1627,6 +1661,11 @@ config_errors_free(struct moat_errors *e)
 	free(e->msg);
 	e->msg = NULL;
 	e->n = 0;
+	for (i = 0; i < e->nwarn; i++)
+		free(e->warn[i]);
+	free(e->warn);
+	e->warn = NULL;
+	e->nwarn = 0;
 }
 
 void
@@ -1636,6 +1675,15 @@ config_errors_print(FILE *fp, const struct moat_errors *e)
 
 	for (i = 0; i < e->n; i++)
 		fprintf(fp, "%s\n", e->msg[i]);
+}
+
+void
+config_warnings_print(FILE *fp, const struct moat_errors *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->nwarn; i++)
+		fprintf(fp, "%s\n", e->warn[i]);
 }
 
 /* --- lookups ---------------------------------------------------------- */

@@ -109,6 +109,8 @@ struct moat_config {
 struct moat_errors {
 	char	**msg;			/* "file:line: message" */
 	size_t	  n;
+	char	**warn;			/* "file:line: warning: message": */
+	size_t	  nwarn;		/* the config is still valid */
 };
 
 /* Load and validate.  On success returns the model and errs->n == 0; on
@@ -125,6 +127,7 @@ struct moat_config *config_load_buffer(const char *name, const char *text,
 void	config_free(struct moat_config *);
 void	config_errors_free(struct moat_errors *);
 void	config_errors_print(FILE *, const struct moat_errors *);
+void	config_warnings_print(FILE *, const struct moat_errors *);
 
 /* Write the normalised config in libconfig syntax (one file, sandboxes
  * inline, defaults spelled out).  Loading the output yields the same model. */
