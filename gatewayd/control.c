@@ -52,7 +52,7 @@ static const struct {
 } ctl_table[] = {
 	{ "status", ctl_status, false, false, true },
 	{ "sandboxes", ctl_sandboxes, false, false, true },
-	{ "list", ctl_sandboxes, false, false, true },
+	{ "list", team_list, false, false, true },
 	{ "reload", ctl_reload, false, false, false },
 	{ "counters", ctl_counters, true, false, true },
 	{ "log", ctl_log, true, false, true },

@@ -132,7 +132,8 @@ bool	control_job_reaped(struct gw *, pid_t, int status);
 
 /* provision's verbs run by gatewayd for members of group moat. */
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
-void	team_secret(struct ctl_req *);		/* secret set|list */
+void	team_secret(struct ctl_req *);
+void	team_list(struct ctl_req *);		/* provision list, filtered */		/* secret set|list */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
 char	*team_config_warnings(const struct moat_config *,
 	    const struct moat_errors *);	/* malloc'ed lines, or NULL */

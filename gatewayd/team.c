@@ -521,6 +521,39 @@ job_start(struct ctl_req *r, struct job *j)
 	c->job = pid;
 }
 
+/* "list": provision's own list, run as root, so that a member gets the
+ * same rows and schema as root does; members see only what they own. */
+void
+team_list(struct ctl_req *r)
+{
+	struct job j = { .argc = 0, .name = "" };
+	char *prog, *run_dir, *slash;
+
+	if (r->argc != 1) {
+		ctl_refuse(r, NULL, "usage: list [--json]");
+		return;
+	}
+	xasprintf(&prog, "%s/provision", r->gw->opts.bindir);
+	run_dir = xstrdup(r->gw->opts.sock);
+	if ((slash = strrchr(run_dir, '/')) != NULL)
+		*slash = '\0';
+	j.argv[j.argc++] = prog;
+	j.argv[j.argc++] = "-c";
+	j.argv[j.argc++] = r->gw->cfg->path;
+	j.argv[j.argc++] = "--run-dir";
+	j.argv[j.argc++] = run_dir;
+	j.argv[j.argc++] = "list";
+	if (r->json)
+		j.argv[j.argc++] = "--json";
+	if (!r->admin) {
+		j.argv[j.argc++] = "--owner";
+		j.argv[j.argc++] = r->user;
+	}
+	job_start(r, &j);
+	free(prog);
+	free(run_dir);
+}
+
 void
 team_provision(struct ctl_req *r)
 {

@@ -30,7 +30,7 @@ static const struct verb verbs[] = {
 	{ "start", cmd_start, true, "start [--accel auto|kvm|tcg] NAME", true },
 	{ "stop", cmd_stop, true, "stop [--force] [--timeout S] NAME", true },
 	{ "destroy", cmd_destroy, true, "destroy [--force] [--timeout S] NAME", true },
-	{ "list", cmd_list, false, "list [--json]", true },
+	{ "list", cmd_list, false, "list [--json] [--owner USER]", true },
 	{ "console", cmd_console, false, "console NAME", false },
 	{ "qemu-args", cmd_qemu_args, false, "qemu-args [--accel A] NAME", false },
 };

@@ -23,6 +23,13 @@ st=$(stat -c '%a %G' "$GW_SOCK")
 expect_eq "control socket is 0660 group moat" "660 moat" "$st"
 expect_ok "ctl status --json is JSON" \
 	python3 -c "import json,sys; json.loads(sys.argv[1])" "$(gw_ctl status --json)"
+expect_ok "ctl counters --json is JSON with numbers" python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])["counters"]
+assert len(c) >= 16 and all(isinstance(x["packets"], int) and isinstance(x["bytes"], int) for x in c), c' \
+	"$(gw_ctl counters --json)"
+expect_ok "ctl sandboxes --json is JSON" \
+	python3 -c "import json,sys; json.loads(sys.argv[1])" "$(gw_ctl sandboxes --json)"
 expect_match "ctl sandboxes lists modes" 'dev +10\.77\.0\.11 +mt-dev +open' "$(gw_ctl sandboxes)"
 
 # Policy works: open sandbox reaches the internet, not the LAN.
@@ -81,11 +88,13 @@ expect_match "child restart is audited" '"event":"child-restart","child":"nflog"
 # Control socket: not root, not in group moat -> refused.
 out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
 expect_eq "user outside group moat cannot connect (exit 3)" 3 $rc
+expect_match "a non-member is told they are not in group moat" "not in group moat" "$out"
+expect_fail "a non-member is not asked whether gatewayd runs" grep -q "is gatewayd running" <<<"$out"
 chmod 0666 "$GW_SOCK"	# even if the file mode is loosened, SO_PEERCRED holds
 out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
 chmod 0660 "$GW_SOCK"
 expect_eq "SO_PEERCRED check refuses a non-member (exit 1)" 1 $rc
-expect_match "refusal says why" "permission denied" "$out"
+expect_match "refusal says why" "permission denied: you are not in group moat" "$out"
 useradd -M -N -G moat moattest$$ 2>/dev/null
 out=$(runuser -u moattest$$ -- build/gatewayd ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
 userdel moattest$$ 2>/dev/null
@@ -99,6 +108,8 @@ expect_match "broken reload: caller sees file:line" "$GW_CONF:19: sandbox \"dev\
 expect_eq "broken reload: old policy still lets dev out" connected "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
 expect_eq "broken reload: old policy still refuses the LAN" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
 expect_match "broken reload audited" '"event":"reload","result":"refused"' "$(cat "$GW_AUDIT")"
+expect_match "broken reload audited with the error count as a number" \
+	'"event":"reload","result":"refused","errors":1,' "$(cat "$GW_AUDIT")"
 
 # Reload that turns dev from open to none cuts its established flow.
 sed -i 's|egress = "opne"; owner = "bob";|egress = "open"; owner = "bob";|' "$GW_CONF"
