@@ -130,7 +130,12 @@ cmd_verify(struct cli *c)
 	case 0:
 		return EX_OK;
 	case 1:
-		log_warnx("kernel state differs from %s", c->conf);
+		log_warnx("kernel state differs from %s (- the policy, + the "
+		    "kernel)", c->conf);
+		log_warnx("to repair: nft-rules -c %s%s%s%s apply", c->conf,
+		    c->opts.mode == NFTR_MODE_HOST_ONLY ? " --host-only" : "",
+		    c->opts.trunk ? " --trunk " : "",
+		    c->opts.trunk ? c->opts.trunk : "");
 		return EX_FALSE;
 	default:
 		log_warnx("verify: %s", nftr_error(c->ctx));
