@@ -130,6 +130,7 @@ cmd_verify(struct cli *c)
 	case 0:
 		return EX_OK;
 	case 1:
+		fflush(stdout);		/* the diff, then what to do about it */
 		log_warnx("kernel state differs from %s (- the policy, + the "
 		    "kernel)", c->conf);
 		log_warnx("to repair: nft-rules -c %s%s%s%s apply", c->conf,

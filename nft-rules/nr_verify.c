@@ -271,7 +271,8 @@ rule_line(struct lines *l, const char *fname, const char *chain, size_t i,
 {
 	char *c = canon_rule(r);
 
-	lines_add(l, "rule %s %s #%zu %s", fname, chain, i, c);
+	/* Zero-padded so that sorting keeps a chain's rules in order. */
+	lines_add(l, "rule %s %s #%06zu %s", fname, chain, i, c);
 	if (text != NULL) {
 		lines_show(l, "rule %s %s %s #%zu: %s", fname, NFTR_TABLE,
 		    chain, i, text);
