@@ -3,6 +3,11 @@
  * reopened on SIGUSR1 for rotation), to syslog, and to every control
  * client following it with "log -f".
  *
+ * The file gets every line.  Syslog is for a person reading
+ * /var/log/auth.log: the children's events (refusals, mostly) are
+ * rate-limited there, with a count of what was left out, and read-only
+ * control polls (status, sandboxes, list, counters) are not sent at all.
+ *
  * Callers never pass a secret value here; events name secrets only.
  */
 #include <sys/stat.h>
@@ -86,8 +91,53 @@ audit_close(struct gw *gw)
 	gw->audit_path = NULL;
 }
 
+/* Syslog's share of the children's events: a token bucket. */
+#define SYSLOG_RATE	10	/* lines per second */
+#define SYSLOG_BURST	50
+
+static struct {
+	double		tokens;
+	struct timespec	last;
+	unsigned long	skipped;
+} sl = { SYSLOG_BURST, { 0, 0 }, 0 };
+
+static bool
+syslog_take(void)
+{
+	struct timespec now;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (sl.last.tv_sec != 0) {
+		dt = (double)(now.tv_sec - sl.last.tv_sec) +
+		    (double)(now.tv_nsec - sl.last.tv_nsec) / 1e9;
+		sl.tokens += dt * SYSLOG_RATE;
+		if (sl.tokens > SYSLOG_BURST)
+			sl.tokens = SYSLOG_BURST;
+	}
+	sl.last = now;
+	if (sl.tokens < 1) {
+		sl.skipped++;
+		return false;
+	}
+	sl.tokens -= 1;
+	if (sl.skipped > 0) {
+		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit: %lu event(s) left "
+		    "out of syslog (over %d a second); the audit file has "
+		    "them all", sl.skipped, SYSLOG_RATE);
+		sl.skipped = 0;
+	}
+	return true;
+}
+
 void
 audit_write(struct gw *gw, const char *json)
+{
+	audit_write_to(gw, json, AUDIT_SYSLOG);
+}
+
+void
+audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 {
 	struct timespec ts;
 	struct tm tm;
@@ -102,7 +152,8 @@ audit_write(struct gw *gw, const char *json)
 	    ts.tv_nsec / 1000000, json + 1);
 	if (gw->auditfd != -1 && write(gw->auditfd, line, (size_t)n) != n)
 		log_warn("audit log write");
-	syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
+	if (to == AUDIT_SYSLOG || (to == AUDIT_SYSLOG_LIMITED && syslog_take()))
+		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
 	control_broadcast_log(gw, line);
 	free(line);
 }
@@ -125,17 +176,36 @@ numeric(const char *k, const char *v)
 	return false;
 }
 
+/* A read-only control request: kept in the file, not in syslog. */
+static bool
+is_poll(const char *event, const char *k, const char *v)
+{
+	static const char *const polls[] = { "status", "sandboxes", "list",
+	    "counters" };
+	size_t i;
+
+	if (strcmp(event, "control") != 0 || strcmp(k, "verb") != 0)
+		return false;
+	for (i = 0; i < sizeof(polls) / sizeof(polls[0]); i++)
+		if (strcmp(v, polls[i]) == 0)
+			return true;
+	return false;
+}
+
 void
 audit_event(struct gw *gw, const char *event, ...)
 {
 	va_list ap;
 	const char *k, *v;
 	char *buf = NULL, *ek, *ev, *tmp;
+	enum audit_syslog to = AUDIT_SYSLOG;
 
 	xasprintf(&buf, "{\"event\":\"%s\"", event);
 	va_start(ap, event);
 	while ((k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
+		if (v != NULL && is_poll(event, k, v))
+			to = AUDIT_NO_SYSLOG;
 		ek = json_escape(k);
 		ev = json_escape(v ? v : "");
 		xasprintf(&tmp, numeric(k, ev) ? "%s,\"%s\":%s" :
@@ -148,6 +218,6 @@ audit_event(struct gw *gw, const char *event, ...)
 	va_end(ap);
 	xasprintf(&tmp, "%s}", buf);
 	free(buf);
-	audit_write(gw, tmp);
+	audit_write_to(gw, tmp, to);
 	free(tmp);
 }

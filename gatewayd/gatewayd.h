@@ -88,6 +88,8 @@ void	audit_reopen(struct gw *);
 void	audit_close(struct gw *);
 /* Write one JSON object (already formatted, printable, no newline). */
 void	audit_write(struct gw *, const char *json);
+enum audit_syslog { AUDIT_SYSLOG, AUDIT_SYSLOG_LIMITED, AUDIT_NO_SYSLOG };
+void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 /* Build and write an event: fields as alternating key, value strings,
  * NULL-terminated; values are JSON-escaped here. */
 void	audit_event(struct gw *, const char *event, ...)

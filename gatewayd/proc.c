@@ -360,7 +360,7 @@ handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 		xasprintf(&line, "{\"source\":\"%s\"}", p->name);
 	else
 		xasprintf(&line, "{\"source\":\"%s\",%s", p->name, body + 1);
-	audit_write(gw, line);
+	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
 	free(line);
 	free(body);
 }

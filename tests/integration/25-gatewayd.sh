@@ -166,4 +166,51 @@ kill -TERM "$GW_PID"; wait "$GW_PID"; rc=$?
 expect_eq "SIGTERM: exit 0" 0 $rc
 expect_eq "SIGTERM: control socket removed" no "$([ -e "$GW_SOCK" ] && echo yes || echo no)"
 expect_match "SIGTERM: policy left in place" "table inet moat" "$(in_ns "$NS_GW" nft list tables)"
+
+# Syslog: gatewayd runs in its own mount namespace whose /dev/log is a
+# socket this test reads (the host's syslog is never touched).  A flood of
+# refusals reaches syslog rate-limited, with a count of what was left out;
+# status polls are not sent at all, a reload is.
+SL=$TOPO_TMP/syslog; mkdir -p "$SL/dev"
+topo_bg "$NS_GW" syslogd python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])
+out = open(sys.argv[2], "w", buffering=1)
+while True: out.write(s.recv(65536).decode(errors="replace").replace("\n", " ") + "\n")' \
+	"$SL/log.sock" "$SL/messages"
+for i in $(seq 100); do [ -S "$SL/log.sock" ] && break; sleep 0.1; done
+rm -f "$GW_SOCK"
+ip netns exec "$NS_GW" unshare -m sh -c '
+	mount --make-rprivate / && mount -t tmpfs moat-dev "$1/dev" || exit 1
+	for n in null zero random urandom; do touch "$1/dev/$n"; mount --bind "/dev/$n" "$1/dev/$n"; done
+	ln -s "$1/log.sock" "$1/dev/log" && mount --bind "$1/dev" /dev || exit 1
+	shift; exec "$@"' sh "$SL" build/gatewayd -d -X -c "$GW_CONF" -s "$GW_SOCK" -a "$GW_AUDIT" >>"$GW_LOG" 2>&1 &
+GW_PID=$!; TOPO_PIDS+=("$GW_PID")
+for i in $(seq 100); do gw_ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+for i in $(seq 100); do grep -q '"event":"start"' "$SL/messages" 2>/dev/null && break; sleep 0.1; done
+expect_match "syslog gets the audit events" '"event":"start"' "$(cat "$SL/messages" 2>/dev/null)"
+for i in 1 2 3 4 5; do gw_ctl status >/dev/null; gw_ctl sandboxes >/dev/null; done
+gw_ctl reload >/dev/null
+for i in $(seq 100); do grep -q '"verb":"reload"' "$SL/messages" && break; sleep 0.1; done
+expect_match "a reload request reaches syslog" '"verb":"reload"' "$(cat "$SL/messages")"
+expect_fail "status and sandboxes polls do not reach syslog" grep -qE '"verb":"(status|sandboxes)"' "$SL/messages"
+expect_ok "the audit file still has the polls" grep -q '"verb":"status"' "$GW_AUDIT"
+sed -i 's|egress = "none"; owner = "bob";|egress = "open"; owner = "bob";|' "$GW_CONF"
+gw_ctl reload >/dev/null
+before=$(wc -l <"$GW_AUDIT")
+in_ns $TOPO-dev python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in range(1000, 3000): s.sendto(b"x", ("192.168.77.2", p))'
+for i in $(seq 100); do	# wait until the audit file has the flood
+	n=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep -c '"event":"refusal"')
+	[ "$n" -ge 150 ] && break; sleep 0.2
+done
+in_ns $TOPO-dev python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.168.77.2", 999))'
+for i in $(seq 100); do grep -q 'left out of syslog' "$SL/messages" && break; sleep 0.2; done
+file=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep -c '"event":"refusal"')
+sys=$(grep -c '"event":"refusal"' "$SL/messages")
+if [ "$file" -ge 150 ] && [ "$sys" -le 80 ]; then ok "syslog gets refusals rate-limited ($sys of the file's $file)"
+else not_ok "syslog gets refusals rate-limited" "file $file, syslog $sys"; fi
+expect_match "syslog says how many events it left out" 'audit: [0-9]+ event\(s\) left out of syslog' "$(cat "$SL/messages")"
 tap_done
