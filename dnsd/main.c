@@ -33,9 +33,10 @@ usage(FILE *fp)
 "  -l, --listen ADDR   address to serve (default: the gateway's)\n"
 "  -p, --port PORT     port to serve (default 53)\n"
 "      --no-nft        standalone: never touch nftables (testing)\n"
-"      --cache-size N  cache cap in bytes (default 8388608)\n"
-"      --rate QPS      queries per second per sandbox, 0 = unlimited\n"
-"                      (default 500, burst twice that)\n"
+"      --cache-size N  cache cap in bytes (default: gateway.dns.cache_size)\n"
+"      --rate QPS      queries per second per sandbox, 0 = unlimited,\n"
+"                      burst twice that, for every sandbox (default:\n"
+"                      gateway.dns.rate and each sandbox's dns_rate)\n"
 "      --timeout MS    one upstream attempt over UDP (default 1000)\n"
 "  Run by gatewayd (no privileged parent, no nftables of its own):\n"
 "      --ipc-fd N      lib/ipc.h channel: IPC_SET_ADD out, IPC_SET_ACK\n"
@@ -177,7 +178,7 @@ main(int argc, char *argv[])
 	struct dnsd_opts o = {
 		.conf = MOAT_CONF_DEFAULT, .user = DNSD_USER_DEFAULT,
 		.port = 53, .udp_fd = -1, .tcp_fd = -1, .ipc_fd = -1,
-		.cache_bytes = 8 << 20, .qps = 500, .burst = 1000,
+		.cache_bytes = 0, .qps = -1, .burst = -1,
 		.timeout_ms = 1000,
 	};
 	struct moat_config *cfg;

@@ -580,6 +580,28 @@ ctl_reload(struct ctl_req *r)
 	free(errors);
 }
 
+/* Per sandbox: queries dnsd dropped over its rate (dns_rate). */
+static void
+dns_dropped(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	uint64_t n;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const char *name = cfg->sandboxes[i].name;
+		for (n = 0, j = 0; j < r->gw->ndnsdrops; j++)
+			if (strcmp(r->gw->dnsdrops[j].sandbox, name) == 0)
+				n = r->gw->dnsdrops[j].count;
+		if (r->json)
+			reply(r, "%s{\"sandbox\":\"%s\",\"queries\":%llu}",
+			    i ? "," : "", name, (unsigned long long)n);
+		else
+			reply(r, "dns    %-10s %10llu queries dropped over the "
+			    "sandbox's DNS rate\n", name, (unsigned long long)n);
+	}
+}
+
 static void
 ctl_counters(struct ctl_req *r)
 {
@@ -590,10 +612,12 @@ ctl_counters(struct ctl_req *r)
 		return;
 	}
 	if (r->json)
-		reply(r, "{\"counters\":[%s]}\nok\n", text);
+		reply(r, "{\"counters\":[%s],\"dns_dropped\":[", text);
 	else
-		reply(r, "%sok\n", text);
+		reply(r, "%s", text);
 	free(text);
+	dns_dropped(r);
+	reply(r, r->json ? "]}\nok\n" : "ok\n");
 }
 
 /* The last lines of the audit file, then (with -f) everything new. */

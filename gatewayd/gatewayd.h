@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "ipc.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
@@ -207,6 +208,11 @@ struct gw {
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
 	uint64_t		 set_adds, set_refused;
+	struct gw_dnsdrop {		/* dnsd's queries over the rate */
+		char		 sandbox[IPC_NAME_LEN];
+		uint64_t	 count;
+	}			*dnsdrops;
+	size_t			 ndnsdrops;
 	bool			 quit;
 };
 

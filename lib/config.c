@@ -591,8 +591,30 @@ set_upstream(struct loader *ld, const config_setting_t *s, void *obj,
 	}
 }
 
+static void
+set_limit(struct loader *, const config_setting_t *, void *, const char *,
+    const struct key *);
+
+static void
+set_cache_size(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+
+	if (v < 4096 || v > 1073741824) {
+		serr(ld, s, "%s: cache_size: expected 4096 to 1073741824 bytes, "
+		    "got %lld", ctx, v);
+		return;
+	}
+	((struct moat_gateway *)obj)->dns_cache_size = (long)v;
+}
+
 static const struct key dns_keys[] = {
 	{ "upstream", K_STRLIST, 1, set_upstream, 0 },
+	{ "rate", K_INT, 0, set_limit, offsetof(struct moat_gateway, dns_rate) },
+	{ "burst", K_INT, 0, set_limit,
+	    offsetof(struct moat_gateway, dns_burst) },
+	{ "cache_size", K_INT, 0, set_cache_size, 0 },
 };
 
 static void
@@ -1013,6 +1035,9 @@ static const struct key sandbox_keys[] = {
 	{ "inspect", K_BOOL, 0, set_bool, offsetof(struct moat_sandbox, inspect) },
 	{ "bypass", K_STRLIST, 0, set_patterns,
 	    offsetof(struct moat_sandbox, bypass) },
+	{ "dns_rate", K_INT, 0, set_limit, offsetof(struct moat_sandbox, dns_rate) },
+	{ "dns_burst", K_INT, 0, set_limit,
+	    offsetof(struct moat_sandbox, dns_burst) },
 };
 
 /* Per-sandbox checks that need only the sandbox and the gateway. */
@@ -1101,6 +1126,7 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	    sizeof(*cfg->sandboxes));
 	x = &cfg->sandboxes[cfg->nsandboxes++];
 	memset(x, 0, sizeof(*x));
+	x->dns_rate = x->dns_burst = -1;
 	where(ld, grp, &x->where);
 	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,
 	    sandbox_keys, sizeof(sandbox_keys) / sizeof(sandbox_keys[0]), x,
@@ -1527,6 +1553,9 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.intercept = true;
 	cfg->gw.nflog_group = 77;
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
+	cfg->gw.dns_rate = 500;
+	cfg->gw.dns_burst = -1;
+	cfg->gw.dns_cache_size = 8L << 20;
 }
 
 static struct moat_config *
@@ -1687,6 +1716,22 @@ config_warnings_print(FILE *fp, const struct moat_errors *e)
 }
 
 /* --- lookups ---------------------------------------------------------- */
+
+void
+config_dns_rate(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    double *qps, double *burst)
+{
+	long r = cfg->gw.dns_rate, b = cfg->gw.dns_burst;
+
+	if (sb != NULL && sb->dns_rate >= 0) {
+		r = sb->dns_rate;
+		b = -1;
+	}
+	if (sb != NULL && sb->dns_burst >= 0)
+		b = sb->dns_burst;
+	*qps = (double)r;
+	*burst = b >= 0 ? (double)b : 2.0 * (double)r;
+}
 
 const struct moat_sandbox *
 config_sandbox_by_name(const struct moat_config *cfg, const char *name)

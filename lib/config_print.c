@@ -82,7 +82,10 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		fputs(i ? ", " : " ", fp);
 		pstr(fp, addr_fmt(&gw->upstream[i], buf, sizeof(buf)));
 	}
-	fputs(" ]; };\n", fp);
+	fprintf(fp, " ]; rate = %ld;", gw->dns_rate);
+	if (gw->dns_burst >= 0)
+		fprintf(fp, " burst = %ld;", gw->dns_burst);
+	fprintf(fp, " cache_size = %ld; };\n", gw->dns_cache_size);
 	fprintf(fp, "  proxy: { port = %u; intercept = %s;", gw->proxy_port,
 	    gw->intercept ? "true" : "false");
 	if (gw->proxy_upstream_ca != NULL) {
@@ -173,6 +176,10 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 		pkv(fp, "    ", "owner", x->owner);
 	fprintf(fp, "    inspect = %s;\n", x->inspect ? "true" : "false");
 	plist(fp, "    ", "bypass", &x->bypass);
+	if (x->dns_rate >= 0)
+		fprintf(fp, "    dns_rate = %ld;\n", x->dns_rate);
+	if (x->dns_burst >= 0)
+		fprintf(fp, "    dns_burst = %ld;\n", x->dns_burst);
 	fputs(last ? "  }\n" : "  },\n", fp);
 }
 

@@ -17,6 +17,7 @@ static int shape_set_add(const void *, size_t, char *, size_t);
 static int shape_set_ack(const void *, size_t, char *, size_t);
 static int shape_audit(const void *, size_t, char *, size_t);
 static int shape_empty(const void *, size_t, char *, size_t);
+static int shape_dns_dropped(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -26,6 +27,7 @@ static const struct {
 	[IPC_SET_ACK] = { "set-ack", shape_set_ack },
 	[IPC_AUDIT] = { "audit", shape_audit },
 	[IPC_RELOAD] = { "reload", shape_empty },
+	[IPC_DNS_DROPPED] = { "dns-dropped", shape_dns_dropped },
 };
 
 const char *
@@ -95,6 +97,25 @@ shape_audit(const void *p, size_t len, char *err, size_t errlen)
 			    i);
 			return -1;
 		}
+	return 0;
+}
+
+static int
+shape_dns_dropped(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_dropped *m = p;
+
+	if (len != sizeof(*m)) {
+		snprintf(err, errlen, "dns-dropped: %zu bytes, expected %zu",
+		    len, sizeof(*m));
+		return -1;
+	}
+	if (memchr(m->sandbox, '\0', sizeof(m->sandbox)) == NULL ||
+	    m->sandbox[0] == '\0' || m->count == 0) {
+		snprintf(err, errlen, "dns-dropped: sandbox name not "
+		    "terminated, or a count of 0");
+		return -1;
+	}
 	return 0;
 }
 

@@ -26,6 +26,7 @@ enum ipc_type {
 	IPC_SET_ACK,		/* parent -> dnsd: result of an IPC_SET_ADD */
 	IPC_AUDIT,		/* child -> parent: one audit event, JSON object */
 	IPC_RELOAD,		/* parent -> child: re-read the configuration */
+	IPC_DNS_DROPPED,	/* dnsd -> parent: queries over a sandbox's rate */
 	IPC_TYPE_MAX
 };
 
@@ -46,6 +47,13 @@ struct ipc_set_add {
 
 struct ipc_set_ack {
 	int32_t		status;		/* >= 0 addresses added, -1 refused */
+};
+
+/* Sent at most once a second per sandbox, with the count since the last. */
+struct ipc_dns_dropped {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[7];
+	uint64_t	count;		/* >= 1 */
 };
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or
