@@ -40,7 +40,7 @@ usage(FILE *fp)
 "  -h, --help         this help\n"
 "      --version      print the version\n"
 "\n"
-"ctl verbs: status, sandboxes (list), counters, log [-f], reload,\n"
+"ctl verbs: status, sandboxes, list, counters, log [-f], reload,\n"
 "create, start, stop, destroy, secret set, secret list.\n"
 "\n"
 "Exit status: 0 ok, 1 invalid configuration or start-up failure, 2 usage;\n"

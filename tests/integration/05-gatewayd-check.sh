@@ -93,7 +93,7 @@ for v in status sandboxes counters log reload create start stop destroy "secret 
 	expect_match "gatewayd ctl --help shows $v" "$v" "$h"
 done
 expect_match "gatewayd --help lists the ctl verbs README uses" \
-	'ctl verbs: status, sandboxes \(list\), counters, log \[-f\], reload' "$(build/gatewayd --help)"
+	'ctl verbs: status, sandboxes, list, counters, log \[-f\], reload' "$(build/gatewayd --help)"
 out=$(build/gatewayd ctl -s "$T/nosock" status 2>&1); rc=$?
 expect_eq "ctl without a daemon: exit 3" 3 $rc
 expect_match "ctl without a daemon: asks whether it runs" "is gatewayd running" "$out"
