@@ -180,13 +180,20 @@ while True: out.write(s.recv(65536).decode(errors="replace").replace("\n", " ") 
 	"$SL/log.sock" "$SL/messages"
 for i in $(seq 100); do [ -S "$SL/log.sock" ] && break; sleep 0.1; done
 rm -f "$GW_SOCK"
+# Its /var/log is an empty tmpfs too: without -a the audit log goes to
+# /var/log/moat/audit.log, folder made 0750.
 ip netns exec "$NS_GW" unshare -m sh -c '
 	mount --make-rprivate / && mount -t tmpfs moat-dev "$1/dev" || exit 1
 	for n in null zero random urandom; do touch "$1/dev/$n"; mount --bind "/dev/$n" "$1/dev/$n"; done
 	ln -s "$1/log.sock" "$1/dev/log" && mount --bind "$1/dev" /dev || exit 1
-	shift; exec "$@"' sh "$SL" build/gatewayd -d -X -c "$GW_CONF" -s "$GW_SOCK" -a "$GW_AUDIT" >>"$GW_LOG" 2>&1 &
+	mount -t tmpfs moat-log /var/log || exit 1
+	shift; exec "$@"' sh "$SL" build/gatewayd -d -X -c "$GW_CONF" -s "$GW_SOCK" >>"$GW_LOG" 2>&1 &
 GW_PID=$!; TOPO_PIDS+=("$GW_PID")
 for i in $(seq 100); do gw_ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+GW_AUDIT=/proc/$GW_PID/root/var/log/moat/audit.log
+expect_match "default audit log: /var/log/moat/audit.log" '"event":"start"' "$(cat "$GW_AUDIT" 2>&1)"
+expect_eq "/var/log/moat is 0750, the audit log 0640" "750 640" \
+	"$(stat -c %a "/proc/$GW_PID/root/var/log/moat") $(stat -c %a "$GW_AUDIT")"
 for i in $(seq 100); do grep -q '"event":"start"' "$SL/messages" 2>/dev/null && break; sleep 0.1; done
 expect_match "syslog gets the audit events" '"event":"start"' "$(cat "$SL/messages" 2>/dev/null)"
 for i in 1 2 3 4 5; do gw_ctl status >/dev/null; gw_ctl sandboxes >/dev/null; done
