@@ -265,6 +265,7 @@ gw_run(struct gw_opts *opts)
 	audit_close(&gw);
 	nftr_ctx_free(gw.nft);
 	config_free(gw.cfg);
+	free(gw.dnsdrops);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;
 }
