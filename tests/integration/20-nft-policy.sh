@@ -21,6 +21,15 @@ topo_banner "$NS_GW" 0.0.0.0 22 "SSH-2.0-gateway-host"
 topo_banner "$NS_GW" $GW_ADDR 53 "gateway-dns"
 topo_banner "$NS_GW" $GW_ADDR 3128 "gateway-proxy"
 topo_banner "$TOPO-web" 10.77.0.10 8080 "guest-web-service"
+for i in $(seq 100); do	# the UDP echo server is bound
+	in_ns "$NS_INET" ss -Hlun "sport = :9999" | grep -q . && break; sleep 0.1
+done
+# The kernel rate-limits ICMP errors per destination (1/s after a burst of
+# 6): rejections in quick succession would time out instead of arriving
+# as admin-prohibited.  Lift it in this run's own gateway namespace.
+in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0
+in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_msgs_per_sec=100000 \
+	net.ipv4.icmp_msgs_burst=100000 2>/dev/null
 
 CONF=$TOPO_TMP/moat.conf
 cat >"$CONF" <<'EOF'
