@@ -10,6 +10,9 @@ SYSCONFDIR ?= /etc
 UNITDIR	?= /lib/systemd/system
 DESTDIR	?=
 
+# The one version string every program prints for --version.
+VERSION	 = 0.1.0
+
 CC	?= gcc
 BUILD	?= build
 SAN	?=
@@ -18,7 +21,8 @@ WARN	 = -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wpointer-arith \
 	   -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 HARDEN	 = -fstack-protector-strong -fstack-clash-protection -fcf-protection
 CFLAGS	?= -O2 -g
-override CFLAGS += -std=c17 -D_GNU_SOURCE -Ilib $(WARN) $(HARDEN) -fPIE
+override CFLAGS += -std=c17 -D_GNU_SOURCE -Ilib $(WARN) $(HARDEN) -fPIE \
+	-DMOAT_VERSION='"$(VERSION)"'
 LDHARDEN = -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 
 ifeq ($(SAN),1)
@@ -112,6 +116,8 @@ install: all
 	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' -e 's|/usr/local/share/doc|$(PREFIX)/share/doc|g' \
 	    examples/moat-gatewayd.service >$(DESTDIR)$(UNITDIR)/moat-gatewayd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-gatewayd.service
+	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
+	install -m 0644 examples/moat.logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/moat
 	install -d $(DESTDIR)$(PREFIX)/lib/moat
 	install -m 0755 gatewayd/install-users.sh $(DESTDIR)$(PREFIX)/lib/moat/
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \

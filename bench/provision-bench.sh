@@ -22,8 +22,6 @@ topo_services >/dev/null
 guest_assets >/dev/null || { echo "bench: no guest kernel (apt access needed once)" >&2; exit 1; }
 topo_bg "$NS_GW" dns-gw python3 tests/harness/cc-dns.py $GW_ADDR
 topo_bg "$NS_INET" dns-inet python3 tests/harness/cc-dns.py 203.0.113.53
-in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
-	net.ipv4.icmp_msgs_burst=100000 2>/dev/null
 pv_setup examples/demo.conf
 qemu-img create -q -f qcow2 "$TOPO_TMP/base.qcow2" 2G; chmod 0644 "$TOPO_TMP/base.qcow2"
 echo 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchKey bench@moat' >"$TOPO_TMP/key.pub"

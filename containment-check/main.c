@@ -41,6 +41,7 @@ static const char usage_text[] =
 "  --json                machine-readable report\n"
 "  -v, --verbose         list every probe\n"
 "  -h, --help            this text\n"
+"      --version         print the version\n"
 "\n"
 "exit: 0 contained, 1 breach or failed control, 2 usage or system error\n";
 
@@ -69,6 +70,7 @@ static const struct option longopts[] = {
 	{ "in-guest",		no_argument,	   NULL, OPT_INGUEST },
 	{ "json",		no_argument,	   NULL, OPT_JSON },
 	{ "verbose",		no_argument,	   NULL, 'v' },
+	{ "version",		no_argument,	   NULL, 'V' },
 	{ "help",		no_argument,	   NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -173,6 +175,9 @@ parse_args(int argc, char **argv, struct cc_opts *o)
 	o->host_checks = -1;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'V':
+			printf("%s %s\n", "containment-check", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(CC_EXIT_CONTAINED);

@@ -34,17 +34,19 @@ usage(FILE *fp)
 "  -l, --listen ADDR   address to serve (default: the gateway's)\n"
 "  -p, --port PORT     port to serve (default 53)\n"
 "      --no-nft        standalone: never touch nftables (testing)\n"
-"      --cache-size N  cache cap in bytes (default 8388608)\n"
-"      --rate QPS      queries per second per sandbox, 0 = unlimited\n"
-"                      (default 500, burst twice that)\n"
+"      --cache-size N  cache cap in bytes (default: gateway.dns.cache_size)\n"
+"      --rate QPS      queries per second per sandbox, 0 = unlimited,\n"
+"                      burst twice that, for every sandbox (default:\n"
+"                      gateway.dns.rate and each sandbox's dns_rate)\n"
 "      --timeout MS    one upstream attempt over UDP (default 1000)\n"
 "  Run by gatewayd (no privileged parent, no nftables of its own):\n"
-"      --ipc-fd N      lib/ipc.h channel: IPC_SET_ADD out, IPC_SET_ACK\n"
-"                      and IPC_RELOAD in\n"
+"      --ipc-fd N      lib/ipc.h channel: IPC_SET_ADD and IPC_DNS_DROPPED\n"
+"                      out, IPC_SET_ACK and IPC_RELOAD in\n"
 "      --udp-fd N      bound UDP socket to serve on\n"
 "      --tcp-fd N      bound, listening TCP socket to serve on\n"
 "      --config-fd N   the normalised configuration (-c names it only)\n"
 "  -h, --help          this help\n"
+"      --version       print the version\n"
 "\n"
 "Exit status: 0 done, 1 invalid configuration, 2 usage, 3 system error.\n");
 }
@@ -88,6 +90,7 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
 		{ "config-fd", required_argument, NULL, O_CONFIG_FD },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -120,6 +123,9 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 			break;
 		case O_UDP: o->udp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
+		case 'V':
+			printf("%s %s\n", "dnsd", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
@@ -185,7 +191,7 @@ main(int argc, char *argv[])
 		.conf = MOAT_CONF_DEFAULT, .user = DNSD_USER_DEFAULT,
 		.port = 53, .udp_fd = -1, .tcp_fd = -1, .ipc_fd = -1,
 		.config_fd = -1,
-		.cache_bytes = 8 << 20, .qps = 500, .burst = 1000,
+		.cache_bytes = 0, .qps = -1, .burst = -1,
 		.timeout_ms = 1000,
 	};
 	struct moat_config *cfg;

@@ -43,6 +43,7 @@ struct sbpolicy {
 	/* Per-sandbox query rate limit: a token bucket. */
 	double		 tokens;
 	uint64_t	 last_ms;
+	uint64_t	 dropped;	/* over the rate, since last reported */
 };
 
 struct policy;

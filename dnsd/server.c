@@ -147,6 +147,7 @@ static struct {
 	int		 stop;
 	double		 log_tokens;
 	uint64_t	 log_last;
+	uint64_t	 drop_last;	/* last IPC_DNS_DROPPED round */
 	struct counters	 c;
 } S;
 
@@ -962,6 +963,19 @@ refuse(struct client *c, const char *who, const char *reason)
 	respond(c, LDNS_RCODE_REFUSED, EDE_BLOCKED, reason);
 }
 
+/* --rate for every sandbox if given, else moat.conf's rate for this one. */
+static bool
+sandbox_ratelimit(struct sbpolicy *sb)
+{
+	double qps = S.opts->qps, burst = S.opts->burst;
+
+	if (qps < 0)
+		config_dns_rate(S.cfg, sb->sb, &qps, &burst);
+	if (qps > 0 && burst < 1)
+		burst = 1;
+	return policy_ratelimit(sb, ev_now(), qps, burst);
+}
+
 static void
 handle_query(struct client *c, const uint8_t *buf, size_t len)
 {
@@ -985,8 +999,9 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 	}
 	snprintf(c->sandbox, sizeof(c->sandbox), "%s", sb->sb->name);
 	c->allowlist = sb->egress == EGRESS_ALLOWLIST;
-	if (!policy_ratelimit(sb, ev_now(), S.opts->qps, S.opts->burst)) {
+	if (!sandbox_ratelimit(sb)) {
 		S.c.ratelimited++;
+		sb->dropped++;
 		client_done(c);
 		return;
 	}
@@ -1323,6 +1338,40 @@ upstreams_set(const struct moat_config *cfg)
 	S.cur = 0;
 }
 
+/* --cache-size, else gateway.dns.cache_size. */
+static size_t
+cache_bytes(const struct moat_config *cfg)
+{
+	return S.opts->cache_bytes > 0 ? S.opts->cache_bytes :
+	    (size_t)cfg->gw.dns_cache_size;
+}
+
+/* Tell gatewayd, once a second, how many queries each sandbox had
+ * dropped over its rate, for `gatewayd ctl counters`. */
+static void
+report_drops(void)
+{
+	struct ipc_dns_dropped m;
+	struct sbpolicy *sb;
+	uint64_t now = ev_now();
+	size_t i;
+
+	/* Only gatewayd counts them; dnsd's own privileged half does not. */
+	if (S.opts->ipc_fd == -1 || S.ipcfd == -1 || now - S.drop_last < 1000)
+		return;
+	S.drop_last = now;
+	for (i = 0; i < policy_nsandboxes(S.pol); i++) {
+		sb = policy_sandbox_at(S.pol, i);
+		if (sb->dropped == 0)
+			continue;
+		memset(&m, 0, sizeof(m));
+		snprintf(m.sandbox, sizeof(m.sandbox), "%s", sb->sb->name);
+		m.count = sb->dropped;
+		if (ipc_send(S.ipcfd, IPC_DNS_DROPPED, 0, &m, sizeof(m)) == 0)
+			sb->dropped = 0;
+	}
+}
+
 static void
 reload(void)
 {
@@ -1350,7 +1399,7 @@ reload(void)
 	upstreams_set(cfg);
 	/* The private table may have changed with treat_as_public. */
 	cache_free(S.cache);
-	S.cache = cache_new(S.opts->cache_bytes);
+	S.cache = cache_new(cache_bytes(cfg));
 	/* A reload may have emptied or replaced the sets. */
 	mirror_clear(S.mirror);
 	log_info("reloaded %s: %zu sandboxes", S.opts->conf, cfg->nsandboxes);
@@ -1508,7 +1557,7 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 	S.opts = opts;
 	S.cfg = cfg;
 	S.pol = policy_new(cfg);
-	S.cache = cache_new(opts->cache_bytes);
+	S.cache = cache_new(cache_bytes(cfg));
 	S.mirror = mirror_new(MIRROR_SLOTS);
 	S.ipcfd = ipcfd;
 	arc4random_buf(&S.fwseed, sizeof(S.fwseed));
@@ -1536,6 +1585,7 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 		if (ev_run_once(next_timeout()) == -1)
 			fatal("epoll_wait");
 		expire();
+		report_drops();
 	}
 	stats_log();
 	resolver_cleanup();

@@ -3,6 +3,11 @@
  * reopened on SIGUSR1 for rotation), to syslog, and to every control
  * client following it with "log -f".
  *
+ * The file gets every line.  Syslog is for a person reading
+ * /var/log/auth.log: the children's events (refusals, mostly) are
+ * rate-limited there, with a count of what was left out, and read-only
+ * control polls (status, sandboxes, list, counters) are not sent at all.
+ *
  * Callers never pass a secret value here; events name secrets only.
  */
 #include <sys/stat.h>
@@ -49,9 +54,13 @@ audit_open(struct gw *gw)
 	if (gw->audit_path == NULL) {
 		if (gw->opts.audit_path != NULL)
 			gw->audit_path = xstrdup(gw->opts.audit_path);
-		else
-			xasprintf(&gw->audit_path, "%s/audit.log",
-			    gw->cfg->gw.state_dir);
+		else {
+			/* Where a Debian admin looks, rotated by the
+			 * logrotate snippet `make install` puts in place. */
+			gw->audit_path = xstrdup(GW_AUDIT_DEFAULT);
+			if (mkdir(GW_AUDIT_DIR, 0750) == -1 && errno != EEXIST)
+				log_warn("mkdir %s", GW_AUDIT_DIR);
+		}
 	}
 	gw->auditfd = open(gw->audit_path, O_WRONLY | O_APPEND | O_CREAT |
 	    O_CLOEXEC | O_NOFOLLOW, 0640);
@@ -170,8 +179,53 @@ audit_close(struct gw *gw)
 	gw->audit_path = NULL;
 }
 
+/* Syslog's share of the children's events: a token bucket. */
+#define SYSLOG_RATE	10	/* lines per second */
+#define SYSLOG_BURST	50
+
+static struct {
+	double		tokens;
+	struct timespec	last;
+	unsigned long	skipped;
+} sl = { SYSLOG_BURST, { 0, 0 }, 0 };
+
+static bool
+syslog_take(void)
+{
+	struct timespec now;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (sl.last.tv_sec != 0) {
+		dt = (double)(now.tv_sec - sl.last.tv_sec) +
+		    (double)(now.tv_nsec - sl.last.tv_nsec) / 1e9;
+		sl.tokens += dt * SYSLOG_RATE;
+		if (sl.tokens > SYSLOG_BURST)
+			sl.tokens = SYSLOG_BURST;
+	}
+	sl.last = now;
+	if (sl.tokens < 1) {
+		sl.skipped++;
+		return false;
+	}
+	sl.tokens -= 1;
+	if (sl.skipped > 0) {
+		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit: %lu event(s) left "
+		    "out of syslog (over %d a second); the audit file has "
+		    "them all", sl.skipped, SYSLOG_RATE);
+		sl.skipped = 0;
+	}
+	return true;
+}
+
 void
 audit_write(struct gw *gw, const char *json)
+{
+	audit_write_to(gw, json, AUDIT_SYSLOG);
+}
+
+void
+audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 {
 	struct timespec ts;
 	struct tm tm;
@@ -194,9 +248,44 @@ audit_write(struct gw *gw, const char *json)
 		gw->audit.size += n;
 		gw->audit.lines++;
 	}
-	syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
+	if (to == AUDIT_SYSLOG || (to == AUDIT_SYSLOG_LIMITED && syslog_take()))
+		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
 	control_broadcast_log(gw, line);
 	free(line);
+}
+
+/* Keys whose values are counts or ids: written as JSON numbers, so a
+ * reader compares them as numbers ("uid":0, not "uid":"0"). */
+static bool
+numeric(const char *k, const char *v)
+{
+	static const char *const keys[] = { "uid", "exit", "errors",
+	    "flows_cut", "restart_in_s", "count", "port", "pid" };
+	size_t i, n = strlen(v);
+
+	if (n == 0 || n > 18 || strspn(v, "0123456789") != n ||
+	    (n > 1 && v[0] == '0'))
+		return false;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(k, keys[i]) == 0)
+			return true;
+	return false;
+}
+
+/* A read-only control request: kept in the file, not in syslog. */
+static bool
+is_poll(const char *event, const char *k, const char *v)
+{
+	static const char *const polls[] = { "status", "sandboxes", "list",
+	    "counters" };
+	size_t i;
+
+	if (strcmp(event, "control") != 0 || strcmp(k, "verb") != 0)
+		return false;
+	for (i = 0; i < sizeof(polls) / sizeof(polls[0]); i++)
+		if (strcmp(v, polls[i]) == 0)
+			return true;
+	return false;
 }
 
 void
@@ -205,14 +294,18 @@ audit_event(struct gw *gw, const char *event, ...)
 	va_list ap;
 	const char *k, *v;
 	char *buf = NULL, *ek, *ev, *tmp;
+	enum audit_syslog to = AUDIT_SYSLOG;
 
 	xasprintf(&buf, "{\"event\":\"%s\"", event);
 	va_start(ap, event);
 	while ((k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
+		if (v != NULL && is_poll(event, k, v))
+			to = AUDIT_NO_SYSLOG;
 		ek = json_escape(k);
 		ev = json_escape(v ? v : "");
-		xasprintf(&tmp, "%s,\"%s\":\"%s\"", buf, ek, ev);
+		xasprintf(&tmp, numeric(k, ev) ? "%s,\"%s\":%s" :
+		    "%s,\"%s\":\"%s\"", buf, ek, ev);
 		free(buf);
 		free(ek);
 		free(ev);
@@ -221,6 +314,6 @@ audit_event(struct gw *gw, const char *event, ...)
 	va_end(ap);
 	xasprintf(&tmp, "%s}", buf);
 	free(buf);
-	audit_write(gw, tmp);
+	audit_write_to(gw, tmp, to);
 	free(tmp);
 }

@@ -42,24 +42,26 @@ static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
 
 /* admin: root or gateway.admin_group only.  body: a second line (the
- * secret's value) follows the request. */
+ * secret's value) follows the request.  json: the verb has a --json form
+ * (for "secret", only "secret list" does; see secret.c). */
 static const struct {
 	const char	*verb;
 	ctl_fn		 fn;
 	bool		 admin;
 	bool		 body;
+	bool		 json;
 } ctl_table[] = {
-	{ "status", ctl_status, false, false },
-	{ "sandboxes", ctl_sandboxes, false, false },
-	{ "list", ctl_sandboxes, false, false },
-	{ "reload", ctl_reload, false, false },
-	{ "counters", ctl_counters, true, false },
-	{ "log", ctl_log, true, false },
-	{ "create", team_provision, false, false },
-	{ "start", team_provision, false, false },
-	{ "stop", team_provision, false, false },
-	{ "destroy", team_provision, false, false },
-	{ "secret", team_secret, false, true },
+	{ "status", ctl_status, false, false, true },
+	{ "sandboxes", ctl_sandboxes, false, false, true },
+	{ "list", team_list, false, false, true },
+	{ "reload", ctl_reload, false, false, false },
+	{ "counters", ctl_counters, true, false, true },
+	{ "log", ctl_log, true, false, true },
+	{ "create", team_provision, false, false, false },
+	{ "start", team_provision, false, false, false },
+	{ "stop", team_provision, false, false, false },
+	{ "destroy", team_provision, false, false, false },
+	{ "secret", team_secret, false, true, true },
 };
 #define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
 
@@ -116,6 +118,21 @@ ctl_reply(struct ctl_req *r, const char *fmt, ...)
 	va_end(ap);
 }
 #define reply ctl_reply
+
+/* A JSON string (escaped), or null for NULL. */
+void
+ctl_reply_jstr(struct ctl_req *r, const char *s)
+{
+	char *e;
+
+	if (s == NULL) {
+		reply(r, "null");
+		return;
+	}
+	e = json_escape(s);
+	reply(r, "\"%s\"", e);
+	free(e);
+}
 
 void
 ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
@@ -250,8 +267,8 @@ control_accept(struct gw *gw)
 		return;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
 	    !peer_allowed(gw, cred.uid, cred.gid)) {
-		static const char msg[] = "error: permission denied (root or "
-		    "group " GW_GROUP " only)\n";
+		static const char msg[] = "error: permission denied: you are "
+		    "not in group " GW_GROUP " (or root)\n";
 		(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)cred.uid);
 		audit_event(gw, "control-denied", "uid", uidbuf, NULL);
@@ -340,6 +357,10 @@ dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
 	if (strcmp(r.argv[0], "log") != 0 && ctl_table[i].fn != team_provision)
 		audit_event(gw, "control", "uid", uidbuf, "user", r.user,
 		    "verb", r.argv[0], "sandbox", "", NULL);
+	if (r.json && !ctl_table[i].json) {
+		reply(&r, "error: %s has no --json output\n", r.argv[0]);
+		return;
+	}
 	if (ctl_table[i].admin && !r.admin) {
 		ctl_refuse(&r, NULL, "%s is for root and the admin group only",
 		    r.argv[0]);
@@ -492,12 +513,14 @@ ctl_status(struct ctl_req *r)
 
 	fast = policy_refusals_state(gw->cfg, refusals, sizeof(refusals));
 	if (r->json) {
-		reply(r, "{\"config\":\"%s\",\"uptime\":%lld,\"sandboxes\":%zu,"
+		reply(r, "{\"config\":");
+		ctl_reply_jstr(r, gw->cfg->path);
+		reply(r, ",\"uptime\":%lld,\"sandboxes\":%zu,"
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
 		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
 		    "\"refusals\":\"%s\",\"audit\":{\"rotations\":%llu,"
 		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},"
-		    "\"children\":[", gw->cfg->path,
+		    "\"children\":[",
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
@@ -557,12 +580,15 @@ ctl_sandboxes(struct ctl_req *r)
 		if (!ctl_may_see(r, s->owner))
 			continue;
 		addr_fmt(&s->address, a, sizeof(a));
-		if (r->json)
+		if (r->json) {
 			reply(r, "%s{\"name\":\"%s\",\"address\":\"%s\","
-			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":\"%s\","
-			    "\"allow\":%zu,\"secrets\":%zu}", shown ? "," : "",
-			    s->name, a, s->tap, egress_name(s->egress),
-			    s->owner ? s->owner : "", s->allow.n, s->secrets.n);
+			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":",
+			    shown ? "," : "", s->name, a, s->tap,
+			    egress_name(s->egress));
+			ctl_reply_jstr(r, s->owner);
+			reply(r, ",\"allow\":%zu,\"secrets\":%zu}", s->allow.n,
+			    s->secrets.n);
+		}
 		else
 			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
 			    egress_name(s->egress), s->owner ? s->owner : "-");
@@ -585,20 +611,48 @@ ctl_reload(struct ctl_req *r)
 	free(errors);
 }
 
+/* Per sandbox: queries dnsd dropped over its rate (dns_rate). */
+static void
+dns_dropped(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	uint64_t n;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const char *name = cfg->sandboxes[i].name;
+		for (n = 0, j = 0; j < r->gw->ndnsdrops; j++)
+			if (strcmp(r->gw->dnsdrops[j].sandbox, name) == 0)
+				n = r->gw->dnsdrops[j].count;
+		if (r->json)
+			reply(r, "%s{\"sandbox\":\"%s\",\"queries\":%llu}",
+			    i ? "," : "", name, (unsigned long long)n);
+		else
+			reply(r, "dns    %-10s %10llu queries dropped over the "
+			    "sandbox's DNS rate\n", name, (unsigned long long)n);
+	}
+}
+
 static void
 ctl_counters(struct ctl_req *r)
 {
 	char *text = NULL;
 
-	if (policy_counters(r->gw, &text) == -1) {
+	if (policy_counters(r->gw, r->json, &text) == -1) {
 		reply(r, "error: cannot read counters\n");
 		return;
 	}
-	reply(r, "%s", text);
+	if (r->json)
+		reply(r, "{\"counters\":[%s],\"dns_dropped\":[", text);
+	else {
+		reply(r, "%s", text);
+		free(text);
+		text = audit_counters(r->gw);
+		reply(r, "%s", text);
+	}
 	free(text);
-	text = audit_counters(r->gw);
-	reply(r, "%sok\n", text);
-	free(text);
+	dns_dropped(r);
+	reply(r, r->json ? "]}\nok\n" : "ok\n");
 }
 
 /* The last lines of the audit file, then (with -f) everything new. */

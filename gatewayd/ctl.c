@@ -39,6 +39,22 @@ ctl_connect(const char *path)
 	return fd;
 }
 
+/* Say why we cannot connect in the caller's terms: a socket we may not
+ * open means "not a member", not "the daemon is down". */
+static void
+ctl_connect_failed(const char *sock, int err)
+{
+	if (err == EACCES || err == EPERM)
+		fprintf(stderr, "gatewayd ctl: %s: permission denied: you are not "
+		    "in group " GW_GROUP " (or root); log in again after being "
+		    "added\n", sock);
+	else if (err == ENOENT || err == ECONNREFUSED)
+		fprintf(stderr, "gatewayd ctl: %s: %s (is gatewayd running?)\n",
+		    sock, strerror(err));
+	else
+		fprintf(stderr, "gatewayd ctl: %s: %s\n", sock, strerror(err));
+}
+
 /* Append word to req at *len, percent-encoded; -1 if it does not fit. */
 static int
 encode_word(char *req, size_t cap, size_t *len, const char *w)
@@ -98,6 +114,32 @@ out:
 	return rc;
 }
 
+void
+ctl_usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: gatewayd ctl [-s SOCKET] VERB [--json] [ARGS]\n"
+"\n"
+"  status                  the daemon, its policy and its children\n"
+"  sandboxes               configured sandboxes you may see (admins: all)\n"
+"  list                    guests you may see, as provision list shows them\n"
+"  counters                refusal counters, DNS queries dropped (admins)\n"
+"  log [-f]                the audit log's tail; -f follows it (admins)\n"
+"  reload                  re-read the configuration; exit 1 and the\n"
+"                          file:line errors if it is invalid\n"
+"  create|start|stop|destroy [OPTIONS] NAME\n"
+"                          provision's verbs, run for you by gatewayd\n"
+"  secret set NAME --host H [--header X] [--share USER] <VALUE\n"
+"  secret list             secrets you own or that are shared with you\n"
+"\n"
+"--json (status, sandboxes, list, counters, secret list; log is JSON\n"
+"already)\n"
+"prints one JSON document; other verbs refuse it.  -s: the control socket\n"
+"(default " GW_SOCK_DEFAULT ").\n"
+"Exit status: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the\n"
+"daemon.\n");
+}
+
 int
 ctl_main(const char *sock, int argc, char *argv[])
 {
@@ -108,13 +150,7 @@ ctl_main(const char *sock, int argc, char *argv[])
 	int fd, i, rc = CTL_SYSTEM;
 
 	if (argc < 1) {
-		fprintf(stderr, "usage: gatewayd ctl status|sandboxes|list|reload|"
-		    "counters|log [-f] [--json]\n"
-		    "       gatewayd ctl create|start|stop|destroy [OPTIONS] "
-		    "NAME\n"
-		    "       gatewayd ctl secret set NAME --host H [--header X] "
-		    "[--share USER] <VALUE\n"
-		    "       gatewayd ctl secret list\n");
+		ctl_usage(stderr);
 		return CTL_USAGE;
 	}
 	for (i = 0; i < argc; i++) {
@@ -133,8 +169,7 @@ ctl_main(const char *sock, int argc, char *argv[])
 	    read_value(req, sizeof(req), &len) == -1)
 		return CTL_USAGE;
 	if ((fd = ctl_connect(sock)) == -1) {
-		fprintf(stderr, "gatewayd ctl: %s: %s (is gatewayd running?)\n",
-		    sock, strerror(errno));
+		ctl_connect_failed(sock, errno);
 		return CTL_SYSTEM;
 	}
 	/* The daemon may refuse us before reading the request; its answer

@@ -38,6 +38,18 @@ errors_text(const struct moat_errors *e)
 	return buf;
 }
 
+/* The config's warnings, one log line each (start-up and reload). */
+void
+gw_log_warnings(const struct moat_config *cfg, const struct moat_errors *errs)
+{
+	char *text = team_config_warnings(cfg, errs), *line, *save = NULL;
+
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		log_warnx("%s", line);
+	free(text);
+}
+
 int
 gw_reload(struct gw *gw, char **errors)
 {
@@ -59,6 +71,8 @@ gw_reload(struct gw *gw, char **errors)
 		gw->reload_failures++;
 		return -1;
 	}
+	gw_log_warnings(cfg, &errs);
+	config_errors_free(&errs);
 	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
 		xasprintf(errors, "%s: %s\n", old->path, err);
 		log_warnx("reload refused by the kernel: %s", err);
@@ -194,6 +208,8 @@ startup(struct gw *gw)
 		config_errors_free(&errs);
 		return -1;
 	}
+	gw_log_warnings(gw->cfg, &errs);
+	config_errors_free(&errs);
 	gr = getgrnam(GW_GROUP);
 	gw->moat_gid = gr ? gr->gr_gid : (gid_t)-1;
 	if (gw->moat_gid == (gid_t)-1)
@@ -249,6 +265,7 @@ gw_run(struct gw_opts *opts)
 	audit_close(&gw);
 	nftr_ctx_free(gw.nft);
 	config_free(gw.cfg);
+	free(gw.dnsdrops);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;
 }

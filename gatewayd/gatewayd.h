@@ -25,9 +25,12 @@
 #include <time.h>
 
 #include "config.h"
+#include "ipc.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
+#define GW_AUDIT_DIR		"/var/log/moat"
+#define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
 #define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
 #define GW_CTL_MAX_ARGS		64
 #define GW_SECRET_MAX		4096
@@ -88,6 +91,8 @@ void	audit_close(struct gw *);
 void	audit_write(struct gw *, const char *json);
 /* "audit ..." lines for ctl counters and status; malloc'ed. */
 char	*audit_counters(const struct gw *);
+enum audit_syslog { AUDIT_SYSLOG, AUDIT_SYSLOG_LIMITED, AUDIT_NO_SYSLOG };
+void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 /* Build and write an event: fields as alternating key, value strings,
  * NULL-terminated; values are JSON-escaped here. */
 void	audit_event(struct gw *, const char *event, ...)
@@ -120,6 +125,7 @@ struct ctl_req {
 
 void	ctl_reply(struct ctl_req *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
 /* Reply "error: MSG" and audit the refusal with the caller's identity. */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
@@ -131,12 +137,17 @@ bool	control_job_reaped(struct gw *, pid_t, int status);
 
 /* provision's verbs run by gatewayd for members of group moat. */
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
-void	team_secret(struct ctl_req *);		/* secret set|list */
+void	team_secret(struct ctl_req *);
+void	team_list(struct ctl_req *);		/* provision list, filtered */		/* secret set|list */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
+char	*team_config_warnings(const struct moat_config *,
+	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
+void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 /* --- client side (ctl.c) --- */
 
 int	ctl_main(const char *sock, int argc, char *argv[]);
+void	ctl_usage(FILE *);
 
 /* --- policy (policy.c) --- */
 
@@ -150,7 +161,7 @@ int	policy_set_add(struct gw *, const char *sandbox,
  * were removed between old and new.  Returns entries deleted or -1. */
 int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
-int	policy_counters(struct gw *, char **out);	/* malloc'ed text */
+int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 
 /* --- nflog child (nflog.c) --- */
 
@@ -210,6 +221,11 @@ struct gw {
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
 	uint64_t		 set_adds, set_refused;
+	struct gw_dnsdrop {		/* dnsd's queries over the rate */
+		char		 sandbox[IPC_NAME_LEN];
+		uint64_t	 count;
+	}			*dnsdrops;
+	size_t			 ndnsdrops;
 	bool			 quit;
 };
 

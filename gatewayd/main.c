@@ -22,7 +22,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
-"       gatewayd ctl [-s SOCKET] status|sandboxes|reload|counters|log [-f] [--json]\n"
+"       gatewayd ctl [-s SOCKET] VERB [--json] [ARGS]   (gatewayd ctl --help)\n"
 "\n"
 "The moat gateway daemon: applies the policy, supervises dnsd and the\n"
 "proxy, reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
@@ -33,11 +33,15 @@ usage(FILE *fp)
 "                     otherwise: more log output\n"
 "  -d, --foreground   stay in the foreground, log to stderr\n"
 "  -s, --socket PATH  control socket (default " GW_SOCK_DEFAULT ")\n"
-"  -a, --audit FILE   audit log (default STATE_DIR/audit.log)\n"
+"  -a, --audit FILE   audit log (default " GW_AUDIT_DEFAULT ")\n"
 "  -B, --bindir DIR   where dnsd and moat-proxy are (default: beside gatewayd)\n"
 "  -X, --no-children  do not start dnsd or the proxy\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "  -h, --help         this help\n"
+"      --version      print the version\n"
+"\n"
+"ctl verbs: status, sandboxes, list, counters, log [-f], reload,\n"
+"create, start, stop, destroy, secret set, secret list.\n"
 "\n"
 "Exit status: 0 ok, 1 invalid configuration or start-up failure, 2 usage;\n"
 "ctl: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the daemon.\n");
@@ -48,6 +52,7 @@ check(const char *conf, int verbose)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
+	char *warnings;
 
 	cfg = config_load(conf, NULL, &errs);
 	if (cfg == NULL) {
@@ -57,6 +62,10 @@ check(const char *conf, int verbose)
 		config_errors_free(&errs);
 		return EXIT_CONFIG;
 	}
+	if ((warnings = team_config_warnings(cfg, &errs)) != NULL)
+		fputs(warnings, stderr);
+	free(warnings);
+	config_errors_free(&errs);
 	if (verbose)
 		config_print(stdout, cfg);
 	else
@@ -103,6 +112,7 @@ main(int argc, char *argv[])
 		{ "bindir", required_argument, NULL, 'B' },
 		{ "no-children", no_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'U' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -117,8 +127,9 @@ main(int argc, char *argv[])
 			o.sock = argv[3];
 			i = 4;
 		}
-		if (argc > i && strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
+		if (argc > i && (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0)) {
+			ctl_usage(stdout);
 			return EXIT_OK;
 		}
 		return ctl_main(o.sock, argc - i, argv + i);
@@ -135,6 +146,9 @@ main(int argc, char *argv[])
 		case 'B': o.bindir = optarg; break;
 		case 'X': o.no_children = true; break;
 		case 'U': o.upstream_ca = optarg; break;
+		case 'V':
+			printf("%s %s\n", "gatewayd", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;

@@ -109,33 +109,64 @@ struct counters {
 	size_t	 len;
 	FILE	*fp;
 	const char *family;
+	bool	 json;
+	size_t	 n;		/* counters written so far */
 };
+
+/* A counter's description: its name is reused across families (inet and
+ * bridge both have "guest", "spoof", "ipv6"), so match on both. */
+static const char *
+counter_what(const char *family, const char *name)
+{
+	const struct nftr_reason *r;
+	size_t i, n;
+
+	r = nftr_reasons(&n);
+	for (i = 0; i < n; i++)
+		if (strcmp(r[i].family, family) == 0 &&
+		    strcmp(r[i].name, name) == 0)
+			return r[i].what;
+	return "";
+}
+
+static void
+counter_print(struct counters *c, const char *name, uint64_t pkts,
+    uint64_t bytes)
+{
+	const char *what = counter_what(c->family, name);
+	char *en, *ew;
+
+	if (!c->json) {
+		fprintf(c->fp, "%-6s %-10s %10llu packets %12llu bytes  %s\n",
+		    c->family, name, (unsigned long long)pkts,
+		    (unsigned long long)bytes, what);
+		return;
+	}
+	en = json_escape(name);
+	ew = json_escape(what);
+	fprintf(c->fp, "%s{\"family\":\"%s\",\"name\":\"%s\",\"packets\":%llu,"
+	    "\"bytes\":%llu,\"description\":\"%s\"}", c->n ? "," : "",
+	    c->family, en, (unsigned long long)pkts,
+	    (unsigned long long)bytes, ew);
+	free(en);
+	free(ew);
+}
 
 static int
 obj_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct counters *c = data;
 	struct nftnl_obj *o = nftnl_obj_alloc();
-	const struct nftr_reason *r;
-	const char *name;
-	size_t i, n;
 
 	if (o == NULL)
 		return MNL_CB_ERROR;
 	if (nftnl_obj_nlmsg_parse(nlh, o) == 0 &&
 	    nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) == NFT_OBJECT_COUNTER &&
 	    strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFTR_TABLE) == 0) {
-		name = nftnl_obj_get_str(o, NFTNL_OBJ_NAME);
-		const char *what = "";
-		r = nftr_reasons(&n);
-		for (i = 0; i < n; i++)
-			if (strcmp(r[i].name, name) == 0)
-				what = r[i].what;
-		fprintf(c->fp, "%-6s %-10s %10llu packets %12llu bytes  %s\n",
-		    c->family, name,
-		    (unsigned long long)nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
-		    (unsigned long long)nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES),
-		    what);
+		counter_print(c, nftnl_obj_get_str(o, NFTNL_OBJ_NAME),
+		    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
+		    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES));
+		c->n++;
 	}
 	nftnl_obj_free(o);
 	return MNL_CB_OK;
@@ -172,9 +203,9 @@ dump_counters(struct mnl_socket *nl, uint16_t family, struct counters *c)
 }
 
 int
-policy_counters(struct gw *gw, char **out)
+policy_counters(struct gw *gw, bool json, char **out)
 {
-	struct counters c = { NULL, 0, NULL, NULL };
+	struct counters c = { NULL, 0, NULL, NULL, json, 0 };
 	struct mnl_socket *nl;
 	int rc = -1;
 

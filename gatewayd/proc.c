@@ -44,7 +44,8 @@ static const struct {
 	unsigned	 may_send;	/* bit mask of IPC types */
 } roles[PROC_MAX] = {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
-	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) },
+	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
+	    (1u << IPC_DNS_DROPPED) },
 	[PROC_PROXY] = { "proxy", NULL, 1u << IPC_AUDIT },
 };
 
@@ -401,9 +402,34 @@ handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 		xasprintf(&line, "{\"source\":\"%s\"}", p->name);
 	else
 		xasprintf(&line, "{\"source\":\"%s\",%s", p->name, body + 1);
-	audit_write(gw, line);
+	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
 	free(line);
 	free(body);
+}
+
+/* Queries dnsd dropped over a sandbox's rate: kept per sandbox name for
+ * `ctl counters`, for the sandboxes the configuration has. */
+static void
+handle_dns_dropped(struct gw *gw, const struct ipc_dns_dropped *m)
+{
+	size_t i;
+
+	if (config_sandbox_by_name(gw->cfg, m->sandbox) == NULL)
+		return;
+	for (i = 0; i < gw->ndnsdrops; i++)
+		if (strcmp(gw->dnsdrops[i].sandbox, m->sandbox) == 0)
+			break;
+	if (i == gw->ndnsdrops) {
+		if (gw->ndnsdrops >= MOAT_MAX_SANDBOXES)
+			return;
+		gw->dnsdrops = xreallocarray(gw->dnsdrops, gw->ndnsdrops + 1,
+		    sizeof(*gw->dnsdrops));
+		snprintf(gw->dnsdrops[i].sandbox, sizeof(gw->dnsdrops[i].sandbox),
+		    "%s", m->sandbox);
+		gw->dnsdrops[i].count = 0;
+		gw->ndnsdrops++;
+	}
+	gw->dnsdrops[i].count += m->count;
 }
 
 void
@@ -438,6 +464,8 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 	}
 	if (h.type == IPC_SET_ADD)
 		handle_set_add(gw, p, h.id, &buf.m);
+	else if (h.type == IPC_DNS_DROPPED)
+		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)buf.raw);
 	else if (h.type == IPC_AUDIT)
 		handle_audit(gw, p, buf.raw, (size_t)n);
 }

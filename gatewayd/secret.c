@@ -313,29 +313,63 @@ secret_set(struct ctl_req *r)
 /* Secrets the caller owns or that are shared with them (admins: all);
  * names, hosts and placeholders only. */
 static void
+secret_list_json(struct ctl_req *r, const struct moat_secret *x, bool first)
+{
+	size_t j;
+
+	ctl_reply(r, "%s{\"name\":", first ? "" : ",");
+	ctl_reply_jstr(r, x->name);
+	ctl_reply(r, ",\"owner\":");
+	ctl_reply_jstr(r, x->owner);
+	ctl_reply(r, ",\"header\":");
+	ctl_reply_jstr(r, x->header);
+	ctl_reply(r, ",\"placeholder\":");
+	ctl_reply_jstr(r, x->placeholder);
+	ctl_reply(r, ",\"hosts\":[");
+	for (j = 0; j < x->hosts.n; j++) {
+		ctl_reply(r, j ? "," : "");
+		ctl_reply_jstr(r, x->hosts.v[j]);
+	}
+	ctl_reply(r, "],\"shared_with\":[");
+	for (j = 0; j < x->shared_with.n; j++) {
+		ctl_reply(r, j ? "," : "");
+		ctl_reply_jstr(r, x->shared_with.v[j]);
+	}
+	ctl_reply(r, "]}");
+}
+
+static void
 secret_list(struct ctl_req *r)
 {
 	const struct moat_config *cfg = r->gw->cfg;
 	const struct moat_secret *x;
-	size_t i, j;
+	size_t i, j, shown = 0;
 
+	if (r->json)
+		ctl_reply(r, "[");
 	for (i = 0; i < cfg->nsecrets; i++) {
 		x = &cfg->secrets[i];
 		if (!ctl_may_see(r, x->owner) && !secret_usable_by(x, r->user))
 			continue;
+		if (r->json) {
+			secret_list_json(r, x, shown++ == 0);
+			continue;
+		}
 		ctl_reply(r, "%-20s %-10s %-14s %s", x->name,
 		    x->owner ? x->owner : "-", x->header, x->placeholder);
 		for (j = 0; j < x->hosts.n; j++)
 			ctl_reply(r, "%s%s", j ? "," : " ", x->hosts.v[j]);
 		ctl_reply(r, "\n");
 	}
-	ctl_reply(r, "ok\n");
+	ctl_reply(r, r->json ? "]\nok\n" : "ok\n");
 }
 
 void
 team_secret(struct ctl_req *r)
 {
-	if (r->argc >= 2 && strcmp(r->argv[1], "set") == 0)
+	if (r->json && !(r->argc == 2 && strcmp(r->argv[1], "list") == 0))
+		ctl_reply(r, "error: only \"secret list\" has --json output\n");
+	else if (r->argc >= 2 && strcmp(r->argv[1], "set") == 0)
 		secret_set(r);
 	else if (r->argc == 2 && strcmp(r->argv[1], "list") == 0)
 		secret_list(r);

@@ -114,6 +114,40 @@ team_is_admin(const struct moat_config *cfg, uid_t uid, const char *user)
 	return in_group(user, pw->pw_gid, cfg->gw.admin_group);
 }
 
+/* Warnings for a config that validates but may not mean what was written:
+ * the loader's own, then names this host does not know.  One line each,
+ * "file:line: warning: ...", in a malloc'ed text; NULL if none. */
+char *
+team_config_warnings(const struct moat_config *cfg,
+    const struct moat_errors *errs)
+{
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *fp;
+
+	if ((fp = open_memstream(&text, &len)) == NULL)
+		fatalx("out of memory");
+	config_warnings_print(fp, errs);
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *s = &cfg->sandboxes[i];
+		if (s->owner != NULL && getpwnam(s->owner) == NULL)
+			fprintf(fp, "%s:%d: warning: sandbox \"%s\": owner \"%s\" "
+			    "is not a user on this host; only root and the "
+			    "admin group can manage it\n", s->where.file,
+			    s->where.line, s->name, s->owner);
+	}
+	if (cfg->gw.admin_group != NULL && getgrnam(cfg->gw.admin_group) == NULL)
+		fprintf(fp, "%s: warning: gateway.admin_group \"%s\" is not a "
+		    "group on this host; only root is an admin\n", cfg->path,
+		    cfg->gw.admin_group);
+	fclose(fp);
+	if (len == 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 static bool
 name_ok(const char *s)
 {
@@ -485,6 +519,39 @@ job_start(struct ctl_req *r, struct job *j)
 	if (pid == 0)
 		job_child(r->gw, c, j);
 	c->job = pid;
+}
+
+/* "list": provision's own list, run as root, so that a member gets the
+ * same rows and schema as root does; members see only what they own. */
+void
+team_list(struct ctl_req *r)
+{
+	struct job j = { .argc = 0, .name = "" };
+	char *prog, *run_dir, *slash;
+
+	if (r->argc != 1) {
+		ctl_refuse(r, NULL, "usage: list [--json]");
+		return;
+	}
+	xasprintf(&prog, "%s/provision", r->gw->opts.bindir);
+	run_dir = xstrdup(r->gw->opts.sock);
+	if ((slash = strrchr(run_dir, '/')) != NULL)
+		*slash = '\0';
+	j.argv[j.argc++] = prog;
+	j.argv[j.argc++] = "-c";
+	j.argv[j.argc++] = r->gw->cfg->path;
+	j.argv[j.argc++] = "--run-dir";
+	j.argv[j.argc++] = run_dir;
+	j.argv[j.argc++] = "list";
+	if (r->json)
+		j.argv[j.argc++] = "--json";
+	if (!r->admin) {
+		j.argv[j.argc++] = "--owner";
+		j.argv[j.argc++] = r->user;
+	}
+	job_start(r, &j);
+	free(prog);
+	free(run_dir);
 }
 
 void

@@ -72,11 +72,38 @@ adderr(struct loader *ld, const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	if (e->n == MAX_ERRORS - 1)
 		xasprintf(&full, "%s: too many errors, stopping", file);
+	else if (line <= 0)	/* about the whole file: no line to name */
+		xasprintf(&full, "%s: %s", file, msg);
 	else
 		xasprintf(&full, "%s:%d: %s", file, line, msg);
 	free(msg);
 	e->msg = xreallocarray(e->msg, e->n + 1, sizeof(char *));
 	e->msg[e->n++] = full;
+}
+
+/* Something valid that may not be what was meant, or that this caller
+ * cannot check (a secret file a non-root user may not read). */
+static void
+addwarn(struct loader *ld, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+addwarn(struct loader *ld, const char *file, int line, const char *fmt, ...)
+{
+	struct moat_errors *e = ld->errs;
+	char *msg, *full;
+	va_list ap;
+
+	if (e->nwarn >= MAX_ERRORS)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	xasprintf(&full, "%s:%d: warning: %s", file, line, msg);
+	free(msg);
+	e->warn = xreallocarray(e->warn, e->nwarn + 1, sizeof(char *));
+	e->warn[e->nwarn++] = full;
 }
 
 static const char *
@@ -591,12 +618,34 @@ set_upstream(struct loader *ld, const config_setting_t *s, void *obj,
 	}
 }
 
+static void
+set_limit(struct loader *, const config_setting_t *, void *, const char *,
+    const struct key *);
+
+static void
+set_cache_size(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+
+	if (v < 4096 || v > 1073741824) {
+		serr(ld, s, "%s: cache_size: expected 4096 to 1073741824 bytes, "
+		    "got %lld", ctx, v);
+		return;
+	}
+	((struct moat_gateway *)obj)->dns_cache_size = (long)v;
+}
+
 static const struct key dns_keys[] = {
 	{ "upstream", K_STRLIST, 1, set_upstream, 0 },
 	{ "tcp_per_sandbox", K_INT, 0, set_count,
 	    offsetof(struct moat_gateway, dns_tcp_per_sandbox) },
 	{ "tcp_lifetime", K_INT, 0, set_count,
 	    offsetof(struct moat_gateway, dns_tcp_lifetime) },
+	{ "rate", K_INT, 0, set_limit, offsetof(struct moat_gateway, dns_rate) },
+	{ "burst", K_INT, 0, set_limit,
+	    offsetof(struct moat_gateway, dns_burst) },
+	{ "cache_size", K_INT, 0, set_cache_size, 0 },
 };
 
 static void
@@ -863,6 +912,12 @@ set_sec_file(struct loader *ld, const config_setting_t *s, void *obj,
 	x->file = xstrdup(v);
 	if (ld->normalised)	/* checked by the parent that sent it */
 		return;
+	if (lstat(v, &st) == -1 && errno == EACCES && geteuid() != 0) {
+		addwarn(ld, sfile(ld, s), sline(s), "%s: file: %s is not "
+		    "readable by uid %u; not checked (gatewayd reads it as "
+		    "root)", ctx, v, (unsigned)geteuid());
+		return;
+	}
 	if (lstat(v, &st) == -1) {
 		serr(ld, s, "%s: file: cannot read %s: %s", ctx, v,
 		    strerror(errno));
@@ -1047,6 +1102,9 @@ static const struct key sandbox_keys[] = {
 	{ "inspect", K_BOOL, 0, set_bool, offsetof(struct moat_sandbox, inspect) },
 	{ "bypass", K_STRLIST, 0, set_patterns,
 	    offsetof(struct moat_sandbox, bypass) },
+	{ "dns_rate", K_INT, 0, set_limit, offsetof(struct moat_sandbox, dns_rate) },
+	{ "dns_burst", K_INT, 0, set_limit,
+	    offsetof(struct moat_sandbox, dns_burst) },
 };
 
 /* Per-sandbox checks that need only the sandbox and the gateway. */
@@ -1135,6 +1193,7 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	    sizeof(*cfg->sandboxes));
 	x = &cfg->sandboxes[cfg->nsandboxes++];
 	memset(x, 0, sizeof(*x));
+	x->dns_rate = x->dns_burst = -1;
 	where(ld, grp, &x->where);
 	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,
 	    sandbox_keys, sizeof(sandbox_keys) / sizeof(sandbox_keys[0]), x,
@@ -1567,6 +1626,9 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.dns_tcp_lifetime = 30;
 	cfg->gw.proxy_per_sandbox = 64;
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
+	cfg->gw.dns_rate = 500;
+	cfg->gw.dns_burst = -1;
+	cfg->gw.dns_cache_size = 8L << 20;
 }
 
 static struct moat_config *
@@ -1722,6 +1784,11 @@ config_errors_free(struct moat_errors *e)
 	free(e->msg);
 	e->msg = NULL;
 	e->n = 0;
+	for (i = 0; i < e->nwarn; i++)
+		free(e->warn[i]);
+	free(e->warn);
+	e->warn = NULL;
+	e->nwarn = 0;
 }
 
 void
@@ -1733,7 +1800,32 @@ config_errors_print(FILE *fp, const struct moat_errors *e)
 		fprintf(fp, "%s\n", e->msg[i]);
 }
 
+void
+config_warnings_print(FILE *fp, const struct moat_errors *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->nwarn; i++)
+		fprintf(fp, "%s\n", e->warn[i]);
+}
+
 /* --- lookups ---------------------------------------------------------- */
+
+void
+config_dns_rate(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    double *qps, double *burst)
+{
+	long r = cfg->gw.dns_rate, b = cfg->gw.dns_burst;
+
+	if (sb != NULL && sb->dns_rate >= 0) {
+		r = sb->dns_rate;
+		b = -1;
+	}
+	if (sb != NULL && sb->dns_burst >= 0)
+		b = sb->dns_burst;
+	*qps = (double)r;
+	*burst = b >= 0 ? (double)b : 2.0 * (double)r;
+}
 
 const struct moat_sandbox *
 config_sandbox_by_name(const struct moat_config *cfg, const char *name)

@@ -70,6 +70,8 @@ struct moat_sandbox {
 	char		*owner;		/* optional */
 	bool		 inspect;
 	struct moat_strlist bypass;	/* names not intercepted when inspect */
+	long		 dns_rate;	/* queries/s to dnsd; -1: the gateway's */
+	long		 dns_burst;	/* -1: twice the rate */
 	struct moat_where where;
 };
 
@@ -96,6 +98,9 @@ struct moat_gateway {
 	char		*admin_group;	/* members manage every sandbox */
 	bool		 fast_refusals;	/* lift the kernel's per-host ICMP limit */
 	uint32_t	 refusal_rate;	/* global ICMP errors/s kept as a flood guard */
+	long		 dns_rate;	/* dns.rate: per sandbox, 0 = no limit */
+	long		 dns_burst;	/* dns.burst; -1: twice the rate */
+	long		 dns_cache_size;	/* dns.cache_size, bytes */
 };
 
 struct moat_config {
@@ -115,6 +120,8 @@ struct moat_config {
 struct moat_errors {
 	char	**msg;			/* "file:line: message" */
 	size_t	  n;
+	char	**warn;			/* "file:line: warning: message": */
+	size_t	  nwarn;		/* the config is still valid */
 };
 
 /* Load and validate.  On success returns the model and errs->n == 0; on
@@ -139,6 +146,12 @@ struct moat_config *config_load_buffer(const char *name, const char *text,
 void	config_free(struct moat_config *);
 void	config_errors_free(struct moat_errors *);
 void	config_errors_print(FILE *, const struct moat_errors *);
+void	config_warnings_print(FILE *, const struct moat_errors *);
+
+/* The DNS query rate and burst that apply to a sandbox: its own if set,
+ * else the gateway's; a burst not set is twice the rate. */
+void	config_dns_rate(const struct moat_config *, const struct moat_sandbox *,
+	    double *qps, double *burst);
 
 /* Write the normalised config in libconfig syntax (one file, sandboxes
  * inline, defaults spelled out).  Loading the output yields the same model. */

@@ -82,8 +82,11 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		fputs(i ? ", " : " ", fp);
 		pstr(fp, addr_fmt(&gw->upstream[i], buf, sizeof(buf)));
 	}
-	fprintf(fp, " ]; tcp_per_sandbox = %u; tcp_lifetime = %u; };\n",
-	    gw->dns_tcp_per_sandbox, gw->dns_tcp_lifetime);
+	fprintf(fp, " ]; tcp_per_sandbox = %u; tcp_lifetime = %u; rate = %ld;",
+	    gw->dns_tcp_per_sandbox, gw->dns_tcp_lifetime, gw->dns_rate);
+	if (gw->dns_burst >= 0)
+		fprintf(fp, " burst = %ld;", gw->dns_burst);
+	fprintf(fp, " cache_size = %ld; };\n", gw->dns_cache_size);
 	fprintf(fp, "  proxy: { port = %u; intercept = %s; per_sandbox = %u;",
 	    gw->proxy_port, gw->intercept ? "true" : "false",
 	    gw->proxy_per_sandbox);
@@ -178,6 +181,10 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 		pkv(fp, "    ", "owner", x->owner);
 	fprintf(fp, "    inspect = %s;\n", x->inspect ? "true" : "false");
 	plist(fp, "    ", "bypass", &x->bypass);
+	if (x->dns_rate >= 0)
+		fprintf(fp, "    dns_rate = %ld;\n", x->dns_rate);
+	if (x->dns_burst >= 0)
+		fprintf(fp, "    dns_burst = %ld;\n", x->dns_burst);
 	fputs(last ? "  }\n" : "  },\n", fp);
 }
 

@@ -20,6 +20,7 @@ static int shape_empty(const void *, size_t, char *, size_t);
 static int shape_sign_req(const void *, size_t, char *, size_t);
 static int shape_sign_cert(const void *, size_t, char *, size_t);
 static int shape_secret(const void *, size_t, char *, size_t);
+static int shape_dns_dropped(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -32,6 +33,7 @@ static const struct {
 	[IPC_SIGN_REQ] = { "sign-req", shape_sign_req },
 	[IPC_SIGN_CERT] = { "sign-cert", shape_sign_cert },
 	[IPC_SECRET] = { "secret", shape_secret },
+	[IPC_DNS_DROPPED] = { "dns-dropped", shape_dns_dropped },
 };
 
 const char *
@@ -152,6 +154,25 @@ shape_secret(const void *p, size_t len, char *err, size_t errlen)
 	if (memchr(m->name, '\0', sizeof(m->name)) == NULL ||
 	    m->name[0] == '\0') {
 		snprintf(err, errlen, "secret: name not terminated");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_dns_dropped(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_dropped *m = p;
+
+	if (len != sizeof(*m)) {
+		snprintf(err, errlen, "dns-dropped: %zu bytes, expected %zu",
+		    len, sizeof(*m));
+		return -1;
+	}
+	if (memchr(m->sandbox, '\0', sizeof(m->sandbox)) == NULL ||
+	    m->sandbox[0] == '\0' || m->count == 0) {
+		snprintf(err, errlen, "dns-dropped: sandbox name not "
+		    "terminated, or a count of 0");
 		return -1;
 	}
 	return 0;

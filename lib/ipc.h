@@ -29,6 +29,7 @@ enum ipc_type {
 	IPC_SIGN_REQ,		/* proxy -> signer: a leaf certificate, please */
 	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
 	IPC_SECRET,		/* parent -> proxy: one secret's value, at start */
+	IPC_DNS_DROPPED,	/* dnsd -> parent: queries over a sandbox's rate */
 	IPC_TYPE_MAX
 };
 
@@ -76,6 +77,13 @@ struct ipc_secret {
 	uint8_t		pad[3];
 	uint32_t	len;			/* 1 .. IPC_SECRET_MAX */
 	char		value[];
+};
+
+/* Sent at most once a second per sandbox, with the count since the last. */
+struct ipc_dns_dropped {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[7];
+	uint64_t	count;		/* >= 1 */
 };
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or

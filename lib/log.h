@@ -10,6 +10,11 @@
 
 #include <stdarg.h>
 
+/* Set by the Makefile, one string for every program's --version. */
+#ifndef MOAT_VERSION
+#define MOAT_VERSION "unknown"
+#endif
+
 enum log_level { LOG_LVL_WARN = 0, LOG_LVL_INFO = 1, LOG_LVL_DEBUG = 2 };
 
 /* name: program name for messages; to_syslog: 0 stderr, 1 syslog (daemon). */

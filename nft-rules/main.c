@@ -77,7 +77,8 @@ usage(FILE *f)
 	    "of a\n                separate gateway box\n"
 	    "  --trunk IF    host-only: the port towards the gateway "
 	    "(default gateway.uplink)\n"
-	    "  -v            more messages\n\n"
+	    "  -v            more messages\n"
+	    "  --version     print the version\n\n"
 	    "exit: 0 ok, 1 invalid config or drift, 100 usage, "
 	    "111 system or kernel error\n", MOAT_CONF_DEFAULT);
 }
@@ -182,7 +183,13 @@ cmd_verify(struct cli *c)
 			return EX_SYS;
 		}
 	case 1:
-		log_warnx("kernel state differs from %s", c->conf);
+		fflush(stdout);		/* the diff, then what to do about it */
+		log_warnx("kernel state differs from %s (- the policy, + the "
+		    "kernel)", c->conf);
+		log_warnx("to repair: nft-rules -c %s%s%s%s apply", c->conf,
+		    c->opts.mode == NFTR_MODE_HOST_ONLY ? " --host-only" : "",
+		    c->opts.trunk ? " --trunk " : "",
+		    c->opts.trunk ? c->opts.trunk : "");
 		return EX_FALSE;
 	default:
 		log_warnx("verify: %s", nftr_error(c->ctx));
@@ -280,6 +287,7 @@ main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "host-only", no_argument, NULL, 'H' },
 		{ "trunk", required_argument, NULL, 'T' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -302,6 +310,9 @@ main(int argc, char *argv[])
 		case 'v':
 			verbose++;
 			break;
+		case 'V':
+			printf("%s %s\n", "nft-rules", MOAT_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			return EX_OK;
@@ -311,6 +322,12 @@ main(int argc, char *argv[])
 		}
 	}
 	log_setverbose(verbose);
+	/* A trunk only means something to the host-only ruleset; silently
+	 * ignoring it would leave the gateway port unprotected. */
+	if (c.opts.trunk != NULL && c.opts.mode != NFTR_MODE_HOST_ONLY) {
+		fprintf(stderr, "nft-rules: --trunk needs --host-only\n");
+		return EX_USAGE;
+	}
 	if (optind >= argc) {
 		usage(stderr);
 		return EX_USAGE;

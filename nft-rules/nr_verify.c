@@ -6,7 +6,10 @@
  * counter, set, element, chain and rule, rules numbered within their
  * chain, expressions as libnftnl prints them) and compared as sorted
  * lists: anything missing, extra, changed or reordered shows up as a
- * "-expected" / "+found" pair.
+ * "-expected" / "+found" pair.  The comparison is on bytecode, but what
+ * is printed is nft syntax: each expected line carries the policy's own
+ * text, a found line borrows it when its bytecode is one the policy
+ * makes, and anything else is spelled out as far as it can be.
  */
 #include <errno.h>
 #include <linux/netfilter.h>
@@ -22,6 +25,7 @@
 #include <libnftnl/table.h>
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,12 +33,24 @@
 #include "nr_int.h"
 #include "nr_nl.h"
 
+#ifndef NFT_TABLE_F_PERSIST
+#define NFT_TABLE_F_PERSIST	0x4
+#endif
+
+struct line {
+	char	*key;		/* canonical: what is compared */
+	char	*show;		/* nft syntax: what is printed */
+	char	*text;		/* rules: the policy's nft text of the rule */
+};
+
 struct lines {
-	char	**v;
+	struct line *v;
 	size_t	  n, cap;
 };
 
 static void lines_add(struct lines *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+static void lines_show(struct lines *, const char *, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -49,9 +65,27 @@ lines_add(struct lines *l, const char *fmt, ...)
 	va_end(ap);
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 256;
-		l->v = xreallocarray(l->v, l->cap, sizeof(char *));
+		l->v = xreallocarray(l->v, l->cap, sizeof(*l->v));
 	}
-	l->v[l->n++] = s;
+	l->v[l->n].key = s;
+	l->v[l->n].show = NULL;
+	l->v[l->n].text = NULL;
+	l->n++;
+}
+
+/* The nft syntax of the line just added. */
+static void
+lines_show(struct lines *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	free(l->v[l->n - 1].show);
+	l->v[l->n - 1].show = s;
 }
 
 static void
@@ -59,9 +93,23 @@ lines_free(struct lines *l)
 {
 	size_t i;
 
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
+	for (i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].show);
+		free(l->v[i].text);
+	}
 	free(l->v);
+}
+
+static const char *
+flags_text(uint32_t f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s", f ? " { flags " : "",
+	    (f & NFT_TABLE_F_DORMANT) ? "dormant " : "",
+	    (f & NFT_TABLE_F_OWNER) ? "owner " : "",
+	    (f & NFT_TABLE_F_PERSIST) ? "persist " : "",
+	    f ? "}" : "");
+	return buf;
 }
 
 char *
@@ -100,6 +148,7 @@ hex(char *out, const uint8_t *p, uint32_t len)
 struct elem_arg {
 	struct lines	*l;
 	const char	*prefix;
+	const char	*show;		/* "inet moat SET" */
 };
 
 static int
@@ -122,6 +171,7 @@ elem_line(struct nftnl_set_elem *e, void *arg)
 		    nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN) : "");
 	else
 		lines_add(a->l, "%s %s flags %u", a->prefix, k, flags);
+	lines_show(a->l, "element %s { 0x%s }", a->show, k);
 	return 0;
 }
 
@@ -131,17 +181,22 @@ set_lines(struct lines *l, const char *fname, struct nftnl_set *s,
 {
 	const char *name = nftnl_set_get_str(s, NFTNL_SET_NAME);
 	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
-	char prefix[400];
-	struct elem_arg a = { l, prefix };
+	char prefix[400], show[400];
+	struct elem_arg a = { l, prefix, show };
 
 	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u", fname, name,
 	    flags, nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN),
 	    (flags & NFT_SET_MAP) ? nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) :
 	    0);
+	lines_show(l, "set %s %s %s { flags 0x%x; key type %u, %u bytes }",
+	    fname, NFTR_TABLE, name, flags,
+	    nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
+	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
 	if (!elems)
 		return;
 	snprintf(prefix, sizeof(prefix), "elem %s %s", fname, name);
+	snprintf(show, sizeof(show), "%s %s %s", fname, NFTR_TABLE, name);
 	nftnl_set_elem_foreach(s, elem_line, &a);
 }
 
@@ -152,6 +207,7 @@ chain_line(struct lines *l, const char *fname, const struct nftnl_chain *c)
 
 	if (!nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM)) {
 		lines_add(l, "chain %s %s", fname, name);
+		lines_show(l, "chain %s %s %s", fname, NFTR_TABLE, name);
 		return;
 	}
 	lines_add(l, "chain %s %s type %s hook %u prio %d policy %u", fname,
@@ -159,15 +215,75 @@ chain_line(struct lines *l, const char *fname, const struct nftnl_chain *c)
 	    nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
 	    nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
 	    nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY));
+	lines_show(l, "chain %s %s %s { type %s hook %u priority %d; policy "
+	    "%s; }", fname, NFTR_TABLE, name,
+	    nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
+	    nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
+	    nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
+	    nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_DROP ? "drop" :
+	    "accept");
+}
+
+/* A rule the policy does not make, in nft syntax where that is plain
+ * (a verdict, a counter); otherwise its bytecode as a comment. */
+static char *
+decompile(const struct nftnl_rule *r, const char *canon)
+{
+	struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
+	struct nftnl_expr *e;
+	struct nr_buf b = { 0 };
+	const char *name;
+	bool plain = true;
+
+	if (it == NULL)
+		fatalx("out of memory");
+	while (plain && (e = nftnl_expr_iter_next(it)) != NULL) {
+		name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
+		if (strcmp(name, "counter") == 0)
+			buf_add(&b, "%scounter", b.len ? " " : "");
+		else if (strcmp(name, "immediate") == 0 &&
+		    nftnl_expr_is_set(e, NFTNL_EXPR_IMM_VERDICT)) {
+			int v = (int)nftnl_expr_get_u32(e,
+			    NFTNL_EXPR_IMM_VERDICT);
+			const char *ch = nftnl_expr_is_set(e,
+			    NFTNL_EXPR_IMM_CHAIN) ? nftnl_expr_get_str(e,
+			    NFTNL_EXPR_IMM_CHAIN) : "";
+			buf_add(&b, "%s%s%s%s", b.len ? " " : "",
+			    v == NF_ACCEPT ? "accept" : v == NF_DROP ? "drop" :
+			    v == NFT_RETURN ? "return" : v == NFT_JUMP ? "jump" :
+			    v == NFT_GOTO ? "goto" : "continue", ch[0] ? " " : "",
+			    ch);
+		} else
+			plain = false;
+	}
+	nftnl_expr_iter_destroy(it);
+	if (!plain) {
+		free(buf_take(&b));
+		b = (struct nr_buf){ 0 };
+		buf_add(&b, "# not in the policy, bytecode: %s", canon);
+	}
+	return buf_take(&b);
 }
 
 static void
 rule_line(struct lines *l, const char *fname, const char *chain, size_t i,
-    const struct nftnl_rule *r)
+    const struct nftnl_rule *r, const char *text)
 {
 	char *c = canon_rule(r);
 
-	lines_add(l, "rule %s %s #%zu %s", fname, chain, i, c);
+	/* Zero-padded so that sorting keeps a chain's rules in order. */
+	lines_add(l, "rule %s %s #%06zu %s", fname, chain, i, c);
+	if (text != NULL) {
+		lines_show(l, "rule %s %s %s #%zu: %s", fname, NFTR_TABLE,
+		    chain, i, text);
+		l->v[l->n - 1].text = xstrdup(text);
+	} else {
+		char *d = decompile(r, c);
+		lines_show(l, "rule %s %s %s #%zu: %s (handle %llu)", fname,
+		    NFTR_TABLE, chain, i, d, (unsigned long long)
+		    nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE));
+		free(d);
+	}
 	free(c);
 }
 
@@ -180,10 +296,17 @@ expected_lines(struct lines *l, const struct nftr_ruleset *rs,
 	for (i = 0; i < rs->ntables; i++) {
 		const struct nr_table *t = &rs->tables[i];
 
+		char fl[64];
+
 		lines_add(l, "table %s flags 0x%x", t->fname, tflags);
-		for (j = 0; j < t->ncounters; j++)
+		lines_show(l, "table %s %s%s", t->fname, NFTR_TABLE,
+		    flags_text(tflags, fl, sizeof(fl)));
+		for (j = 0; j < t->ncounters; j++) {
 			lines_add(l, "counter %s %s", t->fname,
 			    t->counters[j]);
+			lines_show(l, "counter %s %s %s", t->fname, NFTR_TABLE,
+			    t->counters[j]);
+		}
 		for (j = 0; j < t->nsets; j++)
 			set_lines(l, t->fname, t->sets[j]->nl,
 			    !t->sets[j]->dynamic);
@@ -191,9 +314,12 @@ expected_lines(struct lines *l, const struct nftr_ruleset *rs,
 			const struct nr_chain *c = t->chains[j];
 
 			chain_line(l, t->fname, c->nl);
+			if (c->hook != NULL)
+				lines_show(l, "chain %s %s %s { %s }", t->fname,
+				    NFTR_TABLE, c->name, c->hook);
 			for (k = 0; k < c->nrules; k++)
 				rule_line(l, t->fname, c->name, k,
-				    c->rules[k].nl);
+				    c->rules[k].nl, c->rules[k].text);
 		}
 	}
 }
@@ -202,6 +328,7 @@ expected_lines(struct lines *l, const struct nftr_ruleset *rs,
 
 struct kdump {
 	struct lines	*l;
+	const struct nr_table *t;	/* the policy's: text of known rules */
 	const char	*fname;
 	int		 family;
 	struct nftr_ctx	*ctx;
@@ -221,8 +348,13 @@ table_cb(const struct nlmsghdr *nlh, void *arg)
 
 	if (t == NULL || nftnl_table_nlmsg_parse(nlh, t) == -1)
 		fatalx("%s: cannot parse", __func__);
-	lines_add(k->l, "table %s flags 0x%x", k->fname,
-	    nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS) & ~NFT_TABLE_F_OWNER);
+	uint32_t f = nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS) &
+	    ~NFT_TABLE_F_OWNER;
+	char fl[64];
+
+	lines_add(k->l, "table %s flags 0x%x", k->fname, f);
+	lines_show(k->l, "table %s %s%s", k->fname, NFTR_TABLE,
+	    flags_text(f, fl, sizeof(fl)));
 	nftnl_table_free(t);
 	return MNL_CB_OK;
 }
@@ -235,10 +367,14 @@ obj_cb(const struct nlmsghdr *nlh, void *arg)
 
 	if (o == NULL || nftnl_obj_nlmsg_parse(nlh, o) == -1)
 		fatalx("%s: cannot parse", __func__);
-	if (strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFTR_TABLE) == 0)
-		lines_add(k->l, "%s %s %s", nftnl_obj_get_u32(o,
-		    NFTNL_OBJ_TYPE) == NFT_OBJECT_COUNTER ? "counter" : "object",
-		    k->fname, nftnl_obj_get_str(o, NFTNL_OBJ_NAME));
+	if (strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFTR_TABLE) == 0) {
+		const char *what = nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) ==
+		    NFT_OBJECT_COUNTER ? "counter" : "object";
+		lines_add(k->l, "%s %s %s", what, k->fname,
+		    nftnl_obj_get_str(o, NFTNL_OBJ_NAME));
+		lines_show(k->l, "%s %s %s %s", what, k->fname, NFTR_TABLE,
+		    nftnl_obj_get_str(o, NFTNL_OBJ_NAME));
+	}
 	nftnl_obj_free(o);
 	return MNL_CB_OK;
 }
@@ -279,6 +415,31 @@ chain_cb(const struct nlmsghdr *nlh, void *arg)
 	return MNL_CB_OK;
 }
 
+/* The policy's text for a rule whose bytecode it makes in this chain, at
+ * any position: a moved rule then reads as the same rule elsewhere. */
+static const char *
+known_text(const struct nr_table *t, const char *chain,
+    const struct nftnl_rule *r)
+{
+	const char *text = NULL;
+	char *want, *got = canon_rule(r);
+	size_t i, j;
+
+	for (i = 0; i < t->nchains && text == NULL; i++) {
+		const struct nr_chain *c = t->chains[i];
+		if (strcmp(c->name, chain) != 0)
+			continue;
+		for (j = 0; j < c->nrules && text == NULL; j++) {
+			want = canon_rule(c->rules[j].nl);
+			if (strcmp(want, got) == 0)
+				text = c->rules[j].text;
+			free(want);
+		}
+	}
+	free(got);
+	return text;
+}
+
 static int
 rule_cb(const struct nlmsghdr *nlh, void *arg)
 {
@@ -295,7 +456,8 @@ rule_cb(const struct nlmsghdr *nlh, void *arg)
 		snprintf(k->chain, sizeof(k->chain), "%s", chain);
 		k->idx = 0;
 	}
-	rule_line(k->l, k->fname, chain, k->idx++, r);
+	rule_line(k->l, k->fname, chain, k->idx++, r, known_text(k->t, chain,
+	    r));
 out:
 	nftnl_rule_free(r);
 	return MNL_CB_OK;
@@ -344,8 +506,8 @@ static int
 kernel_table(struct nftr_ctx *ctx, const struct nr_table *t,
     struct lines *l)
 {
-	struct kdump k = { .l = l, .fname = t->fname, .family = t->family,
-	    .ctx = ctx };
+	struct kdump k = { .l = l, .t = t, .fname = t->fname,
+	    .family = t->family, .ctx = ctx };
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	size_t i;
 	int r = 0;
@@ -360,8 +522,8 @@ kernel_table(struct nftr_ctx *ctx, const struct nr_table *t,
 	for (i = 0; r == 0 && i < k.nsets; i++) {
 		struct nftnl_set *s = nftnl_set_alloc();
 		struct nlmsghdr *nlh;
-		char prefix[400];
-		struct elem_arg a = { l, prefix };
+		char prefix[400], show[400];
+		struct elem_arg a = { l, prefix, show };
 
 		if (s == NULL)
 			fatalx("out of memory");
@@ -378,6 +540,8 @@ kernel_table(struct nftr_ctx *ctx, const struct nr_table *t,
 			r = -1;
 		snprintf(prefix, sizeof(prefix), "elem %s %s", t->fname,
 		    k.sets[i]);
+		snprintf(show, sizeof(show), "%s %s %s", t->fname, NFTR_TABLE,
+		    k.sets[i]);
 		nftnl_set_elem_foreach(s, elem_line, &a);
 		nftnl_set_free(s);
 	}
@@ -388,9 +552,10 @@ kernel_table(struct nftr_ctx *ctx, const struct nr_table *t,
 }
 
 static int
-cmp_str(const void *a, const void *b)
+cmp_line(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct line *)a)->key,
+	    ((const struct line *)b)->key);
 }
 
 /* Merge two sorted lists; print what only one side has. */
@@ -406,15 +571,17 @@ diff(const struct lines *want, const struct lines *got, FILE *out)
 		else if (j == got->n)
 			c = -1;
 		else
-			c = strcmp(want->v[i], got->v[j]);
+			c = strcmp(want->v[i].key, got->v[j].key);
 		if (c == 0) {
 			i++, j++;
 			continue;
 		}
 		drift = 1;
-		if (out)
+		if (out) {
+			const struct line *x = c < 0 ? &want->v[i] : &got->v[j];
 			fprintf(out, "%c%s\n", c < 0 ? '-' : '+',
-			    c < 0 ? want->v[i] : got->v[j]);
+			    x->show ? x->show : x->key);
+		}
 		if (c < 0)
 			i++;
 		else
@@ -437,8 +604,8 @@ nftr_verify(struct nftr_ctx *ctx, const struct nftr_ruleset *rs, FILE *out)
 	for (i = 0; i < rs->ntables && r == 0; i++)
 		r = kernel_table(ctx, &rs->tables[i], &got);
 	if (r == 0) {
-		qsort(want.v, want.n, sizeof(char *), cmp_str);
-		qsort(got.v, got.n, sizeof(char *), cmp_str);
+		qsort(want.v, want.n, sizeof(*want.v), cmp_line);
+		qsort(got.v, got.n, sizeof(*got.v), cmp_line);
 		r = diff(&want, &got, out);
 	}
 	lines_free(&want);

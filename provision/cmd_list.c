@@ -19,6 +19,7 @@
 
 struct row {
 	char	 name[40];
+	char	 owner[40];
 	char	 address[16];
 	char	 tap[16];
 	char	 egress[12];
@@ -46,6 +47,8 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 		snprintf(r->tap, sizeof(r->tap), "%s", sb->tap);
 		snprintf(r->egress, sizeof(r->egress), "%s",
 		    egress_name(sb->egress));
+		if (sb->owner != NULL)
+			snprintf(r->owner, sizeof(r->owner), "%s", sb->owner);
 	}
 	gpaths_init(&p, pv, name);
 	if (guest_read(p.meta, &g) == 0) {
@@ -63,22 +66,35 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 	gpaths_free(&p);
 }
 
+/* One field; an empty string is unknown, written null. */
+static void
+field(const char *key, const char *v)
+{
+	printf(", \"%s\": ", key);
+	if (v[0] == '\0')
+		printf("null");
+	else
+		json_str(stdout, v);
+}
+
+/* The schema is the same for root and for members (whose list gatewayd
+ * runs as this, with --owner): see provision(8). */
 static void
 row_json(const struct row *r, bool first)
 {
 	printf("%s\n  {\"name\": ", first ? "" : ",");
 	json_str(stdout, r->name);
-	printf(", \"address\": ");
-	json_str(stdout, r->address);
-	printf(", \"tap\": ");
-	json_str(stdout, r->tap);
-	printf(", \"egress\": ");
-	json_str(stdout, r->egress);
-	printf(", \"mode\": ");
-	json_str(stdout, r->mode);
-	printf(", \"state\": ");
-	json_str(stdout, r->state);
-	printf(", \"pid\": %d, \"uptime\": %ld}", r->pid, r->uptime);
+	field("owner", r->owner);
+	field("address", r->address);
+	field("tap", r->tap);
+	field("egress", r->egress);
+	field("mode", r->mode);
+	field("state", r->state);
+	if (r->pid > 0)
+		printf(", \"pid\": %d, \"uptime\": %ld}", r->pid,
+		    r->uptime >= 0 ? r->uptime : 0);
+	else
+		printf(", \"pid\": null, \"uptime\": null}");
 }
 
 static int
@@ -113,15 +129,21 @@ guest_names(const struct pv *pv, char ***out)
 int
 cmd_list(struct pv *pv, int argc, char **argv)
 {
+	const char *owner = NULL;
 	char **names, up[32];
 	struct row r;
-	size_t i, n;
+	size_t i, n, shown = 0;
+	int a;
 
-	if (argc == 2 && strcmp(argv[1], "--json") == 0)
-		pv->json = true;
-	else if (argc != 1) {
-		log_warnx("usage: provision list [--json]");
-		return PV_USAGE;
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--json") == 0)
+			pv->json = true;
+		else if (strcmp(argv[a], "--owner") == 0 && a + 1 < argc)
+			owner = argv[++a];
+		else {
+			log_warnx("usage: provision list [--json] [--owner USER]");
+			return PV_USAGE;
+		}
 	}
 	if (pv_load(pv) == -1)
 		return PV_FAIL;
@@ -133,25 +155,25 @@ cmd_list(struct pv *pv, int argc, char **argv)
 		    "MODE", "EGRESS", "STATE", "UPTIME");
 	for (i = 0; i < n; i++) {
 		row_fill(pv, names[i], &r);
-		if (pv->json)
-			row_json(&r, i == 0);
-		else {
-			if (r.uptime >= 0)
-				snprintf(up, sizeof(up), "%ldh%02ldm%02lds",
-				    r.uptime / 3600, r.uptime / 60 % 60,
-				    r.uptime % 60);
-			else
-				snprintf(up, sizeof(up), "-");
-			printf("%-20s %-15s %-7s %-10s %-9s %s\n", r.name,
-			    r.address[0] ? r.address : "-", r.mode[0] ?
-			    r.mode : "-", r.egress[0] ? r.egress : "-",
-			    r.state, up);
-		}
 		free(names[i]);
+		if (owner != NULL && strcmp(r.owner, owner) != 0)
+			continue;
+		if (pv->json) {
+			row_json(&r, shown++ == 0);
+			continue;
+		}
+		if (r.uptime >= 0)
+			snprintf(up, sizeof(up), "%ldh%02ldm%02lds",
+			    r.uptime / 3600, r.uptime / 60 % 60, r.uptime % 60);
+		else
+			snprintf(up, sizeof(up), "-");
+		printf("%-20s %-15s %-7s %-10s %-9s %s\n", r.name,
+		    r.address[0] ? r.address : "-", r.mode[0] ? r.mode : "-",
+		    r.egress[0] ? r.egress : "-", r.state, up);
 	}
 	free(names);
 	if (pv->json)
-		printf("%s]\n", n > 0 ? "\n" : "");
+		printf("%s]\n", shown > 0 ? "\n" : "");
 	return PV_OK;
 }
 

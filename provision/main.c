@@ -30,7 +30,7 @@ static const struct verb verbs[] = {
 	{ "start", cmd_start, true, "start [--accel auto|kvm|tcg] NAME", true },
 	{ "stop", cmd_stop, true, "stop [--force] [--timeout S] NAME", true },
 	{ "destroy", cmd_destroy, true, "destroy [--force] [--timeout S] NAME", true },
-	{ "list", cmd_list, false, "list [--json]", true },
+	{ "list", cmd_list, false, "list [--json] [--owner USER]", true },
 	{ "console", cmd_console, false, "console NAME", false },
 	{ "qemu-args", cmd_qemu_args, false, "qemu-args [--accel A] NAME", false },
 };
@@ -52,6 +52,7 @@ usage(int code)
 	    "--secret NAME\n  --ssh-key FILE --accel A --user QEMU_USER "
 	    "--login USER --sudo\n  --password-hash-file FILE --owner USER "
 	    "--ca FILE --image-format qcow2|raw\n"
+	    "--version prints the version.\n"
 	    "exit: 0 done, 1 failed (nothing half-made), 2 usage\n"
 	    "See provision(8).\n");
 	exit(code);
@@ -106,6 +107,7 @@ main(int argc, char **argv)
 		{ "qemu", required_argument, NULL, 'Q' },
 		{ "qemu-img", required_argument, NULL, 'I' },
 		{ "genisoimage", required_argument, NULL, 'G' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -123,6 +125,9 @@ main(int argc, char **argv)
 		case 'I': pv.qemu_img = optarg; break;
 		case 'G': pv.genisoimage = optarg; break;
 		case 'v': verbose++; break;
+		case 'V':
+			printf("%s %s\n", "provision", MOAT_VERSION);
+			exit(0);
 		case 'h': usage(0);
 		default: usage(PV_USAGE);
 		}

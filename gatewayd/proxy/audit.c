@@ -64,7 +64,14 @@ audit(const char *event, ...)
 		buf[off++] = ',';
 		off = json_str(buf, off, sizeof(buf), k);
 		buf[off++] = ':';
-		off = json_str(buf, off, sizeof(buf), v);
+		/* A port is a number in every audit event, as in gatewayd's. */
+		if (strcmp(k, "port") == 0 && v[0] != '\0' &&
+		    strspn(v, "0123456789") == strlen(v) && strlen(v) <= 5 &&
+		    off + strlen(v) + 2 < sizeof(buf)) {
+			memcpy(buf + off, v, strlen(v));
+			off += strlen(v);
+		} else
+			off = json_str(buf, off, sizeof(buf), v);
 	}
 	va_end(ap);
 	buf[off++] = '}';

@@ -92,6 +92,7 @@ usage(FILE *fp)
 "      --dns-port N        upstream resolver port (default 53)\n"
 "      --no-seccomp        do not install the system call filter (debugging)\n"
 "  -h, --help              this help\n"
+"      --version           print the version\n"
 "\n"
 "Exit status: 0 stopped cleanly, 1 configuration or secret error,\n"
 "2 usage error, 3 system error.\n");
@@ -117,6 +118,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "listen", required_argument, NULL, 'L' },
 		{ "listen-fd", required_argument, NULL, 'l' },
@@ -142,6 +144,9 @@ parse_args(int argc, char *argv[], struct options *o)
 		case 'c': o->conf = optarg; break;
 		case 'd': o->foreground = 1; break;
 		case 'v': o->verbose++; break;
+		case 'V':
+			printf("%s %s\n", "moat-proxy", MOAT_VERSION);
+			exit(0);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		case 'L': o->listen = optarg; break;
 		case 'a': o->upstream_ca = optarg; break;

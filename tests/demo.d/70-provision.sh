@@ -21,7 +21,6 @@ pv_demo() {
 	sed 's/^/    /' "$DEMO_DIR/sandboxes.d/vm1.conf"
 	echo "  \$ gatewayd ctl sandboxes   (gatewayd reloaded when provision asked)"
 	gw_ctl sandboxes | sed 's/^/    /'
-	in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0 2>/dev/null
 	echo "  \$ provision qemu-args vm1   (abridged)"
 	pv qemu-args vm1 | tr ' ' '\n' | grep -E '^-(sandbox|machine|cpu|netdev|nodefaults)$' -A1 |
 		grep -v '^--$' | paste -d' ' - - | sed 's/^/    /'

@@ -14,6 +14,16 @@ expect_ok "installs the example config" test -f "$D/etc/moat/moat.conf"
 expect_eq "secrets folder is 0700" 700 "$(stat -c %a "$D/etc/moat/secrets")"
 expect_match "systemd unit points at PREFIX" 'ExecStart=/opt/moat/sbin/gatewayd -d' \
 	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"
+expect_match "systemctl reload runs ctl reload, whose exit code says if it took" \
+	'ExecReload=/opt/moat/sbin/gatewayd ctl reload' \
+	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"
+expect_match "the unit gives the audit log /var/log/moat" '^LogsDirectory=moat$' \
+	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"
+expect_match "a logrotate snippet rotates the audit log and signals gatewayd" \
+	'/var/log/moat/audit.log \{' "$(cat "$D/etc/logrotate.d/moat" 2>/dev/null)"
+if command -v logrotate >/dev/null; then
+	expect_ok "logrotate accepts the snippet" logrotate -d "$D/etc/logrotate.d/moat"
+fi
 expect_eq "nothing installed outside DESTDIR" "" \
 	"$(ls /opt/moat 2>/dev/null)"
 rm -f "$D.log"

@@ -21,6 +21,9 @@ topo_banner "$NS_GW" 0.0.0.0 22 "SSH-2.0-gateway-host"
 topo_banner "$NS_GW" $GW_ADDR 53 "gateway-dns"
 topo_banner "$NS_GW" $GW_ADDR 3128 "gateway-proxy"
 topo_banner "$TOPO-web" 10.77.0.10 8080 "guest-web-service"
+for i in $(seq 100); do	# the UDP echo server is bound
+	in_ns "$NS_INET" ss -Hlun "sport = :9999" | grep -q . && break; sleep 0.1
+done
 
 CONF=$TOPO_TMP/moat.conf
 cat >"$CONF" <<'EOF'
@@ -266,7 +269,14 @@ expect_match "spoofed frames increment counter spoof" "^[0-9]+$" "$c1"
 in_ns "$NS_GW" nft insert rule inet moat guest_fwd accept
 out=$(nftr verify 2>&1); st=$?
 expect_eq "verify exits 1 on drift" 1 "$st"
-expect_match "verify shows the extra rule" '^\+rule inet guest_fwd #0 \[ immediate reg 0 accept \]' "$out"
+expect_match "verify shows the extra rule in nft syntax, with its handle" \
+	'^\+rule inet moat guest_fwd #0: accept \(handle [0-9]+\)$' "$out"
+expect_match "verify shows the moved policy rule in nft syntax" \
+	'^\+rule inet moat guest_fwd #1: [a-z].* (accept|drop|reject|jump [a-z_]+|counter name [a-z]+)' "$out"
+expect_fail "verify prints no raw bytecode for rules the policy makes" \
+	grep -qE '^[-+]rule .*\[ (immediate|payload|cmp) ' <<<"$out"
+expect_match "verify names the command that repairs the drift" \
+	"to repair: nft-rules -c $CONF apply" "$out"
 expect_ok "apply repairs drift" nftr apply
 expect_ok "verify clean after repair" nftr verify
 nftr render >"$TOPO_TMP/policy.nft"
@@ -276,7 +286,7 @@ nftr flush
 expect_ok "nft -f loads the rendered policy" in_ns "$NS_GW" nft -f "$TOPO_TMP/policy.nft"
 out=$(nftr verify 2>&1)
 expect_eq "rendered text compiles to the same bytecode (only the netlink-only table flags differ)" \
-	"$(printf -- '+table bridge flags 0x0\n-table bridge flags 0x4\n+table inet flags 0x0\n-table inet flags 0x4')" \
+	"$(printf -- '+table bridge moat\n-table bridge moat { flags persist }\n+table inet moat\n-table inet moat { flags persist }')" \
 	"$(printf '%s\n' "$out" | grep -v '^nft-rules:')"
 
 # --- flush -----------------------------------------------------------------

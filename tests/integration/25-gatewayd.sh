@@ -35,6 +35,13 @@ expect_match "ctl status names a limit put back" \
 	'^refusals +RATE-LIMITED: net.ipv4.icmp_ratelimit is 1000 ms' "$(gw_ctl status)"
 expect_ok "reload" gw_ctl reload
 expect_match "a reload lifts it again" '^refusals +immediate' "$(gw_ctl status)"
+expect_ok "ctl counters --json is JSON with numbers" python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])["counters"]
+assert len(c) >= 16 and all(isinstance(x["packets"], int) and isinstance(x["bytes"], int) for x in c), c' \
+	"$(gw_ctl counters --json)"
+expect_ok "ctl sandboxes --json is JSON" \
+	python3 -c "import json,sys; json.loads(sys.argv[1])" "$(gw_ctl sandboxes --json)"
 expect_match "ctl sandboxes lists modes" 'dev +10\.77\.0\.11 +mt-dev +open' "$(gw_ctl sandboxes)"
 
 # Policy works: open sandbox reaches the internet, not the LAN.
@@ -93,11 +100,13 @@ expect_match "child restart is audited" '"event":"child-restart","child":"nflog"
 # Control socket: not root, not in group moat -> refused.
 out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
 expect_eq "user outside group moat cannot connect (exit 3)" 3 $rc
+expect_match "a non-member is told they are not in group moat" "not in group moat" "$out"
+expect_fail "a non-member is not asked whether gatewayd runs" grep -q "is gatewayd running" <<<"$out"
 chmod 0666 "$GW_SOCK"	# even if the file mode is loosened, SO_PEERCRED holds
 out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
 chmod 0660 "$GW_SOCK"
 expect_eq "SO_PEERCRED check refuses a non-member (exit 1)" 1 $rc
-expect_match "refusal says why" "permission denied" "$out"
+expect_match "refusal says why" "permission denied: you are not in group moat" "$out"
 useradd -M -N -G moat moattest$$ 2>/dev/null
 out=$(runuser -u moattest$$ -- build/gatewayd ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
 userdel moattest$$ 2>/dev/null
@@ -111,6 +120,8 @@ expect_match "broken reload: caller sees file:line" "$GW_CONF:19: sandbox \"dev\
 expect_eq "broken reload: old policy still lets dev out" connected "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
 expect_eq "broken reload: old policy still refuses the LAN" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
 expect_match "broken reload audited" '"event":"reload","result":"refused"' "$(cat "$GW_AUDIT")"
+expect_match "broken reload audited with the error count as a number" \
+	'"event":"reload","result":"refused","errors":1,' "$(cat "$GW_AUDIT")"
 
 # Reload that turns dev from open to none cuts its established flow.
 sed -i 's|egress = "opne"; owner = "bob";|egress = "open"; owner = "bob";|' "$GW_CONF"
@@ -136,7 +147,7 @@ expect_ok "reload to egress none accepted" gw_ctl reload
 touch "$go"; wait $flow
 expect_match "established flow is cut after the reload" "after:error" "$(cat "$res")"
 expect_eq "dev now refused the internet" unreachable "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
-expect_match "reload audited with flows cut" '"event":"reload","result":"ok","flows_cut":"[1-9]' "$(cat "$GW_AUDIT")"
+expect_match "reload audited with flows cut" '"event":"reload","result":"ok","flows_cut":[1-9]' "$(cat "$GW_AUDIT")"
 
 # ctl log -f follows the audit log as it grows.
 gw_ctl log -f >"$TOPO_TMP/follow" 2>&1 &
@@ -167,4 +178,58 @@ kill -TERM "$GW_PID"; wait "$GW_PID"; rc=$?
 expect_eq "SIGTERM: exit 0" 0 $rc
 expect_eq "SIGTERM: control socket removed" no "$([ -e "$GW_SOCK" ] && echo yes || echo no)"
 expect_match "SIGTERM: policy left in place" "table inet moat" "$(in_ns "$NS_GW" nft list tables)"
+
+# Syslog: gatewayd runs in its own mount namespace whose /dev/log is a
+# socket this test reads (the host's syslog is never touched).  A flood of
+# refusals reaches syslog rate-limited, with a count of what was left out;
+# status polls are not sent at all, a reload is.
+SL=$TOPO_TMP/syslog; mkdir -p "$SL/dev"
+topo_bg "$NS_GW" syslogd python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])
+out = open(sys.argv[2], "w", buffering=1)
+while True: out.write(s.recv(65536).decode(errors="replace").replace("\n", " ") + "\n")' \
+	"$SL/log.sock" "$SL/messages"
+for i in $(seq 100); do [ -S "$SL/log.sock" ] && break; sleep 0.1; done
+rm -f "$GW_SOCK"
+# Its /var/log is an empty tmpfs too: without -a the audit log goes to
+# /var/log/moat/audit.log, folder made 0750.
+ip netns exec "$NS_GW" unshare -m sh -c '
+	mount --make-rprivate / && mount -t tmpfs moat-dev "$1/dev" || exit 1
+	for n in null zero random urandom; do touch "$1/dev/$n"; mount --bind "/dev/$n" "$1/dev/$n"; done
+	ln -s "$1/log.sock" "$1/dev/log" && mount --bind "$1/dev" /dev || exit 1
+	mount -t tmpfs moat-log /var/log || exit 1
+	shift; exec "$@"' sh "$SL" build/gatewayd -d -X -c "$GW_CONF" -s "$GW_SOCK" >>"$GW_LOG" 2>&1 &
+GW_PID=$!; TOPO_PIDS+=("$GW_PID")
+for i in $(seq 100); do gw_ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+GW_AUDIT=/proc/$GW_PID/root/var/log/moat/audit.log
+expect_match "default audit log: /var/log/moat/audit.log" '"event":"start"' "$(cat "$GW_AUDIT" 2>&1)"
+expect_eq "/var/log/moat is 0750, the audit log 0640" "750 640" \
+	"$(stat -c %a "/proc/$GW_PID/root/var/log/moat") $(stat -c %a "$GW_AUDIT")"
+for i in $(seq 100); do grep -q '"event":"start"' "$SL/messages" 2>/dev/null && break; sleep 0.1; done
+expect_match "syslog gets the audit events" '"event":"start"' "$(cat "$SL/messages" 2>/dev/null)"
+for i in 1 2 3 4 5; do gw_ctl status >/dev/null; gw_ctl sandboxes >/dev/null; done
+gw_ctl reload >/dev/null
+for i in $(seq 100); do grep -q '"verb":"reload"' "$SL/messages" && break; sleep 0.1; done
+expect_match "a reload request reaches syslog" '"verb":"reload"' "$(cat "$SL/messages")"
+expect_fail "status and sandboxes polls do not reach syslog" grep -qE '"verb":"(status|sandboxes)"' "$SL/messages"
+expect_ok "the audit file still has the polls" grep -q '"verb":"status"' "$GW_AUDIT"
+sed -i 's|egress = "none"; owner = "bob";|egress = "open"; owner = "bob";|' "$GW_CONF"
+gw_ctl reload >/dev/null
+before=$(wc -l <"$GW_AUDIT")
+in_ns $TOPO-dev python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for p in range(1000, 3000): s.sendto(b"x", ("192.168.77.2", p))'
+for i in $(seq 100); do	# wait until the audit file has the flood
+	n=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep -c '"event":"refusal"')
+	[ "$n" -ge 150 ] && break; sleep 0.2
+done
+in_ns $TOPO-dev python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.168.77.2", 999))'
+for i in $(seq 100); do grep -q 'left out of syslog' "$SL/messages" && break; sleep 0.2; done
+file=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep -c '"event":"refusal"')
+sys=$(grep -c '"event":"refusal"' "$SL/messages")
+if [ "$file" -ge 150 ] && [ "$sys" -le 80 ]; then ok "syslog gets refusals rate-limited ($sys of the file's $file)"
+else not_ok "syslog gets refusals rate-limited" "file $file, syslog $sys"; fi
+expect_match "syslog says how many events it left out" 'audit: [0-9]+ event\(s\) left out of syslog' "$(cat "$SL/messages")"
 tap_done

@@ -105,6 +105,42 @@ expect_eq "reload restarts are not reported as crashes" 1 \
 	"$(grep -c '"event":"child-restart","child":"dnsd"' "$GW_AUDIT")"
 expect_eq "the proxy still listens on the gateway" "LISTEN" \
 	"$(in_ns "$NS_GW" ss -Hltn "src $GW_ADDR:3128" | awk '{print $1}' | head -1)"
+
+# DNS rate from moat.conf: "locked" gets 5 queries a second (burst 5);
+# dnsd drops the rest and gatewayd counts them per sandbox.
+sed -i 's|egress = "none"; }|egress = "none"; dns_rate = 5; dns_burst = 5; }|' "$GW_CONF"
+expect_match "the sandbox's dns_rate is in the config" 'dns_rate = 5;' "$(build/gatewayd -nv -c "$GW_CONF" 2>/dev/null)"
+old_dnsd=$(gw_child_pid dnsd)
+expect_ok "reload with a per-sandbox DNS rate accepted" gw_ctl reload
+for i in $(seq 100); do d=$(gw_child_pid dnsd); [ -n "$d" ] && [ "$d" != "$old_dnsd" ] && break; sleep 0.1; done
+topo_wait_port "$NS_GW" $GW_ADDR 53
+flood() {	# flood GUEST N -- N queries at once; prints how many were answered
+	in_ns "$1" python3 - "$GW_ADDR" "$2" <<'PY'
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+n = int(sys.argv[2])
+for i in range(n):
+    q = struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + b"\x05flood\x04test\x00\x00\x01\x00\x01"
+    s.sendto(q, (sys.argv[1], 53))
+s.settimeout(3); got = 0
+try:
+    while True: s.recv(512); got += 1
+except socket.timeout: pass
+print(got)
+PY
+}
+got=$(flood $TOPO-locked 60)
+if [ "${got:-0}" -ge 1 ] && [ "${got:-0}" -le 15 ]; then ok "locked: a burst of 60 queries gets about its burst of 5 answers ($got)"
+else not_ok "locked: a burst of 60 queries gets about its burst of 5 answers" "got $got"; fi
+expect_eq "dev (gateway default, 500/s) gets every answer" 60 "$(flood $TOPO-dev 60)"
+for i in $(seq 100); do	# dnsd reports once a second
+	c=$(gw_ctl counters --json)
+	n=$(python3 -c 'import json,sys; print({d["sandbox"]: d["queries"] for d in json.loads(sys.argv[1])["dns_dropped"]}.get("locked", 0))' "$c")
+	[ "$n" -ge $((60 - got)) ] && break; sleep 0.2
+done
+expect_eq "ctl counters --json counts locked's dropped queries" $((60 - got)) "$n"
+expect_match "ctl counters shows dev dropped none" 'dns +dev +0 queries dropped' "$(gw_ctl counters)"
+expect_match "ctl counters shows locked's drops" "dns +locked +$((60 - got)) queries dropped" "$(gw_ctl counters)"
 # --- kill -9 of gatewayd itself: every child exits, the policy stays ----
 # Started afresh, so the nflog reader has nothing queued to report: it may
 # not rely on a failed write to notice that its parent is gone.

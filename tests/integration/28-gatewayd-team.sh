@@ -65,15 +65,17 @@ gw_start; expect_eq "gatewayd starts" 0 $?
 out=$(actl sandboxes)
 expect_match "$UA sees their own sandbox" "^a-web " "$out"
 expect_fail "$UA does not see $UB's" grep -q "b-old" <<<"$out"
-out=$(bctl list --json)
-expect_match "$UB sees their own (list --json)" '"name":"b-old"' "$out"
+out=$(bctl sandboxes --json)
+expect_match "$UB sees their own (sandboxes --json)" '"name":"b-old"' "$out"
 expect_fail "$UB does not see $UA's" grep -q "a-web" <<<"$out"
+expect_ok "sandboxes --json parses, one object per sandbox, owner a string" python3 -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert [s["name"] for s in v] == ["b-old"] and v[0]["owner"] == sys.argv[2], v
+assert set(v[0]) == {"name","address","tap","egress","owner","allow","secrets"}, v' "$out" "$UB"
 out=$(gw_ctl sandboxes)
 expect_match "root sees everyone's" "a-web.*$UA" "$out"
 expect_match "root sees everyone's (2)" "b-old.*$UB" "$out"
-out=$(apv list 2>&1)
-expect_match "provision list by a member goes through gatewayd" "^a-web " "$out"
-expect_fail "provision list by a member: only their own" grep -q "b-old" <<<"$out"
 expect_fail "the audit log is for admins" actl log
 
 # --- secrets ------------------------------------------------------------
@@ -96,6 +98,29 @@ expect_eq "$UB's value is unchanged" "$VB" "$(cat "$f")"
 out=$(actl secret list)
 expect_match "$UA lists their secret" "^akey " "$out"
 expect_fail "$UA does not list $UB's" grep -q bkey <<<"$out"
+out=$(actl secret list --json)
+expect_ok "secret list --json parses: names, hosts, no value" python3 -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert [x["name"] for x in v] == ["akey"], v
+assert v[0]["hosts"] == ["api.bound.test"] and v[0]["owner"] == sys.argv[2], v
+assert set(v[0]) == {"name","owner","header","placeholder","hosts","shared_with"}, v' "$out" "$UA"
+expect_fail "secret list --json holds no value" grep -qF "$VA" <<<"$out"
+out=$(printf v | actl secret set --json x --host h 2>&1); rc=$?
+expect_eq "a verb without a JSON form refuses --json (exit 1)" "1:only \"secret list\" has --json output" "$rc:$out"
+out=$(gw_ctl counters --json)
+expect_ok "counters --json parses; each counter its own family's description" python3 -c '
+import json, sys
+c = {(x["family"], x["name"]): x for x in json.loads(sys.argv[1])["counters"]}
+assert isinstance(c[("inet","guest")]["packets"], int), c
+assert c[("inet","guest")]["description"] == "to another guest through the gateway", c
+assert c[("bridge","guest")]["description"] == "frame bridged between guest ports", c
+assert c[("inet","spoof")]["description"] != c[("bridge","spoof")]["description"], c
+assert c[("inet","ipv6")]["description"] == "IPv6 from a guest", c' "$out"
+expect_match "counters (text): inet guest has its own description" \
+	'inet +guest .* to another guest through the gateway' "$(gw_ctl counters)"
+out=$(gw_ctl reload --json 2>&1); rc=$?
+expect_eq "reload --json: an error, not text posing as JSON" "1:reload has no --json output" "$rc:$out"
 expect_fail "a secret value is never an argument" actl secret set ckey --host api.bound.test "$VA"
 
 # --- create through gatewayd: attach, quotas, files -----------------------
@@ -122,6 +147,23 @@ expect_match "b-api is owned by $UB" "owner = \"$UB\"" "$(cat "$d" 2>/dev/null)"
 expect_match "b-api carries bkey" '"bkey"' "$(cat "$d" 2>/dev/null)"
 out=$(bctl sandboxes)
 expect_match "gatewayd reloaded: $UB sees b-api" "^b-api " "$out"
+
+# provision list: a member's (run by gatewayd) has root's rows and schema.
+out=$(bpv list 2>&1)
+expect_match "provision list by a member goes through gatewayd" "^b-api .* stopped" "$out"
+expect_fail "provision list by a member: only their own" grep -q "a-web\|b-old" <<<"$out"
+expect_fail "$UA's provision list does not show $UB's guest" grep -q "b-api" <<<"$(apv list 2>&1)"
+mine=$(bpv list --json 2>&1)
+root=$(build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" list --json 2>&1)
+expect_ok "provision list --json: one schema for members and root, null when stopped" python3 -c '
+import json, sys
+m, r = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+keys = {"name","owner","address","tap","egress","mode","state","pid","uptime"}
+assert m and all(set(x) == keys for x in m + r), (m, r)
+assert m == [x for x in r if x["owner"] == sys.argv[3]], (m, r)
+b = m[0]
+assert b["name"] == "b-api" and b["state"] == "stopped", b
+assert b["pid"] is None and b["uptime"] is None, b' "$mine" "$root" "$UB"
 
 # --- cross-user life cycle ---------------------------------------------------
 for v in start stop destroy; do
@@ -170,11 +212,20 @@ expect_match "$UB destroys their own sandbox" "destroyed b-api" "$out"
 expect_fail "b-api is gone from $UB's list" grep -q b-api <<<"$(bctl sandboxes)"
 a=$(cat "$GW_AUDIT")
 expect_match "audit: $UA's refused stop names the uid and sandbox" \
-	"\"event\":\"control-refused\",\"uid\":\"$UIDA\",\"user\":\"$UA\",\"verb\":\"stop\",\"sandbox\":\"b-api\"" "$a"
+	"\"event\":\"control-refused\",\"uid\":$UIDA,\"user\":\"$UA\",\"verb\":\"stop\",\"sandbox\":\"b-api\"" "$a"
 expect_match "audit: every request names uid, user, verb" \
-	"\"event\":\"control\",\"uid\":\"$UIDA\",\"user\":\"$UA\",\"verb\":\"sandboxes\"" "$a"
-expect_match "audit: the secret set is recorded by name" "\"event\":\"secret-set\",\"uid\":\"$(id -u $UB)\",\"user\":\"$UB\",\"secret\":\"bkey\"" "$a"
-expect_match "audit: provision's result is recorded" "\"event\":\"control-done\",\"uid\":\"$(id -u $UB)\",\"user\":\"$UB\",\"verb\":\"destroy\",\"sandbox\":\"b-api\",\"result\":\"ok\"" "$a"
+	"\"event\":\"control\",\"uid\":$UIDA,\"user\":\"$UA\",\"verb\":\"sandboxes\"" "$a"
+expect_match "audit: the secret set is recorded by name" "\"event\":\"secret-set\",\"uid\":$(id -u $UB),\"user\":\"$UB\",\"secret\":\"bkey\"" "$a"
+expect_match "audit: provision's result is recorded" "\"event\":\"control-done\",\"uid\":$(id -u $UB),\"user\":\"$UB\",\"verb\":\"destroy\",\"sandbox\":\"b-api\",\"result\":\"ok\"" "$a"
+expect_ok "every audit line is JSON; uid and exit are numbers" python3 -c '
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    for k in ("uid", "exit", "errors", "flows_cut", "count", "port"):
+        assert k not in e or isinstance(e[k], int), e
+    n += "uid" in e
+assert n > 0' "$GW_AUDIT"
 for v in "$VA" "$VB" "$VB2"; do
 	expect_fail "no secret value in the audit log or gatewayd's log" \
 		grep -rqF "$v" "$GW_AUDIT" "$GW_LOG"

@@ -24,9 +24,6 @@ topo_bg "$NS_INET" dns-inet python3 tests/harness/cc-dns.py \
 topo_wait_port "$NS_GW" $GW_ADDR 53 && topo_wait_port "$NS_INET" 203.0.113.53 53 ||
 	not_ok "stub resolvers start"
 topo_banner "$NS_GW" $GW_ADDR 22 "SSH-2.0-gateway-host"
-# The gateway sweep is fast only without the kernel's ICMP rate limit.
-in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
-	net.ipv4.icmp_msgs_burst=100000 2>/dev/null
 
 if guest_assets; then ok "guest kernel (cached) and initramfs with containment-check"
 else not_ok "guest kernel (cached) and initramfs with containment-check" \

@@ -37,10 +37,6 @@ topo_bg "$SB_NS_A" mgmt-sink socat -u UDP-RECV:5555,bind=$HOST_A_MGMT OPEN:"$MGM
 for g in a1 b1; do	# a guest that knows where the host is
 	in_ns $TOPO-$g ip route add 198.51.100.0/24 dev eth0
 done
-# Refusals are ICMP errors, rate-limited per destination by default; the
-# containment scan sweeps the gateway (see 40-containment-policy.sh).
-in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
-	net.ipv4.icmp_msgs_burst=100000 2>/dev/null
 
 sb() {	# sb NAME ADDR MAC TAP EGRESS -- one sandbox entry
 	printf '  { name = "%s"; address = "%s"; mac = "%s"; tap = "%s"; egress = "%s"; }' "$@"

@@ -227,6 +227,14 @@ full_model(void **state)
 	assert_string_equal(web->allow.v[1], "*.githubusercontent.com");
 	assert_int_equal(web->mac[5], 0x0a);
 	assert_string_equal(web->owner, "alice");
+	{	/* DNS rate: the sandbox's own, else the gateway's. */
+		double q, b;
+		assert_int_equal(cfg->gw.dns_cache_size, 65536);
+		config_dns_rate(cfg, web, &q, &b);
+		assert_true(q == 20 && b == 5);
+		config_dns_rate(cfg, dev, &q, &b);
+		assert_true(q == 200 && b == 400);
+	}
 	addr_parse("10.77.0.11", &a);
 	assert_ptr_equal(config_sandbox_by_addr(cfg, &a), dev);
 	sec = config_secret_by_name(cfg, "openai");

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -198,6 +199,32 @@ sign_shapes(void **state)
 	assert_int_equal(roundtrip_raw(&x, sizeof(h) + len, &h), (ssize_t)len);
 }
 
+/* dnsd's per-sandbox drop counts: exact size, a name, a count. */
+static void
+dns_dropped_shape(void **state)
+{
+	struct { struct ipc_hdr h; struct ipc_dns_dropped m; } raw;
+	struct ipc_dns_dropped m = { .count = 7 };
+	struct ipc_hdr h;
+	char err[128];
+
+	(void)state;
+	snprintf(m.sandbox, sizeof(m.sandbox), "web");
+	assert_int_equal(ipc_send(fds[0], IPC_DNS_DROPPED, 0, &m, sizeof(m)), 0);
+	assert_int_equal(ipc_recv(fds[1], &h, &in, sizeof(in), err,
+	    sizeof(err)), (ssize_t)sizeof(m));
+	raw.h = (struct ipc_hdr){ IPC_DNS_DROPPED, 0, sizeof(m), 1 };
+	raw.m = m;
+	raw.m.count = 0;
+	assert_int_equal(roundtrip_raw(&raw, sizeof(raw), &h), -2);
+	raw.m = m;
+	memset(raw.m.sandbox, 'a', sizeof(raw.m.sandbox));
+	assert_int_equal(roundtrip_raw(&raw, sizeof(raw), &h), -2);
+	raw.h.len = sizeof(m) - 8;
+	raw.m = m;
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + sizeof(m) - 8, &h), -2);
+}
+
 int
 main(void)
 {
@@ -206,6 +233,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(malformed_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(audit_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(dns_dropped_shape, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
