@@ -207,7 +207,9 @@ startup(struct gw *gw)
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
 	}
-	mkdir(gw->cfg->gw.state_dir, 0750);
+	/* 0711: each guest's QEMU user passes through to its own folder,
+	 * 0710 root:its group; nobody may list this one. */
+	mkdir(gw->cfg->gw.state_dir, 0711);
 	audit_open(gw);
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
 		gw->clients[i].fd = -1;

@@ -13,3 +13,7 @@ for u in moat-dns moat-proxy moat-log moat-qemu; do
 		useradd --system --no-create-home --home-dir /nonexistent \
 		    --shell "$NOLOGIN" --user-group "$u"
 done
+# QEMU opens /dev/kvm, which Debian makes root:kvm 0660.
+if getent group kvm >/dev/null; then
+	id -nG moat-qemu | grep -qw kvm || usermod -aG kvm moat-qemu
+fi
