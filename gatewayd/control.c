@@ -490,13 +490,16 @@ ctl_status(struct ctl_req *r)
 			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
 			    gw->procs[i].enabled ? "true" : "false",
 			    (int)gw->procs[i].pid, gw->procs[i].restarts);
-		reply(r, "]}\nok\n");
+		reply(r, "],");
+		net_status(r, &gw->net);
+		reply(r, "}\nok\n");
 		return;
 	}
 	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
 	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
 	    "bridge moat)\n", gw->cfg->path, (long long)(now - gw->started),
 	    gw->cfg->nsandboxes, gw->reloads, gw->reload_failures);
+	net_status(r, &gw->net);
 	for (i = 0; i < PROC_MAX; i++) {
 		if (!gw->procs[i].enabled)
 			reply(r, "child      %-6s disabled\n", gw->procs[i].name);

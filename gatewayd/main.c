@@ -22,10 +22,12 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
+"       gatewayd --teardown [-c FILE]\n"
 "       gatewayd ctl [-s SOCKET] status|sandboxes|reload|counters|log [-f] [--json]\n"
 "\n"
-"The moat gateway daemon: applies the policy, supervises dnsd and the\n"
-"proxy, reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
+"The moat gateway daemon: applies the policy, sets up its bridge, address\n"
+"and forwarding (gateway.manage_network), supervises dnsd and the proxy,\n"
+"reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
 "\n"
 "  -c, --config FILE  configuration (default " MOAT_CONF_DEFAULT ")\n"
 "  -n, --check        check the configuration, print a summary, exit\n"
@@ -36,6 +38,7 @@ usage(FILE *fp)
 "  -a, --audit FILE   audit log (default STATE_DIR/audit.log)\n"
 "  -B, --bindir DIR   where dnsd and moat-proxy are (default: beside gatewayd)\n"
 "  -X, --no-children  do not start dnsd or the proxy\n"
+"      --teardown     undo the network changes gatewayd made, then exit\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "  -h, --help         this help\n"
 "\n"
@@ -44,10 +47,12 @@ usage(FILE *fp)
 }
 
 static int
-check(const char *conf, int verbose)
+check(const char *conf, int verbose, bool teardown)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
+	struct gw_net net;
+	int rc;
 
 	cfg = config_load(conf, NULL, &errs);
 	if (cfg == NULL) {
@@ -57,10 +62,18 @@ check(const char *conf, int verbose)
 		config_errors_free(&errs);
 		return EXIT_CONFIG;
 	}
+	if (teardown) {
+		rc = net_teardown(cfg) == 0 ? EXIT_OK : EXIT_CONFIG;
+		config_free(cfg);
+		return rc;
+	}
 	if (verbose)
 		config_print(stdout, cfg);
 	else
 		config_summary(stdout, cfg);
+	/* What is wrong with the network here, without changing it. */
+	net_walk(cfg, false, &net);
+	net_print_warnings(stderr, &net);
 	config_free(cfg);
 	return EXIT_OK;
 }
@@ -103,12 +116,13 @@ main(int argc, char *argv[])
 		{ "bindir", required_argument, NULL, 'B' },
 		{ "no-children", no_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'U' },
+		{ "teardown", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct gw_opts o = { MOAT_CONF_DEFAULT, GW_SOCK_DEFAULT, NULL, NULL,
 	    NULL, false, false, 0 };
-	int ch, checkonly = 0;
+	int ch, checkonly = 0, teardown = 0;
 
 	log_init("gatewayd", 0, 0);
 	if (argc > 1 && strcmp(argv[1], "ctl") == 0) {
@@ -135,6 +149,7 @@ main(int argc, char *argv[])
 		case 'B': o.bindir = optarg; break;
 		case 'X': o.no_children = true; break;
 		case 'U': o.upstream_ca = optarg; break;
+		case 'T': teardown = 1; break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -147,8 +162,8 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (checkonly)
-		return check(o.conf, o.verbose);
+	if (checkonly || teardown)
+		return check(o.conf, o.verbose, teardown);
 	if (o.bindir == NULL)
 		o.bindir = self_dir();
 	/* daemon(3) changes to "/": every path must be absolute by then. */

@@ -761,6 +761,8 @@ static const struct key gateway_keys[] = {
 	{ "state_dir", K_STR, 0, set_state_dir, 0 },
 	{ "nflog_group", K_INT, 0, set_nflog, 0 },
 	{ "admin_group", K_STR, 0, set_admin_group, 0 },
+	{ "manage_network", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_gateway, manage_network) },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -1491,6 +1493,7 @@ set_defaults(struct moat_config *cfg)
 	snprintf(cfg->gw.bridge, sizeof(cfg->gw.bridge), "moat0");
 	cfg->gw.proxy_port = 3128;
 	cfg->gw.intercept = true;
+	cfg->gw.manage_network = true;
 	cfg->gw.nflog_group = 77;
 	cfg->gw.state_dir = xstrdup("/var/lib/moat");
 }

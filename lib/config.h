@@ -90,6 +90,7 @@ struct moat_gateway {
 	char		*state_dir;	/* default /var/lib/moat */
 	uint16_t	 nflog_group;	/* default 77 */
 	char		*admin_group;	/* members manage every sandbox */
+	bool		 manage_network; /* gatewayd makes bridge, address, forwarding */
 };
 
 struct moat_config {

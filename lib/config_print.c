@@ -106,6 +106,8 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fputs(gw->nexceptions ? "\n  );\n" : " );\n", fp);
 	pkv(fp, "  ", "state_dir", gw->state_dir);
 	fprintf(fp, "  nflog_group = %u;\n", gw->nflog_group);
+	fprintf(fp, "  manage_network = %s;\n", gw->manage_network ? "true" :
+	    "false");
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
 	fputs("};\n", fp);

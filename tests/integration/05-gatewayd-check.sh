@@ -12,12 +12,12 @@ expect_match "summary lists each sandbox with its mode" \
 	'web +10\.77\.0\.10 +allowlist' "$out"
 expect_match "summary says OK" 'config examples/demo.conf: OK' "$out"
 
-out=$(build/gatewayd -nv -c examples/demo.conf 2>&1)
+out=$(build/gatewayd -nv -c examples/demo.conf 2>"$T/nv.err")
 expect_eq "-nv prints the normalised config (golden)" \
 	"$(cat tests/golden/demo.conf.nv)" "$out"
 printf '%s\n' "$out" >"$T/again.conf"
 expect_eq "-nv output is itself a valid config printing the same" \
-	"$out" "$(build/gatewayd -nv -c "$T/again.conf" 2>&1)"
+	"$out" "$(build/gatewayd -nv -c "$T/again.conf" 2>/dev/null)"
 
 # A secret is summarised by name; its value never appears anywhere.
 printf 'sk-live-DO-NOT-PRINT-4242' >"$T/openai"; chmod 600 "$T/openai"
