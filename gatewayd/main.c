@@ -24,6 +24,8 @@ usage(FILE *fp)
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
 "       gatewayd --teardown [-c FILE]\n"
 "       gatewayd ctl [-s SOCKET] status|sandboxes|reload|counters|log [-f] [--json]\n"
+"       gatewayd ctl [-s SOCKET] secret set NAME --host HOST | secret list\n"
+"       gatewayd ctl [-s SOCKET] create|start|stop|destroy ... (as provision)\n"
 "\n"
 "The moat gateway daemon: applies the policy, sets up its bridge, address\n"
 "and forwarding (gateway.manage_network), supervises dnsd and the proxy,\n"
