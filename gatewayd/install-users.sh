@@ -14,6 +14,8 @@ for u in moat-dns moat-proxy moat-log moat-qemu; do
 		    --shell "$NOLOGIN" --user-group "$u"
 done
 # QEMU opens /dev/kvm, which Debian makes root:kvm 0660.
-if getent group kvm >/dev/null; then
-	id -nG moat-qemu | grep -qw kvm || usermod -aG kvm moat-qemu
+KVM_GROUP=${KVM_GROUP:-kvm}
+if getent group "$KVM_GROUP" >/dev/null; then
+	id -nG moat-qemu | grep -qw -- "$KVM_GROUP" ||
+		usermod -aG "$KVM_GROUP" moat-qemu
 fi

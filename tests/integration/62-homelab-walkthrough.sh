@@ -17,6 +17,11 @@ for b in build/provision build/gatewayd build/containment-check; do
 done
 topo_trap
 topo_reap_stale
+# Stands in for Debian's kvm group (this host may have none): install
+# must put moat-qemu in it, and QEMU must keep it after dropping root.
+KG=${TOPO}kvm
+groupadd "$KG" || not_ok "groupadd $KG"
+trap 'rc=$?; groupdel "$KG" 2>/dev/null; topo_down; exit $rc' EXIT
 # The gateway box: an uplink with a default route, no bridge, forwarding
 # off (a fresh namespace may inherit the host's settings: set them).
 topo_ns "$NS_GW" && topo_ns "$NS_INET" && topo_ns "$NS_LAN" ||
@@ -51,6 +56,8 @@ make --no-print-directory install PREFIX="$P" SYSCONFDIR="$ETC" UNITDIR="$P/syst
 	>"$TOPO_TMP/install.log" 2>&1
 expect_eq "make install PREFIX=... exits 0" 0 $?
 expect_match "install made the users, moat-qemu among them" moat-qemu "$(getent passwd moat-qemu)"
+KVM_GROUP=$KG sh "$P/lib/moat/install-users.sh"
+expect_match "install-users puts moat-qemu in the kvm group" "\b$KG\b" "$(id -nG moat-qemu)"
 export PATH=$P/bin:$PATH
 expect_eq "provision is on PATH from PREFIX/bin" "$P/bin/provision" "$(command -v provision)"
 expect_eq "gatewayd (for gatewayd ctl) is on PATH from PREFIX/bin" "$P/bin/gatewayd" \
@@ -127,6 +134,8 @@ expect_match "start shows the accelerator and why KVM was not used" \
 	"accelerator tcg: KVM not usable by moat-qemu: /dev/kvm: " "$out"
 qpid=$(cat "$RUN/guests/dev/qemu.pid" 2>/dev/null)
 expect_eq "QEMU runs as moat-qemu" "$(id -u moat-qemu)" "$(ps -o uid= -p "${qpid:-0}" 2>/dev/null | tr -d ' ')"
+expect_match "QEMU kept moat-qemu's kvm group when it dropped root" \
+	"^Groups:.*\b$(getent group "$KG" | cut -d: -f3)\b" "$(cat /proc/${qpid:-0}/status 2>/dev/null)"
 expect_match "list shows tcg and the reason" "running .* tcg \(KVM not usable by moat-qemu" \
 	"$(pv list 2>&1)"
 expect_eq "list --json: accel and its reason" "tcg True" "$(pv list --json | python3 -c '
