@@ -84,7 +84,7 @@ expect_fail "gatewayd -n changed nothing" ip -n "$NS_GW" link show moat0
 
 # Step 2: start gatewayd (the unit runs exactly this, in the foreground).
 mkdir -p "$RUN"
-in_ns "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" >"$TOPO_TMP/gw.log" 2>&1 &
+ip netns exec "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" >"$TOPO_TMP/gw.log" 2>&1 &
 GWPID=$!
 TOPO_PIDS+=($GWPID)
 for i in $(seq 100); do gatewayd ctl -s "$RUN/gatewayd.sock" status >/dev/null 2>&1 && break; sleep 0.2; done
@@ -155,7 +155,7 @@ expect_match "containment-check: 0 breaches, 0 failed controls" \
 # Step 6: done with it.
 expect_match "provision destroy dev" "destroyed dev" "$(pv destroy dev 2>&1)"
 kill "$GWPID" 2>/dev/null
-for i in $(seq 100); do [ -S "$RUN/gatewayd.sock" ] || break; sleep 0.1; done
+wait "$GWPID"
 out=$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" 2>&1)
 expect_match "gatewayd --teardown deletes the bridge it made" "deleted bridge moat0" "$out"
 expect_fail "... the bridge is gone" ip -n "$NS_GW" link show moat0
@@ -163,4 +163,29 @@ expect_eq "... forwarding on the uplink is back off" 0 \
 	"$(in_ns "$NS_GW" sysctl -n net.ipv4.conf.up0.forwarding)"
 expect_match "a second teardown has nothing to undo" "nothing to undo" \
 	"$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" 2>&1)"
+
+# A bridge the admin manages (manage_network = false): gatewayd changes
+# nothing and says exactly what is wrong, at start and on reload.
+sed -i 's|^  state_dir|  manage_network = false;\n  state_dir|' "$CONF"
+ip -n "$NS_GW" route del default
+ip netns exec "$NS_GW" gatewayd -d -X -c "$CONF" -s "$RUN/gatewayd.sock" >"$TOPO_TMP/gw2.log" 2>&1 &
+GWPID=$!
+TOPO_PIDS+=($GWPID)
+for i in $(seq 100); do gatewayd ctl -s "$RUN/gatewayd.sock" status >/dev/null 2>&1 && break; sleep 0.2; done
+st=$(gatewayd ctl -s "$RUN/gatewayd.sock" status 2>&1)
+expect_match "unmanaged: ctl status says checked only" "checked only" "$st"
+expect_match "unmanaged: WARNING bridge missing" "WARNING +bridge moat0: missing" "$st"
+expect_match "unmanaged: WARNING forwarding off" "WARNING +forwarding up0: off" "$st"
+expect_match "unmanaged: WARNING uplink without a default route" \
+	"WARNING +uplink up0: no IPv4 default route" "$st"
+expect_match "unmanaged: the log warns too" "network: bridge moat0: missing" "$(cat "$TOPO_TMP/gw2.log")"
+expect_fail "unmanaged: no bridge was made" ip -n "$NS_GW" link show moat0
+ip -n "$NS_GW" link add moat0 type bridge
+gatewayd ctl -s "$RUN/gatewayd.sock" reload >/dev/null 2>&1
+st=$(gatewayd ctl -s "$RUN/gatewayd.sock" status 2>&1)
+expect_match "after reload: WARNING bridge down" "WARNING +link moat0: down" "$st"
+expect_match "after reload: WARNING address missing" "WARNING +address 10.77.0.1/24: missing on moat0" "$st"
+expect_match "... and still not brought up by gatewayd" "state DOWN" \
+	"$(ip -n "$NS_GW" link show moat0 2>&1)"
+kill "$GWPID" 2>/dev/null
 tap_done
