@@ -176,7 +176,8 @@ void	net_walk(const struct moat_config *, bool apply, struct gw_net *);
 void	net_log(const struct gw_net *);
 void	net_print_warnings(FILE *, const struct gw_net *);
 void	net_status(struct ctl_req *, const struct gw_net *);
-int	net_teardown(const struct moat_config *);	/* gatewayd --teardown */
+/* gatewayd --teardown; refused while a gatewayd answers on sock. */
+int	net_teardown(const struct moat_config *, const char *sock);
 
 /* --- sandboxing helpers (sandbox.c) --- */
 

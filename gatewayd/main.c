@@ -22,7 +22,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
-"       gatewayd --teardown [-c FILE]\n"
+"       gatewayd --teardown [-c FILE] [-s SOCKET]\n"
 "       gatewayd ctl [-s SOCKET] status|sandboxes|reload|counters|log [-f] [--json]\n"
 "       gatewayd ctl [-s SOCKET] secret set NAME --host HOST | secret list\n"
 "       gatewayd ctl [-s SOCKET] create|start|stop|destroy ... (as provision)\n"
@@ -49,7 +49,7 @@ usage(FILE *fp)
 }
 
 static int
-check(const char *conf, int verbose, bool teardown)
+check(const char *conf, int verbose, const char *teardown_sock)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
@@ -64,8 +64,8 @@ check(const char *conf, int verbose, bool teardown)
 		config_errors_free(&errs);
 		return EXIT_CONFIG;
 	}
-	if (teardown) {
-		rc = net_teardown(cfg) == 0 ? EXIT_OK : EXIT_CONFIG;
+	if (teardown_sock != NULL) {
+		rc = net_teardown(cfg, teardown_sock) == 0 ? EXIT_OK : EXIT_CONFIG;
 		config_free(cfg);
 		return rc;
 	}
@@ -165,7 +165,7 @@ main(int argc, char *argv[])
 		return EXIT_USAGE;
 	}
 	if (checkonly || teardown)
-		return check(o.conf, o.verbose, teardown);
+		return check(o.conf, o.verbose, teardown ? o.sock : NULL);
 	if (o.bindir == NULL)
 		o.bindir = self_dir();
 	/* daemon(3) changes to "/": every path must be absolute by then. */

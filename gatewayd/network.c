@@ -9,6 +9,9 @@
  * walk only checks and warns.  The uplink's default route is always the
  * admin's: it is only checked.
  */
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -320,15 +323,37 @@ undo_line(struct rtnl *r, char *line, int *rc)
 	}
 }
 
-int
-net_teardown(const struct moat_config *cfg)
+/* A running gatewayd would put it all back on its next reload. */
+static bool
+daemon_answers(const char *sock)
 {
-	char *path = undo_path(cfg), **lines = NULL, buf[256];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, rc;
+
+	if (strlen(sock) >= sizeof(sun.sun_path) ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return false;
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	return rc == 0;
+}
+
+int
+net_teardown(const struct moat_config *cfg, const char *sock)
+{
+	char *path, **lines = NULL, buf[256];
 	size_t n = 0;
 	struct rtnl *r;
 	FILE *fp;
 	int rc = 0;
 
+	if (daemon_answers(sock)) {
+		log_warnx("gatewayd is running (%s answers): stop it first, "
+		    "or it sets the network up again on its next reload", sock);
+		return -1;
+	}
+	path = undo_path(cfg);
 	if ((fp = fopen(path, "re")) == NULL) {
 		printf("nothing to undo: %s is absent (gatewayd changed no "
 		    "network here)\n", path);

@@ -154,15 +154,19 @@ expect_match "containment-check: 0 breaches, 0 failed controls" \
 
 # Step 6: done with it.
 expect_match "provision destroy dev" "destroyed dev" "$(pv destroy dev 2>&1)"
+out=$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" -s "$RUN/gatewayd.sock" 2>&1); rc=$?
+expect_eq "teardown refused while gatewayd runs: exit 1" 1 $rc
+expect_match "... and says to stop it first" "gatewayd is running .*stop it first" "$out"
+expect_ok "... the bridge is still there" ip -n "$NS_GW" link show moat0
 kill "$GWPID" 2>/dev/null
 wait "$GWPID"
-out=$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" 2>&1)
+out=$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" -s "$RUN/gatewayd.sock" 2>&1)
 expect_match "gatewayd --teardown deletes the bridge it made" "deleted bridge moat0" "$out"
 expect_fail "... the bridge is gone" ip -n "$NS_GW" link show moat0
 expect_eq "... forwarding on the uplink is back off" 0 \
 	"$(in_ns "$NS_GW" sysctl -n net.ipv4.conf.up0.forwarding)"
 expect_match "a second teardown has nothing to undo" "nothing to undo" \
-	"$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" 2>&1)"
+	"$(in_ns "$NS_GW" gatewayd --teardown -c "$CONF" -s "$RUN/gatewayd.sock" 2>&1)"
 
 # A bridge the admin manages (manage_network = false): gatewayd changes
 # nothing and says exactly what is wrong, at start and on reload.
