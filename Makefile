@@ -40,6 +40,10 @@ PROGRAMS   :=
 UNIT_TESTS :=
 INSTALL_BIN :=
 INSTALL_SBIN :=
+# Members of group moat run these (provision, gatewayd ctl): a link in
+# BINDIR, which is on every user's PATH; the programs stay in SBINDIR
+# beside the helpers gatewayd starts.
+MEMBER_CMDS := provision gatewayd
 
 all: programs
 
@@ -107,6 +111,7 @@ install: all
 	    $(DESTDIR)$(SYSCONFDIR)/moat/secrets
 	$(if $(INSTALL_SBIN),install -m 0755 $(INSTALL_SBIN) $(DESTDIR)$(SBINDIR)/)
 	$(if $(INSTALL_BIN),install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/)
+	for c in $(MEMBER_CMDS); do ln -sf $(SBINDIR)/$$c $(DESTDIR)$(BINDIR)/$$c; done
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \

@@ -536,8 +536,10 @@ ctl_status(struct ctl_req *r)
 			    gw->procs[i].enabled ? "true" : "false",
 			    (int)gw->procs[i].pid, gw->procs[i].restarts);
 		reply(r, ",{\"name\":\"signer\",\"enabled\":%s,\"pid\":%d,"
-		    "\"restarts\":0}]}\nok\n", gw->procs[PROC_PROXY].enabled ?
+		    "\"restarts\":0}],", gw->procs[PROC_PROXY].enabled ?
 		    "true" : "false", (int)signer_alive(gw));
+		net_status(r, &gw->net);
+		reply(r, "}\nok\n");
 		return;
 	}
 	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
@@ -548,6 +550,7 @@ ctl_status(struct ctl_req *r)
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);
+	net_status(r, &gw->net);
 	for (i = 0; i < PROC_MAX; i++) {
 		if (!gw->procs[i].enabled)
 			reply(r, "child      %-6s disabled\n", gw->procs[i].name);

@@ -82,6 +82,8 @@ gw_reload(struct gw *gw, char **errors)
 		return -1;
 	}
 	gw->cfg = cfg;
+	net_walk(cfg, true, &gw->net);
+	net_log(&gw->net);
 	cut = policy_cut_flows(old, cfg);
 	snprintf(count, sizeof(count), "%d", cut);
 	config_free(old);
@@ -223,7 +225,12 @@ startup(struct gw *gw)
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
 	}
-	mkdir(gw->cfg->gw.state_dir, 0750);
+	/* 0711: each guest's QEMU user passes through to its own folder,
+	 * 0710 root:its group; nobody may list this one. */
+	mkdir(gw->cfg->gw.state_dir, 0711);
+	/* The network after the policy: forwarding is never on unfiltered. */
+	net_walk(gw->cfg, true, &gw->net);
+	net_log(&gw->net);
 	audit_open(gw);
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
 		gw->clients[i].fd = -1;

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -169,6 +170,30 @@ int	nflog_open(uint16_t group);		/* parent, privileged */
 void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
 	    __attribute__((noreturn));
 
+/* --- the gateway's own network (network.c; rtnetlink in rtnl.c) --- */
+
+#define GW_NET_MAX	8
+struct gw_net_item {
+	char	 what[48];		/* "bridge moat0", "forwarding up0" */
+	char	 state[160];		/* "created", "on", "missing ..." */
+	bool	 warn;
+};
+struct gw_net {
+	bool			 managed;	/* gateway.manage_network */
+	size_t			 n;
+	unsigned		 warnings;
+	struct gw_net_item	 item[GW_NET_MAX];
+};
+
+/* Walk bridge, address, forwarding and uplink; with apply (and
+ * manage_network) make what is missing, else only report it. */
+void	net_walk(const struct moat_config *, bool apply, struct gw_net *);
+void	net_log(const struct gw_net *);
+void	net_print_warnings(FILE *, const struct gw_net *);
+void	net_status(struct ctl_req *, const struct gw_net *);
+/* gatewayd --teardown; refused while a gatewayd answers on sock. */
+int	net_teardown(const struct moat_config *, const char *sock);
+
 /* --- sandboxing helpers (sandbox.c) --- */
 
 int	drop_to_user(const char *user);		/* setgroups/gid/uid */
@@ -196,6 +221,7 @@ struct gw {
 	bool			 probed;
 	unsigned		 features;	/* NFTR_F_* */
 	pid_t			 signer_pid;	/* the current proxy's signer */
+	struct gw_net		 net;		/* last walk, for ctl status */
 	struct gw_proc		 procs[PROC_MAX];
 	struct {
 		pid_t	 pid;

@@ -14,3 +14,9 @@ for u in moat-dns moat-proxy moat-log moat-ca moat-qemu; do
 		useradd --system --no-create-home --home-dir /nonexistent \
 		    --shell "$NOLOGIN" --user-group "$u"
 done
+# QEMU opens /dev/kvm, which Debian makes root:kvm 0660.
+KVM_GROUP=${KVM_GROUP:-kvm}
+if getent group "$KVM_GROUP" >/dev/null; then
+	id -nG moat-qemu | grep -qw -- "$KVM_GROUP" ||
+		usermod -aG "$KVM_GROUP" moat-qemu
+fi

@@ -22,10 +22,12 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
+"       gatewayd --teardown [-c FILE] [-s SOCKET]\n"
 "       gatewayd ctl [-s SOCKET] VERB [--json] [ARGS]   (gatewayd ctl --help)\n"
 "\n"
-"The moat gateway daemon: applies the policy, supervises dnsd and the\n"
-"proxy, reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
+"The moat gateway daemon: applies the policy, sets up its bridge, address\n"
+"and forwarding (gateway.manage_network), supervises dnsd and the proxy,\n"
+"reloads on SIGHUP, keeps an audit log, answers a control socket.\n"
 "\n"
 "  -c, --config FILE  configuration (default " MOAT_CONF_DEFAULT ")\n"
 "  -n, --check        check the configuration, print a summary, exit\n"
@@ -36,6 +38,7 @@ usage(FILE *fp)
 "  -a, --audit FILE   audit log (default " GW_AUDIT_DEFAULT ")\n"
 "  -B, --bindir DIR   where dnsd and moat-proxy are (default: beside gatewayd)\n"
 "  -X, --no-children  do not start dnsd or the proxy\n"
+"      --teardown     undo the network changes gatewayd made, then exit\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "  -h, --help         this help\n"
 "      --version      print the version\n"
@@ -48,11 +51,13 @@ usage(FILE *fp)
 }
 
 static int
-check(const char *conf, int verbose)
+check(const char *conf, int verbose, const char *teardown_sock)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
 	char *warnings;
+	struct gw_net net;
+	int rc;
 
 	cfg = config_load(conf, NULL, &errs);
 	if (cfg == NULL) {
@@ -62,6 +67,12 @@ check(const char *conf, int verbose)
 		config_errors_free(&errs);
 		return EXIT_CONFIG;
 	}
+	if (teardown_sock != NULL) {
+		config_errors_free(&errs);
+		rc = net_teardown(cfg, teardown_sock) == 0 ? EXIT_OK : EXIT_CONFIG;
+		config_free(cfg);
+		return rc;
+	}
 	if ((warnings = team_config_warnings(cfg, &errs)) != NULL)
 		fputs(warnings, stderr);
 	free(warnings);
@@ -70,6 +81,9 @@ check(const char *conf, int verbose)
 		config_print(stdout, cfg);
 	else
 		config_summary(stdout, cfg);
+	/* What is wrong with the network here, without changing it. */
+	net_walk(cfg, false, &net);
+	net_print_warnings(stderr, &net);
 	config_free(cfg);
 	return EXIT_OK;
 }
@@ -113,12 +127,13 @@ main(int argc, char *argv[])
 		{ "no-children", no_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'U' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "teardown", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct gw_opts o = { MOAT_CONF_DEFAULT, GW_SOCK_DEFAULT, NULL, NULL,
 	    NULL, false, false, 0 };
-	int ch, checkonly = 0;
+	int ch, checkonly = 0, teardown = 0;
 
 	log_init("gatewayd", 0, 0);
 	if (argc > 1 && strcmp(argv[1], "ctl") == 0) {
@@ -149,6 +164,7 @@ main(int argc, char *argv[])
 		case 'V':
 			printf("%s %s\n", "gatewayd", MOAT_VERSION);
 			exit(0);
+		case 'T': teardown = 1; break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -161,8 +177,8 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (checkonly)
-		return check(o.conf, o.verbose);
+	if (checkonly || teardown)
+		return check(o.conf, o.verbose, teardown ? o.sock : NULL);
 	if (o.bindir == NULL)
 		o.bindir = self_dir();
 	/* daemon(3) changes to "/": every path must be absolute by then. */

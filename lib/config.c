@@ -876,6 +876,8 @@ static const struct key gateway_keys[] = {
 	{ "refusals", K_GROUP, 0, set_refusals, 0 },
 	{ "audit_max_kb", K_INT, 0, set_count,
 	    offsetof(struct moat_gateway, audit_max_kb) },
+	{ "manage_network", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_gateway, manage_network) },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -1618,6 +1620,7 @@ set_defaults(struct moat_config *cfg)
 	snprintf(cfg->gw.bridge, sizeof(cfg->gw.bridge), "moat0");
 	cfg->gw.proxy_port = 3128;
 	cfg->gw.intercept = true;
+	cfg->gw.manage_network = true;
 	cfg->gw.nflog_group = 77;
 	cfg->gw.fast_refusals = true;
 	cfg->gw.refusal_rate = 100000;

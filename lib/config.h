@@ -101,6 +101,7 @@ struct moat_gateway {
 	long		 dns_rate;	/* dns.rate: per sandbox, 0 = no limit */
 	long		 dns_burst;	/* dns.burst; -1: twice the rate */
 	long		 dns_cache_size;	/* dns.cache_size, bytes */
+	bool		 manage_network; /* gatewayd makes bridge, address, forwarding */
 };
 
 struct moat_config {

@@ -114,6 +114,8 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fprintf(fp, "  refusals: { fast = %s; global_rate = %u; };\n",
 	    gw->fast_refusals ? "true" : "false", gw->refusal_rate);
 	fprintf(fp, "  audit_max_kb = %u;\n", gw->audit_max_kb);
+	fprintf(fp, "  manage_network = %s;\n", gw->manage_network ? "true" :
+	    "false");
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
 	fputs("};\n", fp);

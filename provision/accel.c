@@ -24,8 +24,9 @@
 
 #define PROBE_MS	10000
 
+/* Run as the QEMU user, with its groups: that is who opens /dev/kvm. */
 static int
-kvm_interface(char *why, size_t len)
+kvm_interface(const void *unused, char *why, size_t len)
 {
 	int fd, vm, v;
 
@@ -113,22 +114,28 @@ kvm_qemu_probe(const struct pv *pv, const struct qemu_user *u)
 
 enum pv_accel
 accel_resolve(const struct pv *pv, enum pv_accel want,
-    const struct qemu_user *u)
+    const struct qemu_user *u, char *why, size_t len)
 {
-	char why[128];
+	char kvm[200];
 
-	if (want != ACCEL_AUTO)
+	if (want != ACCEL_AUTO) {
+		snprintf(why, len, "requested with --accel %s",
+		    accel_name(want));
 		return want;
-	if (kvm_interface(why, sizeof(why)) == -1) {
-		log_warnx("KVM is not usable (%s): falling back to TCG "
-		    "(software emulation, much slower)", why);
+	}
+	if (as_qemu_user(u, kvm_interface, NULL, kvm, sizeof(kvm)) == -1) {
+		snprintf(why, len, "KVM not usable by %s: %s", u->name, kvm);
+		log_warnx("%s: falling back to TCG (software emulation, much "
+		    "slower)", why);
 		return ACCEL_TCG;
 	}
 	if (!kvm_qemu_probe(pv, u)) {
-		log_warnx("KVM is present but QEMU cannot run a guest with "
-		    "it here: falling back to TCG (software emulation, much "
-		    "slower)");
+		snprintf(why, len, "KVM is present but QEMU cannot run a "
+		    "guest with it on this machine");
+		log_warnx("%s: falling back to TCG (software emulation, much "
+		    "slower)", why);
 		return ACCEL_TCG;
 	}
+	snprintf(why, len, "KVM works");
 	return ACCEL_KVM;
 }

@@ -478,6 +478,69 @@ mkdir_p(const char *path, mode_t mode)
 	return rc;
 }
 
+struct open_check {
+	const char	*path;
+	int		 flags;
+};
+
+/* As the QEMU user: open the file; on failure name the first folder on
+ * its path the user cannot pass. */
+static int
+user_opens(const void *arg, char *why, size_t len)
+{
+	const struct open_check *c = arg;
+	char *dir = xstrdup(c->path), *s;
+	struct stat sb;
+	int fd, err;
+
+	if ((fd = open(c->path, c->flags | O_CLOEXEC)) != -1) {
+		close(fd);
+		free(dir);
+		return 0;
+	}
+	err = errno;
+	snprintf(why, len, "%s: %s", c->path, strerror(err));
+	for (s = dir + 1; (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (access(dir, X_OK) == -1 && stat(dir, &sb) == 0) {
+			snprintf(why, len, "%s: %s (folder %s is mode %04o "
+			    "uid %u gid %u: its QEMU user must be able to "
+			    "pass through it)", c->path, strerror(err), dir,
+			    (unsigned)(sb.st_mode & 07777),
+			    (unsigned)sb.st_uid, (unsigned)sb.st_gid);
+			break;
+		}
+		*s = '/';
+	}
+	free(dir);
+	return -1;
+}
+
+/* The guest must be able to open what QEMU will open: check it as QEMU's
+ * user rather than print "created" for a guest that cannot boot. */
+static int
+check_qemu_access(const struct guest *g, const struct gpaths *p,
+    const struct qemu_user *u)
+{
+	struct open_check c[] = { { p->disk, O_RDWR }, { p->log, O_WRONLY },
+	    { g->image, O_RDONLY }, { g->kernel, O_RDONLY },
+	    { g->initrd, O_RDONLY }, { p->seed, O_RDONLY } };
+	char why[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (c[i].path == NULL || (c[i].path == p->seed &&
+		    g->mode != MODE_IMAGE))
+			continue;
+		if (as_qemu_user(u, user_opens, &c[i], why, sizeof(why)) == 0)
+			continue;
+		log_warnx("guest \"%s\" not created: QEMU's user %s cannot "
+		    "open %s", g->name, u->name, why);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 build_guest(struct pv *pv, struct create_opts *o, const struct gpaths *p,
     const struct seed_in *s, const struct qemu_user *u)
@@ -497,7 +560,7 @@ build_guest(struct pv *pv, struct create_opts *o, const struct gpaths *p,
 	if (o->g.mode == MODE_IMAGE && (seed_build(pv, s, p->seed) == -1 ||
 	    give(p->seed, u) == -1))
 		return -1;
-	if (give(p->log, u) == -1)
+	if (give(p->log, u) == -1 || check_qemu_access(&o->g, p, u) == -1)
 		return -1;
 	return guest_write(p->meta, &o->g);
 }

@@ -27,7 +27,25 @@ struct row {
 	char	 state[12];
 	long	 uptime;
 	int	 pid;
+	char	 accel[8];		/* running guests: accelerator, why */
+	char	 accel_why[256];
 };
+
+static void
+accel_read(const struct gpaths *p, struct row *r)
+{
+	char *s = read_small_file(p->accel, 300), *nl;
+
+	if (s == NULL)
+		return;
+	if ((nl = strchr(s, '\n')) != NULL) {
+		*nl = '\0';
+		snprintf(r->accel, sizeof(r->accel), "%s", s);
+		nl[strcspn(nl + 1, "\n") + 1] = '\0';
+		snprintf(r->accel_why, sizeof(r->accel_why), "%s", nl + 1);
+	}
+	free(s);
+}
 
 static void
 row_fill(const struct pv *pv, const char *name, struct row *r)
@@ -60,6 +78,7 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 		if (pid > 0) {
 			r->pid = (int)pid;
 			r->uptime = proc_uptime(pid);
+			accel_read(&p, r);
 		}
 		guest_free(&g);
 	}
@@ -90,6 +109,10 @@ row_json(const struct row *r, bool first)
 	field("egress", r->egress);
 	field("mode", r->mode);
 	field("state", r->state);
+	printf(", \"accel\": ");
+	r->accel[0] ? json_str(stdout, r->accel) : (void)printf("null");
+	printf(", \"accel_reason\": ");
+	r->accel[0] ? json_str(stdout, r->accel_why) : (void)printf("null");
 	if (r->pid > 0)
 		printf(", \"pid\": %d, \"uptime\": %ld}", r->pid,
 		    r->uptime >= 0 ? r->uptime : 0);
@@ -151,8 +174,8 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	if (pv->json)
 		printf("[");
 	else
-		printf("%-20s %-15s %-7s %-10s %-9s %s\n", "NAME", "ADDRESS",
-		    "MODE", "EGRESS", "STATE", "UPTIME");
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %s\n", "NAME",
+		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "ACCEL");
 	for (i = 0; i < n; i++) {
 		row_fill(pv, names[i], &r);
 		free(names[i]);
@@ -167,9 +190,11 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			    r.uptime / 3600, r.uptime / 60 % 60, r.uptime % 60);
 		else
 			snprintf(up, sizeof(up), "-");
-		printf("%-20s %-15s %-7s %-10s %-9s %s\n", r.name,
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %s%s%s%s\n", r.name,
 		    r.address[0] ? r.address : "-", r.mode[0] ? r.mode : "-",
-		    r.egress[0] ? r.egress : "-", r.state, up);
+		    r.egress[0] ? r.egress : "-", r.state, up,
+		    r.accel[0] ? r.accel : "-", r.accel[0] ? " (" : "",
+		    r.accel[0] ? r.accel_why : "", r.accel[0] ? ")" : "");
 	}
 	free(names);
 	if (pv->json)

@@ -119,7 +119,7 @@ cmd_qemu_args(struct pv *pv, int argc, char **argv)
 	struct qemu_in in;
 	struct strv a = { 0 };
 	enum pv_accel accel = ACCEL_AUTO;
-	char *s;
+	char *s, why[256];
 	int rc = PV_FAIL;
 
 	if (verb_args(argc, argv, "provision qemu-args [--accel A] NAME",
@@ -133,7 +133,10 @@ cmd_qemu_args(struct pv *pv, int argc, char **argv)
 	}
 	if (accel == ACCEL_AUTO)
 		accel = t.g.accel;
-	qemu_in_fill(pv, &t, accel_resolve(pv, accel, &t.u), &in);
+	/* auto runs start's KVM probe (a throw-away QEMU, a few seconds). */
+	qemu_in_fill(pv, &t, accel_resolve(pv, accel, &t.u, why,
+	    sizeof(why)), &in);
+	fprintf(stderr, "# accelerator %s: %s\n", accel_name(in.accel), why);
 	qemu_argv(&in, &a);
 	s = strv_join(&a);
 	printf("%s\n", s);
@@ -277,6 +280,22 @@ out:
 	return rc;
 }
 
+/* For `provision list`: the accelerator and why, in the root-owned guest
+ * folder (QEMU cannot write there). */
+static void
+accel_record(const struct target *t, enum pv_accel accel, const char *why)
+{
+	FILE *fp = fopen(t->p.accel, "we");
+
+	printf("accelerator %s: %s\n", accel_name(accel), why);
+	if (fp == NULL) {
+		log_warn("%s", t->p.accel);
+		return;
+	}
+	fprintf(fp, "%s\n%s\n", accel_name(accel), why);
+	fclose(fp);
+}
+
 static void
 clean_rundir(const struct target *t)
 {
@@ -291,6 +310,7 @@ cmd_start(struct pv *pv, int argc, char **argv)
 {
 	struct target t;
 	enum pv_accel accel = ACCEL_AUTO;
+	char why[256];
 	int rc = PV_FAIL;
 
 	if (verb_args(argc, argv, "provision start [--accel A] NAME", &accel,
@@ -308,13 +328,14 @@ cmd_start(struct pv *pv, int argc, char **argv)
 	}
 	if (accel == ACCEL_AUTO)
 		accel = t.g.accel;
-	accel = accel_resolve(pv, accel, &t.u);
+	accel = accel_resolve(pv, accel, &t.u, why, sizeof(why));
 	if (prepare_rundir(pv, &t) == -1)
 		goto out;
 	if (launch(pv, &t, accel) == -1) {
 		clean_rundir(&t);
 		goto out;
 	}
+	accel_record(&t, accel, why);
 	rc = PV_OK;
 out:
 	target_free(&t);

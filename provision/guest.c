@@ -262,6 +262,7 @@ gpaths_init(struct gpaths *p, const struct pv *pv, const char *name)
 	xasprintf(&p->seed, "%s/seed.iso", p->dir);
 	xasprintf(&p->log, "%s/console.log", p->dir);
 	xasprintf(&p->qemu_log, "%s/qemu.log", p->dir);
+	xasprintf(&p->accel, "%s/accel", p->dir);
 	xasprintf(&p->rdir, "%s/guests/%s", pv->run_dir, name);
 	xasprintf(&p->qmp, "%s/qmp.sock", p->rdir);
 	xasprintf(&p->console, "%s/console.sock", p->rdir);
@@ -278,6 +279,7 @@ gpaths_free(struct gpaths *p)
 	free(p->seed);
 	free(p->log);
 	free(p->qemu_log);
+	free(p->accel);
 	free(p->rdir);
 	free(p->qmp);
 	free(p->console);

@@ -110,7 +110,64 @@ qemu_user_lookup(const char *name, struct qemu_user *u)
 	u->uid = pw->pw_uid;
 	u->gid = pw->pw_gid;
 	u->name = xstrdup(name);
+	/* Its own groups go with it: on Debian /dev/kvm is root:kvm 0660. */
+	u->ngroups = PV_MAX_GROUPS;
+	if (getgrouplist(name, pw->pw_gid, u->groups, &u->ngroups) == -1) {
+		u->groups[0] = pw->pw_gid;
+		u->ngroups = 1;
+	}
 	return 0;
+}
+
+static int
+become(const struct qemu_user *u)
+{
+	if (setgroups((size_t)u->ngroups, u->groups) == -1 ||
+	    setresgid(u->gid, u->gid, u->gid) == -1 ||
+	    setresuid(u->uid, u->uid, u->uid) == -1 ||
+	    getuid() != u->uid || geteuid() != u->uid)
+		return -1;
+	return 0;
+}
+
+int
+as_qemu_user(const struct qemu_user *u, int (*fn)(const void *, char *,
+    size_t), const void *arg, char *why, size_t len)
+{
+	int pfd[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(why, len, "could not run a check as %s", u->name);
+	if (pipe2(pfd, O_CLOEXEC) == -1)
+		return -1;
+	if ((pid = fork()) == -1) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		char buf[256] = "";
+		int rc = -1;
+
+		if (become(u) == -1)
+			snprintf(buf, sizeof(buf), "cannot become user %s: %s",
+			    u->name, strerror(errno));
+		else
+			rc = fn(arg, buf, sizeof(buf));
+
+		if (rc != 0)
+			(void)!write(pfd[1], buf, strlen(buf));
+		_exit(rc == 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], why, len - 1);
+	why[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	while (waitpid(pid, &st, 0) == -1)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* In the child: tap on fd 3, nothing else open, no way back to root. */
@@ -131,11 +188,7 @@ child_drop(const struct qemu_user *u, int tapfd, int errfd)
 	struct rlimit nocore = { 0, 0 };
 
 	if (setrlimit(RLIMIT_CORE, &nocore) == -1 || chdir("/") == -1 ||
-	    setgroups(1, &u->gid) == -1 ||
-	    setresgid(u->gid, u->gid, u->gid) == -1 ||
-	    setresuid(u->uid, u->uid, u->uid) == -1 ||
-	    getuid() != u->uid || geteuid() != u->uid ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+	    become(u) == -1 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		_exit(126);
 }
 
@@ -287,7 +340,7 @@ int
 rm_rf_guest(const struct gpaths *p)
 {
 	const char *const files[] = { p->meta, p->disk, p->seed, p->log,
-	    p->qemu_log, p->qmp, p->console, p->pidfile };
+	    p->qemu_log, p->accel, p->qmp, p->console, p->pidfile };
 	size_t i;
 	int rc = 0;
 

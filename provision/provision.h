@@ -78,6 +78,7 @@ struct pv {
 /* Per-guest paths. */
 struct gpaths {
 	char	*dir, *meta, *disk, *seed, *log, *qemu_log;	/* state */
+	char	*accel;	/* accelerator in use and why: written by start */
 	char	*rdir, *qmp, *console, *pidfile;		/* runtime */
 	char	*dropin;
 };
@@ -149,12 +150,20 @@ void	 json_str(FILE *, const char *);
 /* proc.c -- running helpers without a shell. */
 const char *tool_find(const char *name, const char *override);
 int	 run_argv(char *const argv[], const char *quiet_log);
+#define PV_MAX_GROUPS	32
 struct qemu_user {
 	uid_t	 uid;
 	gid_t	 gid;
 	char	*name;
+	int	 ngroups;		/* the user's own groups, e.g. kvm */
+	gid_t	 groups[PV_MAX_GROUPS];
 };
 int	 qemu_user_lookup(const char *, struct qemu_user *);
+/* Run fn in a child that has become the QEMU user (uid, gid and its own
+ * supplementary groups); fn fills why on failure.  0 if fn returned 0. */
+int	 as_qemu_user(const struct qemu_user *,
+	    int (*fn)(const void *, char *, size_t), const void *arg,
+	    char *why, size_t len);
 pid_t	 spawn_qemu(char *const argv[], const struct qemu_user *, int tapfd,
 	    int errfd, bool detach);
 pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
@@ -175,8 +184,9 @@ int	 ctl_forward(const struct pv *, int argc, char **argv);
 int	 qmp_command(const char *sock, const char *command);
 
 /* accel.c */
+/* why gets the reason for the choice: "requested", or why KVM fell back. */
 enum pv_accel accel_resolve(const struct pv *, enum pv_accel,
-	    const struct qemu_user *);
+	    const struct qemu_user *, char *why, size_t len);
 
 /* The verbs. */
 int	 cmd_create(struct pv *, int, char **);

@@ -10,6 +10,9 @@ for f in sbin/gatewayd sbin/nft-rules bin/containment-check share/doc/moat/moat.
 	share/doc/moat/gatewayd.8.md lib/moat/install-users.sh; do
 	expect_ok "installs /opt/moat/$f" test -f "$D/opt/moat/$f"
 done
+for c in provision gatewayd; do	# members' commands, on a user's PATH
+	expect_eq "bin/$c links to sbin/$c" /opt/moat/sbin/$c "$(readlink "$D/opt/moat/bin/$c")"
+done
 expect_ok "installs the example config" test -f "$D/etc/moat/moat.conf"
 expect_eq "secrets folder is 0700" 700 "$(stat -c %a "$D/etc/moat/secrets")"
 expect_match "systemd unit points at PREFIX" 'ExecStart=/opt/moat/sbin/gatewayd -d' \

@@ -12,8 +12,8 @@ expect_match "summary lists each sandbox with its mode" \
 	'web +10\.77\.0\.10 +allowlist' "$out"
 expect_match "summary says OK" 'config examples/demo.conf: OK' "$out"
 
-# stdout only: warnings (owners unknown on this host) go to stderr.
-out=$(build/gatewayd -nv -c examples/demo.conf 2>/dev/null)
+# stdout only: warnings (owners unknown on this host, the network) go to stderr.
+out=$(build/gatewayd -nv -c examples/demo.conf 2>"$T/nv.err")
 expect_eq "-nv prints the normalised config (golden)" \
 	"$(cat tests/golden/demo.conf.nv)" "$out"
 printf '%s\n' "$out" >"$T/again.conf"

@@ -1,0 +1,383 @@
+/*
+ * network.c -- the gateway's own plumbing.  With gateway.manage_network
+ * (the default) gatewayd owns it the way libvirt owns its default
+ * network: it creates the bridge if missing, brings it up, puts the
+ * gateway address on it and turns on IPv4 forwarding on the bridge and
+ * the uplink only.  Every step is idempotent and each change is written
+ * to STATE_DIR/network.undo, which `gatewayd --teardown` (and nothing
+ * else) replays backwards.  Without manage_network, or for -n, the same
+ * walk only checks and warns.  The uplink's default route is always the
+ * admin's: it is only checked.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "log.h"
+#include "rtnl.h"
+
+struct walk {
+	const struct moat_config *cfg;
+	struct gw_net	*out;
+	struct rtnl	*r;
+	bool		 apply;
+	char		 cidr[INET_ADDRSTRLEN + 4];
+};
+
+static void
+item(struct walk *w, bool warn, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+item(struct walk *w, bool warn, const char *what, const char *fmt, ...)
+{
+	struct gw_net_item *it;
+	va_list ap;
+
+	if (w->out->n == GW_NET_MAX)
+		return;
+	it = &w->out->item[w->out->n++];
+	snprintf(it->what, sizeof(it->what), "%s", what);
+	va_start(ap, fmt);
+	vsnprintf(it->state, sizeof(it->state), fmt, ap);
+	va_end(ap);
+	it->warn = warn;
+	w->out->warnings += warn;
+}
+
+static char *
+undo_path(const struct moat_config *cfg)
+{
+	char *p;
+
+	xasprintf(&p, "%s/network.undo", cfg->gw.state_dir);
+	return p;
+}
+
+static void
+undo_add(const struct walk *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+undo_add(const struct walk *w, const char *fmt, ...)
+{
+	char *path = undo_path(w->cfg);
+	va_list ap;
+	FILE *fp;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0600);
+	if (fd == -1 || (fp = fdopen(fd, "a")) == NULL) {
+		log_warn("%s: cannot record a network change", path);
+		if (fd != -1)
+			close(fd);
+		free(path);
+		return;
+	}
+	va_start(ap, fmt);
+	vfprintf(fp, fmt, ap);
+	va_end(ap);
+	fputc('\n', fp);
+	fclose(fp);
+	free(path);
+}
+
+static int
+fwd_get(const char *ifname)
+{
+	char path[96], c = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding",
+	    ifname);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '1' ? 1 : c == '0' ? 0 : -1;
+}
+
+static int
+fwd_set(const char *ifname, int on)
+{
+	char path[96];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding",
+	    ifname);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	rc = write(fd, on ? "1\n" : "0\n", 2) == 2 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+static const char *
+not_managed(const struct walk *w)
+{
+	return w->cfg->gw.manage_network ? "" :
+	    " (gateway.manage_network is false: this is yours to set up)";
+}
+
+/* The bridge: exists (or is created), then up, then has the address. */
+static void
+walk_bridge(struct walk *w)
+{
+	const char *br = w->cfg->gw.bridge;
+	const uint8_t *a = w->cfg->gw.address.a;
+	int plen = w->cfg->gw.network.plen, n;
+	struct rtnl_link l;
+	char what[64];
+
+	snprintf(what, sizeof(what), "bridge %s", br);
+	if ((n = rtnl_link_get(w->r, br, &l)) == 0 && w->apply) {
+		if (rtnl_bridge_add(w->r, br) == -1) {
+			item(w, true, what, "missing, and creating it failed: %s",
+			    strerror(errno));
+			return;
+		}
+		undo_add(w, "bridge %s", br);
+		n = rtnl_link_get(w->r, br, &l);
+		item(w, false, what, "created");
+	} else if (n == 1)
+		item(w, false, what, "%s", l.bridge ? "present" :
+		    "present (a plain interface)");
+	if (n != 1) {
+		item(w, true, what, "missing%s", n == 0 ? not_managed(w) : "");
+		return;
+	}
+	snprintf(what, sizeof(what), "link %s", br);
+	if (l.up)
+		item(w, false, what, "up");
+	else if (w->apply && rtnl_link_set_up(w->r, l.index, true) == 0)
+		item(w, false, what, "brought up");
+	else
+		item(w, true, what, "down%s", not_managed(w));
+	snprintf(what, sizeof(what), "address %s", w->cidr);
+	if ((n = rtnl_addr4_has(w->r, l.index, a, plen)) == 1)
+		item(w, false, what, "on %s", br);
+	else if (n == 0 && w->apply && rtnl_addr4_add(w->r, l.index, a,
+	    plen) == 0) {
+		undo_add(w, "address %s %s", br, w->cidr);
+		item(w, false, what, "added to %s", br);
+	} else
+		item(w, true, what, "missing on %s%s", br, not_managed(w));
+}
+
+/* IPv4 forwarding on the two interfaces the sandboxes' traffic crosses,
+ * not on every interface of the host. */
+static void
+walk_forwarding(struct walk *w, const char *ifname)
+{
+	char what[64];
+	int v = fwd_get(ifname);
+
+	snprintf(what, sizeof(what), "forwarding %s", ifname);
+	if (v == 1)
+		item(w, false, what, "on");
+	else if (v == 0 && w->apply && fwd_set(ifname, 1) == 0) {
+		undo_add(w, "forwarding %s 0", ifname);
+		item(w, false, what, "enabled");
+	} else if (v == 0)
+		item(w, true, what, "off: guests get only DNS and the proxy%s",
+		    not_managed(w));
+}
+
+static void
+walk_uplink(struct walk *w)
+{
+	const char *up = w->cfg->gw.uplink;
+	struct rtnl_link l;
+	char what[64];
+	int n;
+
+	snprintf(what, sizeof(what), "uplink %s", up);
+	if ((n = rtnl_link_get(w->r, up, &l)) != 1) {
+		item(w, true, what, "missing");
+		return;
+	}
+	walk_forwarding(w, up);
+	if (!l.up)
+		item(w, true, what, "down");
+	else if ((n = rtnl_default_route_via(w->r, l.index)) == 1)
+		item(w, false, what, "up, IPv4 default route");
+	else
+		item(w, true, what, "no IPv4 default route through it: "
+		    "guests cannot reach the internet");
+}
+
+void
+net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
+{
+	struct walk w = { cfg, out, NULL, apply && cfg->gw.manage_network, "" };
+	char a[INET_ADDRSTRLEN];
+
+	memset(out, 0, sizeof(*out));
+	out->managed = cfg->gw.manage_network;
+	addr_fmt(&cfg->gw.address, a, sizeof(a));
+	snprintf(w.cidr, sizeof(w.cidr), "%s/%d", a, cfg->gw.network.plen);
+	if ((w.r = rtnl_open()) == NULL) {
+		item(&w, true, "netlink", "cannot open rtnetlink: %s",
+		    strerror(errno));
+		return;
+	}
+	walk_bridge(&w);
+	if (fwd_get(cfg->gw.bridge) != -1)
+		walk_forwarding(&w, cfg->gw.bridge);
+	walk_uplink(&w);
+	rtnl_close(w.r);
+}
+
+void
+net_log(const struct gw_net *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->n; i++)
+		if (n->item[i].warn)
+			log_warnx("network: %s: %s", n->item[i].what,
+			    n->item[i].state);
+		else
+			log_info("network: %s: %s", n->item[i].what,
+			    n->item[i].state);
+}
+
+void
+net_print_warnings(FILE *fp, const struct gw_net *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->n; i++)
+		if (n->item[i].warn)
+			fprintf(fp, "warning: network: %s: %s\n",
+			    n->item[i].what, n->item[i].state);
+}
+
+void
+net_status(struct ctl_req *r, const struct gw_net *n)
+{
+	size_t i;
+
+	if (r->json) {
+		ctl_reply(r, "\"network\":{\"managed\":%s,\"warnings\":%u,"
+		    "\"steps\":[", n->managed ? "true" : "false", n->warnings);
+		for (i = 0; i < n->n; i++)
+			ctl_reply(r, "%s{\"what\":\"%s\",\"state\":\"%s\","
+			    "\"warning\":%s}", i ? "," : "", n->item[i].what,
+			    n->item[i].state, n->item[i].warn ? "true" : "false");
+		ctl_reply(r, "]}");
+		return;
+	}
+	ctl_reply(r, "network    %s\n", n->managed ? "managed by gatewayd "
+	    "(undo with gatewayd --teardown)" : "checked only "
+	    "(gateway.manage_network = false)");
+	for (i = 0; i < n->n; i++)
+		ctl_reply(r, "%-10s %s: %s\n", n->item[i].warn ? "WARNING" :
+		    "", n->item[i].what, n->item[i].state);
+}
+
+/* --- teardown: replay network.undo ----------------------------------- */
+
+static void
+undo_line(struct rtnl *r, char *line, int *rc)
+{
+	char *verb = strtok(line, " \n"), *ifn = strtok(NULL, " \n"),
+	    *arg = strtok(NULL, " \n"), *slash;
+	struct rtnl_link l;
+	struct in_addr in;
+
+	if (verb == NULL || ifn == NULL)
+		return;
+	if (strcmp(verb, "forwarding") == 0 && arg != NULL) {
+		if (fwd_set(ifn, atoi(arg)) == 0)
+			printf("forwarding on %s set back to %s\n", ifn, arg);
+		return;	/* a vanished interface has nothing to undo */
+	}
+	if (rtnl_link_get(r, ifn, &l) != 1)
+		return;
+	if (strcmp(verb, "address") == 0 && arg != NULL &&
+	    (slash = strchr(arg, '/')) != NULL) {
+		*slash = '\0';
+		if (inet_pton(AF_INET, arg, &in) == 1 && rtnl_addr4_del(r,
+		    l.index, (uint8_t *)&in, atoi(slash + 1)) == 0)
+			printf("removed %s/%s from %s\n", arg, slash + 1, ifn);
+	} else if (strcmp(verb, "bridge") == 0) {
+		if (rtnl_link_del(r, l.index) == 0)
+			printf("deleted bridge %s\n", ifn);
+		else {
+			log_warn("delete bridge %s", ifn);
+			*rc = -1;
+		}
+	}
+}
+
+/* A running gatewayd would put it all back on its next reload. */
+static bool
+daemon_answers(const char *sock)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, rc;
+
+	if (strlen(sock) >= sizeof(sun.sun_path) ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return false;
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	return rc == 0;
+}
+
+int
+net_teardown(const struct moat_config *cfg, const char *sock)
+{
+	char *path, **lines = NULL, buf[256];
+	size_t n = 0;
+	struct rtnl *r;
+	FILE *fp;
+	int rc = 0;
+
+	if (daemon_answers(sock)) {
+		log_warnx("gatewayd is running (%s answers): stop it first, "
+		    "or it sets the network up again on its next reload", sock);
+		return -1;
+	}
+	path = undo_path(cfg);
+	if ((fp = fopen(path, "re")) == NULL) {
+		printf("nothing to undo: %s is absent (gatewayd changed no "
+		    "network here)\n", path);
+		free(path);
+		return 0;
+	}
+	while (fgets(buf, sizeof(buf), fp) != NULL) {
+		lines = xreallocarray(lines, n + 1, sizeof(*lines));
+		lines[n++] = xstrdup(buf);
+	}
+	fclose(fp);
+	if ((r = rtnl_open()) == NULL) {
+		log_warn("rtnetlink");
+		rc = -1;
+	}
+	while (n > 0) {		/* newest change first */
+		if (r != NULL)
+			undo_line(r, lines[n - 1], &rc);
+		free(lines[--n]);
+	}
+	rtnl_close(r);
+	if (rc == 0 && unlink(path) == -1)
+		log_warn("%s", path);
+	free(lines);
+	free(path);
+	return rc;
+}
