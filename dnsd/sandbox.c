@@ -15,31 +15,22 @@
 
 #include "dnsd.h"
 #include "log.h"
+#include "privdrop.h"
 
 void
 sandbox_drop(const char *user)
 {
 	struct passwd *pw;
-	uid_t r, e, s;
 
 	if (user != NULL && geteuid() == 0) {
 		if ((pw = getpwnam(user)) == NULL)
 			fatalx("user \"%s\" does not exist (create it, e.g. "
 			    "useradd --system --no-create-home --shell "
 			    "/usr/sbin/nologin %s, or pass -u)", user, user);
-		if (pw->pw_uid == 0)
-			fatalx("user \"%s\" is root; dnsd must not run as "
-			    "root", user);
-		if (chdir("/") == -1 ||
-		    setgroups(1, &pw->pw_gid) == -1 ||
-		    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
-		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1)
-			fatal("cannot drop privileges to %s", user);
 		/* Changing every uid away from 0 clears every capability;
-		 * make sure there is no way back. */
-		if (setuid(0) != -1 || getresuid(&r, &e, &s) == -1 ||
-		    r == 0 || e == 0 || s == 0)
-			fatalx("privileges could be regained; refusing to run");
+		 * privdrop makes sure there is no way back. */
+		if (chdir("/") == -1 || privdrop(user) == -1)
+			fatalx("cannot drop privileges to %s", user);
 	} else if (geteuid() == 0)
 		log_warnx("running as root: pass -u USER");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)

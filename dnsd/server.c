@@ -300,8 +300,9 @@ respond(struct client *c, ldns_pkt_rcode rcode, uint16_t ede,
 
 /* --- set updates ----------------------------------------------------- */
 
+/* The longest TTL the guest is told for an address of the answer. */
 static uint32_t
-answer_addr_ttl(const struct answer *a, uint32_t age)
+answer_told_ttl(const struct answer *a, uint32_t age)
 {
 	uint32_t max = 0, t;
 	size_t i;
@@ -316,6 +317,15 @@ answer_addr_ttl(const struct answer *a, uint32_t age)
 		if (t > max)
 			max = t;
 	}
+	return max;
+}
+
+/* The timeout of the answer's set elements. */
+static uint32_t
+answer_addr_ttl(const struct answer *a, uint32_t age)
+{
+	uint32_t max = answer_told_ttl(a, age);
+
 	/* The element outlives every TTL the guest was told, so the guest
 	 * asks again (and refreshes it) before it expires. */
 	if (max < SET_TIMEOUT_MIN)
@@ -323,25 +333,6 @@ answer_addr_ttl(const struct answer *a, uint32_t age)
 	return max > DNSD_TTL_MAX ? DNSD_TTL_MAX : max;
 }
 
-/* The longest TTL the guest is told for an address of the answer. */
-static uint32_t
-answer_told_ttl(const struct answer *a, uint32_t age)
-{
-	uint32_t t, max = 0;
-	size_t i;
-
-	for (i = 0; i < ldns_rr_list_rr_count(a->an); i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(a->an, i);
-
-		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_A)
-			continue;
-		t = ldns_rr_ttl(rr);
-		t = t > age ? t - age : 0;
-		if (t > max)
-			max = t;
-	}
-	return max;
-}
 
 /*
  * Are the answer's addresses already in the set for as long as the guest

@@ -196,7 +196,6 @@ int	net_teardown(const struct moat_config *, const char *sock);
 
 /* --- sandboxing helpers (sandbox.c) --- */
 
-int	drop_to_user(const char *user);		/* setgroups/gid/uid */
 int	seccomp_nflog(void);			/* allowlist for nflog child */
 
 /* --- the daemon's state --- */

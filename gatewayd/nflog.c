@@ -29,6 +29,7 @@
 #include "ipc.h"
 #include "log.h"
 #include "parent.h"
+#include "privdrop.h"
 #include "nflog.h"
 
 static int
@@ -370,7 +371,7 @@ nflog_child(int nlfd, int ipc, const struct moat_config *cfg, pid_t parent)
 	all.last = time(NULL);
 	/* Wake at least once a second to report what was suppressed. */
 	setsockopt(nlfd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof(tick));
-	if (drop_to_user("moat-log") == -1 && drop_to_user("nobody") == -1)
+	if (privdrop("moat-log") == -1 && privdrop("nobody") == -1)
 		_exit(1);
 	/* A reader outliving gatewayd would keep the nflog group bound and
 	 * a restarted gatewayd would start a second one.  Asked after the

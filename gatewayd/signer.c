@@ -23,6 +23,7 @@
 #include "log.h"
 #include "parent.h"
 #include "privdrop.h"
+#include "seccomp_allow.h"
 #include "signer.h"
 
 static void
@@ -38,17 +39,9 @@ signer_seccomp(void)
 		SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
 		SCMP_SYS(newfstatat), SCMP_SYS(fstat),
 	};
-	scmp_filter_ctx ctx;
-	size_t i;
 
-	if ((ctx = seccomp_init(SCMP_ACT_KILL_PROCESS)) == NULL)
-		fatalx("signer: seccomp_init");
-	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0) < 0)
-			fatalx("signer: seccomp rule %d", allowed[i]);
-	if (seccomp_load(ctx) < 0)
-		fatalx("signer: seccomp_load");
-	seccomp_release(ctx);
+	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
+		fatalx("signer: cannot install its seccomp filter");
 }
 
 /* One request, one answer.  A refused request gets status -1. */

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privdrop.h"
+#include "seccomp_allow.h"
 #include "sandbox.h"
 
 void
@@ -29,18 +31,8 @@ sandbox_nodump(void)
 void
 sandbox_drop(const char *user)
 {
-	struct passwd *pw;
-
-	if (geteuid() == 0) {
-		if ((pw = getpwnam(user ? user : "nobody")) == NULL)
-			fatalx("no user %s", user ? user : "nobody");
-		if (setgroups(1, &pw->pw_gid) < 0 ||
-		    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
-		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0)
-			fatal("cannot drop to %s", pw->pw_name);
-		if (setuid(0) == 0)
-			fatalx("could regain root after dropping");
-	}
+	if (geteuid() == 0 && privdrop(user ? user : "nobody") == -1)
+		fatalx("cannot drop to %s", user ? user : "nobody");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fatal("no_new_privs");
 	/* setresuid reset it; say it again */
@@ -69,17 +61,8 @@ static const int allowed[] = {
 void
 sandbox_seccomp(void)
 {
-	scmp_filter_ctx ctx;
-	size_t i;
-
-	if ((ctx = seccomp_init(SCMP_ACT_KILL_PROCESS)) == NULL)
-		fatalx("seccomp_init");
-	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0) < 0)
-			fatalx("seccomp_rule_add %d", allowed[i]);
-	if (seccomp_load(ctx) < 0)
-		fatalx("seccomp_load");
-	seccomp_release(ctx);
+	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
+		fatalx("cannot install the seccomp filter");
 }
 
 int
