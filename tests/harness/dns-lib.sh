@@ -63,7 +63,7 @@ dns_log() { cat "$TOPO_TMP/dnsd.log"; }
 
 qdig() {	# qdig GUEST dig-args... -- dig from a guest at the gateway
 	local g=$1; shift
-	in_ns "$TOPO-$g" dig @"$GW_ADDR" +time=3 +tries=1 "$@" 2>&1
+	in_ns "$TOPO-$g" dig @"$GW_ADDR" +time=8 +tries=1 "$@" 2>&1
 }
 
 rcode_of() { sed -n 's/.*status: \([A-Z]*\).*/\1/p' | head -1; }
