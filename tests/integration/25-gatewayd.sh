@@ -43,7 +43,7 @@ expect_match "the TCP refusal is audited too" \
 
 # A flood of refusals cannot flood the audit log: per source it is rate
 # limited and what was left out is reported as a count.
-before=$(wc -l <"$GW_AUDIT")
+before=$(wc -l <"$GW_AUDIT"); t0=$EPOCHSECONDS
 in_ns $TOPO-dev python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -55,7 +55,10 @@ flood_counted() {	# the summary comes within a second or two (60 s under load)
 	[ $((lines + sup)) -ge 2000 ]
 }
 wait_for 60 flood_counted
-if [ "$lines" -ge 150 ] && [ "$lines" -le 400 ]; then ok "2000 refused packets give a bounded number of audit lines ($lines)"
+# 50 lines a second after a burst of 200: a loaded machine that takes
+# longer to read the flood may log more, never more than that.
+max=$((200 + 50 * (EPOCHSECONDS - t0 + 1))); [ $max -lt 400 ] && max=400
+if [ "$lines" -ge 150 ] && [ "$lines" -le $max ]; then ok "2000 refused packets give a bounded number of audit lines ($lines)"
 else not_ok "2000 refused packets give a bounded number of audit lines" "got $lines"; fi
 expect_eq "the rest is reported as suppressed, exactly" 2000 "$((lines + ${sup:-0}))"
 
@@ -139,9 +142,10 @@ expect_match "ctl log -f shows a new refusal as it happens" '"sandbox":"web".*"p
 # SIGUSR1 reopens the audit log, for rotation.
 mv "$GW_AUDIT" "$GW_AUDIT.1"
 kill -USR1 "$GW_PID"; wait_for 30 test -e "$GW_AUDIT"	# reopened
+n1=$(wc -l <"$GW_AUDIT.1")
 gw_ctl status >/dev/null
 expect_ok "after SIGUSR1 a new audit file is written" grep -q '"verb":"status"' "$GW_AUDIT"
-expect_fail "the rotated file gets nothing more" grep -q "$(tail -1 "$GW_AUDIT" | cut -c1-30)" "$GW_AUDIT.1"
+expect_eq "the rotated file gets nothing more" "$n1" "$(wc -l <"$GW_AUDIT.1")"
 
 # kill -9 the parent: the policy stays in the kernel.
 kill -9 "$GW_PID"; wait "$GW_PID" 2>/dev/null
