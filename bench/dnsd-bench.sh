@@ -30,6 +30,7 @@ for t in dnsperf dnsmasq unbound; do
 	command -v $t >/dev/null || { echo "bench: $t missing (apt-get install dnsperf dnsmasq unbound)" >&2; exit 1; }
 done
 [ -x build/dnsd ] || { echo "bench: build dnsd first (make)" >&2; exit 1; }
+. tests/harness/tap.sh		# for wait_for
 . tests/harness/topology.sh
 topo_up >/dev/null || exit 1
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev

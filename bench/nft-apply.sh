@@ -13,6 +13,7 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+. tests/harness/tap.sh		# for wait_for
 . tests/harness/topology.sh
 topo_trap
 RUNS=${RUNS:-5}

@@ -11,6 +11,7 @@ RUNS=5; MD=0
 while [ $# -gt 0 ]; do
 	case $1 in --runs) RUNS=$2; shift ;; --markdown) MD=1 ;; esac; shift
 done
+. tests/harness/tap.sh		# for wait_for
 . tests/harness/topology.sh
 . tests/harness/guest-lib.sh
 

@@ -8,6 +8,7 @@
 # which probes from the guests were allowed or refused, and why.
 set -u
 cd "$(dirname "$0")/.."
+. tests/harness/tap.sh		# for wait_for
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
 
@@ -97,10 +98,8 @@ demo_probes
 bold "4. gatewayd: the appliance (policy, dnsd, proxy, audit)"
 echo "  \$ gatewayd -d -c $DEMO_CONF"
 gw_start || exit 1
-for i in $(seq 50); do
-	[ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ] && break
-	sleep 0.1
-done
+demo_children_up() { [ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ]; }
+wait_for 30 demo_children_up
 topo_wait_port "$NS_GW" $GW_ADDR 3128
 echo "  \$ gatewayd ctl status"
 gw_ctl status | sed 's/^/    /'

@@ -28,14 +28,14 @@ pv_demo() {
 	echo "  \$ provision start vm1"
 	pv_gw start vm1 2>&1 | sed 's/^/  /'
 	pv list | sed 's/^/  /'
-	guest_wait vm1 'moat-guest: init started' 40; t1=$(now_ms)
+	guest_wait vm1 'moat-guest: init started' 180; t1=$(now_ms)
 	echo "  guest's init running after $(( t1 - t0 )) ms; containment-check runs inside it..."
-	guest_wait vm1 'MOAT-VERDICT' 90
+	guest_wait vm1 'MOAT-VERDICT' 420
 	echo "  serial log ($PV_STATE/guests/vm1/console.log), verdict:"
 	guest_log vm1 | grep -E '^(moat-guest: network|containment-check:|  pass|[0-9]+ probes|verdict:|MOAT-VERDICT)' |
 		sed 's/^/    /'
 	echo "  boot to verdict: $(( $(now_ms) - t0 )) ms under TCG"
-	guest_wait vm1 'powering off' 20
+	guest_wait vm1 'powering off' 120
 	pv_gw destroy --timeout 2 vm1 2>&1 | sed 's/^/  /'
 	return 0
 }

@@ -42,13 +42,9 @@ dns_topology() {	# the namespaces and the three guests
 	topo_guest locked 10.77.0.12 52:54:00:00:00:0c mt-locked || return 1
 }
 
-dns_wait_udp() {	# dns_wait_udp NS ADDR -- wait for a UDP listener on :53
-	local i
-	for i in $(seq 50); do
-		in_ns "$1" ss -Hlun "src $2:53" 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	return 1
+dns_udp_listening() { in_ns "$1" ss -Hlun "src $2:53" 2>/dev/null | grep -q .; }
+dns_wait_udp() {	# dns_wait_udp NS ADDR -- wait up to 30 s for a UDP listener on :53
+	wait_for 30 dns_udp_listening "$@"
 }
 
 dns_upstream() {	# dns_upstream ADDR [BASE] -- a test upstream in the inet ns
@@ -67,7 +63,7 @@ dns_log() { cat "$TOPO_TMP/dnsd.log"; }
 
 qdig() {	# qdig GUEST dig-args... -- dig from a guest at the gateway
 	local g=$1; shift
-	in_ns "$TOPO-$g" dig @"$GW_ADDR" +time=3 +tries=1 "$@" 2>&1
+	in_ns "$TOPO-$g" dig @"$GW_ADDR" +time=8 +tries=1 "$@" 2>&1
 }
 
 rcode_of() { sed -n 's/.*status: \([A-Z]*\).*/\1/p' | head -1; }

@@ -37,14 +37,8 @@ pv() { "$PV_BIN" -c "$PV_CONF" --run-dir "$PV_RUN" "$@"; }
 pv_gw() { ip netns exec "$NS_GW" "$PV_BIN" -c "$PV_CONF" --run-dir "$PV_RUN" "$@"; }
 
 # guest_wait NAME REGEX SECONDS -- wait for REGEX in NAME's console log.
-guest_wait() {
-	local log=$PV_STATE/guests/$1/console.log i
-	for i in $(seq "$3"); do
-		grep -Eq "$2" "$log" 2>/dev/null && return 0
-		sleep 1
-	done
-	return 1
-}
+guest_wait() { wait_for "$3" guest_seen "$1" "$2"; }
+guest_seen() { grep -Eq "$2" "$PV_STATE/guests/$1/console.log" 2>/dev/null; }
 guest_log() { cat "$PV_STATE/guests/$1/console.log" 2>/dev/null; }
 
 # Milliseconds since the epoch, for timings.

@@ -17,14 +17,14 @@ gw_start() {	# gw_start [extra gatewayd args]
 	    -a "$GW_AUDIT" "$@" >>"$GW_LOG" 2>&1 &
 	GW_PID=$!
 	TOPO_PIDS+=("$GW_PID")
-	local i
-	for i in $(seq 50); do
-		gw_ctl status >/dev/null 2>&1 && return 0
-		kill -0 "$GW_PID" 2>/dev/null || break
-		sleep 0.1
-	done
+	# Up when its control socket answers; give up early if it exited.
+	wait_for 30 gw_up_or_gone && gw_ctl status >/dev/null 2>&1 && return 0
 	echo "gatewayd did not come up:"; cat "$GW_LOG"
 	return 1
+}
+
+gw_up_or_gone() {
+	gw_ctl status >/dev/null 2>&1 || ! kill -0 "$GW_PID" 2>/dev/null
 }
 
 gw_child_pid() { # gw_child_pid NAME -- pid of a running child, from ctl status

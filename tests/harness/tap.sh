@@ -26,6 +26,16 @@ expect_eq() {	# expect_eq DESCRIPTION WANT GOT
 expect_match() { # expect_match DESCRIPTION REGEX TEXT
 	if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else not_ok "$1" "no /$2/ in: $3"; fi
 }
+# wait_for SECONDS cmd... -- poll cmd (a command or shell function) every
+# 0.1 s until it succeeds (return 0) or SECONDS have passed (return 1).
+# Tests wait on conditions, never on fixed sleeps: the machine may be loaded.
+wait_for() {
+	local end=$((EPOCHSECONDS + $1)); shift
+	until "$@"; do
+		[ "$EPOCHSECONDS" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
 tap_done() {	# exit status of the test script
 	[ "$TAP_COUNT" -gt 0 ] || { echo "not ok - test ran no checks"; exit 1; }
 	[ "$TAP_FAILED" -eq 0 ]

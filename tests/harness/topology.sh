@@ -116,13 +116,11 @@ topo_bg() {	# topo_bg NS LOGNAME cmd... -- background process, reaped by topo_do
 	TOPO_PIDS+=($!)
 }
 
-topo_wait_port() { # topo_wait_port NS ADDR PORT -- wait up to 5 s for a listener
-	local i
-	for i in $(seq 50); do
-		in_ns "$1" ss -Hltn "src $2:$3" 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	return 1
+topo_listening() { # topo_listening NS ADDR PORT -- a TCP listener is there
+	in_ns "$1" ss -Hltn "src $2:$3" 2>/dev/null | grep -q .
+}
+topo_wait_port() { # topo_wait_port NS ADDR PORT -- wait up to 30 s for a listener
+	wait_for 30 topo_listening "$@"
 }
 
 # topo_wait_dad NS IF -- wait (up to 30 s) until IF has an IPv6 link-local

@@ -11,7 +11,7 @@ topo_guest g2 10.77.0.11 52:54:00:00:00:0b mt-g2; g2=$TOPO-g2
 topo_services || not_ok "services start"
 
 expect_ok "guest reaches the gateway (ping 10.77.0.1)" \
-	in_ns "$g1" ping -c1 -W2 $GW_ADDR
+	in_ns "$g1" ping -c1 -W10 $GW_ADDR
 expect_ok "internet namespace answers the gateway (HTTP 203.0.113.10)" \
 	in_ns "$NS_GW" curl -sf --max-time 3 http://$INET_HTTP/
 body=$(in_ns "$NS_GW" curl -s --max-time 3 http://$INET_HTTP/)

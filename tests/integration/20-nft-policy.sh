@@ -17,6 +17,8 @@ topo_http "$NS_INET" $INET_ADDR 8080 "other internet server"
 topo_banner "$NS_INET" 203.0.113.53 53 "dns-elsewhere"
 topo_banner "$NS_INET" 203.0.113.53 853 "dot-elsewhere"
 topo_bg "$NS_INET" udp-echo socat UDP4-RECVFROM:9999,bind=$INET_HTTP,fork SYSTEM:"echo pong"
+udp_echo_up() { in_ns "$NS_INET" ss -Hlun "src $INET_HTTP:9999" | grep -q .; }
+wait_for 30 udp_echo_up || not_ok "UDP echo server starts"
 topo_banner "$NS_GW" 0.0.0.0 22 "SSH-2.0-gateway-host"
 topo_banner "$NS_GW" $GW_ADDR 53 "gateway-dns"
 topo_banner "$NS_GW" $GW_ADDR 3128 "gateway-proxy"
@@ -81,6 +83,17 @@ counter() {	# counter FAMILY NAME -- packets so far
 	    awk '/packets/ {print $2}'
 }
 nftr() { in_ns "$NS_GW" "$NFTR" -c "$CONF" "$@"; }
+web_timeout() {	# web_timeout ADDR -- the kernel's timeout (s) of ADDR in allow_web, or "none"
+	in_ns "$NS_GW" nft -j list set inet moat allow_web | python3 -c '
+import json, sys
+for o in json.load(sys.stdin)["nftables"]:
+    for e in o.get("set", {}).get("elem", []):
+        e = e.get("elem", e) if isinstance(e, dict) else e
+        if isinstance(e, dict) and e.get("val") == sys.argv[1]:
+            print(e.get("timeout")); sys.exit()
+print("none")' "$1"
+}
+web_gone() { [ "$(web_timeout "$1")" = none ]; }
 
 # Another program's tables, including one named "moat" in a family that
 # is not ours: they must come out of apply, reapply and flush untouched.
@@ -228,21 +241,24 @@ expect_probe EHOSTUNREACH web tcp $INET_ADDR 8080 "allowlist: another address"
 c0=$(counter inet allowlist)
 probe web tcp $INET_ADDR 8080 >/dev/null
 expect_eq "an allowlist refusal increments counter allowlist" $((c0 + 1)) "$(counter inet allowlist)"
-# Re-adding an element replaces its timeout: shorter here, so it must be
-# gone long before the first one would have run out...
+# Re-adding an element replaces its timeout (the kernel's own view of the
+# element proves it, not the clock): shorter here...
+expect_eq "the element's timeout is 8 s" 8 "$(web_timeout $INET_HTTP)"
 expect_ok "re-add the address with a shorter timeout" nftr add web 2000 $INET_HTTP
-sleep 3
+expect_eq "re-add replaced the timeout (8 s -> 2 s)" 2 "$(web_timeout $INET_HTTP)"
+wait_for 30 web_gone $INET_HTTP
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: element gone after its (updated) timeout"
 # ...and longer here, so it must outlive the first.
 expect_ok "add it again for 3 s" nftr add web 3000 $INET_HTTP
-sleep 1.5
-expect_ok "re-add it for 8 s" nftr add web 8000 $INET_HTTP
-sleep 2.5
+expect_ok "re-add it for 60 s" nftr add web 60000 $INET_HTTP
+expect_eq "re-add replaced the timeout (3 s -> 60 s)" 60 "$(web_timeout $INET_HTTP)"
+sleep 3.5	# the first timeout runs out: that is what is tested
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: refreshed element still there after the first timeout"
 expect_ok "reapply keeps allowlist elements" nftr apply
 in_ns "$NS_GW" nft list set inet moat allow_web | sed -n 's/^/# /;/elements/p'
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: element survives a reapply"
-sleep 7
+expect_ok "re-add it for 1 s" nftr add web 1000 $INET_HTTP
+wait_for 30 web_gone $INET_HTTP
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: element gone after its timeout"
 
 # --- anti-spoofing ---------------------------------------------------------

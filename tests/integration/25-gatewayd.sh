@@ -52,7 +52,7 @@ expect_eq "dev is refused the LAN with admin-prohibited" unreachable \
 	"$(tcp_probe $TOPO-dev $LAN_HOST 22)"
 # One datagram is one refused packet (TCP may retry a SYN): one line.
 in_ns $TOPO-dev python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.168.77.2", 5999))'
-sleep 0.5
+wait_for 30 grep -q '"port":5999' "$GW_AUDIT"
 new=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep '"event":"refusal"' | grep '"port":5999')
 expect_eq "exactly one audit line for one refused packet" 1 "$(printf '%s\n' "$new" | grep -c refusal)"
 expect_match "audit line names sandbox, destination, port, reason" \
@@ -62,19 +62,22 @@ expect_match "the TCP refusal is audited too" \
 
 # A flood of refusals cannot flood the audit log: per source it is rate
 # limited and what was left out is reported as a count.
-before=$(wc -l <"$GW_AUDIT")
+before=$(wc -l <"$GW_AUDIT"); t0=$EPOCHSECONDS
 in_ns $TOPO-dev python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for p in range(1000, 3000): s.sendto(b"x", ("192.168.77.2", p))'
-for i in $(seq 50); do	# the summary comes within a second or two
-	sleep 0.2
+flood_counted() {	# the summary comes within a second or two (60 s under load)
 	lines=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep -c '"event":"refusal","reason":"private","sandbox":"dev"')
 	sup=$(tail -n +$((before + 1)) "$GW_AUDIT" | grep '"event":"refusals-suppressed"' |
 		sed -n 's/.*"sandbox":"dev".*"count":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
-	[ $((lines + sup)) -ge 2000 ] && break
-done
-if [ "$lines" -ge 150 ] && [ "$lines" -le 400 ]; then ok "2000 refused packets give a bounded number of audit lines ($lines)"
+	[ $((lines + sup)) -ge 2000 ]
+}
+wait_for 60 flood_counted
+# 50 lines a second after a burst of 200: a loaded machine that takes
+# longer to read the flood may log more, never more than that.
+max=$((200 + 50 * (EPOCHSECONDS - t0 + 1))); [ $max -lt 400 ] && max=400
+if [ "$lines" -ge 150 ] && [ "$lines" -le $max ]; then ok "2000 refused packets give a bounded number of audit lines ($lines)"
 else not_ok "2000 refused packets give a bounded number of audit lines" "got $lines"; fi
 expect_eq "the rest is reported as suppressed, exactly" 2000 "$((lines + ${sup:-0}))"
 
@@ -91,8 +94,9 @@ expect_eq "nflog child holds only stdio, its nflog socket and its IPC end" "0 1 
 kill -9 "$pid"
 expect_eq "LAN still refused while the child is down" unreachable \
 	"$(tcp_probe $TOPO-web $LAN_HOST 22)"
-sleep 2.5
-pid2=$(gw_child_pid nflog)
+nflog_restarted() { pid2=$(gw_child_pid nflog); [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; }
+wait_for 30 nflog_restarted
+wait_for 30 grep -q '"event":"child-restart","child":"nflog"' "$GW_AUDIT"
 if [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; then ok "killed child restarted (pid $pid -> $pid2)"
 else not_ok "killed child restarted" "$(gw_ctl status)"; fi
 expect_match "child restart is audited" '"event":"child-restart","child":"nflog","status":"killed by signal 9"' "$(cat "$GW_AUDIT")"
@@ -140,7 +144,7 @@ except Exception as e:
     out.write("after:error %s\n" % type(e).__name__)
 PY
 flow=$!
-for i in $(seq 100); do grep -q before: "$res" 2>/dev/null && break; sleep 0.1; done
+wait_for 30 grep -qs before: "$res"
 expect_match "long-lived flow established" "before:one" "$(cat "$res")"
 sed -i 's|egress = "open"; owner = "bob";|egress = "none"; owner = "bob";|' "$GW_CONF"
 expect_ok "reload to egress none accepted" gw_ctl reload
@@ -152,21 +156,22 @@ expect_match "reload audited with flows cut" '"event":"reload","result":"ok","fl
 # ctl log -f follows the audit log as it grows.
 gw_ctl log -f >"$TOPO_TMP/follow" 2>&1 &
 follower=$!
-sleep 0.5
+wait_for 30 test -s "$TOPO_TMP/follow"	# the tail is written, then it follows
 in_ns $TOPO-web python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.168.77.2", 6111))'
-for i in $(seq 30); do grep -q '"port":6111' "$TOPO_TMP/follow" && break; sleep 0.1; done
+wait_for 30 grep -q '"port":6111' "$TOPO_TMP/follow"
 kill $follower 2>/dev/null; wait $follower 2>/dev/null
 expect_match "ctl log -f shows a new refusal as it happens" '"sandbox":"web".*"port":6111' "$(cat "$TOPO_TMP/follow")"
 
 # SIGUSR1 reopens the audit log, for rotation.
 mv "$GW_AUDIT" "$GW_AUDIT.1"
-kill -USR1 "$GW_PID"; sleep 0.3
+kill -USR1 "$GW_PID"; wait_for 30 test -e "$GW_AUDIT"	# reopened
+n1=$(wc -l <"$GW_AUDIT.1")
 gw_ctl status >/dev/null
 expect_ok "after SIGUSR1 a new audit file is written" grep -q '"verb":"status"' "$GW_AUDIT"
-expect_fail "the rotated file gets nothing more" grep -q "$(tail -1 "$GW_AUDIT" | cut -c1-30)" "$GW_AUDIT.1"
+expect_eq "the rotated file gets nothing more" "$n1" "$(wc -l <"$GW_AUDIT.1")"
 
 # kill -9 the parent: the policy stays in the kernel.
-kill -9 "$GW_PID"; sleep 0.3
+kill -9 "$GW_PID"; wait "$GW_PID" 2>/dev/null
 expect_eq "after gatewayd is killed the LAN is still refused" unreachable \
 	"$(tcp_probe $TOPO-web $LAN_HOST 22)"
 expect_match "tables still present" "table inet moat" "$(in_ns "$NS_GW" nft list tables)"

@@ -43,7 +43,8 @@ out.flush()
 time.sleep(60)
 PY
 gw_start -B "$TOPO_TMP/bin"; expect_eq "gatewayd starts with the stand-in dnsd" 0 $?
-for i in $(seq 50); do [ "$(cat "$TOPO_TMP/acks" 2>/dev/null | wc -l)" = 3 ] && break; sleep 0.1; done
+three_acks() { [ "$(cat "$TOPO_TMP/acks" 2>/dev/null | wc -l)" = 3 ]; }
+wait_for 30 three_acks
 expect_eq "set-add for web: 1 address added, acked with the request id" "2:7:1" \
 	"$(sed -n 1p "$TOPO_TMP/acks")"
 expect_eq "set-add for an open sandbox is refused" "2:8:-1" "$(sed -n 2p "$TOPO_TMP/acks")"
@@ -55,7 +56,7 @@ case "$set" in *192.168.77.2*|*10.77.0.11*) not_ok "private addresses kept out o
 expect_eq "web now reaches the address dnsd opened" connected "$(tcp_probe $TOPO-web $INET_HTTP 80)"
 expect_eq "web still refused the LAN" unreachable "$(tcp_probe $TOPO-web $LAN_HOST 22)"
 
-for i in $(seq 30); do grep -q '"event":"forged"' "$GW_AUDIT" && break; sleep 0.1; done
+wait_for 30 grep -q '"event":"forged"' "$GW_AUDIT"
 expect_match "a child cannot claim another child's name in the audit log" \
 	'"source":"dnsd","SOURCE":"proxy","event":"forged"' "$(cat "$GW_AUDIT")"
 
@@ -69,7 +70,7 @@ s.send(struct.pack("=HHII", 1, 0, 0xffff, 1) + b"short")
 time.sleep(60)
 PY
 kill "$dnsd_pid"	# restarted with the malformed script
-for i in $(seq 60); do grep -q '"event":"child-killed","child":"dnsd"' "$GW_AUDIT" && break; sleep 0.1; done
+wait_for 60 grep -q '"event":"child-killed","child":"dnsd"' "$GW_AUDIT"
 expect_match "malformed message kills the sender, audited with the reason" \
 	'"event":"child-killed","child":"dnsd","reason":"set-add: header says 65535 bytes, got 5"' "$(cat "$GW_AUDIT")"
 expect_ok "gatewayd itself is still running" kill -0 "$GW_PID"

@@ -19,19 +19,22 @@ chmod 711 "$TOPO_TMP"
 cp examples/demo.conf "$GW_CONF"
 
 gw_start; expect_eq "gatewayd starts with dnsd and the proxy" 0 $?
-for i in $(seq 50); do
-	[ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ] && break
-	sleep 0.1
-done
+children_up() { [ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ]; }
+wait_for 30 children_up
+# dropped PID USER -- PID finished dropping privileges
+dropped() {
+	grep -Eq 'CapEff:\s+0000000000000000' /proc/$1/status && grep -Eq 'Seccomp:\s+2' /proc/$1/status &&
+		[ "$(ps -o user= -p $1)" = "$2" ]
+}
 for c in dnsd proxy; do
 	pid=$(gw_child_pid $c)
 	if [ -z "$pid" ]; then not_ok "$c is running" "$(gw_ctl status; tail -5 "$GW_LOG")"; continue; fi
-	sleep 0.5	# let it finish dropping privileges
+	want=moat-dns; [ $c = proxy ] && want=moat-proxy
+	wait_for 30 dropped "$pid" $want	# let it finish dropping privileges
 	st=$(cat /proc/$pid/status)
 	expect_match "$c holds no capabilities" 'CapEff:\s+0000000000000000' "$st"
 	expect_match "$c has no_new_privs" 'NoNewPrivs:\s+1' "$st"
 	expect_match "$c runs under seccomp" 'Seccomp:\s+2' "$st"
-	want=moat-dns; [ $c = proxy ] && want=moat-proxy
 	expect_eq "$c runs as $want" $want "$(ps -o user= -p $pid)"
 done
 
@@ -75,14 +78,13 @@ for c in dnsd proxy; do
 	[ -n "$pid" ] || { not_ok "$c restart" "not running"; continue; }
 	kill -9 "$pid"
 	expect_eq "LAN refused while $c is down" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
-	for i in $(seq 40); do
-		new=$(gw_child_pid $c); [ -n "$new" ] && [ "$new" != "$pid" ] && break
-		sleep 0.1
-	done
+	restarted() { new=$(gw_child_pid $c); [ -n "$new" ] && [ "$new" != "$pid" ]; }
+	wait_for 30 restarted
 	if [ -n "$new" ] && [ "$new" != "$pid" ]; then ok "$c restarted after kill -9"
 	else not_ok "$c restarted after kill -9" "$(gw_ctl status)"; fi
 done
-sleep 0.5
+answers() { dig $TOPO-web +short "$1" A | grep -q '^203\.0\.113\.10$'; }
+wait_for 30 answers pypi.org
 expect_match "dnsd answers again after its restart" "^203\.0\.113\.10$" \
 	"$(dig $TOPO-web +short pypi.org A)"
 expect_match "restarts are audited" '"event":"child-restart","child":"proxy"' "$(cat "$GW_AUDIT")"
@@ -92,14 +94,14 @@ expect_match "web is refused open.test before the reload" "status: REFUSED" "$(d
 old_dnsd=$(gw_child_pid dnsd); old_proxy=$(gw_child_pid proxy)
 sed -i 's|allow = \[ "pypi.org", "\*.github.test" \]|allow = [ "pypi.org", "*.github.test", "open.test" ]|' "$GW_CONF"
 expect_ok "reload accepted" gw_ctl reload
-for i in $(seq 50); do
+both_new() {
 	d=$(gw_child_pid dnsd); p=$(gw_child_pid proxy)
-	[ -n "$d" ] && [ "$d" != "$old_dnsd" ] && [ -n "$p" ] && [ "$p" != "$old_proxy" ] && break
-	sleep 0.1
-done
+	[ -n "$d" ] && [ "$d" != "$old_dnsd" ] && [ -n "$p" ] && [ "$p" != "$old_proxy" ]
+}
+wait_for 30 both_new
 expect_ok "dnsd runs again with a new pid" test -n "$d" -a "$d" != "$old_dnsd"
 expect_ok "a new proxy took the listening socket" test -n "$p" -a "$p" != "$old_proxy"
-sleep 0.3
+wait_for 30 answers open.test
 expect_match "dnsd follows the new allow list" "^203\.0\.113\.10$" "$(dig $TOPO-web +short open.test A)"
 expect_eq "reload restarts are not reported as crashes" 1 \
 	"$(grep -c '"event":"child-restart","child":"dnsd"' "$GW_AUDIT")"

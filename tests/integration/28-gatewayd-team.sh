@@ -181,11 +181,17 @@ topo_guest b-api "$addr" "$mac" "$tap"
 dropin a-web 10.77.0.10 52:54:00:00:00:0a $UA 'secrets = [ "bkey" ];'
 out=$(gw_ctl reload 2>&1)
 expect_match "the loader refuses $UA's sandbox carrying $UB's secret" "belongs to $UB and is not shared with $UA" "$out"
+# proxy_replaced OLD -- a new proxy runs and the draining one (which closed
+# its listeners but could still be exiting) is gone.
+proxy_replaced() {
+	local new; new=$(gw_child_pid proxy)
+	[ -n "$new" ] && [ "$new" != "$1" ] && ! kill -0 "$1" 2>/dev/null
+}
 dropin a-web 10.77.0.10 52:54:00:00:00:0a $UA 'secrets = [ "akey" ];'
+old=$(gw_child_pid proxy)
 expect_ok "an admin attaches $UA's own secret" gw_ctl reload
-for i in $(seq 50); do [ -n "$(gw_child_pid proxy)" ] && break; sleep 0.1; done
+wait_for 30 proxy_replaced "$old"
 topo_wait_port "$NS_GW" $GW_ADDR 3128
-sleep 0.5
 cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" >"$PX_DIR/bundle.crt"
 : >"$PX_DIR/bound.log"
 px_curl b-api https://api.bound.test/echo -H "Authorization: Bearer $PB" >/dev/null
@@ -197,10 +203,11 @@ px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PA" >/dev/n
 expect_match "$UA's sandbox gets $UA's real value" "Authorization: Bearer $VA" "$(cat "$PX_DIR/bound.log")"
 
 # --- rotation: new value for new requests, same placeholder, guest untouched --
+old=$(gw_child_pid proxy)
 out=$(printf '%s\n' "$VB2" | bctl secret set bkey --host api.bound.test 2>&1)
 expect_eq "rotation keeps the placeholder" "secret bkey: placeholder $PB" "$out"
-for i in $(seq 50); do [ -n "$(gw_child_pid proxy)" ] && break; sleep 0.1; done
-topo_wait_port "$NS_GW" $GW_ADDR 3128; sleep 0.5
+wait_for 30 proxy_replaced "$old"
+topo_wait_port "$NS_GW" $GW_ADDR 3128
 : >"$PX_DIR/bound.log"
 px_curl b-api https://api.bound.test/echo -H "Authorization: Bearer $PB" >/dev/null
 expect_match "after rotation the new value is injected" "Authorization: Bearer $VB2" "$(cat "$PX_DIR/bound.log")"

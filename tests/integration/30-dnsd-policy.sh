@@ -95,7 +95,7 @@ expect_eq "upstream saw the TCP retry" "1" "$(grep -c '^tc.test 1 tcp' "$DNS_UPL
 raw() {	# raw GUEST HEX -- send one UDP datagram, print the reply's hex
 	in_ns "$TOPO-$1" python3 -c '
 import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
 s.sendto(bytes.fromhex(sys.argv[1]), ("10.77.0.1", 53))
 try: print(s.recv(65535).hex())
 except socket.timeout: print("timeout")' "$2"
@@ -124,7 +124,7 @@ out=$(qdig dev open.test)
 expect_eq "and still answers" "NOERROR" "$(rcode_of <<<"$out")"
 
 # --- who asks ---------------------------------------------------------------
-out=$(in_ns "$NS_GW" dig @$GW_ADDR +time=2 +tries=1 open.test 2>&1)
+out=$(in_ns "$NS_GW" dig @$GW_ADDR +time=8 +tries=1 open.test 2>&1)
 expect_eq "a source that is not a sandbox is REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
 
 # --- the resolver process ---------------------------------------------------

@@ -220,9 +220,10 @@ in_ns "$TOPO-plain" python3 -c '
 import socket, time
 ss = [socket.create_connection(("10.77.0.1", 3128)) for _ in range(50)]
 for s in ss: s.sendall(b"GET http://other.test/ HTTP/1.1\r\n")
-time.sleep(20)' >/dev/null 2>&1 &
+print("ready", flush=True)
+time.sleep(60)' >"$TOPO_TMP/slow" 2>&1 &
 slow=$!
-sleep 1
+wait_for 30 grep -q ready "$TOPO_TMP/slow"	# all 50 heads are open
 expect_eq "while 50 slow heads are open, another sandbox is served" "200" \
 	"$(px_curl agent https://api.bound.test/echo -o /dev/null -w '%{http_code}')"
 kill $slow 2>/dev/null; wait $slow 2>/dev/null

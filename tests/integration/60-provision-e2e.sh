@@ -66,9 +66,9 @@ expect_match "QEMU's seccomp sandbox is on" "Seccomp:[[:space:]]+2" \
 	"$(cat /proc/${qpid:-0}/status 2>/dev/null)"
 expect_match "list shows it running" '"name": "e2e".*"state": "running"' "$(pv list --json 2>&1)"
 
-guest_wait e2e 'moat-guest: init started' 60; t_init=$(now_ms)
-guest_wait e2e 'MOAT-VERDICT' 180; t_verdict=$(now_ms)
-guest_wait e2e 'MOAT-SPOOF|powering off' 60
+guest_wait e2e 'moat-guest: init started' 180; t_init=$(now_ms)
+guest_wait e2e 'MOAT-VERDICT' 420; t_verdict=$(now_ms)
+guest_wait e2e 'MOAT-SPOOF|powering off' 120
 log=$(guest_log e2e)
 echo "# boot to init: $(( t_init - t0 )) ms, to containment verdict: $(( t_verdict - t0 )) ms (TCG)"
 expect_match "guest network came up on the tap" "network up 10.77.0.2/24 via 10.77.0.1" "$log"
@@ -88,7 +88,7 @@ expect_eq "spoofed address: the internet server saw no request" "" \
 	"$(grep moat-spoofed "$TOPO_TMP/http-$INET_HTTP-80.log" 2>/dev/null)"
 
 # The guest powers itself off; QEMU exits and the tap goes with it.
-for i in $(seq 30); do [ -e "/proc/${qpid:-0}" ] || break; sleep 1; done
+wait_for 120 test ! -e "/proc/${qpid:-0}"
 expect_fail "QEMU exited after the guest powered off" test -e "/proc/${qpid:-0}"
 expect_fail "the tap went with QEMU" ip -n "$NS_GW" link show mt-e2e
 [ "$TAP_FAILED" -gt 0 ] && guest_log e2e | grep -v '^\[' | tail -40 | sed 's/^/# console: /'

@@ -16,11 +16,19 @@ guest_assets || { not_ok "guest kernel and initramfs" "apt access needed once"; 
 pv_setup examples/demo.conf
 SB=$TOPO_TMP/pv/sandboxes.d
 
+# qemu_of NAME -- pid of guest NAME's QEMU, looked for only in this run's
+# gateway namespace (another run may have a guest of the same name).
+qemu_of() {
+	local p
+	for p in $(ip netns pids "$NS_GW" 2>/dev/null); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "process=moat-$1," && echo "$p"
+	done
+}
 # leftovers NAME -- everything provision could have left of guest NAME.
 leftovers() {
 	ls -A "$SB" 2>/dev/null | grep -E "^\.?$1\.conf|^\.validate"
 	ls -d "$PV_STATE/guests/$1" "$PV_RUN/guests/$1" 2>/dev/null
-	pgrep -f "process=moat-$1" 2>/dev/null
+	qemu_of "$1"
 	ip -n "$NS_GW" -br link show 2>/dev/null | grep -o "^mt-$1[^ @]*"
 }
 valid() { build/gatewayd -n -c "$PV_CONF" >/dev/null 2>&1; }
@@ -108,14 +116,14 @@ expect_ok "base image untouched by destroy" test -f "$TOPO_TMP/base.qcow2"
 mkdir -p "$PV_RUN"
 topo_bg "$NS_GW" fake-gwd socat UNIX-LISTEN:"$PV_RUN/gatewayd.sock",fork \
 	SYSTEM:'read l; echo "error: refused by the test"'
-for i in $(seq 50); do [ -S "$PV_RUN/gatewayd.sock" ] && break; sleep 0.1; done
+wait_for 30 test -S "$PV_RUN/gatewayd.sock"
 out=$(kcreate ref1 2>&1)
 expect_match "gatewayd refuses the reload: create fails, says why" "refused by the test" "$out"
 expect_eq "refused reload: nothing left" "" "$(leftovers ref1)"
 pkill -f "UNIX-LISTEN:$PV_RUN/gatewayd.sock" ; rm -f "$PV_RUN/gatewayd.sock"
 topo_bg "$NS_GW" fake-gwd-ok socat UNIX-LISTEN:"$PV_RUN/gatewayd.sock",fork \
 	SYSTEM:'read l; echo "ok reloaded"'
-for i in $(seq 50); do [ -S "$PV_RUN/gatewayd.sock" ] && break; sleep 0.1; done
+wait_for 30 test -S "$PV_RUN/gatewayd.sock"
 out=$(kcreate acc1 2>&1)
 expect_match "gatewayd accepts the reload" "gatewayd reloaded" "$out"
 pkill -f "UNIX-LISTEN:$PV_RUN/gatewayd.sock"; rm -f "$PV_RUN/gatewayd.sock"
@@ -126,14 +134,14 @@ ip -n "$NS_GW" tuntap add dev mt-k2 mode tap
 out=$(pv_gw start k2 2>&1)
 expect_match "tap busy: start fails and says why" "tap mt-k2 is busy" "$out"
 expect_eq "tap busy: no QEMU, no runtime folder" "" \
-	"$(pgrep -f process=moat-k2; ls -d "$PV_RUN/guests/k2" 2>/dev/null)"
+	"$(qemu_of k2; ls -d "$PV_RUN/guests/k2" 2>/dev/null)"
 ip -n "$NS_GW" link del mt-k2
 
 t0=$(now_ms)
 out=$(pv_gw start k1 2>&1)
 t1=$(now_ms)
 expect_match "start k1" "started k1: pid [0-9]+, tcg" "$out"
-guest_wait k1 '.' 60; t2=$(now_ms)
+guest_wait k1 '.' 180; t2=$(now_ms)
 echo "# start: $((t1 - t0)) ms to ready, $((t2 - t0)) ms to the first serial byte"
 expect_fail "start k1 twice is refused" pv_gw start k1
 rdir=$(stat -c '%a %U' "$PV_RUN/guests/k1" 2>&1)
@@ -143,7 +151,7 @@ expect_ok "console socket answers" sh -c "timeout 2 build/provision -c '$PV_CONF
 out=$(pv_gw stop --timeout 2 k1 2>&1)
 expect_match "stop k1" "stopped k1" "$out"
 expect_eq "after stop: no QEMU, no tap, no runtime folder" "" \
-	"$(pgrep -f process=moat-k1; ip -n "$NS_GW" -br link show mt-k1 2>/dev/null; ls -d "$PV_RUN/guests/k1" 2>/dev/null)"
+	"$(qemu_of k1; ip -n "$NS_GW" -br link show mt-k1 2>/dev/null; ls -d "$PV_RUN/guests/k1" 2>/dev/null)"
 expect_match "list: k1 stopped" "^k1 .* stopped" "$(pv list)"
 expect_ok "k1 starts again after stop" pv_gw start k1
 out=$(pv_gw destroy --timeout 1 k1 2>&1)

@@ -34,6 +34,9 @@ HOST_A_MGMT=198.51.100.5
 sbox_mgmt "$SB_NS_A" $HOST_A_MGMT
 MGMT_SINK=$TOPO_TMP/mgmt-sink
 topo_bg "$SB_NS_A" mgmt-sink socat -u UDP-RECV:5555,bind=$HOST_A_MGMT OPEN:"$MGMT_SINK",creat,append
+udp_up() { in_ns "$1" ss -Hlun "src $2" | grep -q .; }	# udp_up NS ADDR:PORT
+wait_for 30 udp_up "$NS_INET" $INET_HTTP:9999 || not_ok "the internet UDP sink listens"
+wait_for 30 udp_up "$SB_NS_A" $HOST_A_MGMT:5555 || not_ok "host A's UDP sink listens"
 for g in a1 b1; do	# a guest that knows where the host is
 	in_ns $TOPO-$g ip route add 198.51.100.0/24 dev eth0
 done
@@ -69,21 +72,32 @@ host_rules() {	# host_rules NS CONF CMD -- nft-rules --host-only on a KVM host
 counter() {	# counter NS TABLE NAME -- packets of one moat counter
 	in_ns "$1" nft list counter "$2" moat "$3" | awk '/packets/ {print $2}'
 }
-udp_send() {	# udp_send GUEST TAG [SOURCE] -- one datagram to the sink
+drops() {	# packets the KVM hosts' bridge tables dropped so far
+	local ns n s=0
+	for ns in "$SB_NS_A" "$SB_NS_B"; do
+		for n in spoof guest local; do s=$((s + $(counter "$ns" bridge $n 2>/dev/null || :) + 0)); done
+	done
+	echo $s
+}
+# settled FILE TAG DROPS0 -- the 3 datagrams arrived, or 3 more were dropped
+settled() { [ "$(grep -c "^$2\$" "$1" 2>/dev/null)" -ge 3 ] || [ "$(drops)" -ge $(($3 + 3)) ]; }
+udp_send() {	# udp_send GUEST TAG [SOURCE] -- three datagrams to the sink
+	local d0; d0=$(drops)
 	in_ns "$TOPO-$1" python3 -c 'import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 if len(sys.argv) > 2: s.bind((sys.argv[2], 0))
 for _ in range(3): s.sendto(sys.argv[1].encode() + b"\n", ("203.0.113.10", 9999))' "$2" ${3:+"$3"}
-	sleep 0.5
+	wait_for 30 settled "$SINK" "$2" "$d0"
 }
 sunk() { cat "$SINK" 2>/dev/null | grep -c "^$1\$" || :; }
-to_host() {	# to_host GUEST TAG -- one datagram to host A's own address
+to_host() {	# to_host GUEST TAG -- three datagrams to host A's own address
+	local d0; d0=$(drops)
 	in_ns "$TOPO-$1" python3 -c 'import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for _ in range(3):
     try: s.sendto(sys.argv[1].encode() + b"\n", ("'$HOST_A_MGMT'", 5555))
     except OSError: pass' "$2"
-	sleep 1
+	wait_for 30 settled "$MGMT_SINK" "$2" "$d0"
 	cat "$MGMT_SINK" 2>/dev/null | grep -c "^$2\$" || :
 }
 
@@ -102,19 +116,17 @@ expect_eq "host A has only bridge moat" "table bridge moat" "$(in_ns "$SB_NS_A" 
 expect_ok "gateway config with a plain NIC as the sandbox side checks" \
 	build/gatewayd -n -c "$GW_CONF"
 gw_start; expect_eq "gatewayd starts on the gateway box" 0 $?
-for i in $(seq 50); do
-	[ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ] && break
-	sleep 0.1
-done
+children_up() { [ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ]; }
+wait_for 30 children_up
 topo_wait_port "$NS_GW" $GW_ADDR 3128
 expect_eq "the gateway box has both policy tables" "table inet moat table bridge moat" \
 	"$(in_ns "$NS_GW" nft list tables | tr '\n' ' ' | sed 's/ $//')"
 
 for g in a1 b1; do
 	expect_match "$g: the internet web server answers" "hello from the internet" \
-		"$(in_ns $TOPO-$g curl -s -m 3 http://$INET_HTTP/)"
+		"$(in_ns $TOPO-$g curl -s -m 10 http://$INET_HTTP/)"
 	expect_eq "$g: resolves through dnsd on the gateway box" "$INET_HTTP" \
-		"$(in_ns $TOPO-$g dig +short +time=2 +tries=1 @$GW_ADDR open.test A)"
+		"$(in_ns $TOPO-$g dig +short +time=8 +tries=1 @$GW_ADDR open.test A)"
 	expect_eq "$g: the proxy port is open" connected "$(tcp_probe $TOPO-$g $GW_ADDR 3128)"
 	expect_eq "$g: LAN host ssh refused (admin-prohibited)" unreachable \
 		"$(tcp_probe $TOPO-$g $LAN_HOST 22)"
@@ -167,7 +179,7 @@ expect_eq "a2 spoofing b1's MAC and address gets nothing out" 0 "$(sunk spoof-bo
 in_ns $TOPO-a2 ip addr del 10.77.0.31/32 dev eth0
 in_ns $TOPO-a2 ip link set eth0 address 52:54:00:00:0a:02
 expect_match "b1 still reaches the internet after the spoofing" "hello from the internet" \
-	"$(in_ns $TOPO-b1 curl -s -m 3 http://$INET_HTTP/)"
+	"$(in_ns $TOPO-b1 curl -s -m 10 http://$INET_HTTP/)"
 
 for g in a1 b1; do
 	out=$(in_ns $TOPO-$g timeout 90 build/containment-check --json --expect open \
@@ -190,6 +202,9 @@ in_ns "$SB_NS_B" nft delete table bridge moat
 expect_eq "host B's rules removed: host A alone still keeps a1 from b1" timeout \
 	"$(tcp_probe $TOPO-a1 10.77.0.31 22)"
 in_ns "$SB_NS_A" nft delete table bridge moat
+# ARP from the refused attempts may still be failing: start it afresh.
+in_ns $TOPO-a1 ip neigh flush to 10.77.0.31
+in_ns $TOPO-b1 ip neigh flush to 10.77.0.21
 expect_eq "mutation (both hosts' rules removed): a1 reaches b1" connected \
 	"$(tcp_probe $TOPO-a1 10.77.0.31 22)"
 host_rules "$SB_NS_B" "$TOPO_TMP/hostB.conf" apply >/dev/null
