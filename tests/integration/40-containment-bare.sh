@@ -40,8 +40,8 @@ expect_eq "DNS policy: allowed name resolves" True \
 	"$(cc_q "any(x['what']=='allowed.test' and x['outcome']=='pass' for x in rs)")"
 probes=$(cc_q 'r["probes"]'); ms=$(cc_q 'r["elapsed_ms"]')
 echo "# bare scan: $probes probes in $ms ms"
-expect_eq "the scan is bounded (< 70000 probes, < 10 s)" True \
-	"$(cc_q 'r["probes"] < 70000 and r["elapsed_ms"] < 10000')"
+expect_eq "the scan is bounded (< 70000 probes)" True \
+	"$(cc_q 'r["probes"] < 70000')"
 
 # A name the gateway's resolver answers with a LAN address: rebinding.
 cc_scan web --rebind-name rebind.test

@@ -64,12 +64,11 @@ expect_eq "full policy: all 5 forged-source probes ran and got nothing back" 5 \
 	"$(cc_q "r['ok_counts']['spoofing'].get('filtered', 0)")"
 probes=$(cc_q 'r["probes"]'); ms=$(cc_q 'r["elapsed_ms"]')
 echo "# full-policy scan: $probes probes in $ms ms"
-# Wall time on a shared 2-core machine varies with load: best of two.
-if [ "$(cc_q 'r["elapsed_ms"] < 5000')" != True ]; then
-	cc_scan web; echo "# second full-policy scan: $(cc_q 'r["elapsed_ms"]') ms"
-fi
-expect_eq "full policy: default scan under 5 s (best of 2)" True \
-	"$(cc_q 'r["elapsed_ms"] < 5000')"
+# A refusal the kernel's ICMP rate limit turned into silence would show
+# as a "filtered" gateway port (and a scan slowed to its timeouts): none
+# may.  The wall time itself is measured by bench/containment-scan.sh.
+expect_eq "full policy: no gateway port's refusal arrived as silence" 0 \
+	"$(cc_q "r['ok_counts']['gateway'].get('filtered', 0)")"
 
 # mutation NAME CLASS TARGET-REGEX SETUP... -- fresh policy, break one
 # element with SETUP, scan: exit 1 and a breach of CLASS at TARGET.
