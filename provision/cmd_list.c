@@ -24,9 +24,31 @@ struct row {
 	char	 egress[12];
 	char	 mode[8];
 	char	 state[12];
+	char	 verdict[16];	/* first-boot containment-check, or "" */
 	long	 uptime;
 	int	 pid;
 };
+
+/* The last verdict an image guest's first-boot check printed on its
+ * serial console ("MOAT-VERDICT: contained" or "... NOT CONTAINED"). */
+static void
+verdict_read(const char *log, char *out, size_t len)
+{
+	static const char tag[] = "MOAT-VERDICT: ";
+	char *line = NULL, *t;
+	size_t cap = 0;
+	FILE *f;
+
+	out[0] = '\0';
+	if ((f = fopen(log, "re")) == NULL)
+		return;
+	while (getline(&line, &cap, f) != -1)
+		if ((t = strstr(line, tag)) != NULL)
+			snprintf(out, len, "%.*s", (int)strcspn(t + sizeof(tag)
+			    - 1, "\r\n"), t + sizeof(tag) - 1);
+	free(line);
+	fclose(f);
+}
 
 static void
 row_fill(const struct pv *pv, const char *name, struct row *r)
@@ -58,6 +80,8 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 			r->pid = (int)pid;
 			r->uptime = proc_uptime(pid);
 		}
+		if (g.mode == MODE_IMAGE)
+			verdict_read(p.log, r->verdict, sizeof(r->verdict));
 		guest_free(&g);
 	}
 	gpaths_free(&p);
@@ -78,6 +102,8 @@ row_json(const struct row *r, bool first)
 	json_str(stdout, r->mode);
 	printf(", \"state\": ");
 	json_str(stdout, r->state);
+	printf(", \"verdict\": ");
+	json_str(stdout, r->verdict);
 	printf(", \"pid\": %d, \"uptime\": %ld}", r->pid, r->uptime);
 }
 
@@ -129,8 +155,8 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	if (pv->json)
 		printf("[");
 	else
-		printf("%-20s %-15s %-7s %-10s %-9s %s\n", "NAME", "ADDRESS",
-		    "MODE", "EGRESS", "STATE", "UPTIME");
+		printf("%-20s %-15s %-7s %-10s %-9s %-10s %s\n", "NAME",
+		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "VERDICT");
 	for (i = 0; i < n; i++) {
 		row_fill(pv, names[i], &r);
 		if (pv->json)
@@ -142,10 +168,10 @@ cmd_list(struct pv *pv, int argc, char **argv)
 				    r.uptime % 60);
 			else
 				snprintf(up, sizeof(up), "-");
-			printf("%-20s %-15s %-7s %-10s %-9s %s\n", r.name,
-			    r.address[0] ? r.address : "-", r.mode[0] ?
-			    r.mode : "-", r.egress[0] ? r.egress : "-",
-			    r.state, up);
+			printf("%-20s %-15s %-7s %-10s %-9s %-10s %s\n",
+			    r.name, r.address[0] ? r.address : "-",
+			    r.mode[0] ? r.mode : "-", r.egress[0] ? r.egress :
+			    "-", r.state, up, r.verdict[0] ? r.verdict : "-");
 		}
 		free(names[i]);
 	}

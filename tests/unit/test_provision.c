@@ -288,7 +288,18 @@ t_seed(void **state)
 	assert_non_null(strstr(u, "NODE_EXTRA_CA_CERTS="));
 	assert_non_null(strstr(u, "REQUESTS_CA_BUNDLE="));
 	assert_non_null(strstr(u, "PasswordAuthentication no"));
+	assert_null(strstr(u, "moat-first-check"));	/* no binary, no check */
 	free(u);
+	in.cc_path = "/usr/bin/containment-check";
+	in.cc_expect = "allowlist";
+	u = render(seed_user_data, &in);
+	assert_non_null(strstr(u, "path: /usr/local/sbin/moat-first-check"));
+	assert_non_null(strstr(u, "  - [ /usr/local/sbin/moat-first-check, "
+	    "\"allowlist\" ]\n"));
+	assert_non_null(strstr(u, "MOAT-VERDICT: %s"));
+	assert_non_null(strstr(u, "mount -o ro LABEL=cidata"));
+	free(u);
+	in.cc_path = NULL;
 	in.sudo = true;
 	in.password_hash = "$6$salt$hash";
 	u = render(seed_user_data, &in);
