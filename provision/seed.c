@@ -38,7 +38,9 @@ static const char first_check[] =
     ">\"$log\" 2>&1\n"
     "case $? in 0) v=contained ;; 1) v='NOT CONTAINED' ;; "
     "*) v=error ;; esac\n"
-    "{ printf '\\r\\n'; grep -E '^(probes in|verdict:)' \"$log\"; "
+    "{ printf '\\r\\n'; [ \"$v\" = contained ] || "
+    "grep -E '^ *(BREACH|FAIL)' \"$log\"; "
+    "grep -E '^(probes in|verdict:)' \"$log\" || tail -n 3 \"$log\"; "
     "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
 
 void
@@ -143,8 +145,8 @@ user_block(FILE *f, const struct seed_in *in)
 		fprintf(f, "    lock_passwd: false\n    hashed_passwd: ");
 		json_str(f, in->password_hash);
 		fprintf(f, "\n    sudo: \"ALL=(ALL:ALL) ALL\"\n");
-	} else
-		fprintf(f, "    lock_passwd: true\n    sudo: false\n");
+	} else	/* no sudo key at all: "sudo: false" is deprecated */
+		fprintf(f, "    lock_passwd: true\n");
 	fprintf(f, "    ssh_authorized_keys:\n");
 	for (s = in->ssh_key; s != NULL && *s != '\0'; s = e) {
 		e = strchr(s, '\n');
@@ -226,7 +228,9 @@ seed_network_config(FILE *f, const struct seed_in *in)
 	    "      macaddress: \"%s\"\n    set-name: eth0\n"
 	    "    dhcp4: false\n    dhcp6: false\n"
 	    "    addresses: [ \"%s/%d\" ]\n"
-	    "    routes:\n      - to: default\n        via: \"%s\"\n"
+	    /* "0.0.0.0/0", not "default": cloud-init 22.4 (Debian 12)
+	     * rejects "default" and then configures no network at all. */
+	    "    routes:\n      - to: \"0.0.0.0/0\"\n        via: \"%s\"\n"
 	    "    nameservers:\n      addresses: [ \"%s\" ]\n",
 	    in->mac, in->address, in->plen, in->gateway, in->gateway);
 	return ferror(f) ? -1 : 0;
