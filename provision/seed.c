@@ -228,9 +228,11 @@ seed_network_config(FILE *f, const struct seed_in *in)
 	    "      macaddress: \"%s\"\n    set-name: eth0\n"
 	    "    dhcp4: false\n    dhcp6: false\n"
 	    "    addresses: [ \"%s/%d\" ]\n"
-	    /* "0.0.0.0/0", not "default": cloud-init 22.4 (Debian 12)
-	     * rejects "default" and then configures no network at all. */
-	    "    routes:\n      - to: \"0.0.0.0/0\"\n        via: \"%s\"\n"
+	    /* gateway4, not a route "to: default": cloud-init 22.4 (Debian
+	     * 12) rejects "default" and then sets up no network at all, and
+	     * its ifupdown renderer writes other routes as `route add`
+	     * commands (net-tools, absent from cloud images). */
+	    "    gateway4: \"%s\"\n"
 	    "    nameservers:\n      addresses: [ \"%s\" ]\n",
 	    in->mac, in->address, in->plen, in->gateway, in->gateway);
 	return ferror(f) ? -1 : 0;

@@ -311,9 +311,9 @@ t_seed(void **state)
 	assert_string_equal(m, "instance-id: moat-web\nlocal-hostname: web\n");
 	n = render(seed_network_config, &in);
 	assert_non_null(strstr(n, "addresses: [ \"10.77.0.5/24\" ]"));
-	assert_non_null(strstr(n, "via: \"10.77.0.1\""));
 	/* cloud-init 22.4 refuses "to: default" and then sets up no network */
-	assert_non_null(strstr(n, "- to: \"0.0.0.0/0\""));
+	assert_non_null(strstr(n, "gateway4: \"10.77.0.1\""));
+	assert_null(strstr(n, "default"));
 	assert_non_null(strstr(n, "macaddress: \"02:6d:74:00:00:05\""));
 	assert_non_null(strstr(n, "dhcp4: false"));
 	free(m);
