@@ -23,7 +23,8 @@
 
 /* Run once by cloud-init (runcmd, after the network is up): install
  * containment-check from the seed disk, scan, and print the verdict on the
- * serial console, where `provision list` reads it.  $1: the egress mode. */
+ * serial console, where `provision list` reads it.  $1: the egress mode,
+ * $2: the gateway (named, so a missing route cannot hide it). */
 static const char first_check[] =
     "#!/bin/sh\n"
     "# written by moat provision: first-boot containment check\n"
@@ -35,6 +36,7 @@ static const char first_check[] =
     "rmdir \"$m\"\n"
     "log=/var/log/moat-containment.log\n"
     "/usr/local/bin/containment-check --in-guest --expect \"$1\" "
+    "--gateway \"$2\" "
     ">\"$log\" 2>&1\n"
     "case $? in 0) v=contained ;; 1) v='NOT CONTAINED' ;; "
     "*) v=error ;; esac\n"
@@ -205,6 +207,8 @@ seed_user_data(FILE *f, const struct seed_in *in)
 	if (in->cc_path != NULL) {
 		fprintf(f, "  - [ %s, ", FIRST_CHECK);
 		json_str(f, in->cc_expect != NULL ? in->cc_expect : "open");
+		fprintf(f, ", ");
+		json_str(f, in->gateway);
 		fprintf(f, " ]\n");
 	}
 	free(sh);

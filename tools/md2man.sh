@@ -35,7 +35,7 @@ for in in "$@"; do
 	} | lowdown -s -Tman -M "title=$title" -M "section=$sect" \
 	    -M "source=moat" -M "date=$date" |
 	awk '# lowdown puts a heading on the line after .SH/.SS: join them.
-	     pend != "" { h = $0; if (pend == ".SH") h = toupper(h);
+	     pend != "" { h = $0; if (pend == ".SH" && h !~ /\\/) h = toupper(h);
 	                  print pend " " h; sec = h; pend = ""; next }
 	     $0 == ".SH" || $0 == ".SS" { pend = $0; next }
 	     sec == "NAME" && !done && /—/ { sub(/ *— */, " \\- "); done = 1 }

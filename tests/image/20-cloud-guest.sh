@@ -98,7 +98,7 @@ expect_eq "resolv.conf points at the gateway" "nameserver 10.77.0.1" \
 	"$(gssh agent@$G 'grep ^nameserver /etc/resolv.conf' 2>&1)"
 expect_eq "the placeholder is in the login environment" "$PX_PLACEHOLDER" \
 	"$(gssh agent@$G 'echo $API_API_KEY' 2>&1)"
-expect_match "the gateway CA is in the guest's trust store" "moat-gateway.crt" \
+expect_match "the gateway CA is in the guest's trust store" "moat-gateway" \
 	"$(gssh agent@$G 'ls /etc/ssl/certs/ | grep moat' 2>&1)"
 out=$(gssh agent@$G 'env -u CURL_CA_BUNDLE -u SSL_CERT_FILE curl -sS --max-time 20 \
 	-H "Authorization: Bearer $API_API_KEY" https://api.bound.test/echo' 2>&1)

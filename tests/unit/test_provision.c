@@ -295,7 +295,7 @@ t_seed(void **state)
 	u = render(seed_user_data, &in);
 	assert_non_null(strstr(u, "path: /usr/local/sbin/moat-first-check"));
 	assert_non_null(strstr(u, "  - [ /usr/local/sbin/moat-first-check, "
-	    "\"allowlist\" ]\n"));
+	    "\"allowlist\", \"10.77.0.1\" ]\n"));
 	assert_non_null(strstr(u, "MOAT-VERDICT: %s"));
 	assert_non_null(strstr(u, "mount -o ro LABEL=cidata"));
 	free(u);
