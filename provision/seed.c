@@ -42,7 +42,7 @@ static const char first_check[] =
     "*) v=error ;; esac\n"
     "{ printf '\\r\\n'; [ \"$v\" = contained ] || "
     "grep -E '^ *(BREACH|FAIL)' \"$log\"; "
-    "grep -E '^(probes in|verdict:)' \"$log\" || tail -n 3 \"$log\"; "
+    "grep -E ' probes in |^verdict:' \"$log\" || tail -n 3 \"$log\"; "
     "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
 
 void

@@ -31,6 +31,7 @@ links() {	# the gateway's own links, as an admin's network config would make
 topology() {
 	links
 	ip -n inet addr add 203.0.113.2/24 dev eth0; ip -n inet link set eth0 up
+	ip -n inet addr add 203.0.113.3/24 dev eth0	# a host no name leads to
 	ip -n inet link set lo up
 	ip -n inet route add default via 203.0.113.1
 	ip netns add g1
@@ -46,6 +47,7 @@ topology() {
 	ip netns exec inet python3 "$D/cc-dns.py" 203.0.113.2 allowed.test=203.0.113.2 \
 	    other.test=203.0.113.2 --lifetime 1200 >/dev/null 2>&1 &
 	ip netns exec inet python3 -m http.server -b 203.0.113.2 -d /srv/www 80 >/dev/null 2>&1 &
+	ip netns exec inet python3 -m http.server -b 203.0.113.3 -d /srv/www 80 >/dev/null 2>&1 &
 	sysctl -qw net.ipv4.ip_forward=1
 }
 
@@ -71,7 +73,7 @@ guest_checks() {	# guest_checks WHEN
 	    sh -c 'ip netns exec g1 dig +short @10.77.0.1 allowed.test | grep -qx 203.0.113.2'
 	chk "$1: g1 reaches the allowed name (egress)" http http://allowed.test/
 	nchk "$1: g1 cannot reach a name not in its allowlist" http http://other.test/
-	nchk "$1: g1 cannot reach the internet by address" http http://203.0.113.2/
+	nchk "$1: g1 cannot reach the internet by address" http http://203.0.113.3/
 	nchk "$1: g1 cannot reach the gateway's ssh" g timeout 5 bash -c 'exec 3<>/dev/tcp/10.77.0.1/22'
 }
 
@@ -80,10 +82,14 @@ phase1() {
 	chk "postinst created group moat and the users" sh -c \
 	    'getent group moat && id moat-dns && id moat-proxy && id moat-log && id moat-qemu'
 	chk "/etc/moat/moat.conf is a conffile" sh -c 'dpkg-query -W -f="\${Conffiles}" moat | grep -q /etc/moat/moat.conf'
-	chk "man gatewayd works" sh -c 'man -w gatewayd && man -w 5 moat.conf'
+	chk "man pages installed (gatewayd(8), moat.conf(5))" sh -c \
+	    'zcat /usr/share/man/man8/gatewayd.8.gz | grep -q "^.TH \"GATEWAYD\" \"8\"" && test -f /usr/share/man/man5/moat.conf.5.gz'
 	chk "unit installed and enabled by the package" systemctl is-enabled moat-gatewayd
 	nchk "not started before it is configured" systemctl is-active moat-gatewayd
 	topology; conf
+	# Control: before any policy, the address-only host is reachable, so
+	# the refusals below are the policy's doing.
+	chk "control: without the policy g1 reaches 203.0.113.3" wait_for 30 http http://203.0.113.3/
 	chk "systemctl enable --now moat-gatewayd" systemctl enable --now moat-gatewayd
 	chk "moat-gatewayd is active" wait_for 60 sh -c 'systemctl is-active moat-gatewayd && ss -lun | grep -q 10.77.0.1:53'
 	chk "the policy tables are in the kernel" tables
@@ -94,7 +100,7 @@ phase1() {
 	guest_checks "after restart"
 	chk "systemctl stop moat-gatewayd" systemctl stop moat-gatewayd
 	chk "policy stays after stop (fail closed)" tables
-	nchk "stopped: g1 still cannot reach the internet by address" http http://203.0.113.2/
+	nchk "stopped: g1 still cannot reach the internet by address" http http://203.0.113.3/
 	nchk "stopped: g1 still cannot reach the gateway's ssh" g timeout 5 bash -c 'exec 3<>/dev/tcp/10.77.0.1/22'
 	cat >/etc/systemd/system/moat-vmtest-links.service <<UNIT
 [Unit]
@@ -122,8 +128,12 @@ UNIT
 
 phase2() {
 	say "# second boot"
-	chk "after reboot: moat-gatewayd started by itself" wait_for 60 systemctl is-active moat-gatewayd
-	chk "after reboot: the policy tables are in the kernel" tables
+	# This unit is ordered After= moat-gatewayd: the policy must already
+	# be there, with no waiting (a guest started here would be covered).
+	chk "after reboot: the policy is in the kernel before units after gatewayd" tables
+	chk "after reboot: moat-gatewayd started by itself" systemctl is-active moat-gatewayd
+	chk "after reboot: g1's sandbox is in the policy" \
+	    sh -c 'nft list ruleset | grep -q 10.77.0.10'
 	say "VMTAP-DONE"
 	systemctl poweroff
 }
