@@ -349,6 +349,18 @@ find_tools(struct pv *pv, enum pv_mode mode)
 		log_warnx("genisoimage is missing (Debian: genisoimage)");
 		return -1;
 	}
+	if (mode == MODE_IMAGE) {
+		const char *given = pv->containment_check;
+
+		pv->containment_check = tool_find("containment-check", given);
+		if (pv->containment_check == NULL && given != NULL) {
+			log_warnx("--containment-check %s: not executable", given);
+			return -1;
+		}
+		if (pv->containment_check == NULL)
+			log_info("containment-check not found: the guest will not "
+			    "check itself at first boot");
+	}
 	return 0;
 }
 
@@ -390,6 +402,8 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 	s->ca_pem = o->ca_pem;
 	s->sudo = o->g.sudo;
 	s->password_hash = o->pw_hash;
+	s->cc_path = pv->containment_check;
+	s->cc_expect = o->egress;
 	memcpy(s->mac, d->mac, sizeof(s->mac));
 	memcpy(s->address, d->address, sizeof(s->address));
 	s->plen = pv->cfg->gw.network.plen;

@@ -25,11 +25,33 @@ struct row {
 	char	 egress[12];
 	char	 mode[8];
 	char	 state[12];
+	char	 verdict[16];	/* first-boot containment-check, or "" */
 	long	 uptime;
 	int	 pid;
 	char	 accel[8];		/* running guests: accelerator, why */
 	char	 accel_why[256];
 };
+
+/* The last verdict an image guest's first-boot check printed on its
+ * serial console ("MOAT-VERDICT: contained" or "... NOT CONTAINED"). */
+static void
+verdict_read(const char *log, char *out, size_t len)
+{
+	static const char tag[] = "MOAT-VERDICT: ";
+	char *line = NULL, *t;
+	size_t cap = 0;
+	FILE *f;
+
+	out[0] = '\0';
+	if ((f = fopen(log, "re")) == NULL)
+		return;
+	while (getline(&line, &cap, f) != -1)
+		if ((t = strstr(line, tag)) != NULL)
+			snprintf(out, len, "%.*s", (int)strcspn(t + sizeof(tag)
+			    - 1, "\r\n"), t + sizeof(tag) - 1);
+	free(line);
+	fclose(f);
+}
 
 static void
 accel_read(const struct gpaths *p, struct row *r)
@@ -80,6 +102,8 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 			r->uptime = proc_uptime(pid);
 			accel_read(&p, r);
 		}
+		if (g.mode == MODE_IMAGE)
+			verdict_read(p.log, r->verdict, sizeof(r->verdict));
 		guest_free(&g);
 	}
 	gpaths_free(&p);
@@ -109,6 +133,7 @@ row_json(const struct row *r, bool first)
 	field("egress", r->egress);
 	field("mode", r->mode);
 	field("state", r->state);
+	field("verdict", r->verdict);
 	printf(", \"accel\": ");
 	r->accel[0] ? json_str(stdout, r->accel) : (void)printf("null");
 	printf(", \"accel_reason\": ");
@@ -174,8 +199,9 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	if (pv->json)
 		printf("[");
 	else
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %s\n", "NAME",
-		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "ACCEL");
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-14s %s\n", "NAME",
+		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "VERDICT",
+		    "ACCEL");
 	for (i = 0; i < n; i++) {
 		row_fill(pv, names[i], &r);
 		free(names[i]);
@@ -190,11 +216,12 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			    r.uptime / 3600, r.uptime / 60 % 60, r.uptime % 60);
 		else
 			snprintf(up, sizeof(up), "-");
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %s%s%s%s\n", r.name,
-		    r.address[0] ? r.address : "-", r.mode[0] ? r.mode : "-",
-		    r.egress[0] ? r.egress : "-", r.state, up,
-		    r.accel[0] ? r.accel : "-", r.accel[0] ? " (" : "",
-		    r.accel[0] ? r.accel_why : "", r.accel[0] ? ")" : "");
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-14s %s%s%s%s\n",
+		    r.name, r.address[0] ? r.address : "-", r.mode[0] ? r.mode :
+		    "-", r.egress[0] ? r.egress : "-", r.state, up,
+		    r.verdict[0] ? r.verdict : "-", r.accel[0] ? r.accel : "-",
+		    r.accel[0] ? " (" : "", r.accel[0] ? r.accel_why : "",
+		    r.accel[0] ? ")" : "");
 	}
 	free(names);
 	if (pv->json)

@@ -42,7 +42,8 @@ usage(int code)
 
 	fprintf(code ? stderr : stdout,
 	    "usage: provision [-v] [-c FILE] [--run-dir DIR] [--qemu PATH]\n"
-	    "                 [--qemu-img PATH] [--genisoimage PATH] VERB ...\n"
+	    "                 [--qemu-img PATH] [--genisoimage PATH]\n"
+	    "                 [--containment-check PATH] VERB ...\n"
 	    "Hardened QEMU guests on the moat gateway.\n\n");
 	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(code ? stderr : stdout, "  provision %s\n",
@@ -108,6 +109,7 @@ main(int argc, char **argv)
 		{ "qemu-img", required_argument, NULL, 'I' },
 		{ "genisoimage", required_argument, NULL, 'G' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "containment-check", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -124,6 +126,7 @@ main(int argc, char **argv)
 		case 'Q': pv.qemu = optarg; break;
 		case 'I': pv.qemu_img = optarg; break;
 		case 'G': pv.genisoimage = optarg; break;
+		case 'K': pv.containment_check = optarg; break;
 		case 'v': verbose++; break;
 		case 'V':
 			printf("%s %s\n", "provision", MOAT_VERSION);
@@ -145,9 +148,10 @@ main(int argc, char **argv)
 	/* A member of group moat: gatewayd checks ownership and quotas and
 	 * does the privileged work; the tool paths are then gatewayd's. */
 	if (geteuid() != 0 && verbs[i].forward && in_moat_group()) {
-		if (pv.qemu || pv.qemu_img || pv.genisoimage) {
-			log_warnx("--qemu, --qemu-img and --genisoimage are for "
-			    "root only");
+		if (pv.qemu || pv.qemu_img || pv.genisoimage ||
+		    pv.containment_check) {
+			log_warnx("--qemu, --qemu-img, --genisoimage and "
+			    "--containment-check are for root only");
 			return PV_USAGE;
 		}
 		return ctl_forward(&pv, argc - optind, argv + optind);

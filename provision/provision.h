@@ -69,6 +69,7 @@ struct pv {
 	const char	*qemu;		/* qemu-system-x86_64 */
 	const char	*qemu_img;
 	const char	*genisoimage;
+	const char	*containment_check;	/* copied into image guests */
 	char		*sbdir;		/* sandboxes.d beside conf_path */
 	char		*guests_dir;	/* state_dir/guests */
 	struct moat_config *cfg;
@@ -139,6 +140,8 @@ struct seed_in {
 	int		 plen;
 	char		 gateway[16];
 	struct strv	 env;		/* "VAR=value" placeholders */
+	const char	*cc_path;	/* containment-check, or NULL */
+	const char	*cc_expect;	/* its --expect: the egress mode */
 };
 int	 seed_user_data(FILE *, const struct seed_in *);
 int	 seed_meta_data(FILE *, const struct seed_in *);

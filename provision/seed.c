@@ -19,6 +19,31 @@
 
 #define CA_PATH		"/usr/local/share/ca-certificates/moat-gateway.crt"
 #define BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
+#define FIRST_CHECK	"/usr/local/sbin/moat-first-check"
+
+/* Run once by cloud-init (runcmd, after the network is up): install
+ * containment-check from the seed disk, scan, and print the verdict on the
+ * serial console, where `provision list` reads it.  $1: the egress mode,
+ * $2: the gateway (named, so a missing route cannot hide it). */
+static const char first_check[] =
+    "#!/bin/sh\n"
+    "# written by moat provision: first-boot containment check\n"
+    "m=$(mktemp -d)\n"
+    "if mount -o ro LABEL=cidata \"$m\"; then\n"
+    "\tinstall -m 0755 \"$m/containment-check\" /usr/local/bin/\n"
+    "\tumount \"$m\"\n"
+    "fi\n"
+    "rmdir \"$m\"\n"
+    "log=/var/log/moat-containment.log\n"
+    "/usr/local/bin/containment-check --in-guest --expect \"$1\" "
+    "--gateway \"$2\" "
+    ">\"$log\" 2>&1\n"
+    "case $? in 0) v=contained ;; 1) v='NOT CONTAINED' ;; "
+    "*) v=error ;; esac\n"
+    "{ printf '\\r\\n'; [ \"$v\" = contained ] || "
+    "grep -E '^ *(BREACH|FAIL)' \"$log\"; "
+    "grep -E ' probes in |^verdict:' \"$log\" || tail -n 3 \"$log\"; "
+    "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
 
 void
 json_str(FILE *f, const char *s)
@@ -122,8 +147,8 @@ user_block(FILE *f, const struct seed_in *in)
 		fprintf(f, "    lock_passwd: false\n    hashed_passwd: ");
 		json_str(f, in->password_hash);
 		fprintf(f, "\n    sudo: \"ALL=(ALL:ALL) ALL\"\n");
-	} else
-		fprintf(f, "    lock_passwd: true\n    sudo: false\n");
+	} else	/* no sudo key at all: "sudo: false" is deprecated */
+		fprintf(f, "    lock_passwd: true\n");
 	fprintf(f, "    ssh_authorized_keys:\n");
 	for (s = in->ssh_key; s != NULL && *s != '\0'; s = e) {
 		e = strchr(s, '\n');
@@ -173,10 +198,19 @@ seed_user_data(FILE *f, const struct seed_in *in)
 	write_file(f, "/etc/ssh/sshd_config.d/90-moat.conf", "0644",
 	    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
 	    "PermitRootLogin no\n");
+	if (in->cc_path != NULL)
+		write_file(f, FIRST_CHECK, "0755", first_check);
 	/* Root locked on every boot, not just the first. */
 	fprintf(f, "bootcmd:\n  - [ usermod, --lock, root ]\n");
 	fprintf(f, "runcmd:\n  - [ sh, -c, \"cat /etc/environment.d/"
 	    "90-moat.conf >> /etc/environment\" ]\n");
+	if (in->cc_path != NULL) {
+		fprintf(f, "  - [ %s, ", FIRST_CHECK);
+		json_str(f, in->cc_expect != NULL ? in->cc_expect : "open");
+		fprintf(f, ", ");
+		json_str(f, in->gateway);
+		fprintf(f, " ]\n");
+	}
 	free(sh);
 	free(env);
 	return ferror(f) ? -1 : 0;
@@ -198,7 +232,11 @@ seed_network_config(FILE *f, const struct seed_in *in)
 	    "      macaddress: \"%s\"\n    set-name: eth0\n"
 	    "    dhcp4: false\n    dhcp6: false\n"
 	    "    addresses: [ \"%s/%d\" ]\n"
-	    "    routes:\n      - to: default\n        via: \"%s\"\n"
+	    /* gateway4, not a route "to: default": cloud-init 22.4 (Debian
+	     * 12) rejects "default" and then sets up no network at all, and
+	     * its ifupdown renderer writes other routes as `route add`
+	     * commands (net-tools, absent from cloud images). */
+	    "    gateway4: \"%s\"\n"
 	    "    nameservers:\n      addresses: [ \"%s\" ]\n",
 	    in->mac, in->address, in->plen, in->gateway, in->gateway);
 	return ferror(f) ? -1 : 0;
@@ -242,14 +280,19 @@ seed_build(const struct pv *pv, const struct seed_in *in, const char *iso)
 	if (emit(dir, "user-data", in, seed_user_data) == 0 &&
 	    emit(dir, "meta-data", in, seed_meta_data) == 0 &&
 	    emit(dir, "network-config", in, seed_network_config) == 0) {
-		char *argv[] = { (char *)pv->genisoimage, "-quiet",
-		    "-output", (char *)iso, "-volid", "cidata", "-joliet",
-		    "-rock", u, m, n, NULL };
+		char *cc = NULL, *argv[] = { (char *)pv->genisoimage,
+		    "-quiet", "-output", (char *)iso, "-volid", "cidata",
+		    "-joliet", "-rock", "-graft-points", u, m, n, NULL, NULL };
 
+		if (in->cc_path != NULL) {
+			xasprintf(&cc, "containment-check=%s", in->cc_path);
+			argv[12] = cc;
+		}
 		if (run_argv(argv, NULL) == 0)
 			rc = 0;
 		else
 			log_warnx("genisoimage failed to build %s", iso);
+		free(cc);
 	}
 	unlink(u);
 	unlink(m);

@@ -275,7 +275,7 @@ t_seed(void **state)
 	assert_null(strstr(u, "default"));
 	assert_null(strstr(u, "NOPASSWD"));
 	assert_non_null(strstr(u, "lock_passwd: true"));
-	assert_non_null(strstr(u, "sudo: false"));
+	assert_null(strstr(u, "sudo:"));	/* none, not the deprecated false */
 	assert_non_null(strstr(u, "disable_root: true"));
 	assert_non_null(strstr(u, "ssh_pwauth: false"));
 	assert_non_null(strstr(u, "usermod, --lock, root"));
@@ -288,7 +288,18 @@ t_seed(void **state)
 	assert_non_null(strstr(u, "NODE_EXTRA_CA_CERTS="));
 	assert_non_null(strstr(u, "REQUESTS_CA_BUNDLE="));
 	assert_non_null(strstr(u, "PasswordAuthentication no"));
+	assert_null(strstr(u, "moat-first-check"));	/* no binary, no check */
 	free(u);
+	in.cc_path = "/usr/bin/containment-check";
+	in.cc_expect = "allowlist";
+	u = render(seed_user_data, &in);
+	assert_non_null(strstr(u, "path: /usr/local/sbin/moat-first-check"));
+	assert_non_null(strstr(u, "  - [ /usr/local/sbin/moat-first-check, "
+	    "\"allowlist\", \"10.77.0.1\" ]\n"));
+	assert_non_null(strstr(u, "MOAT-VERDICT: %s"));
+	assert_non_null(strstr(u, "mount -o ro LABEL=cidata"));
+	free(u);
+	in.cc_path = NULL;
 	in.sudo = true;
 	in.password_hash = "$6$salt$hash";
 	u = render(seed_user_data, &in);
@@ -300,7 +311,9 @@ t_seed(void **state)
 	assert_string_equal(m, "instance-id: moat-web\nlocal-hostname: web\n");
 	n = render(seed_network_config, &in);
 	assert_non_null(strstr(n, "addresses: [ \"10.77.0.5/24\" ]"));
-	assert_non_null(strstr(n, "via: \"10.77.0.1\""));
+	/* cloud-init 22.4 refuses "to: default" and then sets up no network */
+	assert_non_null(strstr(n, "gateway4: \"10.77.0.1\""));
+	assert_null(strstr(n, "default"));
 	assert_non_null(strstr(n, "macaddress: \"02:6d:74:00:00:05\""));
 	assert_non_null(strstr(n, "dhcp4: false"));
 	free(m);

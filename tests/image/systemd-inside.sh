@@ -1,0 +1,143 @@
+#!/bin/bash
+# systemd-inside.sh PHASE -- runs INSIDE the Debian test VM (30-systemd-vm.sh)
+# as root; prints TAP-like lines prefixed "VMTAP: " on the serial console.
+#   phase1 (first boot, from cloud-init): install the .deb, build the
+#          namespaces, systemctl enable --now, check, restart, stop, reboot
+#   phase2 (second boot, a unit ordered after moat-gatewayd): the policy
+#          came back by itself; then power off.
+# Everything it sends stays inside this VM (it has no network card).
+D=$(cd "$(dirname "$0")" && pwd)
+say() { printf 'VMTAP: %s\r\n' "$*"; }
+chk() {	# chk DESCRIPTION CMD... -- ok if CMD succeeds
+	local d=$1; shift
+	if "$@" >/tmp/chk.out 2>&1; then say "ok - $d"
+	else say "not ok - $d"; sed 's/^/VMTAP: #   /' /tmp/chk.out | head -8; fi
+}
+nchk() { local d=$1; shift; if "$@" >/dev/null 2>&1; then say "not ok - $d"; else say "ok - $d"; fi; }
+wait_for() { local i; for i in $(seq "$1"); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+g() { ip netns exec g1 "$@"; }
+tables() { nft list tables | grep -q 'inet moat' && nft list tables | grep -q 'bridge moat'; }
+http() { g curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" | grep -q '^200$'; }
+
+links() {	# the gateway's own links, as an admin's network config would make
+	ip link add moat0 type bridge
+	ip addr add 10.77.0.1/24 dev moat0
+	ip link set moat0 up
+	ip netns add inet
+	ip link add up0 type veth peer name eth0 netns inet
+	ip addr add 203.0.113.1/24 dev up0; ip link set up0 up
+}
+
+topology() {
+	links
+	ip -n inet addr add 203.0.113.2/24 dev eth0; ip -n inet link set eth0 up
+	ip -n inet addr add 203.0.113.3/24 dev eth0	# a host no name leads to
+	ip -n inet link set lo up
+	ip -n inet route add default via 203.0.113.1
+	ip netns add g1
+	ip link add mt-g1 type veth peer name eth0 netns g1
+	ip link set mt-g1 master moat0; ip link set mt-g1 type bridge_slave isolated on
+	ip link set mt-g1 up
+	ip -n g1 link set eth0 address 52:54:00:00:00:0a
+	ip -n g1 addr add 10.77.0.10/24 dev eth0; ip -n g1 link set eth0 up
+	ip -n g1 link set lo up; ip -n g1 route add default via 10.77.0.1
+	mkdir -p /etc/netns/g1 /srv/www
+	echo "nameserver 10.77.0.1" >/etc/netns/g1/resolv.conf
+	echo hello >/srv/www/index.html
+	ip netns exec inet python3 "$D/cc-dns.py" 203.0.113.2 allowed.test=203.0.113.2 \
+	    other.test=203.0.113.2 --lifetime 1200 >/dev/null 2>&1 &
+	ip netns exec inet python3 -m http.server -b 203.0.113.2 -d /srv/www 80 >/dev/null 2>&1 &
+	ip netns exec inet python3 -m http.server -b 203.0.113.3 -d /srv/www 80 >/dev/null 2>&1 &
+	sysctl -qw net.ipv4.ip_forward=1
+}
+
+conf() {
+	cat >/etc/moat/moat.conf <<CONF
+gateway: {
+  uplink  = "up0";
+  network = "10.77.0.0/24";
+  bridge  = "moat0";
+  dns:   { upstream = [ "203.0.113.2" ]; };
+  proxy: { port = 3128; intercept = false; };
+  treat_as_public = [ "203.0.113.0/24" ];
+};
+sandboxes = (
+  { name = "g1"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-g1";
+    egress = "allowlist"; allow = [ "allowed.test" ]; }
+);
+CONF
+}
+
+guest_checks() {	# guest_checks WHEN
+	chk "$1: g1 resolves an allowed name through the gateway" \
+	    sh -c 'ip netns exec g1 dig +short @10.77.0.1 allowed.test | grep -qx 203.0.113.2'
+	chk "$1: g1 reaches the allowed name (egress)" http http://allowed.test/
+	nchk "$1: g1 cannot reach a name not in its allowlist" http http://other.test/
+	nchk "$1: g1 cannot reach the internet by address" http http://203.0.113.3/
+	nchk "$1: g1 cannot reach the gateway's ssh" g timeout 5 bash -c 'exec 3<>/dev/tcp/10.77.0.1/22'
+}
+
+phase1() {
+	# The test image was built without man pages (mmdebstrap's dpkg path
+	# filter stays in the image); a user's system has none.
+	rm -f /etc/dpkg/dpkg.cfg.d/99mmdebstrap
+	chk "the .deb installs with dpkg -i (no network)" dpkg -i "$D"/moat_*.deb
+	chk "postinst created group moat and the users" sh -c \
+	    'getent group moat && id moat-dns && id moat-proxy && id moat-log && id moat-qemu'
+	chk "/etc/moat/moat.conf is a conffile" sh -c 'dpkg-query -W -f="\${Conffiles}" moat | grep -q /etc/moat/moat.conf'
+	chk "man pages installed (gatewayd(8), moat.conf(5))" sh -c \
+	    'zcat /usr/share/man/man8/gatewayd.8.gz | grep -q "^.TH \"GATEWAYD\" \"8\"" && test -f /usr/share/man/man5/moat.conf.5.gz'
+	chk "unit installed and enabled by the package" systemctl is-enabled moat-gatewayd
+	nchk "not started before it is configured" systemctl is-active moat-gatewayd
+	topology; conf
+	# Control: before any policy, the address-only host is reachable, so
+	# the refusals below are the policy's doing.
+	chk "control: without the policy g1 reaches 203.0.113.3" wait_for 30 http http://203.0.113.3/
+	chk "systemctl enable --now moat-gatewayd" systemctl enable --now moat-gatewayd
+	chk "moat-gatewayd is active" wait_for 60 sh -c 'systemctl is-active moat-gatewayd && ss -lun | grep -q 10.77.0.1:53'
+	chk "the policy tables are in the kernel" tables
+	guest_checks "under systemd"
+	chk "systemctl restart moat-gatewayd" systemctl restart moat-gatewayd
+	chk "policy kept across the restart" tables
+	chk "active again after the restart" wait_for 60 sh -c 'systemctl is-active moat-gatewayd && ss -lun | grep -q 10.77.0.1:53'
+	guest_checks "after restart"
+	chk "systemctl stop moat-gatewayd" systemctl stop moat-gatewayd
+	chk "policy stays after stop (fail closed)" tables
+	nchk "stopped: g1 still cannot reach the internet by address" http http://203.0.113.3/
+	nchk "stopped: g1 still cannot reach the gateway's ssh" g timeout 5 bash -c 'exec 3<>/dev/tcp/10.77.0.1/22'
+	cat >/etc/systemd/system/moat-vmtest-links.service <<UNIT
+[Unit]
+Before=moat-gatewayd.service
+[Service]
+Type=oneshot
+ExecStart=/bin/bash $D/systemd-inside.sh links
+[Install]
+WantedBy=multi-user.target
+UNIT
+	systemctl enable moat-vmtest-links.service >/dev/null 2>&1
+	cat >/etc/systemd/system/moat-vmtest.service <<UNIT
+[Unit]
+After=moat-gatewayd.service
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c '/bin/bash $D/systemd-inside.sh phase2 >/dev/ttyS0 2>&1'
+[Install]
+WantedBy=multi-user.target
+UNIT
+	systemctl enable moat-vmtest.service >/dev/null 2>&1
+	say "# rebooting"
+	systemctl reboot
+}
+
+phase2() {
+	say "# second boot"
+	# This unit is ordered After= moat-gatewayd: the policy must already
+	# be there, with no waiting (a guest started here would be covered).
+	chk "after reboot: the policy is in the kernel before units after gatewayd" tables
+	chk "after reboot: moat-gatewayd started by itself" systemctl is-active moat-gatewayd
+	chk "after reboot: g1's sandbox is in the policy" \
+	    sh -c 'nft list ruleset | grep -q 10.77.0.10'
+	say "VMTAP-DONE"
+	systemctl poweroff
+}
+"$1"
