@@ -26,7 +26,7 @@ int
 policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
     size_t errlen)
 {
-	struct nftr_opts opts = { NFTR_MODE_GATEWAY, NULL };
+	struct nftr_opts opts = { .mode = NFTR_MODE_GATEWAY };
 	struct nftr_ruleset *rs;
 	int rc;
 
@@ -34,6 +34,7 @@ policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
 		snprintf(err, errlen, "cannot open netlink to nf_tables");
 		return -1;
 	}
+	nftr_opts_users(&opts);
 	if ((rs = nftr_build(cfg, &opts, err, errlen)) == NULL)
 		return -1;
 	/* Fail closed: refuse to run on a kernel that lacks a feature the
