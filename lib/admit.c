@@ -14,11 +14,11 @@ static const char *const whys[] = {
 	[ADMIT_OK] = "admitted",
 	[ADMIT_NOT_SANDBOX] = "source is not a sandbox",
 	[ADMIT_NONE] = "sandbox egress is none",
-	[ADMIT_SANDBOX_NET] = "the sandbox network",
+	[ADMIT_SANDBOX_NET] = "an address of the sandbox network",
 	[ADMIT_HOST] = "an address of the gateway host",
-	[ADMIT_IPV6] = "IPv6 (guests have no IPv6 egress)",
-	[ADMIT_PRIVATE] = "private address",
-	[ADMIT_PORT] = "port not in the sandbox's allow_ports",
+	[ADMIT_IPV6] = "an IPv6 address (guests have no IPv6 egress)",
+	[ADMIT_PRIVATE] = "a private address",
+	[ADMIT_PORT] = "a port not in the sandbox's allow_ports",
 };
 
 const char *
