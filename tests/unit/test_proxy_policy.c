@@ -189,6 +189,29 @@ test_admission(void **state)
 	admit_host_free(&host);
 }
 
+/* The one set-add admission both parents use (gatewayd and dnsd). */
+static void
+test_set_add(void **state)
+{
+	struct moat_addr in[4], ok[4];
+	uint32_t t = 0xffffffffu;
+
+	need_cfg();
+	assert_int_equal(addr_parse("203.0.113.7", &in[0]), 0);
+	assert_int_equal(addr_parse("192.168.1.50", &in[1]), 0);
+	assert_int_equal(addr_parse("10.77.0.12", &in[2]), 0);
+	assert_int_equal(addr_parse("2606:4700::1", &in[3]), 0);
+	assert_int_equal(admit_set_add(cfg, "a", in, 4, ok, &t), 1);
+	assert_int_equal(addr_cmp(&ok[0], &in[0]), 0);
+	assert_int_equal(t, ADMIT_SET_TIMEOUT_MAX_MS);	/* ~49 days capped */
+	t = 60000;
+	assert_int_equal(admit_set_add(cfg, "a", in, 1, ok, &t), 1);
+	assert_int_equal(t, 60000);
+	assert_int_equal(admit_set_add(cfg, "o", in, 1, ok, &t), -1);
+	assert_int_equal(admit_set_add(cfg, "n", in, 1, ok, &t), -1);
+	assert_int_equal(admit_set_add(cfg, "nosuch", in, 1, ok, &t), -1);
+}
+
 static void
 test_binding(void **state)
 {
@@ -212,6 +235,7 @@ main(void)
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_set_add),
 		cmocka_unit_test(test_binding),
 	};
 
