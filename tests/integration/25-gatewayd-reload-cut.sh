@@ -68,6 +68,7 @@ flow() {	# flow NAME ADDR PORT STEPS -- a long-lived echo flow from dev
 	local n=$1 a=$2 p=$3 k gos=(); shift 3
 	for k in $(seq 0 $(($1 - 1))); do gos+=("$TOPO_TMP/go-$n-$k"); done
 	ip netns exec $TOPO-dev python3 "$TOPO_TMP/flow.py" $a $p "$TOPO_TMP/res-$n" "${gos[@]}" &
+	FLOWS+=($!)
 	for k in $(seq 100); do grep -q before: "$TOPO_TMP/res-$n" 2>/dev/null && break; sleep 0.1; done
 	expect_match "flow $n to $a:$p established" "before:one" "$(cat "$TOPO_TMP/res-$n")"
 }
@@ -77,6 +78,7 @@ step() {	# step NAME K -- let flow NAME send once more, wait for its answer
 	sed -n "s/^after$2://p" "$TOPO_TMP/res-$1"
 }
 
+FLOWS=()
 flow exc $LAN_HOST 7001 1
 flow shrunk 203.0.113.200 7000 1
 flow kept 203.0.113.10 7000 1
@@ -97,5 +99,5 @@ expect_ok "reload narrowing 301 sandboxes" gw_ctl reload
 expect_match "the 301st narrowed sandbox's flow is cut too (no cap)" "^error" "$(step many 0)"
 expect_match "reload audited with the flows it cut" '"event":"reload","result":"ok","flows_cut":"[1-9]' \
 	"$(cat "$GW_AUDIT")"
-touch "$TOPO_TMP"/go-kept-1; wait
+wait "${FLOWS[@]}"
 tap_done
