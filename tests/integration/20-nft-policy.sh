@@ -21,6 +21,10 @@ topo_banner "$NS_GW" 0.0.0.0 22 "SSH-2.0-gateway-host"
 topo_banner "$NS_GW" $GW_ADDR 53 "gateway-dns"
 topo_banner "$NS_GW" $GW_ADDR 3128 "gateway-proxy"
 topo_banner "$TOPO-web" 10.77.0.10 8080 "guest-web-service"
+# The kernel rate-limits ICMP errors per destination (1/s after a burst
+# of 6): later refusals to the same guest would arrive as silence.  Lift
+# the limit in this run's gateway namespace, as an appliance should.
+in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0
 
 CONF=$TOPO_TMP/moat.conf
 cat >"$CONF" <<'EOF'
