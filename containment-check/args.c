@@ -3,6 +3,7 @@
  * can drive them; main.c only maps errors to usage messages.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,4 +136,56 @@ args_hostport(const char *s, struct cc_hostport *hp)
 	if (addr_parse(hp->host, &a) == 0)
 		return 0;
 	return valid_name(hp->host);
+}
+
+static int
+push_target(struct cc_target *v, size_t *n, const char *arg)
+{
+	if (*n == CC_MAXLIST)
+		return -2;
+	if (args_target(arg, &v[*n]) == -1)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* A LAN range: its first two host addresses, on the common ports. */
+static int
+push_lan(struct cc_opts *o, const char *arg)
+{
+	struct moat_prefix p;
+	int k;
+
+	if (prefix_parse(arg, &p) == -1 || p.addr.family != AF_INET ||
+	    p.plen > 30)
+		return -1;
+	for (k = 1; k <= 2; k++) {
+		if (o->ntargets == CC_MAXLIST)
+			return -2;
+		o->targets[o->ntargets].addr = p.addr;
+		o->targets[o->ntargets].addr.a[3] += (uint8_t)k;
+		o->targets[o->ntargets++].port = 0;
+	}
+	return 0;
+}
+
+int
+args_targets_line(const char *line, struct cc_opts *o)
+{
+	char key[16], val[80], extra;
+	int n;
+
+	line += strspn(line, " \t");
+	if (*line == '\0' || *line == '\n' || *line == '#')
+		return 0;
+	n = sscanf(line, "%15s %79s %c", key, val, &extra);
+	if (n != 2)
+		return -1;
+	if (strcmp(key, "gateway") == 0)
+		return push_target(o->gwaddrs, &o->ngwaddrs, val);
+	if (strcmp(key, "exception") == 0)
+		return push_target(o->closed, &o->nclosed, val);
+	if (strcmp(key, "lan") == 0)
+		return push_lan(o, val);
+	return -1;
 }

@@ -196,6 +196,12 @@ struct cc_opts {
 	size_t		ninternet;
 	struct cc_target targets[CC_MAXLIST];
 	size_t		ntargets;
+	/* From the targets file provision writes (--targets-file). */
+	struct cc_target gwaddrs[CC_MAXLIST];	/* the gateway host's */
+	size_t		ngwaddrs;
+	struct cc_target closed[CC_MAXLIST];	/* exceptions not for us */
+	size_t		nclosed;
+	const char	*targets_file;
 	struct moat_addr resolvers[CC_MAXLIST];
 	size_t		nresolvers;	/* 0: the built-in public resolvers */
 	struct moat_prefix pub[CC_MAXLIST];
@@ -213,6 +219,11 @@ int	 args_hostport(const char *, struct cc_hostport *);
 int	 args_uint(const char *, unsigned lo, unsigned hi, unsigned *);
 int	 args_mode(const char *, enum cc_mode *);
 const char *args_mode_name(enum cc_mode);
+/* One line of the targets file: "gateway IP[:PORT]", "exception
+ * IP[:PORT]", "lan CIDR" (its first two hosts become --targets), blank
+ * or "#" comment.  0 ok, -1 bad line, -2 list full. */
+int	 args_targets_line(const char *line, struct cc_opts *);
+#define CC_TARGETS_FILE	"/etc/moat/containment-targets"
 
 /* discover.c */
 void	 discover(struct cc_disc *, bool read_resolv);

@@ -28,6 +28,9 @@ static const char usage_text[] =
 "  --internet HOST:PORT  positive control: must be reachable (with\n"
 "                        --expect none: must not be)\n"
 "  --target IP[:PORT]    also probe this host (default: common ports)\n"
+"  --targets-file FILE   the gateway's addresses, exceptions that must stay\n"
+"                        closed and LAN ranges, as provision writes them\n"
+"                        (default " CC_TARGETS_FILE " if present)\n"
 "  --resolver IP         public resolver for the bypass probes (replaces\n"
 "                        9.9.9.9 1.1.1.1 8.8.8.8 and two IPv6 ones)\n"
 "  --treat-as-public CIDR  not private for DNS judgements (test labs)\n"
@@ -49,7 +52,7 @@ enum {
 	OPT_GATEWAY = 256, OPT_EXPECT, OPT_ALLOW, OPT_DENY, OPT_REBIND,
 	OPT_INTERNET, OPT_TARGET, OPT_RESOLVER, OPT_PUBLIC, OPT_PROXY,
 	OPT_TIMEOUT, OPT_CONC, OPT_HOSTCHK, OPT_NOHOSTCHK, OPT_INGUEST,
-	OPT_JSON,
+	OPT_JSON, OPT_TFILE,
 };
 
 static const struct option longopts[] = {
@@ -60,6 +63,7 @@ static const struct option longopts[] = {
 	{ "rebind-name",	required_argument, NULL, OPT_REBIND },
 	{ "internet",		required_argument, NULL, OPT_INTERNET },
 	{ "target",		required_argument, NULL, OPT_TARGET },
+	{ "targets-file",	required_argument, NULL, OPT_TFILE },
 	{ "resolver",		required_argument, NULL, OPT_RESOLVER },
 	{ "treat-as-public",	required_argument, NULL, OPT_PUBLIC },
 	{ "proxy-port",		required_argument, NULL, OPT_PROXY },
@@ -130,6 +134,9 @@ set_option(struct cc_opts *o, int ch, const char *arg)
 		    args_hostport(arg, &o->internet[o->ninternet++]) == -1)
 			usage("--internet takes HOST:PORT (at most 4)", arg);
 		break;
+	case OPT_TFILE:
+		o->targets_file = arg;
+		break;
 	case OPT_TARGET:
 		if (o->ntargets == CC_MAXLIST ||
 		    args_target(arg, &o->targets[o->ntargets++]) == -1)
@@ -159,6 +166,34 @@ set_option(struct cc_opts *o, int ch, const char *arg)
 			usage("--concurrency takes 1..16384", arg);
 		break;
 	}
+}
+
+/* The targets the guest cannot learn by itself.  A missing default file
+ * is fine (a guest not made by provision); a named one must be there. */
+static void
+read_targets(struct cc_opts *o)
+{
+	const char *path = o->targets_file ? o->targets_file : CC_TARGETS_FILE;
+	char line[256];
+	FILE *f;
+	int lineno = 0, r;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		if (o->targets_file != NULL)
+			usage("cannot read --targets-file", path);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		if ((r = args_targets_line(line, o)) == 0)
+			continue;
+		fclose(f);
+		snprintf(line, sizeof(line), "%s:%d", path, lineno);
+		usage(r == -2 ? "too many targets in" : "expected \"gateway "
+		    "IP[:PORT]\", \"exception IP[:PORT]\" or \"lan CIDR\" at",
+		    line);
+	}
+	fclose(f);
 }
 
 static void
@@ -202,6 +237,7 @@ parse_args(int argc, char **argv, struct cc_opts *o)
 	}
 	if (optind != argc)
 		usage("unexpected argument", argv[optind]);
+	read_targets(o);
 }
 
 /*

@@ -434,6 +434,154 @@ plan_metadata(struct cc_probes *v, const struct cc_opts *o,
 	}
 }
 
+/* --- what the proxy may dial, and what an exception opens ------------------ */
+
+static const uint16_t proxy_ports[] = { 22, 80, 443 };
+
+/* Ask the proxy for addr:port, explicitly (CONNECT) or as an absolute
+ * URI: a 2xx or 3xx means it dialled, which is a breach (judge_http). */
+static void
+via_proxy(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a,
+    uint16_t port, bool connect, const char *what)
+{
+	struct cc_probe *p;
+	char host[INET6_ADDRSTRLEN + 2], ab[INET6_ADDRSTRLEN], req[384];
+	int len;
+
+	if (o->proxy_port == 0 || d->gateway.family != AF_INET)
+		return;
+	addr_fmt(a, ab, sizeof(ab));
+	snprintf(host, sizeof(host), a->family == AF_INET6 ? "[%s]" : "%s",
+	    ab);
+	if (connect)
+		len = snprintf(req, sizeof(req), "CONNECT %s:%u HTTP/1.1\r\n"
+		    "Host: %s:%u\r\n\r\n", host, port, host, port);
+	else
+		len = snprintf(req, sizeof(req), "GET http://%s:%u/ HTTP/1.1\r\n"
+		    "Host: %s:%u\r\nConnection: close\r\n\r\n", host, port,
+		    host, port);
+	p = add(v, cls, K_TCP, E_DENY, &d->gateway, o->proxy_port, 0, what,
+	    o->timeout_ms);
+	set_payload(p, A_HTTP, req, (size_t)len);
+}
+
+/* Transparent: tcp 80 to addr is redirected to the proxy; a plain GET
+ * answered 2xx/3xx means the proxy fetched from addr. */
+static void
+via_redirect(struct cc_probes *v, const struct cc_opts *o,
+    enum cc_class cls, const struct moat_addr *a, const char *what)
+{
+	struct cc_probe *p;
+	char ab[INET6_ADDRSTRLEN], req[256];
+	int len;
+
+	if (a->family != AF_INET)
+		return;
+	addr_fmt(a, ab, sizeof(ab));
+	len = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n"
+	    "Connection: close\r\n\r\n", ab);
+	p = add(v, cls, K_TCP, E_DENY, a, 80, 0, what, o->timeout_ms);
+	set_payload(p, A_HTTP, req, (size_t)len);
+}
+
+static const char WHAT_GWADDR[] = "an address of the gateway host";
+static const char WHAT_GWADDR_CONNECT[] =
+    "an address of the gateway host, CONNECT through the proxy";
+static const char WHAT_GWADDR_URI[] =
+    "an address of the gateway host, absolute URI through the proxy";
+static const char WHAT_GWADDR_REDIR[] =
+    "an address of the gateway host, transparent HTTP";
+static const char WHAT_EXC[] = "an exception that does not apply here";
+static const char WHAT_EXC_PROXY[] =
+    "an exception that does not apply here, through the proxy";
+static const char WHAT_V6_PROXY[] = "IPv6 literal through the proxy";
+static const char WHAT_NET_PROXY[] = "the sandbox network through the proxy";
+static const char WHAT_ALLOW_PORT[] =
+    "an allowlisted address on a port not in allow_ports";
+
+static void
+plan_gwaddrs(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	static const uint16_t direct[] = { 22, 53, 3128, 8080 };
+	enum cc_class cls;
+	size_t i, k;
+
+	for (i = 0; i < o->ngwaddrs; i++) {
+		const struct cc_target *t = &o->gwaddrs[i];
+
+		cls = t->addr.family == AF_INET6 ? C_IPV6 : C_GATEWAY;
+		/* tcp 80 and 443 may be redirected to the proxy: judged by
+		 * what the proxy answers, not by the connection. */
+		if (t->port != 0 && t->port != 80 && t->port != 443)
+			add(v, cls, K_TCP, E_DENY, &t->addr, t->port, 0,
+			    WHAT_GWADDR, o->timeout_ms);
+		if (t->port == 0)
+			add_ports(v, cls, &t->addr, 0, direct,
+			    sizeof(direct) / sizeof(direct[0]), WHAT_GWADDR,
+			    o->timeout_ms);
+		via_redirect(v, o, cls, &t->addr, WHAT_GWADDR_REDIR);
+		for (k = 0; k < sizeof(proxy_ports) / sizeof(proxy_ports[0]);
+		    k++)
+			via_proxy(v, o, d, cls, &t->addr, proxy_ports[k], true,
+			    WHAT_GWADDR_CONNECT);
+		via_proxy(v, o, d, cls, &t->addr, 80, false, WHAT_GWADDR_URI);
+		if (t->port != 0 && t->port != 80) {
+			via_proxy(v, o, d, cls, &t->addr, t->port, true,
+			    WHAT_GWADDR_CONNECT);
+			via_proxy(v, o, d, cls, &t->addr, t->port, false,
+			    WHAT_GWADDR_URI);
+		}
+	}
+}
+
+static void
+plan_admission(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_probes *ph1)
+{
+	static const char *const v6[] = { "fd00::1", "fe80::1",
+	    "2001:4860:4860::8888" };
+	struct moat_addr a[CC_DNS_MAXADDR], net;
+	size_t i, k, n;
+
+	plan_gwaddrs(v, o, d);
+	for (i = 0; i < o->nclosed; i++) {
+		const struct cc_target *t = &o->closed[i];
+		uint16_t port = t->port ? t->port : 22;
+
+		add(v, C_PRIVATE, K_TCP, E_DENY, &t->addr, port, 0, WHAT_EXC,
+		    o->timeout_ms);
+		via_proxy(v, o, d, C_PRIVATE, &t->addr, port, true,
+		    WHAT_EXC_PROXY);
+	}
+	for (i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+		parse_or_die(v6[i], &a[0]);
+		via_proxy(v, o, d, C_IPV6, &a[0], 443, true, WHAT_V6_PROXY);
+	}
+	/* The gateway's own sandbox-side address and a neighbour of ours. */
+	net = d->gateway;
+	net.a[3] ^= 2;
+	for (k = 0; d->gateway.family == AF_INET && k < 2; k++) {
+		via_proxy(v, o, d, C_GUESTS, &d->gateway, proxy_ports[k], true,
+		    WHAT_NET_PROXY);
+		via_proxy(v, o, d, C_GUESTS, &net, proxy_ports[k], true,
+		    WHAT_NET_PROXY);
+	}
+	if (o->mode != M_ALLOWLIST)
+		return;
+	for (i = 0; i < o->nallow; i++) {
+		n = resolved(ph1, o->allow[i], a, CC_DNS_MAXADDR);
+		for (k = 0; k < n; k++)
+			if (a[k].family == AF_INET) {
+				add(v, C_PRIVATE, K_TCP, E_DENY, &a[k], 8443, 0,
+				    WHAT_ALLOW_PORT, o->timeout_ms);
+				add(v, C_PRIVATE, K_TCP, E_DENY, &a[k], 22, 0,
+				    WHAT_ALLOW_PORT, o->timeout_ms);
+			}
+	}
+}
+
 /* Other guests: every address of the guest's own /24 (or smaller subnet)
  * and everything in the neighbour table. */
 static void
@@ -754,6 +902,7 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 	plan_controls(v, o, ph1);
 	plan_spoof(v, o, d, ph1);
 	plan_metadata(v, o, d, ph1);
+	plan_admission(v, o, d, ph1);
 	plan_private(v, o, d);
 	plan_bypass(v, o, d);
 	plan_ipv6(v, o, d, ph1);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "dnsd.h"
 #include "ipc.h"
 #include "log.h"
@@ -85,33 +86,27 @@ stop_child(struct priv *p)
 	p->ipc = -1;
 }
 
-/* The resolver asks; the parent decides what actually gets opened. */
+/* The resolver asks; the parent decides what actually gets opened, with
+ * the same admission check as gatewayd's parent (admit_set_add). */
 static int32_t
 set_add(struct priv *p, const struct ipc_set_add *m)
 {
-	const struct moat_sandbox *sb;
 	struct moat_addr ok[IPC_SET_MAX_ADDRS];
-	uint32_t i, n = 0, timeout = m->timeout_ms;
-	int r;
+	uint32_t timeout = m->timeout_ms;
+	int n, r;
 
-	sb = config_sandbox_by_name(p->cfg, m->sandbox);
-	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST) {
+	n = admit_set_add(p->cfg, m->sandbox, m->addr, m->naddr, ok, &timeout);
+	if (n < 0) {
 		log_warnx("set-add for \"%s\", which is not an allowlist "
 		    "sandbox: refused", m->sandbox);
 		return -1;
 	}
-	for (i = 0; i < m->naddr; i++)
-		if (m->addr[i].family == AF_INET &&
-		    !addr_is_private(p->cfg->private, &m->addr[i]))
-			ok[n++] = m->addr[i];
-	if (timeout > DNSD_TTL_MAX * 1000)
-		timeout = DNSD_TTL_MAX * 1000;
 	if (n == 0)
 		return 0;
 	if (p->nft == NULL)
 		return (int32_t)n;	/* --no-nft */
-	if ((r = nftr_set_add(p->nft, sb->name, ok, n, timeout)) < 0)
-		log_warnx("sandbox %s: nftables: %s", sb->name,
+	if ((r = nftr_set_add(p->nft, m->sandbox, ok, (size_t)n, timeout)) < 0)
+		log_warnx("sandbox %s: nftables: %s", m->sandbox,
 		    nftr_error(p->nft));
 	return r;
 }

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/object.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admit.h"
 #include "gatewayd.h"
 #include "log.h"
 #include "nftrules.h"
@@ -27,7 +29,7 @@ int
 policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
     size_t errlen)
 {
-	struct nftr_opts opts = { NFTR_MODE_GATEWAY, NULL };
+	struct nftr_opts opts = { .mode = NFTR_MODE_GATEWAY };
 	struct nftr_ruleset *rs;
 	int rc;
 
@@ -35,6 +37,7 @@ policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
 		snprintf(err, errlen, "cannot open netlink to nf_tables");
 		return -1;
 	}
+	nftr_opts_users(&opts);
 	if ((rs = nftr_build(cfg, &opts, err, errlen)) == NULL)
 		return -1;
 	/* Fail closed: refuse to run on a kernel that lacks a feature the
@@ -267,26 +270,89 @@ narrowed(const struct moat_sandbox *o, const struct moat_config *new)
 
 struct ct_cut {
 	struct mnl_socket	*nl;
-	struct in_addr		 src[256];
-	size_t			 nsrc;
-	char			*dels;		/* copies of matching tuples */
+	const struct moat_config *old, *new;
+	char			*dels;		/* copies of refused tuples */
 	size_t			 dlen, nd;
 };
 
+/* The original direction of a flow: source, destination, protocol and
+ * destination port (0 where the protocol has none). */
+struct ct_flow {
+	struct moat_addr	 src, dst;
+	int			 proto;
+	uint16_t		 dport;
+};
+
+static void
+ct_tuple_ip(const struct nlattr *ip, struct ct_flow *f)
+{
+	const struct nlattr *b;
+
+	mnl_attr_for_each_nested(b, ip) {
+		struct moat_addr *a = NULL;
+
+		if (mnl_attr_get_type(b) == CTA_IP_V4_SRC)
+			a = &f->src;
+		else if (mnl_attr_get_type(b) == CTA_IP_V4_DST)
+			a = &f->dst;
+		if (a == NULL || mnl_attr_get_payload_len(b) != 4)
+			continue;
+		a->family = AF_INET;
+		memcpy(a->a, mnl_attr_get_payload(b), 4);
+	}
+}
+
 static int
-ct_tuple_src(const struct nlattr *tuple, struct in_addr *src)
+ct_tuple(const struct nlattr *tuple, struct ct_flow *f)
 {
 	const struct nlattr *a, *b;
+	uint16_t port;
 
-	mnl_attr_for_each_nested(a, tuple)
+	memset(f, 0, sizeof(*f));
+	mnl_attr_for_each_nested(a, tuple) {
 		if (mnl_attr_get_type(a) == CTA_TUPLE_IP)
-			mnl_attr_for_each_nested(b, a)
-				if (mnl_attr_get_type(b) == CTA_IP_V4_SRC &&
-				    mnl_attr_get_payload_len(b) == 4) {
-					memcpy(src, mnl_attr_get_payload(b), 4);
-					return 0;
-				}
-	return -1;
+			ct_tuple_ip(a, f);
+		if (mnl_attr_get_type(a) != CTA_TUPLE_PROTO)
+			continue;
+		mnl_attr_for_each_nested(b, a) {
+			if (mnl_attr_get_type(b) == CTA_PROTO_NUM &&
+			    mnl_attr_get_payload_len(b) >= 1)
+				f->proto = *(const uint8_t *)
+				    mnl_attr_get_payload(b);
+			if (mnl_attr_get_type(b) == CTA_PROTO_DST_PORT &&
+			    mnl_attr_get_payload_len(b) == 2) {
+				memcpy(&port, mnl_attr_get_payload(b), 2);
+				f->dport = ntohs(port);
+			}
+		}
+	}
+	return f->src.family == AF_INET && f->dst.family == AF_INET ? 0 : -1;
+}
+
+/* Would the new policy let this guest's flow start now?  The same
+ * admission function the proxy and the compiler use (admit_addr); the
+ * set of an allowlist sandbox is runtime state, so a sandbox whose list
+ * shrank loses all its flows (narrowed). */
+static bool
+flow_refused(const struct ct_cut *c, const struct ct_flow *f)
+{
+	const struct moat_sandbox *o = config_sandbox_by_addr(c->old, &f->src);
+	const struct moat_sandbox *n;
+	const struct moat_gateway *gw = &c->new->gw;
+
+	if (o == NULL && (n = config_sandbox_by_addr(c->new, &f->src)) == NULL)
+		return false;		/* not a guest's flow */
+	if (o != NULL && narrowed(o, c->new))
+		return true;
+	n = config_sandbox_by_addr(c->new, &f->src);
+	if (n == NULL)
+		return true;
+	if (addr_cmp(&f->dst, &gw->address) == 0)
+		return !(f->dport == 53 && (f->proto == IPPROTO_UDP ||
+		    f->proto == IPPROTO_TCP)) && !(f->proto == IPPROTO_TCP &&
+		    f->dport == gw->proxy_port);
+	return admit_addr(c->new, n, NULL, &f->dst, f->proto, f->dport) !=
+	    ADMIT_OK;
 }
 
 static int
@@ -294,17 +360,12 @@ ct_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct ct_cut *c = data;
 	const struct nlattr *a;
-	struct in_addr src;
-	size_t i, al;
+	struct ct_flow f;
+	size_t al;
 
 	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
 		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG ||
-		    ct_tuple_src(a, &src) == -1)
-			continue;
-		for (i = 0; i < c->nsrc; i++)
-			if (c->src[i].s_addr == src.s_addr)
-				break;
-		if (i == c->nsrc)
+		    ct_tuple(a, &f) == -1 || !flow_refused(c, &f))
 			continue;
 		al = MNL_ALIGN(a->nla_len);
 		c->dels = xreallocarray(c->dels, c->dlen + al, 1);
@@ -357,22 +418,19 @@ ct_delete_all(struct ct_cut *c)
 	return deleted;
 }
 
+/* Cut every flow the new policy refuses: a removed exception, a shrunk
+ * treat_as_public, a narrowed sandbox.  Each conntrack entry is judged on
+ * its own, so there is no cap on how many sources a reload may touch. */
 int
 policy_cut_flows(const struct moat_config *old, const struct moat_config *new)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct ct_cut c = { NULL, { { 0 } }, 0, NULL, 0, 0 };
+	struct ct_cut c = { NULL, old, new, NULL, 0, 0 };
 	struct nlmsghdr *nlh;
 	uint32_t seq = (uint32_t)time(NULL);
 	ssize_t n;
-	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < old->nsandboxes && c.nsrc < 256; i++)
-		if (narrowed(&old->sandboxes[i], new))
-			memcpy(&c.src[c.nsrc++], old->sandboxes[i].address.a, 4);
-	if (c.nsrc == 0)
-		return 0;
 	if ((c.nl = mnl_socket_open(NETLINK_NETFILTER)) == NULL ||
 	    mnl_socket_bind(c.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
 		rc = -1;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "gatewayd.h"
 #include "secretfile.h"
 #include "signer.h"
@@ -349,28 +350,24 @@ proc_drain_readable(struct gw *gw, int slot)
 	gw->draining[slot].ipc = -1;
 }
 
-/* dnsd asks to open addresses for a sandbox: only that sandbox's own set,
- * only in allowlist mode, only public IPv4 addresses. */
+/* dnsd asks to open addresses for a sandbox: the same admission check
+ * dnsd's own parent applies (admit_set_add: only that sandbox's own set,
+ * only in allowlist mode, only public IPv4, the timeout capped). */
 static void
 handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
     const struct ipc_set_add *m)
 {
-	const struct moat_sandbox *sb;
 	struct moat_addr ok[IPC_SET_MAX_ADDRS];
 	struct ipc_set_ack ack = { -1 };
-	size_t i, n = 0;
+	uint32_t timeout = m->timeout_ms;
+	int n;
 
-	sb = config_sandbox_by_name(gw->cfg, m->sandbox);
-	if (sb != NULL && sb->egress == EGRESS_ALLOWLIST) {
-		for (i = 0; i < m->naddr; i++) {
-			if (m->addr[i].family == AF_INET &&
-			    !rangeset_contains(gw->cfg->private, &m->addr[i]))
-				ok[n++] = m->addr[i];
-			else
-				gw->set_refused++;
-		}
+	n = admit_set_add(gw->cfg, m->sandbox, m->addr, m->naddr, ok,
+	    &timeout);
+	if (n >= 0) {
+		gw->set_refused += m->naddr - (uint32_t)n;
 		ack.status = n == 0 ? 0 :
-		    policy_set_add(gw, sb->name, ok, n, m->timeout_ms);
+		    policy_set_add(gw, m->sandbox, ok, (size_t)n, timeout);
 		if (ack.status > 0)
 			gw->set_adds += (uint64_t)ack.status;
 	} else

@@ -6,7 +6,7 @@ PROXY_SRCS := gatewayd/proxy/main.c gatewayd/proxy/conn.c \
 	gatewayd/proxy/tls.c gatewayd/proxy/ev.c gatewayd/proxy/audit.c \
 	gatewayd/proxy/sandbox.c gatewayd/ca.c gatewayd/signer.c
 PROXY_OBJS := $(PROXY_SRCS:%.c=$(OBJ)/%.o)
-PROXY_LIBS := -lssl -lcrypto -lldns -lseccomp
+PROXY_LIBS := -lssl -lcrypto -lldns -lseccomp -lmnl
 PROGRAMS += $(BUILD)/moat-proxy
 INSTALL_SBIN += $(BUILD)/moat-proxy
 

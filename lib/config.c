@@ -534,6 +534,21 @@ set_hosts(struct loader *ld, const config_setting_t *s, void *obj,
 
 /* --- gateway ---------------------------------------------------------- */
 
+static bool
+network_is_private(const struct moat_prefix *net)
+{
+	static const char *const ok[] = { "10.0.0.0/8", "172.16.0.0/12",
+	    "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15" };
+	struct moat_prefix p;
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (prefix_parse(ok[i], &p) == 0 && p.plen <= net->plen &&
+		    prefix_contains(&p, &net->addr))
+			return true;
+	return false;
+}
+
 static void
 set_network(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
@@ -550,6 +565,14 @@ set_network(struct loader *ld, const config_setting_t *s, void *obj,
 	if (gw->network.plen < 8 || gw->network.plen > 29) {
 		serr(ld, s, "%s: network: expected a prefix length from /8 to "
 		    "/29, got /%d", ctx, gw->network.plen);
+		goto bad;
+	}
+	/* A public sandbox network would make every guest look like the
+	 * internet to whatever judges addresses by the private table. */
+	if (!network_is_private(&gw->network)) {
+		serr(ld, s, "%s: network: expected a private range such as "
+		    "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, got \"%s\" "
+		    "(public)", ctx, v);
 		goto bad;
 	}
 	gw->address = gw->network.addr;
@@ -751,10 +774,35 @@ set_exc_ports(struct loader *ld, const config_setting_t *s, void *obj,
 	}
 }
 
+/* Names are checked against the sandboxes once every file is read
+ * (check_exceptions): drop-ins come after the main file. */
+static void
+set_exc_sandboxes(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_exception *x = obj;
+	const config_setting_t *e;
+	int i, n = config_setting_length(s);
+
+	x->sandboxes_given = true;
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		x->sandboxes.v = xreallocarray(x->sandboxes.v,
+		    x->sandboxes.n + 1, sizeof(char *));
+		x->sandbox_lines = xreallocarray(x->sandbox_lines,
+		    x->sandboxes.n + 1, sizeof(int));
+		x->sandbox_lines[x->sandboxes.n] =
+		    config_setting_source_line(e);
+		x->sandboxes.v[x->sandboxes.n++] =
+		    xstrdup(config_setting_get_string(e));
+	}
+}
+
 static const struct key exception_keys[] = {
 	{ "to", K_STR, 1, set_exc_to, 0 },
 	{ "proto", K_STR, 0, set_exc_proto, 0 },
 	{ "ports", K_INTLIST, 0, set_exc_ports, 0 },
+	{ "sandboxes", K_STRLIST, 0, set_exc_sandboxes, 0 },
 };
 
 static void
@@ -1091,6 +1139,39 @@ set_sb_secrets(struct loader *ld, const config_setting_t *s, void *obj,
 	}
 }
 
+static void
+set_sb_ports(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_sandbox *x = obj;
+	const config_setting_t *e;
+	const char *v;
+	char proto[4], tail;
+	unsigned port;
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_string(e);
+		if (sscanf(v, "%3[a-z]/%u%c", proto, &port, &tail) != 2 ||
+		    (strcmp(proto, "tcp") != 0 && strcmp(proto, "udp") != 0) ||
+		    port < 1 || port > 65535 || v[4] == '0') {
+			serr(ld, e, "%s: allow_ports: expected \"tcp/PORT\" or "
+			    "\"udp/PORT\" with a port from 1 to 65535, got "
+			    "\"%s\"", ctx, v);
+			continue;
+		}
+		x->allow_ports = xreallocarray(x->allow_ports,
+		    x->nallow_ports + 1, sizeof(*x->allow_ports));
+		x->allow_ports[x->nallow_ports].proto = proto[0] == 't' ?
+		    IPPROTO_TCP : IPPROTO_UDP;
+		x->allow_ports[x->nallow_ports++].port = (uint16_t)port;
+	}
+	if (n == 0)
+		serr(ld, s, "%s: allow_ports: expected at least one port",
+		    ctx);
+}
+
 static const struct key sandbox_keys[] = {
 	{ "name", K_STR, 1, set_sb_name, 0 },
 	{ "mac", K_STR, 1, set_sb_mac, 0 },
@@ -1107,6 +1188,7 @@ static const struct key sandbox_keys[] = {
 	{ "dns_rate", K_INT, 0, set_limit, offsetof(struct moat_sandbox, dns_rate) },
 	{ "dns_burst", K_INT, 0, set_limit,
 	    offsetof(struct moat_sandbox, dns_burst) },
+	{ "allow_ports", K_STRLIST, 0, set_sb_ports, 0 },
 };
 
 /* Per-sandbox checks that need only the sandbox and the gateway. */
@@ -1126,6 +1208,11 @@ check_sandbox(struct loader *ld, const config_setting_t *grp,
 	if (x->bypass.n > 0 && !x->inspect)
 		serr(ld, config_setting_get_member(grp, "bypass"), "%s: bypass "
 		    "only applies with inspect = true", ctx);
+	if (config_setting_get_member(grp, "allow_ports") != NULL &&
+	    x->egress != EGRESS_ALLOWLIST)
+		serr(ld, config_setting_get_member(grp, "allow_ports"), "%s: "
+		    "allow_ports only applies with egress = \"allowlist\" "
+		    "(egress is \"%s\")", ctx, egress_name(x->egress));
 	if (a == NULL || x->address.family != AF_INET ||
 	    gw->network.addr.family != AF_INET)
 		return;
@@ -1201,6 +1288,12 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	    sandbox_keys, sizeof(sandbox_keys) / sizeof(sandbox_keys[0]), x,
 	    &x->name, ctx, sizeof(ctx));
 	check_sandbox(ld, grp, x, ctx);
+	if (x->nallow_ports == 0 && x->egress == EGRESS_ALLOWLIST) {
+		x->allow_ports = xcalloc(2, sizeof(*x->allow_ports));
+		x->allow_ports[0] = (struct moat_port){ IPPROTO_TCP, 80 };
+		x->allow_ports[1] = (struct moat_port){ IPPROTO_TCP, 443 };
+		x->nallow_ports = 2;
+	}
 }
 
 /* --- top level -------------------------------------------------------- */
@@ -1583,19 +1676,45 @@ check_quotas(struct loader *ld)
 				    cfg->quotas[j].where.line);
 }
 
+/* An exception names the sandboxes it applies to; egress "none" means
+ * the gateway's DNS and proxy only, so no exception may name one. */
+static void
+check_exception_names(struct loader *ld, const struct moat_exception *x,
+    size_t i)
+{
+	const struct moat_sandbox *sb;
+	size_t j;
+
+	for (j = 0; j < x->sandboxes.n; j++) {
+		sb = config_sandbox_by_name(ld->cfg, x->sandboxes.v[j]);
+		if (sb == NULL)
+			adderr(ld, x->where.file, x->sandbox_lines[j],
+			    "exception %zu: sandboxes: expected the name of a "
+			    "sandbox, got \"%s\"", i + 1, x->sandboxes.v[j]);
+		else if (sb->egress == EGRESS_NONE)
+			adderr(ld, x->where.file, x->sandbox_lines[j],
+			    "exception %zu: sandboxes: \"%s\" has egress = "
+			    "\"none\", which no exception may open (expected "
+			    "an open or allowlist sandbox)", i + 1,
+			    x->sandboxes.v[j]);
+	}
+}
+
 static void
 check_exceptions(struct loader *ld)
 {
 	struct moat_gateway *gw = &ld->cfg->gw;
 	size_t i;
 
-	for (i = 0; i < gw->nexceptions; i++)
+	for (i = 0; i < gw->nexceptions; i++) {
 		if (gw->exceptions[i].to.plen > 0 && gw->network.plen > 0 &&
 		    prefix_overlaps(&gw->exceptions[i].to, &gw->network))
 			adderr(ld, gw->exceptions[i].where.file,
 			    gw->exceptions[i].where.line, "exception %zu: to: "
 			    "must not overlap gateway.network (guests and the "
 			    "gateway are never an exception)", i + 1);
+		check_exception_names(ld, &gw->exceptions[i], i);
+	}
 }
 
 static void
@@ -1679,8 +1798,10 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
 		config_free(cfg);
 		return NULL;
 	}
-	cfg->private = rangeset_new_private(cfg->gw.treat_as_public,
-	    cfg->gw.ntreat_as_public);
+	/* The sandbox network is denied whatever it is: dnsd strips it
+	 * from answers, set-adds refuse it, the proxy never dials it. */
+	cfg->private = rangeset_new_deny(cfg->gw.treat_as_public,
+	    cfg->gw.ntreat_as_public, &cfg->gw.network, 1);
 	return cfg;
 }
 
@@ -1745,6 +1866,7 @@ config_free(struct moat_config *cfg)
 		strlist_free(&x->allow);
 		strlist_free(&x->secrets);
 		strlist_free(&x->bypass);
+		free(x->allow_ports);
 	}
 	for (i = 0; i < cfg->nsecrets; i++) {
 		struct moat_secret *x = &cfg->secrets[i];
@@ -1760,8 +1882,11 @@ config_free(struct moat_config *cfg)
 		free(cfg->quotas[i].user);
 	free(cfg->quotas);
 	free(cfg->gw.admin_group);
-	for (i = 0; i < cfg->gw.nexceptions; i++)
+	for (i = 0; i < cfg->gw.nexceptions; i++) {
 		free(cfg->gw.exceptions[i].ports);
+		strlist_free(&cfg->gw.exceptions[i].sandboxes);
+		free(cfg->gw.exceptions[i].sandbox_lines);
+	}
 	for (i = 0; i < cfg->nfiles; i++)
 		free(cfg->files[i]);
 	free(cfg->gw.exceptions);

@@ -36,7 +36,16 @@ struct moat_exception {
 	int		 proto;		/* IPPROTO_TCP, IPPROTO_UDP, 0 = any */
 	uint16_t	*ports;		/* empty = every port */
 	size_t		 nports;
+	struct moat_strlist sandboxes;	/* names it applies to */
+	int		*sandbox_lines;	/* line of each name, for messages */
+	bool		 sandboxes_given; /* else: every open sandbox */
 	struct moat_where where;
+};
+
+/* One entry of a sandbox's allow_ports: "tcp/443". */
+struct moat_port {
+	int		 proto;		/* IPPROTO_TCP or IPPROTO_UDP */
+	uint16_t	 port;
 };
 
 struct moat_secret {
@@ -72,6 +81,9 @@ struct moat_sandbox {
 	struct moat_strlist bypass;	/* names not intercepted when inspect */
 	long		 dns_rate;	/* queries/s to dnsd; -1: the gateway's */
 	long		 dns_burst;	/* -1: twice the rate */
+	struct moat_port *allow_ports;	/* what an allowlisted address opens;
+					 * default tcp/80, tcp/443 */
+	size_t		 nallow_ports;
 	struct moat_where where;
 };
 
@@ -115,7 +127,8 @@ struct moat_config {
 	size_t		 nsandboxes;
 	struct moat_quota *quotas;
 	size_t		 nquotas;
-	struct moat_rangeset *private;	/* private table minus treat_as_public */
+	struct moat_rangeset *private;	/* private table minus treat_as_public,
+					 * plus gateway.network */
 };
 
 struct moat_errors {

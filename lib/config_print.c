@@ -106,7 +106,16 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		fprintf(fp, "; proto = \"%s\"; ports = [", proto_name(x->proto));
 		for (j = 0; j < x->nports; j++)
 			fprintf(fp, "%s%u", j ? ", " : " ", x->ports[j]);
-		fputs(" ]; }", fp);
+		fputs(" ];", fp);
+		if (x->sandboxes_given) {
+			fputs(" sandboxes = [", fp);
+			for (j = 0; j < x->sandboxes.n; j++) {
+				fputs(j ? ", " : " ", fp);
+				pstr(fp, x->sandboxes.v[j]);
+			}
+			fputs(" ];", fp);
+		}
+		fputs(" }", fp);
 	}
 	fputs(gw->nexceptions ? "\n  );\n" : " );\n", fp);
 	pkv(fp, "  ", "state_dir", gw->state_dir);
@@ -178,6 +187,16 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 	pkv(fp, "    ", "tap", x->tap);
 	pkv(fp, "    ", "egress", egress_name(x->egress));
 	plist(fp, "    ", "allow", &x->allow);
+	if (x->egress == EGRESS_ALLOWLIST) {
+		size_t i;
+
+		fputs("    allow_ports = [", fp);
+		for (i = 0; i < x->nallow_ports; i++)
+			fprintf(fp, "%s\"%s/%u\"", i ? ", " : " ",
+			    proto_name(x->allow_ports[i].proto),
+			    x->allow_ports[i].port);
+		fputs(" ];\n", fp);
+	}
 	plist(fp, "    ", "secrets", &x->secrets);
 	if (x->owner)
 		pkv(fp, "    ", "owner", x->owner);

@@ -66,6 +66,11 @@ shape_set_add(const void *p, size_t len, char *err, size_t errlen)
 		snprintf(err, errlen, "set-add: sandbox name not terminated");
 		return -1;
 	}
+	if (m->timeout_ms > IPC_SET_TIMEOUT_MAX_MS) {
+		snprintf(err, errlen, "set-add: timeout %u ms exceeds %u ms",
+		    m->timeout_ms, IPC_SET_TIMEOUT_MAX_MS);
+		return -1;
+	}
 	for (i = 0; i < m->naddr; i++)
 		if (m->addr[i].family != AF_INET &&
 		    m->addr[i].family != AF_INET6) {

@@ -15,11 +15,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "admit.h"
 #include "ranges.h"
 
 #define IPC_MAX_PAYLOAD		8192
 #define IPC_SET_MAX_ADDRS	64
 #define IPC_NAME_LEN		33	/* sandbox names are at most 32 */
+/* A set-add asking for longer is a protocol violation (dnsd caps TTLs). */
+#define IPC_SET_TIMEOUT_MAX_MS	ADMIT_SET_TIMEOUT_MAX_MS
 
 enum ipc_type {
 	IPC_SET_ADD = 1,	/* dnsd -> parent: open addresses for a sandbox */
@@ -43,7 +46,7 @@ struct ipc_hdr {
 struct ipc_set_add {
 	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
 	uint8_t		pad[3];
-	uint32_t	timeout_ms;
+	uint32_t	timeout_ms;	/* at most IPC_SET_TIMEOUT_MAX_MS */
 	uint32_t	naddr;		/* 1 .. IPC_SET_MAX_ADDRS */
 	struct moat_addr addr[];	/* naddr entries */
 };

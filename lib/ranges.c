@@ -319,6 +319,13 @@ ival_subtract(struct ival **vp, size_t n, struct ival cut)
 struct moat_rangeset *
 rangeset_new_private(const struct moat_prefix *pub, size_t npub)
 {
+	return rangeset_new_deny(pub, npub, NULL, 0);
+}
+
+struct moat_rangeset *
+rangeset_new_deny(const struct moat_prefix *pub, size_t npub,
+    const struct moat_prefix *deny, size_t ndeny)
+{
 	struct moat_rangeset *rs;
 	struct moat_prefix p;
 	struct ival iv;
@@ -341,6 +348,13 @@ rangeset_new_private(const struct moat_prefix *pub, size_t npub)
 		f = famidx(pub[i].addr.family);
 		prefix_ival(&pub[i], &iv);
 		rs->n[f] = ival_subtract(&rs->iv[f], rs->n[f], iv);
+	}
+	for (i = 0; i < ndeny; i++) {
+		f = famidx(deny[i].addr.family);
+		rs->iv[f] = xreallocarray(rs->iv[f], rs->n[f] + 1,
+		    sizeof(struct ival));
+		prefix_ival(&deny[i], &rs->iv[f][rs->n[f]++]);
+		rs->n[f] = ival_normalise(rs->iv[f], rs->n[f]);
 	}
 	for (f = 0; f < 2; f++) {
 		rs->v[f] = xcalloc(rs->n[f], sizeof(struct moat_interval));

@@ -53,6 +53,10 @@ int	 addr_cmp(const struct moat_addr *, const struct moat_addr *);
 /* Private table minus the given public prefixes. */
 struct moat_rangeset *rangeset_new_private(const struct moat_prefix *pub,
 	    size_t npub);
+/* The same plus the deny prefixes, which public prefixes never remove
+ * (the config adds the sandbox network, whatever it is). */
+struct moat_rangeset *rangeset_new_deny(const struct moat_prefix *pub,
+	    size_t npub, const struct moat_prefix *deny, size_t ndeny);
 void	 rangeset_free(struct moat_rangeset *);
 /* True if addr is in the set.  No unmapping is done: ::ffff:a.b.c.d is
  * private because ::ffff:0:0/96 is.  Callers that want to judge a mapped

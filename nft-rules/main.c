@@ -6,7 +6,9 @@
  * drift found by verify); 100 usage error; 111 system or kernel error.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,10 +79,15 @@ usage(FILE *f)
 	    "of a\n                separate gateway box\n"
 	    "  --trunk IF    host-only: the port towards the gateway "
 	    "(default gateway.uplink)\n"
+	    "  --proxy-user U, --dns-user U\n"
+	    "                users whose packets the output chain holds to "
+	    "the guests'\n                policy (default %s, %s; "
+	    "\"-\" for none)\n"
 	    "  -v            more messages\n"
 	    "  --version     print the version\n\n"
 	    "exit: 0 ok, 1 invalid config or drift, 100 usage, "
-	    "111 system or kernel error\n", MOAT_CONF_DEFAULT);
+	    "111 system or kernel error\n", MOAT_CONF_DEFAULT,
+	    NFTR_PROXY_USER, NFTR_DNS_USER);
 }
 
 static int
@@ -263,6 +270,33 @@ load(struct cli *c)
 	return EX_OK;
 }
 
+/* A user name or a numeric uid; "-" for none. */
+static int
+user_opt(const char *v, bool *has, uint32_t *uid)
+{
+	struct passwd *pw;
+	char *end;
+	unsigned long n;
+
+	*has = false;
+	if (strcmp(v, "-") == 0)
+		return 0;
+	if ((pw = getpwnam(v)) != NULL) {
+		*uid = (uint32_t)pw->pw_uid;
+		*has = true;
+		return 0;
+	}
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || errno != 0 || n >= UINT32_MAX) {
+		log_warnx("%s: not a user name or uid", v);
+		return -1;
+	}
+	*uid = (uint32_t)n;
+	*has = true;
+	return 0;
+}
+
 static int
 run(struct cli *c, const struct cmd *cmd)
 {
@@ -288,6 +322,8 @@ main(int argc, char *argv[])
 		{ "host-only", no_argument, NULL, 'H' },
 		{ "trunk", required_argument, NULL, 'T' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "proxy-user", required_argument, NULL, 'P' },
+		{ "dns-user", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -296,6 +332,7 @@ main(int argc, char *argv[])
 	size_t i;
 
 	log_init("nft-rules", 0, 0);
+	nftr_opts_users(&c.opts);
 	while ((ch = getopt_long(argc, argv, "c:hv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -306,6 +343,16 @@ main(int argc, char *argv[])
 			break;
 		case 'T':
 			c.opts.trunk = optarg;
+			break;
+		case 'P':
+			if (user_opt(optarg, &c.opts.has_proxy_uid,
+			    &c.opts.proxy_uid) == -1)
+				return EX_USAGE;
+			break;
+		case 'D':
+			if (user_opt(optarg, &c.opts.has_dns_uid,
+			    &c.opts.dns_uid) == -1)
+				return EX_USAGE;
 			break;
 		case 'v':
 			verbose++;

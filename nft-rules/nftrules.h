@@ -19,6 +19,7 @@
  *                          sandbox (egress "allowlist") may reach; filled
  *                          by dnsd through nftr_set_add().
  *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
+ *   set  exc_<n>           ipv4_addr: the sandboxes exception n applies to
  *   counter <reason>       one per refusal reason, see nftr_reasons().
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
@@ -51,7 +52,18 @@ struct nftr_opts {
 	enum nftr_mode	 mode;
 	const char	*trunk;	/* host-only: port towards the gateway box;
 				 * NULL means gateway.uplink */
+	/* The users the proxy and dnsd run as: their own packets are held
+	 * to what a guest may reach (chain "output").  has_* false: that
+	 * user does not exist here, no rule for it. */
+	bool		 has_proxy_uid, has_dns_uid;
+	uint32_t	 proxy_uid, dns_uid;
 };
+
+#define NFTR_PROXY_USER	"moat-proxy"
+#define NFTR_DNS_USER	"moat-dns"
+
+/* Fill opts' uids from the system's moat-proxy and moat-dns users. */
+void	nftr_opts_users(struct nftr_opts *);
 
 /* Kernel features, as found by nftr_probe(). */
 #define NFTR_F_OWNER	0x1	/* table flag "owner" (Linux 5.12) */

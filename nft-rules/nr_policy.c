@@ -15,6 +15,9 @@
  *             address -> accept / allowlist chain / refusal); towards
  *             guests only replies
  *   nat_post  masquerade out of the uplink
+ *   output    packets of the proxy's and dnsd's users: the proxy never
+ *             reaches the host, the sandbox network, IPv6 or a private
+ *             range (but exceptions); dnsd only its upstreams on 53
  * bridge moat (the guests' ports, layer 2)
  *   prerouting  a guest port may send only IPv4 with its own MAC and
  *               address and ARP that says the same; no DHCP server
@@ -40,9 +43,12 @@
 
 #include <libnftnl/set.h>
 
+#include <pwd.h>
+
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "log.h"
 #include "nr_int.h"
 
@@ -59,6 +65,8 @@ static const struct nftr_reason reasons[] = {
 	{ "none", "inet", true, "egress \"none\": nothing beyond the gateway" },
 	{ "allowlist", "inet", true, "not an address an allowed name resolved to" },
 	{ "unknown", "inet", true, "source is not a configured sandbox" },
+	{ "egress", "inet", true, "the proxy or dnsd towards what no guest "
+	    "may reach" },
 	{ "spoof", "inet", false, "sandbox-network source on the wrong side" },
 	{ "ipv6", "inet", false, "IPv6 from a guest" },
 	{ "inbound", "inet", false, "new connection towards a guest" },
@@ -224,6 +232,26 @@ fmt_ip(const struct moat_addr *a, char *buf, size_t len)
 	addr_fmt(a, buf, len);
 }
 
+/* An allowed name may share its address with every other site of a CDN:
+ * the address opens only the sandbox's allow_ports. */
+static void
+allow_port_rules(struct nr_table *t, struct nr_chain *c,
+    const struct moat_sandbox *sb, const char *setname)
+{
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < sb->nallow_ports; i++) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, setname,
+		    false);
+		rb_cmp_port(&rb, sb->allow_ports[i].proto == IPPROTO_TCP ?
+		    F_TCP_DPORT : F_UDP_DPORT, sb->allow_ports[i].port);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+}
+
 static void
 sandbox_map(struct build *b, struct nr_table *t)
 {
@@ -261,11 +289,7 @@ sandbox_map(struct build *b, struct nr_table *t)
 			model_set(t, setname, NR_TYPE_IPADDR, 4,
 			    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
 			c = model_chain(t, chain, NULL, 0, 0, NULL);
-			rb_begin(&rb, t, c);
-			rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1,
-			    setname, false);
-			rb_verdict(&rb, NF_ACCEPT, NULL);
-			rb_end(&rb);
+			allow_port_rules(t, c, sb, setname);
 			rb_begin(&rb, t, c);
 			rb_verdict(&rb, NFT_GOTO,
 			    reason_chain("inet", "allowlist"));
@@ -338,43 +362,88 @@ guest_input(struct build *b, struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "host"));
 }
 
+/* The sandboxes exception i applies to (admit_exception_applies) as a
+ * set exc_<i>; NULL when it applies to none, or is IPv6 (guests have no
+ * IPv6), so that no rule is made for it. */
+static const char *
+exception_set(struct build *b, struct nr_table *t, size_t i)
+{
+	static char name[32];
+	const struct moat_exception *x = &b->cfg->gw.exceptions[i];
+	struct nr_set *set = NULL;
+	char ip[64];
+	size_t k;
+
+	if (x->to.addr.family != AF_INET)
+		return NULL;
+	snprintf(name, sizeof(name), "exc_%zu", i + 1);
+	for (k = 0; k < b->cfg->nsandboxes; k++) {
+		const struct moat_sandbox *sb = &b->cfg->sandboxes[k];
+
+		if (!admit_exception_applies(x, sb))
+			continue;
+		if (set == NULL)
+			set = model_set(t, name, NR_TYPE_IPADDR, 4,
+			    NFT_SET_CONSTANT, "type ipv4_addr; flags constant;");
+		addr_fmt(&sb->address, ip, sizeof(ip));
+		model_set_elem(set, sb->address.a, 4, 0, 0, NULL, ip);
+	}
+	return set ? name : NULL;
+}
+
+/* One exception's accept rules; src is a set of sources to match, or
+ * NULL for any source (the proxy's own packets). */
 static void
-exception_rules(struct build *b, struct nr_table *t, struct nr_chain *c)
+exception_rule(struct nr_table *t, struct nr_chain *c,
+    const struct moat_exception *x, const char *src)
 {
 	static const struct { int proto; enum nr_field f; } l4[] = {
 		{ IPPROTO_TCP, F_TCP_DPORT }, { IPPROTO_UDP, F_UDP_DPORT },
 	};
-	const struct moat_gateway *gw = &b->cfg->gw;
 	struct nr_rb rb;
-	size_t i, k, p;
+	size_t k, p;
 
-	for (i = 0; i < gw->nexceptions; i++) {
-		const struct moat_exception *x = &gw->exceptions[i];
-		enum nr_field df = x->to.addr.family == AF_INET ?
-		    F_IP_DADDR : F_IP6_DADDR;
-
-		if (x->proto == 0 && x->nports == 0) {
+	if (x->proto == 0 && x->nports == 0) {
+		rb_begin(&rb, t, c);
+		if (src)
+			rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1, src,
+			    false);
+		rb_cmp_prefix(&rb, F_IP_DADDR, false, &x->to);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+		return;
+	}
+	for (k = 0; k < sizeof(l4) / sizeof(l4[0]); k++) {
+		if (x->proto != 0 && x->proto != l4[k].proto)
+			continue;
+		for (p = 0; p < (x->nports ? x->nports : 1); p++) {
 			rb_begin(&rb, t, c);
-			rb_cmp_prefix(&rb, df, false, &x->to);
+			if (src)
+				rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR },
+				    1, src, false);
+			rb_cmp_prefix(&rb, F_IP_DADDR, false, &x->to);
+			if (x->nports)
+				rb_cmp_port(&rb, l4[k].f, x->ports[p]);
+			else
+				rb_l4proto(&rb, l4[k].proto);
 			rb_verdict(&rb, NF_ACCEPT, NULL);
 			rb_end(&rb);
-			continue;
-		}
-		for (k = 0; k < sizeof(l4) / sizeof(l4[0]); k++) {
-			if (x->proto != 0 && x->proto != l4[k].proto)
-				continue;
-			for (p = 0; p < (x->nports ? x->nports : 1); p++) {
-				rb_begin(&rb, t, c);
-				rb_cmp_prefix(&rb, df, false, &x->to);
-				if (x->nports)
-					rb_cmp_port(&rb, l4[k].f, x->ports[p]);
-				else
-					rb_l4proto(&rb, l4[k].proto);
-				rb_verdict(&rb, NF_ACCEPT, NULL);
-				rb_end(&rb);
-			}
 		}
 	}
+}
+
+/* Exceptions hold only for the sandboxes they apply to: never for
+ * egress "none", by default only for open sandboxes. */
+static void
+exception_rules(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	const char *set;
+	size_t i;
+
+	for (i = 0; i < gw->nexceptions; i++)
+		if ((set = exception_set(b, t, i)) != NULL)
+			exception_rule(t, c, &gw->exceptions[i], set);
 }
 
 static void
@@ -493,6 +562,129 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_end(&rb);
 }
 
+/* The proxy and dnsd act for guests: their own packets obey the same
+ * deny data as a guest's, so that a bug in either still cannot reach
+ * the host, the LAN or another guest.  Replies to guests and flows
+ * already admitted pass as established. */
+static void
+proxy_output(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	const char *refuse = reason_chain("inet", "egress");
+	struct nr_rb rb;
+	size_t i, k;
+
+	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	/* The proxy resolves names itself, through the upstreams. */
+	for (i = 0; i < gw->nupstream; i++)
+		if (gw->upstream[i].family == AF_INET) {
+			port_rule(t, c, &gw->upstream[i], F_UDP_DPORT, 53,
+			    NF_ACCEPT, NULL);
+			port_rule(t, c, &gw->upstream[i], F_TCP_DPORT, 53,
+			    NF_ACCEPT, NULL);
+		}
+	rb_begin(&rb, t, c);
+	rb_nfproto_ipv6(&rb);
+	rb_verdict(&rb, NFT_GOTO, refuse);
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_fib_daddr_local(&rb);
+	rb_verdict(&rb, NFT_GOTO, refuse);
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
+	rb_verdict(&rb, NFT_GOTO, refuse);
+	rb_end(&rb);
+	/* An exception that applies to some sandbox: the proxy checks
+	 * which sandbox it acts for (admit_addr). */
+	for (i = 0; i < gw->nexceptions; i++) {
+		if (gw->exceptions[i].to.addr.family != AF_INET)
+			continue;
+		for (k = 0; k < b->cfg->nsandboxes; k++)
+			if (admit_exception_applies(&gw->exceptions[i],
+			    &b->cfg->sandboxes[k]))
+				break;
+		if (k < b->cfg->nsandboxes)
+			exception_rule(t, c, &gw->exceptions[i], NULL);
+	}
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, "private4", false);
+	rb_verdict(&rb, NFT_GOTO, refuse);
+	rb_end(&rb);
+}
+
+/* dnsd talks to its configured upstreams on port 53, and to nothing
+ * else. */
+static void
+dns_output(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct nr_rb rb;
+	size_t i;
+	int k;
+
+	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	for (i = 0; i < gw->nupstream; i++)
+		for (k = 0; k < 2; k++) {
+			struct moat_prefix p = { .addr = gw->upstream[i] };
+			enum nr_field df = p.addr.family == AF_INET ?
+			    F_IP_DADDR : F_IP6_DADDR;
+
+			p.plen = p.addr.family == AF_INET ? 32 : 128;
+			rb_begin(&rb, t, c);
+			rb_cmp_prefix(&rb, df, false, &p);
+			rb_cmp_port(&rb, k ? F_TCP_DPORT : F_UDP_DPORT, 53);
+			rb_verdict(&rb, NF_ACCEPT, NULL);
+			rb_end(&rb);
+		}
+	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "egress"));
+}
+
+static void
+inet_output(struct build *b, struct nr_table *t)
+{
+	const struct nftr_opts *o = b->opts;
+	struct nr_chain *c, *pc = NULL, *dc = NULL;
+	struct nr_rb rb;
+
+	if (!o->has_proxy_uid && !o->has_dns_uid)
+		return;
+	if (o->has_proxy_uid)
+		proxy_output(b, t, pc = model_chain(t, "proxy_out", NULL, 0, 0,
+		    NULL));
+	if (o->has_dns_uid)
+		dns_output(b, t, dc = model_chain(t, "dns_out", NULL, 0, 0,
+		    NULL));
+	c = model_chain(t, "output", "filter", NF_INET_LOCAL_OUT, 0, "filter");
+	if (pc) {
+		rb_begin(&rb, t, c);
+		rb_skuid(&rb, o->proxy_uid);
+		rb_verdict(&rb, NFT_GOTO, "proxy_out");
+		rb_end(&rb);
+	}
+	if (dc) {
+		rb_begin(&rb, t, c);
+		rb_skuid(&rb, o->dns_uid);
+		rb_verdict(&rb, NFT_GOTO, "dns_out");
+		rb_end(&rb);
+	}
+}
+
+void
+nftr_opts_users(struct nftr_opts *o)
+{
+	struct passwd *pw;
+
+	if ((pw = getpwnam(NFTR_PROXY_USER)) != NULL) {
+		o->has_proxy_uid = true;
+		o->proxy_uid = (uint32_t)pw->pw_uid;
+	}
+	if ((pw = getpwnam(NFTR_DNS_USER)) != NULL) {
+		o->has_dns_uid = true;
+		o->dns_uid = (uint32_t)pw->pw_uid;
+	}
+}
+
 static void
 build_inet(struct build *b)
 {
@@ -505,6 +697,7 @@ build_inet(struct build *b)
 	guest_input(b, t);
 	guest_forward(b, t);
 	inet_base_chains(b, t);
+	inet_output(b, t);
 }
 
 /* ---- bridge moat ---------------------------------------------------- */
@@ -715,7 +908,7 @@ struct nftr_ruleset *
 nftr_build(const struct moat_config *cfg, const struct nftr_opts *opts,
     char *err, size_t errlen)
 {
-	static const struct nftr_opts defaults = { NFTR_MODE_GATEWAY, NULL };
+	static const struct nftr_opts defaults = { .mode = NFTR_MODE_GATEWAY };
 	struct build b = { cfg, opts ? opts : &defaults, NULL, err, errlen };
 
 	if (check_names(&b) == -1)

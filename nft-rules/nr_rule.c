@@ -406,6 +406,33 @@ rb_vmap(struct nr_rb *rb, enum nr_field fi, const char *set)
 	buf_add(&rb->text, "%s vmap @%s", fields[fi].text, set);
 }
 
+/* The socket's owner (output hook: locally generated packets). */
+void
+rb_skuid(struct nr_rb *rb, uint32_t uid)
+{
+	e_meta(rb, NFT_META_SKUID, REG0);
+	e_cmp(rb, NFT_CMP_EQ, &uid, 4);
+	text_sp(rb);
+	buf_add(&rb->text, "meta skuid %u", uid);
+}
+
+/* The destination is an address of this host, on any interface and in
+ * either family, as the kernel knows it at the moment of the packet. */
+void
+rb_fib_daddr_local(struct nr_rb *rb)
+{
+	struct nftnl_expr *e = expr_new("fib");
+	uint32_t local = 2;	/* RTN_LOCAL */
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, REG0);
+	e_add(rb, e);
+	e_cmp(rb, NFT_CMP_EQ, &local, 4);
+	text_sp(rb);
+	buf_add(&rb->text, "fib daddr type local");
+}
+
 void
 rb_ct_state(struct nr_rb *rb, uint32_t mask, const char *text)
 {

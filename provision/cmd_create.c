@@ -408,6 +408,9 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 	memcpy(s->address, d->address, sizeof(s->address));
 	s->plen = pv->cfg->gw.network.plen;
 	addr_fmt(&pv->cfg->gw.address, s->gateway, sizeof(s->gateway));
+	s->targets = targets_text(pv->cfg, o->g.name,
+	    strcmp(o->egress, "open") == 0 ? EGRESS_OPEN :
+	    strcmp(o->egress, "allowlist") == 0 ? EGRESS_ALLOWLIST : EGRESS_NONE);
 	for (i = 0; i < o->secrets.n; i++) {
 		const struct moat_secret *sec =
 		    config_secret_by_name(pv->cfg, o->secrets.v[i]);
@@ -668,6 +671,7 @@ out:
 	gpaths_free(&p);
 out0:
 	strv_free(&s.env);
+	free(s.targets);
 	free(u.name);
 	return rc;
 }

@@ -1,6 +1,6 @@
 # provision -- hardened QEMU guests on the gateway.
 PROVISION_LIB_SRCS := provision/guest.c provision/alloc.c provision/dropin.c \
-	provision/qemu.c provision/seed.c provision/proc.c provision/tap.c \
+	provision/qemu.c provision/seed.c provision/targets.c provision/proc.c provision/tap.c \
 	provision/ctl.c provision/accel.c provision/cmd_create.c \
 	provision/cmd_start.c provision/cmd_destroy.c provision/cmd_list.c
 PROVISION_SRCS := provision/main.c $(PROVISION_LIB_SRCS)

@@ -142,8 +142,13 @@ struct seed_in {
 	struct strv	 env;		/* "VAR=value" placeholders */
 	const char	*cc_path;	/* containment-check, or NULL */
 	const char	*cc_expect;	/* its --expect: the egress mode */
+	char		*targets;	/* containment-check's targets, or NULL */
 };
 int	 seed_user_data(FILE *, const struct seed_in *);
+/* targets.c: the text of the guest's containment-check targets file. */
+#define PV_TARGETS_PATH	"/etc/moat/containment-targets"
+char	*targets_text(const struct moat_config *, const char *name,
+	    enum moat_egress);
 int	 seed_meta_data(FILE *, const struct seed_in *);
 int	 seed_network_config(FILE *, const struct seed_in *);
 int	 seed_build(const struct pv *, const struct seed_in *, const char *iso);

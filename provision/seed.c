@@ -195,6 +195,8 @@ seed_user_data(FILE *f, const struct seed_in *in)
 	write_file(f, "/etc/environment.d/90-moat.conf", "0644", env);
 	if (in->ca_pem != NULL)
 		write_file(f, CA_PATH, "0644", in->ca_pem);
+	if (in->targets != NULL)
+		write_file(f, PV_TARGETS_PATH, "0644", in->targets);
 	write_file(f, "/etc/ssh/sshd_config.d/90-moat.conf", "0644",
 	    "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
 	    "PermitRootLogin no\n");

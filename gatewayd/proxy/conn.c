@@ -721,6 +721,8 @@ static void
 dns_done(void *arg, const char *err, const struct moat_addr *a, size_t n)
 {
 	struct conn *c = arg;
+	const char *why;
+	char msg[96];
 	size_t i;
 
 	c->dns = NULL;
@@ -731,8 +733,10 @@ dns_done(void *arg, const char *err, const struct moat_addr *a, size_t n)
 	/* Every answer is checked: one private address refuses the name,
 	 * which is what defeats DNS rebinding between check and connect. */
 	for (i = 0; i < n; i++)
-		if (!policy_addr_ok(proxy.cfg, &a[i], c->port)) {
-			conn_refuse(c, 403, "name resolves to a private address");
+		if (!policy_addr_ok(proxy.cfg, c->sb, &proxy.host, &a[i],
+		    c->port, &why)) {
+			snprintf(msg, sizeof(msg), "name resolves to %s", why);
+			conn_refuse(c, 403, msg);
 			return;
 		}
 	dial_checked(c, &a[0]);
@@ -742,6 +746,7 @@ static void
 dial_start(struct conn *c)
 {
 	struct moat_addr a;
+	const char *why;
 
 	c->st = S_DIAL;
 	conn_set_deadline(c, TIMEOUT_DIAL_S);
@@ -752,8 +757,9 @@ dial_start(struct conn *c)
 			conn_refuse(c, 400, "no destination");
 			return;
 		}
-		if (!policy_addr_ok(proxy.cfg, &a, c->port)) {
-			conn_refuse(c, 403, "private address");
+		if (!policy_addr_ok(proxy.cfg, c->sb, &proxy.host, &a,
+		    c->port, &why)) {
+			conn_refuse(c, 403, why);
 			return;
 		}
 		dial_checked(c, &a);

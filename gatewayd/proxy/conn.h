@@ -105,6 +105,7 @@ struct proxy {
 	int		 maxconns;
 	int		 sb_max;		/* per sandbox */
 	bool		 draining;
+	struct admit_host host;		/* the gateway host's addresses */
 };
 
 extern struct proxy proxy;

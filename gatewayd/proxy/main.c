@@ -26,6 +26,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "hostaddr.h"
 #include "ipc.h"
 #include "log.h"
 #include "parent.h"
@@ -64,6 +65,8 @@ static volatile int stop;
 static struct listener listeners[MAX_LISTENERS];
 static int nlisteners;
 static struct ev ipc_ev;
+static struct ev host_ev;
+static struct hostaddr *hostaddr;
 static time_t drain_deadline;
 
 static void
@@ -272,6 +275,28 @@ on_ipc(struct ev *e, uint32_t events)
 	start_drain();
 }
 
+/* The host's addresses change (DHCP, SLAAC, an interface coming up):
+ * the proxy follows, so it never dials one. */
+static void
+on_hostaddr(struct ev *e, uint32_t events)
+{
+	if (hostaddr_read(hostaddr, &proxy.host) < 0)
+		fatal("rtnetlink");
+}
+
+/* Without the host's addresses the proxy cannot tell the host from the
+ * internet: it must not run. */
+static void
+setup_hostaddr(void)
+{
+	if ((hostaddr = hostaddr_open()) == NULL)
+		fatal("rtnetlink: cannot learn the host's addresses");
+	if (hostaddr_read(hostaddr, &proxy.host) < 0 ||
+	    ev_add(&host_ev, hostaddr_fd(hostaddr), EPOLLIN, on_hostaddr,
+	    NULL) < 0)
+		fatal("rtnetlink");
+}
+
 static void
 tick(void)
 {
@@ -443,6 +468,7 @@ main(int argc, char *argv[])
 		fatal("--ipc-fd %d", o.ipc_fd);
 	audit_init(o.ipc_fd);
 	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
+	setup_hostaddr();
 	proxy.maxconns = sandbox_maxfiles() / 3 - 16;
 	sandbox_drop(o.user);
 	if (o.ipc_fd >= 0)
@@ -463,6 +489,8 @@ main(int argc, char *argv[])
 	log_info("stopping");
 	secrets_wipe(&secrets);
 	tls_free();
+	hostaddr_close(hostaddr);
+	admit_host_free(&proxy.host);
 	config_free(cfg);
 	return EXIT_OK;
 }

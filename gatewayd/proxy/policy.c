@@ -120,38 +120,16 @@ policy_decide(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return V_SPLICE;
 }
 
-static bool
-exception_allows(const struct moat_config *cfg, const struct moat_addr *a,
-    uint16_t port)
-{
-	size_t i, j;
-
-	for (i = 0; i < cfg->gw.nexceptions; i++) {
-		const struct moat_exception *x = &cfg->gw.exceptions[i];
-
-		if (!prefix_contains(&x->to, a) ||
-		    (x->proto != 0 && x->proto != IPPROTO_TCP))
-			continue;
-		if (x->nports == 0)
-			return true;
-		for (j = 0; j < x->nports; j++)
-			if (x->ports[j] == port)
-				return true;
-	}
-	return false;
-}
-
+/* The one admission function decides (lib/admit.c): the same rules the
+ * kernel applies to the guest's own packets. */
 bool
-policy_addr_ok(const struct moat_config *cfg, const struct moat_addr *addr,
-    uint16_t port)
+policy_addr_ok(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct admit_host *host, const struct moat_addr *addr,
+    uint16_t port, const char **why)
 {
-	struct moat_addr a = *addr;
+	enum admit_why w = admit_addr(cfg, sb, host, addr, IPPROTO_TCP, port);
 
-	addr_unmap(&a);
-	if (exception_allows(cfg, &a, port))
-		return true;
-	if (a.family == AF_INET6 && (a.a[0] & 0xe0) != 0x20)
-		return false;		/* outside 2000::/3 nothing, ever */
-	return !rangeset_contains(cfg->private, &a) &&
-	    !rangeset_contains(cfg->private, addr);
+	if (why != NULL)
+		*why = admit_why_str(w);
+	return w == ADMIT_OK;
 }

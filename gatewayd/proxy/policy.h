@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "config.h"
 
 enum verdict { V_REFUSE, V_SPLICE, V_INTERCEPT };
@@ -21,10 +22,13 @@ enum verdict	policy_decide(const struct moat_config *,
 /* "a.b.c.d" in any inet_aton spelling ("127.1", "0x7f.1", "2130706433"),
  * or an IPv6 literal.  True if s is one. */
 bool	policy_literal(const char *s, struct moat_addr *);
-/* May the proxy connect to addr:port?  Private ranges (after unmapping
- * IPv4-mapped IPv6) are refused unless an exception names them. */
-bool	policy_addr_ok(const struct moat_config *, const struct moat_addr *,
-	    uint16_t port);
+/* May the proxy connect to addr:port for sb?  Exactly what a guest of
+ * sb could reach directly (admit_addr): never the gateway host (host:
+ * its addresses), the sandbox network, IPv6, or a private range other
+ * than an exception that applies to sb.  *why (if not NULL) says why. */
+bool	policy_addr_ok(const struct moat_config *,
+	    const struct moat_sandbox *, const struct admit_host *,
+	    const struct moat_addr *, uint16_t port, const char **why);
 bool	policy_name_allowed(const struct moat_sandbox *, const char *host);
 /* Is the sandbox entitled to secret s for this host? */
 bool	policy_secret_bound(const struct moat_sandbox *,

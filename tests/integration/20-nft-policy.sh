@@ -236,7 +236,8 @@ expect_eq "a none-mode refusal increments counter none" $((c0 + 1)) "$(counter i
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: address not in the set"
 expect_ok "add an address to web's allowlist set" nftr add web 8000 $INET_HTTP
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: address in the set"
-expect_probe reply web udp $INET_HTTP 9999 "allowlist: UDP to an address in the set"
+expect_probe EHOSTUNREACH web udp $INET_HTTP 9999 "allowlist: UDP to an address in the set, not in allow_ports"
+expect_probe EHOSTUNREACH web tcp $INET_HTTP 8443 "allowlist: another TCP port of an address in the set"
 expect_probe EHOSTUNREACH web tcp $INET_ADDR 8080 "allowlist: another address"
 c0=$(counter inet allowlist)
 probe web tcp $INET_ADDR 8080 >/dev/null

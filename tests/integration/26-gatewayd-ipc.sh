@@ -76,4 +76,24 @@ expect_match "malformed message kills the sender, audited with the reason" \
 expect_ok "gatewayd itself is still running" kill -0 "$GW_PID"
 expect_eq "the other child is untouched" "$nflog_pid" "$(gw_child_pid nflog)"
 expect_ok "control socket still answers" gw_ctl status
+
+# A set-add asking to pin an address for ~49 days: the timeout is capped
+# in the shape check, so the message is a violation and nothing is added.
+cat >"$TOPO_TMP/script.py" <<PY
+import socket, struct, time
+s = socket.socket(fileno=3)
+body = b"web".ljust(33, b"\0") + b"\0" * 3 + struct.pack("=II", 0xffffffff, 1)
+body += struct.pack("=i", 2) + socket.inet_aton("203.0.113.44") + b"\0" * 12
+s.send(struct.pack("=HHII", 1, 0, len(body), 11) + body)
+time.sleep(60)
+PY
+# The stand-in is being restarted after its violation, or is asleep:
+# either way the next one runs this script.
+kill "$(gw_child_pid dnsd)" 2>/dev/null
+for i in $(seq 100); do grep -q 'timeout 4294967295 ms' "$GW_AUDIT" && break; sleep 0.1; done
+expect_match "a set-add timeout above the cap kills the sender" \
+	'"event":"child-killed","child":"dnsd","reason":"set-add: timeout 4294967295 ms exceeds 3600000 ms"' \
+	"$(cat "$GW_AUDIT")"
+expect_fail "... and the address is not in the set" grep -q 203.0.113.44 \
+	<<<"$(in_ns "$NS_GW" nft list set inet moat allow_web)"
 tap_done

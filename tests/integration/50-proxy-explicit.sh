@@ -16,6 +16,18 @@ topo_guest inspect 10.77.0.13 52:54:00:00:00:0d mt-inspect
 topo_banner "$NS_LAN" $LAN_HOST 443 "lan-https"
 proxy_certs || not_ok "test certificates"
 proxy_conf "$TOPO_TMP/moat.conf"
+# A deliberate hole to the LAN host's port 22: by default it applies to
+# the open sandboxes only, never to the allowlist one.
+sed -i 's|^  state_dir = |  exceptions = ( { to = "192.168.77.2/32"; proto = "tcp"; ports = [ 22 ]; } );\n  state_dir = |' \
+	"$TOPO_TMP/moat.conf"
+topo_banner "$NS_LAN" $LAN_HOST 22 "SSH-2.0-lan-host"
+# The gateway host's own services, bound to every address, and global
+# IPv6 on the gateway and the LAN (only inside this run's namespaces).
+topo_banner "$NS_GW" 0.0.0.0 2222 "gateway-host-service"
+ip -n "$NS_GW" addr add 2001:470:77::1/64 dev lan0 nodad
+ip -n "$NS_LAN" addr add 2001:470:77::2/64 dev eth0 nodad
+topo_bg "$NS_GW" gw6 socat TCP6-LISTEN:2223,bind=[2001:470:77::1],fork,reuseaddr SYSTEM:"echo gw6"
+topo_bg "$NS_LAN" lan6 socat TCP6-LISTEN:2222,bind=[2001:470:77::2],fork,reuseaddr SYSTEM:"echo lan6"
 proxy_servers || not_ok "test servers start"
 proxy_start "$TOPO_TMP/moat.conf" || { not_ok "moat-proxy starts"; tap_done; exit 1; }
 ok "moat-proxy starts and listens on $GW_ADDR:3128"
@@ -113,6 +125,32 @@ expect_eq "plain HTTP to a LAN address is refused" "403" \
 px_curl agent http://other.test/echo -H "Authorization: Bearer $PX_PLACEHOLDER" -o /dev/null
 expect_eq "plaintext upstream: a placeholder is blocked, never injected" "" \
 	"$(cat "$PX_DIR/plain80.log")"
+# --- the proxy dials only what the guest could reach directly ---------------
+expect_eq "CONNECT to the gateway's uplink address is refused" "403" \
+	"$(connect_code agent 203.0.113.1:2222)"
+expect_eq "CONNECT to the gateway's LAN address is refused" "403" \
+	"$(connect_code agent 192.168.77.1:2222)"
+expect_eq "absolute-URI to the gateway's uplink address is refused" "403" \
+	"$(px_curl agent http://203.0.113.1:2222/ -o /dev/null -w '%{http_code}')"
+expect_eq "CONNECT to the gateway's global IPv6 address is refused" "403" \
+	"$(connect_code agent '[2001:470:77::1]:2223')"
+expect_eq "CONNECT to a LAN host's global IPv6 address is refused" "403" \
+	"$(connect_code agent '[2001:470:77::2]:2222')"
+expect_eq "CONNECT to an IPv6 ULA is refused" "403" "$(connect_code agent '[fd00::1]:443')"
+expect_eq "CONNECT to IPv6 link-local is refused" "403" "$(connect_code agent '[fe80::1]:443')"
+expect_eq "CONNECT to another guest is refused" "403" "$(connect_code agent 10.77.0.11:80)"
+expect_match "the refusal names the gateway host" \
+	'"event":"refuse".*"reason":"an address of the gateway host"' "$(cat "$TOPO_TMP/moat-proxy.log")"
+ip -n "$NS_GW" addr add 203.0.113.77/24 dev up0
+expect_eq "an address the gateway gains later is refused too (RTM_NEWADDR)" "403" \
+	"$(connect_code agent 203.0.113.77:2222)"
+ip -n "$NS_GW" addr del 203.0.113.77/24 dev up0
+expect_eq "exception: an open sandbox reaches it (default)" "200" \
+	"$(connect_code agent $LAN_HOST:22)"
+expect_eq "exception: not for an allowlist sandbox it does not name" "403" \
+	"$(connect_code listed lan.test:22)"
+expect_eq "allowlist: a listed name on a port not in allow_ports is refused" "403" \
+	"$(connect_code listed api.bound.test:8443)"
 expect_eq "an unknown source address is refused" "403" \
 	"$(in_ns "$NS_GW" curl -s --max-time 5 -o /dev/null -w '%{http_connect}' \
 	  -x http://$GW_ADDR:3128 -p https://other.test/ 2>/dev/null)"

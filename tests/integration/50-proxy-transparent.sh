@@ -16,6 +16,7 @@ topo_banner "$NS_LAN" $LAN_HOST 443 "lan-https"
 proxy_certs || not_ok "test certificates"
 proxy_conf "$TOPO_TMP/moat.conf"
 proxy_servers || not_ok "test servers start"
+topo_http "$NS_GW" 0.0.0.0 80 "gateway-host-web" || not_ok "gateway host web server starts"
 proxy_start "$TOPO_TMP/moat.conf" || { not_ok "moat-proxy starts"; tap_done; exit 1; }
 # Only inside this run's gateway namespace.
 in_ns "$NS_GW" nft -f - <<'NFT' || not_ok "redirect installed"
@@ -55,6 +56,10 @@ expect_eq "transparent HTTP: routed by the Host header" "200" \
 expect_eq "transparent TLS without SNI (open mode) goes to the original address" "200" \
 	"$(in_ns "$TOPO-agent" curl -sk --max-time 8 -o /dev/null -w '%{http_code}' \
 	  https://$PX_OTHER/echo)"
+expect_eq "transparent HTTP to the gateway's uplink address is refused" "403" \
+	"$(in_ns "$TOPO-agent" curl -s --max-time 8 -o /dev/null -w '%{http_code}' http://203.0.113.1/)"
+expect_eq "transparent HTTP to the gateway's LAN address is refused" "403" \
+	"$(in_ns "$TOPO-agent" curl -s --max-time 8 -o /dev/null -w '%{http_code}' http://192.168.77.1/)"
 expect_fail "transparent TLS naming a host that resolves into the LAN is refused" \
 	tcurl agent lan.test $PX_OTHER https://lan.test/
 expect_match "... with a TLS alert and an audit line" \

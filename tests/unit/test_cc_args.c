@@ -88,11 +88,38 @@ numbers_and_modes(void **state)
 	assert_int_equal(args_mode("Open", &m), -1);
 }
 
+/* The targets file provision writes: one line at a time. */
+static void
+targets_file_lines(void **state)
+{
+	static struct cc_opts o;
+
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(args_targets_line("# comment\n", &o), 0);
+	assert_int_equal(args_targets_line("\n", &o), 0);
+	assert_int_equal(args_targets_line("gateway 203.0.113.1\n", &o), 0);
+	assert_int_equal(args_targets_line("gateway [2001:470::1]:22\n", &o), 0);
+	assert_int_equal(o.ngwaddrs, 2);
+	assert_int_equal(o.gwaddrs[1].port, 22);
+	assert_int_equal(args_targets_line("exception 192.168.1.50:3142", &o), 0);
+	assert_int_equal(o.nclosed, 1);
+	assert_int_equal(o.closed[0].port, 3142);
+	assert_int_equal(args_targets_line("lan 192.168.77.0/24\n", &o), 0);
+	assert_int_equal(o.ntargets, 2);
+	assert_int_equal(o.targets[0].addr.a[3], 1);
+	assert_int_equal(o.targets[1].addr.a[3], 2);
+	assert_int_equal(args_targets_line("gatewy 1.2.3.4", &o), -1);
+	assert_int_equal(args_targets_line("gateway 1.2.3.4 extra", &o), -1);
+	assert_int_equal(args_targets_line("gateway nothost", &o), -1);
+	assert_int_equal(args_targets_line("lan 2001:db8::/64", &o), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(targets),
+		cmocka_unit_test(targets_file_lines),
 		cmocka_unit_test(bad_targets),
 		cmocka_unit_test(hostports),
 		cmocka_unit_test(numbers_and_modes),

@@ -110,6 +110,15 @@ malformed_rejected(void **state)
 	raw.h = (struct ipc_hdr){ IPC_SET_ADD, 0, (uint32_t)len, 1 };
 	memcpy(raw.p, &u, len);
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	/* a timeout above the cap (a compromised dnsd pinning an address) */
+	len = make_set_add(1);
+	u.m.timeout_ms = IPC_SET_TIMEOUT_MAX_MS + 1;
+	raw.h = (struct ipc_hdr){ IPC_SET_ADD, 0, (uint32_t)len, 1 };
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	u.m.timeout_ms = IPC_SET_TIMEOUT_MAX_MS;
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), (int)len);
 	/* unknown type, and a short message */
 	raw.h = (struct ipc_hdr){ 99, 0, 0, 1 };
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h), &h), -2);

@@ -88,7 +88,10 @@ slurp(const char *path)
 static void
 golden(const char *conf, enum nftr_mode mode, const char *want_path)
 {
-	struct nftr_opts opts = { mode, NULL };
+	/* Fixed uids so the golden output chain does not depend on the
+	 * users of the machine running the test. */
+	struct nftr_opts opts = { .mode = mode, .has_proxy_uid = true,
+	    .proxy_uid = 990, .has_dns_uid = true, .dns_uid = 991 };
 	struct moat_config *cfg = load_file(conf);
 	struct nftr_ruleset *rs;
 	char err[256], *got, *want;

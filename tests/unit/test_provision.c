@@ -318,7 +318,38 @@ t_seed(void **state)
 	assert_non_null(strstr(n, "dhcp4: false"));
 	free(m);
 	free(n);
+	in.targets = "gateway 203.0.113.1\nexception 192.168.1.50:3142\n";
+	u = render(seed_user_data, &in);
+	assert_non_null(strstr(u, "path: /etc/moat/containment-targets"));
+	assert_non_null(strstr(u, "exception 192.168.1.50:3142"));
+	free(u);
 	strv_free(&in.env);
+}
+
+/* The scanner's targets: exceptions that do not apply to this guest must
+ * be probed as closed; the host's own addresses are listed. */
+static void
+t_targets(void **state)
+{
+	struct moat_config *c = load_text("gateway: { uplink = \"up0\"; "
+	    "network = \"10.77.0.0/24\"; bridge = \"moat0\"; dns: { upstream "
+	    "= [ \"203.0.113.53\" ]; }; exceptions = ( { to = "
+	    "\"192.168.1.50/32\"; proto = \"tcp\"; ports = [ 3142 ]; } ); };\n",
+	    "/nonexistent");
+	char *t;
+
+	assert_non_null(c);
+	t = targets_text(c, "new", EGRESS_NONE);
+	assert_non_null(strstr(t, "exception 192.168.1.50:3142\n"));
+	free(t);
+	t = targets_text(c, "new", EGRESS_ALLOWLIST);
+	assert_non_null(strstr(t, "exception 192.168.1.50:3142\n"));
+	free(t);
+	t = targets_text(c, "new", EGRESS_OPEN);	/* applies by default */
+	assert_null(strstr(t, "exception"));
+	assert_null(strstr(t, "gateway 127.0.0.1"));
+	free(t);
+	config_free(c);
 }
 
 static void
@@ -361,6 +392,7 @@ main(void)
 		cmocka_unit_test(t_names),
 		cmocka_unit_test(t_dropin_loads),
 		cmocka_unit_test(t_seed),
+		cmocka_unit_test(t_targets),
 		cmocka_unit_test(t_env_names),
 		cmocka_unit_test(t_join),
 	};

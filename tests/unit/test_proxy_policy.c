@@ -101,13 +101,38 @@ test_decide(void **state)
 	    &(struct moat_addr){ 0 }, &(const char *){ NULL }), V_REFUSE);
 }
 
-static bool
-ok(const char *s, uint16_t port)
+/* The gateway host's own addresses, as rtnetlink would report them: a
+ * public uplink address and a global IPv6 one. */
+static struct admit_host host;
+
+static void
+need_host(void)
 {
 	struct moat_addr a;
 
+	if (host.n > 0)
+		return;
+	assert_int_equal(addr_parse("203.0.113.99", &a), 0);
+	admit_host_add(&host, &a);
+	assert_int_equal(addr_parse("2001:470:1::99", &a), 0);
+	admit_host_add(&host, &a);
+}
+
+static bool
+ok_for(const char *sb, const char *s, uint16_t port)
+{
+	struct moat_addr a;
+
+	need_host();
 	assert_true(policy_literal(s, &a));
-	return policy_addr_ok(cfg, &a, port);
+	return policy_addr_ok(cfg, config_sandbox_by_name(cfg, sb), &host,
+	    &a, port, NULL);
+}
+
+static bool
+ok(const char *s, uint16_t port)
+{
+	return ok_for("o", s, port);
 }
 
 static void
@@ -129,6 +154,62 @@ test_addresses(void **state)
 	assert_false(ok("192.168.1.50", 443));
 	assert_true(ok("192.168.1.50", 3142));	/* an exception */
 	assert_true(ok("8.8.8.8", 443));
+}
+
+/* What the proxy may dial is what a guest of the sandbox may reach:
+ * never the gateway host, the sandbox network or IPv6; exceptions only
+ * for the sandboxes they apply to; allowlist only on allow_ports. */
+static void
+test_admission(void **state)
+{
+	const char *why = NULL;
+	struct moat_addr a;
+
+	need_cfg();
+	assert_true(ok("203.0.113.7", 443));
+	assert_false(ok("203.0.113.99", 2222));		/* the host's uplink */
+	assert_false(ok("::ffff:203.0.113.99", 80));
+	assert_false(ok("2001:470:1::99", 2223));	/* the host, IPv6 */
+	assert_false(ok("2001:470:2::1", 2222));	/* a LAN host, IPv6 */
+	assert_false(ok("fd12::1", 443));		/* ULA */
+	assert_false(ok("10.77.0.12", 80));		/* another guest */
+	assert_false(ok("10.77.0.1", 3128));		/* the gateway */
+	assert_false(ok_for("n", "192.168.1.50", 3142));	/* none */
+	assert_false(ok_for("a", "192.168.1.50", 3142));	/* not named */
+	assert_true(ok_for("o", "192.168.1.50", 3142));		/* default */
+	assert_true(ok_for("a", "203.0.113.7", 443));
+	assert_false(ok_for("a", "203.0.113.7", 8443));	/* allow_ports */
+	assert_int_equal(addr_parse("203.0.113.99", &a), 0);
+	assert_false(policy_addr_ok(cfg, config_sandbox_by_name(cfg, "o"),
+	    &host, &a, 80, &why));
+	assert_string_equal(why, "an address of the gateway host");
+	admit_host_del(&host, &a);
+	assert_true(policy_addr_ok(cfg, config_sandbox_by_name(cfg, "o"),
+	    &host, &a, 80, NULL));			/* RTM_DELADDR */
+	admit_host_free(&host);
+}
+
+/* The one set-add admission both parents use (gatewayd and dnsd). */
+static void
+test_set_add(void **state)
+{
+	struct moat_addr in[4], ok[4];
+	uint32_t t = 0xffffffffu;
+
+	need_cfg();
+	assert_int_equal(addr_parse("203.0.113.7", &in[0]), 0);
+	assert_int_equal(addr_parse("192.168.1.50", &in[1]), 0);
+	assert_int_equal(addr_parse("10.77.0.12", &in[2]), 0);
+	assert_int_equal(addr_parse("2606:4700::1", &in[3]), 0);
+	assert_int_equal(admit_set_add(cfg, "a", in, 4, ok, &t), 1);
+	assert_int_equal(addr_cmp(&ok[0], &in[0]), 0);
+	assert_int_equal(t, ADMIT_SET_TIMEOUT_MAX_MS);	/* ~49 days capped */
+	t = 60000;
+	assert_int_equal(admit_set_add(cfg, "a", in, 1, ok, &t), 1);
+	assert_int_equal(t, 60000);
+	assert_int_equal(admit_set_add(cfg, "o", in, 1, ok, &t), -1);
+	assert_int_equal(admit_set_add(cfg, "n", in, 1, ok, &t), -1);
+	assert_int_equal(admit_set_add(cfg, "nosuch", in, 1, ok, &t), -1);
 }
 
 static void
@@ -153,6 +234,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_set_add),
 		cmocka_unit_test(test_binding),
 	};
 

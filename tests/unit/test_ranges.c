@@ -259,6 +259,27 @@ unmap(void **state)
 	assert_false(addr_unmap(&a));
 }
 
+/* The sandbox network is denied whatever it is: a public prefix given
+ * as denied stays in the set even where treat_as_public covers it. */
+static void
+deny_wins_over_public(void **state)
+{
+	struct moat_prefix pub, net;
+	struct moat_rangeset *rs;
+	struct moat_addr a;
+
+	assert_int_equal(prefix_parse("44.0.0.0/8", &pub), 0);
+	assert_int_equal(prefix_parse("44.1.2.0/24", &net), 0);
+	rs = rangeset_new_deny(&pub, 1, &net, 1);
+	assert_int_equal(addr_parse("44.1.2.7", &a), 0);
+	assert_true(rangeset_contains(rs, &a));
+	assert_int_equal(addr_parse("44.1.3.7", &a), 0);
+	assert_false(rangeset_contains(rs, &a));
+	assert_int_equal(addr_parse("10.1.2.3", &a), 0);
+	assert_true(rangeset_contains(rs, &a));
+	rangeset_free(rs);
+}
+
 int
 main(void)
 {
@@ -270,6 +291,7 @@ main(void)
 		cmocka_unit_test(adjacent_rows_merge),
 		cmocka_unit_test(parse_rejects),
 		cmocka_unit_test(unmap),
+		cmocka_unit_test(deny_wins_over_public),
 	};
 	return cmocka_run_group_tests_name("ranges", tests, NULL, NULL);
 }

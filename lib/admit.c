@@ -1,0 +1,182 @@
+/*
+ * admit.c -- the one admission decision (see admit.h).
+ */
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "admit.h"
+#include "log.h"
+
+static const char *const whys[] = {
+	[ADMIT_OK] = "admitted",
+	[ADMIT_NOT_SANDBOX] = "source is not a sandbox",
+	[ADMIT_NONE] = "sandbox egress is none",
+	[ADMIT_SANDBOX_NET] = "an address of the sandbox network",
+	[ADMIT_HOST] = "an address of the gateway host",
+	[ADMIT_IPV6] = "an IPv6 address (guests have no IPv6 egress)",
+	[ADMIT_PRIVATE] = "a private address",
+	[ADMIT_PORT] = "a port not in the sandbox's allow_ports",
+};
+
+const char *
+admit_why_str(enum admit_why w)
+{
+	return (size_t)w < sizeof(whys) / sizeof(whys[0]) ? whys[w] : "?";
+}
+
+bool
+admit_exception_applies(const struct moat_exception *x,
+    const struct moat_sandbox *sb)
+{
+	size_t i;
+
+	if (sb == NULL || sb->egress == EGRESS_NONE)
+		return false;
+	if (!x->sandboxes_given)
+		return sb->egress == EGRESS_OPEN;
+	for (i = 0; i < x->sandboxes.n; i++)
+		if (strcmp(x->sandboxes.v[i], sb->name) == 0)
+			return true;
+	return false;
+}
+
+bool
+admit_exception_covers(const struct moat_exception *x,
+    const struct moat_addr *a, int proto, uint16_t port)
+{
+	size_t i;
+
+	if (!prefix_contains(&x->to, a))
+		return false;
+	if (x->proto != 0 && x->proto != proto)
+		return false;
+	if (x->nports == 0)
+		return true;
+	for (i = 0; i < x->nports; i++)
+		if (x->ports[i] == port)
+			return true;
+	return false;
+}
+
+bool
+admit_port_allowed(const struct moat_sandbox *sb, int proto, uint16_t port)
+{
+	size_t i;
+
+	for (i = 0; i < sb->nallow_ports; i++)
+		if (sb->allow_ports[i].proto == proto &&
+		    sb->allow_ports[i].port == port)
+			return true;
+	return false;
+}
+
+static bool
+exception_admits(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct moat_addr *a, int proto, uint16_t port)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->gw.nexceptions; i++)
+		if (admit_exception_applies(&cfg->gw.exceptions[i], sb) &&
+		    admit_exception_covers(&cfg->gw.exceptions[i], a, proto,
+		    port))
+			return true;
+	return false;
+}
+
+enum admit_why
+admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct admit_host *host, const struct moat_addr *addr, int proto,
+    uint16_t port)
+{
+	struct moat_addr a = *addr;
+
+	if (sb == NULL)
+		return ADMIT_NOT_SANDBOX;
+	if (sb->egress == EGRESS_NONE)
+		return ADMIT_NONE;
+	addr_unmap(&a);
+	/* Whatever the network is, it holds the guests and the gateway. */
+	if (prefix_contains(&cfg->gw.network, &a) ||
+	    addr_cmp(&a, &cfg->gw.address) == 0)
+		return ADMIT_SANDBOX_NET;
+	if (host != NULL && (admit_host_has(host, &a) ||
+	    admit_host_has(host, addr)))
+		return ADMIT_HOST;
+	if (a.family != AF_INET)
+		return ADMIT_IPV6;
+	if (exception_admits(cfg, sb, &a, proto, port))
+		return ADMIT_OK;
+	if (rangeset_contains(cfg->private, &a))
+		return ADMIT_PRIVATE;
+	if (sb->egress == EGRESS_ALLOWLIST &&
+	    !admit_port_allowed(sb, proto, port))
+		return ADMIT_PORT;
+	return ADMIT_OK;
+}
+
+int
+admit_set_add(const struct moat_config *cfg, const char *sandbox,
+    const struct moat_addr *in, size_t n, struct moat_addr *ok,
+    uint32_t *timeout_ms)
+{
+	const struct moat_sandbox *sb = config_sandbox_by_name(cfg, sandbox);
+	size_t i;
+	int k = 0;
+
+	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST)
+		return -1;
+	if (*timeout_ms > ADMIT_SET_TIMEOUT_MAX_MS)
+		*timeout_ms = ADMIT_SET_TIMEOUT_MAX_MS;
+	for (i = 0; i < n; i++)
+		if (in[i].family == AF_INET &&
+		    !rangeset_contains(cfg->private, &in[i]) &&
+		    !prefix_contains(&cfg->gw.network, &in[i]))
+			ok[k++] = in[i];
+	return k;
+}
+
+void
+admit_host_add(struct admit_host *h, const struct moat_addr *a)
+{
+	if (admit_host_has(h, a))
+		return;
+	if (h->n == h->cap) {
+		h->cap = h->cap ? h->cap * 2 : 16;
+		h->v = xreallocarray(h->v, h->cap, sizeof(*h->v));
+	}
+	h->v[h->n++] = *a;
+}
+
+void
+admit_host_del(struct admit_host *h, const struct moat_addr *a)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (addr_cmp(&h->v[i], a) == 0) {
+			h->v[i] = h->v[--h->n];
+			return;
+		}
+}
+
+bool
+admit_host_has(const struct admit_host *h, const struct moat_addr *a)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (addr_cmp(&h->v[i], a) == 0)
+			return true;
+	return false;
+}
+
+void
+admit_host_free(struct admit_host *h)
+{
+	free(h->v);
+	memset(h, 0, sizeof(*h));
+}
