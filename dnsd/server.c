@@ -327,9 +327,13 @@ answer_addr_ttl(const struct answer *a, uint32_t age)
 	uint32_t max = answer_told_ttl(a, age);
 
 	/* The element outlives every TTL the guest was told, so the guest
-	 * asks again (and refreshes it) before it expires. */
+	 * asks again (and refreshes it) before it expires.  One second more:
+	 * ages are whole seconds, so a later cache hit may be told up to a
+	 * second more than the exact time left, and the element must still
+	 * cover it. */
 	if (max < SET_TIMEOUT_MIN)
 		max = SET_TIMEOUT_MIN;
+	max += 1;
 	return max > DNSD_TTL_MAX ? DNSD_TTL_MAX : max;
 }
 
