@@ -21,9 +21,11 @@
 
 #include "ranges.h"
 
-#define CC_EXIT_CONTAINED	0
-#define CC_EXIT_BREACH		1
-#define CC_EXIT_USAGE		2	/* also internal and system errors */
+#include "exitcodes.h"
+
+#define CC_EXIT_CONTAINED	EXIT_OK
+#define CC_EXIT_BREACH		EXIT_FALSE
+#define CC_EXIT_USAGE		EXIT_USAGE	/* also internal and system errors */
 
 /* Where a probe belongs in the report, in report order. */
 enum cc_class {

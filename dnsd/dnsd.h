@@ -22,7 +22,7 @@
 
 #define DNSD_USER_DEFAULT	"moat-dns"
 
-enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+#include "exitcodes.h"	/* EXIT_OK, EXIT_CONFIG, EXIT_USAGE, EXIT_SYSTEM */
 
 struct dnsd_opts {
 	const char	*conf;

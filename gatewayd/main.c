@@ -15,7 +15,7 @@
 #include "gatewayd.h"
 #include "log.h"
 
-enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2 };
+#include "exitcodes.h"
 
 static void
 usage(FILE *fp)

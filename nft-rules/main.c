@@ -2,8 +2,8 @@
  * nft-rules -- compile moat's policy into one nftables transaction, and
  * render, apply, verify or flush it.  See nft-rules(8).
  *
- * Exit codes (s6 style): 0 success; 1 negative result (invalid config,
- * drift found by verify); 100 usage error; 111 system or kernel error.
+ * Exit codes: 0 success; 1 negative result (invalid config,
+ * drift found by verify); 2 usage error; 3 system or kernel error (lib/exitcodes.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,10 +18,12 @@
 #include "nftrules.h"
 #include "refusals.h"
 
-#define EX_OK		0
-#define EX_FALSE	1
-#define EX_USAGE	100
-#define EX_SYS		111
+#include "exitcodes.h"
+
+#define EX_OK		EXIT_OK
+#define EX_FALSE	EXIT_FALSE
+#define EX_USAGE	EXIT_USAGE
+#define EX_SYS		EXIT_SYSTEM
 
 struct cli {
 	const char	*conf;
@@ -85,8 +87,8 @@ usage(FILE *f)
 	    "\"-\" for none)\n"
 	    "  -v            more messages\n"
 	    "  --version     print the version\n\n"
-	    "exit: 0 ok, 1 invalid config or drift, 100 usage, "
-	    "111 system or kernel error\n", MOAT_CONF_DEFAULT,
+	    "exit: 0 ok, 1 invalid config or drift, 2 usage, "
+	    "3 system or kernel error\n", MOAT_CONF_DEFAULT,
 	    NFTR_PROXY_USER, NFTR_DNS_USER);
 }
 

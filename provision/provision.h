@@ -18,9 +18,11 @@
 #include "config.h"
 
 /* Exit codes (s6 style): result, usage, system. */
-#define PV_OK		0
-#define PV_FAIL		1	/* the operation failed; nothing was left half-made */
-#define PV_USAGE	2
+#include "exitcodes.h"
+
+#define PV_OK		EXIT_OK
+#define PV_FAIL		EXIT_FALSE	/* the operation failed; nothing was left half-made */
+#define PV_USAGE	EXIT_USAGE
 
 #define PV_RUN_DIR	"/run/moat"
 #define PV_QEMU_USER	"moat-qemu"

@@ -34,7 +34,7 @@
 #include "sandbox.h"
 #include "tls.h"
 
-enum { EXIT_OK = 0, EXIT_CONFIG = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+#include "exitcodes.h"
 
 #define MAX_LISTENERS	4
 #define DRAIN_S		30

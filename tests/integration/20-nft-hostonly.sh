@@ -35,7 +35,7 @@ reach() {	# reach GUEST [SOURCE] -- TCP to the host's 10.77.0.1:22
 
 expect_eq "before: a port not in the config reaches the host" "SSH-2.0-kvm-host" "$(reach rogue)"
 out=$(in_ns "$NS_GW" "$NFTR" -c "$CONF" --trunk mt-trunk check 2>&1); st=$?
-expect_eq "--trunk without --host-only is a usage error (exit 100)" 100 "$st"
+expect_eq "--trunk without --host-only is a usage error (exit 2)" 2 "$st"
 expect_match "--trunk without --host-only says so" "trunk needs --host-only" "$out"
 expect_ok "apply --host-only" nftr apply
 expect_ok "verify --host-only" nftr verify
