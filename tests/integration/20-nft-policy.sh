@@ -49,27 +49,7 @@ EOF
 
 # probe.py PROTO ADDR PORT -- one connection; prints "connected",
 # "reply", or the errno name (EHOSTUNREACH for ICMP admin-prohibited).
-cat >"$TOPO_TMP/probe.py" <<'EOF'
-import errno, socket, sys
-proto, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
-s = socket.socket(socket.AF_INET, kind)
-s.settimeout(2)
-try:
-    if len(sys.argv) > 4:
-        s.bind((sys.argv[4], 0))
-    s.connect((addr, port))
-    if proto == "tcp":
-        print("connected")
-    else:
-        s.send(b"ping\n")
-        s.recv(100)
-        print("reply")
-except socket.timeout:
-    print("timeout")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, str(e.errno)))
-EOF
+cp tests/harness/probe.py "$TOPO_TMP/probe.py"
 probe() {	# probe GUEST PROTO ADDR PORT [SOURCE]
 	in_ns "$TOPO-$1" python3 "$TOPO_TMP/probe.py" "$2" "$3" "$4" ${5:-}
 }
