@@ -1,0 +1,240 @@
+/*
+ * config_check.c -- checks that need more than one value: a sandbox
+ * against the gateway as it is read, and uniqueness, references and
+ * overlaps once every file is read.
+ */
+#include <arpa/inet.h>
+#include <libconfig.h>
+#include <string.h>
+
+#include "config.h"
+#include "config_int.h"
+#include "log.h"
+
+
+/* Per-sandbox checks that need only the sandbox and the gateway. */
+void
+check_sandbox(struct loader *ld, const config_setting_t *grp,
+    const struct moat_sandbox *x, const char *ctx)
+{
+	const struct moat_gateway *gw = &ld->cfg->gw;
+	const config_setting_t *a = config_setting_get_member(grp, "address");
+	struct moat_addr bcast;
+	char net[64];
+
+	if (x->allow.n > 0 && x->egress != EGRESS_ALLOWLIST)
+		serr(ld, config_setting_get_member(grp, "allow"), "%s: allow "
+		    "only applies with egress = \"allowlist\" (egress is \"%s\")",
+		    ctx, egress_name(x->egress));
+	if (x->bypass.n > 0 && !x->inspect)
+		serr(ld, config_setting_get_member(grp, "bypass"), "%s: bypass "
+		    "only applies with inspect = true", ctx);
+	if (config_setting_get_member(grp, "allow_ports") != NULL &&
+	    x->egress != EGRESS_ALLOWLIST)
+		serr(ld, config_setting_get_member(grp, "allow_ports"), "%s: "
+		    "allow_ports only applies with egress = \"allowlist\" "
+		    "(egress is \"%s\")", ctx, egress_name(x->egress));
+	if (a == NULL || x->address.family != AF_INET ||
+	    gw->network.addr.family != AF_INET)
+		return;
+	bcast = gw->network.addr;
+	{
+		uint32_t m = gw->network.plen == 0 ? ~0u :
+		    (1u << (32 - gw->network.plen)) - 1, v;
+		memcpy(&v, bcast.a, 4);
+		v = htonl(ntohl(v) | m);
+		memcpy(bcast.a, &v, 4);
+	}
+	prefix_fmt(&gw->network, net, sizeof(net));
+	if (!prefix_contains(&gw->network, &x->address))
+		serr(ld, a, "%s: address: expected an address inside "
+		    "gateway.network %s", ctx, net);
+	else if (addr_cmp(&x->address, &gw->network.addr) == 0 ||
+	    addr_cmp(&x->address, &bcast) == 0)
+		serr(ld, a, "%s: address: the network and broadcast addresses "
+		    "of %s cannot be a sandbox's", ctx, net);
+	else if (addr_cmp(&x->address, &gw->address) == 0)
+		serr(ld, a, "%s: address: that is the gateway's own address",
+		    ctx);
+}
+
+/* --- cross-checks ----------------------------------------------------- */
+
+static void
+check_unique(struct loader *ld)
+{
+	struct moat_config *cfg = ld->cfg;
+	static const uint8_t zero[6];
+	struct moat_sandbox *a, *b;
+	size_t i, j;
+	char mac[18];
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		a = &cfg->sandboxes[i];
+		if (a->tap[0] && (strcmp(a->tap, cfg->gw.bridge) == 0 ||
+		    strcmp(a->tap, cfg->gw.uplink) == 0))
+			adderr(ld, a->where.file, a->where.line, "sandbox \"%s\": "
+			    "tap: \"%s\" is the bridge or uplink interface",
+			    a->name ? a->name : "?", a->tap);
+		for (j = 0; j < i; j++) {
+			b = &cfg->sandboxes[j];
+#define DUP(what, cond, val)						\
+			if (cond)						\
+				adderr(ld, a->where.file, a->where.line,	\
+				    "sandbox \"%s\": %s \"%s\" is already used by "	\
+				    "sandbox \"%s\" (%s:%d)", a->name ? a->name	\
+				    : "?", what, val, b->name ? b->name : "?",	\
+				    b->where.file, b->where.line)
+			DUP("name", a->name && b->name &&
+			    strcmp(a->name, b->name) == 0, a->name);
+			snprintf(mac, sizeof(mac),
+			    "%02x:%02x:%02x:%02x:%02x:%02x", a->mac[0],
+			    a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
+			DUP("mac", memcmp(a->mac, zero, 6) != 0 &&
+			    memcmp(a->mac, b->mac, 6) == 0, mac);
+			DUP("tap", a->tap[0] && strcmp(a->tap, b->tap) == 0,
+			    a->tap);
+			if (a->address.family && addr_cmp(&a->address,
+			    &b->address) == 0) {
+				char ab[INET6_ADDRSTRLEN];
+				addr_fmt(&a->address, ab, sizeof(ab));
+				DUP("address", 1, ab);
+			}
+#undef DUP
+		}
+	}
+}
+
+static void
+check_secrets(struct loader *ld)
+{
+	struct moat_config *cfg = ld->cfg;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsecrets; i++)
+		for (j = 0; j < i; j++) {
+			struct moat_secret *a = &cfg->secrets[i],
+			    *b = &cfg->secrets[j];
+			if (a->name && b->name && strcmp(a->name, b->name) == 0)
+				adderr(ld, a->where.file, a->where.line, "secret "
+				    "\"%s\": name is already used (%s:%d)",
+				    a->name, b->where.file, b->where.line);
+			if (a->placeholder && b->placeholder &&
+			    (strstr(a->placeholder, b->placeholder) ||
+			    strstr(b->placeholder, a->placeholder)))
+				adderr(ld, a->where.file, a->where.line, "secret "
+				    "\"%s\": placeholder must differ from secret "
+				    "\"%s\"'s and not contain it", a->name ?
+				    a->name : "?", b->name ? b->name : "?");
+		}
+}
+
+/* A sandbox with an owner may carry only secrets its owner may use, so a
+ * hand-edited drop-in cannot hand one user's key to another's guest. */
+static void
+check_secret_owners(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	const struct moat_sandbox *x;
+	const struct moat_secret *sec;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		x = &cfg->sandboxes[i];
+		for (j = 0; x->owner != NULL && j < x->secrets.n; j++) {
+			sec = config_secret_by_name(cfg, x->secrets.v[j]);
+			if (sec == NULL || sec->owner == NULL ||
+			    secret_usable_by(sec, x->owner))
+				continue;
+			adderr(ld, x->where.file, x->where.line, "sandbox \"%s\": "
+			    "secrets: \"%s\" belongs to %s and is not shared "
+			    "with %s (the sandbox's owner)", x->name ? x->name :
+			    "?", sec->name, sec->owner, x->owner);
+		}
+	}
+}
+
+static void
+check_quotas(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nquotas; i++)
+		for (j = 0; j < i; j++)
+			if (cfg->quotas[i].user && cfg->quotas[j].user &&
+			    strcmp(cfg->quotas[i].user, cfg->quotas[j].user) == 0)
+				adderr(ld, cfg->quotas[i].where.file,
+				    cfg->quotas[i].where.line, "quota %zu: user "
+				    "\"%s\" already has a quota (%s:%d)", i + 1,
+				    cfg->quotas[i].user, cfg->quotas[j].where.file,
+				    cfg->quotas[j].where.line);
+}
+
+/* An exception names the sandboxes it applies to; egress "none" means
+ * the gateway's DNS and proxy only, so no exception may name one. */
+static void
+check_exception_names(struct loader *ld, const struct moat_exception *x,
+    size_t i)
+{
+	const struct moat_sandbox *sb;
+	size_t j;
+
+	for (j = 0; j < x->sandboxes.n; j++) {
+		sb = config_sandbox_by_name(ld->cfg, x->sandboxes.v[j]);
+		if (sb == NULL)
+			adderr(ld, x->where.file, x->sandbox_lines[j],
+			    "exception %zu: sandboxes: expected the name of a "
+			    "sandbox, got \"%s\"", i + 1, x->sandboxes.v[j]);
+		else if (sb->egress == EGRESS_NONE)
+			adderr(ld, x->where.file, x->sandbox_lines[j],
+			    "exception %zu: sandboxes: \"%s\" has egress = "
+			    "\"none\", which no exception may open (expected "
+			    "an open or allowlist sandbox)", i + 1,
+			    x->sandboxes.v[j]);
+	}
+}
+
+static void
+check_exceptions(struct loader *ld)
+{
+	struct moat_gateway *gw = &ld->cfg->gw;
+	size_t i;
+
+	for (i = 0; i < gw->nexceptions; i++) {
+		if (gw->exceptions[i].to.plen > 0 && gw->network.plen > 0 &&
+		    prefix_overlaps(&gw->exceptions[i].to, &gw->network))
+			adderr(ld, gw->exceptions[i].where.file,
+			    gw->exceptions[i].where.line, "exception %zu: to: "
+			    "must not overlap gateway.network (guests and the "
+			    "gateway are never an exception)", i + 1);
+		check_exception_names(ld, &gw->exceptions[i], i);
+	}
+}
+
+static void
+check_network(struct loader *ld)
+{
+	struct moat_gateway *gw = &ld->cfg->gw;
+	size_t i;
+
+	for (i = 0; i < gw->ntreat_as_public; i++)
+		if (gw->network.plen > 0 &&
+		    prefix_overlaps(&gw->treat_as_public[i], &gw->network))
+			adderr(ld, ld->cfg->path, 1, "gateway: treat_as_public: "
+			    "must not overlap gateway.network");
+	if (gw->uplink[0] && strcmp(gw->uplink, gw->bridge) == 0)
+		adderr(ld, ld->cfg->path, 1, "gateway: uplink and bridge must "
+		    "be different interfaces");
+}
+
+void
+check_all(struct loader *ld)
+{
+	check_unique(ld);
+	check_secrets(ld);
+	check_secret_owners(ld);
+	check_quotas(ld);
+	check_exceptions(ld);
+	check_network(ld);
+}

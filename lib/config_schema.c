@@ -1,0 +1,699 @@
+/*
+ * config_schema.c -- what moat.conf may say: one table of {key, type,
+ * required, setter, field} per group, the setters only one key needs,
+ * and the loaders of one gateway, secret, sandbox or quota entry.
+ * To add a key, add its row here; the generic setters and their range
+ * and word tables live in config_validate.c.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "config_int.h"
+#include "log.h"
+
+/*
+ * Bounded integers (set_int): the limits live here so that each key's
+ * error says what it accepts; the field's width comes with them.
+ */
+#define LIMIT(name)	{ name, 0, 1000000, "", sizeof(long) }
+const struct irange config_ranges[] = {
+	{ "tcp_per_sandbox", 1, 1024, "", sizeof(unsigned) },
+	{ "tcp_lifetime", 1, 3600, "", sizeof(unsigned) },
+	{ "per_sandbox", 1, 65535, "", sizeof(unsigned) },
+	{ "audit_max_kb", 64, 16777216, "", sizeof(unsigned) },
+	{ "cache_size", 4096, 1073741824, " bytes", sizeof(long) },
+	{ "nflog_group", 0, 65535, "", sizeof(uint16_t) },
+	/* Below 1,000/s the cap itself would silence refusals of one guest. */
+	{ "global_rate", 1000, 10000000, " (ICMP errors per second)",
+	    sizeof(uint32_t) },
+	LIMIT("rate"), LIMIT("burst"), LIMIT("dns_rate"), LIMIT("dns_burst"),
+	LIMIT("sandboxes"), LIMIT("cpus"), LIMIT("memory_mb"), LIMIT("disk_gb"),
+	{ NULL, 0, 0, NULL, 0 }
+};
+
+/* Keys that name one of a few words (set_word). */
+const struct kword config_words[] = {
+	{ "proto", "tcp", IPPROTO_TCP },
+	{ "proto", "udp", IPPROTO_UDP },
+	{ "proto", "any", 0 },
+	{ "egress", "open", EGRESS_OPEN },
+	{ "egress", "allowlist", EGRESS_ALLOWLIST },
+	{ "egress", "none", EGRESS_NONE },
+	{ NULL, NULL, 0 }
+};
+
+/* --- gateway ---------------------------------------------------------- */
+
+static void
+set_network(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (prefix_parse(v, &gw->network) == -1 ||
+	    gw->network.addr.family != AF_INET || strchr(v, '/') == NULL) {
+		serr(ld, s, "%s: network: expected an IPv4 network like "
+		    "\"10.77.0.0/24\" with no host bits set, got \"%s\"", ctx, v);
+		goto bad;
+	}
+	if (gw->network.plen < 8 || gw->network.plen > 29) {
+		serr(ld, s, "%s: network: expected a prefix length from /8 to "
+		    "/29, got /%d", ctx, gw->network.plen);
+		goto bad;
+	}
+	/* A public sandbox network would make every guest look like the
+	 * internet to whatever judges addresses by the private table. */
+	if (!network_is_private(&gw->network)) {
+		serr(ld, s, "%s: network: expected a private range such as "
+		    "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, got \"%s\" "
+		    "(public)", ctx, v);
+		goto bad;
+	}
+	gw->address = gw->network.addr;
+	gw->address.a[3] |= 1;		/* the first host address */
+	return;
+bad:
+	memset(&gw->network, 0, sizeof(gw->network));
+}
+
+static void
+set_treat(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+
+	set_prefixes(ld, s, &gw->treat_as_public, &gw->ntreat_as_public, ctx,
+	    k->name);
+}
+
+static void
+set_upstream(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const config_setting_t *e;
+	const char *v;
+	int i, n = config_setting_length(s);
+
+	if (n == 0)
+		serr(ld, s, "%s: upstream: expected at least one resolver "
+		    "address", ctx);
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_string(e);
+		gw->upstream = xreallocarray(gw->upstream, gw->nupstream + 1,
+		    sizeof(*gw->upstream));
+		if (addr_parse(v, &gw->upstream[gw->nupstream]) == -1) {
+			serr(ld, e, "%s: upstream: expected an IPv4 or IPv6 "
+			    "address, got \"%s\"", ctx, v);
+			continue;
+		}
+		gw->nupstream++;
+	}
+}
+
+static const struct key dns_keys[] = {
+	{ "upstream", K_STRLIST, 1, set_upstream, 0 },
+	{ "tcp_per_sandbox", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, dns_tcp_per_sandbox) },
+	{ "tcp_lifetime", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, dns_tcp_lifetime) },
+	{ "rate", K_INT, 0, set_int, offsetof(struct moat_gateway, dns_rate) },
+	{ "burst", K_INT, 0, set_int, offsetof(struct moat_gateway, dns_burst) },
+	{ "cache_size", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, dns_cache_size) },
+};
+
+static void
+set_upstream_ca(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+	struct stat st;
+
+	if (v[0] != '/') {
+		serr(ld, s, "%s: upstream_ca: expected an absolute path, got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	if (!ld->normalised && (stat(v, &st) == -1 || !S_ISREG(st.st_mode))) {
+		serr(ld, s, "%s: upstream_ca: expected a readable PEM file, "
+		    "cannot use %s", ctx, v);
+		return;
+	}
+	free(gw->proxy_upstream_ca);
+	gw->proxy_upstream_ca = xstrdup(v);
+}
+
+static const struct key proxy_keys[] = {
+	{ "port", K_INT, 0, set_port, offsetof(struct moat_gateway, proxy_port) },
+	{ "upstream_ca", K_STR, 0, set_upstream_ca, 0 },
+	{ "intercept", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_gateway, intercept) },
+	{ "per_sandbox", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, proxy_per_sandbox) },
+};
+
+static void
+set_dns(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, dns_keys, NKEYS(dns_keys), obj,
+	    "gateway.dns");
+}
+
+static void
+set_proxy(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, proxy_keys, NKEYS(proxy_keys), obj,
+	    "gateway.proxy");
+}
+
+static void
+set_exc_to(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_exception *x = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (prefix_parse(v, &x->to) == -1) {
+		serr(ld, s, "%s: to: expected an address or prefix like "
+		    "\"192.168.1.50/32\" with no host bits set, got \"%s\"", ctx,
+		    v);
+		x->to.plen = -1;
+	}
+}
+
+static void
+set_exc_ports(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_exception *x = obj;
+	const config_setting_t *e;
+	long long v;
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_int64(e);
+		if (v < 1 || v > 65535) {
+			serr(ld, e, "%s: ports: expected ports from 1 to 65535, "
+			    "got %lld", ctx, v);
+			continue;
+		}
+		x->ports = xreallocarray(x->ports, x->nports + 1,
+		    sizeof(*x->ports));
+		x->ports[x->nports++] = (uint16_t)v;
+	}
+}
+
+/* Names are checked against the sandboxes once every file is read
+ * (check_exceptions): drop-ins come after the main file. */
+static void
+set_exc_sandboxes(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_exception *x = obj;
+	const config_setting_t *e;
+	int i, n = config_setting_length(s);
+
+	x->sandboxes_given = true;
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		x->sandboxes.v = xreallocarray(x->sandboxes.v,
+		    x->sandboxes.n + 1, sizeof(char *));
+		x->sandbox_lines = xreallocarray(x->sandbox_lines,
+		    x->sandboxes.n + 1, sizeof(int));
+		x->sandbox_lines[x->sandboxes.n] =
+		    config_setting_source_line(e);
+		x->sandboxes.v[x->sandboxes.n++] =
+		    xstrdup(config_setting_get_string(e));
+	}
+}
+
+static const struct key exception_keys[] = {
+	{ "to", K_STR, 1, set_exc_to, 0 },
+	{ "proto", K_STR, 0, set_word, offsetof(struct moat_exception, proto) },
+	{ "ports", K_INTLIST, 0, set_exc_ports, 0 },
+	{ "sandboxes", K_STRLIST, 0, set_exc_sandboxes, 0 },
+};
+
+static void
+set_exceptions(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	struct moat_exception *x;
+	const config_setting_t *e;
+	char c[64];
+	int i, n = config_setting_length(s);
+
+	gw->exceptions = xcalloc((size_t)n, sizeof(*gw->exceptions));
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		x = &gw->exceptions[gw->nexceptions++];
+		where(ld, e, &x->where);
+		snprintf(c, sizeof(c), "exception %d", i + 1);
+		walk(ld, e, exception_keys, NKEYS(exception_keys), x, c);
+		if (x->nports > 0 && x->proto == 0 &&
+		    config_setting_get_member(e, "ports") != NULL)
+			serr(ld, e, "%s: ports need proto = \"tcp\" or \"udp\"",
+			    c);
+		if (x->to.plen == 0)
+			serr(ld, e, "%s: to: a /0 exception would open every "
+			    "private range; name the hosts instead", c);
+	}
+}
+
+static void
+set_state_dir(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (v[0] != '/' || strlen(v) >= PATH_MAX) {
+		serr(ld, s, "%s: state_dir: expected an absolute path, got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	free(gw->state_dir);
+	gw->state_dir = xstrdup(v);
+}
+
+static void
+set_admin_group(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+
+	/* Group names follow the same rules as user names. */
+	if (!username_valid(v)) {
+		serr(ld, s, "%s: admin_group: expected a local group name, got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	free(gw->admin_group);
+	gw->admin_group = xstrdup(v);
+}
+
+static const struct key refusal_keys[] = {
+	{ "fast", K_BOOL, 0, set_bool, offsetof(struct moat_gateway, fast_refusals) },
+	{ "global_rate", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, refusal_rate) },
+};
+
+static void
+set_refusals(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, refusal_keys, NKEYS(refusal_keys),
+	    obj, "gateway.refusals");
+}
+
+static const struct key gateway_keys[] = {
+	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
+	{ "network", K_STR, 1, set_network, 0 },
+	{ "bridge", K_STR, 0, set_ifname, offsetof(struct moat_gateway, bridge) },
+	{ "dns", K_GROUP, 1, set_dns, 0 },
+	{ "proxy", K_GROUP, 0, set_proxy, 0 },
+	{ "treat_as_public", K_STRLIST, 0, set_treat, 0 },
+	{ "exceptions", K_GROUPLIST, 0, set_exceptions, 0 },
+	{ "state_dir", K_STR, 0, set_state_dir, 0 },
+	{ "nflog_group", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, nflog_group) },
+	{ "admin_group", K_STR, 0, set_admin_group, 0 },
+	{ "refusals", K_GROUP, 0, set_refusals, 0 },
+	{ "audit_max_kb", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, audit_max_kb) },
+	{ "manage_network", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_gateway, manage_network) },
+};
+
+/* --- secrets ---------------------------------------------------------- */
+
+static void
+set_sec_file(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_secret *x = obj;
+	const char *v = config_setting_get_string(s);
+	struct stat st;
+
+	if (v[0] != '/') {
+		serr(ld, s, "%s: file: expected an absolute path, got \"%s\"",
+		    ctx, v);
+		return;
+	}
+	x->file = xstrdup(v);
+	if (ld->normalised)	/* checked by the parent that sent it */
+		return;
+	if (lstat(v, &st) == -1 && errno == EACCES && geteuid() != 0) {
+		addwarn(ld, sfile(ld, s), sline(s), "%s: file: %s is not "
+		    "readable by uid %u; not checked (gatewayd reads it as "
+		    "root)", ctx, v, (unsigned)geteuid());
+		return;
+	}
+	if (lstat(v, &st) == -1) {
+		serr(ld, s, "%s: file: cannot read %s: %s", ctx, v,
+		    strerror(errno));
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		serr(ld, s, "%s: file: %s must be a regular file (not a "
+		    "symbolic link or device)", ctx, v);
+		return;
+	}
+	if (st.st_uid != 0 || (st.st_mode & 077) != 0)
+		serr(ld, s, "%s: file: %s must be mode 0600 owned by root, "
+		    "is %04o owned by uid %u", ctx, v,
+		    (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+}
+
+static void
+set_sec_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	const char *v = config_setting_get_string(s);
+	bool header = strcmp(k->name, "header") == 0;
+
+	if (header ? !token_valid(v) : !placeholder_valid(v)) {
+		if (header)
+			serr(ld, s, "%s: header: expected an HTTP header name "
+			    "like \"Authorization\", got \"%s\"", ctx, v);
+		else
+			serr(ld, s, "%s: placeholder: expected 8 to 256 "
+			    "printable characters without spaces", ctx);
+		return;
+	}
+	free(*FIELD(obj, k, char *));
+	*FIELD(obj, k, char *) = xstrdup(v);
+}
+
+static const struct key secret_keys[] = {
+	{ "name", K_STR, 1, set_name, offsetof(struct moat_secret, name) },
+	{ "file", K_STR, 1, set_sec_file, 0 },
+	{ "hosts", K_STRLIST, 1, set_hosts,
+	    offsetof(struct moat_secret, hosts) },
+	{ "header", K_STR, 0, set_sec_str, offsetof(struct moat_secret, header) },
+	{ "placeholder", K_STR, 1, set_sec_str,
+	    offsetof(struct moat_secret, placeholder) },
+	{ "owner", K_STR, 0, set_owner, offsetof(struct moat_secret, owner) },
+	{ "shared_with", K_STRLIST, 0, set_users,
+	    offsetof(struct moat_secret, shared_with) },
+};
+
+/* --- sandboxes -------------------------------------------------------- */
+
+static void
+set_sb_mac(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_sandbox *x = obj;
+	static const uint8_t zero[6];
+	const char *v = config_setting_get_string(s);
+
+	if (mac_parse(v, x->mac) == -1) {
+		serr(ld, s, "%s: mac: expected a MAC address like "
+		    "\"52:54:00:00:00:0a\", got \"%s\"", ctx, v);
+		return;
+	}
+	if ((x->mac[0] & 1) || memcmp(x->mac, zero, 6) == 0)
+		serr(ld, s, "%s: mac: expected a unicast, non-zero MAC address, "
+		    "got \"%s\"", ctx, v);
+}
+
+static void
+set_sb_address(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_sandbox *x = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (addr_parse(v, &x->address) == -1 || x->address.family != AF_INET) {
+		serr(ld, s, "%s: address: expected an IPv4 address like "
+		    "\"10.77.0.10\", got \"%s\"", ctx, v);
+		memset(&x->address, 0, sizeof(x->address));
+	}
+}
+
+static void
+set_sb_secrets(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_sandbox *x = obj;
+	const config_setting_t *e;
+	const char *v;
+	size_t j;
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_string(e);
+		for (j = 0; j < x->secrets.n; j++)
+			if (strcmp(x->secrets.v[j], v) == 0)
+				break;
+		if (j < x->secrets.n) {
+			serr(ld, e, "%s: secrets: \"%s\" is listed twice", ctx,
+			    v);
+			continue;
+		}
+		if (config_secret_by_name(ld->cfg, v) == NULL) {
+			serr(ld, e, "%s: secrets: expected the name of a secret "
+			    "defined in \"secrets\", got \"%s\"", ctx, v);
+			continue;
+		}
+		x->secrets.v = xreallocarray(x->secrets.v, x->secrets.n + 1,
+		    sizeof(char *));
+		x->secrets.v[x->secrets.n++] = xstrdup(v);
+	}
+}
+
+static void
+set_sb_ports(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_sandbox *x = obj;
+	const config_setting_t *e;
+	const char *v;
+	char proto[4], tail;
+	unsigned port;
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_string(e);
+		if (sscanf(v, "%3[a-z]/%u%c", proto, &port, &tail) != 2 ||
+		    (strcmp(proto, "tcp") != 0 && strcmp(proto, "udp") != 0) ||
+		    port < 1 || port > 65535 || v[4] == '0') {
+			serr(ld, e, "%s: allow_ports: expected \"tcp/PORT\" or "
+			    "\"udp/PORT\" with a port from 1 to 65535, got "
+			    "\"%s\"", ctx, v);
+			continue;
+		}
+		x->allow_ports = xreallocarray(x->allow_ports,
+		    x->nallow_ports + 1, sizeof(*x->allow_ports));
+		x->allow_ports[x->nallow_ports].proto = proto[0] == 't' ?
+		    IPPROTO_TCP : IPPROTO_UDP;
+		x->allow_ports[x->nallow_ports++].port = (uint16_t)port;
+	}
+	if (n == 0)
+		serr(ld, s, "%s: allow_ports: expected at least one port",
+		    ctx);
+}
+
+static const struct key sandbox_keys[] = {
+	{ "name", K_STR, 1, set_name, offsetof(struct moat_sandbox, name) },
+	{ "mac", K_STR, 1, set_sb_mac, 0 },
+	{ "address", K_STR, 1, set_sb_address, 0 },
+	{ "tap", K_STR, 1, set_ifname, offsetof(struct moat_sandbox, tap) },
+	{ "egress", K_STR, 1, set_word, offsetof(struct moat_sandbox, egress) },
+	{ "allow", K_STRLIST, 0, set_patterns,
+	    offsetof(struct moat_sandbox, allow) },
+	{ "secrets", K_STRLIST, 0, set_sb_secrets, 0 },
+	{ "owner", K_STR, 0, set_owner, offsetof(struct moat_sandbox, owner) },
+	{ "inspect", K_BOOL, 0, set_bool, offsetof(struct moat_sandbox, inspect) },
+	{ "bypass", K_STRLIST, 0, set_patterns,
+	    offsetof(struct moat_sandbox, bypass) },
+	{ "dns_rate", K_INT, 0, set_int, offsetof(struct moat_sandbox, dns_rate) },
+	{ "dns_burst", K_INT, 0, set_int,
+	    offsetof(struct moat_sandbox, dns_burst) },
+	{ "allow_ports", K_STRLIST, 0, set_sb_ports, 0 },
+};
+
+void
+load_sandbox(struct loader *ld, const config_setting_t *grp,
+    const char *default_name)
+{
+	struct moat_config *cfg = ld->cfg;
+	struct moat_sandbox *x;
+	char ctx[96];
+
+	if (cfg->nsandboxes >= MOAT_MAX_SANDBOXES) {
+		serr(ld, grp, "too many sandboxes (at most %d)",
+		    MOAT_MAX_SANDBOXES);
+		return;
+	}
+	cfg->sandboxes = xreallocarray(cfg->sandboxes, cfg->nsandboxes + 1,
+	    sizeof(*cfg->sandboxes));
+	x = &cfg->sandboxes[cfg->nsandboxes++];
+	memset(x, 0, sizeof(*x));
+	x->dns_rate = x->dns_burst = -1;
+	where(ld, grp, &x->where);
+	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,
+	    sandbox_keys, NKEYS(sandbox_keys), x,
+	    &x->name, ctx, sizeof(ctx));
+	check_sandbox(ld, grp, x, ctx);
+	if (x->nallow_ports == 0 && x->egress == EGRESS_ALLOWLIST) {
+		x->allow_ports = xcalloc(2, sizeof(*x->allow_ports));
+		x->allow_ports[0] = (struct moat_port){ IPPROTO_TCP, 80 };
+		x->allow_ports[1] = (struct moat_port){ IPPROTO_TCP, 443 };
+		x->nallow_ports = 2;
+	}
+}
+
+/* --- top level -------------------------------------------------------- */
+
+static void
+load_gateway(struct loader *ld, const config_setting_t *s)
+{
+	walk(ld, s, gateway_keys, NKEYS(gateway_keys),
+	    &ld->cfg->gw, "gateway");
+}
+
+void
+load_secret(struct loader *ld, const config_setting_t *e,
+    const char *default_name)
+{
+	struct moat_config *cfg = ld->cfg;
+	struct moat_secret *x;
+	char ctx[96];
+
+	if (cfg->nsecrets >= MOAT_MAX_SANDBOXES) {
+		serr(ld, e, "too many secrets (at most %d)", MOAT_MAX_SANDBOXES);
+		return;
+	}
+	cfg->secrets = xreallocarray(cfg->secrets, cfg->nsecrets + 1,
+	    sizeof(*cfg->secrets));
+	x = &cfg->secrets[cfg->nsecrets++];
+	memset(x, 0, sizeof(*x));
+	where(ld, e, &x->where);
+	x->dropin = default_name != NULL;
+	load_entry(ld, e, "secret", cfg->nsecrets, default_name, secret_keys,
+	    NKEYS(secret_keys), x, &x->name, ctx,
+	    sizeof(ctx));
+	if (x->header == NULL)
+		x->header = xstrdup("Authorization");
+}
+
+static void
+load_secrets(struct loader *ld, const config_setting_t *s)
+{
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++)
+		load_secret(ld, config_setting_get_elem(s, (unsigned int)i),
+		    NULL);
+}
+
+/* --- quotas ----------------------------------------------------------- */
+
+static void
+set_quota_user(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_quota *q = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (strcmp(v, "*") != 0 && !username_valid(v)) {
+		serr(ld, s, "%s: user: expected a local user name or \"*\", "
+		    "got \"%s\"", ctx, v);
+		return;
+	}
+	free(q->user);
+	q->user = xstrdup(v);
+}
+
+static const struct key quota_keys[] = {
+	{ "user", K_STR, 1, set_quota_user, 0 },
+	{ "sandboxes", K_INT, 0, set_int,
+	    offsetof(struct moat_quota, sandboxes) },
+	{ "cpus", K_INT, 0, set_int, offsetof(struct moat_quota, cpus) },
+	{ "memory_mb", K_INT, 0, set_int,
+	    offsetof(struct moat_quota, memory_mb) },
+	{ "disk_gb", K_INT, 0, set_int, offsetof(struct moat_quota, disk_gb) },
+};
+
+static void
+load_quotas(struct loader *ld, const config_setting_t *s)
+{
+	struct moat_config *cfg = ld->cfg;
+	struct moat_quota *q;
+	const config_setting_t *e;
+	char ctx[64];
+	int i, n = config_setting_length(s);
+
+	cfg->quotas = xcalloc((size_t)n, sizeof(*cfg->quotas));
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		q = &cfg->quotas[cfg->nquotas++];
+		q->sandboxes = q->cpus = q->memory_mb = q->disk_gb = -1;
+		where(ld, e, &q->where);
+		snprintf(ctx, sizeof(ctx), "quota %d", i + 1);
+		walk(ld, e, quota_keys, NKEYS(quota_keys), q, ctx);
+	}
+}
+
+static void
+load_sandboxes(struct loader *ld, const config_setting_t *s)
+{
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++)
+		load_sandbox(ld, config_setting_get_elem(s, (unsigned int)i),
+		    NULL);
+}
+
+const struct top_key config_top_keys[] = {
+	{ "gateway", K_GROUP, 1, load_gateway },
+	{ "secrets", K_GROUPLIST, 0, load_secrets },
+	{ "sandboxes", K_GROUPLIST, 0, load_sandboxes },
+	{ "quotas", K_GROUPLIST, 0, load_quotas },
+};
+
+const size_t config_ntop_keys = NKEYS(config_top_keys);
+
+/* --- defaults -------------------------------------------------------- */
+
+void
+set_defaults(struct moat_config *cfg)
+{
+	snprintf(cfg->gw.bridge, sizeof(cfg->gw.bridge), "moat0");
+	cfg->gw.proxy_port = 3128;
+	cfg->gw.intercept = true;
+	cfg->gw.manage_network = true;
+	cfg->gw.nflog_group = 77;
+	cfg->gw.fast_refusals = true;
+	cfg->gw.refusal_rate = 100000;
+	cfg->gw.audit_max_kb = 65536;
+	cfg->gw.dns_tcp_per_sandbox = 8;
+	cfg->gw.dns_tcp_lifetime = 30;
+	cfg->gw.proxy_per_sandbox = 64;
+	cfg->gw.state_dir = xstrdup("/var/lib/moat");
+	cfg->gw.dns_rate = 500;
+	cfg->gw.dns_burst = -1;
+	cfg->gw.dns_cache_size = 8L << 20;
+}
+
