@@ -1,6 +1,7 @@
 /*
- * nr_netlink.c -- talking to nf_tables: batches, acks, dumps, and the
- * transactions built on them (probe, apply, flush, set_add).
+ * nr_netlink.c -- talking to nf_tables: batches, acks and dumps.  The
+ * transactions built on them (probe, apply, flush, set_add) are in
+ * nr_apply.c, which calls down into this file and never the reverse.
  *
  * A batch is sent with one sendmsg.  Only its last message asks for an
  * ack; the kernel reports every failing message anyway (and a failed
@@ -31,10 +32,6 @@
 #include "log.h"
 #include "nr_int.h"
 #include "nr_nl.h"
-
-#ifndef NFT_TABLE_F_PERSIST
-#define NFT_TABLE_F_PERSIST	0x4
-#endif
 
 #define BATCH_PAGE	(256 * 1024)
 #define BATCH_OVERRUN	(64 * 1024)
@@ -165,7 +162,7 @@ batch_size(struct nl_batch *b, struct iovec **iovp, int *niov)
 	return total;
 }
 
-static int
+int
 batch_send(struct nl_batch *b)
 {
 	struct sockaddr_nl snl = { .nl_family = AF_NETLINK };
@@ -293,55 +290,6 @@ nl_dump(struct nftr_ctx *ctx, struct nlmsghdr *req,
 
 /* ---- probe ---------------------------------------------------------- */
 
-static void
-probe_table(struct nl_batch *b, const char *name, uint32_t flags,
-    const char *what)
-{
-	struct nftnl_table *t = nftnl_table_alloc();
-	struct nlmsghdr *nlh;
-
-	if (t == NULL)
-		fatalx("out of memory");
-	nftnl_table_set_str(t, NFTNL_TABLE_NAME, name);
-	nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, flags);
-	nlh = batch_msg(b, NFT_MSG_NEWTABLE, NFPROTO_INET,
-	    NLM_F_CREATE | NLM_F_ACK, what);
-	nftnl_table_nlmsg_build_payload(nlh, t);
-	batch_next(b);
-	nftnl_table_free(t);
-}
-
-/* One never-committed transaction: table flags first (optional
- * features), then, if given, the whole ruleset (required). */
-int
-nftr_probe(struct nftr_ctx *ctx, const struct nftr_ruleset *rs,
-    unsigned *features)
-{
-	struct nl_batch *b;
-	char name[64];
-	int r = 0;
-
-	*features = 0;
-	snprintf(name, sizeof(name), "moat_probe_%u", ctx->portid);
-	b = batch_new(ctx, false);
-	probe_table(b, name, NFT_TABLE_F_OWNER, "table flag owner");
-	snprintf(name, sizeof(name), "moat_probe2_%u", ctx->portid);
-	probe_table(b, name, NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST,
-	    "table flag persist");
-	if (rs)
-		ruleset_to_batch(b, rs, 0, NULL);
-	b->last->nlmsg_flags |= NLM_F_ACK;
-	if (batch_send(b) == -1) {
-		batch_free(b);
-		return -1;
-	}
-	r = probe_recv(b, features);
-	batch_free(b);
-	ctx->features = *features;
-	ctx->probed = true;
-	return r;
-}
-
 /* Like batch_recv, but the first two messages are optional features and
  * the rest must all succeed. */
 int
@@ -386,16 +334,4 @@ probe_recv(struct nl_batch *b, unsigned *features)
 		}
 	}
 	return bad ? -1 : 0;
-}
-
-/* owner without persist would make the policy vanish when the process
- * that applied it exits: fail open.  Use both or neither. */
-uint32_t
-table_flags(struct nftr_ctx *ctx)
-{
-	unsigned both = NFTR_F_OWNER | NFTR_F_PERSIST;
-
-	if ((ctx->features & both) == both)
-		return NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST;
-	return 0;
 }

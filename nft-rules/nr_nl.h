@@ -38,6 +38,7 @@ void	batch_free(struct nl_batch *);
 struct nlmsghdr *batch_msg(struct nl_batch *, uint16_t type, int family,
 	    uint16_t flags, const char *what);
 void	batch_next(struct nl_batch *);
+int	batch_send(struct nl_batch *);
 int	batch_run(struct nl_batch *, bool commit);
 int	probe_recv(struct nl_batch *, unsigned *features);
 int	nl_dump(struct nftr_ctx *, struct nlmsghdr *req,
