@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <libconfig.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -30,39 +29,23 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "guestacct.h"
 #include "log.h"
 
-enum optkind { K_FLAG, K_ARG, K_PATH, K_ADMIN };	/* K_ADMIN: admins only */
-
-struct pv_opt {
-	const char	*name;
-	enum optkind	 kind;
+/* create's options are provision's own table (lib/guestacct.c). */
+static const struct guest_opt start_opts[] = {
+	{ "--accel", GUEST_ARG }, { NULL, 0 }
 };
-
-static const struct pv_opt create_opts[] = {
-	{ "--image", K_PATH }, { "--image-format", K_ARG },
-	{ "--kernel", K_PATH }, { "--initrd", K_PATH }, { "--append", K_ARG },
-	{ "--cpus", K_ARG }, { "--memory", K_ARG }, { "--disk", K_ARG },
-	{ "--egress", K_ARG }, { "--allow", K_ARG }, { "--secret", K_ARG },
-	{ "--ssh-key", K_PATH }, { "--ca", K_PATH },
-	{ "--password-hash-file", K_PATH }, { "--accel", K_ARG },
-	{ "--login", K_ARG }, { "--sudo", K_FLAG },
-	{ "--owner", K_ADMIN }, { "--user", K_ADMIN },
-	{ NULL, 0 }
-};
-static const struct pv_opt start_opts[] = {
-	{ "--accel", K_ARG }, { NULL, 0 }
-};
-static const struct pv_opt stop_opts[] = {
-	{ "--force", K_FLAG }, { "--timeout", K_ARG }, { NULL, 0 }
+static const struct guest_opt stop_opts[] = {
+	{ "--force", GUEST_FLAG }, { "--timeout", GUEST_ARG }, { NULL, 0 }
 };
 
 static const struct {
 	const char		*verb;
-	const struct pv_opt	*opts;
+	const struct guest_opt	*opts;
 	bool			 create;
 } pv_verbs[] = {
-	{ "create", create_opts, true },
+	{ "create", guest_create_opts, true },
 	{ "start", start_opts, false },
 	{ "stop", stop_opts, false },
 	{ "destroy", stop_opts, false },
@@ -157,8 +140,8 @@ name_ok(const char *s)
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
 }
 
-static const struct pv_opt *
-opt_find(const struct pv_opt *t, const char *name)
+static const struct guest_opt *
+opt_find(const struct guest_opt *t, const char *name)
 {
 	for (; t->name != NULL; t++)
 		if (strcmp(t->name, name) == 0)
@@ -196,7 +179,7 @@ job_note(struct job *j, const char *opt, const char *val)
 static int
 job_parse(struct ctl_req *r, size_t v, struct job *j)
 {
-	const struct pv_opt *o;
+	const struct guest_opt *o;
 	int i;
 
 	for (i = 1; i < r->argc; i++) {
@@ -211,20 +194,20 @@ job_parse(struct ctl_req *r, size_t v, struct job *j)
 			continue;
 		}
 		if ((o = opt_find(pv_verbs[v].opts, r->argv[i])) == NULL ||
-		    (o->kind == K_ADMIN && !r->admin)) {
+		    (o->kind == GUEST_ADMIN && !r->admin)) {
 			ctl_refuse(r, NULL, "%s: option %.64s is not available "
 			    "here", pv_verbs[v].verb, r->argv[i]);
 			return -1;
 		}
 		j->argv[j->argc++] = r->argv[i];
-		if (o->kind == K_FLAG)
+		if (o->kind == GUEST_FLAG)
 			continue;
 		if (++i == r->argc) {
 			ctl_refuse(r, NULL, "%s: %s needs a value",
 			    pv_verbs[v].verb, o->name);
 			return -1;
 		}
-		if (o->kind == K_PATH)
+		if (o->kind == GUEST_PATH)
 			j->paths[j->npaths++] = j->argc;
 		job_note(j, o->name, r->argv[i]);
 		j->argv[j->argc++] = r->argv[i];
@@ -238,85 +221,12 @@ job_parse(struct ctl_req *r, size_t v, struct job *j)
 
 /* --- quotas ------------------------------------------------------------ */
 
-struct usage {
-	long	 sandboxes, cpus, memory_mb, disk_gb;
-};
-
-/* "8G", "512M", "1T", "1048576" (bytes, as qemu-img reads it) -> GiB,
- * rounded up.  -1 if malformed. */
-static long
-size_gb(const char *s)
-{
-	char *end;
-	long long v = strtoll(s, &end, 10), div;
-
-	if (end == s || v < 0)
-		return -1;
-	switch (*end) {
-	case 'T': v *= 1024; /* FALLTHROUGH */
-	case 'G': div = 1; break;
-	case 'M': div = 1024; break;
-	case 'K': div = 1024 * 1024; break;
-	case '\0': div = 1024LL * 1024 * 1024; end--; break;
-	default: return -1;
-	}
-	if (end[1] != '\0')
-		return -1;
-	return (long)((v + div - 1) / div);
-}
-
-/* "1024", "512M", "2G" -> MiB, as provision reads --memory. */
-static long
-size_mb(const char *s)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (end == s || v <= 0)
-		return -1;
-	if (*end == 'G' || *end == 'g')
-		v *= 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		end++;
-	return *end == '\0' ? v : -1;
-}
-
-/* What an existing guest holds, from provision's guest.conf.  A sandbox
- * without one (written by hand) counts as a sandbox only. */
-static void
-usage_add_guest(const struct moat_config *cfg, const char *name,
-    struct usage *u)
-{
-	config_t lc;
-	const char *disk = NULL, *mode = NULL;
-	char *path;
-	int v;
-
-	u->sandboxes++;
-	xasprintf(&path, "%s/guests/%s/guest.conf", cfg->gw.state_dir, name);
-	config_init(&lc);
-	if (config_read_file(&lc, path) == CONFIG_TRUE) {
-		if (config_lookup_int(&lc, "cpus", &v) == CONFIG_TRUE)
-			u->cpus += v;
-		if (config_lookup_int(&lc, "memory_mb", &v) == CONFIG_TRUE)
-			u->memory_mb += v;
-		config_lookup_string(&lc, "mode", &mode);
-		if (config_lookup_string(&lc, "disk", &disk) == CONFIG_TRUE &&
-		    size_gb(disk) > 0)
-			u->disk_gb += size_gb(disk);
-		else if (mode != NULL && strcmp(mode, "kernel") == 0)
-			u->disk_gb += 1;	/* provision's default */
-	}
-	config_destroy(&lc);
-	free(path);
-}
-
 static int
 quota_check(struct ctl_req *r, const struct job *j, const char *owner)
 {
 	const struct moat_config *cfg = r->gw->cfg;
 	const struct moat_quota *q = config_quota_for(cfg, owner);
-	struct usage have = { 0 }, want;
+	struct guest_usage have = { 0 }, want;
 	size_t i;
 
 	if (q == NULL)
@@ -324,11 +234,14 @@ quota_check(struct ctl_req *r, const struct job *j, const char *owner)
 	for (i = 0; i < cfg->nsandboxes; i++)
 		if (cfg->sandboxes[i].owner != NULL &&
 		    strcmp(cfg->sandboxes[i].owner, owner) == 0)
-			usage_add_guest(cfg, cfg->sandboxes[i].name, &have);
+			guestacct_add(cfg->gw.state_dir,
+			    cfg->sandboxes[i].name, &have);
 	want.sandboxes = 1;
-	want.cpus = j->cpus ? atol(j->cpus) : 1;
-	want.memory_mb = j->memory ? size_mb(j->memory) : 1024;
-	want.disk_gb = j->disk ? size_gb(j->disk) : j->kernel ? 1 : -1;
+	want.cpus = j->cpus ? atol(j->cpus) : GUEST_DEFAULT_CPUS;
+	want.memory_mb = j->memory ? guestacct_memory_mb(j->memory) :
+	    GUEST_DEFAULT_MEMORY_MB;
+	want.disk_gb = j->disk ? guestacct_disk_gb(j->disk) : j->kernel ?
+	    guestacct_disk_gb(GUEST_KERNEL_DISK) : -1;
 	if (want.cpus < 1 || want.memory_mb < 1 || (j->disk && want.disk_gb < 0)) {
 		ctl_refuse(r, j->name, "create: --cpus, --memory or --disk is "
 		    "malformed");

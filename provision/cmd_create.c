@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "guestacct.h"
 #include "log.h"
 #include "provision.h"
 
@@ -30,59 +31,35 @@ struct create_opts {
 	char		*ssh_key, *ca_pem, *pw_hash;
 };
 
-enum { OPT_IMAGE = 256, OPT_IMAGE_FORMAT, OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_CPUS,
-    OPT_MEMORY, OPT_DISK, OPT_EGRESS, OPT_ALLOW, OPT_SECRET, OPT_SSH_KEY, OPT_ACCEL, OPT_USER,
-    OPT_LOGIN, OPT_SUDO, OPT_PWHASH, OPT_OWNER, OPT_CA };
+/* getopt values: provision's option table (lib/guestacct.c) by index. */
+#define OPT(id)	(256 + (id))
 
-static const struct option create_longopts[] = {
-	{ "image", required_argument, NULL, OPT_IMAGE },
-	{ "image-format", required_argument, NULL, OPT_IMAGE_FORMAT },
-	{ "kernel", required_argument, NULL, OPT_KERNEL },
-	{ "initrd", required_argument, NULL, OPT_INITRD },
-	{ "append", required_argument, NULL, OPT_APPEND },
-	{ "cpus", required_argument, NULL, OPT_CPUS },
-	{ "memory", required_argument, NULL, OPT_MEMORY },
-	{ "disk", required_argument, NULL, OPT_DISK },
-	{ "egress", required_argument, NULL, OPT_EGRESS },
-	{ "allow", required_argument, NULL, OPT_ALLOW },
-	{ "secret", required_argument, NULL, OPT_SECRET },
-	{ "ssh-key", required_argument, NULL, OPT_SSH_KEY },
-	{ "accel", required_argument, NULL, OPT_ACCEL },
-	{ "user", required_argument, NULL, OPT_USER },
-	{ "login", required_argument, NULL, OPT_LOGIN },
-	{ "sudo", no_argument, NULL, OPT_SUDO },
-	{ "password-hash-file", required_argument, NULL, OPT_PWHASH },
-	{ "owner", required_argument, NULL, OPT_OWNER },
-	{ "ca", required_argument, NULL, OPT_CA },
-	{ NULL, 0, NULL, 0 }
-};
+/* --name for getopt_long, from the shared table. */
+static const struct option *
+create_longopts(void)
+{
+	static struct option o[GO_NOPTS + 1];
+	int i;
 
-/* "1024", "1024M", "2G" -> MiB. */
+	if (o[0].name != NULL)
+		return o;
+	for (i = 0; i < GO_NOPTS; i++)
+		o[i] = (struct option){ guest_create_opts[i].name + 2,
+		    guest_create_opts[i].kind == GUEST_FLAG ? no_argument :
+		    required_argument, NULL, OPT(i) };
+	return o;
+}
+
+/* "1024", "1024M", "2G" -> MiB, within what QEMU is given. */
 static int
 parse_mem(const char *s, int *mb)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
+	long v = guestacct_memory_mb(s);
 
-	if (end == s || v <= 0)
-		return -1;
-	if (*end == 'G' || *end == 'g')
-		v *= 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		end++;
-	if (*end != '\0' || v < 64 || v > 1024 * 1024)
+	if (v < 64 || v > 1024 * 1024)
 		return -1;
 	*mb = (int)v;
 	return 0;
-}
-
-static bool
-size_valid(const char *s)
-{
-	size_t n = strspn(s, "0123456789");
-
-	return n > 0 && n < 8 && (s[n] == '\0' ||
-	    (strchr("KMGT", s[n]) != NULL && s[n + 1] == '\0'));
 }
 
 static bool
@@ -100,43 +77,43 @@ static int
 set_opt(struct create_opts *o, int c, const char *arg)
 {
 	switch (c) {
-	case OPT_IMAGE:	o->g.image = xstrdup(arg); break;
-	case OPT_IMAGE_FORMAT: o->g.image_format = xstrdup(arg); break;
-	case OPT_KERNEL:	o->g.kernel = xstrdup(arg); break;
-	case OPT_INITRD:	o->g.initrd = xstrdup(arg); break;
-	case OPT_APPEND:	o->g.append = xstrdup(arg); break;
-	case OPT_CPUS:
+	case OPT(GO_IMAGE):	o->g.image = xstrdup(arg); break;
+	case OPT(GO_IMAGE_FORMAT): o->g.image_format = xstrdup(arg); break;
+	case OPT(GO_KERNEL):	o->g.kernel = xstrdup(arg); break;
+	case OPT(GO_INITRD):	o->g.initrd = xstrdup(arg); break;
+	case OPT(GO_APPEND):	o->g.append = xstrdup(arg); break;
+	case OPT(GO_CPUS):
 		o->g.cpus = atoi(arg);
 		if (o->g.cpus < 1 || o->g.cpus > 64) {
 			log_warnx("--cpus: expected 1 to 64, got \"%s\"", arg);
 			return -1;
 		}
 		break;
-	case OPT_MEMORY:
+	case OPT(GO_MEMORY):
 		if (parse_mem(arg, &o->g.memory_mb) == -1) {
 			log_warnx("--memory: expected MiB like 1024, 512M or "
 			    "2G (at least 64M), got \"%s\"", arg);
 			return -1;
 		}
 		break;
-	case OPT_DISK:	o->g.disk = xstrdup(arg); break;
-	case OPT_EGRESS:	o->egress = arg; break;
-	case OPT_ALLOW:	strv_add(&o->allow, arg); break;
-	case OPT_SECRET:	strv_add(&o->secrets, arg); break;
-	case OPT_SSH_KEY:	o->ssh_key_file = arg; break;
-	case OPT_ACCEL:
+	case OPT(GO_DISK):	o->g.disk = xstrdup(arg); break;
+	case OPT(GO_EGRESS):	o->egress = arg; break;
+	case OPT(GO_ALLOW):	strv_add(&o->allow, arg); break;
+	case OPT(GO_SECRET):	strv_add(&o->secrets, arg); break;
+	case OPT(GO_SSH_KEY):	o->ssh_key_file = arg; break;
+	case OPT(GO_ACCEL):
 		if (accel_parse(arg, &o->g.accel) == -1) {
 			log_warnx("--accel: expected auto, kvm or tcg, got "
 			    "\"%s\"", arg);
 			return -1;
 		}
 		break;
-	case OPT_USER:	free(o->g.user); o->g.user = xstrdup(arg); break;
-	case OPT_LOGIN:	free(o->g.login); o->g.login = xstrdup(arg); break;
-	case OPT_SUDO:	o->g.sudo = true; break;
-	case OPT_PWHASH:	o->pw_file = arg; break;
-	case OPT_OWNER:	o->owner = arg; break;
-	case OPT_CA:	o->ca_file = arg; break;
+	case OPT(GO_USER):	free(o->g.user); o->g.user = xstrdup(arg); break;
+	case OPT(GO_LOGIN):	free(o->g.login); o->g.login = xstrdup(arg); break;
+	case OPT(GO_SUDO):	o->g.sudo = true; break;
+	case OPT(GO_PWHASH):	o->pw_file = arg; break;
+	case OPT(GO_OWNER):	o->owner = arg; break;
+	case OPT(GO_CA):	o->ca_file = arg; break;
 	default:
 		return -1;
 	}
@@ -277,7 +254,7 @@ check_lists(struct create_opts *o)
 		    "never passwordless");
 		return -1;
 	}
-	if (o->g.disk != NULL && !size_valid(o->g.disk)) {
+	if (o->g.disk != NULL && !guestacct_size_valid(o->g.disk)) {
 		log_warnx("--disk: expected a size like 8G, got \"%s\"",
 		    o->g.disk);
 		return -1;
@@ -450,7 +427,7 @@ make_disk(const struct pv *pv, const struct guest *g, const char *disk)
 	if (g->disk != NULL)
 		strv_add(&a, g->disk);
 	else if (g->mode == MODE_KERNEL)
-		strv_add(&a, "1G");
+		strv_add(&a, GUEST_KERNEL_DISK);
 	rc = run_argv(a.v, NULL);
 	strv_free(&a);
 	if (rc != 0)
@@ -601,12 +578,12 @@ create_parse(struct create_opts *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->g.cpus = 1;
-	o->g.memory_mb = 1024;
+	o->g.cpus = GUEST_DEFAULT_CPUS;
+	o->g.memory_mb = GUEST_DEFAULT_MEMORY_MB;
 	o->g.user = xstrdup(PV_QEMU_USER);
 	o->g.login = xstrdup(PV_LOGIN);
 	optind = 0;	/* 0: full re-initialisation after main's "+" scan */
-	while ((c = getopt_long(argc, argv, "", create_longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "", create_longopts(), NULL)) != -1)
 		if (set_opt(o, c, optarg) == -1)
 			return -1;
 	if (optind != argc - 1) {
