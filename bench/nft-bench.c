@@ -4,6 +4,11 @@
  *
  *   nft-bench apply CONF RUNS        median ms of nftr_apply()
  *   nft-bench add CONF SANDBOX RUNS  p50/p99 us of one nftr_set_add()
+ *   nft-bench update CONF NEWCONF RUNS
+ *                                    median ms of nftr_update() from CONF
+ *                                    to NEWCONF (and back, untimed), its
+ *                                    message count, and "full" if it fell
+ *                                    back to replacing everything
  *
  * Run it only inside a network namespace of the benchmark's own.
  */
@@ -35,7 +40,8 @@ cmp_d(const void *a, const void *b)
 }
 
 static struct nftr_ruleset *
-load(const char *path, struct moat_config **cfgp)
+load_opts(const char *path, struct moat_config **cfgp,
+    const struct nftr_opts *opts)
 {
 	struct moat_errors errs = { 0 };
 	struct nftr_ruleset *rs;
@@ -45,9 +51,50 @@ load(const char *path, struct moat_config **cfgp)
 		config_errors_print(stderr, &errs);
 		exit(1);
 	}
-	if ((rs = nftr_build(*cfgp, NULL, err, sizeof(err))) == NULL)
+	if ((rs = nftr_build(*cfgp, opts, err, sizeof(err))) == NULL)
 		fatalx("%s", err);
 	return rs;
+}
+
+static struct nftr_ruleset *
+load(const char *path, struct moat_config **cfgp)
+{
+	return load_opts(path, cfgp, NULL);
+}
+
+/* Timed old -> new, untimed new -> old, runs times: one sandbox added
+ * (or whatever the two configs differ by) on a policy in the kernel. */
+static void
+bench_update(struct nftr_ctx *ctx, const char *oldp, const char *newp,
+    double *t, int runs)
+{
+	struct nftr_opts o = { .mode = NFTR_MODE_GATEWAY, .incremental = true };
+	struct nftr_update_stats st;
+	struct moat_config *c1, *c2;
+	struct nftr_ruleset *a, *b;
+	int i;
+
+	a = load_opts(oldp, &c1, &o);
+	b = load_opts(newp, &c2, &o);
+	if (nftr_apply(ctx, a) == -1)
+		fatalx("%s", nftr_error(ctx));
+	for (i = 0; i < runs; i++) {
+		double t0 = now_us();
+
+		if (nftr_update(ctx, a, b, &st) == -1)
+			fatalx("%s", nftr_error(ctx));
+		t[i] = (now_us() - t0) / 1000;
+		if (st.full)
+			fatalx("update fell back to a full replace: %s", st.why);
+		if (nftr_update(ctx, b, a, NULL) == -1)
+			fatalx("%s", nftr_error(ctx));
+	}
+	qsort(t, (size_t)runs, sizeof(*t), cmp_d);
+	printf("%.2f %zu\n", t[runs / 2], st.nmsgs);
+	nftr_ruleset_free(a);
+	nftr_ruleset_free(b);
+	config_free(c1);
+	config_free(c2);
 }
 
 int
@@ -62,7 +109,8 @@ main(int argc, char *argv[])
 
 	log_init("nft-bench", 0, 0);
 	if (argc < 4)
-		fatalx("usage: nft-bench apply CONF RUNS | add CONF SANDBOX RUNS");
+		fatalx("usage: nft-bench apply CONF RUNS | add CONF SANDBOX RUNS | "
+		    "update CONF NEWCONF RUNS");
 	rs = load(argv[2], &cfg);
 	if ((ctx = nftr_ctx_new()) == NULL)
 		fatal("netlink");
@@ -98,6 +146,8 @@ main(int argc, char *argv[])
 		}
 		qsort(t, (size_t)runs, sizeof(*t), cmp_d);
 		printf("%.0f %.0f\n", t[runs / 2], t[runs * 99 / 100]);
+	} else if (strcmp(argv[1], "update") == 0 && argc == 5) {
+		bench_update(ctx, argv[2], argv[3], t, runs);
 	} else
 		fatalx("unknown mode %s", argv[1]);
 	free(t);

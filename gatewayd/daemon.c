@@ -270,6 +270,7 @@ gw_run(struct gw_opts *opts)
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_close_all(&gw);
 	audit_close(&gw);
+	nftr_ruleset_free(gw.applied);
 	nftr_ctx_free(gw.nft);
 	config_free(gw.cfg);
 	free(gw.dnsdrops);

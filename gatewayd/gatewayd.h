@@ -217,6 +217,7 @@ struct gw {
 	struct gw_opts		 opts;
 	struct moat_config	*cfg;
 	struct nftr_ctx		*nft;
+	struct nftr_ruleset	*applied;	/* in the kernel, for deltas */
 	bool			 probed;
 	unsigned		 features;	/* NFTR_F_* */
 	pid_t			 signer_pid;	/* the current proxy's signer */

@@ -25,11 +25,14 @@
 #include "nftrules.h"
 #include "refusals.h"
 
+static int policy_update(struct gw *, struct nftr_ruleset *);
+
 int
 policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
     size_t errlen)
 {
-	struct nftr_opts opts = { .mode = NFTR_MODE_GATEWAY };
+	struct nftr_opts opts = { .mode = NFTR_MODE_GATEWAY,
+	    .incremental = true };
 	struct nftr_ruleset *rs;
 	int rc;
 
@@ -49,13 +52,40 @@ policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
 		return -1;
 	}
 	gw->probed = true;
-	rc = nftr_apply(gw->nft, rs);
+	rc = policy_update(gw, rs);
 	if (rc == -1)
 		snprintf(err, errlen, "%s", nftr_error(gw->nft));
-	nftr_ruleset_free(rs);
 	if (rc == 0)
 		policy_refusals(cfg);
 	return rc;
+}
+
+/*
+ * Send the kernel only what changed since the ruleset it holds, so that
+ * one sandbox added or changed leaves every other sandbox's allowlist
+ * set alone; nft-rules replaces everything where that is not safe.  The
+ * ruleset applied is kept for the next reload.
+ */
+static int
+policy_update(struct gw *gw, struct nftr_ruleset *rs)
+{
+	struct nftr_update_stats st;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (nftr_update(gw->nft, gw->applied, rs, &st) == -1) {
+		nftr_ruleset_free(rs);
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	log_info("policy: %s, %zu message(s) in %.2f ms%s%s",
+	    st.full ? "replaced" : st.nmsgs ? "updated" : "unchanged",
+	    st.nmsgs, (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6, st.full ? ": " : "",
+	    st.full ? st.why : "");
+	nftr_ruleset_free(gw->applied);
+	gw->applied = rs;
+	return 0;
 }
 
 /*

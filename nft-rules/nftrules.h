@@ -57,6 +57,9 @@ struct nftr_opts {
 	 * user does not exist here, no rule for it. */
 	bool		 has_proxy_uid, has_dns_uid;
 	uint32_t	 proxy_uid, dns_uid;
+	/* For nftr_update(): the sets holding one element per sandbox are
+	 * built without "constant", so one sandbox can change in place. */
+	bool		 incremental;
 };
 
 #define NFTR_PROXY_USER	"moat-proxy"
@@ -112,6 +115,22 @@ int	nftr_probe(struct nftr_ctx *, const struct nftr_ruleset *rs,
  * changes.  Addresses already in allow_* sets of sandboxes that are still
  * in allowlist mode are carried over with their remaining timeout. */
 int	nftr_apply(struct nftr_ctx *, const struct nftr_ruleset *);
+/* What nftr_update did. */
+struct nftr_update_stats {
+	bool		 full;	/* replaced everything, as nftr_apply */
+	const char	*why;	/* if full: why no delta */
+	size_t		 nmsgs;	/* messages sent; 0: nothing changed */
+};
+/* Move the kernel from old, the ruleset last applied through this
+ * context, to new in one acked transaction holding only the difference:
+ * objects of sandboxes that did not change are not touched (their
+ * allowlist elements stay), and an unchanged ruleset sends nothing.
+ * Where a delta cannot be computed safely (see nr_delta.c) or the kernel
+ * refuses it, the whole ruleset is replaced as by nftr_apply.  Build
+ * both with opts.incremental for one sandbox to change in place.  new
+ * must stay allocated until the next update.  st may be NULL. */
+int	nftr_update(struct nftr_ctx *, const struct nftr_ruleset *old,
+	    const struct nftr_ruleset *new, struct nftr_update_stats *st);
 /* Read moat's tables back and compare.  0 identical, 1 drift (a
  * "-expected / +found" diff is written to out if non-NULL), -1 error.
  * Elements of allow_* sets are runtime state and not compared. */

@@ -353,6 +353,7 @@ nftr_apply(struct nftr_ctx *ctx, const struct nftr_ruleset *rs)
 	r = batch_run(b, true);
 	batch_free(b);
 	carry_free(&carry);
+	ctx->applied = r == 0 ? rs : NULL;
 	return r;
 }
 
@@ -367,6 +368,7 @@ nftr_flush(struct nftr_ctx *ctx)
 	size_t i;
 	int r;
 
+	ctx->applied = NULL;
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		delete_table(b, &tables[i]);
 	r = batch_run(b, true);

@@ -18,6 +18,7 @@ struct nftr_ctx {
 	uint32_t	 portid, seq;
 	unsigned	 features;	/* NFTR_F_* */
 	bool		 probed;
+	const struct nftr_ruleset *applied;	/* last committed through us */
 	char		 err[512];
 };
 

@@ -93,6 +93,31 @@ struct build {
 	size_t			 errlen;
 };
 
+/*
+ * Sets that hold one element per sandbox.  For an incremental updater
+ * (gatewayd) they are not "constant": the kernel refuses to change the
+ * elements of a constant set that a rule uses, so adding one sandbox
+ * would mean rebuilding every sandbox's entries.
+ */
+static uint32_t
+per_sandbox(const struct build *b, uint32_t flags)
+{
+	return b->opts->incremental ? flags & ~(uint32_t)NFT_SET_CONSTANT :
+	    flags;
+}
+
+static const char *
+per_sandbox_decl(const struct build *b, const char *decl)
+{
+	static char buf[128];
+	const char *c = strstr(decl, " flags constant;");
+
+	if (!b->opts->incremental || c == NULL)
+		return decl;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(c - decl), decl);
+	return buf;
+}
+
 /* Characters nft(8) accepts in an identifier after our prefixes. */
 static bool
 name_ok(const char *s)
@@ -260,11 +285,12 @@ sandbox_map(struct build *b, struct nr_table *t)
 	char setname[256], chain[256], ip[64], text[600];
 	size_t i;
 
-	icpt = model_set(t, "intercept", NR_TYPE_IPADDR, 4, NFT_SET_CONSTANT,
-	    "type ipv4_addr; flags constant;");
+	icpt = model_set(t, "intercept", NR_TYPE_IPADDR, 4,
+	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type ipv4_addr; flags constant;"));
 	map = model_set(t, "sandboxes", NR_TYPE_IPADDR, 4,
-	    NFT_SET_MAP | NFT_SET_CONSTANT,
-	    "type ipv4_addr : verdict; flags constant;");
+	    per_sandbox(b, NFT_SET_MAP | NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type ipv4_addr : verdict; flags constant;"));
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &cfg->sandboxes[i];
 		struct nr_chain *c;
@@ -384,7 +410,8 @@ exception_set(struct build *b, struct nr_table *t, size_t i)
 			continue;
 		if (set == NULL)
 			set = model_set(t, name, NR_TYPE_IPADDR, 4,
-			    NFT_SET_CONSTANT, "type ipv4_addr; flags constant;");
+			    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+			    "type ipv4_addr; flags constant;"));
 		addr_fmt(&sb->address, ip, sizeof(ip));
 		model_set_elem(set, sb->address.a, 4, 0, 0, NULL, ip);
 	}
@@ -711,15 +738,17 @@ guest_sets(struct build *b, struct nr_table *t)
 	size_t i;
 
 	ports = model_set(t, "guest_ports", NR_TYPE_IFNAME, 16,
-	    NFT_SET_CONSTANT, "type ifname; flags constant;");
+	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type ifname; flags constant;"));
 	ip = model_set(t, "guest_ip", NR_CONCAT(NR_CONCAT(NR_TYPE_IFNAME,
-	    NR_TYPE_ETHERADDR), NR_TYPE_IPADDR), 28, NFT_SET_CONSTANT,
-	    "type ifname . ether_addr . ipv4_addr; flags constant;");
+	    NR_TYPE_ETHERADDR), NR_TYPE_IPADDR), 28,
+	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type ifname . ether_addr . ipv4_addr; flags constant;"));
 	arp = model_set(t, "guest_arp", NR_CONCAT(NR_CONCAT(NR_CONCAT(
 	    NR_TYPE_IFNAME, NR_TYPE_ETHERADDR), NR_TYPE_ETHERADDR),
-	    NR_TYPE_IPADDR), 36, NFT_SET_CONSTANT,
-	    "type ifname . ether_addr . ether_addr . ipv4_addr; "
-	    "flags constant;");
+	    NR_TYPE_IPADDR), 36, per_sandbox(b, NFT_SET_CONSTANT),
+	    per_sandbox_decl(b, "type ifname . ether_addr . ether_addr . "
+	    "ipv4_addr; flags constant;"));
 	for (i = 0; i < b->cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
 		const uint8_t *m = sb->mac;
