@@ -9,6 +9,9 @@
  *                                    to NEWCONF (and back, untimed), its
  *                                    message count, and "full" if it fell
  *                                    back to replacing everything
+ *   nft-bench render CONF            nft syntax of the policy as gatewayd
+ *                                    builds it (per-sandbox sets mutable),
+ *                                    for nft to load and then increment
  *
  * Run it only inside a network namespace of the benchmark's own.
  */
@@ -108,6 +111,16 @@ main(int argc, char *argv[])
 	unsigned f;
 
 	log_init("nft-bench", 0, 0);
+	if (argc == 3 && strcmp(argv[1], "render") == 0) {
+		struct nftr_opts o = { .mode = NFTR_MODE_GATEWAY,
+		    .incremental = true };
+
+		rs = load_opts(argv[2], &cfg, &o);
+		nftr_render(stdout, rs);
+		nftr_ruleset_free(rs);
+		config_free(cfg);
+		return 0;
+	}
 	if (argc < 4)
 		fatalx("usage: nft-bench apply CONF RUNS | add CONF SANDBOX RUNS | "
 		    "update CONF NEWCONF RUNS");
