@@ -5,7 +5,9 @@
  * objects: every other sandbox's allowlist set keeps its elements, and an
  * unchanged ruleset sends nothing at all.
  *
- * Objects are matched by name.  A chain whose rules differ is flushed and
+ * Objects are matched by name (by position where the two lists agree,
+ * as they do around one changed sandbox, so the cost is a walk of the
+ * lists, not a search).  A chain whose rules differ is flushed and
  * refilled; a set whose elements differ gets the elements deleted and
  * added, matched by their nft text.  Anything else that differs (table
  * layout, counters, a base chain's hook, a set's type or flags, the
@@ -39,7 +41,8 @@
 
 #define CREATE	(NLM_F_CREATE | NLM_F_EXCL)
 
-/* One side of a by-name match: an object, or NULL where it is absent. */
+/* One object matched by name across the two rulesets; NULL where it is
+ * absent on that side. */
 struct pair {
 	const char	*name;
 	const void	*old, *new;
@@ -48,11 +51,13 @@ struct pair {
 struct pairs {
 	struct pair	*v;
 	size_t		 n;
+	const void	**n2o;		/* by index in the new table */
 };
 
 struct named {
 	const char	*name;
 	const void	*obj;
+	size_t		 idx;
 	int		 side;		/* 0 old, 1 new */
 };
 
@@ -65,30 +70,68 @@ namedcmp(const void *a, const void *b)
 	return c != 0 ? c : x->side - y->side;
 }
 
-/* Pair up two lists of named objects in O(n log n). */
+static void
+pair_add(struct pairs *p, const char *name, const void *o, const void *n)
+{
+	p->v[p->n++] = (struct pair){ name, o, n };
+}
+
+/* The lengths of the common head and tail of two name lists: a policy
+ * keeps config order, so one sandbox changed leaves a small middle. */
+static void
+common_ends(const char *const *a, size_t na, const char *const *b, size_t nb,
+    size_t *head, size_t *tail)
+{
+	size_t h = 0, t = 0;
+
+	while (h < na && h < nb && strcmp(a[h], b[h]) == 0)
+		h++;
+	while (t < na - h && t < nb - h &&
+	    strcmp(a[na - 1 - t], b[nb - 1 - t]) == 0)
+		t++;
+	*head = h;
+	*tail = t;
+}
+
+/* Pair up two lists of uniquely named objects: the common ends by
+ * position, the middle by sorting it. */
 static void
 pair_up(struct pairs *p, const char *const *on, const void *const *oo,
     size_t no, const char *const *nn, const void *const *no2, size_t nnew)
 {
-	struct named *v = xcalloc(no + nnew + 1, sizeof(*v));
-	size_t i, n = 0;
+	struct named *v;
+	size_t i, h, t, m = 0;
 
-	for (i = 0; i < no; i++)
-		v[n++] = (struct named){ on[i], oo[i], 0 };
-	for (i = 0; i < nnew; i++)
-		v[n++] = (struct named){ nn[i], no2[i], 1 };
-	qsort(v, n, sizeof(*v), namedcmp);
-	p->v = xcalloc(n + 1, sizeof(*p->v));
+	p->v = xcalloc(no + nnew + 1, sizeof(*p->v));
+	p->n2o = xcalloc(nnew + 1, sizeof(*p->n2o));
 	p->n = 0;
-	for (i = 0; i < n; i++) {
-		struct pair *q = &p->v[p->n++];
-
-		q->name = v[i].name;
-		q->old = v[i].side == 0 ? v[i].obj : NULL;
-		q->new = v[i].side == 1 ? v[i].obj : NULL;
-		if (v[i].side == 0 && i + 1 < n && v[i + 1].side == 1 &&
-		    strcmp(v[i].name, v[i + 1].name) == 0)
-			q->new = v[++i].obj;
+	common_ends(on, no, nn, nnew, &h, &t);
+	for (i = 0; i < h; i++) {
+		pair_add(p, nn[i], oo[i], no2[i]);
+		p->n2o[i] = oo[i];
+	}
+	for (i = 0; i < t; i++) {
+		pair_add(p, nn[nnew - 1 - i], oo[no - 1 - i], no2[nnew - 1 - i]);
+		p->n2o[nnew - 1 - i] = oo[no - 1 - i];
+	}
+	v = xcalloc(no + nnew - 2 * (h + t) + 1, sizeof(*v));
+	for (i = h; i < no - t; i++)
+		v[m++] = (struct named){ on[i], oo[i], i, 0 };
+	for (i = h; i < nnew - t; i++)
+		v[m++] = (struct named){ nn[i], no2[i], i, 1 };
+	qsort(v, m, sizeof(*v), namedcmp);
+	for (i = 0; i < m; i++) {
+		if (v[i].side == 1) {
+			pair_add(p, v[i].name, NULL, v[i].obj);
+			continue;
+		}
+		if (i + 1 < m && v[i + 1].side == 1 &&
+		    strcmp(v[i].name, v[i + 1].name) == 0) {
+			pair_add(p, v[i].name, v[i].obj, v[i + 1].obj);
+			p->n2o[v[i + 1].idx] = v[i].obj;
+			i++;
+		} else
+			pair_add(p, v[i].name, v[i].obj, NULL);
 	}
 	free(v);
 }
@@ -156,20 +199,6 @@ hooks_equal(const struct nr_chain *a, const struct nr_chain *b)
 	return strcmp(a->hook, b->hook) == 0;
 }
 
-static size_t
-nl_nelems(const struct nr_set *s)
-{
-	struct nftnl_set_elems_iter *it;
-	size_t n = 0;
-
-	if ((it = nftnl_set_elems_iter_create(s->nl)) == NULL)
-		fatalx("out of memory");
-	while (nftnl_set_elems_iter_next(it) != NULL)
-		n++;
-	nftnl_set_elems_iter_destroy(it);
-	return n;
-}
-
 static bool
 elems_equal(const struct nr_set *a, const struct nr_set *b)
 {
@@ -191,7 +220,7 @@ elems_mutable(const struct nr_set *s)
 	uint32_t f = nftnl_set_get_u32(s->nl, NFTNL_SET_FLAGS);
 
 	return (f & (NFT_SET_CONSTANT | NFT_SET_INTERVAL)) == 0 &&
-	    nl_nelems(s) == s->nelems;
+	    s->nnle == s->nelems;
 }
 
 static const char *
@@ -375,32 +404,32 @@ elem_copy(struct nftnl_set_elem *e)
 	return c;
 }
 
-/* The elements of a that b lacks (matched by text), as clones in a set
- * object; NULL if there are none. */
+/* The elements of a that b lacks (matched by text), as copies in a set
+ * object; NULL if there are none.  Only the middle that differs is
+ * searched: elements are unique, so the common ends hold none of them. */
 static struct nftnl_set *
 elems_minus(const struct nr_table *t, const struct nr_set *a,
     const struct nr_set *b)
 {
-	const char **bt = xcalloc(b->nelems + 1, sizeof(char *));
-	struct nftnl_set_elems_iter *it;
-	struct nftnl_set_elem *e;
 	struct nftnl_set *out = NULL;
-	size_t i;
+	const char **bt;
+	size_t i, h, tl, nb;
 
-	for (i = 0; i < b->nelems; i++)
-		bt[i] = b->elems[i];
-	qsort(bt, b->nelems, sizeof(char *), strcmp_p);
-	if ((it = nftnl_set_elems_iter_create(a->nl)) == NULL)
-		fatalx("out of memory");
-	for (i = 0; (e = nftnl_set_elems_iter_next(it)) != NULL; i++) {
-		if (bsearch(&a->elems[i], bt, b->nelems, sizeof(char *),
+	common_ends((const char *const *)a->elems, a->nelems,
+	    (const char *const *)b->elems, b->nelems, &h, &tl);
+	nb = b->nelems - h - tl;
+	bt = xcalloc(nb + 1, sizeof(char *));
+	for (i = 0; i < nb; i++)
+		bt[i] = b->elems[h + i];
+	qsort(bt, nb, sizeof(char *), strcmp_p);
+	for (i = h; i < a->nelems - tl; i++) {
+		if (bsearch(&a->elems[i], bt, nb, sizeof(char *),
 		    strcmp_p) != NULL)
 			continue;
 		if (out == NULL)
 			out = set_ref(t, a);
-		nftnl_set_elem_add(out, elem_copy(e));
+		nftnl_set_elem_add(out, elem_copy(a->nle[i]));
 	}
-	nftnl_set_elems_iter_destroy(it);
 	free(bt);
 	return out;
 }
@@ -464,46 +493,25 @@ delta_removals(struct nl_batch *b, const struct nr_table *t,
 			msg_del_set(b, t, sets->v[i].old);
 }
 
-/* Lookups by name: is this object of the new table in the pairs as new
- * only, or changed? */
-static const struct pair *
-pair_find(const struct pairs *p, const char *name)
-{
-	size_t lo = 0, hi = p->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(p->v[mid].name, name);
-
-		if (c == 0)
-			return &p->v[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
 /* Creation in the new table's own order, as table_to_batch does. */
 static void
 delta_additions(struct nl_batch *b, const struct nr_table *t,
     const struct pairs *chains, const struct pairs *sets)
 {
-	const struct pair *p;
+	const struct nr_chain *oc;
 	struct nftnl_set *added;
 	size_t i;
 
 	for (i = 0; i < t->nsets; i++)
-		if (pair_find(sets, t->sets[i]->name)->old == NULL)
+		if (sets->n2o[i] == NULL)
 			msg_new_set(b, t, t->sets[i]);
 	for (i = 0; i < t->nchains; i++)
-		if (pair_find(chains, t->chains[i]->name)->old == NULL)
+		if (chains->n2o[i] == NULL)
 			msg_new_chain(b, t, t->chains[i]);
 	for (i = 0; i < t->nsets; i++) {
 		const struct nr_set *n = t->sets[i], *o;
 
-		o = pair_find(sets, n->name)->old;
+		o = sets->n2o[i];
 		if (o == NULL)
 			msg_elems_of(b, t, n->nl, NFT_MSG_NEWSETELEM, "new",
 			    n->name);
@@ -516,8 +524,8 @@ delta_additions(struct nl_batch *b, const struct nr_table *t,
 		}
 	}
 	for (i = 0; i < t->nchains; i++) {
-		p = pair_find(chains, t->chains[i]->name);
-		if (p->old == NULL || !rules_equal(p->old, p->new))
+		oc = chains->n2o[i];
+		if (oc == NULL || !rules_equal(oc, t->chains[i]))
 			msg_rules(b, t, t->chains[i]);
 	}
 }
@@ -525,6 +533,7 @@ delta_additions(struct nl_batch *b, const struct nr_table *t,
 static void
 pairs_free(struct pairs *p)
 {
+	free(p->n2o);
 	free(p->v);
 	p->v = NULL;
 	p->n = 0;

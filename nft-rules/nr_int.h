@@ -21,6 +21,7 @@ struct nftnl_chain;
 struct nftnl_rule;
 struct nftnl_set;
 struct nftnl_obj;
+struct nftnl_set_elem;
 
 /* A growable string. */
 struct nr_buf {
@@ -50,6 +51,8 @@ struct nr_set {
 	char		*decl;		/* "type ...; flags ...;" */
 	char		**elems;	/* nft syntax of each element */
 	size_t		 nelems, capelems;
+	struct nftnl_set_elem **nle;	/* each element in nl, in order */
+	size_t		 nnle, capnle;
 	bool		 dynamic;	/* runtime elements: not verified */
 	bool		 map;		/* verdict map: created after chains */
 };

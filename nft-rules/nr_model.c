@@ -169,6 +169,8 @@ model_set_elem(struct nr_set *s, const void *key, uint32_t keylen,
 			nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain);
 	}
 	nftnl_set_elem_add(s->nl, e);
+	s->nle = grow(s->nle, s->nnle, &s->capnle, sizeof(*s->nle));
+	s->nle[s->nnle++] = e;		/* owned by s->nl */
 	if (text)
 		model_set_elem_text(s, text);
 }
@@ -227,6 +229,7 @@ set_free(struct nr_set *s)
 	for (i = 0; i < s->nelems; i++)
 		free(s->elems[i]);
 	free(s->elems);
+	free(s->nle);
 	nftnl_set_free(s->nl);
 	free(s->name);
 	free(s->decl);
