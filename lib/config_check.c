@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <libconfig.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -60,6 +61,68 @@ check_sandbox(struct loader *ld, const config_setting_t *grp,
 
 /* --- cross-checks ----------------------------------------------------- */
 
+/* Keys of one field of every sandbox, for finding a value used twice. */
+enum ukind { U_STR, U_MAC, U_ADDR };
+
+struct ukey {
+	const void	*p;
+	enum ukind	 kind;
+};
+
+static int
+ukeycmp(const void *x, const void *y)
+{
+	const struct ukey *a = x, *b = y;
+
+	if (a->kind == U_MAC)
+		return memcmp(a->p, b->p, 6);
+	if (a->kind == U_ADDR)
+		return addr_cmp(a->p, b->p);
+	return strcmp(a->p, b->p);
+}
+
+static bool
+ukeys_repeat(struct ukey *k, size_t n)
+{
+	size_t i;
+
+	qsort(k, n, sizeof(*k), ukeycmp);
+	for (i = 1; i < n; i++)
+		if (ukeycmp(&k[i - 1], &k[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Whether two sandboxes share a name, MAC, tap or address, found by
+ * sorting: with thousands of sandboxes, comparing every pair would be
+ * most of the time a reload takes. */
+static bool
+any_shared(const struct moat_config *cfg)
+{
+	static const uint8_t zero[6];
+	struct ukey *k = xcalloc(cfg->nsandboxes + 1, sizeof(*k));
+	const struct moat_sandbox *a;
+	size_t i, n, f;
+	bool rep = false;
+
+	for (f = 0; f < 4 && !rep; f++) {
+		for (i = n = 0; i < cfg->nsandboxes; i++) {
+			a = &cfg->sandboxes[i];
+			if (f == 0 && a->name)
+				k[n++] = (struct ukey){ a->name, U_STR };
+			else if (f == 1 && memcmp(a->mac, zero, 6) != 0)
+				k[n++] = (struct ukey){ a->mac, U_MAC };
+			else if (f == 2 && a->tap[0])
+				k[n++] = (struct ukey){ a->tap, U_STR };
+			else if (f == 3 && a->address.family)
+				k[n++] = (struct ukey){ &a->address, U_ADDR };
+		}
+		rep = ukeys_repeat(k, n);
+	}
+	free(k);
+	return rep;
+}
+
 static void
 check_unique(struct loader *ld)
 {
@@ -68,6 +131,7 @@ check_unique(struct loader *ld)
 	struct moat_sandbox *a, *b;
 	size_t i, j;
 	char mac[18];
+	bool pairs = any_shared(cfg);
 
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		a = &cfg->sandboxes[i];
@@ -76,7 +140,7 @@ check_unique(struct loader *ld)
 			adderr(ld, a->where.file, a->where.line, "sandbox \"%s\": "
 			    "tap: \"%s\" is the bridge or uplink interface",
 			    a->name ? a->name : "?", a->tap);
-		for (j = 0; j < i; j++) {
+		for (j = 0; pairs && j < i; j++) {
 			b = &cfg->sandboxes[j];
 #define DUP(what, cond, val)						\
 			if (cond)						\
