@@ -194,14 +194,16 @@ model_find_chain(struct nr_table *t, const char *name)
 	return NULL;
 }
 
+/* Newest first: a rule almost always names the set made just before it
+ * (a sandbox's allowlist), which keeps building n sandboxes linear. */
 struct nr_set *
 model_find_set(struct nr_table *t, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < t->nsets; i++)
-		if (strcmp(t->sets[i]->name, name) == 0)
-			return t->sets[i];
+	for (i = t->nsets; i > 0; i--)
+		if (strcmp(t->sets[i - 1]->name, name) == 0)
+			return t->sets[i - 1];
 	return NULL;
 }
 
