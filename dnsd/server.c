@@ -30,6 +30,7 @@
 #include "dnsd.h"
 #include "ev.h"
 #include "ipc.h"
+#include "json.h"
 #include "mirror.h"
 #include "log.h"
 #include "msg.h"
@@ -920,26 +921,25 @@ query_error(struct client *c, enum dq_status st, const uint8_t *buf,
 }
 
 /* Under gatewayd, refusals and rebinding removals also go to its audit
- * log.  dq_name() made the name printable; quotes and backslashes are
- * replaced so the object stays valid JSON without escaping. */
+ * log. */
 static void
 audit(const char *event, const char *sandbox, const char *name,
     const char *qtype, const char *reason)
 {
-	char buf[1024], n[LDNS_MAX_DOMAINLEN * 4 + 8];
-	int len;
+	struct json j = JSON_INIT;
 
 	if (S.opts->ipc_fd == -1 || S.ipcfd == -1)
 		return;
-	snprintf(n, sizeof(n), "%s", name);
-	for (char *p = n; *p != '\0'; p++)
-		if (*p == '"' || *p == '\\')
-			*p = '?';
-	len = snprintf(buf, sizeof(buf), "{\"event\":\"%s\",\"sandbox\":"
-	    "\"%s\",\"name\":\"%s\",\"qtype\":\"%s\",\"reason\":\"%s\"}",
-	    event, sandbox, n, qtype, reason);
-	if (len > 0 && (size_t)len < sizeof(buf))
-		(void)ipc_send(S.ipcfd, IPC_AUDIT, 0, buf, (size_t)len);
+	json_begin(&j);
+	json_kstr(&j, "event", event);
+	json_kstr(&j, "sandbox", sandbox);
+	json_kstr(&j, "name", name);
+	json_kstr(&j, "qtype", qtype);
+	json_kstr(&j, "reason", reason);
+	json_end(&j);
+	if (j.len <= IPC_MAX_PAYLOAD)
+		(void)ipc_send(S.ipcfd, IPC_AUDIT, 0, j.buf, j.len);
+	json_free(&j);
 }
 
 static void

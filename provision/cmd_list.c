@@ -14,6 +14,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "provision.h"
 
@@ -117,7 +118,7 @@ field(const char *key, const char *v)
 	if (v[0] == '\0')
 		printf("null");
 	else
-		json_str(stdout, v);
+		json_fputs(stdout, v);
 }
 
 /* The schema is the same for root and for members (whose list gatewayd
@@ -126,7 +127,7 @@ static void
 row_json(const struct row *r, bool first)
 {
 	printf("%s\n  {\"name\": ", first ? "" : ",");
-	json_str(stdout, r->name);
+	json_fputs(stdout, r->name);
 	field("owner", r->owner);
 	field("address", r->address);
 	field("tap", r->tap);
@@ -135,9 +136,9 @@ row_json(const struct row *r, bool first)
 	field("state", r->state);
 	field("verdict", r->verdict);
 	printf(", \"accel\": ");
-	r->accel[0] ? json_str(stdout, r->accel) : (void)printf("null");
+	r->accel[0] ? json_fputs(stdout, r->accel) : (void)printf("null");
 	printf(", \"accel_reason\": ");
-	r->accel[0] ? json_str(stdout, r->accel_why) : (void)printf("null");
+	r->accel[0] ? json_fputs(stdout, r->accel_why) : (void)printf("null");
 	if (r->pid > 0)
 		printf(", \"pid\": %d, \"uptime\": %ld}", r->pid,
 		    r->uptime >= 0 ? r->uptime : 0);
