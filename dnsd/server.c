@@ -65,7 +65,7 @@ struct counters {
 };
 
 struct tconn {
-	struct evh	 h;
+	struct ev	 h;
 	struct tlink	 idle;
 	struct tlink	 life;		/* absolute deadline, never extended */
 	struct moat_addr peer;
@@ -93,7 +93,7 @@ struct waiter {
 };
 
 struct fwd {			/* one question being asked upstream */
-	struct evh	*h;		/* per attempt: stale events of an
+	struct ev	*h;		/* per attempt: stale events of an
 					 * earlier socket can never reach
 					 * the next one */
 	struct tlink	 t;
@@ -139,7 +139,7 @@ static struct {
 	unsigned	 nups, cur;
 	int		 ipcfd;
 	uint32_t	 ipc_id;
-	struct evh	 udp, tcp, ipc, sig;
+	struct ev	 udp, tcp, ipc, sig;
 	struct fwd	*fwtab[FWD_BUCKETS];
 	size_t		 nfwd;
 	uint64_t	 fwseed;
@@ -566,9 +566,12 @@ static void
 fwd_close_fd(struct fwd *f)
 {
 	if (f->h != NULL) {
+		int fd = f->h->fd;
+
 		ev_del(f->h);
-		close(f->h->fd);
-		ev_defer_free(f->h);
+		if (fd != -1)
+			close(fd);
+		ev_defer(free, f->h);
 		f->h = NULL;
 	}
 	free(f->rbuf);
@@ -596,7 +599,7 @@ fwd_free(struct fwd *f)
 	fwd_close_fd(f);
 	free(f->qwire);
 	S.nfwd--;
-	ev_defer_free(f);	/* its evh may be in the current batch */
+	ev_defer(free, f);	/* its ev may be in the current batch */
 }
 
 static void
@@ -660,7 +663,7 @@ static void
 fwd_udp_read(struct fwd *f)
 {
 	static uint8_t buf[65536];
-	struct evh *h = f->h;
+	struct ev *h = f->h;
 	ssize_t n;
 	int i;
 
@@ -675,7 +678,7 @@ fwd_udp_read(struct fwd *f)
 			return;
 		}
 		fwd_answer(f, buf, (size_t)n);
-		if (h->dead)
+		if (h->fd == -1)
 			return;		/* answered, retried or freed */
 	}
 }
@@ -702,7 +705,7 @@ fwd_tcp_write(struct fwd *f)
 	}
 	f->woff += (size_t)n;
 	if (f->woff == f->qlen)
-		ev_mod(f->h, EPOLLIN);
+		ev_set(f->h, EPOLLIN);
 }
 
 static void
@@ -731,7 +734,7 @@ fwd_tcp_read(struct fwd *f)
 }
 
 static void
-fwd_cb(struct evh *h, uint32_t events)
+fwd_cb(struct ev *h, uint32_t events)
 {
 	struct fwd *f = h->arg;
 
@@ -808,11 +811,10 @@ fwd_attempt(struct fwd *f, int tcp)
 	if ((fd = fwd_socket(f, tcp)) == -1)
 		goto fail;
 	f->h = xcalloc(1, sizeof(*f->h));
-	f->h->fd = fd;
-	f->h->cb = fwd_cb;
-	f->h->arg = f;
-	if (ev_add(f->h, tcp ? EPOLLOUT : EPOLLIN) == -1)
+	if (ev_add(f->h, fd, tcp ? EPOLLOUT : EPOLLIN, fwd_cb, f) == -1) {
+		close(fd);
 		goto fail;
+	}
 	if (!tcp && send(fd, f->qwire, f->qlen, MSG_DONTWAIT) == -1)
 		goto fail;
 	tlist_add(tcp ? &S.fw_tcp : &S.fw_udp, &f->t, ev_now() +
@@ -1031,7 +1033,7 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 #define UDP_QMAX	4096	/* larger queries are not DNS queries */
 
 static void
-udp_cb(struct evh *h, uint32_t events)
+udp_cb(struct ev *h, uint32_t events)
 {
 	static uint8_t buf[UDP_BATCH][UDP_QMAX];
 	static struct mmsghdr m[UDP_BATCH];
@@ -1072,20 +1074,22 @@ tconn_unref(struct tconn *t)
 	if (--t->refs > 0)
 		return;
 	free(t->wbuf);
-	ev_defer_free(t);
+	ev_defer(free, t);
 }
 
 static void
 tconn_close(struct tconn *t)
 {
+	int fd;
+
 	if (t->closed)
 		return;
 	t->closed = 1;
 	tlist_del(&t->idle);
 	tlist_del(&t->life);
+	fd = t->h.fd;
 	ev_del(&t->h);
-	close(t->h.fd);
-	t->h.fd = -1;
+	close(fd);
 	S.ntcp--;
 	tconn_unref(t);
 }
@@ -1100,7 +1104,7 @@ tconn_flush(struct tconn *t)
 		    MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR) {
-				ev_mod(&t->h, EPOLLIN | EPOLLOUT);
+				ev_set(&t->h, EPOLLIN | EPOLLOUT);
 				return;
 			}
 			tconn_close(t);
@@ -1109,7 +1113,7 @@ tconn_flush(struct tconn *t)
 		t->woff += (size_t)n;
 	}
 	t->woff = t->wlen = 0;
-	ev_mod(&t->h, EPOLLIN);
+	ev_set(&t->h, EPOLLIN);
 	tlist_add(&S.idle, &t->idle, ev_now() + TCP_IDLE_MS);
 }
 
@@ -1147,7 +1151,7 @@ tconn_frames(struct tconn *t)
 }
 
 static void
-tconn_cb(struct evh *h, uint32_t events)
+tconn_cb(struct ev *h, uint32_t events)
 {
 	struct tconn *t = h->arg;
 	ssize_t n;
@@ -1216,7 +1220,7 @@ tcp_admit(int fd, struct moat_addr *peer)
 }
 
 static void
-tcp_accept_cb(struct evh *h, uint32_t events)
+tcp_accept_cb(struct ev *h, uint32_t events)
 {
 	struct moat_addr peer;
 	struct tconn *t;
@@ -1229,12 +1233,9 @@ tcp_accept_cb(struct evh *h, uint32_t events)
 			continue;
 		}
 		t = xcalloc(1, sizeof(*t));
-		t->h.fd = fd;
-		t->h.cb = tconn_cb;
-		t->h.arg = t;
 		t->refs = 1;
 		t->peer = peer;
-		if (ev_add(&t->h, EPOLLIN) == -1) {
+		if (ev_add(&t->h, fd, EPOLLIN, tconn_cb, t) == -1) {
 			close(fd);
 			free(t);
 			continue;
@@ -1442,7 +1443,7 @@ stats_log(void)
 }
 
 static void
-sig_cb(struct evh *h, uint32_t events)
+sig_cb(struct ev *h, uint32_t events)
 {
 	struct signalfd_siginfo si;
 
@@ -1465,7 +1466,7 @@ sig_cb(struct evh *h, uint32_t events)
 }
 
 static void
-ipc_cb(struct evh *h, uint32_t events)
+ipc_cb(struct ev *h, uint32_t events)
 {
 	static union {
 		struct ipc_set_ack ack;
@@ -1515,12 +1516,9 @@ signals_fd(void)
 }
 
 static void
-watch(struct evh *h, int fd, ev_cb cb)
+watch(struct ev *h, int fd, ev_cb cb)
 {
-	h->fd = fd;
-	h->cb = cb;
-	h->arg = NULL;
-	if (ev_add(h, EPOLLIN) == -1)
+	if (ev_add(h, fd, EPOLLIN, cb, NULL) == -1)
 		fatal("epoll");
 }
 

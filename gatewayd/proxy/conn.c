@@ -290,22 +290,18 @@ conn_close(struct conn *c)
 void
 conn_set_deadline(struct conn *c, int seconds)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	c->deadline = ts.tv_sec + seconds;
+	c->deadline = (time_t)(ev_now() / 1000) + seconds;
 }
 
 void
 conn_tick(void)
 {
 	struct conn *c, *next;
-	struct timespec ts;
+	time_t now = (time_t)(ev_now() / 1000);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	for (c = conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->deadline > ts.tv_sec)
+		if (c->deadline > now)
 			continue;
 		log_debug("%s: %s: timed out in state %d", c->src,
 		    c->host[0] ? c->host : "-", c->st);

@@ -52,13 +52,11 @@ static uint16_t server_port = 53;
 static struct dnsreq *reqs;
 static struct cache_ent cache[DNS_CACHE];
 
+/* Seconds on the event loop's clock. */
 static time_t
 mono(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (time_t)(ev_now() / 1000);
 }
 
 void

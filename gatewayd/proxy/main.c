@@ -243,12 +243,9 @@ close_listeners(void)
 static void
 start_drain(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	log_info("draining: no new connections, %d open", proxy.nconns);
 	proxy.draining = true;
-	drain_deadline = ts.tv_sec + DRAIN_S;
+	drain_deadline = (time_t)(ev_now() / 1000) + DRAIN_S;
 	close_listeners();
 }
 
@@ -297,11 +294,12 @@ setup_hostaddr(void)
 		fatal("rtnetlink");
 }
 
-static void
-tick(void)
-{
-	struct timespec ts;
+static struct ev_timer tick_timer;
 
+/* Once a second: timeouts, the signer's health, the end of a drain. */
+static void
+tick(void *arg)
+{
 	if (stop_sig)
 		stop = 1;
 	if (tls_signer_lost() && !proxy.draining) {
@@ -312,11 +310,10 @@ tick(void)
 	}
 	dns_tick();
 	conn_tick();
-	if (proxy.draining) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (proxy.nconns == 0 || ts.tv_sec >= drain_deadline)
-			stop = 1;
-	}
+	if (proxy.draining && (proxy.nconns == 0 ||
+	    (time_t)(ev_now() / 1000) >= drain_deadline))
+		stop = 1;
+	ev_timer_set(&tick_timer, ev_now() + 1000, tick, NULL);
 }
 
 static void
@@ -461,7 +458,8 @@ main(int argc, char *argv[])
 	if (tls_init(o.signer_fd, o.upstream_ca != NULL ? o.upstream_ca :
 	    cfg->gw.proxy_upstream_ca) < 0)
 		return EXIT_SYSTEM;
-	ev_init();
+	if (ev_init() == -1)
+		fatal("epoll_create1");
 	setup_listeners(&o, cfg);
 	if (o.ipc_fd >= 0 && ev_add(&ipc_ev, o.ipc_fd, EPOLLIN, on_ipc,
 	    NULL) < 0)
@@ -485,7 +483,10 @@ main(int argc, char *argv[])
 	log_info("serving %zu sandboxes, %zu secrets, up to %d connections, "
 	    "%d per sandbox", cfg->nsandboxes, secrets.n, proxy.maxconns,
 	    proxy.sb_max);
-	ev_loop(&stop, tick);
+	ev_timer_set(&tick_timer, ev_now() + 1000, tick, NULL);
+	while (!stop)
+		if (ev_run_once(-1) == -1)
+			fatal("epoll_wait");
 	log_info("stopping");
 	secrets_wipe(&secrets);
 	tls_free();
