@@ -26,6 +26,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "engine.h"
 #include "hostaddr.h"
 #include "ipc.h"
 #include "log.h"
@@ -460,6 +461,7 @@ main(int argc, char *argv[])
 		return EXIT_SYSTEM;
 	if (ev_init() == -1)
 		fatal("epoll_create1");
+	conn_init(&http_app);
 	setup_listeners(&o, cfg);
 	if (o.ipc_fd >= 0 && ev_add(&ipc_ev, o.ipc_fd, EPOLLIN, on_ipc,
 	    NULL) < 0)
