@@ -305,13 +305,6 @@ tconn_cb(struct ev *h, uint32_t events)
 	tconn_frames(t);
 }
 
-static bool
-addr_same(const struct moat_addr *a, const struct moat_addr *b)
-{
-	return a->family == b->family && memcmp(a->a, b->a,
-	    a->family == AF_INET ? 4 : 16) == 0;
-}
-
 /* TCP clients from this address.  Every open one is on the idle list; the
  * list is at most MAX_TCP_CLIENTS long. */
 static unsigned
@@ -321,7 +314,7 @@ tcp_from(const struct moat_addr *a)
 	unsigned n = 0;
 
 	for (l = F.idle.head; l != NULL; l = l->next)
-		if (addr_same(&TL_ENTRY(l, struct tconn, idle)->peer, a))
+		if (addr_eq(&TL_ENTRY(l, struct tconn, idle)->peer, a))
 			n++;
 	return n;
 }

@@ -432,21 +432,7 @@ upstreams_set(const struct moat_config *cfg)
 		struct upstream *u = &U.ups[U.nups++];
 
 		memset(u, 0, sizeof(*u));
-		if (a->family == AF_INET) {
-			struct sockaddr_in *s = (struct sockaddr_in *)&u->ss;
-
-			s->sin_family = AF_INET;
-			s->sin_port = htons(53);
-			memcpy(&s->sin_addr, a->a, 4);
-			u->len = sizeof(*s);
-		} else {
-			struct sockaddr_in6 *s = (struct sockaddr_in6 *)&u->ss;
-
-			s->sin6_family = AF_INET6;
-			s->sin6_port = htons(53);
-			memcpy(&s->sin6_addr, a->a, 16);
-			u->len = sizeof(*s);
-		}
+		u->len = addr_to_sockaddr(a, 53, &u->ss);
 	}
 	U.cur = 0;
 }

@@ -454,22 +454,7 @@ tcp_connect(struct conn *c)
 	socklen_t sl;
 	int fd, one = 1;
 
-	memset(&ss, 0, sizeof(ss));
-	if (c->dial.family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(c->dialport);
-		memcpy(&sin->sin_addr, c->dial.a, 4);
-		sl = sizeof(*sin);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(c->dialport);
-		memcpy(&sin6->sin6_addr, c->dial.a, 16);
-		sl = sizeof(*sin6);
-	}
+	sl = addr_to_sockaddr(&c->dial, c->dialport, &ss);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;

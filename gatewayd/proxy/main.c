@@ -192,7 +192,10 @@ parse_args(int argc, char *argv[], struct options *o)
 static int
 bind_listener(const struct moat_config *cfg, const char *spec)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_storage ss;
+	struct moat_addr a = cfg->gw.address;
+	uint16_t port = cfg->gw.proxy_port;
+	socklen_t sl;
 	char addr[64];
 	const char *colon;
 	int fd, one = 1;
@@ -203,17 +206,15 @@ bind_listener(const struct moat_config *cfg, const char *spec)
 			return -1;
 		memcpy(addr, spec, (size_t)(colon - spec));
 		addr[colon - spec] = '\0';
-		if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		if (addr_parse(addr, &a) == -1 || a.family != AF_INET)
 			return -1;
-		sin.sin_port = htons((uint16_t)atoi(colon + 1));
-	} else {
-		memcpy(&sin.sin_addr, cfg->gw.address.a, 4);
-		sin.sin_port = htons(cfg->gw.proxy_port);
+		port = (uint16_t)atoi(colon + 1);
 	}
+	sl = addr_to_sockaddr(&a, port, &ss);
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		fatal("socket");
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
 		fatal("bind %s", spec ? spec : "gateway address:proxy port");
 	if (listen(fd, 1024) < 0)
 		fatal("listen");
