@@ -80,6 +80,23 @@ addr_to_sockaddr(const struct moat_addr *a, uint16_t port,
 	}
 }
 
+int
+addr_mask_plen(const struct sockaddr *m, int family)
+{
+	const uint8_t *b;
+	size_t i, n = family == AF_INET ? 4 : 16;
+	int len = 0;
+
+	if (m == NULL)
+		return -1;
+	b = family == AF_INET ?
+	    (const uint8_t *)&((const struct sockaddr_in *)m)->sin_addr :
+	    (const uint8_t *)&((const struct sockaddr_in6 *)m)->sin6_addr;
+	for (i = 0; i < n; i++)
+		len += __builtin_popcount(b[i]);
+	return len;
+}
+
 bool
 addr_unmap(struct moat_addr *a)
 {

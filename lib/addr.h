@@ -27,6 +27,9 @@ int	 addr_from_sockaddr(const struct sockaddr_storage *, struct moat_addr *);
 /* a and port as a socket address in ss; returns its length. */
 socklen_t addr_to_sockaddr(const struct moat_addr *, uint16_t port,
 	    struct sockaddr_storage *ss);
+/* The prefix length of a netmask (getifaddrs' ifa_netmask) of family;
+ * -1 when there is none. */
+int	 addr_mask_plen(const struct sockaddr *mask, int family);
 /* If addr is IPv4-mapped IPv6, rewrite it as IPv4 and return true. */
 bool	 addr_unmap(struct moat_addr *);
 

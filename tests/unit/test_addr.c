@@ -64,12 +64,28 @@ rejects_and_equality(void **state)
 	assert_false(addr_eq(&a, &b));
 }
 
+static void
+netmask_plen(void **state)
+{
+	struct sockaddr_in m4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 m6 = { .sin6_family = AF_INET6 };
+
+	(void)state;
+	assert_int_equal(inet_pton(AF_INET, "255.255.240.0", &m4.sin_addr), 1);
+	assert_int_equal(addr_mask_plen((struct sockaddr *)&m4, AF_INET), 20);
+	assert_int_equal(inet_pton(AF_INET6, "ffff:ffff:ffff:ffff::",
+	    &m6.sin6_addr), 1);
+	assert_int_equal(addr_mask_plen((struct sockaddr *)&m6, AF_INET6), 64);
+	assert_int_equal(addr_mask_plen(NULL, AF_INET), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(conversions),
 		cmocka_unit_test(rejects_and_equality),
+		cmocka_unit_test(netmask_plen),
 	};
 	return cmocka_run_group_tests_name("addr", tests, NULL, NULL);
 }
