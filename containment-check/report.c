@@ -407,7 +407,7 @@ report_human(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	    t.failed, t.failed == 1 ? "" : "s", t.passed, t.silent, t.skipped);
 	printf("verdict: %s\n", t.breaches || t.failed ? "NOT CONTAINED" :
 	    "contained");
-	return t.breaches || t.failed ? CC_EXIT_BREACH : CC_EXIT_CONTAINED;
+	return t.breaches || t.failed ? EXIT_FALSE : EXIT_OK;
 }
 
 /* --- JSON -------------------------------------------------------------- */
@@ -491,5 +491,5 @@ report_json(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 		first = false;
 	}
 	printf("\n  }\n}\n");
-	return t.breaches || t.failed ? CC_EXIT_BREACH : CC_EXIT_CONTAINED;
+	return t.breaches || t.failed ? EXIT_FALSE : EXIT_OK;
 }

@@ -125,7 +125,7 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case 'V':
 			printf("%s %s\n", "dnsd", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);

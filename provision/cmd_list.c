@@ -191,11 +191,11 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			owner = argv[++a];
 		else {
 			log_warnx("usage: provision list [--json] [--owner USER]");
-			return PV_USAGE;
+			return EXIT_USAGE;
 		}
 	}
 	if (pv_load(pv) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	n = guest_names(pv, &names);
 	if (pv->json)
 		printf("[");
@@ -227,7 +227,7 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	free(names);
 	if (pv->json)
 		printf("%s]\n", shown > 0 ? "\n" : "");
-	return PV_OK;
+	return EXIT_OK;
 }
 
 /* --- console ---------------------------------------------------------- */
@@ -273,14 +273,14 @@ cmd_console(struct pv *pv, int argc, char **argv)
 	struct termios saved, raw;
 	struct gpaths p;
 	bool tty = isatty(STDIN_FILENO);
-	int fd, rc = PV_FAIL;
+	int fd, rc = EXIT_FALSE;
 
 	if (argc != 2 || !name_valid(argv[1])) {
 		log_warnx("usage: provision console NAME");
-		return PV_USAGE;
+		return EXIT_USAGE;
 	}
 	if (pv_load(pv) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	gpaths_init(&p, pv, argv[1]);
 	if (strlen(p.console) >= sizeof(sun.sun_path) ||
 	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
@@ -300,7 +300,7 @@ cmd_console(struct pv *pv, int argc, char **argv)
 		cfmakeraw(&raw);
 		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 	}
-	rc = relay(fd) == 0 ? PV_OK : PV_FAIL;
+	rc = relay(fd) == 0 ? EXIT_OK : EXIT_FALSE;
 	if (tty)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	close(fd);

@@ -20,10 +20,6 @@
 /* Exit codes (s6 style): result, usage, system. */
 #include "exitcodes.h"
 
-#define PV_OK		EXIT_OK
-#define PV_FAIL		EXIT_FALSE	/* the operation failed; nothing was left half-made */
-#define PV_USAGE	EXIT_USAGE
-
 #define PV_RUN_DIR	"/run/moat"
 #define PV_QEMU_USER	"moat-qemu"
 #define PV_LOGIN	"agent"

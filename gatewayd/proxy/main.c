@@ -150,7 +150,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		case 'v': o->verbose++; break;
 		case 'V':
 			printf("%s %s\n", "moat-proxy", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		case 'L': o->listen = optarg; break;
 		case 'a': o->upstream_ca = optarg; break;
