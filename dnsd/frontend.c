@@ -407,13 +407,7 @@ frontend_expire(uint64_t now)
 uint64_t
 frontend_next(void)
 {
-	uint64_t min = UINT64_MAX;
-
-	if (F.idle.head != NULL)
-		min = F.idle.head->deadline;
-	if (F.life.head != NULL && F.life.head->deadline < min)
-		min = F.life.head->deadline;
-	return min;
+	return tlist_next(&F.idle, &F.life);
 }
 
 void

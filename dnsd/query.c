@@ -469,7 +469,7 @@ query_expire(uint64_t now)
 uint64_t
 query_next(void)
 {
-	return Q.pend.head != NULL ? Q.pend.head->deadline : UINT64_MAX;
+	return tlist_next(&Q.pend, NULL);
 }
 
 void

@@ -469,13 +469,7 @@ upstream_expire(uint64_t now)
 uint64_t
 upstream_next(void)
 {
-	uint64_t min = UINT64_MAX;
-
-	if (U.fw_udp.head != NULL)
-		min = U.fw_udp.head->deadline;
-	if (U.fw_tcp.head != NULL && U.fw_tcp.head->deadline < min)
-		min = U.fw_tcp.head->deadline;
-	return min;
+	return tlist_next(&U.fw_udp, &U.fw_tcp);
 }
 
 void
