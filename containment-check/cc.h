@@ -19,13 +19,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "ranges.h"
-
 #include "exitcodes.h"
-
-#define CC_EXIT_CONTAINED	EXIT_OK
-#define CC_EXIT_BREACH		EXIT_FALSE
-#define CC_EXIT_USAGE		EXIT_USAGE	/* also internal and system errors */
+#include "ranges.h"
 
 /* Where a probe belongs in the report, in report order. */
 enum cc_class {

@@ -21,35 +21,6 @@
 #include "log.h"
 
 static void
-sa_to_addr(const struct sockaddr *sa, struct moat_addr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->family = sa->sa_family;
-	if (sa->sa_family == AF_INET)
-		memcpy(a->a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	else
-		memcpy(a->a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-}
-
-static int
-mask_plen(const struct sockaddr *sa)
-{
-	const uint8_t *m;
-	size_t i, n;
-	int plen = 0;
-
-	if (sa == NULL)
-		return 0;
-	m = sa->sa_family == AF_INET ?
-	    (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr :
-	    (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-	n = sa->sa_family == AF_INET ? 4 : 16;
-	for (i = 0; i < n; i++)
-		plen += __builtin_popcount(m[i]);
-	return plen;
-}
-
-static void
 add_nic(struct cc_disc *d, const char *name)
 {
 	size_t i;
@@ -84,8 +55,11 @@ discover_ifaces(struct cc_disc *d)
 		else
 			continue;
 		snprintf(f->name, sizeof(f->name), "%s", i->ifa_name);
-		sa_to_addr(i->ifa_addr, &f->addr);
-		f->plen = mask_plen(i->ifa_netmask);
+		(void)addr_from_sockaddr(
+		    (const struct sockaddr_storage *)(void *)i->ifa_addr, &f->addr);
+		f->plen = addr_mask_plen(i->ifa_netmask, f->addr.family);
+		if (f->plen < 0)
+			f->plen = 0;
 		f->index = if_nametoindex(i->ifa_name);
 	}
 	freeifaddrs(ifa);

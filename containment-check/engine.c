@@ -119,13 +119,8 @@ fmt_sa(const struct sockaddr *sa, char *buf, size_t len)
 {
 	struct moat_addr a;
 
-	memset(&a, 0, sizeof(a));
-	a.family = sa->sa_family;
-	if (sa->sa_family == AF_INET)
-		memcpy(a.a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	else if (sa->sa_family == AF_INET6)
-		memcpy(a.a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	else {
+	if (addr_from_sockaddr((const struct sockaddr_storage *)(const void *)sa,
+	    &a) == -1) {
 		snprintf(buf, len, "?");
 		return;
 	}

@@ -86,7 +86,7 @@ usage(const char *why, const char *arg)
 		fprintf(stderr, "containment-check: %s%s%s\n", why,
 		    arg ? ": " : "", arg ? arg : "");
 	fprintf(stderr, "try: containment-check --help\n");
-	exit(CC_EXIT_USAGE);
+	exit(EXIT_USAGE);
 }
 
 static void
@@ -212,10 +212,10 @@ parse_args(int argc, char **argv, struct cc_opts *o)
 		switch (ch) {
 		case 'V':
 			printf("%s %s\n", "containment-check", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h':
 			fputs(usage_text, stdout);
-			exit(CC_EXIT_CONTAINED);
+			exit(EXIT_OK);
 		case 'v':
 			o->verbose = true;
 			break;
@@ -287,7 +287,7 @@ run_phase(struct cc_probes *v, const struct cc_opts *o)
 {
 	if (engine_run(v->v, v->n, o->concurrency) == -1) {
 		log_warnx("the probe engine failed");
-		exit(CC_EXIT_USAGE);
+		exit(EXIT_SYSTEM);
 	}
 }
 
@@ -309,7 +309,7 @@ main(int argc, char **argv)
 		log_warnx("refusing to run: this process shares PID 1's network "
 		    "namespace (or cannot tell), as on a bare host; inside a "
 		    "guest VM add --in-guest");
-		return CC_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	host = o.host_checks >= 0 ? o.host_checks : ns != 1;
 	if ((priv = rangeset_new_private(o.pub, o.npub)) == NULL)

@@ -98,19 +98,13 @@ void
 sockaddr_set(union cc_sockaddr *sa, socklen_t *len, const struct moat_addr *a,
     uint16_t port, unsigned scope)
 {
+	struct sockaddr_storage ss;
+
+	*len = addr_to_sockaddr(a, port, &ss);
 	memset(sa, 0, sizeof(*sa));
-	if (a->family == AF_INET) {
-		sa->sin.sin_family = AF_INET;
-		sa->sin.sin_port = htons(port);
-		memcpy(&sa->sin.sin_addr, a->a, 4);
-		*len = sizeof(sa->sin);
-	} else {
-		sa->sin6.sin6_family = AF_INET6;
-		sa->sin6.sin6_port = htons(port);
-		memcpy(&sa->sin6.sin6_addr, a->a, 16);
+	memcpy(sa, &ss, *len);
+	if (a->family == AF_INET6)
 		sa->sin6.sin6_scope_id = scope;
-		*len = sizeof(sa->sin6);
-	}
 }
 
 static uint16_t

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cc.h"
+#include "json.h"
 #include "log.h"
 
 #define LIST_CAP	40	/* rows listed per class and outcome */
@@ -406,26 +407,16 @@ report_human(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	    t.failed, t.failed == 1 ? "" : "s", t.passed, t.silent, t.skipped);
 	printf("verdict: %s\n", t.breaches || t.failed ? "NOT CONTAINED" :
 	    "contained");
-	return t.breaches || t.failed ? CC_EXIT_BREACH : CC_EXIT_CONTAINED;
+	return t.breaches || t.failed ? EXIT_FALSE : EXIT_OK;
 }
 
 /* --- JSON -------------------------------------------------------------- */
 
+/* A JSON string on stdout; a missing value is the empty string. */
 static void
-json_str(const char *s)
+put_jstr(const char *s)
 {
-	putchar('"');
-	for (; s != NULL && *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
+	json_fputs(stdout, s != NULL ? s : "");
 }
 
 static void
@@ -435,19 +426,19 @@ json_probe(const struct cc_probe *p, bool first)
 
 	probe_target(p, tgt, sizeof(tgt));
 	printf("%s\n    {\"class\": ", first ? "" : ",");
-	json_str(class_names[p->cls]);
+	put_jstr(class_names[p->cls]);
 	printf(", \"outcome\": ");
-	json_str(outcome_names[p->outcome]);
+	put_jstr(outcome_names[p->outcome]);
 	printf(", \"proto\": ");
-	json_str(proto_name(p));
+	put_jstr(proto_name(p));
 	printf(", \"target\": ");
-	json_str(tgt);
+	put_jstr(tgt);
 	printf(", \"verdict\": ");
-	json_str(verdict_names[p->verdict]);
+	put_jstr(verdict_names[p->verdict]);
 	printf(", \"evidence\": ");
-	json_str(p->evidence);
+	put_jstr(p->evidence);
 	printf(", \"what\": ");
-	json_str(p->what);
+	put_jstr(p->what);
 	printf(", \"ms\": %.1f}", p->rtt_us / 1000.0);
 }
 
@@ -466,9 +457,9 @@ report_json(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 
 	tally(p, n, &t);
 	printf("{\n  \"version\": 1,\n  \"expect\": ");
-	json_str(args_mode_name(o->mode));
+	put_jstr(args_mode_name(o->mode));
 	printf(",\n  \"gateway\": ");
-	json_str(d->gateway.family == AF_UNSPEC ? "" :
+	put_jstr(d->gateway.family == AF_UNSPEC ? "" :
 	    addr_fmt(&d->gateway, a, sizeof(a)));
 	printf(",\n  \"contained\": %s,\n  \"probes\": %zu,\n"
 	    "  \"breaches\": %zu,\n  \"failed_controls\": %zu,\n"
@@ -486,13 +477,13 @@ report_json(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	printf("\n  ],\n  \"ok_counts\": {");
 	for (c = 0, first = true; c < C_NCLASS; c++) {
 		printf("%s\n    ", first ? "" : ",");
-		json_str(class_names[c]);
+		put_jstr(class_names[c]);
 		printf(": {");
 		for (v = 0, cfirst = true; v <= V_ABSENT; v++) {
 			if (counts[c][v] == 0)
 				continue;
 			printf("%s", cfirst ? "" : ", ");
-			json_str(verdict_names[v]);
+			put_jstr(verdict_names[v]);
 			printf(": %zu", counts[c][v]);
 			cfirst = false;
 		}
@@ -500,5 +491,5 @@ report_json(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 		first = false;
 	}
 	printf("\n  }\n}\n");
-	return t.breaches || t.failed ? CC_EXIT_BREACH : CC_EXIT_CONTAINED;
+	return t.breaches || t.failed ? EXIT_FALSE : EXIT_OK;
 }

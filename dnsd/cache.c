@@ -189,7 +189,7 @@ cache_put(struct cache *c, const uint8_t *name, size_t len, uint16_t qtype,
 	memset(a, 0, sizeof(*a));
 	n->e.stored = now;
 	n->e.expires = now + n->e.a.ttl;
-	/* Room for the memo (server.c keeps it at most one UDP answer). */
+	/* Room for the memo (query.c keeps it at most one UDP answer). */
 	n->size = sizeof(*n) + list_size(n->e.a.an) + list_size(n->e.a.ns) +
 	    DNSD_EDNS_SIZE;
 	if (n->size > c->st.maxbytes) {

@@ -1,7 +1,8 @@
 /*
  * dnsd.h -- what dnsd's parts share: options and the entry points of
- * the resolver (server.c), the privileged parent of standalone mode
- * (priv.c) and the sandboxing of the resolver process (sandbox.c).
+ * the resolver (resolver.c, with the parts resolver.h lists), the
+ * privileged parent of standalone mode (priv.c) and the sandboxing of
+ * the resolver process (sandbox.c).
  *
  * Process layout:
  *   standalone   dnsd -c FILE: a parent that keeps root (config reading,
@@ -38,7 +39,7 @@ struct dnsd_opts {
 	uint32_t	 timeout_ms;	/* one upstream attempt over UDP */
 };
 
-/* server.c: run the resolver until told to stop.  ipcfd may be -1 (no
+/* resolver.c: run the resolver until told to stop.  ipcfd may be -1 (no
  * set updates: allowlist answers are sent without opening anything).
  * Takes ownership of cfg.  Returns an exit status. */
 int	resolver_run(const struct dnsd_opts *, struct moat_config *cfg,

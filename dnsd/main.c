@@ -125,7 +125,7 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case 'V':
 			printf("%s %s\n", "dnsd", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
@@ -143,22 +143,24 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 int
 bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-	    .sin_port = htons(port) };
+	struct sockaddr_storage ss;
+	struct moat_addr a;
+	socklen_t sl;
 	int one = 1, rcv = 4 << 20;
 
-	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+	if (addr_parse(addr, &a) == -1 || a.family != AF_INET) {
 		log_warnx("listen address %s is not IPv4", addr);
 		return -1;
 	}
+	sl = addr_to_sockaddr(&a, port, &ss);
 	*udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	*tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (*udp == -1 || *tcp == -1)
 		return -1;
 	(void)setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
 	(void)setsockopt(*tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(*udp, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
-	    bind(*tcp, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	if (bind(*udp, (struct sockaddr *)&ss, sl) == -1 ||
+	    bind(*tcp, (struct sockaddr *)&ss, sl) == -1 ||
 	    listen(*tcp, 128) == -1) {
 		log_warn("cannot serve %s port %u", addr, port);
 		return -1;

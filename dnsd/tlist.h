@@ -61,4 +61,17 @@ tlist_add(struct tlist *t, struct tlink *l, uint64_t deadline)
 	t->n++;
 }
 
+/* The earliest deadline of the lists, or UINT64_MAX when all are empty. */
+static inline uint64_t
+tlist_next(const struct tlist *a, const struct tlist *b)
+{
+	uint64_t min = UINT64_MAX;
+
+	if (a->head != NULL)
+		min = a->head->deadline;
+	if (b != NULL && b->head != NULL && b->head->deadline < min)
+		min = b->head->deadline;
+	return min;
+}
+
 #endif

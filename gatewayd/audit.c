@@ -23,26 +23,8 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "json.h"
 #include "log.h"
-
-char *
-json_escape(const char *s)
-{
-	char *out = xmalloc(strlen(s) * 6 + 1), *o = out;
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			*o++ = '\\';
-			*o++ = (char)c;
-		} else if (c < 0x20 || c > 0x7e)
-			o += sprintf(o, "\\u%04x", c);
-		else
-			*o++ = (char)c;
-	}
-	*o = '\0';
-	return out;
-}
 
 static void audit_rotate(struct gw *);
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "json.h"
 #include "log.h"
 
 typedef void (*ctl_fn)(struct ctl_req *);

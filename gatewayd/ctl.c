@@ -16,10 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exitcodes.h"
 #include "gatewayd.h"
 #include "log.h"
-
-enum { CTL_OK = 0, CTL_ERROR = 1, CTL_USAGE = 2, CTL_SYSTEM = 3 };
 
 static int
 ctl_connect(const char *path)
@@ -147,11 +146,11 @@ ctl_main(const char *sock, int argc, char *argv[])
 	size_t cap = 0, len = 0;
 	ssize_t n;
 	FILE *fp;
-	int fd, i, rc = CTL_SYSTEM;
+	int fd, i, rc = EXIT_SYSTEM;
 
 	if (argc < 1) {
 		ctl_usage(stderr);
-		return CTL_USAGE;
+		return EXIT_USAGE;
 	}
 	for (i = 0; i < argc; i++) {
 		if (i > 0 && len + 1 < sizeof(req))
@@ -160,17 +159,17 @@ ctl_main(const char *sock, int argc, char *argv[])
 		    encode_word(req, sizeof(req) - 1, &len, argv[i]) == -1) {
 			fprintf(stderr, "gatewayd ctl: request too long or an "
 			    "empty argument\n");
-			return CTL_USAGE;
+			return EXIT_USAGE;
 		}
 	}
 	req[len++] = '\n';
 	if (argc >= 2 && strcmp(argv[0], "secret") == 0 &&
 	    strcmp(argv[1], "set") == 0 &&
 	    read_value(req, sizeof(req), &len) == -1)
-		return CTL_USAGE;
+		return EXIT_USAGE;
 	if ((fd = ctl_connect(sock)) == -1) {
 		ctl_connect_failed(sock, errno);
-		return CTL_SYSTEM;
+		return EXIT_SYSTEM;
 	}
 	/* The daemon may refuse us before reading the request; its answer
 	 * is still there to read, so a failed write is not the end. */
@@ -179,17 +178,17 @@ ctl_main(const char *sock, int argc, char *argv[])
 	explicit_bzero(req, sizeof(req));
 	if ((fp = fdopen(fd, "r")) == NULL) {
 		close(fd);
-		return CTL_SYSTEM;
+		return EXIT_SYSTEM;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((n = getline(&line, &cap, fp)) > 0) {
 		if (strcmp(line, "ok\n") == 0) {
-			rc = CTL_OK;
+			rc = EXIT_OK;
 			break;
 		}
 		if (strncmp(line, "error: ", 7) == 0) {
 			fputs(line + 7, stderr);
-			rc = CTL_ERROR;
+			rc = EXIT_FALSE;
 			break;
 		}
 		fputs(line, stdout);

@@ -258,6 +258,5 @@ struct gw {
 /* daemon.c */
 int	gw_run(struct gw_opts *);
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
-char	*json_escape(const char *);		/* malloc'ed */
 
 #endif

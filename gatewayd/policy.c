@@ -21,6 +21,7 @@
 
 #include "admit.h"
 #include "gatewayd.h"
+#include "json.h"
 #include "log.h"
 #include "nftrules.h"
 #include "refusals.h"

@@ -516,14 +516,14 @@ child_fds(int *fds, int n)
 static int
 bound_socket(struct gw *gw, int type, uint16_t port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_storage ss;
+	socklen_t sl = addr_to_sockaddr(&gw->cfg->gw.address, port, &ss);
 	int fd, one = 1;
 
-	memcpy(&sin.sin_addr, gw->cfg->gw.address.a, 4);
 	if ((fd = socket(AF_INET, type | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
 	    (type == SOCK_STREAM && listen(fd, 1024) == -1)) {
 		log_warn("bind %s port %u", type == SOCK_STREAM ? "tcp" : "udp",
 		    port);

@@ -1,9 +1,10 @@
 # proxy.mk -- gatewayd's proxy child, built as its own binary moat-proxy
 # (included from gatewayd/module.mk).
 PROXY_SRCS := gatewayd/proxy/main.c gatewayd/proxy/conn.c \
+	gatewayd/proxy/side.c gatewayd/proxy/splice.c \
 	gatewayd/proxy/engine.c gatewayd/proxy/http.c gatewayd/proxy/sni.c \
 	gatewayd/proxy/secret.c gatewayd/proxy/policy.c gatewayd/proxy/dns.c \
-	gatewayd/proxy/tls.c gatewayd/proxy/ev.c gatewayd/proxy/audit.c \
+	gatewayd/proxy/tls.c gatewayd/proxy/audit.c \
 	gatewayd/proxy/sandbox.c gatewayd/ca.c gatewayd/signer.c
 PROXY_OBJS := $(PROXY_SRCS:%.c=$(OBJ)/%.o)
 PROXY_LIBS := -lssl -lcrypto -lldns -lseccomp -lmnl

@@ -126,21 +126,6 @@ hostmask(int family, int plen)
 }
 
 int
-addr_parse(const char *s, struct moat_addr *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (inet_pton(AF_INET, s, a->a) == 1) {
-		a->family = AF_INET;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, s, a->a) == 1) {
-		a->family = AF_INET6;
-		return 0;
-	}
-	return -1;
-}
-
-int
 prefix_parse(const char *s, struct moat_prefix *p)
 {
 	char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
@@ -168,15 +153,6 @@ prefix_parse(const char *s, struct moat_prefix *p)
 	if (addr_to_u128(&p->addr) & hostmask(p->addr.family, p->plen))
 		return -1;
 	return 0;
-}
-
-char *
-addr_fmt(const struct moat_addr *a, char *buf, size_t len)
-{
-	if (inet_ntop(a->family == AF_INET6 ? AF_INET6 : AF_INET, a->a, buf,
-	    (socklen_t)len) == NULL)
-		snprintf(buf, len, "?");
-	return buf;
 }
 
 char *
@@ -230,39 +206,6 @@ prefix_overlaps(const struct moat_prefix *p, const struct moat_prefix *q)
 	prefix_ival(p, &a);
 	prefix_ival(q, &b);
 	return a.lo <= b.hi && b.lo <= a.hi;
-}
-
-int
-addr_from_sockaddr(const struct sockaddr_storage *ss, struct moat_addr *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET) {
-		a->family = AF_INET;
-		memcpy(a->a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-		return 0;
-	}
-	if (ss->ss_family == AF_INET6) {
-		a->family = AF_INET6;
-		memcpy(a->a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-		return 0;
-	}
-	return -1;
-}
-
-bool
-addr_unmap(struct moat_addr *a)
-{
-	static const uint8_t mapped[12] =
-	    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	uint8_t v4[4];
-
-	if (a->family != AF_INET6 || memcmp(a->a, mapped, 12) != 0)
-		return false;
-	memcpy(v4, a->a + 12, 4);
-	memset(a, 0, sizeof(*a));
-	a->family = AF_INET;
-	memcpy(a->a, v4, 4);
-	return true;
 }
 
 static int

@@ -15,10 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct moat_addr {
-	int	family;		/* AF_INET or AF_INET6 */
-	uint8_t	a[16];		/* network byte order; IPv4 in a[0..3] */
-};
+#include "addr.h"
 
 struct moat_prefix {
 	struct moat_addr addr;	/* host bits are zero */
@@ -42,9 +39,7 @@ const struct moat_range	*ranges_private_table(size_t *n);
 /* Parse "a.b.c.d", "x::y", "a.b.c.d/n", "x::/n".  Without /n the prefix is
  * a host route.  Host bits set are an error (returns -1). 0 on success. */
 int	 prefix_parse(const char *, struct moat_prefix *);
-int	 addr_parse(const char *, struct moat_addr *);
-/* Format address or prefix into buf; returns buf. */
-char	*addr_fmt(const struct moat_addr *, char *buf, size_t len);
+/* Format a prefix into buf; returns buf. */
 char	*prefix_fmt(const struct moat_prefix *, char *buf, size_t len);
 bool	 prefix_contains(const struct moat_prefix *, const struct moat_addr *);
 bool	 prefix_overlaps(const struct moat_prefix *, const struct moat_prefix *);
@@ -66,11 +61,5 @@ bool	 rangeset_contains(const struct moat_rangeset *,
 /* The intervals of one family, sorted and disjoint. */
 const struct moat_interval *rangeset_intervals(const struct moat_rangeset *,
 	    int family, size_t *n);
-/* The address of a struct sockaddr_in or sockaddr_in6; -1 for any other
- * family.  No unmapping is done. */
-struct sockaddr_storage;
-int	 addr_from_sockaddr(const struct sockaddr_storage *, struct moat_addr *);
-/* If addr is IPv4-mapped IPv6, rewrite it as IPv4 and return true. */
-bool	 addr_unmap(struct moat_addr *);
 
 #endif

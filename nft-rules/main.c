@@ -20,11 +20,6 @@
 
 #include "exitcodes.h"
 
-#define EX_OK		EXIT_OK
-#define EX_FALSE	EXIT_FALSE
-#define EX_USAGE	EXIT_USAGE
-#define EX_SYS		EXIT_SYSTEM
-
 struct cli {
 	const char	*conf;
 	struct nftr_opts opts;
@@ -97,14 +92,14 @@ cmd_check(struct cli *c)
 {
 	printf("%s: ok (%zu sandboxes, %zu netlink messages)\n", c->conf,
 	    c->cfg->nsandboxes, nftr_ruleset_nmsgs(c->rs));
-	return EX_OK;
+	return EXIT_OK;
 }
 
 static int
 cmd_render(struct cli *c)
 {
 	nftr_render(stdout, c->rs);
-	return fflush(stdout) == 0 ? EX_OK : EX_SYS;
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_SYSTEM;
 }
 
 static int
@@ -114,11 +109,11 @@ cmd_probe(struct cli *c)
 
 	if (nftr_probe(c->ctx, c->rs, &f) == -1) {
 		log_warnx("%s", nftr_error(c->ctx));
-		return EX_SYS;
+		return EXIT_SYSTEM;
 	}
 	printf("kernel takes the policy; table flags: owner %s, persist %s\n",
 	    f & NFTR_F_OWNER ? "yes" : "no", f & NFTR_F_PERSIST ? "yes" : "no");
-	return EX_OK;
+	return EXIT_OK;
 }
 
 /*
@@ -171,10 +166,10 @@ cmd_apply(struct cli *c)
 	if (nftr_apply(c->ctx, c->rs) == -1) {
 		log_warnx("apply failed, previous policy unchanged: %s",
 		    nftr_error(c->ctx));
-		return EX_SYS;
+		return EXIT_SYSTEM;
 	}
 	log_info("applied policy for %zu sandboxes", c->cfg->nsandboxes);
-	return refusals_set(c) == -1 ? EX_SYS : EX_OK;
+	return refusals_set(c) == -1 ? EXIT_SYSTEM : EXIT_OK;
 }
 
 static int
@@ -184,12 +179,12 @@ cmd_verify(struct cli *c)
 	case 0:
 		switch (refusals_check(c)) {
 		case 0:
-			return EX_OK;
+			return EXIT_OK;
 		case 1:
 			log_warnx("kernel state differs from %s", c->conf);
-			return EX_FALSE;
+			return EXIT_FALSE;
 		default:
-			return EX_SYS;
+			return EXIT_SYSTEM;
 		}
 	case 1:
 		fflush(stdout);		/* the diff, then what to do about it */
@@ -199,10 +194,10 @@ cmd_verify(struct cli *c)
 		    c->opts.mode == NFTR_MODE_HOST_ONLY ? " --host-only" : "",
 		    c->opts.trunk ? " --trunk " : "",
 		    c->opts.trunk ? c->opts.trunk : "");
-		return EX_FALSE;
+		return EXIT_FALSE;
 	default:
 		log_warnx("verify: %s", nftr_error(c->ctx));
-		return EX_SYS;
+		return EXIT_SYSTEM;
 	}
 }
 
@@ -211,9 +206,9 @@ cmd_flush(struct cli *c)
 {
 	if (nftr_flush(c->ctx) == -1) {
 		log_warnx("flush: %s", nftr_error(c->ctx));
-		return EX_SYS;
+		return EXIT_SYSTEM;
 	}
-	return EX_OK;
+	return EXIT_OK;
 }
 
 static int
@@ -226,31 +221,31 @@ cmd_add(struct cli *c)
 
 	if (c->argc < 3) {
 		usage(stderr);
-		return EX_USAGE;
+		return EXIT_USAGE;
 	}
 	if (config_sandbox_by_name(c->cfg, c->argv[0]) == NULL) {
 		log_warnx("no sandbox \"%s\" in %s", c->argv[0], c->conf);
-		return EX_FALSE;
+		return EXIT_FALSE;
 	}
 	ms = strtoul(c->argv[1], &end, 10);
 	if (*end != '\0' || ms == 0 || ms > UINT32_MAX) {
 		log_warnx("timeout must be 1..%u milliseconds", UINT32_MAX);
-		return EX_USAGE;
+		return EXIT_USAGE;
 	}
 	a = xcalloc((size_t)n, sizeof(*a));
 	for (i = 0; i < n; i++)
 		if (addr_parse(c->argv[i + 2], &a[i]) == -1) {
 			log_warnx("bad address %s", c->argv[i + 2]);
 			free(a);
-			return EX_USAGE;
+			return EXIT_USAGE;
 		}
 	r = nftr_set_add(c->ctx, c->argv[0], a, (size_t)n, (uint32_t)ms);
 	free(a);
 	if (r == -1) {
 		log_warnx("add: %s", nftr_error(c->ctx));
-		return EX_SYS;
+		return EXIT_SYSTEM;
 	}
-	return EX_OK;
+	return EXIT_OK;
 }
 
 static int
@@ -262,14 +257,14 @@ load(struct cli *c)
 	if ((c->cfg = config_load(c->conf, NULL, &errs)) == NULL) {
 		config_errors_print(stderr, &errs);
 		config_errors_free(&errs);
-		return EX_FALSE;
+		return EXIT_FALSE;
 	}
 	config_errors_free(&errs);
 	if ((c->rs = nftr_build(c->cfg, &c->opts, err, sizeof(err))) == NULL) {
 		log_warnx("%s: %s", c->conf, err);
-		return EX_FALSE;
+		return EXIT_FALSE;
 	}
-	return EX_OK;
+	return EXIT_OK;
 }
 
 /* A user name or a numeric uid; "-" for none. */
@@ -306,13 +301,13 @@ run(struct cli *c, const struct cmd *cmd)
 
 	if (cmd->nargs >= 0 && c->argc != cmd->nargs) {
 		usage(stderr);
-		return EX_USAGE;
+		return EXIT_USAGE;
 	}
-	if (cmd->config && (r = load(c)) != EX_OK)
+	if (cmd->config && (r = load(c)) != EXIT_OK)
 		return r;
 	if (cmd->kernel && (c->ctx = nftr_ctx_new()) == NULL) {
 		log_warn("netlink socket to nf_tables");
-		return EX_SYS;
+		return EXIT_SYSTEM;
 	}
 	return cmd->fn(c);
 }
@@ -330,7 +325,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = { .conf = MOAT_CONF_DEFAULT };
-	int ch, verbose = 0, r = EX_USAGE;
+	int ch, verbose = 0, r = EXIT_USAGE;
 	size_t i;
 
 	log_init("nft-rules", 0, 0);
@@ -349,25 +344,25 @@ main(int argc, char *argv[])
 		case 'P':
 			if (user_opt(optarg, &c.opts.has_proxy_uid,
 			    &c.opts.proxy_uid) == -1)
-				return EX_USAGE;
+				return EXIT_USAGE;
 			break;
 		case 'D':
 			if (user_opt(optarg, &c.opts.has_dns_uid,
 			    &c.opts.dns_uid) == -1)
-				return EX_USAGE;
+				return EXIT_USAGE;
 			break;
 		case 'v':
 			verbose++;
 			break;
 		case 'V':
 			printf("%s %s\n", "nft-rules", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h':
 			usage(stdout);
-			return EX_OK;
+			return EXIT_OK;
 		default:
 			usage(stderr);
-			return EX_USAGE;
+			return EXIT_USAGE;
 		}
 	}
 	log_setverbose(verbose);
@@ -375,11 +370,11 @@ main(int argc, char *argv[])
 	 * ignoring it would leave the gateway port unprotected. */
 	if (c.opts.trunk != NULL && c.opts.mode != NFTR_MODE_HOST_ONLY) {
 		fprintf(stderr, "nft-rules: --trunk needs --host-only\n");
-		return EX_USAGE;
+		return EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		usage(stderr);
-		return EX_USAGE;
+		return EXIT_USAGE;
 	}
 	c.argc = argc - optind - 1;
 	c.argv = argv + optind + 1;

@@ -608,7 +608,7 @@ create_locked(struct pv *pv, struct create_opts *o)
 	struct gpaths p;
 	struct qemu_user u = { 0 };
 	char *tmp = NULL;
-	int rc = PV_FAIL, b;
+	int rc = EXIT_FALSE, b;
 
 	if (pv_load(pv) == -1 || read_inputs(o, pv) == -1 ||
 	    find_tools(pv, o->g.mode) == -1 ||
@@ -639,7 +639,7 @@ create_locked(struct pv *pv, struct create_opts *o)
 	printf("created %s: %s mode, address %s, mac %s, tap %s, egress %s\n",
 	    o->g.name, mode_name(o->g.mode), d.address, d.mac, d.tap,
 	    d.egress);
-	rc = PV_OK;
+	rc = EXIT_OK;
 out:
 	if (tmp != NULL) {
 		unlink(tmp);
@@ -661,13 +661,13 @@ cmd_create(struct pv *pv, int argc, char **argv)
 
 	if (create_parse(&o, argc, argv) == -1) {
 		create_free(&o);
-		return PV_USAGE;
+		return EXIT_USAGE;
 	}
 	if (mkdir(pv->sbdir, 0755) == -1 && errno != EEXIST)
 		log_warn("mkdir %s", pv->sbdir);
 	if ((lockfd = dir_lock(pv->sbdir)) == -1) {
 		create_free(&o);
-		return PV_FAIL;
+		return EXIT_FALSE;
 	}
 	/* The config is read under the lock: allocation sees every other
 	 * create that finished before ours. */

@@ -19,10 +19,10 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 	const struct moat_sandbox *sb;
 	struct gpaths p;
 	char tap[16] = "";
-	int rc = PV_FAIL;
+	int rc = EXIT_FALSE;
 
 	if (pv_load(pv) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	gpaths_init(&p, pv, name);
 	if (access(p.meta, F_OK) == -1) {
 		log_warnx("no guest \"%s\" made by provision (%s missing); "
@@ -51,7 +51,7 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 		goto out;
 	}
 	printf("destroyed %s\n", name);
-	rc = PV_OK;
+	rc = EXIT_OK;
 out:
 	gpaths_free(&p);
 	return rc;
@@ -82,14 +82,14 @@ cmd_destroy(struct pv *pv, int argc, char **argv)
 	if (access(pv->sbdir, F_OK) == -1) {
 		log_warnx("no guest \"%s\": %s does not exist", argv[optind],
 		    pv->sbdir);
-		return PV_FAIL;
+		return EXIT_FALSE;
 	}
 	if ((lockfd = dir_lock(pv->sbdir)) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	rc = destroy_locked(pv, argv[optind], timeout, force);
 	close(lockfd);
 	return rc;
 usage:
 	log_warnx("usage: provision destroy [--force] [--timeout S] NAME");
-	return PV_USAGE;
+	return EXIT_USAGE;
 }

@@ -14,6 +14,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "provision.h"
 
@@ -117,7 +118,7 @@ field(const char *key, const char *v)
 	if (v[0] == '\0')
 		printf("null");
 	else
-		json_str(stdout, v);
+		json_fputs(stdout, v);
 }
 
 /* The schema is the same for root and for members (whose list gatewayd
@@ -126,7 +127,7 @@ static void
 row_json(const struct row *r, bool first)
 {
 	printf("%s\n  {\"name\": ", first ? "" : ",");
-	json_str(stdout, r->name);
+	json_fputs(stdout, r->name);
 	field("owner", r->owner);
 	field("address", r->address);
 	field("tap", r->tap);
@@ -135,9 +136,9 @@ row_json(const struct row *r, bool first)
 	field("state", r->state);
 	field("verdict", r->verdict);
 	printf(", \"accel\": ");
-	r->accel[0] ? json_str(stdout, r->accel) : (void)printf("null");
+	r->accel[0] ? json_fputs(stdout, r->accel) : (void)printf("null");
 	printf(", \"accel_reason\": ");
-	r->accel[0] ? json_str(stdout, r->accel_why) : (void)printf("null");
+	r->accel[0] ? json_fputs(stdout, r->accel_why) : (void)printf("null");
 	if (r->pid > 0)
 		printf(", \"pid\": %d, \"uptime\": %ld}", r->pid,
 		    r->uptime >= 0 ? r->uptime : 0);
@@ -190,11 +191,11 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			owner = argv[++a];
 		else {
 			log_warnx("usage: provision list [--json] [--owner USER]");
-			return PV_USAGE;
+			return EXIT_USAGE;
 		}
 	}
 	if (pv_load(pv) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	n = guest_names(pv, &names);
 	if (pv->json)
 		printf("[");
@@ -226,7 +227,7 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	free(names);
 	if (pv->json)
 		printf("%s]\n", shown > 0 ? "\n" : "");
-	return PV_OK;
+	return EXIT_OK;
 }
 
 /* --- console ---------------------------------------------------------- */
@@ -272,14 +273,14 @@ cmd_console(struct pv *pv, int argc, char **argv)
 	struct termios saved, raw;
 	struct gpaths p;
 	bool tty = isatty(STDIN_FILENO);
-	int fd, rc = PV_FAIL;
+	int fd, rc = EXIT_FALSE;
 
 	if (argc != 2 || !name_valid(argv[1])) {
 		log_warnx("usage: provision console NAME");
-		return PV_USAGE;
+		return EXIT_USAGE;
 	}
 	if (pv_load(pv) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	gpaths_init(&p, pv, argv[1]);
 	if (strlen(p.console) >= sizeof(sun.sun_path) ||
 	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
@@ -299,7 +300,7 @@ cmd_console(struct pv *pv, int argc, char **argv)
 		cfmakeraw(&raw);
 		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 	}
-	rc = relay(fd) == 0 ? PV_OK : PV_FAIL;
+	rc = relay(fd) == 0 ? EXIT_OK : EXIT_FALSE;
 	if (tty)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	close(fd);

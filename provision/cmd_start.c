@@ -120,11 +120,11 @@ cmd_qemu_args(struct pv *pv, int argc, char **argv)
 	struct strv a = { 0 };
 	enum pv_accel accel = ACCEL_AUTO;
 	char *s, why[256];
-	int rc = PV_FAIL;
+	int rc = EXIT_FALSE;
 
 	if (verb_args(argc, argv, "provision qemu-args [--accel A] NAME",
 	    &accel, NULL, NULL) == -1)
-		return PV_USAGE;
+		return EXIT_USAGE;
 	if (target_load(pv, argv[optind], &t, true) == -1)
 		goto out;
 	if ((pv->qemu = tool_find("qemu-system-x86_64", pv->qemu)) == NULL) {
@@ -142,7 +142,7 @@ cmd_qemu_args(struct pv *pv, int argc, char **argv)
 	printf("%s\n", s);
 	free(s);
 	strv_free(&a);
-	rc = PV_OK;
+	rc = EXIT_OK;
 out:
 	target_free(&t);
 	return rc;
@@ -311,11 +311,11 @@ cmd_start(struct pv *pv, int argc, char **argv)
 	struct target t;
 	enum pv_accel accel = ACCEL_AUTO;
 	char why[256];
-	int rc = PV_FAIL;
+	int rc = EXIT_FALSE;
 
 	if (verb_args(argc, argv, "provision start [--accel A] NAME", &accel,
 	    NULL, NULL) == -1)
-		return PV_USAGE;
+		return EXIT_USAGE;
 	if (target_load(pv, argv[optind], &t, true) == -1)
 		goto out;
 	if ((pv->qemu = tool_find("qemu-system-x86_64", pv->qemu)) == NULL) {
@@ -336,7 +336,7 @@ cmd_start(struct pv *pv, int argc, char **argv)
 		goto out;
 	}
 	accel_record(&t, accel, why);
-	rc = PV_OK;
+	rc = EXIT_OK;
 out:
 	target_free(&t);
 	return rc;
@@ -401,9 +401,9 @@ cmd_stop(struct pv *pv, int argc, char **argv)
 
 	if (verb_args(argc, argv, "provision stop [--force] [--timeout S] "
 	    "NAME", NULL, &timeout, &force) == -1)
-		return PV_USAGE;
+		return EXIT_USAGE;
 	if (stop_guest(pv, argv[optind], timeout, force) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	printf("stopped %s\n", argv[optind]);
-	return PV_OK;
+	return EXIT_OK;
 }

@@ -143,7 +143,7 @@ ctl_forward(const struct pv *pv, int argc, char **argv)
 {
 	char *path, *req = NULL, line[4096];
 	size_t len = 0;
-	int fd, i, rc = PV_FAIL;
+	int fd, i, rc = EXIT_FALSE;
 	FILE *fp;
 
 	if ((fp = open_memstream(&req, &len)) == NULL)
@@ -153,7 +153,7 @@ ctl_forward(const struct pv *pv, int argc, char **argv)
 			fclose(fp);
 			free(req);
 			log_warnx("empty argument");
-			return PV_USAGE;
+			return EXIT_USAGE;
 		}
 		if (i > 0)
 			fputc(' ', fp);
@@ -167,14 +167,14 @@ ctl_forward(const struct pv *pv, int argc, char **argv)
 		    "and its control socket %s", argv[0], path);
 		free(path);
 		free(req);
-		return PV_FAIL;
+		return EXIT_FALSE;
 	}
 	if (write_all(fd, req) == -1)
 		log_warn("%s", path);
 	/* A create may take minutes (qemu-img, the seed): no timeout. */
 	while (read_line(fd, line, sizeof(line), -1) == 0) {
 		if (strcmp(line, "ok") == 0) {
-			rc = PV_OK;
+			rc = EXIT_OK;
 			break;
 		}
 		if (strncmp(line, "error: ", 7) == 0) {

@@ -130,20 +130,20 @@ main(int argc, char **argv)
 		case 'v': verbose++; break;
 		case 'V':
 			printf("%s %s\n", "provision", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h': usage(0);
-		default: usage(PV_USAGE);
+		default: usage(EXIT_USAGE);
 		}
 	}
 	log_setverbose(verbose + 1);	/* notices (info) are shown */
 	if (optind >= argc)
-		usage(PV_USAGE);
+		usage(EXIT_USAGE);
 	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (strcmp(argv[optind], verbs[i].name) == 0)
 			break;
 	if (i == sizeof(verbs) / sizeof(verbs[0])) {
 		log_warnx("unknown verb \"%s\"", argv[optind]);
-		usage(PV_USAGE);
+		usage(EXIT_USAGE);
 	}
 	/* A member of group moat: gatewayd checks ownership and quotas and
 	 * does the privileged work; the tool paths are then gatewayd's. */
@@ -152,12 +152,12 @@ main(int argc, char **argv)
 		    pv.containment_check) {
 			log_warnx("--qemu, --qemu-img, --genisoimage and "
 			    "--containment-check are for root only");
-			return PV_USAGE;
+			return EXIT_USAGE;
 		}
 		return ctl_forward(&pv, argc - optind, argv + optind);
 	}
 	if (permitted(&verbs[i]) == -1)
-		return PV_FAIL;
+		return EXIT_FALSE;
 	umask(022);
 	set_sbdir(&pv);
 	rc = verbs[i].fn(&pv, argc - optind, argv + optind);

@@ -20,10 +20,6 @@
 /* Exit codes (s6 style): result, usage, system. */
 #include "exitcodes.h"
 
-#define PV_OK		EXIT_OK
-#define PV_FAIL		EXIT_FALSE	/* the operation failed; nothing was left half-made */
-#define PV_USAGE	EXIT_USAGE
-
 #define PV_RUN_DIR	"/run/moat"
 #define PV_QEMU_USER	"moat-qemu"
 #define PV_LOGIN	"agent"
@@ -155,7 +151,6 @@ int	 seed_meta_data(FILE *, const struct seed_in *);
 int	 seed_network_config(FILE *, const struct seed_in *);
 int	 seed_build(const struct pv *, const struct seed_in *, const char *iso);
 const char *secret_env_name(const char *secret, char *buf, size_t len);
-void	 json_str(FILE *, const char *);
 
 /* proc.c -- running helpers without a shell. */
 const char *tool_find(const char *name, const char *override);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "provision.h"
 
@@ -44,25 +45,6 @@ static const char first_check[] =
     "grep -E '^ *(BREACH|FAIL)' \"$log\"; "
     "grep -E ' probes in |^verdict:' \"$log\" || tail -n 3 \"$log\"; "
     "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
-
-void
-json_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
 
 /* The variable names tools look for; anything else NAME_API_KEY. */
 static const struct {
@@ -141,11 +123,11 @@ user_block(FILE *f, const struct seed_in *in)
 
 	/* No "default" entry: Debian's default user has NOPASSWD sudo. */
 	fprintf(f, "users:\n  - name: ");
-	json_str(f, in->login);
+	json_fputs(f, in->login);
 	fprintf(f, "\n    shell: /bin/bash\n");
 	if (in->sudo && in->password_hash != NULL) {
 		fprintf(f, "    lock_passwd: false\n    hashed_passwd: ");
-		json_str(f, in->password_hash);
+		json_fputs(f, in->password_hash);
 		fprintf(f, "\n    sudo: \"ALL=(ALL:ALL) ALL\"\n");
 	} else	/* no sudo key at all: "sudo: false" is deprecated */
 		fprintf(f, "    lock_passwd: true\n");
@@ -158,7 +140,7 @@ user_block(FILE *f, const struct seed_in *in)
 			char *line = strndup(s, (size_t)(e - s));
 
 			fprintf(f, "      - ");
-			json_str(f, line);
+			json_fputs(f, line);
 			fputc('\n', f);
 			free(line);
 		}
@@ -172,7 +154,7 @@ write_file(FILE *f, const char *path, const char *perm, const char *content)
 {
 	fprintf(f, "  - path: %s\n    owner: \"root:root\"\n    permissions: "
 	    "\"%s\"\n    content: ", path, perm);
-	json_str(f, content);
+	json_fputs(f, content);
 	fputc('\n', f);
 }
 
@@ -187,7 +169,7 @@ seed_user_data(FILE *f, const struct seed_in *in)
 	    "ssh_deletekeys: true\n");
 	if (in->ca_pem != NULL) {
 		fprintf(f, "ca_certs:\n  trusted:\n    - ");
-		json_str(f, in->ca_pem);
+		json_fputs(f, in->ca_pem);
 		fputc('\n', f);
 	}
 	fprintf(f, "write_files:\n");
@@ -208,9 +190,9 @@ seed_user_data(FILE *f, const struct seed_in *in)
 	    "90-moat.conf >> /etc/environment\" ]\n");
 	if (in->cc_path != NULL) {
 		fprintf(f, "  - [ %s, ", FIRST_CHECK);
-		json_str(f, in->cc_expect != NULL ? in->cc_expect : "open");
+		json_fputs(f, in->cc_expect != NULL ? in->cc_expect : "open");
 		fprintf(f, ", ");
-		json_str(f, in->gateway);
+		json_fputs(f, in->gateway);
 		fprintf(f, " ]\n");
 	}
 	free(sh);

@@ -17,23 +17,6 @@
 #include "log.h"
 #include "provision.h"
 
-static int
-mask_len(const struct sockaddr *m, int family)
-{
-	const uint8_t *b;
-	size_t i, n = family == AF_INET ? 4 : 16;
-	int len = 0;
-
-	if (m == NULL)
-		return -1;
-	b = family == AF_INET ?
-	    (const uint8_t *)&((const struct sockaddr_in *)m)->sin_addr :
-	    (const uint8_t *)&((const struct sockaddr_in6 *)m)->sin6_addr;
-	for (i = 0; i < n; i++)
-		len += __builtin_popcount(b[i]);
-	return len;
-}
-
 static void
 host_lines(FILE *f, const struct moat_config *cfg)
 {
@@ -61,7 +44,7 @@ host_lines(FILE *f, const struct moat_config *cfg)
 			continue;
 		fprintf(f, "gateway %s\n", addr_fmt(&a, buf, sizeof(buf)));
 		p.addr = a;
-		p.plen = mask_len(i->ifa_netmask, a.family);
+		p.plen = addr_mask_plen(i->ifa_netmask, a.family);
 		if (a.family != AF_INET || p.plen < 8 || p.plen > 30 ||
 		    !rangeset_contains(cfg->private, &a))
 			continue;

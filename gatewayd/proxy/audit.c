@@ -2,11 +2,13 @@
  * audit.c -- audit events as JSON (see audit.h).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "audit.h"
 #include "ipc.h"
+#include "json.h"
 #include "log.h"
 
 static int audit_fd = -1;
@@ -17,66 +19,38 @@ audit_init(int ipcfd)
 	audit_fd = ipcfd;
 }
 
-/* Append s as a JSON string; anything outside printable ASCII becomes
- * \u00XX so the payload stays what lib/ipc.c accepts. */
-static size_t
-json_str(char *buf, size_t off, size_t cap, const char *s)
+/* A port is a number in every audit event, as in gatewayd's. */
+static bool
+is_port(const char *k, const char *v)
 {
-	static const char hex[] = "0123456789abcdef";
-
-	if (off + 2 >= cap)
-		return off;
-	buf[off++] = '"';
-	for (; *s && off + 8 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			buf[off++] = '\\';
-			buf[off++] = (char)ch;
-		} else if (ch < 0x20 || ch >= 0x7f) {
-			memcpy(buf + off, "\\u00", 4);
-			buf[off + 4] = hex[ch >> 4];
-			buf[off + 5] = hex[ch & 15];
-			off += 6;
-		} else
-			buf[off++] = (char)ch;
-	}
-	buf[off++] = '"';
-	return off;
+	return strcmp(k, "port") == 0 && v[0] != '\0' &&
+	    strspn(v, "0123456789") == strlen(v) && strlen(v) <= 5;
 }
 
 void
 audit(const char *event, ...)
 {
-	char buf[2048];
+	struct json j = JSON_INIT;
 	const char *k, *v;
-	size_t off = 0;
 	va_list ap;
 
-	off += (size_t)snprintf(buf, sizeof(buf), "{\"source\":\"proxy\","
-	    "\"event\":");
-	off = json_str(buf, off, sizeof(buf), event);
+	json_begin(&j);
+	json_kstr(&j, "source", "proxy");
+	json_kstr(&j, "event", event);
 	va_start(ap, event);
 	while ((k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
-		if (v == NULL || off + 8 >= sizeof(buf))
+		if (v == NULL)
 			continue;
-		buf[off++] = ',';
-		off = json_str(buf, off, sizeof(buf), k);
-		buf[off++] = ':';
-		/* A port is a number in every audit event, as in gatewayd's. */
-		if (strcmp(k, "port") == 0 && v[0] != '\0' &&
-		    strspn(v, "0123456789") == strlen(v) && strlen(v) <= 5 &&
-		    off + strlen(v) + 2 < sizeof(buf)) {
-			memcpy(buf + off, v, strlen(v));
-			off += strlen(v);
-		} else
-			off = json_str(buf, off, sizeof(buf), v);
+		if (is_port(k, v))
+			json_kraw(&j, k, v);
+		else
+			json_kstr(&j, k, v);
 	}
 	va_end(ap);
-	buf[off++] = '}';
-	buf[off] = '\0';
-	if (audit_fd >= 0 && ipc_send(audit_fd, IPC_AUDIT, 0, buf, off) == 0)
-		return;
-	log_info("audit %s", buf);
+	json_end(&j);
+	if (audit_fd < 0 || j.len > IPC_MAX_PAYLOAD ||
+	    ipc_send(audit_fd, IPC_AUDIT, 0, j.buf, j.len) != 0)
+		log_info("audit %s", j.buf);
+	json_free(&j);
 }

@@ -1,6 +1,7 @@
 /*
  * conn.c -- guest connections: accept, first bytes, decision, resolution,
- * dialling exactly the checked address, TLS handshakes, splice.
+ * dialling exactly the checked address, TLS handshakes; then splice
+ * (splice.c) or the HTTP engine (through the conn_app table).
  */
 #include <sys/socket.h>
 #include <arpa/inet.h>
@@ -23,229 +24,25 @@
 #include "http.h"
 #include "log.h"
 #include "sni.h"
+#include "splice.h"
 #include "tls.h"
-
-#define PIPE_CAP	(256 * 1024)
 
 struct proxy proxy;
 static struct conn *conns;
+static const struct conn_app *app;
 
 static void dial_start(struct conn *);
 static void on_connected(struct conn *);
 static void splice_start(struct conn *);
 static void uptls_start(struct conn *);
 
-/* --- buffers ------------------------------------------------------------ */
-
-void
-buf_alloc(struct buf *b)
-{
-	if (b->d == NULL) {
-		b->d = xmalloc(CONN_BUF);
-		b->cap = CONN_BUF;
-		b->off = b->len = 0;
-	}
-}
-
-void
-buf_free(struct buf *b)
-{
-	if (b->d != NULL) {
-		/* request heads may have held a real secret */
-		explicit_bzero(b->d, b->cap);
-		free(b->d);
-	}
-	memset(b, 0, sizeof(*b));
-}
-
-size_t
-buf_room(struct buf *b)
-{
-	buf_alloc(b);
-	if (b->off > 0 && b->off + b->len > b->cap / 2) {
-		memmove(b->d, b->d + b->off, b->len);
-		explicit_bzero(b->d + b->len, b->off);
-		b->off = 0;
-	}
-	return b->cap - b->off - b->len;
-}
-
-void
-buf_consume(struct buf *b, size_t n)
-{
-	b->off += n;
-	b->len -= n;
-	if (b->len == 0)
-		b->off = 0;
-}
-
-int
-buf_put(struct buf *b, const void *p, size_t n)
-{
-	if (buf_room(b) < n)
-		return -1;
-	memcpy(b->d + b->off + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-int
-buf_printf(struct buf *b, const char *fmt, ...)
-{
-	size_t room = buf_room(b);
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf((char *)b->d + b->off + b->len, room, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= room)
-		return -1;
-	b->len += (size_t)n;
-	return 0;
-}
-
-/* --- side I/O ----------------------------------------------------------- */
-
-static ssize_t
-ssl_result(struct side *s, int r, size_t n)
-{
-	if (r == 1)
-		return (ssize_t)n;
-	switch (SSL_get_error(s->ssl, r)) {
-	case SSL_ERROR_WANT_READ:
-		s->want_r = true;
-		return -1;
-	case SSL_ERROR_WANT_WRITE:
-		s->want_w = true;
-		return -1;
-	case SSL_ERROR_ZERO_RETURN:
-		return 0;
-	case SSL_ERROR_SYSCALL:
-		log_debug("%s: TLS I/O: %s", s->c->src, strerror(errno));
-		ERR_clear_error();
-		return -2;
-	default:
-		log_debug("%s: TLS: %s", s->c->src, tls_errstr());
-		return -2;
-	}
-}
-
-ssize_t
-side_read(struct side *s, void *p, size_t n)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	int r1;
-
-	if (s->ssl != NULL) {
-		r1 = SSL_read_ex(s->ssl, p, n, &got);
-		return ssl_result(s, r1, got);
-	}
-	if ((r = read(s->fd, p, n)) >= 0)
-		return r;
-	if (errno == EAGAIN || errno == EINTR) {
-		s->want_r = true;
-		return -1;
-	}
-	return -2;
-}
-
-ssize_t
-side_write(struct side *s, const void *p, size_t n)
-{
-	size_t put = 0;
-	ssize_t r;
-
-	int r1;
-
-	if (s->ssl != NULL) {
-		r1 = SSL_write_ex(s->ssl, p, n, &put);
-		return ssl_result(s, r1, put);
-	}
-	if ((r = send(s->fd, p, n, MSG_NOSIGNAL)) >= 0)
-		return r;
-	if (errno == EAGAIN || errno == EINTR) {
-		s->want_w = true;
-		return -1;
-	}
-	return -2;
-}
-
-bool
-side_fill(struct side *s)
-{
-	size_t room;
-	ssize_t n;
-
-	if (s->eof || s->err || s->fd < 0 || (room = buf_room(&s->in)) == 0)
-		return false;
-	n = side_read(s, s->in.d + s->in.off + s->in.len, room);
-	if (n > 0) {
-		s->in.len += (size_t)n;
-		return true;
-	}
-	if (n == 0 || n == -2) {
-		s->eof = true;
-		s->err = n == -2;
-		return true;
-	}
-	return false;
-}
-
-bool
-side_flush(struct side *s)
-{
-	bool moved = false;
-	ssize_t n;
-
-	while (s->out.len > 0 && !s->err && s->fd >= 0) {
-		n = side_write(s, s->out.d + s->out.off, s->out.len);
-		if (n == -1)
-			break;
-		if (n <= 0) {
-			s->err = true;
-			return true;
-		}
-		/* the bytes sent may have been a real secret */
-		explicit_bzero(s->out.d + s->out.off, (size_t)n);
-		buf_consume(&s->out, (size_t)n);
-		moved = true;
-	}
-	return moved;
-}
-
-void
-side_interest(struct side *s, bool rd, bool wr)
-{
-	uint32_t w = 0;
-
-	if (rd || s->want_r)
-		w |= EPOLLIN;
-	if (wr || s->want_w || s->out.len > 0)
-		w |= EPOLLOUT;
-	ev_set(&s->ev, w);
-}
-
-static void
-side_close(struct side *s)
-{
-	if (s->ssl != NULL) {
-		SSL_free(s->ssl);
-		s->ssl = NULL;
-	}
-	if (s->fd >= 0) {
-		ev_del(&s->ev);
-		close(s->fd);
-		s->fd = -1;
-	}
-	buf_free(&s->in);
-	buf_free(&s->out);
-	s->eof = s->shut = s->err = s->want_r = s->want_w = false;
-}
-
 /* --- lifecycle ---------------------------------------------------------- */
+
+void
+conn_init(const struct conn_app *a)
+{
+	app = a;
+}
 
 static void
 conn_free(void *arg)
@@ -258,8 +55,6 @@ conn_free(void *arg)
 void
 conn_close(struct conn *c)
 {
-	int i;
-
 	if (c->closed)
 		return;
 	log_debug("%s: %s:%u: closed in state %d", c->src,
@@ -268,14 +63,9 @@ conn_close(struct conn *c)
 	dns_cancel(c->dns);
 	side_close(&c->g);
 	side_close(&c->u);
-	for (i = 0; i < 2; i++) {
-		if (c->pipe_gu[i] >= 0)
-			close(c->pipe_gu[i]);
-		if (c->pipe_ug[i] >= 0)
-			close(c->pipe_ug[i]);
-	}
+	splice_close(&c->sp);
 	if (c->h != NULL)
-		http_free(c->h);
+		app->free(c->h);
 	c->h = NULL;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -290,22 +80,18 @@ conn_close(struct conn *c)
 void
 conn_set_deadline(struct conn *c, int seconds)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	c->deadline = ts.tv_sec + seconds;
+	c->deadline = (time_t)(ev_now() / 1000) + seconds;
 }
 
 void
 conn_tick(void)
 {
 	struct conn *c, *next;
-	struct timespec ts;
+	time_t now = (time_t)(ev_now() / 1000);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	for (c = conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->deadline > ts.tv_sec)
+		if (c->deadline > now)
 			continue;
 		log_debug("%s: %s: timed out in state %d", c->src,
 		    c->host[0] ? c->host : "-", c->st);
@@ -426,7 +212,8 @@ conn_new(int fd, const struct sockaddr_storage *peer, enum ckind kind)
 	c->u.fd = -1;
 	c->u.ev.fd = -1;
 	c->g.c = c->u.c = c;
-	c->pipe_gu[0] = c->pipe_gu[1] = c->pipe_ug[0] = c->pipe_ug[1] = -1;
+	c->g.who = c->u.who = c->src;
+	splice_init(&c->sp);
 	sockaddr_to_addr(peer, &c->srcaddr);
 	addr_fmt(&c->srcaddr, c->src, sizeof(c->src));
 	c->sb = config_sandbox_by_addr(proxy.cfg, &c->srcaddr);
@@ -567,7 +354,7 @@ h_head(struct conn *c, struct side *s, uint32_t events)
 		return;
 	}
 	c->st = S_HTTP;		/* plain HTTP: the engine routes it */
-	http_start(c);
+	app->start(c);
 }
 
 /* --- transparent and after-CONNECT: the ClientHello ------------------------ */
@@ -653,7 +440,7 @@ h_peek(struct conn *c, struct side *s, uint32_t events)
 		peek_connect(c, r, sni);
 	else if (r == SNI_NOT_TLS) {
 		c->st = S_HTTP;		/* transparent plain HTTP */
-		http_start(c);
+		app->start(c);
 	} else
 		peek_decide(c, r, sni);
 }
@@ -667,22 +454,7 @@ tcp_connect(struct conn *c)
 	socklen_t sl;
 	int fd, one = 1;
 
-	memset(&ss, 0, sizeof(ss));
-	if (c->dial.family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(c->dialport);
-		memcpy(&sin->sin_addr, c->dial.a, 4);
-		sl = sizeof(*sin);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(c->dialport);
-		memcpy(&sin6->sin6_addr, c->dial.a, 16);
-		sl = sizeof(*sin6);
-	}
+	sl = addr_to_sockaddr(&c->dial, c->dialport, &ss);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
@@ -820,7 +592,7 @@ on_connected(struct conn *c)
 			break;
 		}
 		c->st = S_HTTP;
-		http_pump(c);
+		app->pump(c);
 		break;
 	}
 }
@@ -910,7 +682,7 @@ h_uptls(struct conn *c, struct side *s, uint32_t events)
 		guesttls_start(c);
 	else {
 		c->st = S_HTTP;		/* a re-dial inside the engine */
-		http_pump(c);
+		app->pump(c);
 	}
 }
 
@@ -945,101 +717,49 @@ h_guesttls(struct conn *c, struct side *s, uint32_t events)
 	}
 	c->st = S_HTTP;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
-	http_start(c);
+	app->start(c);
 }
 
-/* --- splice: bytes through, undecrypted ------------------------------------ */
+/* --- splice: bytes through, undecrypted (splice.c) ------------------------ */
 
-static void splice_pump(struct conn *);
+static void
+splice_run(struct conn *c)
+{
+	if (splice_pump(&c->sp, &c->g, &c->u) < 0) {
+		conn_close(c);
+		return;
+	}
+	conn_set_deadline(c, TIMEOUT_IDLE_S);
+}
 
 static void
 splice_start(struct conn *c)
 {
-	if (pipe2(c->pipe_gu, O_NONBLOCK | O_CLOEXEC) < 0 ||
-	    pipe2(c->pipe_ug, O_NONBLOCK | O_CLOEXEC) < 0) {
-		log_warn("pipe2");
+	if (splice_open(&c->sp) < 0) {
 		conn_close(c);
 		return;
 	}
-	(void)fcntl(c->pipe_gu[1], F_SETPIPE_SZ, PIPE_CAP);
-	(void)fcntl(c->pipe_ug[1], F_SETPIPE_SZ, PIPE_CAP);
 	c->st = S_SPLICE;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
-	splice_pump(c);
-}
-
-/* One direction.  Reading is asked for only while the pipe is empty: a
- * pipe can be out of slots before it is out of bytes, and level-triggered
- * readiness would then spin. */
-static bool
-splice_dir(struct conn *c, struct side *src, struct side *dst, int p[2],
-    size_t *inpipe)
-{
-	unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
-	bool moved = false;
-	ssize_t n;
-
-	if (!src->eof && *inpipe == 0) {
-		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP, fl);
-		if (n > 0)
-			*inpipe += (size_t)n;
-		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			src->eof = true;
-		moved = n >= 0;
-	}
-	while (*inpipe > 0) {
-		n = splice(p[0], NULL, dst->fd, NULL, *inpipe, fl);
-		if (n <= 0) {
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				dst->err = true;
-			break;
-		}
-		*inpipe -= (size_t)n;
-		moved = true;
-	}
-	if (src->eof && *inpipe == 0 && !dst->shut && !dst->err) {
-		(void)shutdown(dst->fd, SHUT_WR);
-		dst->shut = true;
-	}
-	return moved;
-}
-
-static void
-splice_pump(struct conn *c)
-{
-	bool moved;
-
-	do {
-		moved = splice_dir(c, &c->g, &c->u, c->pipe_gu, &c->inpipe_gu);
-		moved |= splice_dir(c, &c->u, &c->g, c->pipe_ug, &c->inpipe_ug);
-	} while (moved && !c->g.err && !c->u.err);
-	if (c->g.err || c->u.err || (c->g.shut && c->u.shut)) {
-		conn_close(c);
-		return;
-	}
-	conn_set_deadline(c, TIMEOUT_IDLE_S);
-	ev_set(&c->g.ev, (!c->g.eof && c->inpipe_gu == 0 ? EPOLLIN : 0) |
-	    (c->inpipe_ug > 0 ? EPOLLOUT : 0));
-	ev_set(&c->u.ev, (!c->u.eof && c->inpipe_ug == 0 ? EPOLLIN : 0) |
-	    (c->inpipe_gu > 0 ? EPOLLOUT : 0));
+	splice_run(c);
 }
 
 static void
 h_splice(struct conn *c, struct side *s, uint32_t events)
 {
-	splice_pump(c);
+	splice_run(c);
 }
 
 static void
 h_http(struct conn *c, struct side *s, uint32_t events)
 {
-	http_pump(c);
+	app->pump(c);
 }
 
 static void
 h_tunnel(struct conn *c, struct side *s, uint32_t events)
 {
-	tunnel_pump(c);
+	app->tunnel(c);
 }
 
 static void

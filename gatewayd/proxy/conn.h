@@ -5,7 +5,7 @@
  * (an explicit-proxy request head, or a transparent ClientHello / request
  * head), decide (refuse, splice, intercept), resolve and check, dial
  * exactly the checked address, then either splice bytes through untouched
- * or terminate TLS and run the HTTP engine (engine.c).  Each state has one
+ * or terminate TLS and run the HTTP engine (struct conn_app).  Each state has one
  * event handler in a table.
  */
 #ifndef MOAT_PROXY_CONN_H
@@ -21,33 +21,14 @@
 
 #include "config.h"
 #include "dns.h"
-#include "ev.h"
 #include "policy.h"
 #include "secret.h"
+#include "side.h"
+#include "splice.h"
 
-#define CONN_BUF	(32 * 1024)
 #define TIMEOUT_HEAD_S	15	/* first bytes / request head */
 #define TIMEOUT_DIAL_S	10
 #define TIMEOUT_IDLE_S	300
-
-struct buf {
-	uint8_t		*d;
-	size_t		 off, len, cap;
-};
-
-struct conn;
-
-struct side {
-	struct ev	 ev;
-	int		 fd;
-	SSL		*ssl;
-	struct buf	 in, out;
-	bool		 eof;		/* peer finished sending */
-	bool		 shut;		/* we finished sending */
-	bool		 want_r, want_w; /* what SSL asked for */
-	bool		 err;
-	struct conn	*c;
-};
 
 enum cstate {
 	S_HEAD,		/* reading a request head before any upstream */
@@ -93,8 +74,7 @@ struct conn {
 	uint16_t	 dialport;
 	bool		 dialled;
 	time_t		 deadline;
-	int		 pipe_gu[2], pipe_ug[2];
-	size_t		 inpipe_gu, inpipe_ug;
+	struct splice	 sp;
 	struct http	*h;
 };
 
@@ -115,23 +95,6 @@ void	conn_tick(void);
 void	conn_close(struct conn *);
 int	conn_count_sandbox(const struct moat_sandbox *);
 
-/* Side I/O over a socket or TLS.  >0 bytes, 0 EOF, -1 would block (want_*
- * set), -2 error. */
-ssize_t	side_read(struct side *, void *, size_t);
-ssize_t	side_write(struct side *, const void *, size_t);
-/* Fill s->in / flush s->out; true if any byte moved. */
-bool	side_fill(struct side *);
-bool	side_flush(struct side *);
-void	side_interest(struct side *, bool rd, bool wr);
-
-void	buf_alloc(struct buf *);
-void	buf_free(struct buf *);
-size_t	buf_room(struct buf *);		/* compacts first */
-void	buf_consume(struct buf *, size_t);
-int	buf_put(struct buf *, const void *, size_t);	/* 0 or -1 if no room */
-int	buf_printf(struct buf *, const char *, ...)
-	    __attribute__((format(printf, 2, 3)));
-
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);
 void	conn_audit_refuse(struct conn *, const char *reason);
@@ -142,10 +105,18 @@ int	conn_route(struct conn *, const char *host, uint16_t port);
 void	conn_set_deadline(struct conn *, int seconds);
 void	conn_refuse(struct conn *, int code, const char *reason);
 
-/* engine.c */
-void	http_start(struct conn *);
-void	http_pump(struct conn *);
-void	http_free(struct http *);
-void	tunnel_pump(struct conn *);
+/*
+ * What runs a connection once it carries HTTP: the engine (engine.h).
+ * conn.c calls it only through this table, set once by main, so the
+ * engine builds on the connection layer and never the other way round.
+ */
+struct conn_app {
+	void	(*start)(struct conn *);	/* the request stream begins */
+	void	(*pump)(struct conn *);		/* S_HTTP: readiness */
+	void	(*tunnel)(struct conn *);	/* S_TUNNEL: readiness */
+	void	(*free)(struct http *);
+};
+
+void	conn_init(const struct conn_app *);
 
 #endif

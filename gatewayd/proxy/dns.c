@@ -52,13 +52,11 @@ static uint16_t server_port = 53;
 static struct dnsreq *reqs;
 static struct cache_ent cache[DNS_CACHE];
 
+/* Seconds on the event loop's clock. */
 static time_t
 mono(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (time_t)(ev_now() / 1000);
 }
 
 void
@@ -231,22 +229,7 @@ req_send(struct dnsreq *r)
 		ev_del(&r->ev);
 		close(fd);
 	}
-	memset(&ss, 0, sizeof(ss));
-	if (s->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(server_port);
-		memcpy(&sin->sin_addr, s->a, 4);
-		sl = sizeof(*sin);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(server_port);
-		memcpy(&sin6->sin6_addr, s->a, 16);
-		sl = sizeof(*sin6);
-	}
+	sl = addr_to_sockaddr(s, server_port, &ss);
 	if (getrandom(&r->id, sizeof(r->id), 0) != sizeof(r->id))
 		return -1;
 	if ((dn = ldns_dname_new_frm_str(r->name)) == NULL)

@@ -18,6 +18,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "engine.h"
 #include "http.h"
 #include "log.h"
 
@@ -831,3 +832,10 @@ tunnel_pump(struct conn *c)
 	side_interest(&c->g, c->g.in.len == 0, false);
 	side_interest(&c->u, c->u.in.len == 0, false);
 }
+
+const struct conn_app http_app = {
+	.start = http_start,
+	.pump = http_pump,
+	.tunnel = tunnel_pump,
+	.free = http_free,
+};

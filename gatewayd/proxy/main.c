@@ -26,6 +26,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "engine.h"
 #include "hostaddr.h"
 #include "ipc.h"
 #include "log.h"
@@ -149,7 +150,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		case 'v': o->verbose++; break;
 		case 'V':
 			printf("%s %s\n", "moat-proxy", MOAT_VERSION);
-			exit(0);
+			exit(EXIT_OK);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		case 'L': o->listen = optarg; break;
 		case 'a': o->upstream_ca = optarg; break;
@@ -191,7 +192,10 @@ parse_args(int argc, char *argv[], struct options *o)
 static int
 bind_listener(const struct moat_config *cfg, const char *spec)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_storage ss;
+	struct moat_addr a = cfg->gw.address;
+	uint16_t port = cfg->gw.proxy_port;
+	socklen_t sl;
 	char addr[64];
 	const char *colon;
 	int fd, one = 1;
@@ -202,17 +206,15 @@ bind_listener(const struct moat_config *cfg, const char *spec)
 			return -1;
 		memcpy(addr, spec, (size_t)(colon - spec));
 		addr[colon - spec] = '\0';
-		if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		if (addr_parse(addr, &a) == -1 || a.family != AF_INET)
 			return -1;
-		sin.sin_port = htons((uint16_t)atoi(colon + 1));
-	} else {
-		memcpy(&sin.sin_addr, cfg->gw.address.a, 4);
-		sin.sin_port = htons(cfg->gw.proxy_port);
+		port = (uint16_t)atoi(colon + 1);
 	}
+	sl = addr_to_sockaddr(&a, port, &ss);
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		fatal("socket");
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
 		fatal("bind %s", spec ? spec : "gateway address:proxy port");
 	if (listen(fd, 1024) < 0)
 		fatal("listen");
@@ -243,12 +245,9 @@ close_listeners(void)
 static void
 start_drain(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	log_info("draining: no new connections, %d open", proxy.nconns);
 	proxy.draining = true;
-	drain_deadline = ts.tv_sec + DRAIN_S;
+	drain_deadline = (time_t)(ev_now() / 1000) + DRAIN_S;
 	close_listeners();
 }
 
@@ -297,11 +296,12 @@ setup_hostaddr(void)
 		fatal("rtnetlink");
 }
 
-static void
-tick(void)
-{
-	struct timespec ts;
+static struct ev_timer tick_timer;
 
+/* Once a second: timeouts, the signer's health, the end of a drain. */
+static void
+tick(void *arg)
+{
 	if (stop_sig)
 		stop = 1;
 	if (tls_signer_lost() && !proxy.draining) {
@@ -312,11 +312,10 @@ tick(void)
 	}
 	dns_tick();
 	conn_tick();
-	if (proxy.draining) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (proxy.nconns == 0 || ts.tv_sec >= drain_deadline)
-			stop = 1;
-	}
+	if (proxy.draining && (proxy.nconns == 0 ||
+	    (time_t)(ev_now() / 1000) >= drain_deadline))
+		stop = 1;
+	ev_timer_set(&tick_timer, ev_now() + 1000, tick, NULL);
 }
 
 static void
@@ -461,7 +460,9 @@ main(int argc, char *argv[])
 	if (tls_init(o.signer_fd, o.upstream_ca != NULL ? o.upstream_ca :
 	    cfg->gw.proxy_upstream_ca) < 0)
 		return EXIT_SYSTEM;
-	ev_init();
+	if (ev_init() == -1)
+		fatal("epoll_create1");
+	conn_init(&http_app);
 	setup_listeners(&o, cfg);
 	if (o.ipc_fd >= 0 && ev_add(&ipc_ev, o.ipc_fd, EPOLLIN, on_ipc,
 	    NULL) < 0)
@@ -485,7 +486,10 @@ main(int argc, char *argv[])
 	log_info("serving %zu sandboxes, %zu secrets, up to %d connections, "
 	    "%d per sandbox", cfg->nsandboxes, secrets.n, proxy.maxconns,
 	    proxy.sb_max);
-	ev_loop(&stop, tick);
+	ev_timer_set(&tick_timer, ev_now() + 1000, tick, NULL);
+	while (!stop)
+		if (ev_run_once(-1) == -1)
+			fatal("epoll_wait");
 	log_info("stopping");
 	secrets_wipe(&secrets);
 	tls_free();

@@ -1,0 +1,295 @@
+/*
+ * resolver.c -- dnsd's resolver process: the state every part shares,
+ * the loop and its timers, signals, gatewayd's messages, reload and
+ * statistics.  The parts are listed in resolver.h.
+ */
+#include <sys/signalfd.h>
+#include <sys/epoll.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ev.h"
+#include "log.h"
+#include "resolver.h"
+
+#define MIRROR_SLOTS	65536	/* (sandbox, address) pairs remembered */
+
+struct resolver R;
+
+static struct ev	 sig_ev, ipc_ev;
+static uint64_t		 drop_last;	/* last IPC_DNS_DROPPED round */
+
+/* --- timers ---------------------------------------------------------- */
+
+/* Upstream attempts first, then TCP clients, then set updates. */
+static void
+expire(void)
+{
+	uint64_t now = ev_now();
+
+	upstream_expire(now);
+	frontend_expire(now);
+	query_expire(now);
+}
+
+static int
+next_timeout(void)
+{
+	uint64_t min = upstream_next(), now = ev_now(), t;
+
+	if ((t = frontend_next()) < min)
+		min = t;
+	if ((t = query_next()) < min)
+		min = t;
+	if (min == UINT64_MAX)
+		return 1000;
+	return min <= now ? 0 : (int)(min - now > 1000 ? 1000 : min - now);
+}
+
+/* --- config, stats, signals, IPC ------------------------------------- */
+
+/* --cache-size, else gateway.dns.cache_size. */
+static size_t
+cache_bytes(const struct moat_config *cfg)
+{
+	return R.opts->cache_bytes > 0 ? R.opts->cache_bytes :
+	    (size_t)cfg->gw.dns_cache_size;
+}
+
+/* Tell gatewayd, once a second, how many queries each sandbox had
+ * dropped over its rate, for `gatewayd ctl counters`. */
+static void
+report_drops(void)
+{
+	struct ipc_dns_dropped m;
+	struct sbpolicy *sb;
+	uint64_t now = ev_now();
+	size_t i;
+
+	/* Only gatewayd counts them; dnsd's own privileged half does not. */
+	if (R.opts->ipc_fd == -1 || R.ipcfd == -1 || now - drop_last < 1000)
+		return;
+	drop_last = now;
+	for (i = 0; i < policy_nsandboxes(R.pol); i++) {
+		sb = policy_sandbox_at(R.pol, i);
+		if (sb->dropped == 0)
+			continue;
+		memset(&m, 0, sizeof(m));
+		snprintf(m.sandbox, sizeof(m.sandbox), "%s", sb->sb->name);
+		m.count = sb->dropped;
+		if (ipc_send(R.ipcfd, IPC_DNS_DROPPED, 0, &m, sizeof(m)) == 0)
+			sb->dropped = 0;
+	}
+}
+
+static void
+reload(void)
+{
+	struct moat_errors errs = { 0 };
+	struct moat_config *cfg;
+
+	if (R.opts->config_fd != -1) {
+		/* gatewayd restarts us with its new configuration. */
+		log_warnx("reload: the configuration comes from gatewayd; "
+		    "ignored");
+		return;
+	}
+	if ((cfg = config_load(R.opts->conf, NULL, &errs)) == NULL) {
+		log_warnx("reload: %s is not valid; keeping the running "
+		    "configuration", R.opts->conf);
+		for (size_t i = 0; i < errs.n; i++)
+			log_warnx("%s", errs.msg[i]);
+		config_errors_free(&errs);
+		return;
+	}
+	policy_free(R.pol);
+	config_free(R.cfg);
+	R.cfg = cfg;
+	R.pol = policy_new(cfg);
+	upstreams_set(cfg);
+	/* The private table may have changed with treat_as_public. */
+	cache_free(R.cache);
+	R.cache = cache_new(cache_bytes(cfg));
+	/* A reload may have emptied or replaced the sets. */
+	mirror_clear(R.mirror);
+	log_info("reloaded %s: %zu sandboxes", R.opts->conf, cfg->nsandboxes);
+}
+
+static void
+stats_log(void)
+{
+	struct cache_stats cs;
+
+	cache_stats(R.cache, &cs);
+	log_info("stats: queries %llu (udp %llu tcp %llu) dropped %llu "
+	    "formerr %llu notimp %llu refused %llu (unknown source %llu) "
+	    "ratelimited %llu aaaa-empty %llu uad %llu",
+	    (unsigned long long)R.c.queries, (unsigned long long)R.c.udp,
+	    (unsigned long long)R.c.tcp, (unsigned long long)R.c.dropped,
+	    (unsigned long long)R.c.formerr, (unsigned long long)R.c.notimp,
+	    (unsigned long long)R.c.refused,
+	    (unsigned long long)R.c.unknown_src,
+	    (unsigned long long)R.c.ratelimited,
+	    (unsigned long long)R.c.aaaa_empty, (unsigned long long)R.c.uad);
+	log_info("stats: cache hits %llu misses %llu entries %zu bytes %zu "
+	    "evictions %llu; forwarded %llu coalesced %llu timeouts %llu "
+	    "bad %llu mismatched %llu failed %llu tcp-retries %llu "
+	    "servfail %llu rebind-removed %llu set-adds %llu set-fail %llu "
+	    "set-covered %llu log-suppressed %llu tcp-refused %llu "
+	    "tcp-per-source-refused %llu tcp-expired %llu",
+	    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+	    cs.entries, cs.bytes, (unsigned long long)cs.evictions,
+	    (unsigned long long)R.c.forwarded,
+	    (unsigned long long)R.c.coalesced,
+	    (unsigned long long)R.c.up_timeouts,
+	    (unsigned long long)R.c.up_bad,
+	    (unsigned long long)R.c.up_mismatch,
+	    (unsigned long long)R.c.up_fail, (unsigned long long)R.c.up_tcp,
+	    (unsigned long long)R.c.servfail,
+	    (unsigned long long)R.c.rebind_removed,
+	    (unsigned long long)R.c.set_adds,
+	    (unsigned long long)R.c.set_fail,
+	    (unsigned long long)R.c.set_skipped,
+	    (unsigned long long)R.c.log_suppressed,
+	    (unsigned long long)R.c.tcp_refused,
+	    (unsigned long long)R.c.tcp_per_src_refused,
+	    (unsigned long long)R.c.tcp_expired);
+}
+
+static void
+sig_cb(struct ev *h, uint32_t events)
+{
+	struct signalfd_siginfo si;
+
+	while (read(h->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			if (R.opts->ipc_fd != -1)
+				reload();
+			else
+				log_info("SIGHUP: the parent reloads");
+			break;
+		case SIGUSR1:
+			stats_log();
+			break;
+		default:
+			R.stop = 1;
+			break;
+		}
+	}
+}
+
+static void
+ipc_cb(struct ev *h, uint32_t events)
+{
+	static union {
+		struct ipc_set_ack ack;
+		uint8_t raw[IPC_MAX_PAYLOAD];
+	} u;
+	struct ipc_hdr hdr;
+	char err[256];
+	ssize_t n;
+
+	n = ipc_recv(h->fd, &hdr, u.raw, sizeof(u.raw), err, sizeof(err));
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == -2)
+		fatalx("ipc: %s", err);	/* STYLE.md 4: fatal to us */
+	if (n == -1)
+		fatal("ipc");
+	if (n == 0 && hdr.type == 0) {
+		log_info("privileged side went away; exiting");
+		R.stop = 1;
+		return;
+	}
+	switch (hdr.type) {
+	case IPC_SET_ACK:
+		setadd_acked(hdr.id, u.ack.status);
+		break;
+	case IPC_RELOAD:
+		reload();
+		break;
+	default:
+		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));
+	}
+}
+
+static int
+signals_fd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+static void
+watch(struct ev *h, int fd, ev_cb cb)
+{
+	if (ev_add(h, fd, EPOLLIN, cb, NULL) == -1)
+		fatal("epoll");
+}
+
+static void
+resolver_cleanup(void)
+{
+	query_close_all();
+	upstream_close_all();
+	frontend_close_all();
+	ev_run_once(0);		/* run the deferred frees */
+	cache_free(R.cache);
+	mirror_free(R.mirror);
+	policy_free(R.pol);
+	config_free(R.cfg);
+}
+
+int
+resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
+    int udpfd, int tcpfd, int ipcfd)
+{
+	int sfd;
+
+	R.opts = opts;
+	R.cfg = cfg;
+	R.pol = policy_new(cfg);
+	R.cache = cache_new(cache_bytes(cfg));
+	R.mirror = mirror_new(MIRROR_SLOTS);
+	R.ipcfd = ipcfd;
+	upstream_init(cfg);
+	if (ev_init() == -1 || (sfd = signals_fd()) == -1)
+		fatal("event loop");
+	query_init();
+	frontend_start(udpfd, tcpfd);
+	watch(&sig_ev, sfd, sig_cb);
+	if (ipcfd != -1) {
+		if (fcntl(ipcfd, F_SETFL, O_NONBLOCK) == -1)
+			fatal("ipc fd");
+		watch(&ipc_ev, ipcfd, ipc_cb);
+	}
+	/* Everything is open: from here on only the syscalls of the loop. */
+	/* Only a dnsd that re-reads its own file may open files. */
+	sandbox_narrow(opts->ipc_fd != -1 && opts->config_fd == -1);
+	log_info("resolving for %zu sandboxes, %u upstreams%s",
+	    cfg->nsandboxes, upstream_count(),
+	    ipcfd == -1 ? " (no set updates)" : "");
+	while (!R.stop) {
+		if (ev_run_once(next_timeout()) == -1)
+			fatal("epoll_wait");
+		expire();
+		report_drops();
+	}
+	stats_log();
+	resolver_cleanup();
+	return EXIT_OK;
+}
