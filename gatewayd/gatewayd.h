@@ -49,7 +49,7 @@ struct gw_opts {
 	int		 verbose;
 };
 
-/* --- children (proc.c) --- */
+/* --- children (parent_proc.c) --- */
 
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_MAX };
 
@@ -83,7 +83,7 @@ void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 
-/* --- audit log (audit.c) --- */
+/* --- audit log (parent_audit.c) --- */
 
 int	audit_open(struct gw *);
 void	audit_reopen(struct gw *);
@@ -99,7 +99,7 @@ void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 void	audit_event(struct gw *, const char *event, ...)
 	    __attribute__((sentinel));
 
-/* --- control socket (control.c) --- */
+/* --- control socket (parent_ctl.c) --- */
 
 int	control_listen(struct gw *);
 void	control_accept(struct gw *);
@@ -134,7 +134,7 @@ bool	ctl_may_see(const struct ctl_req *, const char *owner);
 /* A job ended: the control client waiting for it gets its verdict. */
 bool	control_job_reaped(struct gw *, pid_t, int status);
 
-/* --- team-shared host (team.c, secret.c) --- */
+/* --- team-shared host (parent_team.c, parent_secret.c) --- */
 
 /* provision's verbs run by gatewayd for members of group moat. */
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
@@ -145,12 +145,12 @@ char	*team_config_warnings(const struct moat_config *,
 	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
-/* --- client side (ctl.c) --- */
+/* --- client side (ctl_client.c) --- */
 
 int	ctl_main(const char *sock, int argc, char *argv[]);
 void	ctl_usage(FILE *);
 
-/* --- policy (policy.c) --- */
+/* --- policy (parent_policy.c) --- */
 
 void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
@@ -170,7 +170,7 @@ int	nflog_open(uint16_t group);		/* parent, privileged */
 void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
 	    __attribute__((noreturn));
 
-/* --- the gateway's own network (network.c; rtnetlink in rtnl.c) --- */
+/* --- the gateway's own network (parent_network.c; rtnetlink in parent_rtnl.c) --- */
 
 #define GW_NET_MAX	8
 struct gw_net_item {
@@ -194,7 +194,7 @@ void	net_status(struct ctl_req *, const struct gw_net *);
 /* gatewayd --teardown; refused while a gatewayd answers on sock. */
 int	net_teardown(const struct moat_config *, const char *sock);
 
-/* --- sandboxing helpers (sandbox.c) --- */
+/* --- sandboxing helpers (nflog_seccomp.c) --- */
 
 int	seccomp_nflog(void);			/* allowlist for nflog child */
 
@@ -254,7 +254,7 @@ struct gw {
 	bool			 quit;
 };
 
-/* daemon.c */
+/* parent.c */
 int	gw_run(struct gw_opts *);
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
 char	*json_escape(const char *);		/* malloc'ed */

@@ -1,5 +1,5 @@
 /*
- * proc.c -- gatewayd's children: start, watch, restart with backoff, and
+ * parent_proc.c -- gatewayd's children: start, watch, restart with backoff, and
  * the parent's side of their IPC.
  *
  * Every message from a child is typed and size-checked by lib/ipc.c; a

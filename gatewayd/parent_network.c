@@ -1,5 +1,5 @@
 /*
- * network.c -- the gateway's own plumbing.  With gateway.manage_network
+ * parent_network.c -- the gateway's own plumbing.  With gateway.manage_network
  * (the default) gatewayd owns it the way libvirt owns its default
  * network: it creates the bridge if missing, brings it up, puts the
  * gateway address on it and turns on IPv4 forwarding on the bridge and
@@ -24,7 +24,7 @@
 
 #include "gatewayd.h"
 #include "log.h"
-#include "rtnl.h"
+#include "parent_rtnl.h"
 
 struct walk {
 	const struct moat_config *cfg;

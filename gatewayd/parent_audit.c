@@ -1,5 +1,5 @@
 /*
- * audit.c -- the audit log: one JSON object per line, to a file (0640,
+ * parent_audit.c -- the audit log: one JSON object per line, to a file (0640,
  * reopened on SIGUSR1 for rotation), to syslog, and to every control
  * client following it with "log -f".
  *

@@ -1,5 +1,5 @@
 /*
- * control.c -- the control socket: a unix stream socket, mode 0660, group
+ * parent_ctl.c -- the control socket: a unix stream socket, mode 0660, group
  * moat.  Only root and members of the moat group may connect (checked
  * again with SO_PEERCRED, not just by file mode).
  *
@@ -43,7 +43,7 @@ static void ctl_log(struct ctl_req *);
 
 /* admin: root or gateway.admin_group only.  body: a second line (the
  * secret's value) follows the request.  json: the verb has a --json form
- * (for "secret", only "secret list" does; see secret.c). */
+ * (for "secret", only "secret list" does; see parent_secret.c). */
 static const struct {
 	const char	*verb;
 	ctl_fn		 fn;
@@ -353,7 +353,7 @@ dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
 	/* Arguments are not audited: they may name files; "secret set"
 	 * carries its value on the next line, which is never looked at
 	 * here.  provision's verbs are audited once their sandbox is known
-	 * (team.c). */
+	 * (parent_team.c). */
 	if (strcmp(r.argv[0], "log") != 0 && ctl_table[i].fn != team_provision)
 		audit_event(gw, "control", "uid", uidbuf, "user", r.user,
 		    "verb", r.argv[0], "sandbox", "", NULL);

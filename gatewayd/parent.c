@@ -1,5 +1,5 @@
 /*
- * daemon.c -- gatewayd's parent: start-up, the event loop, reload.
+ * parent.c -- gatewayd's parent: start-up, the event loop, reload.
  *
  * Start-up order: load and validate the config, apply the policy (fail
  * closed: no policy, no daemon), open the audit log and control socket,

@@ -1,5 +1,5 @@
 /*
- * team.c -- a team-shared host: members of group moat create, start, stop
+ * parent_team.c -- a team-shared host: members of group moat create, start, stop
  * and destroy their own sandboxes through the control socket, and gatewayd
  * does the privileged work by running provision as root on their behalf.
  *

@@ -1,5 +1,5 @@
 /*
- * ctl.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request line to
+ * ctl_client.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request line to
  * the control socket, print the body, exit 0 on "ok" and 1 on "error:".
  *
  * Words are percent-encoded (space, '%' and control characters), so an

@@ -1,5 +1,5 @@
 /*
- * sandbox.c -- the nflog reader's seccomp allowlist (its privilege drop is
+ * nflog_seccomp.c -- the nflog reader's seccomp allowlist (its privilege drop is
  * lib/privdrop.c's).
  */
 #include <sys/prctl.h>
