@@ -10,8 +10,11 @@
  *        +-- proxy    exec'ed (moat-proxy), drops to its own user after
  *        |            reading the secrets it needs
  *        +-- nflog    forked, own user, no capabilities, seccomp: reads
- *                     the kernel's refusal log from a socket the parent
- *                     bound, sends one IPC_AUDIT per refusal
+ *        |            the kernel's refusal log from a socket the parent
+ *        |            bound, sends one IPC_AUDIT per refusal
+ *        +-- control  forked, own user, no capabilities, seccomp: owns
+ *                     the control socket's clients, parses their
+ *                     requests, sends one IPC_CTL_REQ each (control.c)
  *
  * Children that die are restarted with backoff; the kernel policy stays
  * in place throughout (fail closed).
@@ -51,7 +54,8 @@ struct gw_opts {
 
 /* --- children (parent_proc.c) --- */
 
-enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_MAX };
+enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_CONTROL,
+    PROC_MAX };
 
 struct gw_proc {
 	const char	*name;
@@ -99,31 +103,50 @@ void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 void	audit_event(struct gw *, const char *event, ...)
 	    __attribute__((sentinel));
 
-/* --- control socket (parent_ctl.c) --- */
+/* --- control requests (parent_ctl.c) --- */
 
+/* Bind the control socket; the control process is handed it. */
 int	control_listen(struct gw *);
-void	control_accept(struct gw *);
-void	control_readable(struct gw *, int slot);
-void	control_broadcast_log(struct gw *, const char *line);
-void	control_close_all(struct gw *);
+void	control_unlink(struct gw *);
+/* An IPC_CTL_REQ from the control process, fds[0] the client's
+ * connection and the client's own descriptors after it; they are all
+ * closed here.  The request is checked again in full: the credentials
+ * against the connection's, then who may do what. */
+void	ctl_message(struct gw *, const struct ipc_hdr *, void *payload,
+	    size_t len, int *fds, size_t nfds);
+/* An audit line, for "log -f" clients. */
+void	ctl_log_line(struct gw *, const char *line);
+/* A job ended: the control client waiting for it gets its verdict. */
+bool	ctl_job_reaped(struct gw *, pid_t, int status);
 
-/* The request line's words are percent-encoded by clients (space, '%'
- * and control characters as %XX) so arguments may hold spaces.
- * Decodes in place; -1 on a malformed escape or a decoded NUL. */
-int	ctl_word_decode(char *);
+/* --- one request and its reply (parent_ctlreq.c) --- */
 
-/* A parsed request; the connection's buffer owns the strings. */
+/* A request, typed and checked: the strings point into the message. */
 struct ctl_req {
 	struct gw	*gw;
-	struct gw_client *c;
+	uint32_t	 id;		/* the control process's, for replies */
+	uid_t		 uid;		/* checked against the connection */
+	gid_t		 gid;
+	pid_t		 pid;
+	int		 conn;		/* the client's connection */
+	int		 verb;		/* enum ipc_ctl_verb */
 	bool		 json;
 	int		 argc;
-	char		*argv[GW_CTL_MAX_ARGS];
+	char		*argv[IPC_CTL_MAX_ARGS];
 	char		*body;		/* "secret set": the value line */
 	const char	*user;		/* the caller's login name */
 	bool		 admin;		/* root or gateway.admin_group */
+	char		 userbuf[33];
+	enum ipc_ctl_end end;		/* how the reply ends */
+	bool		 job;		/* a provision job answers later */
+	FILE		*out;		/* the reply so far */
+	char		*outbuf;
+	size_t		 outlen;
 };
 
+void	ctl_req_open(struct ctl_req *);
+/* Send what was replied, in chunks; the last one says how it ends. */
+void	ctl_req_flush(struct ctl_req *, enum ipc_ctl_end);
 void	ctl_reply(struct ctl_req *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
@@ -131,19 +154,21 @@ void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 bool	ctl_may_see(const struct ctl_req *, const char *owner);
-/* A job ended: the control client waiting for it gets its verdict. */
-bool	control_job_reaped(struct gw *, pid_t, int status);
+/* Send one chunk of reply text for request id to the control process. */
+int	ctl_send(struct gw *, uint32_t id, enum ipc_ctl_end, const char *text,
+	    size_t len);
 
 /* --- team-shared host (parent_team.c, parent_secret.c) --- */
 
 /* provision's verbs run by gatewayd for members of group moat. */
-void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
-void	team_secret(struct ctl_req *);
-void	team_list(struct ctl_req *);		/* provision list, filtered */		/* secret set|list */
+/* create: fds are what the client attached to its request. */
+void	team_create(struct ctl_req *, const int *fds, size_t nfds);
+void	team_provision(struct ctl_req *);	/* start|stop|destroy */
+void	team_secret(struct ctl_req *);		/* secret set|list */
+void	team_list(struct ctl_req *);		/* provision list, filtered */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
 char	*team_config_warnings(const struct moat_config *,
 	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
-void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 /* --- client side (ctl_client.c) --- */
 
@@ -200,17 +225,15 @@ int	seccomp_nflog(void);			/* allowlist for nflog child */
 
 /* --- the daemon's state --- */
 
-struct gw_client {
-	int		 fd;
+/* A provision job run for a control client (parent_team.c). */
+struct gw_job {
+	pid_t		 pid;		/* 0: free */
+	uint32_t	 id;		/* the request, for the verdict */
+	unsigned	 gen;		/* of the control process that asked */
 	uid_t		 uid;
-	gid_t		 gid;
-	pid_t		 job;		/* provision run for this client, or 0 */
 	char		 user[33];	/* login name, for the job's audit */
 	char		 verb[16];
 	char		 sandbox[33];
-	bool		 follow;	/* "log -f" */
-	size_t		 len;
-	char		 buf[GW_CTL_MAX_LINE];
 };
 
 struct gw {
@@ -229,8 +252,16 @@ struct gw {
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
 	int			 proxy_fd;	/* listening, bound by the parent */
-	int			 ctlfd;
-	struct gw_client	 clients[GW_MAX_CLIENTS];
+	int			 ctlfd;		/* listening; the control process's */
+	unsigned		 ctl_gen;	/* control processes started */
+	unsigned		 ctl_followers;	/* "log -f" clients */
+	struct gw_job		 jobs[GW_MAX_CLIENTS];
+	/* Wired by gw_run, so that the modules below call no module above
+	 * them: an IPC_CTL_* message from the control process, and each
+	 * audit line written. */
+	void			(*on_ctl_msg)(struct gw *, const struct ipc_hdr *,
+				    void *, size_t, int *, size_t);
+	void			(*on_audit_line)(struct gw *, const char *);
 	int			 auditfd;
 	char			*audit_path;
 	struct audit_stats {
@@ -256,7 +287,10 @@ struct gw {
 
 /* parent.c */
 int	gw_run(struct gw_opts *);
-int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
 char	*json_escape(const char *);		/* malloc'ed */
+
+/* parent_reload.c */
+int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
+void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 #endif

@@ -1,10 +1,10 @@
 # Named by the process each runs in: parent*.c the root parent, control.c
-# the control process, nflog*.c the refusal-log reader, signer.c and ca.c
+# the control process (unprivileged), nflog*.c the refusal-log reader, signer.c and ca.c
 # the signer, ctl_client.c `gatewayd ctl`; the proxy is in proxy/.
 GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
-	parent_ctl.c ctl_client.c parent_audit.c nflog.c parent_policy.c \
-	nflog_seccomp.c parent_team.c parent_secret.c ca.c signer.c \
-	parent_network.c parent_rtnl.c)
+	parent_reload.c parent_ctl.c parent_ctlreq.c control.c ctl_client.c \
+	parent_audit.c nflog.c parent_policy.c nflog_seccomp.c parent_team.c \
+	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto

@@ -250,7 +250,8 @@ audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 	}
 	if (to == AUDIT_SYSLOG || (to == AUDIT_SYSLOG_LIMITED && syslog_take()))
 		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
-	control_broadcast_log(gw, line);
+	if (gw->on_audit_line != NULL)
+		gw->on_audit_line(gw, line);
 	free(line);
 }
 

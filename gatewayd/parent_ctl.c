@@ -1,18 +1,14 @@
 /*
- * parent_ctl.c -- the control socket: a unix stream socket, mode 0660, group
- * moat.  Only root and members of the moat group may connect (checked
- * again with SO_PEERCRED, not just by file mode).
- *
- * Protocol: the client sends one line "VERB [--json] [ARGS]" (words
- * percent-encoded, see ctl_word_decode); the server answers with body
- * lines and then one terminal line, "ok" or "error: MESSAGE".  "log -f"
- * streams audit lines until the client goes.  "secret set" is followed by
- * one more line, the secret's value, which is wiped from the buffer when
- * the connection ends.  Writes never block the daemon: a client that
- * cannot keep up is dropped.
- *
- * Every caller is named by SO_PEERCRED.  Members of group moat see and
- * manage only what they own; root and gateway.admin_group see everything.
+ * parent_ctl.c -- the parent's side of the control socket.  The parent
+ * binds the socket (a unix stream socket, mode 0660, group moat) and hands
+ * it to the control process (control.c), which parses what clients send
+ * and forwards each request as one typed IPC_CTL_REQ with the client's
+ * connection attached.  Everything is decided here, again, on the typed
+ * request: the credentials are read from the connection and must match
+ * the ones the message claims; then only root and members of group moat
+ * get further; members see and manage only what they own, root and
+ * gateway.admin_group see everything.  A control process that lies about
+ * who is asking gets nothing a client connected to it could not get.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,7 +19,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,152 +36,27 @@ static void ctl_reload(struct ctl_req *);
 static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
 
-/* admin: root or gateway.admin_group only.  body: a second line (the
- * secret's value) follows the request.  json: the verb has a --json form
- * (for "secret", only "secret list" does; see parent_secret.c). */
+/* admin: root or gateway.admin_group only.  json: the verb has a --json
+ * form (for "secret", only "secret list" does; see parent_secret.c). */
 static const struct {
-	const char	*verb;
 	ctl_fn		 fn;
 	bool		 admin;
-	bool		 body;
 	bool		 json;
-} ctl_table[] = {
-	{ "status", ctl_status, false, false, true },
-	{ "sandboxes", ctl_sandboxes, false, false, true },
-	{ "list", team_list, false, false, true },
-	{ "reload", ctl_reload, false, false, false },
-	{ "counters", ctl_counters, true, false, true },
-	{ "log", ctl_log, true, false, true },
-	{ "create", team_provision, false, false, false },
-	{ "start", team_provision, false, false, false },
-	{ "stop", team_provision, false, false, false },
-	{ "destroy", team_provision, false, false, false },
-	{ "secret", team_secret, false, true, true },
+} ctl_table[CTL_VERB_MAX] = {
+	[CTL_STATUS] = { ctl_status, false, true },
+	[CTL_SANDBOXES] = { ctl_sandboxes, false, true },
+	[CTL_LIST] = { team_list, false, true },
+	[CTL_RELOAD] = { ctl_reload, false, false },
+	[CTL_COUNTERS] = { ctl_counters, true, true },
+	[CTL_LOG] = { ctl_log, true, true },
+	[CTL_CREATE] = { NULL, false, false },	/* team_create, with fds */
+	[CTL_START] = { team_provision, false, false },
+	[CTL_STOP] = { team_provision, false, false },
+	[CTL_DESTROY] = { team_provision, false, false },
+	[CTL_SECRET] = { team_secret, false, true },
 };
-#define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
 
-/* The buffer may have held a secret's value: wipe it all, every time. */
-static void
-client_drop(struct gw_client *c)
-{
-	if (c->fd != -1)
-		close(c->fd);
-	c->fd = -1;
-	c->len = 0;
-	c->follow = false;
-	c->job = 0;
-	explicit_bzero(c->buf, sizeof(c->buf));
-}
-
-static void
-client_write(struct gw_client *c, const char *s, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0 && c->fd != -1) {
-		w = send(c->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			client_drop(c);	/* gone, or too slow to keep up */
-			return;
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
-static void
-vreply(struct ctl_req *r, const char *fmt, va_list ap)
-{
-	char *s;
-	int n;
-
-	if ((n = vasprintf(&s, fmt, ap)) < 0)
-		fatalx("out of memory");
-	client_write(r->c, s, (size_t)n);
-	free(s);
-}
-
-void
-ctl_reply(struct ctl_req *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreply(r, fmt, ap);
-	va_end(ap);
-}
 #define reply ctl_reply
-
-/* A JSON string (escaped), or null for NULL. */
-void
-ctl_reply_jstr(struct ctl_req *r, const char *s)
-{
-	char *e;
-
-	if (s == NULL) {
-		reply(r, "null");
-		return;
-	}
-	e = json_escape(s);
-	reply(r, "\"%s\"", e);
-	free(e);
-}
-
-void
-ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
-{
-	char uid[16], *msg;
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		fatalx("out of memory");
-	va_end(ap);
-	snprintf(uid, sizeof(uid), "%u", (unsigned)r->c->uid);
-	audit_event(r->gw, "control-refused", "uid", uid, "user", r->user,
-	    "verb", r->argv[0], "sandbox", sandbox ? sandbox : "",
-	    "reason", msg, NULL);
-	reply(r, "error: %s\n", msg);
-	free(msg);
-}
-
-bool
-ctl_may_see(const struct ctl_req *r, const char *owner)
-{
-	return r->admin || (owner != NULL && strcmp(owner, r->user) == 0);
-}
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-int
-ctl_word_decode(char *s)
-{
-	char *o = s;
-	int hi, lo;
-
-	for (; *s; s++) {
-		if (*s != '%') {
-			*o++ = *s;
-			continue;
-		}
-		if ((hi = hexval(s[1])) == -1 || (lo = hexval(s[2])) == -1 ||
-		    (hi | lo) == 0)
-			return -1;
-		*o++ = (char)(hi << 4 | lo);
-		s += 2;
-	}
-	*o = '\0';
-	return 0;
-}
 
 int
 control_listen(struct gw *gw)
@@ -230,9 +100,19 @@ control_listen(struct gw *gw)
 	return 0;
 }
 
+void
+control_unlink(struct gw *gw)
+{
+	if (gw->ctlfd != -1) {
+		close(gw->ctlfd);
+		unlink(gw->opts.sock);
+	}
+	gw->ctlfd = -1;
+}
+
 /* Root, or a member of the moat group (primary or supplementary). */
 static bool
-peer_allowed(struct gw *gw, uid_t uid, gid_t gid)
+peer_allowed(const struct gw *gw, uid_t uid, gid_t gid)
 {
 	struct passwd *pw;
 	gid_t groups[256];
@@ -254,240 +134,190 @@ peer_allowed(struct gw *gw, uid_t uid, gid_t gid)
 	return false;
 }
 
-void
-control_accept(struct gw *gw)
+/*
+ * The connection must be one accepted on our control socket, and its peer
+ * the one the message names.  A control process could pass only what it
+ * holds: its clients' connections, or sockets of its own, whose peer is
+ * itself (or that have no name).
+ */
+static bool
+creds_match(const struct gw *gw, int fd, const struct ipc_ctl_req *m)
 {
+	struct sockaddr_un sun;
+	socklen_t sl = sizeof(sun), cl = sizeof(struct ucred), tl = sizeof(int);
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	char uidbuf[16];
-	int fd, i;
+	int type;
 
-	fd = accept4(gw->ctlfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (fd == -1)
-		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
-	    !peer_allowed(gw, cred.uid, cred.gid)) {
-		static const char msg[] = "error: permission denied: you are "
-		    "not in group " GW_GROUP " (or root)\n";
-		(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)cred.uid);
-		audit_event(gw, "control-denied", "uid", uidbuf, NULL);
-		close(fd);
-		return;
-	}
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd == -1)
-			break;
-	if (i == GW_MAX_CLIENTS) {
-		close(fd);
-		return;
-	}
-	gw->clients[i].fd = fd;
-	gw->clients[i].uid = cred.uid;
-	gw->clients[i].gid = cred.gid;
-	gw->clients[i].len = 0;
-	gw->clients[i].job = 0;
-	gw->clients[i].follow = false;
+	memset(&sun, 0, sizeof(sun));
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 ||
+	    type != SOCK_STREAM ||
+	    getsockname(fd, (struct sockaddr *)&sun, &sl) == -1 ||
+	    sun.sun_family != AF_UNIX ||
+	    strncmp(sun.sun_path, gw->opts.sock, sizeof(sun.sun_path)) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == -1)
+		return false;
+	return cred.uid == m->uid && cred.gid == m->gid && cred.pid == m->pid;
 }
 
 /* The caller's login name; a uid without one gets "#UID", which owns
  * nothing and matches no quota. */
 static void
-identify(struct gw *gw, struct gw_client *c, struct ctl_req *r)
+identify(struct gw *gw, struct ctl_req *r)
 {
-	struct passwd *pw = getpwuid(c->uid);
+	struct passwd *pw = getpwuid(r->uid);
 
-	if (pw != NULL && strlen(pw->pw_name) < sizeof(c->user))
-		snprintf(c->user, sizeof(c->user), "%s", pw->pw_name);
+	if (pw != NULL && strlen(pw->pw_name) < sizeof(r->userbuf))
+		snprintf(r->userbuf, sizeof(r->userbuf), "%s", pw->pw_name);
 	else
-		snprintf(c->user, sizeof(c->user), "#%u", (unsigned)c->uid);
-	r->user = c->user;
-	r->admin = team_is_admin(gw->cfg, c->uid, pw ? pw->pw_name : NULL);
+		snprintf(r->userbuf, sizeof(r->userbuf), "#%u",
+		    (unsigned)r->uid);
+	r->user = r->userbuf;
+	r->admin = team_is_admin(gw->cfg, r->uid, pw ? pw->pw_name : NULL);
 }
 
-static size_t
-verb_index(const char *verb)
+/* The message's words as argv; its shape was checked by ipc_check. */
+static void
+req_words(struct ctl_req *r, struct ipc_ctl_req *m, size_t len)
 {
-	size_t i;
+	char *w = m->data;
+	int i;
 
-	for (i = 0; i < NVERBS; i++)
-		if (strcmp(ctl_table[i].verb, verb) == 0)
-			break;
-	return i;
+	for (i = 0; i < m->argc; i++) {
+		r->argv[r->argc++] = w;
+		w += strlen(w) + 1;
+	}
+	r->body = m->bodylen ? (char *)m + len - m->bodylen : NULL;
+}
+
+/* Who is asking, checked; false if they were refused. */
+static bool
+admitted(struct ctl_req *r)
+{
+	char uidbuf[16];
+
+	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
+	if (!creds_match(r->gw, r->conn, &(struct ipc_ctl_req){ .uid = r->uid,
+	    .gid = r->gid, .pid = r->pid })) {
+		audit_event(r->gw, "control-forged", "uid", uidbuf, "verb",
+		    r->argv[0], NULL);
+		reply(r, "error: permission denied: the request does not "
+		    "match its connection\n");
+		return false;
+	}
+	if (!peer_allowed(r->gw, r->uid, r->gid)) {
+		audit_event(r->gw, "control-denied", "uid", uidbuf, NULL);
+		reply(r, "error: permission denied: you are not in group "
+		    GW_GROUP " (or root)\n");
+		return false;
+	}
+	return true;
 }
 
 static void
-dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
+dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 {
-	struct ctl_req r = { .gw = gw, .c = c, .body = body };
-	char *tok, *save = NULL, uidbuf[16];
-	size_t i;
+	char uidbuf[16];
 
-	identify(gw, c, &r);
-	for (tok = strtok_r(line, " \t", &save); tok != NULL;
-	    tok = strtok_r(NULL, " \t", &save)) {
-		if (ctl_word_decode(tok) == -1) {
-			reply(&r, "error: malformed request\n");
-			return;
-		}
-		if (strcmp(tok, "--json") == 0)
-			r.json = true;
-		else if (r.argc == GW_CTL_MAX_ARGS) {
-			reply(&r, "error: too many arguments\n");
-			return;
-		} else
-			r.argv[r.argc++] = tok;
-	}
-	if (r.argc == 0) {
-		reply(&r, "error: empty request\n");
-		return;
-	}
-	i = verb_index(r.argv[0]);
-	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)c->uid);
-	if (i == NVERBS) {
-		reply(&r, "error: unknown command \"%.64s\" (status, sandboxes, "
-		    "list, create, start, stop, destroy, secret, reload, "
-		    "counters, log)\n", r.argv[0]);
-		return;
-	}
+	identify(r->gw, r);
+	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
 	/* Arguments are not audited: they may name files; "secret set"
-	 * carries its value on the next line, which is never looked at
-	 * here.  provision's verbs are audited once their sandbox is known
+	 * carries its value in the body, which is never looked at here.
+	 * provision's verbs are audited once their sandbox is known
 	 * (parent_team.c). */
-	if (strcmp(r.argv[0], "log") != 0 && ctl_table[i].fn != team_provision)
-		audit_event(gw, "control", "uid", uidbuf, "user", r.user,
-		    "verb", r.argv[0], "sandbox", "", NULL);
-	if (r.json && !ctl_table[i].json) {
-		reply(&r, "error: %s has no --json output\n", r.argv[0]);
+	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision &&
+	    r->verb != CTL_CREATE)
+		audit_event(r->gw, "control", "uid", uidbuf, "user", r->user,
+		    "verb", r->argv[0], "sandbox", "", NULL);
+	if (r->json && !ctl_table[r->verb].json) {
+		reply(r, "error: %s has no --json output\n", r->argv[0]);
 		return;
 	}
-	if (ctl_table[i].admin && !r.admin) {
-		ctl_refuse(&r, NULL, "%s is for root and the admin group only",
-		    r.argv[0]);
+	if (ctl_table[r->verb].admin && !r->admin) {
+		ctl_refuse(r, NULL, "%s is for root and the admin group only",
+		    r->argv[0]);
 		return;
 	}
-	ctl_table[i].fn(&r);
-}
-
-/* "secret set ..." is followed by the value's line. */
-static bool
-wants_body(const char *line)
-{
-	char verb[16];
-	size_t n = strcspn(line, " \t");
-
-	if (n == 0 || n >= sizeof(verb))
-		return false;
-	memcpy(verb, line, n);
-	verb[n] = '\0';
-	n = verb_index(verb);
-	return n < NVERBS && ctl_table[n].body &&
-	    strncmp(line + strlen(verb), " set", 4) == 0;
+	if (r->verb == CTL_CREATE)
+		team_create(r, fds, nfds);
+	else
+		ctl_table[r->verb].fn(r);
 }
 
 void
-control_readable(struct gw *gw, int slot)
+ctl_message(struct gw *gw, const struct ipc_hdr *h, void *payload,
+    size_t len, int *fds, size_t nfds)
 {
-	struct gw_client *c = &gw->clients[slot];
-	char *nl, *end, *body;
-	ssize_t n;
+	struct ipc_ctl_req *m = payload;
+	struct ctl_req r = { .gw = gw, .id = h->id, .end = IPC_CTL_END };
+	size_t i;
 
-	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len - 1, 0);
-	if (n <= 0) {
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			client_drop(c);
-		return;
+	if (h->type == IPC_CTL_GONE) {
+		if (gw->ctl_followers > 0)
+			gw->ctl_followers--;
+		goto out;
 	}
-	c->len += (size_t)n;
-	c->buf[c->len] = '\0';
-	if (c->follow)		/* followers only listen */
-		return;
-	if ((nl = strchr(c->buf, '\n')) == NULL) {
-		if (c->len == sizeof(c->buf) - 1) {
-			client_write(c, "error: request too long\n", 24);
-			client_drop(c);
-		}
-		return;
-	}
-	body = NULL;
-	if (wants_body(c->buf)) {
-		if ((end = strchr(nl + 1, '\n')) == NULL) {
-			if (c->len == sizeof(c->buf) - 1) {
-				client_write(c, "error: request too long\n", 24);
-				client_drop(c);
-			}
-			return;		/* the value is still on its way */
-		}
-		*end = '\0';
-		body = nl + 1;
-	}
-	*nl = '\0';
-	if (nl > c->buf && nl[-1] == '\r')
-		nl[-1] = '\0';
-	dispatch(gw, c, c->buf, body);
-	/* One request per connection, except followers and jobs, whose
-	 * provision process still writes to it. */
-	if (c->job > 0)
-		explicit_bzero(c->buf, sizeof(c->buf));
-	else if (!c->follow)
-		client_drop(c);
-	else
-		c->len = 0;
+	if (h->type != IPC_CTL_REQ || nfds != 1U + m->nfds)
+		goto out;	/* the caller checked: cannot happen */
+	r.uid = m->uid;
+	r.gid = m->gid;
+	r.pid = m->pid;
+	r.conn = fds[0];
+	r.verb = m->verb;
+	r.json = m->json;
+	req_words(&r, m, len);
+	ctl_req_open(&r);
+	if (admitted(&r))
+		dispatch(&r, fds + 1, nfds - 1);
+	if (r.job)
+		r.end = IPC_CTL_MORE;	/* the verdict comes when it exits */
+	else if (r.end == IPC_CTL_FOLLOW)
+		gw->ctl_followers++;
+	ctl_req_flush(&r, r.end);
+out:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	explicit_bzero(payload, len);	/* it may hold a secret's value */
 }
 
 bool
-control_job_reaped(struct gw *gw, pid_t pid, int status)
+ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 {
-	struct gw_client *c;
-	char uid[16], code[16];
-	int i;
+	struct gw_job *j;
+	char uid[16], code[16], msg[96];
+	int i, n;
 
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd != -1 && gw->clients[i].job == pid)
+		if (gw->jobs[i].pid == pid)
 			break;
 	if (i == GW_MAX_CLIENTS)
 		return false;
-	c = &gw->clients[i];
-	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
+	j = &gw->jobs[i];
+	snprintf(uid, sizeof(uid), "%u", (unsigned)j->uid);
 	snprintf(code, sizeof(code), "%d", WIFEXITED(status) ?
 	    WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	audit_event(gw, "control-done", "uid", uid, "user", c->user, "verb",
-	    c->verb, "sandbox", c->sandbox, "result", WIFEXITED(status) &&
+	audit_event(gw, "control-done", "uid", uid, "user", j->user, "verb",
+	    j->verb, "sandbox", j->sandbox, "result", WIFEXITED(status) &&
 	    WEXITSTATUS(status) == 0 ? "ok" : "failed", "exit", code, NULL);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		client_write(c, "ok\n", 3);
-	else {
-		char msg[96];
-		int n = snprintf(msg, sizeof(msg), "error: provision %s failed "
-		    "(exit %s)\n", c->verb, code);
-		client_write(c, msg, (size_t)n);
-	}
-	client_drop(c);
+		n = snprintf(msg, sizeof(msg), "ok\n");
+	else
+		n = snprintf(msg, sizeof(msg), "error: provision %s failed "
+		    "(exit %s)\n", j->verb, code);
+	/* Only the control process that asked knows the request. */
+	if (j->gen == gw->ctl_gen)
+		ctl_send(gw, j->id, IPC_CTL_END, msg, (size_t)n);
+	j->pid = 0;
 	return true;
 }
 
 void
-control_broadcast_log(struct gw *gw, const char *line)
+ctl_log_line(struct gw *gw, const char *line)
 {
-	int i;
+	int fd = gw->procs[PROC_CONTROL].ipc;
 
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd != -1 && gw->clients[i].follow)
-			client_write(&gw->clients[i], line, strlen(line));
-}
-
-void
-control_close_all(struct gw *gw)
-{
-	int i;
-
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		client_drop(&gw->clients[i]);
-	if (gw->ctlfd != -1) {
-		close(gw->ctlfd);
-		unlink(gw->opts.sock);
-	}
-	gw->ctlfd = -1;
+	if (gw->ctl_followers > 0 && fd != -1 &&
+	    ipc_send(fd, IPC_CTL_LOG, 0, line, strlen(line)) == -1)
+		gw->ctl_followers = 0;
 }
 
 /* --- commands --------------------------------------------------------- */
@@ -683,11 +513,11 @@ ctl_log(struct ctl_req *r)
 				start++;	/* skip a partial first line */
 			else
 				start = buf;
-			client_write(r->c, start, strlen(start));
+			reply(r, "%s", start);
 		}
 	}
 	if (r->argc > 1 && strcmp(r->argv[1], "-f") == 0)
-		r->c->follow = true;
+		r->end = IPC_CTL_FOLLOW;
 	else
 		reply(r, "ok\n");
 }
