@@ -22,3 +22,15 @@ $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	    $(OBJ)/gatewayd/nflog.o $(OBJ)/gatewayd/nflog_seccomp.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+
+# The control process's parser and descriptor passing; the parent's
+# handler driven with forged requests (needs root: it becomes nobody).
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_control $(BUILD)/tests/test_gatewayd_forged
+$(BUILD)/tests/test_gatewayd_control: $(OBJ)/tests/unit/test_gatewayd_control.o \
+	    $(OBJ)/gatewayd/control.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+$(BUILD)/tests/test_gatewayd_forged: $(OBJ)/tests/unit/test_gatewayd_forged.o \
+	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
