@@ -217,7 +217,7 @@ shape_dns_dropped(const void *p, size_t len, char *err, size_t errlen)
 }
 
 /* Words: argc of them, each non-empty and NUL-terminated, the first the
- * verb's name; then the body, if any: printable, NUL-terminated, and
+ * verb's name; then the body, if any: one NUL-terminated string, and
  * only for "secret". */
 static int
 shape_ctl_req(const void *p, size_t len, char *err, size_t errlen)
@@ -257,15 +257,11 @@ shape_ctl_req(const void *p, size_t len, char *err, size_t errlen)
 		    (size_t)(end - w));
 		return -1;
 	}
-	for (i = 0; i < m->bodylen; i++)
-		if ((unsigned char)end[i] < 0x20 || (unsigned char)end[i] > 0x7e) {
-			if (i == m->bodylen - 1U && end[i] == '\0')
-				break;
-			snprintf(err, errlen, "ctl-req: body byte %u", i);
-			return -1;
-		}
-	if (m->bodylen > 0 && end[m->bodylen - 1] != '\0') {
-		snprintf(err, errlen, "ctl-req: body not terminated");
+	/* The value's own rules (printable, its length) are the parent's
+	 * to check and to refuse with a reason; here: one string. */
+	if (m->bodylen > 0 && (end[m->bodylen - 1] != '\0' ||
+	    memchr(end, '\0', m->bodylen - 1U) != NULL)) {
+		snprintf(err, errlen, "ctl-req: body not one string");
 		return -1;
 	}
 	return 0;
