@@ -3,9 +3,10 @@
  *
  * Process model (STYLE.md points 2-4):
  *
- *   parent (root, CAP_NET_ADMIN)  applies the policy, owns the control
- *        |                        socket and the audit log; parses no
- *        |                        guest bytes, only typed IPC
+ *   parent (root, CAP_NET_ADMIN)  applies the policy, binds the control
+ *        |                        socket, owns the audit log; parses no
+ *        |                        guest bytes and no control requests,
+ *        |                        only typed IPC
  *        +-- dnsd     exec'ed, own user, sockets handed over, IPC fd
  *        +-- proxy    exec'ed (moat-proxy), drops to its own user after
  *        |            reading the secrets it needs
@@ -36,7 +37,7 @@
 #define GW_AUDIT_DIR		"/var/log/moat"
 #define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
 #define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
-#define GW_CTL_MAX_ARGS		64
+#define GW_CTL_MAX_ARGS		IPC_CTL_MAX_ARGS
 #define GW_SECRET_MAX		4096
 #define GW_MAX_CLIENTS		32
 #define GW_MAX_DRAINING		4	/* old proxies finishing connections */
@@ -287,6 +288,8 @@ struct gw {
 
 /* parent.c */
 int	gw_run(struct gw_opts *);
+
+/* parent_audit.c */
 char	*json_escape(const char *);		/* malloc'ed */
 
 /* parent_reload.c */
