@@ -389,8 +389,11 @@ on_reply(struct ctlproc *st, uint32_t id, const struct ipc_ctl_reply *m,
 {
 	int slot = find_id(st, id);
 
-	if (slot == -1)
-		return;		/* the client left meanwhile */
+	if (slot == -1) {	/* the client left meanwhile */
+		if (m->end == IPC_CTL_FOLLOW)
+			(void)!ipc_send(st->ipc, IPC_CTL_GONE, id, NULL, 0);
+		return;
+	}
 	client_write(st, slot, m->text, len - sizeof(*m), fd);
 	if (st->c[slot].fd == -1 && m->end == IPC_CTL_FOLLOW)
 		(void)!ipc_send(st->ipc, IPC_CTL_GONE, id, NULL, 0);

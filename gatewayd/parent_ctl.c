@@ -316,8 +316,9 @@ ctl_log_line(struct gw *gw, const char *line)
 	int fd = gw->procs[PROC_CONTROL].ipc;
 
 	if (gw->ctl_followers > 0 && fd != -1 &&
-	    ipc_send(fd, IPC_CTL_LOG, 0, line, strlen(line)) == -1)
-		gw->ctl_followers = 0;
+	    ipc_send(fd, IPC_CTL_LOG, 0, line, strlen(line)) == -1 &&
+	    errno != EMSGSIZE)
+		gw->ctl_followers = 0;	/* the control process is gone */
 }
 
 /* --- commands --------------------------------------------------------- */

@@ -42,6 +42,14 @@ done
 pid=$(gw_child_pid control)
 expect_eq "the control process holds stdio, the control socket and its IPC end" "0 1 2 3 4" \
 	"$(ls /proc/$pid/fd | sort -n | tr '\n' ' ' | sed 's/ $//')"
+# kill -9 it: the parent, which keeps the listening socket, starts another
+# and the next request is answered.
+kill -9 "$pid"
+ctl_back() { pid2=$(gw_child_pid control); [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; }
+wait_for 30 ctl_back
+if [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; then ok "a killed control process is restarted (pid $pid -> $pid2)"
+else not_ok "a killed control process is restarted" "$(tail -5 "$GW_LOG")"; fi
+expect_match "the new control process answers" '^sandboxes' "$(gw_ctl status)"
 
 # The signer holds the CA key and nothing else; the proxy, which talks
 # to guests, never holds it.  The key's private scalar, searched for in
