@@ -141,7 +141,7 @@ peer_allowed(const struct gw *gw, uid_t uid, gid_t gid)
  * itself (or that have no name).
  */
 static bool
-creds_match(const struct gw *gw, int fd, const struct ipc_ctl_req *m)
+creds_match(const struct gw *gw, int fd, uid_t uid, gid_t gid, pid_t pid)
 {
 	struct sockaddr_un sun;
 	socklen_t sl = sizeof(sun), cl = sizeof(struct ucred), tl = sizeof(int);
@@ -156,7 +156,7 @@ creds_match(const struct gw *gw, int fd, const struct ipc_ctl_req *m)
 	    strncmp(sun.sun_path, gw->opts.sock, sizeof(sun.sun_path)) != 0 ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == -1)
 		return false;
-	return cred.uid == m->uid && cred.gid == m->gid && cred.pid == m->pid;
+	return cred.uid == uid && cred.gid == gid && cred.pid == pid;
 }
 
 /* The caller's login name; a uid without one gets "#UID", which owns
@@ -196,8 +196,7 @@ admitted(struct ctl_req *r)
 	char uidbuf[16];
 
 	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
-	if (!creds_match(r->gw, r->conn, &(struct ipc_ctl_req){ .uid = r->uid,
-	    .gid = r->gid, .pid = r->pid })) {
+	if (!creds_match(r->gw, r->conn, r->uid, r->gid, r->pid)) {
 		audit_event(r->gw, "control-forged", "uid", uidbuf, "verb",
 		    r->argv[0], NULL);
 		reply(r, "error: permission denied: the request does not "
