@@ -140,6 +140,7 @@ struct ctl_req {
 	char		 userbuf[33];
 	enum ipc_ctl_end end;		/* how the reply ends */
 	bool		 job;		/* a provision job answers later */
+	int		 reply_fd;	/* goes to the client with the reply */
 	FILE		*out;		/* the reply so far */
 	char		*outbuf;
 	size_t		 outlen;
@@ -155,9 +156,13 @@ void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 bool	ctl_may_see(const struct ctl_req *, const char *owner);
-/* Send one chunk of reply text for request id to the control process. */
+/* Hand the client fd (ours to close) with the reply; the reply must
+ * have some text, which the descriptor travels with. */
+void	ctl_req_attach_fd(struct ctl_req *, int fd);
+/* Send reply text for request id to the control process, in chunks, fd
+ * (or -1) attached to the first. */
 int	ctl_send(struct gw *, uint32_t id, enum ipc_ctl_end, const char *text,
-	    size_t len);
+	    size_t len, int fd);
 
 /* --- team-shared host (parent_team.c, parent_secret.c) --- */
 

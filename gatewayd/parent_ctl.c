@@ -304,7 +304,7 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 		    "(exit %s)\n", j->verb, code);
 	/* Only the control process that asked knows the request. */
 	if (j->gen == gw->ctl_gen)
-		ctl_send(gw, j->id, IPC_CTL_END, msg, (size_t)n);
+		ctl_send(gw, j->id, IPC_CTL_END, msg, (size_t)n, -1);
 	j->pid = 0;
 	return true;
 }

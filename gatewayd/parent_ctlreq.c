@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gatewayd.h"
 #include "log.h"
@@ -17,20 +18,21 @@
 void
 ctl_req_open(struct ctl_req *r)
 {
+	r->reply_fd = -1;
 	if ((r->out = open_memstream(&r->outbuf, &r->outlen)) == NULL)
 		fatalx("out of memory");
 }
 
 int
 ctl_send(struct gw *gw, uint32_t id, enum ipc_ctl_end end, const char *text,
-    size_t len)
+    size_t len, int fd)
 {
 	static union {
 		struct ipc_ctl_reply m;
 		char raw[IPC_MAX_PAYLOAD];
 	} u;
 	const size_t room = sizeof(u.raw) - sizeof(u.m);
-	int fd = gw->procs[PROC_CONTROL].ipc;
+	int ipc = gw->procs[PROC_CONTROL].ipc;
 	size_t n;
 
 	do {
@@ -38,13 +40,24 @@ ctl_send(struct gw *gw, uint32_t id, enum ipc_ctl_end end, const char *text,
 		memset(&u.m, 0, sizeof(u.m));
 		u.m.end = (uint8_t)(n == len ? end : IPC_CTL_MORE);
 		memcpy(u.m.text, text, n);
-		if (fd == -1 || ipc_send(fd, IPC_CTL_REPLY, id, &u.m,
-		    sizeof(u.m) + n) == -1)
+		/* A descriptor goes with the first chunk, which has text. */
+		if (ipc == -1 || ipc_send_fds(ipc, IPC_CTL_REPLY, id, &u.m,
+		    sizeof(u.m) + n, &fd, fd != -1 && n > 0) == -1)
 			return -1;	/* the control process is gone */
+		if (n > 0)
+			fd = -1;
 		text += n;
 		len -= n;
 	} while (len > 0);
 	return 0;
+}
+
+void
+ctl_req_attach_fd(struct ctl_req *r, int fd)
+{
+	if (r->reply_fd != -1)
+		close(r->reply_fd);
+	r->reply_fd = fd;
 }
 
 void
@@ -54,9 +67,13 @@ ctl_req_flush(struct ctl_req *r, enum ipc_ctl_end end)
 		return;
 	fclose(r->out);
 	r->out = NULL;
-	if (ctl_send(r->gw, r->id, end, r->outbuf, r->outlen) == -1)
+	if (ctl_send(r->gw, r->id, end, r->outbuf, r->outlen,
+	    r->reply_fd) == -1)
 		log_warnx("control: a reply was lost: the control process "
 		    "is gone");
+	if (r->reply_fd != -1)
+		close(r->reply_fd);
+	r->reply_fd = -1;
 	free(r->outbuf);
 	r->outbuf = NULL;
 	r->outlen = 0;

@@ -5,7 +5,8 @@
  * real connection to a real control socket, from a process running as
  * "nobody" (a member of the test's moat group): asking for a sandbox
  * another user owns is refused, and so is claiming to be someone else
- * (root) on nobody's connection.  Needs root, to become nobody.
+ * (root) on nobody's connection.  Needs root, to become nobody.  And a
+ * reply can carry a descriptor for the client.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -204,6 +205,41 @@ forged_credentials_refused(void **state)
 	assert_int_equal(gw.jobs[0].pid, 0);
 }
 
+/* The parent's side of a reply with a descriptor for the client (as a
+ * "console" verb would send): it reaches the control process with the
+ * reply's first chunk, and the parent keeps no copy. */
+static void
+reply_carries_fd(void **state)
+{
+	static union {
+		struct ipc_ctl_reply r;
+		char raw[IPC_MAX_PAYLOAD + 1];
+	} u;
+	struct ctl_req r = { .gw = &gw, .id = 9 };
+	struct ipc_hdr h;
+	int p[2], got[2], lowest;
+	size_t nfds;
+	char err[256], c;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	ctl_req_open(&r);
+	ctl_reply(&r, "ok\n");
+	ctl_req_attach_fd(&r, p[1]);
+	ctl_req_flush(&r, IPC_CTL_END);
+	lowest = dup(0);
+	close(lowest);
+	assert_int_equal(lowest, p[1]);		/* closed in the parent */
+	assert_int_equal(ipc_recv_fds(ctlipc[1], &h, &u, IPC_MAX_PAYLOAD, got,
+	    2, &nfds, err, sizeof(err)), (ssize_t)sizeof(u.r) + 3);
+	assert_int_equal(h.id, 9);
+	assert_int_equal(nfds, 1);
+	assert_int_equal(write(got[0], "x", 1), 1);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(got[0]);
+	close(p[0]);
+}
+
 int
 main(void)
 {
@@ -211,6 +247,7 @@ main(void)
 		cmocka_unit_test(own_sandbox_only),
 		cmocka_unit_test(others_sandbox_refused),
 		cmocka_unit_test(forged_credentials_refused),
+		cmocka_unit_test(reply_carries_fd),
 	};
 
 	log_init("test", 0, 0);
