@@ -30,16 +30,17 @@
 #include <time.h>
 
 #include "config.h"
+#include "control.h"
 #include "ipc.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
 #define GW_AUDIT_DIR		"/var/log/moat"
 #define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
-#define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
+#define GW_CTL_MAX_LINE		CTL_MAX_LINE	/* request line, plus a value */
 #define GW_CTL_MAX_ARGS		IPC_CTL_MAX_ARGS
 #define GW_SECRET_MAX		4096
-#define GW_MAX_CLIENTS		32
+#define GW_MAX_CLIENTS		CTL_MAX_CLIENTS
 #define GW_MAX_DRAINING		4	/* old proxies finishing connections */
 
 struct gw_opts {
