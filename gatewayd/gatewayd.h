@@ -168,9 +168,9 @@ int	ctl_send(struct gw *, uint32_t id, enum ipc_ctl_end, const char *text,
 /* --- team-shared host (parent_team.c, parent_secret.c) --- */
 
 /* provision's verbs run by gatewayd for members of group moat. */
-/* create: fds are what the client attached to its request. */
-void	team_create(struct ctl_req *, const int *fds, size_t nfds);
-void	team_provision(struct ctl_req *);	/* start|stop|destroy */
+void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
+/* The same with the descriptors the client attached to its request. */
+void	team_provision_fds(struct ctl_req *, const int *fds, size_t nfds);
 void	team_secret(struct ctl_req *);		/* secret set|list */
 void	team_list(struct ctl_req *);		/* provision list, filtered */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);

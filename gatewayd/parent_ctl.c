@@ -49,7 +49,7 @@ static const struct {
 	[CTL_RELOAD] = { ctl_reload, false, false },
 	[CTL_COUNTERS] = { ctl_counters, true, true },
 	[CTL_LOG] = { ctl_log, true, true },
-	[CTL_CREATE] = { NULL, false, false },	/* team_create, with fds */
+	[CTL_CREATE] = { team_provision, false, false },
 	[CTL_START] = { team_provision, false, false },
 	[CTL_STOP] = { team_provision, false, false },
 	[CTL_DESTROY] = { team_provision, false, false },
@@ -223,8 +223,7 @@ dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 	 * carries its value in the body, which is never looked at here.
 	 * provision's verbs are audited once their sandbox is known
 	 * (parent_team.c). */
-	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision &&
-	    r->verb != CTL_CREATE)
+	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision)
 		audit_event(r->gw, "control", "uid", uidbuf, "user", r->user,
 		    "verb", r->argv[0], "sandbox", "", NULL);
 	if (r->json && !ctl_table[r->verb].json) {
@@ -236,8 +235,8 @@ dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 		    r->argv[0]);
 		return;
 	}
-	if (r->verb == CTL_CREATE)
-		team_create(r, fds, nfds);
+	if (ctl_table[r->verb].fn == team_provision)
+		team_provision_fds(r, fds, nfds);
 	else
 		ctl_table[r->verb].fn(r);
 }

@@ -571,9 +571,9 @@ team_list(struct ctl_req *r)
 }
 
 /* create, start, stop, destroy.  fds: what the client attached to its
- * request (create only; not used yet). */
-static void
-provision_verb(struct ctl_req *r, const int *fds, size_t nfds)
+ * request (not used yet). */
+void
+team_provision_fds(struct ctl_req *r, const int *fds, size_t nfds)
 {
 	struct job j = { .argc = 0 };
 	const char *owner = NULL;
@@ -584,7 +584,7 @@ provision_verb(struct ctl_req *r, const int *fds, size_t nfds)
 		if (strcmp(pv_verbs[v].verb, r->argv[0]) == 0)
 			break;
 	if (v == sizeof(pv_verbs) / sizeof(pv_verbs[0]))
-		fatalx("provision_verb: %s is not in its table", r->argv[0]);
+		fatalx("team_provision: %s is not in its table", r->argv[0]);
 	/* provision's global options first; the user's go after the verb. */
 	xasprintf(&prog, "%s/provision", r->gw->opts.bindir);
 	run_dir = xstrdup(r->gw->opts.sock);
@@ -618,13 +618,7 @@ out:
 }
 
 void
-team_create(struct ctl_req *r, const int *fds, size_t nfds)
-{
-	provision_verb(r, fds, nfds);
-}
-
-void
 team_provision(struct ctl_req *r)
 {
-	provision_verb(r, NULL, 0);
+	team_provision_fds(r, NULL, 0);
 }
