@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -369,6 +370,13 @@ ctlproc_client_readable(struct ctlproc *st, int slot)
 	explicit_bzero(&u, sizeof(u));
 	explicit_bzero(c->buf, sizeof(c->buf));
 	c->len = 0;
+	if (rc == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		static const char busy[] = "error: gatewayd is busy; try "
+		    "again\n";
+		client_write(st, slot, busy, sizeof(busy) - 1, -1);
+		ctlproc_drop(st, slot);
+		return 0;
+	}
 	return rc;
 }
 
@@ -500,7 +508,9 @@ control_main(int listen, int ipc, pid_t parent)
 	int slot[2 + CTL_MAX_CLIENTS];
 	nfds_t i, n;
 
-	if (privdrop(CTL_USER) == -1)
+	/* Never wait for the parent: while it sends us replies, a blocked
+	 * send here would leave both waiting.  A full queue is "busy". */
+	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 || privdrop(CTL_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
 	control_seccomp();
