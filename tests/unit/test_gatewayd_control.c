@@ -231,6 +231,37 @@ too_many_fds(void **state)
 	close(p[1]);
 }
 
+/* The parent's queue is full: the client is told, nothing blocks. */
+static void
+parent_busy(void **state)
+{
+	static struct ctlproc st;
+	int cli[2], ipc[2];
+	char buf[128];
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, cli), 0);
+	assert_int_equal(ipc_pair(ipc), 0);
+	assert_int_equal(fcntl(ipc[0], F_SETFL, O_NONBLOCK), 0);
+	memset(&u, 0, sizeof(u));
+	while (ipc_send(ipc[0], IPC_CTL_LOG, 0, u.raw, 8192) == 0)
+		;
+	assert_int_equal(errno, EAGAIN);
+	ctlproc_init(&st, -1, ipc[0]);
+	st.c[0].fd = cli[0];
+	assert_int_equal(write(cli[1], "status\n", 7), 7);
+	assert_int_equal(ctlproc_client_readable(&st, 0), 0);
+	assert_int_equal(st.c[0].fd, -1);
+	n = read(cli[1], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "error: gatewayd is busy; try again\n");
+	close(cli[1]);
+	close(ipc[0]);
+	close(ipc[1]);
+}
+
 /* ipc_send_fds / ipc_recv_fds: counts survive; over the receiver's
  * limit is a protocol violation and nothing is left open. */
 static void
@@ -317,6 +348,7 @@ main(void)
 		cmocka_unit_test(fds_both_ways),
 		cmocka_unit_test(too_many_fds),
 		cmocka_unit_test(ipc_fds),
+		cmocka_unit_test(parent_busy),
 		cmocka_unit_test(req_shapes),
 	};
 	return cmocka_run_group_tests_name("gatewayd control", tests, NULL,
