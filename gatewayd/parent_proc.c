@@ -1,6 +1,6 @@
 /*
- * parent_proc.c -- gatewayd's children: start, watch, restart with backoff, and
- * the parent's side of their IPC.
+ * parent_proc.c -- gatewayd's children: start, watch, restart with
+ * backoff, and the parent's side of their IPC.
  *
  * Every message from a child is typed and size-checked by lib/ipc.c; a
  * child that sends anything malformed, or a message its role may not
@@ -71,7 +71,7 @@ proc_init(struct gw *gw)
 		gw->procs[i].enabled = !gw->opts.no_children;
 	}
 	gw->procs[PROC_NFLOG].enabled = true;	/* the audit needs it */
-	gw->procs[PROC_CONTROL].enabled = true;	/* and ctl the control */
+	gw->procs[PROC_CONTROL].enabled = true;	/* and so does ctl */
 }
 
 /*

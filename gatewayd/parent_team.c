@@ -1,7 +1,8 @@
 /*
- * parent_team.c -- a team-shared host: members of group moat create, start, stop
- * and destroy their own sandboxes through the control socket, and gatewayd
- * does the privileged work by running provision as root on their behalf.
+ * parent_team.c -- a team-shared host: members of group moat create,
+ * start, stop and destroy their own sandboxes through the control socket,
+ * and gatewayd does the privileged work by running provision as root on
+ * their behalf.
  *
  * The caller is known only by SO_PEERCRED.  Before anything runs, the
  * request is checked here against what the caller owns, which secrets they
