@@ -1,163 +1,41 @@
 /*
- * control.c -- the control socket: a unix stream socket, mode 0660, group
- * moat.  Only root and members of the moat group may connect (checked
- * again with SO_PEERCRED, not just by file mode).
- *
- * Protocol: the client sends one line "VERB [--json] [ARGS]" (words
- * percent-encoded, see ctl_word_decode); the server answers with body
- * lines and then one terminal line, "ok" or "error: MESSAGE".  "log -f"
- * streams audit lines until the client goes.  "secret set" is followed by
- * one more line, the secret's value, which is wiped from the buffer when
- * the connection ends.  Writes never block the daemon: a client that
+ * control.c -- the control process.  User moat-ctl, no capabilities,
+ * no_new_privs, seccomp without open() or socket(); forked by the parent,
+ * which binds the control socket (mode 0660, group moat) and hands it
+ * over.  The control process accepts clients, notes their SO_PEERCRED,
+ * reads and parses their request lines, and sends the parent one typed
+ * IPC_CTL_REQ per request with the client's connection attached, so that
+ * the parent can read the peer's credentials itself.  The parent decides
+ * everything (who may see and act on what) and answers with IPC_CTL_REPLY
+ * chunks, which go to the client here.  Writes never block: a client that
  * cannot keep up is dropped.
  *
- * Every caller is named by SO_PEERCRED.  Members of group moat see and
- * manage only what they own; root and gateway.admin_group see everything.
+ * Protocol: the client sends one line "VERB [--json] [ARGS]", words
+ * percent-encoded (space, '%' and control characters as %XX); the answer
+ * is body lines and one terminal line, "ok" or "error: MESSAGE".  "secret
+ * set" is followed by one more line, the secret's value, which is wiped
+ * from the buffer as soon as it is sent on.  A client may attach up to
+ * IPC_CTL_MAX_FDS descriptors (SCM_RIGHTS) to its request; a reply may
+ * carry one back.
  */
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
-#include <stdarg.h>
+#include <poll.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "gatewayd.h"
-#include "json.h"
-#include "log.h"
+#include "control.h"
+#include "parent.h"
+#include "privdrop.h"
+#include "seccomp_allow.h"
 
-typedef void (*ctl_fn)(struct ctl_req *);
-
-static void ctl_status(struct ctl_req *);
-static void ctl_sandboxes(struct ctl_req *);
-static void ctl_reload(struct ctl_req *);
-static void ctl_counters(struct ctl_req *);
-static void ctl_log(struct ctl_req *);
-
-/* admin: root or gateway.admin_group only.  body: a second line (the
- * secret's value) follows the request.  json: the verb has a --json form
- * (for "secret", only "secret list" does; see secret.c). */
-static const struct {
-	const char	*verb;
-	ctl_fn		 fn;
-	bool		 admin;
-	bool		 body;
-	bool		 json;
-} ctl_table[] = {
-	{ "status", ctl_status, false, false, true },
-	{ "sandboxes", ctl_sandboxes, false, false, true },
-	{ "list", team_list, false, false, true },
-	{ "reload", ctl_reload, false, false, false },
-	{ "counters", ctl_counters, true, false, true },
-	{ "log", ctl_log, true, false, true },
-	{ "create", team_provision, false, false, false },
-	{ "start", team_provision, false, false, false },
-	{ "stop", team_provision, false, false, false },
-	{ "destroy", team_provision, false, false, false },
-	{ "secret", team_secret, false, true, true },
-};
-#define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
-
-/* The buffer may have held a secret's value: wipe it all, every time. */
-static void
-client_drop(struct gw_client *c)
-{
-	if (c->fd != -1)
-		close(c->fd);
-	c->fd = -1;
-	c->len = 0;
-	c->follow = false;
-	c->job = 0;
-	explicit_bzero(c->buf, sizeof(c->buf));
-}
-
-static void
-client_write(struct gw_client *c, const char *s, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0 && c->fd != -1) {
-		w = send(c->fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			client_drop(c);	/* gone, or too slow to keep up */
-			return;
-		}
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
-static void
-vreply(struct ctl_req *r, const char *fmt, va_list ap)
-{
-	char *s;
-	int n;
-
-	if ((n = vasprintf(&s, fmt, ap)) < 0)
-		fatalx("out of memory");
-	client_write(r->c, s, (size_t)n);
-	free(s);
-}
-
-void
-ctl_reply(struct ctl_req *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreply(r, fmt, ap);
-	va_end(ap);
-}
-#define reply ctl_reply
-
-/* A JSON string (escaped), or null for NULL. */
-void
-ctl_reply_jstr(struct ctl_req *r, const char *s)
-{
-	char *e;
-
-	if (s == NULL) {
-		reply(r, "null");
-		return;
-	}
-	e = json_escape(s);
-	reply(r, "\"%s\"", e);
-	free(e);
-}
-
-void
-ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
-{
-	char uid[16], *msg;
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		fatalx("out of memory");
-	va_end(ap);
-	snprintf(uid, sizeof(uid), "%u", (unsigned)r->c->uid);
-	audit_event(r->gw, "control-refused", "uid", uid, "user", r->user,
-	    "verb", r->argv[0], "sandbox", sandbox ? sandbox : "",
-	    "reason", msg, NULL);
-	reply(r, "error: %s\n", msg);
-	free(msg);
-}
-
-bool
-ctl_may_see(const struct ctl_req *r, const char *owner)
-{
-	return r->admin || (owner != NULL && strcmp(owner, r->user) == 0);
-}
+/* --- parsing ------------------------------------------------------------ */
 
 static int
 hexval(int c)
@@ -168,8 +46,9 @@ hexval(int c)
 	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-int
-ctl_word_decode(char *s)
+/* Decode %XX in place; -1 on a malformed escape or a decoded NUL. */
+static int
+word_decode(char *s)
 {
 	char *o = s;
 	int hi, lo;
@@ -189,506 +68,464 @@ ctl_word_decode(char *s)
 	return 0;
 }
 
-int
-control_listen(struct gw *gw)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	const char *path = gw->opts.sock;
-	char *dir, *slash;
-	mode_t old;
-	int fd;
-
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_warnx("control socket path too long: %s", path);
-		return -1;
-	}
-	dir = xstrdup(path);
-	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
-			log_warn("mkdir %s", dir);
-	}
-	free(dir);
-	strcpy(sun.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-	    0)) == -1)
-		return -1;
-	unlink(path);
-	old = umask(0117);		/* srw-rw---- from the start */
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    listen(fd, 16) == -1) {
-		umask(old);
-		log_warn("control socket %s", path);
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (gw->moat_gid != (gid_t)-1 && chown(path, 0, gw->moat_gid) == -1)
-		log_warn("chown %s", path);
-	if (chmod(path, 0660) == -1)
-		log_warn("chmod %s", path);
-	gw->ctlfd = fd;
-	return 0;
-}
-
-/* Root, or a member of the moat group (primary or supplementary). */
-static bool
-peer_allowed(struct gw *gw, uid_t uid, gid_t gid)
-{
-	struct passwd *pw;
-	gid_t groups[256];
-	int i, n = 256;
-
-	if (uid == 0)
-		return true;
-	if (gw->moat_gid == (gid_t)-1)
-		return false;
-	if (gid == gw->moat_gid)
-		return true;
-	if ((pw = getpwuid(uid)) == NULL)
-		return false;
-	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) == -1)
-		return false;
-	for (i = 0; i < n; i++)
-		if (groups[i] == gw->moat_gid)
-			return true;
-	return false;
-}
-
-void
-control_accept(struct gw *gw)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	char uidbuf[16];
-	int fd, i;
-
-	fd = accept4(gw->ctlfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (fd == -1)
-		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
-	    !peer_allowed(gw, cred.uid, cred.gid)) {
-		static const char msg[] = "error: permission denied: you are "
-		    "not in group " GW_GROUP " (or root)\n";
-		(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)cred.uid);
-		audit_event(gw, "control-denied", "uid", uidbuf, NULL);
-		close(fd);
-		return;
-	}
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd == -1)
-			break;
-	if (i == GW_MAX_CLIENTS) {
-		close(fd);
-		return;
-	}
-	gw->clients[i].fd = fd;
-	gw->clients[i].uid = cred.uid;
-	gw->clients[i].gid = cred.gid;
-	gw->clients[i].len = 0;
-	gw->clients[i].job = 0;
-	gw->clients[i].follow = false;
-}
-
-/* The caller's login name; a uid without one gets "#UID", which owns
- * nothing and matches no quota. */
-static void
-identify(struct gw *gw, struct gw_client *c, struct ctl_req *r)
-{
-	struct passwd *pw = getpwuid(c->uid);
-
-	if (pw != NULL && strlen(pw->pw_name) < sizeof(c->user))
-		snprintf(c->user, sizeof(c->user), "%s", pw->pw_name);
-	else
-		snprintf(c->user, sizeof(c->user), "#%u", (unsigned)c->uid);
-	r->user = c->user;
-	r->admin = team_is_admin(gw->cfg, c->uid, pw ? pw->pw_name : NULL);
-}
-
-static size_t
-verb_index(const char *verb)
-{
-	size_t i;
-
-	for (i = 0; i < NVERBS; i++)
-		if (strcmp(ctl_table[i].verb, verb) == 0)
-			break;
-	return i;
-}
-
-static void
-dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
-{
-	struct ctl_req r = { .gw = gw, .c = c, .body = body };
-	char *tok, *save = NULL, uidbuf[16];
-	size_t i;
-
-	identify(gw, c, &r);
-	for (tok = strtok_r(line, " \t", &save); tok != NULL;
-	    tok = strtok_r(NULL, " \t", &save)) {
-		if (ctl_word_decode(tok) == -1) {
-			reply(&r, "error: malformed request\n");
-			return;
-		}
-		if (strcmp(tok, "--json") == 0)
-			r.json = true;
-		else if (r.argc == GW_CTL_MAX_ARGS) {
-			reply(&r, "error: too many arguments\n");
-			return;
-		} else
-			r.argv[r.argc++] = tok;
-	}
-	if (r.argc == 0) {
-		reply(&r, "error: empty request\n");
-		return;
-	}
-	i = verb_index(r.argv[0]);
-	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)c->uid);
-	if (i == NVERBS) {
-		reply(&r, "error: unknown command \"%.64s\" (status, sandboxes, "
-		    "list, create, start, stop, destroy, secret, reload, "
-		    "counters, log)\n", r.argv[0]);
-		return;
-	}
-	/* Arguments are not audited: they may name files; "secret set"
-	 * carries its value on the next line, which is never looked at
-	 * here.  provision's verbs are audited once their sandbox is known
-	 * (team.c). */
-	if (strcmp(r.argv[0], "log") != 0 && ctl_table[i].fn != team_provision)
-		audit_event(gw, "control", "uid", uidbuf, "user", r.user,
-		    "verb", r.argv[0], "sandbox", "", NULL);
-	if (r.json && !ctl_table[i].json) {
-		reply(&r, "error: %s has no --json output\n", r.argv[0]);
-		return;
-	}
-	if (ctl_table[i].admin && !r.admin) {
-		ctl_refuse(&r, NULL, "%s is for root and the admin group only",
-		    r.argv[0]);
-		return;
-	}
-	ctl_table[i].fn(&r);
-}
-
 /* "secret set ..." is followed by the value's line. */
 static bool
 wants_body(const char *line)
 {
-	char verb[16];
 	size_t n = strcspn(line, " \t");
 
-	if (n == 0 || n >= sizeof(verb))
-		return false;
-	memcpy(verb, line, n);
-	verb[n] = '\0';
-	n = verb_index(verb);
-	return n < NVERBS && ctl_table[n].body &&
-	    strncmp(line + strlen(verb), " set", 4) == 0;
+	return n == 6 && strncmp(line, "secret", 6) == 0 &&
+	    strncmp(line + 6, " set", 4) == 0;
 }
 
-void
-control_readable(struct gw *gw, int slot)
+/* The words of line into m->data: 0, or -1 with the reply in err. */
+static int
+split_words(char *line, struct ipc_ctl_req *m, size_t room, size_t *used,
+    char *err, size_t errlen)
 {
-	struct gw_client *c = &gw->clients[slot];
-	char *nl, *end, *body;
-	ssize_t n;
+	char *tok, *save = NULL;
+	size_t n;
 
-	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len - 1, 0);
-	if (n <= 0) {
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			client_drop(c);
-		return;
-	}
-	c->len += (size_t)n;
-	c->buf[c->len] = '\0';
-	if (c->follow)		/* followers only listen */
-		return;
-	if ((nl = strchr(c->buf, '\n')) == NULL) {
-		if (c->len == sizeof(c->buf) - 1) {
-			client_write(c, "error: request too long\n", 24);
-			client_drop(c);
+	*used = 0;
+	for (tok = strtok_r(line, " \t", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t", &save)) {
+		if (word_decode(tok) == -1) {
+			snprintf(err, errlen, "error: malformed request\n");
+			return -1;
 		}
-		return;
-	}
-	body = NULL;
-	if (wants_body(c->buf)) {
-		if ((end = strchr(nl + 1, '\n')) == NULL) {
-			if (c->len == sizeof(c->buf) - 1) {
-				client_write(c, "error: request too long\n", 24);
-				client_drop(c);
-			}
-			return;		/* the value is still on its way */
+		if (strcmp(tok, "--json") == 0) {
+			m->json = 1;
+			continue;
 		}
+		n = strlen(tok) + 1;
+		if (m->argc == IPC_CTL_MAX_ARGS || n > room - *used) {
+			snprintf(err, errlen, "error: too many arguments\n");
+			return -1;
+		}
+		memcpy(m->data + *used, tok, n);
+		*used += n;
+		m->argc++;
+	}
+	return 0;
+}
+
+int
+ctl_parse(char *buf, size_t len, bool full, struct ipc_ctl_req *m,
+    size_t room, size_t *mlen, char *err, size_t errlen)
+{
+	char *nl, *end = NULL, *body = NULL;
+	size_t used, blen;
+
+	memset(m, 0, sizeof(*m));
+	room -= sizeof(*m);
+	if ((nl = memchr(buf, '\n', len)) == NULL ||
+	    (wants_body(buf) && (end = memchr(nl + 1, '\n',
+	    len - (size_t)(nl + 1 - buf))) == NULL)) {
+		if (!full)
+			return 1;
+		snprintf(err, errlen, "error: request too long\n");
+		return -1;
+	}
+	/* A NUL would end a word or the value early: refuse it. */
+	if (memchr(buf, '\0', (size_t)(nl - buf)) != NULL || (wants_body(buf) &&
+	    memchr(nl + 1, '\0', (size_t)(end - nl - 1)) != NULL)) {
+		snprintf(err, errlen, "error: malformed request\n");
+		return -1;
+	}
+	if (wants_body(buf)) {
 		*end = '\0';
 		body = nl + 1;
 	}
 	*nl = '\0';
-	if (nl > c->buf && nl[-1] == '\r')
+	if (nl > buf && nl[-1] == '\r')
 		nl[-1] = '\0';
-	dispatch(gw, c, c->buf, body);
-	/* One request per connection, except followers and jobs, whose
-	 * provision process still writes to it. */
-	if (c->job > 0)
-		explicit_bzero(c->buf, sizeof(c->buf));
-	else if (!c->follow)
-		client_drop(c);
-	else
-		c->len = 0;
-}
-
-bool
-control_job_reaped(struct gw *gw, pid_t pid, int status)
-{
-	struct gw_client *c;
-	char uid[16], code[16];
-	int i;
-
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd != -1 && gw->clients[i].job == pid)
-			break;
-	if (i == GW_MAX_CLIENTS)
-		return false;
-	c = &gw->clients[i];
-	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
-	snprintf(code, sizeof(code), "%d", WIFEXITED(status) ?
-	    WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	audit_event(gw, "control-done", "uid", uid, "user", c->user, "verb",
-	    c->verb, "sandbox", c->sandbox, "result", WIFEXITED(status) &&
-	    WEXITSTATUS(status) == 0 ? "ok" : "failed", "exit", code, NULL);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		client_write(c, "ok\n", 3);
-	else {
-		char msg[96];
-		int n = snprintf(msg, sizeof(msg), "error: provision %s failed "
-		    "(exit %s)\n", c->verb, code);
-		client_write(c, msg, (size_t)n);
+	if (split_words(buf, m, room, &used, err, errlen) == -1)
+		return -1;
+	if (m->argc == 0) {
+		snprintf(err, errlen, "error: empty request\n");
+		return -1;
 	}
-	client_drop(c);
-	return true;
+	if ((m->verb = (uint8_t)ipc_ctl_verb(m->data)) == 0) {
+		snprintf(err, errlen, "error: unknown command \"%.64s\" (status, "
+		    "sandboxes, list, create, start, stop, destroy, secret, "
+		    "reload, counters, log)\n", m->data);
+		return -1;
+	}
+	if (body != NULL) {
+		if ((blen = strlen(body) + 1) > room - used) {
+			snprintf(err, errlen, "error: request too long\n");
+			return -1;
+		}
+		memcpy(m->data + used, body, blen);
+		used += blen;
+		m->bodylen = (uint16_t)blen;
+	}
+	*mlen = sizeof(*m) + used;
+	return 0;
 }
+
+/* --- clients ------------------------------------------------------------- */
 
 void
-control_broadcast_log(struct gw *gw, const char *line)
+ctlproc_init(struct ctlproc *st, int listen, int ipc)
 {
 	int i;
 
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd != -1 && gw->clients[i].follow)
-			client_write(&gw->clients[i], line, strlen(line));
-}
-
-void
-control_close_all(struct gw *gw)
-{
-	int i;
-
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		client_drop(&gw->clients[i]);
-	if (gw->ctlfd != -1) {
-		close(gw->ctlfd);
-		unlink(gw->opts.sock);
-	}
-	gw->ctlfd = -1;
-}
-
-/* --- commands --------------------------------------------------------- */
-
-/* The current proxy's signer, or 0: it exits with its proxy, and is
- * reaped without bookkeeping, so ask the kernel. */
-static pid_t
-signer_alive(struct gw *gw)
-{
-	return gw->signer_pid > 0 && gw->procs[PROC_PROXY].pid > 0 &&
-	    kill(gw->signer_pid, 0) == 0 ? gw->signer_pid : 0;
+	memset(st, 0, sizeof(*st));
+	st->listen = listen;
+	st->ipc = ipc;
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		st->c[i].fd = -1;
 }
 
 static void
-ctl_status(struct ctl_req *r)
+close_client_fds(struct ctl_client *c)
 {
-	struct gw *gw = r->gw;
-	time_t now = time(NULL);
-	char refusals[320];
-	bool fast;
-	char *text;
-	int i;
-
-	fast = policy_refusals_state(gw->cfg, refusals, sizeof(refusals));
-	if (r->json) {
-		reply(r, "{\"config\":");
-		ctl_reply_jstr(r, gw->cfg->path);
-		reply(r, ",\"uptime\":%lld,\"sandboxes\":%zu,"
-		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
-		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
-		    "\"refusals\":\"%s\",\"audit\":{\"rotations\":%llu,"
-		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},"
-		    "\"children\":[",
-		    (long long)(now - gw->started), gw->cfg->nsandboxes,
-		    gw->reloads, gw->reload_failures,
-		    (unsigned long long)gw->set_adds,
-		    (unsigned long long)gw->set_refused,
-		    fast ? "true" : "false", refusals,
-		    (unsigned long long)gw->audit.rotations,
-		    (unsigned long long)gw->audit.dropped,
-		    (unsigned long long)gw->audit.suppressed,
-		    (unsigned long long)gw->audit.lost);
-		for (i = 0; i < PROC_MAX; i++)
-			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
-			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
-			    gw->procs[i].enabled ? "true" : "false",
-			    (int)gw->procs[i].pid, gw->procs[i].restarts);
-		reply(r, ",{\"name\":\"signer\",\"enabled\":%s,\"pid\":%d,"
-		    "\"restarts\":0}],", gw->procs[PROC_PROXY].enabled ?
-		    "true" : "false", (int)signer_alive(gw));
-		net_status(r, &gw->net);
-		reply(r, "}\nok\n");
-		return;
-	}
-	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
-	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
-	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
-	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
-	    gw->reload_failures, refusals);
-	text = audit_counters(gw);
-	reply(r, "%s", text);
-	free(text);
-	net_status(r, &gw->net);
-	for (i = 0; i < PROC_MAX; i++) {
-		if (!gw->procs[i].enabled)
-			reply(r, "child      %-6s disabled\n", gw->procs[i].name);
-		else if (gw->procs[i].pid > 0)
-			reply(r, "child      %-6s running pid %d, %u restart(s)\n",
-			    gw->procs[i].name, (int)gw->procs[i].pid,
-			    gw->procs[i].restarts);
-		else
-			reply(r, "child      %-6s down, restart in %us\n",
-			    gw->procs[i].name, gw->procs[i].backoff_s);
-	}
-	if (signer_alive(gw) > 0)
-		reply(r, "child      signer running pid %d, with the proxy\n",
-		    (int)gw->signer_pid);
-	reply(r, "ok\n");
+	while (c->nfds > 0)
+		close(c->fds[--c->nfds]);
 }
 
-/* A member sees only the sandboxes they own; admins see all. */
-static void
-ctl_sandboxes(struct ctl_req *r)
+/* The buffer may have held a secret's value: wipe it all, every time. */
+void
+ctlproc_drop(struct ctlproc *st, int slot)
 {
-	const struct moat_config *cfg = r->gw->cfg;
-	char a[64];
-	size_t i, shown = 0;
+	struct ctl_client *c = &st->c[slot];
 
-	if (r->json)
-		reply(r, "[");
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		const struct moat_sandbox *s = &cfg->sandboxes[i];
-		if (!ctl_may_see(r, s->owner))
+	if (c->fd != -1)
+		close(c->fd);
+	close_client_fds(c);
+	c->fd = -1;
+	c->len = 0;
+	c->id = 0;
+	c->follow = false;
+	explicit_bzero(c->buf, sizeof(c->buf));
+}
+
+/* Write all of s, with fd attached to the first byte if fd != -1. */
+static void
+client_write(struct ctlproc *st, int slot, const char *s, size_t n, int fd)
+{
+	union {
+		struct cmsghdr hdr;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct ctl_client *c = &st->c[slot];
+	struct iovec iov;
+	struct msghdr msg;
+	ssize_t w;
+
+	while (n > 0 && c->fd != -1) {
+		iov = (struct iovec){ (void *)(uintptr_t)s, n };
+		msg = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1 };
+		if (fd != -1) {
+			memset(&cm, 0, sizeof(cm));
+			msg.msg_control = cm.buf;
+			msg.msg_controllen = sizeof(cm.buf);
+			CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
+			CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
+			CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &fd, sizeof(int));
+		}
+		w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w == -1 && errno == EINTR)
 			continue;
-		addr_fmt(&s->address, a, sizeof(a));
-		if (r->json) {
-			reply(r, "%s{\"name\":\"%s\",\"address\":\"%s\","
-			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":",
-			    shown ? "," : "", s->name, a, s->tap,
-			    egress_name(s->egress));
-			ctl_reply_jstr(r, s->owner);
-			reply(r, ",\"allow\":%zu,\"secrets\":%zu}", s->allow.n,
-			    s->secrets.n);
+		if (w <= 0) {
+			ctlproc_drop(st, slot);	/* gone, or too slow */
+			return;
 		}
-		else
-			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
-			    egress_name(s->egress), s->owner ? s->owner : "-");
-		shown++;
+		fd = -1;
+		s += w;
+		n -= (size_t)w;
 	}
-	reply(r, r->json ? "]\nok\n" : "ok\n");
 }
 
-static void
-ctl_reload(struct ctl_req *r)
+void
+ctlproc_accept(struct ctlproc *st)
 {
-	char *errors = NULL;
+	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
+	int fd, i;
 
-	if (gw_reload(r->gw, &errors) == 0) {
-		reply(r, "ok\n");
+	fd = accept4(st->listen, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd == -1)
 		return;
-	}
-	reply(r, "%serror: configuration not reloaded; the previous policy "
-	    "stays in force\n", errors ? errors : "");
-	free(errors);
-}
-
-/* Per sandbox: queries dnsd dropped over its rate (dns_rate). */
-static void
-dns_dropped(struct ctl_req *r)
-{
-	const struct moat_config *cfg = r->gw->cfg;
-	uint64_t n;
-	size_t i, j;
-
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		const char *name = cfg->sandboxes[i].name;
-		for (n = 0, j = 0; j < r->gw->ndnsdrops; j++)
-			if (strcmp(r->gw->dnsdrops[j].sandbox, name) == 0)
-				n = r->gw->dnsdrops[j].count;
-		if (r->json)
-			reply(r, "%s{\"sandbox\":\"%s\",\"queries\":%llu}",
-			    i ? "," : "", name, (unsigned long long)n);
-		else
-			reply(r, "dns    %-10s %10llu queries dropped over the "
-			    "sandbox's DNS rate\n", name, (unsigned long long)n);
-	}
-}
-
-static void
-ctl_counters(struct ctl_req *r)
-{
-	char *text = NULL;
-
-	if (policy_counters(r->gw, r->json, &text) == -1) {
-		reply(r, "error: cannot read counters\n");
-		return;
-	}
-	if (r->json)
-		reply(r, "{\"counters\":[%s],\"dns_dropped\":[", text);
-	else {
-		reply(r, "%s", text);
-		free(text);
-		text = audit_counters(r->gw);
-		reply(r, "%s", text);
-	}
-	free(text);
-	dns_dropped(r);
-	reply(r, r->json ? "]}\nok\n" : "ok\n");
-}
-
-/* The last lines of the audit file, then (with -f) everything new. */
-static void
-ctl_log(struct ctl_req *r)
-{
-	char buf[65536];
-	ssize_t n;
-	off_t end;
-	int fd;
-
-	if (r->gw->audit_path != NULL &&
-	    (fd = open(r->gw->audit_path, O_RDONLY | O_CLOEXEC)) != -1) {
-		end = lseek(fd, 0, SEEK_END);
-		if (end > (off_t)sizeof(buf) - 1)
-			lseek(fd, end - (off_t)sizeof(buf) + 1, SEEK_SET);
-		else
-			lseek(fd, 0, SEEK_SET);
-		n = read(fd, buf, sizeof(buf) - 1);
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (st->c[i].fd == -1)
+			break;
+	if (i == CTL_MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED,
+	    &cred, &len) == -1) {
 		close(fd);
-		if (n > 0) {
-			char *start = buf;
-			buf[n] = '\0';
-			if (end > n && (start = strchr(buf, '\n')) != NULL)
-				start++;	/* skip a partial first line */
-			else
-				start = buf;
-			client_write(r->c, start, strlen(start));
+		return;
+	}
+	ctlproc_drop(st, i);
+	st->c[i].fd = fd;
+	st->c[i].cred = cred;
+}
+
+/* Bytes, and any descriptors the client attached, into its buffer.
+ * -1: the client is gone or broke the rules (it has been answered). */
+static int
+client_recv(struct ctlproc *st, int slot)
+{
+	union {
+		struct cmsghdr hdr;
+		char buf[CMSG_SPACE(sizeof(int) * IPC_CTL_MAX_FDS)];
+	} cm;
+	struct ctl_client *c = &st->c[slot];
+	struct iovec iov = { c->buf + c->len, sizeof(c->buf) - c->len - 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h;
+	size_t i, k;
+	ssize_t n;
+	int fd, bad = 0;
+
+	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	for (h = CMSG_FIRSTHDR(&msg); n > 0 && h != NULL;
+	    h = CMSG_NXTHDR(&msg, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+			if (c->nfds < IPC_CTL_MAX_FDS && !c->follow)
+				c->fds[c->nfds++] = fd;
+			else {
+				close(fd);
+				bad = 1;
+			}
 		}
 	}
-	if (r->argc > 1 && strcmp(r->argv[1], "-f") == 0)
-		r->c->follow = true;
-	else
-		reply(r, "ok\n");
+	if (n <= 0) {
+		ctlproc_drop(st, slot);
+		return -1;
+	}
+	if (bad || (msg.msg_flags & MSG_CTRUNC)) {
+		static const char e[] = "error: too many descriptors attached\n";
+		client_write(st, slot, e, sizeof(e) - 1, -1);
+		ctlproc_drop(st, slot);
+		return -1;
+	}
+	c->len += (size_t)n;
+	c->buf[c->len] = '\0';
+	return 0;
+}
+
+/* Send the parent a parsed request, the connection and the client's
+ * descriptors attached.  -1 if the parent is gone. */
+static int
+forward(struct ctlproc *st, int slot, struct ipc_ctl_req *m, size_t mlen)
+{
+	struct ctl_client *c = &st->c[slot];
+	int fds[IPC_MAX_FDS];
+	size_t i;
+	int rc;
+
+	m->uid = c->cred.uid;
+	m->gid = c->cred.gid;
+	m->pid = c->cred.pid;
+	m->nfds = (uint8_t)c->nfds;
+	fds[0] = c->fd;
+	for (i = 0; i < c->nfds; i++)
+		fds[1 + i] = c->fds[i];
+	if (++st->last_id == 0)
+		st->last_id = 1;
+	c->id = st->last_id;
+	rc = ipc_send_fds(st->ipc, IPC_CTL_REQ, c->id, m, mlen, fds,
+	    1 + c->nfds);
+	close_client_fds(c);
+	return rc;
+}
+
+int
+ctlproc_client_readable(struct ctlproc *st, int slot)
+{
+	static union {
+		struct ipc_ctl_req m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	struct ctl_client *c = &st->c[slot];
+	char err[256];
+	size_t mlen;
+	int rc;
+
+	if (client_recv(st, slot) == -1)
+		return 0;
+	if (c->follow) {		/* followers only listen */
+		c->len = 0;
+		return 0;
+	}
+	rc = ctl_parse(c->buf, c->len, c->len == sizeof(c->buf) - 1, &u.m,
+	    sizeof(u.raw), &mlen, err, sizeof(err));
+	if (rc == 1)
+		return 0;
+	if (rc == -1) {
+		client_write(st, slot, err, strlen(err), -1);
+		ctlproc_drop(st, slot);
+		return 0;
+	}
+	rc = forward(st, slot, &u.m, mlen);
+	explicit_bzero(&u, sizeof(u));
+	explicit_bzero(c->buf, sizeof(c->buf));
+	c->len = 0;
+	if (rc == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		static const char busy[] = "error: gatewayd is busy; try "
+		    "again\n";
+		client_write(st, slot, busy, sizeof(busy) - 1, -1);
+		ctlproc_drop(st, slot);
+		return 0;
+	}
+	return rc;
+}
+
+static int
+find_id(const struct ctlproc *st, uint32_t id)
+{
+	int i;
+
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (st->c[i].fd != -1 && id != 0 && st->c[i].id == id)
+			return i;
+	return -1;
+}
+
+static void
+on_reply(struct ctlproc *st, uint32_t id, const struct ipc_ctl_reply *m,
+    size_t len, int fd)
+{
+	int slot = find_id(st, id);
+
+	if (slot == -1) {	/* the client left meanwhile */
+		if (m->end == IPC_CTL_FOLLOW)
+			(void)!ipc_send(st->ipc, IPC_CTL_GONE, id, NULL, 0);
+		return;
+	}
+	client_write(st, slot, m->text, len - sizeof(*m), fd);
+	if (st->c[slot].fd == -1 && m->end == IPC_CTL_FOLLOW)
+		(void)!ipc_send(st->ipc, IPC_CTL_GONE, id, NULL, 0);
+	else if (m->end == IPC_CTL_END)
+		ctlproc_drop(st, slot);
+	else if (m->end == IPC_CTL_FOLLOW)
+		st->c[slot].follow = true;
+}
+
+static void
+on_log(struct ctlproc *st, const char *line, size_t len)
+{
+	int i;
+	uint32_t id;
+
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (st->c[i].fd != -1 && st->c[i].follow) {
+			id = st->c[i].id;
+			client_write(st, i, line, len, -1);
+			if (st->c[i].fd == -1)
+				(void)!ipc_send(st->ipc, IPC_CTL_GONE, id, NULL, 0);
+		}
+}
+
+int
+ctlproc_ipc_readable(struct ctlproc *st)
+{
+	static union {
+		struct ipc_ctl_reply m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	struct ipc_hdr h;
+	char err[256];
+	size_t nfds;
+	ssize_t n;
+	int fd = -1;
+
+	n = ipc_recv_fds(st->ipc, &h, u.raw, sizeof(u.raw), &fd, 1, &nfds,
+	    err, sizeof(err));
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0)
+		return -1;	/* EOF, an error or a protocol violation */
+	if (h.type == IPC_CTL_REPLY)
+		on_reply(st, h.id, &u.m, (size_t)n, nfds ? fd : -1);
+	else if (h.type == IPC_CTL_LOG && nfds == 0)
+		on_log(st, u.raw, (size_t)n);
+	else {
+		if (nfds)
+			close(fd);
+		return -1;	/* not the parent's to send */
+	}
+	if (nfds)
+		close(fd);
+	return 0;
+}
+
+/* --- the process ----------------------------------------------------------- */
+
+static void
+control_seccomp(void)
+{
+	static const int allowed[] = {
+		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
+		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
+		SCMP_SYS(accept4), SCMP_SYS(getsockopt), SCMP_SYS(poll),
+		SCMP_SYS(ppoll), SCMP_SYS(close), SCMP_SYS(brk),
+		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap),
+		SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
+		SCMP_SYS(getpid), SCMP_SYS(exit), SCMP_SYS(exit_group),
+		SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
+		SCMP_SYS(fstat), SCMP_SYS(newfstatat),
+	};
+
+	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
+		_exit(1);
+}
+
+static nfds_t
+poll_set(struct ctlproc *st, struct pollfd *pfd, int *slot)
+{
+	nfds_t n = 2;
+	int i;
+
+	pfd[0] = (struct pollfd){ st->ipc, POLLIN, 0 };
+	pfd[1] = (struct pollfd){ st->listen, POLLIN, 0 };
+	/* A client whose request the parent has is not read (a provision
+	 * job may own its socket), unless it only follows the log. */
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (st->c[i].fd != -1 && (st->c[i].id == 0 || st->c[i].follow)) {
+			slot[n] = i;
+			pfd[n++] = (struct pollfd){ st->c[i].fd, POLLIN, 0 };
+		}
+	return n;
+}
+
+/* Nothing is logged here: the filter allows no socket for syslog.  What
+ * goes wrong ends the process, and the parent logs and restarts it. */
+void
+control_main(int listen, int ipc, pid_t parent)
+{
+	static struct ctlproc st;
+	struct pollfd pfd[2 + CTL_MAX_CLIENTS];
+	int slot[2 + CTL_MAX_CLIENTS];
+	nfds_t i, n;
+
+	/* Never wait for the parent: while it sends us replies, a blocked
+	 * send here would leave both waiting.  A full queue is "busy". */
+	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 || privdrop(CTL_USER) == -1)
+		_exit(1);
+	die_with_parent(parent);
+	control_seccomp();
+	ctlproc_init(&st, listen, ipc);
+	for (;;) {
+		n = poll_set(&st, pfd, slot);
+		if (poll(pfd, n, -1) == -1 && errno != EINTR)
+			_exit(1);
+		if (pfd[0].revents && ctlproc_ipc_readable(&st) == -1)
+			_exit(0);	/* the parent is gone, or broken */
+		for (i = 2; i < n; i++)
+			if (pfd[i].revents && st.c[slot[i]].fd == pfd[i].fd &&
+			    ctlproc_client_readable(&st, slot[i]) == -1)
+				_exit(0);
+		if (pfd[1].revents)
+			ctlproc_accept(&st);
+	}
 }

@@ -3,15 +3,19 @@
  *
  * Process model (STYLE.md points 2-4):
  *
- *   parent (root, CAP_NET_ADMIN)  applies the policy, owns the control
- *        |                        socket and the audit log; parses no
- *        |                        guest bytes, only typed IPC
+ *   parent (root, CAP_NET_ADMIN)  applies the policy, binds the control
+ *        |                        socket, owns the audit log; parses no
+ *        |                        guest bytes and no control requests,
+ *        |                        only typed IPC
  *        +-- dnsd     exec'ed, own user, sockets handed over, IPC fd
  *        +-- proxy    exec'ed (moat-proxy), drops to its own user after
  *        |            reading the secrets it needs
  *        +-- nflog    forked, own user, no capabilities, seccomp: reads
- *                     the kernel's refusal log from a socket the parent
- *                     bound, sends one IPC_AUDIT per refusal
+ *        |            the kernel's refusal log from a socket the parent
+ *        |            bound, sends one IPC_AUDIT per refusal
+ *        +-- control  forked, own user, no capabilities, seccomp: owns
+ *                     the control socket's clients, parses their
+ *                     requests, sends one IPC_CTL_REQ each (control.c)
  *
  * Children that die are restarted with backoff; the kernel policy stays
  * in place throughout (fail closed).
@@ -26,16 +30,17 @@
 #include <time.h>
 
 #include "config.h"
+#include "control.h"
 #include "ipc.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
 #define GW_AUDIT_DIR		"/var/log/moat"
 #define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
-#define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
-#define GW_CTL_MAX_ARGS		64
+#define GW_CTL_MAX_LINE		CTL_MAX_LINE	/* request line, plus a value */
+#define GW_CTL_MAX_ARGS		IPC_CTL_MAX_ARGS
 #define GW_SECRET_MAX		4096
-#define GW_MAX_CLIENTS		32
+#define GW_MAX_CLIENTS		CTL_MAX_CLIENTS
 #define GW_MAX_DRAINING		4	/* old proxies finishing connections */
 
 struct gw_opts {
@@ -49,9 +54,10 @@ struct gw_opts {
 	int		 verbose;
 };
 
-/* --- children (proc.c) --- */
+/* --- children (parent_proc.c) --- */
 
-enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_MAX };
+enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_CONTROL,
+    PROC_MAX };
 
 struct gw_proc {
 	const char	*name;
@@ -83,7 +89,7 @@ void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 
-/* --- audit log (audit.c) --- */
+/* --- audit log (parent_audit.c) --- */
 
 int	audit_open(struct gw *);
 void	audit_reopen(struct gw *);
@@ -99,31 +105,51 @@ void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 void	audit_event(struct gw *, const char *event, ...)
 	    __attribute__((sentinel));
 
-/* --- control socket (control.c) --- */
+/* --- control requests (parent_ctl.c) --- */
 
+/* Bind the control socket; the control process is handed it. */
 int	control_listen(struct gw *);
-void	control_accept(struct gw *);
-void	control_readable(struct gw *, int slot);
-void	control_broadcast_log(struct gw *, const char *line);
-void	control_close_all(struct gw *);
+void	control_unlink(struct gw *);
+/* An IPC_CTL_REQ from the control process, fds[0] the client's
+ * connection and the client's own descriptors after it; they are all
+ * closed here.  The request is checked again in full: the credentials
+ * against the connection's, then who may do what. */
+void	ctl_message(struct gw *, const struct ipc_hdr *, void *payload,
+	    size_t len, int *fds, size_t nfds);
+/* An audit line, for "log -f" clients. */
+void	ctl_log_line(struct gw *, const char *line);
+/* A job ended: the control client waiting for it gets its verdict. */
+bool	ctl_job_reaped(struct gw *, pid_t, int status);
 
-/* The request line's words are percent-encoded by clients (space, '%'
- * and control characters as %XX) so arguments may hold spaces.
- * Decodes in place; -1 on a malformed escape or a decoded NUL. */
-int	ctl_word_decode(char *);
+/* --- one request and its reply (parent_ctlreq.c) --- */
 
-/* A parsed request; the connection's buffer owns the strings. */
+/* A request, typed and checked: the strings point into the message. */
 struct ctl_req {
 	struct gw	*gw;
-	struct gw_client *c;
+	uint32_t	 id;		/* the control process's, for replies */
+	uid_t		 uid;		/* checked against the connection */
+	gid_t		 gid;
+	pid_t		 pid;
+	int		 conn;		/* the client's connection */
+	int		 verb;		/* enum ipc_ctl_verb */
 	bool		 json;
 	int		 argc;
-	char		*argv[GW_CTL_MAX_ARGS];
+	char		*argv[IPC_CTL_MAX_ARGS];
 	char		*body;		/* "secret set": the value line */
 	const char	*user;		/* the caller's login name */
 	bool		 admin;		/* root or gateway.admin_group */
+	char		 userbuf[33];
+	enum ipc_ctl_end end;		/* how the reply ends */
+	bool		 job;		/* a provision job answers later */
+	int		 reply_fd;	/* goes to the client with the reply */
+	FILE		*out;		/* the reply so far */
+	char		*outbuf;
+	size_t		 outlen;
 };
 
+void	ctl_req_open(struct ctl_req *);
+/* Send what was replied, in chunks; the last one says how it ends. */
+void	ctl_req_flush(struct ctl_req *, enum ipc_ctl_end);
 void	ctl_reply(struct ctl_req *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
@@ -131,26 +157,32 @@ void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 bool	ctl_may_see(const struct ctl_req *, const char *owner);
-/* A job ended: the control client waiting for it gets its verdict. */
-bool	control_job_reaped(struct gw *, pid_t, int status);
+/* Hand the client fd (ours to close) with the reply; the reply must
+ * have some text, which the descriptor travels with. */
+void	ctl_req_attach_fd(struct ctl_req *, int fd);
+/* Send reply text for request id to the control process, in chunks, fd
+ * (or -1) attached to the first. */
+int	ctl_send(struct gw *, uint32_t id, enum ipc_ctl_end, const char *text,
+	    size_t len, int fd);
 
-/* --- team-shared host (team.c, secret.c) --- */
+/* --- team-shared host (parent_team.c, parent_secret.c) --- */
 
 /* provision's verbs run by gatewayd for members of group moat. */
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
-void	team_secret(struct ctl_req *);
-void	team_list(struct ctl_req *);		/* provision list, filtered */		/* secret set|list */
+/* The same with the descriptors the client attached to its request. */
+void	team_provision_fds(struct ctl_req *, const int *fds, size_t nfds);
+void	team_secret(struct ctl_req *);		/* secret set|list */
+void	team_list(struct ctl_req *);		/* provision list, filtered */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
 char	*team_config_warnings(const struct moat_config *,
 	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
-void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
-/* --- client side (ctl.c) --- */
+/* --- client side (ctl_client.c) --- */
 
 int	ctl_main(const char *sock, int argc, char *argv[]);
 void	ctl_usage(FILE *);
 
-/* --- policy (policy.c) --- */
+/* --- policy (parent_policy.c) --- */
 
 void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
@@ -170,7 +202,7 @@ int	nflog_open(uint16_t group);		/* parent, privileged */
 void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
 	    __attribute__((noreturn));
 
-/* --- the gateway's own network (network.c; rtnetlink in rtnl.c) --- */
+/* --- the gateway's own network (parent_network.c; rtnetlink in parent_rtnl.c) --- */
 
 #define GW_NET_MAX	8
 struct gw_net_item {
@@ -194,23 +226,21 @@ void	net_status(struct ctl_req *, const struct gw_net *);
 /* gatewayd --teardown; refused while a gatewayd answers on sock. */
 int	net_teardown(const struct moat_config *, const char *sock);
 
-/* --- sandboxing helpers (sandbox.c) --- */
+/* --- sandboxing helpers (nflog_seccomp.c) --- */
 
 int	seccomp_nflog(void);			/* allowlist for nflog child */
 
 /* --- the daemon's state --- */
 
-struct gw_client {
-	int		 fd;
+/* A provision job run for a control client (parent_team.c). */
+struct gw_job {
+	pid_t		 pid;		/* 0: free */
+	uint32_t	 id;		/* the request, for the verdict */
+	unsigned	 gen;		/* of the control process that asked */
 	uid_t		 uid;
-	gid_t		 gid;
-	pid_t		 job;		/* provision run for this client, or 0 */
 	char		 user[33];	/* login name, for the job's audit */
 	char		 verb[16];
 	char		 sandbox[33];
-	bool		 follow;	/* "log -f" */
-	size_t		 len;
-	char		 buf[GW_CTL_MAX_LINE];
 };
 
 struct gw {
@@ -230,8 +260,16 @@ struct gw {
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
 	int			 proxy_fd;	/* listening, bound by the parent */
-	int			 ctlfd;
-	struct gw_client	 clients[GW_MAX_CLIENTS];
+	int			 ctlfd;		/* listening; the control process's */
+	unsigned		 ctl_gen;	/* control processes started */
+	unsigned		 ctl_followers;	/* "log -f" clients */
+	struct gw_job		 jobs[GW_MAX_CLIENTS];
+	/* Wired by gw_run, so that the modules below call no module above
+	 * them: an IPC_CTL_* message from the control process, and each
+	 * audit line written. */
+	void			(*on_ctl_msg)(struct gw *, const struct ipc_hdr *,
+				    void *, size_t, int *, size_t);
+	void			(*on_audit_line)(struct gw *, const char *);
 	int			 auditfd;
 	char			*audit_path;
 	struct audit_stats {
@@ -255,8 +293,11 @@ struct gw {
 	bool			 quit;
 };
 
-/* daemon.c */
+/* parent.c */
 int	gw_run(struct gw_opts *);
+
+/* parent_reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
+void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 #endif

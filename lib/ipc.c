@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ipc.h"
 
@@ -21,6 +22,9 @@ static int shape_sign_req(const void *, size_t, char *, size_t);
 static int shape_sign_cert(const void *, size_t, char *, size_t);
 static int shape_secret(const void *, size_t, char *, size_t);
 static int shape_dns_dropped(const void *, size_t, char *, size_t);
+static int shape_ctl_req(const void *, size_t, char *, size_t);
+static int shape_ctl_reply(const void *, size_t, char *, size_t);
+static int shape_ctl_log(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -34,7 +38,36 @@ static const struct {
 	[IPC_SIGN_CERT] = { "sign-cert", shape_sign_cert },
 	[IPC_SECRET] = { "secret", shape_secret },
 	[IPC_DNS_DROPPED] = { "dns-dropped", shape_dns_dropped },
+	[IPC_CTL_REQ] = { "ctl-req", shape_ctl_req },
+	[IPC_CTL_REPLY] = { "ctl-reply", shape_ctl_reply },
+	[IPC_CTL_LOG] = { "ctl-log", shape_ctl_log },
+	[IPC_CTL_GONE] = { "ctl-gone", shape_empty },
 };
+
+static const char *const ctl_verbs[CTL_VERB_MAX] = {
+	[CTL_STATUS] = "status", [CTL_SANDBOXES] = "sandboxes",
+	[CTL_LIST] = "list", [CTL_RELOAD] = "reload",
+	[CTL_COUNTERS] = "counters", [CTL_LOG] = "log",
+	[CTL_CREATE] = "create", [CTL_START] = "start", [CTL_STOP] = "stop",
+	[CTL_DESTROY] = "destroy", [CTL_SECRET] = "secret",
+};
+
+const char *
+ipc_ctl_verb_name(int verb)
+{
+	return verb > 0 && verb < CTL_VERB_MAX ? ctl_verbs[verb] : NULL;
+}
+
+int
+ipc_ctl_verb(const char *name)
+{
+	int v;
+
+	for (v = 1; v < CTL_VERB_MAX; v++)
+		if (strcmp(ctl_verbs[v], name) == 0)
+			return v;
+	return 0;
+}
 
 const char *
 ipc_type_name(int type)
@@ -183,6 +216,84 @@ shape_dns_dropped(const void *p, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
+/* Words: argc of them, each non-empty and NUL-terminated, the first the
+ * verb's name; then the body, if any: one NUL-terminated string, and
+ * only for "secret". */
+static int
+shape_ctl_req(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ctl_req *m = p;
+	const char *w, *end;
+	const char *verb;
+	unsigned i;
+
+	if (len < sizeof(*m) || (verb = ipc_ctl_verb_name(m->verb)) == NULL ||
+	    m->json > 1 || m->nfds > IPC_CTL_MAX_FDS || m->pad != 0 ||
+	    m->argc == 0 || m->argc > IPC_CTL_MAX_ARGS ||
+	    m->bodylen > len - sizeof(*m) ||
+	    (m->bodylen > 0 && m->verb != CTL_SECRET)) {
+		snprintf(err, errlen, "ctl-req: header fields out of range");
+		return -1;
+	}
+	w = m->data;
+	end = (const char *)p + len - m->bodylen;
+	for (i = 0; i < m->argc; i++) {
+		const char *nul = w < end ? memchr(w, '\0', (size_t)(end - w)) :
+		    NULL;
+		if (nul == NULL || nul == w) {
+			snprintf(err, errlen, "ctl-req: word %u not terminated "
+			    "or empty", i);
+			return -1;
+		}
+		if (i == 0 && strcmp(w, verb) != 0) {
+			snprintf(err, errlen, "ctl-req: first word is not the "
+			    "verb");
+			return -1;
+		}
+		w = nul + 1;
+	}
+	if (w != end) {
+		snprintf(err, errlen, "ctl-req: %zu bytes after the words",
+		    (size_t)(end - w));
+		return -1;
+	}
+	/* The value's own rules (printable, its length) are the parent's
+	 * to check and to refuse with a reason; here: one string. */
+	if (m->bodylen > 0 && (end[m->bodylen - 1] != '\0' ||
+	    memchr(end, '\0', m->bodylen - 1U) != NULL)) {
+		snprintf(err, errlen, "ctl-req: body not one string");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_ctl_reply(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ctl_reply *m = p;
+
+	if (len < sizeof(*m) || m->end > IPC_CTL_FOLLOW || m->pad[0] ||
+	    m->pad[1] || m->pad[2]) {
+		snprintf(err, errlen, "ctl-reply: malformed header");
+		return -1;
+	}
+	return 0;
+}
+
+/* One audit line for "log -f": no NUL, one newline, at the end. */
+static int
+shape_ctl_log(const void *p, size_t len, char *err, size_t errlen)
+{
+	const char *s = p;
+
+	if (len < 2 || s[len - 1] != '\n' || memchr(s, '\n', len - 1) != NULL ||
+	    memchr(s, '\0', len) != NULL) {
+		snprintf(err, errlen, "ctl-log: not one line");
+		return -1;
+	}
+	return 0;
+}
+
 static int
 shape_empty(const void *p, size_t len, char *err, size_t errlen)
 {
@@ -242,6 +353,129 @@ ipc_send(int fd, enum ipc_type type, uint32_t id, const void *payload,
 		return -1;
 	}
 	return 0;
+}
+
+int
+ipc_send_fds(int fd, enum ipc_type type, uint32_t id, const void *payload,
+    size_t len, const int *fds, size_t nfds)
+{
+	struct ipc_hdr h = { (uint16_t)type, 0, (uint32_t)len, id };
+	struct iovec iov[2] = {
+		{ &h, sizeof(h) }, { (void *)(uintptr_t)payload, len },
+	};
+	union {
+		struct cmsghdr hdr;
+		char buf[CMSG_SPACE(sizeof(int) * IPC_MAX_FDS)];
+	} cm;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (len > IPC_MAX_PAYLOAD || nfds > IPC_MAX_FDS) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (nfds > 0) {
+		memset(&cm, 0, sizeof(cm));
+		msg.msg_control = cm.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	if ((size_t)n != sizeof(h) + len) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return 0;
+}
+
+/* Every descriptor in the control data, into fds (up to max); the count
+ * of all of them, or -1 if any arrived other than as SCM_RIGHTS. */
+static int
+take_fds(struct msghdr *msg, int *fds, size_t max, size_t *got)
+{
+	struct cmsghdr *c;
+	size_t i, k;
+	int bad = 0, fd;
+
+	*got = 0;
+	for (c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			bad = 1;
+			continue;
+		}
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*got < max)
+				fds[(*got)++] = fd;
+			else {
+				close(fd);
+				bad = 1;
+			}
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+static void
+close_fds(int *fds, size_t *n)
+{
+	while (*n > 0)
+		close(fds[--*n]);
+}
+
+ssize_t
+ipc_recv_fds(int fd, struct ipc_hdr *hdr, void *buf, size_t buflen,
+    int *fds, size_t maxfds, size_t *nfds, char *err, size_t errlen)
+{
+	struct iovec iov[2] = { { hdr, sizeof(*hdr) }, { buf, buflen } };
+	union {
+		struct cmsghdr hdr;
+		char buf[CMSG_SPACE(sizeof(int) * IPC_MAX_FDS)];
+	} cm;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2,
+	    .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	ssize_t n;
+
+	memset(hdr, 0, sizeof(*hdr));
+	*nfds = 0;
+	if (maxfds > IPC_MAX_FDS)
+		maxfds = IPC_MAX_FDS;
+	do
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return n;
+	if (take_fds(&msg, fds, maxfds, nfds) == -1 ||
+	    (msg.msg_flags & MSG_CTRUNC)) {
+		close_fds(fds, nfds);
+		snprintf(err, errlen, "more than %zu descriptors attached",
+		    maxfds);
+		return -2;
+	}
+	if (msg.msg_flags & MSG_TRUNC) {
+		close_fds(fds, nfds);
+		snprintf(err, errlen, "message larger than %zu bytes",
+		    sizeof(*hdr) + buflen);
+		return -2;
+	}
+	n = (size_t)n < sizeof(*hdr) ? -1 : n - (ssize_t)sizeof(*hdr);
+	if (n < 0 || ipc_check(hdr, buf, (size_t)n, err, errlen) == -1) {
+		if (n < 0)
+			snprintf(err, errlen, "short message");
+		close_fds(fds, nfds);
+		return -2;
+	}
+	return n;
 }
 
 ssize_t

@@ -18,7 +18,7 @@
 #include "admit.h"
 #include "ranges.h"
 
-#define IPC_MAX_PAYLOAD		8192
+#define IPC_MAX_PAYLOAD		16384	/* a control request: 8 KiB line + body */
 #define IPC_SET_MAX_ADDRS	64
 #define IPC_NAME_LEN		33	/* sandbox names are at most 32 */
 /* A set-add asking for longer is a protocol violation (dnsd caps TTLs). */
@@ -33,6 +33,10 @@ enum ipc_type {
 	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
 	IPC_SECRET,		/* parent -> proxy: one secret's value, at start */
 	IPC_DNS_DROPPED,	/* dnsd -> parent: queries over a sandbox's rate */
+	IPC_CTL_REQ,		/* control -> parent: one client's parsed request */
+	IPC_CTL_REPLY,		/* parent -> control: reply text for a request */
+	IPC_CTL_LOG,		/* parent -> control: an audit line for followers */
+	IPC_CTL_GONE,		/* control -> parent: a "log -f" client left */
 	IPC_TYPE_MAX
 };
 
@@ -89,6 +93,51 @@ struct ipc_dns_dropped {
 	uint64_t	count;		/* >= 1 */
 };
 
+/*
+ * The control protocol, parsed by the unprivileged control process and
+ * sent to the parent as one IPC_CTL_REQ per request.  The header carries
+ * the client's SO_PEERCRED; the parent re-reads them from the client's
+ * connection, which comes attached (SCM_RIGHTS) as the first descriptor,
+ * followed by nfds descriptors the client itself attached.  Then argc
+ * NUL-terminated words (argv[0] is the verb's name, "--json" removed),
+ * then bodylen bytes of body, NUL-terminated ("secret set" only).
+ */
+enum ipc_ctl_verb {
+	CTL_STATUS = 1, CTL_SANDBOXES, CTL_LIST, CTL_RELOAD, CTL_COUNTERS,
+	CTL_LOG, CTL_CREATE, CTL_START, CTL_STOP, CTL_DESTROY, CTL_SECRET,
+	CTL_VERB_MAX
+};
+#define IPC_CTL_MAX_ARGS	64
+#define IPC_CTL_MAX_FDS		8	/* a client may attach this many */
+
+struct ipc_ctl_req {
+	uint32_t	uid;
+	uint32_t	gid;
+	int32_t		pid;
+	uint8_t		verb;		/* enum ipc_ctl_verb */
+	uint8_t		json;		/* 0 or 1 */
+	uint8_t		nfds;		/* the client's, after its connection */
+	uint8_t		pad;
+	uint16_t	argc;		/* 1 .. IPC_CTL_MAX_ARGS */
+	uint16_t	bodylen;	/* 0, or the body with its NUL */
+	char		data[];
+};
+
+/* One chunk of a reply.  MORE: more follows; END: the last, close the
+ * client; FOLLOW: the last, then keep the client for IPC_CTL_LOG lines.
+ * At most one descriptor may come attached, for the client. */
+enum ipc_ctl_end { IPC_CTL_MORE = 0, IPC_CTL_END, IPC_CTL_FOLLOW };
+struct ipc_ctl_reply {
+	uint8_t		end;		/* enum ipc_ctl_end */
+	uint8_t		pad[3];
+	char		text[];		/* the rest of the payload, no NUL */
+};
+
+/* The verb's name on the wire, or NULL. */
+const char *ipc_ctl_verb_name(int verb);
+/* The verb for a name, or 0. */
+int	ipc_ctl_verb(const char *name);
+
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or
  * newline, at most IPC_MAX_PAYLOAD bytes. */
 
@@ -97,6 +146,16 @@ int	ipc_pair(int fds[2]);
 /* Send one message.  0 or -1 (errno set). */
 int	ipc_send(int fd, enum ipc_type, uint32_t id, const void *payload,
 	    size_t len);
+/* ipc_send with nfds descriptors attached (SCM_RIGHTS); they stay open
+ * here.  nfds <= IPC_MAX_FDS. */
+#define IPC_MAX_FDS		(IPC_CTL_MAX_FDS + 1)
+int	ipc_send_fds(int fd, enum ipc_type, uint32_t id, const void *payload,
+	    size_t len, const int *fds, size_t nfds);
+/* ipc_recv that also takes up to maxfds descriptors (close-on-exec) into
+ * fds, their count in *nfds.  More than maxfds is a protocol violation;
+ * on any failure no descriptor is left open. */
+ssize_t	ipc_recv_fds(int fd, struct ipc_hdr *hdr, void *buf, size_t buflen,
+	    int *fds, size_t maxfds, size_t *nfds, char *err, size_t errlen);
 /* Receive one message into buf (at least IPC_MAX_PAYLOAD bytes).
  * Returns the payload length, 0 on orderly EOF with *hdr zeroed, -1 on
  * a socket error (errno) and -2 on a protocol violation (message in err). */

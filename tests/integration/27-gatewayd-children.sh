@@ -26,10 +26,10 @@ dropped() {
 	grep -Eq 'CapEff:\s+0000000000000000' /proc/$1/status && grep -Eq 'Seccomp:\s+2' /proc/$1/status &&
 		[ "$(ps -o user= -p $1)" = "$2" ]
 }
-for c in dnsd proxy; do
+for c in dnsd proxy control; do
 	pid=$(gw_child_pid $c)
 	if [ -z "$pid" ]; then not_ok "$c is running" "$(gw_ctl status; tail -5 "$GW_LOG")"; continue; fi
-	want=moat-dns; [ $c = proxy ] && want=moat-proxy
+	want=moat-dns; [ $c = proxy ] && want=moat-proxy; [ $c = control ] && want=moat-ctl
 	wait_for 30 dropped "$pid" $want	# let it finish dropping privileges
 	st=$(cat /proc/$pid/status)
 	expect_match "$c holds no capabilities" 'CapEff:\s+0000000000000000' "$st"
@@ -37,6 +37,19 @@ for c in dnsd proxy; do
 	expect_match "$c runs under seccomp" 'Seccomp:\s+2' "$st"
 	expect_eq "$c runs as $want" $want "$(ps -o user= -p $pid)"
 done
+# The control process parses what clients send: it holds the listening
+# socket and its IPC end, and opens nothing.
+pid=$(gw_child_pid control)
+expect_eq "the control process holds stdio, the control socket and its IPC end" "0 1 2 3 4" \
+	"$(ls /proc/$pid/fd | sort -n | tr '\n' ' ' | sed 's/ $//')"
+# kill -9 it: the parent, which keeps the listening socket, starts another
+# and the next request is answered.
+kill -9 "$pid"
+ctl_back() { pid2=$(gw_child_pid control); [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; }
+wait_for 30 ctl_back
+if [ -n "$pid2" ] && [ "$pid2" != "$pid" ]; then ok "a killed control process is restarted (pid $pid -> $pid2)"
+else not_ok "a killed control process is restarted" "$(tail -5 "$GW_LOG")"; fi
+expect_match "the new control process answers" '^sandboxes' "$(gw_ctl status)"
 
 # The signer holds the CA key and nothing else; the proxy, which talks
 # to guests, never holds it.  The key's private scalar, searched for in
@@ -174,9 +187,9 @@ kill -TERM "$GW_PID"
 expect_eq "a clean stop of gatewayd leaves no child" "" "$(wait_gone $GW_PID $kids)"
 gw_start; expect_eq "gatewayd starts again" 0 $?
 deadline=$((SECONDS + 30))
-while [ "$(children | wc -w)" -lt 4 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+while [ "$(children | wc -w)" -lt 5 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 kids=$(children)
-expect_eq "four children (nflog, dnsd, proxy, signer)" 4 "$(echo $kids | wc -w)"
+expect_eq "five children (nflog, dnsd, proxy, control, signer)" 5 "$(echo $kids | wc -w)"
 kill -9 "$GW_PID"
 expect_eq "after kill -9 of gatewayd, no child survives" "" "$(wait_gone $kids)"
 expect_eq "no process of moat's users is left in the namespace" "" "$(ns_moat_pids)"

@@ -1,6 +1,7 @@
 /*
- * ctl.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request line to
- * the control socket, print the body, exit 0 on "ok" and 1 on "error:".
+ * ctl_client.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request
+ * line to the control socket, print the body, exit 0 on "ok" and 1 on
+ * "error:".
  *
  * Words are percent-encoded (space, '%' and control characters), so an
  * argument may hold spaces.  `secret set` sends the value read from

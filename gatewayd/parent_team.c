@@ -1,7 +1,8 @@
 /*
- * team.c -- a team-shared host: members of group moat create, start, stop
- * and destroy their own sandboxes through the control socket, and gatewayd
- * does the privileged work by running provision as root on their behalf.
+ * parent_team.c -- a team-shared host: members of group moat create,
+ * start, stop and destroy their own sandboxes through the control socket,
+ * and gatewayd does the privileged work by running provision as root on
+ * their behalf.
  *
  * The caller is known only by SO_PEERCRED.  Before anything runs, the
  * request is checked here against what the caller owns, which secrets they
@@ -10,8 +11,9 @@
  * the caller.  Files named in options are opened with the caller's file
  * system identity, so nobody can have root read a file they cannot.
  *
- * provision writes straight to the client's socket; when it exits, the
- * client gets "ok" or "error: ..." (control_job_reaped).  The parent
+ * provision writes straight to the client's socket (the control process
+ * attached it to the request); when it exits, the client gets "ok" or
+ * "error: ..." through the control process (ctl_job_reaped).  The parent
  * never waits for it: provision itself asks gatewayd to reload.
  */
 #include <sys/fsuid.h>
@@ -298,9 +300,9 @@ create_running(const struct gw *gw, const char *user)
 	int i;
 
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->clients[i].fd != -1 && gw->clients[i].job > 0 &&
-		    strcmp(gw->clients[i].verb, "create") == 0 &&
-		    strcmp(gw->clients[i].user, user) == 0)
+		if (gw->jobs[i].pid > 0 &&
+		    strcmp(gw->jobs[i].verb, "create") == 0 &&
+		    strcmp(gw->jobs[i].user, user) == 0)
 			return true;
 	return false;
 }
@@ -309,7 +311,7 @@ static int
 check_create(struct ctl_req *r, struct job *j, const char **owner)
 {
 	*owner = r->admin && j->owner ? j->owner :
-	    r->c->uid == 0 && j->owner == NULL ? NULL : r->user;
+	    r->uid == 0 && j->owner == NULL ? NULL : r->user;
 	if (config_sandbox_by_name(r->gw->cfg, j->name) != NULL) {
 		ctl_refuse(r, j->name, "create: a sandbox named \"%s\" already "
 		    "exists", j->name);
@@ -345,7 +347,8 @@ check_owned(struct ctl_req *r, const struct job *j, const char *verb)
 /* In the child, with the caller's file-system identity: open each named
  * file, require a regular file, and hand provision its canonical path. */
 static int
-resolve_paths(struct gw_client *c, struct job *j, char canon[][PATH_MAX])
+resolve_paths(const struct ctl_req *c, struct job *j,
+    char canon[][PATH_MAX])
 {
 	struct passwd *pw = getpwuid(c->uid);
 	gid_t groups[256];
@@ -391,7 +394,7 @@ resolve_paths(struct gw_client *c, struct job *j, char canon[][PATH_MAX])
 }
 
 static void __attribute__((noreturn))
-job_child(struct gw *gw, struct gw_client *c, struct job *j)
+job_child(const struct ctl_req *c, struct job *j)
 {
 	static char canon[GW_CTL_MAX_ARGS][PATH_MAX];
 	sigset_t all;
@@ -400,12 +403,12 @@ job_child(struct gw *gw, struct gw_client *c, struct job *j)
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	/* The socket is shared with the parent, which only writes to it
-	 * with MSG_DONTWAIT while the job runs. */
-	if ((fl = fcntl(c->fd, F_GETFL)) != -1)
-		fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
+	/* The socket is shared with the control process, which only
+	 * writes to it with MSG_DONTWAIT, and not before the job is done. */
+	if ((fl = fcntl(c->conn, F_GETFL)) != -1)
+		fcntl(c->conn, F_SETFL, fl & ~O_NONBLOCK);
 	if ((fd = open("/dev/null", O_RDONLY)) == -1 || dup2(fd, 0) == -1 ||
-	    dup2(c->fd, 1) == -1 || dup2(c->fd, 2) == -1)
+	    dup2(c->conn, 1) == -1 || dup2(c->conn, 2) == -1)
 		_exit(127);
 	if (resolve_paths(c, j, canon) == -1)
 		_exit(1);
@@ -418,20 +421,34 @@ job_child(struct gw *gw, struct gw_client *c, struct job *j)
 static void
 job_start(struct ctl_req *r, struct job *j)
 {
-	struct gw_client *c = r->c;
+	struct gw_job *g = NULL;
 	pid_t pid;
+	int i;
 
 	j->argv[j->argc] = NULL;
-	snprintf(c->verb, sizeof(c->verb), "%s", r->argv[0]);
-	snprintf(c->sandbox, sizeof(c->sandbox), "%s", j->name);
+	for (i = 0; i < GW_MAX_CLIENTS && g == NULL; i++)
+		if (r->gw->jobs[i].pid == 0)
+			g = &r->gw->jobs[i];
+	if (g == NULL) {
+		ctl_refuse(r, j->name, "too many provision jobs are running; "
+		    "try again later");
+		return;
+	}
 	if ((pid = fork()) == -1) {
 		ctl_refuse(r, j->name, "cannot run provision: %s",
 		    strerror(errno));
 		return;
 	}
 	if (pid == 0)
-		job_child(r->gw, c, j);
-	c->job = pid;
+		job_child(r, j);
+	g->pid = pid;
+	g->id = r->id;
+	g->gen = r->gw->ctl_gen;
+	g->uid = r->uid;
+	snprintf(g->user, sizeof(g->user), "%s", r->user);
+	snprintf(g->verb, sizeof(g->verb), "%s", r->argv[0]);
+	snprintf(g->sandbox, sizeof(g->sandbox), "%s", j->name);
+	r->job = true;
 }
 
 /* "list": provision's own list, run as root, so that a member gets the
@@ -467,8 +484,10 @@ team_list(struct ctl_req *r)
 	free(run_dir);
 }
 
+/* create, start, stop, destroy.  fds: what the client attached to its
+ * request (not used yet). */
 void
-team_provision(struct ctl_req *r)
+team_provision_fds(struct ctl_req *r, const int *fds, size_t nfds)
 {
 	struct job j = { .argc = 0 };
 	const char *owner = NULL;
@@ -493,7 +512,9 @@ team_provision(struct ctl_req *r)
 	j.argv[j.argc++] = r->argv[0];
 	if (job_parse(r, v, &j) == -1)
 		goto out;
-	snprintf(uid, sizeof(uid), "%u", (unsigned)r->c->uid);
+	(void)fds;
+	(void)nfds;
+	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
 	audit_event(r->gw, "control", "uid", uid, "user", r->user, "verb",
 	    r->argv[0], "sandbox", j.name, NULL);
 	if (pv_verbs[v].create ? check_create(r, &j, &owner) == -1 :
@@ -508,4 +529,10 @@ team_provision(struct ctl_req *r)
 out:
 	free(prog);
 	free(run_dir);
+}
+
+void
+team_provision(struct ctl_req *r)
+{
+	team_provision_fds(r, NULL, 0);
 }

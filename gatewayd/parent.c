@@ -1,10 +1,10 @@
 /*
- * daemon.c -- gatewayd's parent: start-up, the event loop, reload.
+ * parent.c -- gatewayd's parent: start-up and the event loop.
  *
  * Start-up order: load and validate the config, apply the policy (fail
  * closed: no policy, no daemon), open the audit log and control socket,
- * then start the children.  Stopping leaves the policy in the kernel;
- * only `nft-rules flush` removes it.
+ * then start the children (the control process among them).  Stopping
+ * leaves the policy in the kernel; only `nft-rules flush` removes it.
  */
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -22,81 +22,6 @@
 #include "gatewayd.h"
 #include "log.h"
 #include "nftrules.h"
-
-static char *
-errors_text(const struct moat_errors *e)
-{
-	char *buf = NULL;
-	size_t len = 0, i;
-	FILE *fp = open_memstream(&buf, &len);
-
-	if (fp == NULL)
-		fatalx("out of memory");
-	for (i = 0; i < e->n; i++)
-		fprintf(fp, "%s\n", e->msg[i]);
-	fclose(fp);
-	return buf;
-}
-
-/* The config's warnings, one log line each (start-up and reload). */
-void
-gw_log_warnings(const struct moat_config *cfg, const struct moat_errors *errs)
-{
-	char *text = team_config_warnings(cfg, errs), *line, *save = NULL;
-
-	for (line = text ? strtok_r(text, "\n", &save) : NULL; line != NULL;
-	    line = strtok_r(NULL, "\n", &save))
-		log_warnx("%s", line);
-	free(text);
-}
-
-int
-gw_reload(struct gw *gw, char **errors)
-{
-	struct moat_errors errs;
-	struct moat_config *cfg, *old = gw->cfg;
-	char err[1024], count[16];
-	int cut;
-
-	*errors = NULL;
-	cfg = config_load(old->path, NULL, &errs);
-	if (cfg == NULL) {
-		*errors = errors_text(&errs);
-		snprintf(count, sizeof(count), "%zu", errs.n);
-		log_warnx("reload refused: %zu error(s) in %s; the previous "
-		    "policy stays", errs.n, old->path);
-		audit_event(gw, "reload", "result", "refused", "errors", count,
-		    "first_error", errs.msg[0], NULL);
-		config_errors_free(&errs);
-		gw->reload_failures++;
-		return -1;
-	}
-	gw_log_warnings(cfg, &errs);
-	config_errors_free(&errs);
-	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
-		xasprintf(errors, "%s: %s\n", old->path, err);
-		log_warnx("reload refused by the kernel: %s", err);
-		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
-		config_free(cfg);
-		gw->reload_failures++;
-		return -1;
-	}
-	gw->cfg = cfg;
-	net_walk(cfg, true, &gw->net);
-	net_log(&gw->net);
-	cut = policy_cut_flows(old, cfg);
-	snprintf(count, sizeof(count), "%d", cut);
-	config_free(old);
-	gw->reloads++;
-	gw->last_reload = time(NULL);
-	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
-	    cfg->nsandboxes, cut);
-	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
-	/* Every child starts again with the new config: dnsd and the nflog
-	 * reader at once, the proxy after draining its open connections. */
-	proc_reload(gw);
-	return 0;
-}
 
 static int
 signals_fd(void)
@@ -140,41 +65,32 @@ on_signal(struct gw *gw, int sfd)
 			break;
 		case SIGCHLD:
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-				if (!control_job_reaped(gw, pid, status))
+				if (!ctl_job_reaped(gw, pid, status))
 					proc_reaped(gw, pid, status);
 			break;
 		}
 	}
 }
 
-enum { FD_SIG, FD_CTL, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+enum { FD_SIG, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
 {
-	struct pollfd pfd[FD_PROC0 + PROC_MAX + GW_MAX_CLIENTS];
-	int slot[GW_MAX_CLIENTS], n, i, c, timeout;
+	struct pollfd pfd[FD_PROC0 + PROC_MAX];
+	int i, timeout;
 
 	while (!gw->quit) {
 		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
-		pfd[FD_CTL] = (struct pollfd){ gw->ctlfd, POLLIN, 0 };
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
 			    POLLIN, 0 };
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		n = FD_PROC0 + PROC_MAX;
-		/* A client whose provision job runs is not read: the job
-		 * owns its socket until it exits. */
-		for (c = 0; c < GW_MAX_CLIENTS; c++)
-			if (gw->clients[c].fd != -1 && gw->clients[c].job == 0) {
-				slot[n - FD_PROC0 - PROC_MAX] = c;
-				pfd[n++] = (struct pollfd){ gw->clients[c].fd,
-				    POLLIN, 0 };
-			}
 		timeout = proc_next_timeout(gw, time(NULL));
-		if (poll(pfd, (nfds_t)n, timeout) == -1 && errno != EINTR)
+		if (poll(pfd, FD_PROC0 + PROC_MAX, timeout) == -1 &&
+		    errno != EINTR)
 			fatal("poll");
 		if (pfd[FD_SIG].revents)
 			on_signal(gw, sfd);
@@ -184,12 +100,6 @@ loop(struct gw *gw, int sfd)
 		for (i = 0; i < PROC_MAX; i++)
 			if (pfd[FD_PROC0 + i].revents && gw->procs[i].ipc != -1)
 				proc_ipc_readable(gw, (enum gw_proc_id)i);
-		for (i = FD_PROC0 + PROC_MAX; i < n; i++)
-			if (pfd[i].revents && gw->clients[slot[i - FD_PROC0 -
-			    PROC_MAX]].fd == pfd[i].fd)
-				control_readable(gw, slot[i - FD_PROC0 - PROC_MAX]);
-		if (pfd[FD_CTL].revents)
-			control_accept(gw);
 		proc_tick(gw, time(NULL));
 	}
 }
@@ -200,7 +110,6 @@ startup(struct gw *gw)
 	struct moat_errors errs;
 	struct group *gr;
 	char err[1024];
-	int i;
 
 	gw->cfg = config_load(gw->opts.conf, NULL, &errs);
 	if (gw->cfg == NULL) {
@@ -232,8 +141,6 @@ startup(struct gw *gw)
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);
 	audit_open(gw);
-	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		gw->clients[i].fd = -1;
 	if (control_listen(gw) == -1)
 		return -1;
 	return 0;
@@ -249,6 +156,8 @@ gw_run(struct gw_opts *opts)
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
 	gw.dns_udp = gw.dns_tcp = gw.proxy_fd = -1;
 	gw.started = time(NULL);
+	gw.on_ctl_msg = ctl_message;
+	gw.on_audit_line = ctl_log_line;
 	log_init("gatewayd", !opts->foreground, opts->verbose + 1);
 	if (geteuid() != 0)
 		log_warnx("not running as root: applying the policy will "
@@ -268,7 +177,7 @@ gw_run(struct gw_opts *opts)
 	gw.quit = true;
 	proc_stop_all(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
-	control_close_all(&gw);
+	control_unlink(&gw);
 	audit_close(&gw);
 	nftr_ruleset_free(gw.applied);
 	nftr_ctx_free(gw.nft);

@@ -1,6 +1,7 @@
 /*
- * rtnl.h -- gatewayd's rtnetlink requests (rtnl.c).  Lookups return 1
- * found, 0 not found, -1 error (errno); changes return 0 or -1 (errno).
+ * parent_rtnl.h -- the parent's rtnetlink requests (parent_rtnl.c).
+ * Lookups return 1 found, 0 not found, -1 error (errno); changes return 0
+ * or -1 (errno).
  */
 #ifndef GATEWAYD_RTNL_H
 #define GATEWAYD_RTNL_H

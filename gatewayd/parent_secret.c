@@ -1,5 +1,5 @@
 /*
- * secret.c -- `gatewayd ctl secret set NAME --host H [--header X]
+ * parent_secret.c -- `gatewayd ctl secret set NAME --host H [--header X]
  * [--share USER]` and `secret list`: members add and rotate their own
  * secrets without root.
  *
@@ -7,7 +7,8 @@
  * from its standard input; it is written once, to a root-only 0600 file
  * (state_dir/secrets/NAME, or the file an admin configured for a secret
  * the caller owns), and is never echoed, logged or audited.  The buffer
- * that held it is wiped when the connection ends (control.c).  The
+ * that held it is wiped once the request is handled (control.c,
+ * parent_ctl.c).  The
  * definition goes to secrets.d/NAME.conf beside moat.conf, owned by the
  * caller, and the reload restarts the proxy, so new requests use the new
  * value while guests keep their placeholder.
@@ -296,7 +297,7 @@ secret_set(struct ctl_req *r)
 		free(placeholder);
 		return;
 	}
-	snprintf(uid, sizeof(uid), "%u", (unsigned)r->c->uid);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
 	audit_event(r->gw, "secret-set", "uid", uid, "user", r->user, "secret",
 	    q.name, "rotated", old ? "yes" : "no", NULL);
 	if (gw_reload(r->gw, &errors) == -1) {

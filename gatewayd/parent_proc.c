@@ -1,6 +1,6 @@
 /*
- * proc.c -- gatewayd's children: start, watch, restart with backoff, and
- * the parent's side of their IPC.
+ * parent_proc.c -- gatewayd's children: start, watch, restart with
+ * backoff, and the parent's side of their IPC.
  *
  * Every message from a child is typed and size-checked by lib/ipc.c; a
  * child that sends anything malformed, or a message its role may not
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "control.h"
 #include "gatewayd.h"
 #include "secretfile.h"
 #include "signer.h"
@@ -34,6 +35,7 @@
 #define STABLE_AFTER	60	/* seconds up before backoff resets */
 
 static int start_nflog(struct gw *, int ipc);
+static int start_control(struct gw *, int ipc);
 static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
@@ -48,6 +50,8 @@ static const struct {
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
 	    (1u << IPC_DNS_DROPPED) },
 	[PROC_PROXY] = { "proxy", NULL, 1u << IPC_AUDIT },
+	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
+	    (1u << IPC_CTL_GONE) },
 };
 
 void
@@ -67,6 +71,7 @@ proc_init(struct gw *gw)
 		gw->procs[i].enabled = !gw->opts.no_children;
 	}
 	gw->procs[PROC_NFLOG].enabled = true;	/* the audit needs it */
+	gw->procs[PROC_CONTROL].enabled = true;	/* and so does ctl */
 }
 
 /*
@@ -429,6 +434,16 @@ handle_dns_dropped(struct gw *gw, const struct ipc_dns_dropped *m)
 	gw->dnsdrops[i].count += m->count;
 }
 
+/* A request from the control process must come with the client's
+ * connection and exactly the descriptors it says the client attached. */
+static bool
+fds_fit(const struct ipc_hdr *h, const void *payload, size_t nfds)
+{
+	if (h->type == IPC_CTL_REQ)
+		return nfds == 1U + ((const struct ipc_ctl_req *)payload)->nfds;
+	return nfds == 0;
+}
+
 void
 proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 {
@@ -437,14 +452,18 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		struct ipc_set_add m;
 		char raw[IPC_MAX_PAYLOAD + 1];
 	} buf;
+	int fds[IPC_MAX_FDS];
 	struct ipc_hdr h;
 	char err[256];
+	size_t nfds, i;
 	ssize_t n;
 
-	n = ipc_recv(p->ipc, &h, &buf, IPC_MAX_PAYLOAD, err, sizeof(err));
+	n = ipc_recv_fds(p->ipc, &h, &buf, IPC_MAX_PAYLOAD, fds,
+	    id == PROC_CONTROL ? IPC_MAX_FDS : 0, &nfds, err, sizeof(err));
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n == 0 || n == -1) {	/* the child went away; SIGCHLD follows */
+	if ((n == 0 && h.type == 0) || n == -1) {
+		/* the child went away; SIGCHLD follows */
 		close(p->ipc);
 		p->ipc = -1;
 		return;
@@ -453,9 +472,12 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		proc_kill(gw, id, err);
 		return;
 	}
-	if (!(roles[id].may_send & (1u << h.type))) {
-		snprintf(err, sizeof(err), "sent %s, which its role may not",
-		    ipc_type_name(h.type));
+	if (!(roles[id].may_send & (1u << h.type)) ||
+	    !fds_fit(&h, buf.raw, nfds)) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		snprintf(err, sizeof(err), "sent %s, which its role may not "
+		    "(or with the wrong descriptors)", ipc_type_name(h.type));
 		proc_kill(gw, id, err);
 		return;
 	}
@@ -465,6 +487,8 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)buf.raw);
 	else if (h.type == IPC_AUDIT)
 		handle_audit(gw, p, buf.raw, (size_t)n);
+	else if (h.type == IPC_CTL_REQ || h.type == IPC_CTL_GONE)
+		gw->on_ctl_msg(gw, &h, buf.raw, (size_t)n, fds, nfds);
 }
 
 /* --- starting ---------------------------------------------------------- */
@@ -492,6 +516,30 @@ start_nflog(struct gw *gw, int ipc)
 		child_fds(keep, 2);
 		nflog_child(3, 4, gw->cfg, parent);
 	}
+	return pid;
+}
+
+/* The control process gets the listening control socket, bound here,
+ * and its IPC end; nothing else. */
+static int
+start_control(struct gw *gw, int ipc)
+{
+	pid_t pid, parent = getpid();
+
+	if ((pid = fork()) == -1) {
+		log_warn("control: fork");
+		return -1;
+	}
+	if (pid == 0) {
+		int keep[2] = { gw->ctlfd, ipc };
+
+		child_signals();
+		child_fds(keep, 2);
+		control_main(3, 4, parent);
+	}
+	/* A new control process knows none of the old one's clients. */
+	gw->ctl_gen++;
+	gw->ctl_followers = 0;
 	return pid;
 }
 

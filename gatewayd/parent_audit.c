@@ -1,5 +1,5 @@
 /*
- * audit.c -- the audit log: one JSON object per line, to a file (0640,
+ * parent_audit.c -- the audit log: one JSON object per line, to a file (0640,
  * reopened on SIGUSR1 for rotation), to syslog, and to every control
  * client following it with "log -f".
  *
@@ -232,7 +232,8 @@ audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 	}
 	if (to == AUDIT_SYSLOG || (to == AUDIT_SYSLOG_LIMITED && syslog_take()))
 		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
-	control_broadcast_log(gw, line);
+	if (gw->on_audit_line != NULL)
+		gw->on_audit_line(gw, line);
 	free(line);
 }
 

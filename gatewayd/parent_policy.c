@@ -1,5 +1,5 @@
 /*
- * policy.c -- the parent's privileged network work: apply the policy
+ * parent_policy.c -- the parent's privileged network work: apply the policy
  * through nft-rules' library, open allowlist addresses for dnsd, read the
  * refusal counters, and cut conntrack entries that a reload forbids.
  */

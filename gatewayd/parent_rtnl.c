@@ -1,8 +1,8 @@
 /*
- * rtnl.c -- the few rtnetlink requests gatewayd makes for its own network
- * (libmnl): look up a link, create a bridge, bring a link up, find and add
- * an IPv4 address, find a default route, delete a link.  Each request
- * waits for the kernel's answer; errors come back in errno.
+ * parent_rtnl.c -- the few rtnetlink requests gatewayd makes for its own
+ * network (libmnl): look up a link, create a bridge, bring a link up, find
+ * and add an IPv4 address, find a default route, delete a link.  Each
+ * request waits for the kernel's answer; errors come back in errno.
  */
 #include <sys/socket.h>
 
@@ -18,7 +18,7 @@
 
 #include <libmnl/libmnl.h>
 
-#include "rtnl.h"
+#include "parent_rtnl.h"
 
 struct rtnl {
 	struct mnl_socket	*nl;

@@ -1,13 +1,13 @@
 /*
- * network.c -- the gateway's own plumbing.  With gateway.manage_network
- * (the default) gatewayd owns it the way libvirt owns its default
- * network: it creates the bridge if missing, brings it up, puts the
- * gateway address on it and turns on IPv4 forwarding on the bridge and
- * the uplink only.  Every step is idempotent and each change is written
- * to STATE_DIR/network.undo, which `gatewayd --teardown` (and nothing
- * else) replays backwards.  Without manage_network, or for -n, the same
- * walk only checks and warns.  The uplink's default route is always the
- * admin's: it is only checked.
+ * parent_network.c -- the gateway's own plumbing.  With
+ * gateway.manage_network (the default) gatewayd owns it the way libvirt
+ * owns its default network: it creates the bridge if missing, brings it
+ * up, puts the gateway address on it and turns on IPv4 forwarding on the
+ * bridge and the uplink only.  Every step is idempotent and each change is
+ * written to STATE_DIR/network.undo, which `gatewayd --teardown` (and
+ * nothing else) replays backwards.  Without manage_network, or for -n, the
+ * same walk only checks and warns.  The uplink's default route is always
+ * the admin's: it is only checked.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -24,7 +24,7 @@
 
 #include "gatewayd.h"
 #include "log.h"
-#include "rtnl.h"
+#include "parent_rtnl.h"
 
 struct walk {
 	const struct moat_config *cfg;

@@ -1,6 +1,6 @@
 /*
- * sandbox.c -- the nflog reader's seccomp allowlist (its privilege drop is
- * lib/privdrop.c's).
+ * nflog_seccomp.c -- the nflog reader's seccomp allowlist (its privilege
+ * drop is lib/privdrop.c's).
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>

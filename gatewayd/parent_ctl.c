@@ -1,0 +1,522 @@
+/*
+ * parent_ctl.c -- the parent's side of the control socket.  The parent
+ * binds the socket (a unix stream socket, mode 0660, group moat) and hands
+ * it to the control process (control.c), which parses what clients send
+ * and forwards each request as one typed IPC_CTL_REQ with the client's
+ * connection attached.  Everything is decided here, again, on the typed
+ * request: the credentials are read from the connection and must match
+ * the ones the message claims; then only root and members of group moat
+ * get further; members see and manage only what they own, root and
+ * gateway.admin_group see everything.  A control process that lies about
+ * who is asking gets nothing a client connected to it could not get.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "log.h"
+
+typedef void (*ctl_fn)(struct ctl_req *);
+
+static void ctl_status(struct ctl_req *);
+static void ctl_sandboxes(struct ctl_req *);
+static void ctl_reload(struct ctl_req *);
+static void ctl_counters(struct ctl_req *);
+static void ctl_log(struct ctl_req *);
+
+/* admin: root or gateway.admin_group only.  json: the verb has a --json
+ * form (for "secret", only "secret list" does; see parent_secret.c). */
+static const struct {
+	ctl_fn		 fn;
+	bool		 admin;
+	bool		 json;
+} ctl_table[CTL_VERB_MAX] = {
+	[CTL_STATUS] = { ctl_status, false, true },
+	[CTL_SANDBOXES] = { ctl_sandboxes, false, true },
+	[CTL_LIST] = { team_list, false, true },
+	[CTL_RELOAD] = { ctl_reload, false, false },
+	[CTL_COUNTERS] = { ctl_counters, true, true },
+	[CTL_LOG] = { ctl_log, true, true },
+	[CTL_CREATE] = { team_provision, false, false },
+	[CTL_START] = { team_provision, false, false },
+	[CTL_STOP] = { team_provision, false, false },
+	[CTL_DESTROY] = { team_provision, false, false },
+	[CTL_SECRET] = { team_secret, false, true },
+};
+
+#define reply ctl_reply
+
+int
+control_listen(struct gw *gw)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = gw->opts.sock;
+	char *dir, *slash;
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("control socket path too long: %s", path);
+		return -1;
+	}
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			log_warn("mkdir %s", dir);
+	}
+	free(dir);
+	strcpy(sun.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		return -1;
+	unlink(path);
+	old = umask(0117);		/* srw-rw---- from the start */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(fd, 16) == -1) {
+		umask(old);
+		log_warn("control socket %s", path);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (gw->moat_gid != (gid_t)-1 && chown(path, 0, gw->moat_gid) == -1)
+		log_warn("chown %s", path);
+	if (chmod(path, 0660) == -1)
+		log_warn("chmod %s", path);
+	gw->ctlfd = fd;
+	return 0;
+}
+
+void
+control_unlink(struct gw *gw)
+{
+	if (gw->ctlfd != -1) {
+		close(gw->ctlfd);
+		unlink(gw->opts.sock);
+	}
+	gw->ctlfd = -1;
+}
+
+/* Root, or a member of the moat group (primary or supplementary). */
+static bool
+peer_allowed(const struct gw *gw, uid_t uid, gid_t gid)
+{
+	struct passwd *pw;
+	gid_t groups[256];
+	int i, n = 256;
+
+	if (uid == 0)
+		return true;
+	if (gw->moat_gid == (gid_t)-1)
+		return false;
+	if (gid == gw->moat_gid)
+		return true;
+	if ((pw = getpwuid(uid)) == NULL)
+		return false;
+	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) == -1)
+		return false;
+	for (i = 0; i < n; i++)
+		if (groups[i] == gw->moat_gid)
+			return true;
+	return false;
+}
+
+/*
+ * The connection must be one accepted on our control socket, and its peer
+ * the one the message names.  A control process could pass only what it
+ * holds: its clients' connections, or sockets of its own, whose peer is
+ * itself (or that have no name).
+ */
+static bool
+creds_match(const struct gw *gw, int fd, uid_t uid, gid_t gid, pid_t pid)
+{
+	struct sockaddr_un sun;
+	socklen_t sl = sizeof(sun), cl = sizeof(struct ucred), tl = sizeof(int);
+	struct ucred cred;
+	int type;
+
+	memset(&sun, 0, sizeof(sun));
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 ||
+	    type != SOCK_STREAM ||
+	    getsockname(fd, (struct sockaddr *)&sun, &sl) == -1 ||
+	    sun.sun_family != AF_UNIX ||
+	    strncmp(sun.sun_path, gw->opts.sock, sizeof(sun.sun_path)) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == -1)
+		return false;
+	return cred.uid == uid && cred.gid == gid && cred.pid == pid;
+}
+
+/* The caller's login name; a uid without one gets "#UID", which owns
+ * nothing and matches no quota. */
+static void
+identify(struct gw *gw, struct ctl_req *r)
+{
+	struct passwd *pw = getpwuid(r->uid);
+
+	if (pw != NULL && strlen(pw->pw_name) < sizeof(r->userbuf))
+		snprintf(r->userbuf, sizeof(r->userbuf), "%s", pw->pw_name);
+	else
+		snprintf(r->userbuf, sizeof(r->userbuf), "#%u",
+		    (unsigned)r->uid);
+	r->user = r->userbuf;
+	r->admin = team_is_admin(gw->cfg, r->uid, pw ? pw->pw_name : NULL);
+}
+
+/* The message's words as argv; its shape was checked by ipc_check. */
+static void
+req_words(struct ctl_req *r, struct ipc_ctl_req *m, size_t len)
+{
+	char *w = m->data;
+	int i;
+
+	for (i = 0; i < m->argc; i++) {
+		r->argv[r->argc++] = w;
+		w += strlen(w) + 1;
+	}
+	r->body = m->bodylen ? (char *)m + len - m->bodylen : NULL;
+}
+
+/* Who is asking, checked; false if they were refused. */
+static bool
+admitted(struct ctl_req *r)
+{
+	char uidbuf[16];
+
+	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
+	if (!creds_match(r->gw, r->conn, r->uid, r->gid, r->pid)) {
+		audit_event(r->gw, "control-forged", "uid", uidbuf, "verb",
+		    r->argv[0], NULL);
+		reply(r, "error: permission denied: the request does not "
+		    "match its connection\n");
+		return false;
+	}
+	if (!peer_allowed(r->gw, r->uid, r->gid)) {
+		audit_event(r->gw, "control-denied", "uid", uidbuf, NULL);
+		reply(r, "error: permission denied: you are not in group "
+		    GW_GROUP " (or root)\n");
+		return false;
+	}
+	return true;
+}
+
+static void
+dispatch(struct ctl_req *r, const int *fds, size_t nfds)
+{
+	char uidbuf[16];
+
+	identify(r->gw, r);
+	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
+	/* Arguments are not audited: they may name files; "secret set"
+	 * carries its value in the body, which is never looked at here.
+	 * provision's verbs are audited once their sandbox is known
+	 * (parent_team.c). */
+	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision)
+		audit_event(r->gw, "control", "uid", uidbuf, "user", r->user,
+		    "verb", r->argv[0], "sandbox", "", NULL);
+	if (r->json && !ctl_table[r->verb].json) {
+		reply(r, "error: %s has no --json output\n", r->argv[0]);
+		return;
+	}
+	if (ctl_table[r->verb].admin && !r->admin) {
+		ctl_refuse(r, NULL, "%s is for root and the admin group only",
+		    r->argv[0]);
+		return;
+	}
+	if (ctl_table[r->verb].fn == team_provision)
+		team_provision_fds(r, fds, nfds);
+	else
+		ctl_table[r->verb].fn(r);
+}
+
+void
+ctl_message(struct gw *gw, const struct ipc_hdr *h, void *payload,
+    size_t len, int *fds, size_t nfds)
+{
+	struct ipc_ctl_req *m = payload;
+	struct ctl_req r = { .gw = gw, .id = h->id, .end = IPC_CTL_END };
+	size_t i;
+
+	if (h->type == IPC_CTL_GONE) {
+		if (gw->ctl_followers > 0)
+			gw->ctl_followers--;
+		goto out;
+	}
+	if (h->type != IPC_CTL_REQ || nfds != 1U + m->nfds)
+		goto out;	/* the caller checked: cannot happen */
+	r.uid = m->uid;
+	r.gid = m->gid;
+	r.pid = m->pid;
+	r.conn = fds[0];
+	r.verb = m->verb;
+	r.json = m->json;
+	req_words(&r, m, len);
+	ctl_req_open(&r);
+	if (admitted(&r))
+		dispatch(&r, fds + 1, nfds - 1);
+	if (r.job)
+		r.end = IPC_CTL_MORE;	/* the verdict comes when it exits */
+	else if (r.end == IPC_CTL_FOLLOW)
+		gw->ctl_followers++;
+	ctl_req_flush(&r, r.end);
+out:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	explicit_bzero(payload, len);	/* it may hold a secret's value */
+}
+
+bool
+ctl_job_reaped(struct gw *gw, pid_t pid, int status)
+{
+	struct gw_job *j;
+	char uid[16], code[16], msg[96];
+	int i, n;
+
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		if (gw->jobs[i].pid == pid)
+			break;
+	if (i == GW_MAX_CLIENTS)
+		return false;
+	j = &gw->jobs[i];
+	snprintf(uid, sizeof(uid), "%u", (unsigned)j->uid);
+	snprintf(code, sizeof(code), "%d", WIFEXITED(status) ?
+	    WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	audit_event(gw, "control-done", "uid", uid, "user", j->user, "verb",
+	    j->verb, "sandbox", j->sandbox, "result", WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0 ? "ok" : "failed", "exit", code, NULL);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		n = snprintf(msg, sizeof(msg), "ok\n");
+	else
+		n = snprintf(msg, sizeof(msg), "error: provision %s failed "
+		    "(exit %s)\n", j->verb, code);
+	/* Only the control process that asked knows the request. */
+	if (j->gen == gw->ctl_gen)
+		ctl_send(gw, j->id, IPC_CTL_END, msg, (size_t)n, -1);
+	j->pid = 0;
+	return true;
+}
+
+void
+ctl_log_line(struct gw *gw, const char *line)
+{
+	int fd = gw->procs[PROC_CONTROL].ipc;
+
+	if (gw->ctl_followers > 0 && fd != -1 &&
+	    ipc_send(fd, IPC_CTL_LOG, 0, line, strlen(line)) == -1 &&
+	    errno != EMSGSIZE)
+		gw->ctl_followers = 0;	/* the control process is gone */
+}
+
+/* --- commands --------------------------------------------------------- */
+
+/* The current proxy's signer, or 0: it exits with its proxy, and is
+ * reaped without bookkeeping, so ask the kernel. */
+static pid_t
+signer_alive(struct gw *gw)
+{
+	return gw->signer_pid > 0 && gw->procs[PROC_PROXY].pid > 0 &&
+	    kill(gw->signer_pid, 0) == 0 ? gw->signer_pid : 0;
+}
+
+static void
+ctl_status(struct ctl_req *r)
+{
+	struct gw *gw = r->gw;
+	time_t now = time(NULL);
+	char refusals[320];
+	bool fast;
+	char *text;
+	int i;
+
+	fast = policy_refusals_state(gw->cfg, refusals, sizeof(refusals));
+	if (r->json) {
+		reply(r, "{\"config\":");
+		ctl_reply_jstr(r, gw->cfg->path);
+		reply(r, ",\"uptime\":%lld,\"sandboxes\":%zu,"
+		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
+		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
+		    "\"refusals\":\"%s\",\"audit\":{\"rotations\":%llu,"
+		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},"
+		    "\"children\":[",
+		    (long long)(now - gw->started), gw->cfg->nsandboxes,
+		    gw->reloads, gw->reload_failures,
+		    (unsigned long long)gw->set_adds,
+		    (unsigned long long)gw->set_refused,
+		    fast ? "true" : "false", refusals,
+		    (unsigned long long)gw->audit.rotations,
+		    (unsigned long long)gw->audit.dropped,
+		    (unsigned long long)gw->audit.suppressed,
+		    (unsigned long long)gw->audit.lost);
+		for (i = 0; i < PROC_MAX; i++)
+			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
+			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
+			    gw->procs[i].enabled ? "true" : "false",
+			    (int)gw->procs[i].pid, gw->procs[i].restarts);
+		reply(r, ",{\"name\":\"signer\",\"enabled\":%s,\"pid\":%d,"
+		    "\"restarts\":0}],", gw->procs[PROC_PROXY].enabled ?
+		    "true" : "false", (int)signer_alive(gw));
+		net_status(r, &gw->net);
+		reply(r, "}\nok\n");
+		return;
+	}
+	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
+	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
+	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
+	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
+	    gw->reload_failures, refusals);
+	text = audit_counters(gw);
+	reply(r, "%s", text);
+	free(text);
+	net_status(r, &gw->net);
+	for (i = 0; i < PROC_MAX; i++) {
+		if (!gw->procs[i].enabled)
+			reply(r, "child      %-6s disabled\n", gw->procs[i].name);
+		else if (gw->procs[i].pid > 0)
+			reply(r, "child      %-6s running pid %d, %u restart(s)\n",
+			    gw->procs[i].name, (int)gw->procs[i].pid,
+			    gw->procs[i].restarts);
+		else
+			reply(r, "child      %-6s down, restart in %us\n",
+			    gw->procs[i].name, gw->procs[i].backoff_s);
+	}
+	if (signer_alive(gw) > 0)
+		reply(r, "child      signer running pid %d, with the proxy\n",
+		    (int)gw->signer_pid);
+	reply(r, "ok\n");
+}
+
+/* A member sees only the sandboxes they own; admins see all. */
+static void
+ctl_sandboxes(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	char a[64];
+	size_t i, shown = 0;
+
+	if (r->json)
+		reply(r, "[");
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *s = &cfg->sandboxes[i];
+		if (!ctl_may_see(r, s->owner))
+			continue;
+		addr_fmt(&s->address, a, sizeof(a));
+		if (r->json) {
+			reply(r, "%s{\"name\":\"%s\",\"address\":\"%s\","
+			    "\"tap\":\"%s\",\"egress\":\"%s\",\"owner\":",
+			    shown ? "," : "", s->name, a, s->tap,
+			    egress_name(s->egress));
+			ctl_reply_jstr(r, s->owner);
+			reply(r, ",\"allow\":%zu,\"secrets\":%zu}", s->allow.n,
+			    s->secrets.n);
+		}
+		else
+			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
+			    egress_name(s->egress), s->owner ? s->owner : "-");
+		shown++;
+	}
+	reply(r, r->json ? "]\nok\n" : "ok\n");
+}
+
+static void
+ctl_reload(struct ctl_req *r)
+{
+	char *errors = NULL;
+
+	if (gw_reload(r->gw, &errors) == 0) {
+		reply(r, "ok\n");
+		return;
+	}
+	reply(r, "%serror: configuration not reloaded; the previous policy "
+	    "stays in force\n", errors ? errors : "");
+	free(errors);
+}
+
+/* Per sandbox: queries dnsd dropped over its rate (dns_rate). */
+static void
+dns_dropped(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	uint64_t n;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const char *name = cfg->sandboxes[i].name;
+		for (n = 0, j = 0; j < r->gw->ndnsdrops; j++)
+			if (strcmp(r->gw->dnsdrops[j].sandbox, name) == 0)
+				n = r->gw->dnsdrops[j].count;
+		if (r->json)
+			reply(r, "%s{\"sandbox\":\"%s\",\"queries\":%llu}",
+			    i ? "," : "", name, (unsigned long long)n);
+		else
+			reply(r, "dns    %-10s %10llu queries dropped over the "
+			    "sandbox's DNS rate\n", name, (unsigned long long)n);
+	}
+}
+
+static void
+ctl_counters(struct ctl_req *r)
+{
+	char *text = NULL;
+
+	if (policy_counters(r->gw, r->json, &text) == -1) {
+		reply(r, "error: cannot read counters\n");
+		return;
+	}
+	if (r->json)
+		reply(r, "{\"counters\":[%s],\"dns_dropped\":[", text);
+	else {
+		reply(r, "%s", text);
+		free(text);
+		text = audit_counters(r->gw);
+		reply(r, "%s", text);
+	}
+	free(text);
+	dns_dropped(r);
+	reply(r, r->json ? "]}\nok\n" : "ok\n");
+}
+
+/* The last lines of the audit file, then (with -f) everything new. */
+static void
+ctl_log(struct ctl_req *r)
+{
+	char buf[65536];
+	ssize_t n;
+	off_t end;
+	int fd;
+
+	if (r->gw->audit_path != NULL &&
+	    (fd = open(r->gw->audit_path, O_RDONLY | O_CLOEXEC)) != -1) {
+		end = lseek(fd, 0, SEEK_END);
+		if (end > (off_t)sizeof(buf) - 1)
+			lseek(fd, end - (off_t)sizeof(buf) + 1, SEEK_SET);
+		else
+			lseek(fd, 0, SEEK_SET);
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			char *start = buf;
+			buf[n] = '\0';
+			if (end > n && (start = strchr(buf, '\n')) != NULL)
+				start++;	/* skip a partial first line */
+			else
+				start = buf;
+			reply(r, "%s", start);
+		}
+	}
+	if (r->argc > 1 && strcmp(r->argv[1], "-f") == 0)
+		r->end = IPC_CTL_FOLLOW;
+	else
+		reply(r, "ok\n");
+}

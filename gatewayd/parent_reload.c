@@ -1,0 +1,89 @@
+/*
+ * parent_reload.c -- the parent re-reads its configuration: validate it,
+ * apply it in one transaction (or keep the old policy), cut the flows it
+ * no longer allows, and start the children again with it.  Called for
+ * SIGHUP (parent.c) and for "reload" and "secret set" (parent_ctl.c,
+ * parent_secret.c); it calls none of them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gatewayd.h"
+#include "log.h"
+
+static char *
+errors_text(const struct moat_errors *e)
+{
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *fp = open_memstream(&buf, &len);
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < e->n; i++)
+		fprintf(fp, "%s\n", e->msg[i]);
+	fclose(fp);
+	return buf;
+}
+
+/* The config's warnings, one log line each (start-up and reload). */
+void
+gw_log_warnings(const struct moat_config *cfg, const struct moat_errors *errs)
+{
+	char *text = team_config_warnings(cfg, errs), *line, *save = NULL;
+
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		log_warnx("%s", line);
+	free(text);
+}
+
+int
+gw_reload(struct gw *gw, char **errors)
+{
+	struct moat_errors errs;
+	struct moat_config *cfg, *old = gw->cfg;
+	char err[1024], count[16];
+	int cut;
+
+	*errors = NULL;
+	cfg = config_load(old->path, NULL, &errs);
+	if (cfg == NULL) {
+		*errors = errors_text(&errs);
+		snprintf(count, sizeof(count), "%zu", errs.n);
+		log_warnx("reload refused: %zu error(s) in %s; the previous "
+		    "policy stays", errs.n, old->path);
+		audit_event(gw, "reload", "result", "refused", "errors", count,
+		    "first_error", errs.msg[0], NULL);
+		config_errors_free(&errs);
+		gw->reload_failures++;
+		return -1;
+	}
+	gw_log_warnings(cfg, &errs);
+	config_errors_free(&errs);
+	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
+		xasprintf(errors, "%s: %s\n", old->path, err);
+		log_warnx("reload refused by the kernel: %s", err);
+		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
+		config_free(cfg);
+		gw->reload_failures++;
+		return -1;
+	}
+	gw->cfg = cfg;
+	net_walk(cfg, true, &gw->net);
+	net_log(&gw->net);
+	cut = policy_cut_flows(old, cfg);
+	snprintf(count, sizeof(count), "%d", cut);
+	config_free(old);
+	gw->reloads++;
+	gw->last_reload = time(NULL);
+	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
+	    cfg->nsandboxes, cut);
+	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
+	/* Every child starts again with the new config: dnsd and the nflog
+	 * reader at once, the proxy after draining its open connections. */
+	proc_reload(gw);
+	return 0;
+}
