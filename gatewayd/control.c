@@ -65,10 +65,18 @@ static const struct {
 };
 #define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
 
+static void
+client_close_fds(struct gw_client *c)
+{
+	while (c->nfds > 0)
+		close(c->fds[--c->nfds]);
+}
+
 /* The buffer may have held a secret's value: wipe it all, every time. */
 static void
 client_drop(struct gw_client *c)
 {
+	client_close_fds(c);
 	if (c->fd != -1)
 		close(c->fd);
 	c->fd = -1;
@@ -288,6 +296,7 @@ control_accept(struct gw *gw)
 	gw->clients[i].len = 0;
 	gw->clients[i].job = 0;
 	gw->clients[i].follow = false;
+	gw->clients[i].nfds = 0;
 }
 
 /* The caller's login name; a uid without one gets "#UID", which owns
@@ -385,6 +394,52 @@ wants_body(const char *line)
 	    strncmp(line + strlen(verb), " set", 4) == 0;
 }
 
+/* Descriptors a client sent with its request (provision create passes
+ * the member's files); more than fit, or a cut-off list, drops it. */
+static int
+take_fds(struct gw_client *c, struct msghdr *m)
+{
+	struct cmsghdr *cm;
+	size_t i, n;
+	int *fds;
+
+	for (cm = CMSG_FIRSTHDR(m); cm != NULL; cm = CMSG_NXTHDR(m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		fds = (int *)CMSG_DATA(cm);
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			if (c->nfds < GW_CTL_MAX_FDS)
+				c->fds[c->nfds++] = fds[i];
+			else {
+				close(fds[i]);
+				m->msg_flags |= MSG_CTRUNC;
+			}
+		}
+	}
+	return (m->msg_flags & MSG_CTRUNC) ? -1 : 0;
+}
+
+static ssize_t
+client_recv(struct gw_client *c)
+{
+	union {
+		char		buf[CMSG_SPACE(GW_CTL_MAX_FDS * sizeof(int))];
+		struct cmsghdr	align;
+	} cbuf;
+	struct iovec iov = { c->buf + c->len, sizeof(c->buf) - c->len - 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+	ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+
+	if (n > 0 && take_fds(c, &m) == -1) {
+		client_write(c, "error: too many descriptors\n", 28);
+		client_drop(c);
+		return -1;
+	}
+	return n;
+}
+
 void
 control_readable(struct gw *gw, int slot)
 {
@@ -392,9 +447,9 @@ control_readable(struct gw *gw, int slot)
 	char *nl, *end, *body;
 	ssize_t n;
 
-	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len - 1, 0);
-	if (n <= 0) {
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+	if ((n = client_recv(c)) <= 0) {
+		if (c->fd != -1 && (n == 0 || (errno != EAGAIN &&
+		    errno != EINTR)))
 			client_drop(c);
 		return;
 	}
@@ -425,6 +480,7 @@ control_readable(struct gw *gw, int slot)
 	if (nl > c->buf && nl[-1] == '\r')
 		nl[-1] = '\0';
 	dispatch(gw, c, c->buf, body);
+	client_close_fds(c);	/* a job has its own copies */
 	/* One request per connection, except followers and jobs, whose
 	 * provision process still writes to it. */
 	if (c->job > 0)

@@ -34,6 +34,7 @@
 #define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
 #define GW_CTL_MAX_LINE		8192	/* request line, plus a secret's value */
 #define GW_CTL_MAX_ARGS		64
+#define GW_CTL_MAX_FDS		8	/* files a create passes (SCM_RIGHTS) */
 #define GW_SECRET_MAX		4096
 #define GW_MAX_CLIENTS		32
 #define GW_MAX_DRAINING		4	/* old proxies finishing connections */
@@ -138,6 +139,9 @@ bool	control_job_reaped(struct gw *, pid_t, int status);
 
 /* provision's verbs run by gatewayd for members of group moat. */
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
+/* The same with the descriptors that came with the request: one per file
+ * option, in order (the member's provision opened them as the member). */
+void	team_provision_fds(struct ctl_req *, const int *fds, size_t nfds);
 void	team_secret(struct ctl_req *);
 void	team_list(struct ctl_req *);		/* provision list, filtered */		/* secret set|list */
 bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
@@ -211,6 +215,8 @@ struct gw_client {
 	bool		 follow;	/* "log -f" */
 	size_t		 len;
 	char		 buf[GW_CTL_MAX_LINE];
+	int		 fds[GW_CTL_MAX_FDS];	/* received with the request */
+	size_t		 nfds;
 };
 
 struct gw {

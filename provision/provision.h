@@ -27,6 +27,7 @@
 #define PV_RUN_DIR	"/run/moat"
 #define PV_QEMU_USER	"moat-qemu"
 #define PV_LOGIN	"agent"
+#define PV_MAX_FILES	8	/* files one create passes to gatewayd */
 
 enum pv_mode { MODE_IMAGE = 0, MODE_KERNEL };
 enum pv_accel { ACCEL_AUTO = 0, ACCEL_KVM, ACCEL_TCG };
