@@ -79,7 +79,8 @@ uids_recorded(const char *guests_dir, struct uidset *s)
 	closedir(dp);
 }
 
-/* Any process's real, effective, saved or fs uid. */
+/* Any live process's real, effective, saved or fs uid (a zombie, not yet
+ * reaped by whoever inherited a stopped QEMU, can do nothing). */
 static void
 uids_running(struct uidset *s)
 {
@@ -97,6 +98,11 @@ uids_running(struct uidset *s)
 		snprintf(path, sizeof(path), "/proc/%.16s/status", de->d_name);
 		if ((st = read_small_file(path, 4096)) == NULL)
 			continue;
+		if ((c = strstr(st, "\nState:\t")) != NULL &&
+		    (c[8] == 'Z' || c[8] == 'X')) {
+			free(st);
+			continue;
+		}
 		if ((c = strstr(st, "\nUid:")) != NULL &&
 		    sscanf(c + 5, "%lu %lu %lu %lu", &a[0], &a[1], &a[2],
 		    &a[3]) == 4)
