@@ -215,9 +215,7 @@ int	 import_image(const struct pv *, struct guest *, const struct gpaths *,
 	    const struct qemu_user *, int fd, unsigned long long max_bytes);
 int	 import_file(const struct pv *, const char *opt, int fd,
 	    const char *dest, const struct qemu_user *);
-/* Pure: a qcow2 header's verdict.  0 with *vsize set, or -1 with why. */
-int	 qcow2_header_check(const unsigned char *, size_t,
-	    unsigned long long *vsize, char *why, size_t len);
+
 
 /* tap.c -- the guest's tap, created with TUNSETIFF, bridged by netlink. */
 int	 tap_open(const char *name, uid_t, gid_t);
