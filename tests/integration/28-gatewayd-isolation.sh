@@ -6,7 +6,8 @@
 # external data file, json: and nbd: backing files (and nothing connects
 # to the listener they name), a FIFO, an image over her disk quota, a
 # file swapped for a symlink to bob's disk after create, a parent folder
-# swapped during create, and bob's sandbox name in every verb.  Then two
+# swapped during create, and bob's sandbox name in every verb.  An import
+# that hangs is killed at gateway.import_timeout and holds no lock.  Then two
 # guests boot: their QEMUs run as two different uids, and one guest's uid
 # can neither read the other's disk, log, kernel or QMP socket nor signal
 # its QEMU.  A destroyed guest's uid is free again; one in use never is.
@@ -44,6 +45,7 @@ gateway: {
   dns: { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
   state_dir = "$STATE";
+  import_timeout = 20;
 };
 quotas = ( { user = "$UA"; sandboxes = 6; disk_gb = 3; } );
 CONF
@@ -154,9 +156,15 @@ open(done, "w").close()
 PY
 SWAP=$!
 wait_for 30 test -e "$TOPO_TMP/swap-ready"
-out=$(acreate a2 "$A/good.qcow2" --ssh-key "$A/d/key.pub" 2>&1)
-expect_match "alice creates a2" "created a2" "$out"
-wait_for 30 test -e "$TOPO_TMP/swap-done"; expect_ok "the folder was swapped during create" test -L "$A/d"
+# The sandboxes.d lock is held until the swap is done, so a provision that
+# reads the key by name after taking the lock would read the swapped one.
+exec 9<"$SBD"; flock 9
+acreate a2 "$A/good.qcow2" --ssh-key "$A/d/key.pub" >"$TOPO_TMP/a2.out" 2>&1 &
+CR=$!
+wait_for 60 test -e "$TOPO_TMP/swap-done"; expect_ok "the folder was swapped during create" test -L "$A/d"
+flock -u 9; exec 9<&-
+wait $CR
+expect_match "alice creates a2" "created a2" "$(cat "$TOPO_TMP/a2.out")"
 kill $SWAP 2>/dev/null
 ud=$(isoinfo -R -x /user-data -i "$STATE/guests/a2/seed.iso" 2>&1)
 expect_match "a2's seed holds the key alice opened" "AliceKeyOnly" "$ud"
@@ -172,9 +180,32 @@ expect_match "alice cannot create over bob's b1" "already exists" "$out"
 expect_ok "b1 is still bob's" grep -q "owner = \"$UB\"" "$SBD/b1.conf"
 expect_eq "bob's disk is still unchanged" "$BSUM" "$(md5sum <"$BDISK")"
 
-# --- one uid per guest -----------------------------------------------------------
 kcreate() { rpv create "$1" --kernel "$GUEST_KERNEL" --initrd "$GUEST_INITRD" \
 	--egress none --accel tcg --memory 128; }
+
+# --- a stuck import times out, and holds up nobody meanwhile --------------------
+M=$TOPO_TMP/mark; mkdir -m 1777 "$M"
+printf '#!/bin/sh\necho $$ >>%s/pids\nexec sleep 600\n' "$M" >"$TOPO_TMP/stuck-qemu-img"
+chmod 755 "$TOPO_TMP/stuck-qemu-img"
+( timeout 150 build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	--qemu-img "$TOPO_TMP/stuck-qemu-img" create s1 --image "$A/good.qcow2" \
+	--ssh-key "$A/key.pub" --egress none >"$TOPO_TMP/s1.out" 2>&1
+  echo "rc=$?" >>"$TOPO_TMP/s1.out" ) &
+wait_for 60 test -s "$M/pids"
+expect_match "another create finishes while s1's import is stuck" "created s2" \
+	"$(timeout 60 ip netns exec "$NS_GW" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	create s2 --kernel "$GUEST_KERNEL" --egress none 2>&1)"
+expect_ok "s1 is still stuck meanwhile" kill -0 "$(head -1 "$M/pids")"
+wait_for 120 grep -q "^rc=" "$TOPO_TMP/s1.out"
+out=$(cat "$TOPO_TMP/s1.out")
+expect_match "the stuck import is killed at gateway.import_timeout, and says so" \
+	"did not finish within 20 s" "$out"
+expect_match "the stuck create fails (exit 1)" "^rc=1$" "$out"
+expect_eq "the stuck create: nothing left" "" "$(nothing s1)"
+expect_fail "the stuck tool is gone" kill -0 "$(head -1 "$M/pids")"
+rpv destroy s2 >/dev/null 2>&1
+
+# --- one uid per guest -----------------------------------------------------------
 expect_ok "create u1" kcreate u1
 expect_ok "create u2" kcreate u2
 U1=$(conf_of u1 uid) U2=$(conf_of u2 uid)
