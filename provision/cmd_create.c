@@ -608,9 +608,21 @@ build_guest(struct pv *pv, struct create_opts *o, const struct gpaths *p,
 {
 	int rc;
 
+	struct open_check log = { p->log, O_WRONLY };
+	char why[512];
+
 	if ((rc = guest_folder(pv, o, p, u)) != 0)
 		return rc;
-	if (import_inputs(pv, o, p, u) == -1 || give(p->log, u) == -1)
+	/* First whether the guest's uid reaches its folder at all: the
+	 * import runs as that uid too. */
+	if (give(p->log, u) == -1)
+		return -1;
+	if (as_qemu_user(u, user_opens, &log, why, sizeof(why)) == -1) {
+		log_warnx("guest \"%s\" not created: QEMU's user %s cannot "
+		    "open %s", o->g.name, u->name, why);
+		return -1;
+	}
+	if (import_inputs(pv, o, p, u) == -1)
 		return -1;
 	return guest_write(p->meta, &o->g);
 }

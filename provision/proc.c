@@ -123,18 +123,36 @@ qemu_user_lookup(const char *name, struct qemu_user *u)
 	return 0;
 }
 
+/* /dev/kvm access is managed in one place: a guest's uid gets the
+ * supplementary groups of the moat-qemu user (install-users.sh puts it in
+ * kvm), never its primary group; without that user, the kvm group. */
+static void
+kvm_groups(struct qemu_user *u)
+{
+	struct passwd *pw = getpwnam(PV_QEMU_USER);
+	struct group *gr;
+	gid_t g[PV_MAX_GROUPS];
+	int i, n = PV_MAX_GROUPS;
+
+	if (pw != NULL && getgrouplist(PV_QEMU_USER, pw->pw_gid, g, &n) != -1) {
+		for (i = 0; i < n && u->ngroups < PV_MAX_GROUPS; i++)
+			if (g[i] != pw->pw_gid && g[i] != 0)
+				u->groups[u->ngroups++] = g[i];
+		return;
+	}
+	if ((gr = getgrnam("kvm")) != NULL && gr->gr_gid != 0)
+		u->groups[u->ngroups++] = gr->gr_gid;
+}
+
 void
 sandbox_user(uid_t id, const char *name, struct qemu_user *u)
 {
-	struct group *gr = getgrnam("kvm");
-
 	u->uid = id;
 	u->gid = (gid_t)id;
 	xasprintf(&u->name, "uid %u (guest %s)", (unsigned)id, name);
 	u->groups[0] = (gid_t)id;
 	u->ngroups = 1;
-	if (gr != NULL && gr->gr_gid != 0)
-		u->groups[u->ngroups++] = gr->gr_gid;
+	kvm_groups(u);
 }
 
 /* Guests made before per-guest uids name a shared user instead. */

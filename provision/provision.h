@@ -25,7 +25,7 @@
 #define PV_USAGE	EXIT_USAGE
 
 #define PV_RUN_DIR	"/run/moat"
-#define PV_QEMU_USER	"moat-qemu"
+#define PV_QEMU_USER	"moat-qemu"	/* its groups are every guest's */
 #define PV_LOGIN	"agent"
 #define PV_MAX_FILES	8	/* files one create passes to gatewayd */
 
@@ -173,7 +173,7 @@ struct qemu_user {
 };
 int	 qemu_user_lookup(const char *, struct qemu_user *);
 /* The guest's own identity: uid and gid both id, no passwd entry, plus
- * the kvm group (for /dev/kvm) when the host has one. */
+ * the groups /dev/kvm needs (moat-qemu's supplementary groups, or kvm). */
 void	 sandbox_user(uid_t id, const char *name, struct qemu_user *);
 int	 guest_user(const struct guest *, struct qemu_user *);
 /* The one place a child becomes a guest's user: groups, gid, uid. */
