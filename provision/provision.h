@@ -6,7 +6,9 @@
  * and a guest folder (state_dir/guests/NAME: guest.conf with provision's own
  * settings, the qcow2 disk, the cloud-init seed and the console log).
  * Runtime files (QMP and console sockets, pidfile) live in a 0700 folder
- * under the run directory, owned by the unprivileged QEMU user.
+ * under the run directory.  Each guest's QEMU runs as a uid of its own
+ * (uids.c), which owns that guest's files and nothing else; a member's
+ * image, kernel and initrd are imported at create time (import.c).
  */
 #ifndef MOAT_PROVISION_H
 #define MOAT_PROVISION_H
