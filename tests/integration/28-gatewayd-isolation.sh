@@ -114,6 +114,33 @@ out=$(timeout 60 runuser -u $UA -- build/provision -c "$GW_CONF" --run-dir "$TOP
 rc=$?
 expect_match "a member's FIFO is refused at once" "rc=1 .*not a regular file" "rc=$rc $out"
 expect_eq "FIFO: nothing left" "" "$(nothing x4)"
+# A member's own client, not provision: a pipe passed where the image
+# should be is refused by what receives it, and so are too many files.
+rawcreate() {	# rawcreate NFDS -- alice's create with a pipe as --image
+	as $UA timeout 60 python3 - "$GW_SOCK" "$A/key.pub" "$1" <<'PY'
+import os, socket, sys
+sock, key, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+r, w = os.pipe()
+k = os.open(key, os.O_RDONLY)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sock)
+req = b"create x7 --image /pipe --ssh-key /key --egress none --disk 1G\n"
+socket.send_fds(s, [req], [r, k] + [k] * (n - 2))
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    out += b
+print(out.decode(errors="replace"))
+PY
+}
+out=$(rawcreate 2 2>&1); rc=$?
+expect_match "a pipe sent as the image is refused at once" "rc=0 .*--image /dev/fd/3: not a regular file \(a FIFO, device or folder is refused\)" "rc=$rc $(tr '\n' ' ' <<<"$out")"
+expect_eq "pipe: nothing left" "" "$(nothing x7)"
+out=$(rawcreate 9 2>&1)
+expect_match "more files than any create needs: the connection is dropped" "too many descriptors" "$out"
+expect_eq "too many: nothing left" "" "$(nothing x7)"
 out=$(build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" create x6 --image "$A/chain.qcow2" \
 	--ssh-key "$A/key.pub" --egress none 2>&1)
 expect_match "root's own provision refuses a backing chain too" "names a backing file" "$out"
