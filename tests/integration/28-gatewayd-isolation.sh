@@ -163,36 +163,23 @@ expect_match "start gives QEMU the imported kernel" "-kernel $STATE/guests/a1/ke
 expect_fail "start never names alice's path (now a symlink to bob's disk)" grep -qF "$A/k" <<<"$args"
 expect_eq "the imported kernel is what alice had when she created a1" "alice kernel $$" "$(cat "$STATE/guests/a1/kernel")"
 
-# A parent-folder swap: the moment alice's key is opened, its folder
-# becomes a symlink to a root-only folder holding another key.
+# A parent-folder swap during create: alice's key is opened, then (while
+# the create waits for the sandboxes.d lock, which the test holds) its
+# folder becomes a symlink to a root-only folder holding another key.  A
+# provision that read the key by name after that point would read root's.
 R=$TOPO_TMP/rootonly; mkdir -p "$R"; chmod 700 "$R"
 echo 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIRootOnlyKey root@host' >"$R/key.pub"
 as $UA mkdir "$A/d"; as $UA cp "$A/key.pub" "$A/d/key.pub"
-python3 - "$A/d" "$R" "$TOPO_TMP/swap-ready" "$TOPO_TMP/swap-done" <<'PY' &
-import ctypes, os, struct, sys
-d, target, ready, done = sys.argv[1:]
-libc = ctypes.CDLL(None, use_errno=True)
-fd = libc.inotify_init()
-IN_OPEN = 0x20
-libc.inotify_add_watch(fd, (d + "/key.pub").encode(), IN_OPEN)
-open(ready, "w").close()
-os.read(fd, 4096)
-os.rename(d, d + ".old")
-os.symlink(target, d)
-open(done, "w").close()
-PY
-SWAP=$!
-wait_for 30 test -e "$TOPO_TMP/swap-ready"
-# The sandboxes.d lock is held until the swap is done, so a provision that
-# reads the key by name after taking the lock would read the swapped one.
+lock_waited() { grep -q -- "-> FLOCK .*:$(stat -c %i "$SBD") " /proc/locks; }
 exec 9<"$SBD"; flock 9
 acreate a2 "$A/good.qcow2" --ssh-key "$A/d/key.pub" >"$TOPO_TMP/a2.out" 2>&1 &
 CR=$!
-wait_for 60 test -e "$TOPO_TMP/swap-done"; expect_ok "the folder was swapped during create" test -L "$A/d"
+wait_for 120 lock_waited
+as $UA mv "$A/d" "$A/d.old"; as $UA ln -s "$R" "$A/d"
+expect_ok "the folder was swapped while the create waited" test -L "$A/d"
 flock -u 9; exec 9<&-
 wait $CR
 expect_match "alice creates a2" "created a2" "$(cat "$TOPO_TMP/a2.out")"
-kill $SWAP 2>/dev/null
 ud=$(isoinfo -R -x /user-data -i "$STATE/guests/a2/seed.iso" 2>&1)
 expect_match "a2's seed holds the key alice opened" "AliceKeyOnly" "$ud"
 expect_fail "a2's seed holds nothing of the root-only file" grep -q RootOnlyKey <<<"$ud"
