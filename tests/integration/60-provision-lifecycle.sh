@@ -88,7 +88,7 @@ t0=$(now_ms)
 out=$(pv create img1 --image "$TOPO_TMP/base.qcow2" --ssh-key "$TOPO_TMP/key.pub" \
 	--ca "$TOPO_TMP/ca.pem" --egress allowlist --allow pypi.org --disk 1G \
 	--user "$PV_USER" --accel tcg 2>&1); rc=$?
-echo "# create (image mode, overlay + seed): $(( $(now_ms) - t0 )) ms"
+echo "# create (image mode, import + seed): $(( $(now_ms) - t0 )) ms"
 expect_eq "create img1 (image mode) exits 0" 0 "$rc"
 info=$(qemu-img info --output=json "$PV_STATE/guests/img1/disk.qcow2" 2>&1)
 expect_fail "the disk is an imported copy: no backing file" grep -q backing <<<"$info"
