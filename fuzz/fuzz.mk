@@ -24,6 +24,7 @@ FUZZ_SRCS_fuzz_cc_dns = $(filter-out containment-check/main.c,$(wildcard contain
 FUZZ_SRCS_fuzz_proxy_http = gatewayd/proxy/http.c
 FUZZ_SRCS_fuzz_proxy_chunked = gatewayd/proxy/http.c
 FUZZ_SRCS_fuzz_proxy_sni = gatewayd/proxy/sni.c
+FUZZ_SRCS_fuzz_qcow2 = provision/qcow2.c
 
 HARNESSES = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 

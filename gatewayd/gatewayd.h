@@ -39,6 +39,7 @@
 #define GW_AUDIT_DEFAULT	GW_AUDIT_DIR "/audit.log"
 #define GW_CTL_MAX_LINE		CTL_MAX_LINE	/* request line, plus a value */
 #define GW_CTL_MAX_ARGS		IPC_CTL_MAX_ARGS
+#define GW_CTL_MAX_FDS		8	/* files a create passes (SCM_RIGHTS) */
 #define GW_SECRET_MAX		4096
 #define GW_MAX_CLIENTS		CTL_MAX_CLIENTS
 #define GW_MAX_DRAINING		4	/* old proxies finishing connections */

@@ -8,15 +8,16 @@
  * request is checked here against what the caller owns, which secrets they
  * may attach and their quota; only options from a fixed table reach
  * provision, in an argument vector (never a shell), with --owner set to
- * the caller.  Files named in options are opened with the caller's file
- * system identity, so nobody can have root read a file they cannot.
+ * the caller.  gatewayd never opens a file a member names: the member's
+ * provision opens each one as the member and passes the descriptor with
+ * the request (SCM_RIGHTS); provision gets it as /dev/fd/N and imports
+ * it, so nothing is opened by name later either.
  *
  * provision writes straight to the client's socket (the control process
  * attached it to the request); when it exits, the client gets "ok" or
  * "error: ..." through the control process (ctl_job_reaped).  The parent
  * never waits for it: provision itself asks gatewayd to reload.
  */
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -66,6 +67,8 @@ struct job {
 	const char	*cpus, *memory, *disk, *kernel, *image;
 	const char	*secrets[GW_CTL_MAX_ARGS];
 	int		 nsecrets;
+	const int	*fds;		/* one per path, in order */
+	size_t		 nfds;
 };
 
 static bool
@@ -344,59 +347,31 @@ check_owned(struct ctl_req *r, const struct job *j, const char *verb)
 
 /* --- running provision --------------------------------------------------- */
 
-/* In the child, with the caller's file-system identity: open each named
- * file, require a regular file, and hand provision its canonical path. */
+/* In the child: the request's descriptors become 3, 4, ... and each
+ * file option's value names its own, /dev/fd/N. */
 static int
-resolve_paths(const struct ctl_req *c, struct job *j,
-    char canon[][PATH_MAX])
+pass_fds(struct job *j, char names[][16])
 {
-	struct passwd *pw = getpwuid(c->uid);
-	gid_t groups[256];
-	char link[64];
-	struct stat st;
-	ssize_t n;
-	int i, fd, ng = 256, rc = 0;
+	int tmp[GW_CTL_MAX_FDS];
+	size_t i;
 
-	if (j->npaths == 0 || c->uid == 0)
-		return 0;
-	if (pw == NULL || getgrouplist(pw->pw_name, c->gid, groups, &ng) == -1 ||
-	    setgroups((size_t)ng, groups) == -1)
-		return -1;
-	setfsgid(c->gid);
-	setfsuid(c->uid);
-	if ((uid_t)setfsuid((uid_t)-1) != c->uid)
-		rc = -1;
-	for (i = 0; rc == 0 && i < j->npaths; i++) {
-		const char *p = j->argv[j->paths[i]];
-		if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1 ||
-		    fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-			dprintf(1, "gatewayd: %s %s: not a regular file you can "
-			    "read\n", j->argv[j->paths[i] - 1], p);
-			rc = -1;
-		} else {
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-			n = readlink(link, canon[i], PATH_MAX - 1);
-			if (n <= 0)
-				rc = -1;
-			else {
-				canon[i][n] = '\0';
-				j->argv[j->paths[i]] = canon[i];
-			}
-		}
-		if (fd != -1)
-			close(fd);
+	for (i = 0; i < j->nfds; i++)
+		if ((tmp[i] = fcntl(j->fds[i], F_DUPFD_CLOEXEC, 64)) == -1)
+			return -1;
+	for (i = 0; i < j->nfds; i++) {
+		if (dup2(tmp[i], 3 + (int)i) == -1)
+			return -1;
+		snprintf(names[i], 16, "/dev/fd/%d", 3 + (int)i);
+		j->argv[j->paths[i]] = names[i];
 	}
-	setfsuid(0);
-	setfsgid(0);
-	if (setgroups(0, NULL) == -1 || (uid_t)setfsuid((uid_t)-1) != 0)
-		_exit(127);
-	return rc;
+	/* Nothing else of the daemon's reaches provision. */
+	return close_range(3 + (unsigned)j->nfds, ~0U, CLOSE_RANGE_CLOEXEC);
 }
 
 static void __attribute__((noreturn))
 job_child(const struct ctl_req *c, struct job *j)
 {
-	static char canon[GW_CTL_MAX_ARGS][PATH_MAX];
+	static char names[GW_CTL_MAX_FDS][16];
 	sigset_t all;
 	int fd, fl;
 
@@ -410,8 +385,8 @@ job_child(const struct ctl_req *c, struct job *j)
 	if ((fd = open("/dev/null", O_RDONLY)) == -1 || dup2(fd, 0) == -1 ||
 	    dup2(c->conn, 1) == -1 || dup2(c->conn, 2) == -1)
 		_exit(127);
-	if (resolve_paths(c, j, canon) == -1)
-		_exit(1);
+	if (pass_fds(j, names) == -1)
+		_exit(127);
 	execv(j->argv[0], (char *const *)j->argv);
 	dprintf(2, "gatewayd: cannot run %s: %s\n", j->argv[0],
 	    strerror(errno));
@@ -484,8 +459,22 @@ team_list(struct ctl_req *r)
 	free(run_dir);
 }
 
-/* create, start, stop, destroy.  fds: what the client attached to its
- * request (not used yet). */
+/* Each file option needs its own descriptor, sent by the member's
+ * provision; a bare path (from `gatewayd ctl`) is never opened here. */
+static int
+check_fds(struct ctl_req *r, struct job *j, const int *fds, size_t nfds)
+{
+	if ((size_t)j->npaths != nfds) {
+		ctl_refuse(r, j->name, "%s: %d file option(s) but %zu open "
+		    "file(s) sent: use provision, which opens your files as you "
+		    "and passes them", r->argv[0], j->npaths, nfds);
+		return -1;
+	}
+	j->fds = fds;
+	j->nfds = nfds;
+	return 0;
+}
+
 void
 team_provision_fds(struct ctl_req *r, const int *fds, size_t nfds)
 {
@@ -512,13 +501,13 @@ team_provision_fds(struct ctl_req *r, const int *fds, size_t nfds)
 	j.argv[j.argc++] = r->argv[0];
 	if (job_parse(r, v, &j) == -1)
 		goto out;
-	(void)fds;
-	(void)nfds;
 	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
 	audit_event(r->gw, "control", "uid", uid, "user", r->user, "verb",
 	    r->argv[0], "sandbox", j.name, NULL);
 	if (pv_verbs[v].create ? check_create(r, &j, &owner) == -1 :
 	    check_owned(r, &j, r->argv[0]) == -1)
+		goto out;
+	if (check_fds(r, &j, fds, nfds) == -1)
 		goto out;
 	if (pv_verbs[v].create && owner != NULL && j.owner == NULL) {
 		j.argv[j.argc++] = "--owner";

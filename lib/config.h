@@ -9,6 +9,8 @@
 #ifndef MOAT_CONFIG_H
 #define MOAT_CONFIG_H
 
+#include <sys/types.h>
+
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -114,7 +116,12 @@ struct moat_gateway {
 	long		 dns_burst;	/* dns.burst; -1: twice the rate */
 	long		 dns_cache_size;	/* dns.cache_size, bytes */
 	bool		 manage_network; /* gatewayd makes bridge, address, forwarding */
+	uid_t		 guest_uid_first, guest_uid_last; /* one uid per guest */
+	unsigned	 import_timeout;	/* seconds for one image import */
 };
+/* Far above useradd's subordinate ranges (100000 + 65536 per user). */
+#define MOAT_GUEST_UID_FIRST	2100000000u
+#define MOAT_GUEST_UID_LAST	2100065535u
 
 struct moat_config {
 	char		*path;		/* main file as given */

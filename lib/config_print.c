@@ -127,6 +127,13 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	    "false");
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
+	/* Only when changed: the defaults keep older golden dumps valid. */
+	if (gw->guest_uid_first != MOAT_GUEST_UID_FIRST ||
+	    gw->guest_uid_last != MOAT_GUEST_UID_LAST)
+		fprintf(fp, "  guest_uids = \"%u-%u\";\n",
+		    (unsigned)gw->guest_uid_first, (unsigned)gw->guest_uid_last);
+	if (gw->import_timeout != 300)
+		fprintf(fp, "  import_timeout = %u;\n", gw->import_timeout);
 	fputs("};\n", fp);
 }
 

@@ -7,6 +7,7 @@
  */
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <limits.h>
@@ -29,6 +30,7 @@ const struct irange config_ranges[] = {
 	{ "tcp_lifetime", 1, 3600, "", sizeof(unsigned) },
 	{ "per_sandbox", 1, 65535, "", sizeof(unsigned) },
 	{ "audit_max_kb", 64, 16777216, "", sizeof(unsigned) },
+	{ "import_timeout", 10, 86400, "", sizeof(unsigned) },
 	{ "cache_size", 4096, 1073741824, " bytes", sizeof(long) },
 	{ "nflog_group", 0, 65535, "", sizeof(uint16_t) },
 	/* Below 1,000/s the cap itself would silence refusals of one guest. */
@@ -276,6 +278,28 @@ set_exceptions(struct loader *ld, const config_setting_t *s, void *obj,
 	}
 }
 
+/* "FIRST-LAST": the uids (and same-numbered gids) provision gives one
+ * per guest.  Never 0, never (uid_t)-1, at least one. */
+static void
+set_guest_uids(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+	unsigned long long a, b;
+	int n = 0;
+
+	(void)k;
+	if (sscanf(v, "%llu-%llu%n", &a, &b, &n) != 2 || v[n] != '\0' ||
+	    a < 1000 || b < a || b >= 0x7fffffffULL || !isdigit((unsigned char)v[0])) {
+		serr(ld, s, "%s: guest_uids: expected \"FIRST-LAST\" with "
+		    "1000 <= FIRST <= LAST < 2147483647, got \"%s\"", ctx, v);
+		return;
+	}
+	gw->guest_uid_first = (uid_t)a;
+	gw->guest_uid_last = (uid_t)b;
+}
+
 static void
 set_state_dir(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
@@ -340,6 +364,9 @@ static const struct key gateway_keys[] = {
 	    offsetof(struct moat_gateway, audit_max_kb) },
 	{ "manage_network", K_BOOL, 0, set_bool,
 	    offsetof(struct moat_gateway, manage_network) },
+	{ "guest_uids", K_STR, 0, set_guest_uids, 0 },
+	{ "import_timeout", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, import_timeout) },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -688,6 +715,9 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.fast_refusals = true;
 	cfg->gw.refusal_rate = 100000;
 	cfg->gw.audit_max_kb = 65536;
+	cfg->gw.guest_uid_first = MOAT_GUEST_UID_FIRST;
+	cfg->gw.guest_uid_last = MOAT_GUEST_UID_LAST;
+	cfg->gw.import_timeout = 300;
 	cfg->gw.dns_tcp_per_sandbox = 8;
 	cfg->gw.dns_tcp_lifetime = 30;
 	cfg->gw.proxy_per_sandbox = 64;

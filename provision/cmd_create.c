@@ -2,11 +2,14 @@
  * cmd_create.c -- `provision create NAME`.
  *
  * Order matters for "nothing half-made": everything that can be checked
- * without side effects is checked first (inputs, tools, user, allocation,
- * and the whole configuration with the new drop-in), then the guest folder
- * is made and filled, then the drop-in is renamed into place, then gatewayd
- * is asked to reload.  Any failure after the folder exists removes it; a
- * refused reload also removes the drop-in.
+ * without side effects is checked first (inputs, opened once, as
+ * descriptors), then the guest folder is made (which claims the name), a
+ * uid of its own is recorded in it, and the member's files are imported,
+ * all with no lock held.  Only then, under the sandboxes.d lock, are the
+ * address and tap picked, the seed written and the drop-in renamed into
+ * place; then gatewayd is asked to reload.  Any failure after the folder
+ * exists removes it (and so frees its uid); a refused reload also removes
+ * the drop-in.
  */
 #include <sys/stat.h>
 
@@ -29,6 +32,7 @@ struct create_opts {
 	struct strv	 allow, secrets;
 	const char	*ssh_key_file, *ca_file, *pw_file, *owner;
 	char		*ssh_key, *ca_pem, *pw_hash;
+	int		 image_fd, kernel_fd, initrd_fd;	/* or -1 */
 };
 
 /* getopt values: provision's option table (lib/guestacct.c) by index. */
@@ -121,30 +125,20 @@ set_opt(struct create_opts *o, int c, const char *arg)
 }
 
 /* The format is never left to QEMU's probing: a raw image whose first
- * bytes look like qcow2 must not become a qcow2 with a chosen backing. */
+ * bytes look like qcow2 must not become a qcow2 with a chosen backing.
+ * What else the image may hold is import_image's to check. */
 static int
-check_image(struct guest *g)
+check_image(struct create_opts *o)
 {
-	char rp[PATH_MAX], magic[4];
-	struct stat sb;
-	int fd;
+	struct guest *g = &o->g;
+	char magic[4];
 
-	if (realpath(g->image, rp) == NULL || stat(rp, &sb) == -1) {
-		log_warn("--image %s", g->image);
+	if ((o->image_fd = input_open("--image", g->image)) == -1)
+		return -1;
+	if (pread(o->image_fd, magic, 4, 0) != 4) {
+		log_warnx("--image %s: too short to be an image", g->image);
 		return -1;
 	}
-	if (!S_ISREG(sb.st_mode)) {
-		log_warnx("--image %s: not a regular file", g->image);
-		return -1;
-	}
-	if ((fd = open(rp, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    read(fd, magic, 4) != 4) {
-		log_warn("--image %s: cannot read", g->image);
-		if (fd != -1)
-			close(fd);
-		return -1;
-	}
-	close(fd);
 	if (g->image_format == NULL) {
 		if (memcmp(magic, "QFI\xfb", 4) != 0) {
 			log_warnx("--image %s: not a qcow2 image; give "
@@ -157,27 +151,6 @@ check_image(struct guest *g)
 		log_warnx("--image-format: expected qcow2 or raw");
 		return -1;
 	}
-	free(g->image);
-	g->image = xstrdup(rp);
-	return 0;
-}
-
-static int
-check_file(char **path, const char *opt)
-{
-	char rp[PATH_MAX];
-	struct stat sb;
-
-	if (*path == NULL)
-		return 0;
-	if (realpath(*path, rp) == NULL || stat(rp, &sb) == -1 ||
-	    !S_ISREG(sb.st_mode) || access(rp, R_OK) == -1) {
-		log_warnx("%s %s: expected a readable regular file", opt,
-		    *path);
-		return -1;
-	}
-	free(*path);
-	*path = xstrdup(rp);
 	return 0;
 }
 
@@ -202,15 +175,33 @@ check_mode(struct create_opts *o)
 			    "guest has no password login");
 			return -1;
 		}
-		return check_image(g);
+		return check_image(o);
 	}
 	g->mode = MODE_KERNEL;
 	if (g->append != NULL && strpbrk(g->append, "\n\r") != NULL) {
 		log_warnx("--append: one line expected");
 		return -1;
 	}
-	return check_file(&g->kernel, "--kernel") == -1 ||
-	    check_file(&g->initrd, "--initrd") == -1 ? -1 : 0;
+	if ((o->kernel_fd = input_open("--kernel", g->kernel)) == -1)
+		return -1;
+	if (g->initrd != NULL &&
+	    (o->initrd_fd = input_open("--initrd", g->initrd)) == -1)
+		return -1;
+	return 0;
+}
+
+/* A small text file the member named, read from its descriptor. */
+static char *
+read_input(const char *opt, const char *path, size_t max)
+{
+	char *s;
+	int fd;
+
+	if ((fd = input_open(opt, path)) == -1)
+		return NULL;
+	s = read_small_fd(fd, max);
+	close(fd);
+	return s;
 }
 
 static int
@@ -268,7 +259,7 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 	char *ca_default = NULL;
 
 	if (o->ssh_key_file != NULL) {
-		o->ssh_key = read_small_file(o->ssh_key_file, 16384);
+		o->ssh_key = read_input("--ssh-key", o->ssh_key_file, 16384);
 		if (o->ssh_key == NULL || (strncmp(o->ssh_key, "ssh-", 4) &&
 		    strncmp(o->ssh_key, "ecdsa-", 6) &&
 		    strncmp(o->ssh_key, "sk-", 3))) {
@@ -278,7 +269,7 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 		}
 	}
 	if (o->pw_file != NULL) {
-		o->pw_hash = read_small_file(o->pw_file, 512);
+		o->pw_hash = read_input("--password-hash-file", o->pw_file, 512);
 		if (o->pw_hash == NULL || o->pw_hash[0] != '$') {
 			log_warnx("--password-hash-file %s: expected a crypt(3) "
 			    "hash such as mkpasswd prints", o->pw_file);
@@ -290,10 +281,10 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 		return 0;
 	if (o->ca_file == NULL)
 		xasprintf(&ca_default, "%s/proxy-ca.crt", pv->cfg->gw.state_dir);
-	o->ca_pem = read_small_file(o->ca_file ? o->ca_file : ca_default,
-	    65536);
+	o->ca_pem = o->ca_file ? read_input("--ca", o->ca_file, 65536) :
+	    read_small_file(ca_default, 65536);
 	if (o->ca_pem == NULL && o->ca_file != NULL) {
-		log_warn("--ca %s", o->ca_file);
+		free(ca_default);
 		return -1;
 	}
 	if (o->ca_pem == NULL)
@@ -406,33 +397,18 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 	return 0;
 }
 
+/* Kernel mode: an empty disk; nothing of the member's is read. */
 static int
 make_disk(const struct pv *pv, const struct guest *g, const char *disk)
 {
-	struct strv a = { 0 };
-	int rc;
+	char *const argv[] = { (char *)pv->qemu_img, "create", "-q", "-f",
+	    "qcow2", (char *)disk, g->disk ? g->disk : GUEST_KERNEL_DISK, NULL };
 
-	strv_add(&a, pv->qemu_img);
-	strv_add(&a, "create");
-	strv_add(&a, "-q");
-	strv_add(&a, "-f");
-	strv_add(&a, "qcow2");
-	if (g->mode == MODE_IMAGE) {
-		strv_add(&a, "-F");
-		strv_add(&a, g->image_format);
-		strv_add(&a, "-b");
-		strv_add(&a, g->image);
-	}
-	strv_add(&a, disk);
-	if (g->disk != NULL)
-		strv_add(&a, g->disk);
-	else if (g->mode == MODE_KERNEL)
-		strv_add(&a, GUEST_KERNEL_DISK);
-	rc = run_argv(a.v, NULL);
-	strv_free(&a);
-	if (rc != 0)
+	if (run_argv(argv, NULL) != 0) {
 		log_warnx("qemu-img could not create %s", disk);
-	return rc == 0 ? 0 : -1;
+		return -1;
+	}
+	return 0;
 }
 
 /* Files QEMU opens are the QEMU user's; the record stays root's. */
@@ -517,8 +493,8 @@ check_qemu_access(const struct guest *g, const struct gpaths *p,
     const struct qemu_user *u)
 {
 	struct open_check c[] = { { p->disk, O_RDWR }, { p->log, O_WRONLY },
-	    { g->image, O_RDONLY }, { g->kernel, O_RDONLY },
-	    { g->initrd, O_RDONLY }, { p->seed, O_RDONLY } };
+	    { g->kernel, O_RDONLY }, { g->initrd, O_RDONLY },
+	    { p->seed, O_RDONLY } };
 	char why[512];
 	size_t i;
 
@@ -535,26 +511,95 @@ check_qemu_access(const struct guest *g, const struct gpaths *p,
 	return 0;
 }
 
+/* The owner's disk quota in bytes, 0 for none: no image may be larger. */
+static unsigned long long
+quota_bytes(const struct pv *pv, const char *owner)
+{
+	const struct moat_quota *q = owner ? config_quota_for(pv->cfg, owner) :
+	    NULL;
+
+	return q != NULL && q->disk_gb >= 0 ? (unsigned long long)q->disk_gb
+	    << 30 : 0;
+}
+
+/* The member's files become the guest's own: after this nothing the
+ * member named is ever opened again. */
 static int
-build_guest(struct pv *pv, struct create_opts *o, const struct gpaths *p,
-    const struct seed_in *s, const struct qemu_user *u)
+import_inputs(struct pv *pv, struct create_opts *o, const struct gpaths *p,
+    const struct qemu_user *u)
+{
+	struct guest *g = &o->g;
+
+	if (g->mode == MODE_IMAGE) {
+		if (import_image(pv, g, p, u, o->image_fd,
+		    quota_bytes(pv, o->owner)) == -1)
+			return -1;
+		return 0;
+	}
+	if (import_file(pv, "--kernel", o->kernel_fd, p->kernel, u) == -1 ||
+	    (g->initrd != NULL && import_file(pv, "--initrd", o->initrd_fd,
+	    p->initrd, u) == -1))
+		return -1;
+	free(g->kernel);
+	g->kernel = xstrdup(p->kernel);
+	if (g->initrd != NULL) {
+		free(g->initrd);
+		g->initrd = xstrdup(p->initrd);
+	}
+	return make_disk(pv, g, p->disk) == -1 || give(p->disk, u) == -1 ?
+	    -1 : 0;
+}
+
+/* The guest's folder is root's, group the guest's gid, mode 0710: its
+ * uid may pass and open the files it owns (0600) but create, rename or
+ * remove nothing, so guest.conf, which root trusts, stays root's. */
+static int
+guest_folder(struct pv *pv, struct create_opts *o, const struct gpaths *p,
+    struct qemu_user *u)
 {
 	if (mkdir_p(pv->guests_dir, 0711) == -1)
 		return -1;
-	if (mkdir(p->dir, 0710) == -1) {
+	if (mkdir(p->dir, 0700) == -1) {
 		log_warn("%s (a guest folder of that name exists)", p->dir);
 		return 1;	/* not ours: do not remove it */
 	}
-	if (chown(p->dir, 0, u->gid) == -1) {
-		log_warn("chown %s", p->dir);
+	if (o->g.user != NULL) {
+		if (qemu_user_lookup(o->g.user, u) == -1 ||
+		    guest_write(p->meta, &o->g) == -1)
+			return -1;
+	} else if (uid_alloc(pv, p->meta, &o->g) == -1)
+		return -1;
+	else
+		sandbox_user((uid_t)o->g.uid, o->g.name, u);
+	if (chown(p->dir, 0, u->gid) == -1 || chmod(p->dir, 0710) == -1) {
+		log_warn("%s", p->dir);
 		return -1;
 	}
-	if (make_disk(pv, &o->g, p->disk) == -1 || give(p->disk, u) == -1)
+	return 0;
+}
+
+/* Slow work, with no lock held: a stuck import holds up nobody else. */
+static int
+build_guest(struct pv *pv, struct create_opts *o, const struct gpaths *p,
+    struct qemu_user *u)
+{
+	int rc;
+
+	struct open_check log = { p->log, O_WRONLY };
+	char why[512];
+
+	if ((rc = guest_folder(pv, o, p, u)) != 0)
+		return rc;
+	/* First whether the guest's uid reaches its folder at all: the
+	 * import runs as that uid too. */
+	if (give(p->log, u) == -1)
 		return -1;
-	if (o->g.mode == MODE_IMAGE && (seed_build(pv, s, p->seed) == -1 ||
-	    give(p->seed, u) == -1))
+	if (as_qemu_user(u, user_opens, &log, why, sizeof(why)) == -1) {
+		log_warnx("guest \"%s\" not created: QEMU's user %s cannot "
+		    "open %s", o->g.name, u->name, why);
 		return -1;
-	if (give(p->log, u) == -1 || check_qemu_access(&o->g, p, u) == -1)
+	}
+	if (import_inputs(pv, o, p, u) == -1)
 		return -1;
 	return guest_write(p->meta, &o->g);
 }
@@ -567,6 +612,12 @@ create_free(struct create_opts *o)
 	strv_free(&o->secrets);
 	free(o->ssh_key);
 	free(o->ca_pem);
+	if (o->image_fd != -1)
+		close(o->image_fd);
+	if (o->kernel_fd != -1)
+		close(o->kernel_fd);
+	if (o->initrd_fd != -1)
+		close(o->initrd_fd);
 	if (o->pw_hash != NULL)
 		explicit_bzero(o->pw_hash, strlen(o->pw_hash));
 	free(o->pw_hash);
@@ -578,9 +629,10 @@ create_parse(struct create_opts *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->image_fd = o->kernel_fd = o->initrd_fd = -1;
 	o->g.cpus = GUEST_DEFAULT_CPUS;
 	o->g.memory_mb = GUEST_DEFAULT_MEMORY_MB;
-	o->g.user = xstrdup(PV_QEMU_USER);
+	o->g.uid = -1;
 	o->g.login = xstrdup(PV_LOGIN);
 	optind = 0;	/* 0: full re-initialisation after main's "+" scan */
 	while ((c = getopt_long(argc, argv, "", create_longopts(), NULL)) != -1)
@@ -600,35 +652,69 @@ create_parse(struct create_opts *o, int argc, char **argv)
 	return check_mode(o) == -1 || check_lists(o) == -1 ? -1 : 0;
 }
 
+/* Under the sandboxes.d lock, and quick: the address, MAC and tap are
+ * picked from the configuration as it is now, the seed (which carries
+ * them) is written, and the drop-in is checked and renamed into place. */
 static int
-create_locked(struct pv *pv, struct create_opts *o)
+commit_locked(struct pv *pv, struct create_opts *o, const struct gpaths *p,
+    const struct qemu_user *u, struct dropin *d)
+{
+	struct seed_in s = { 0 };
+	char *tmp = NULL;
+	int rc = -1;
+
+	if (pv_load(pv) == -1 || plan_sandbox(pv, o, d, &s) == -1)
+		goto out;
+	if (o->g.mode == MODE_IMAGE && (seed_build(pv, &s, p->seed) == -1 ||
+	    give(p->seed, u) == -1))
+		goto out;
+	if (check_qemu_access(&o->g, p, u) == -1 ||
+	    dropin_prepare(pv, d, &tmp) == -1)
+		goto out;
+	rc = dropin_commit(pv, tmp, p->dropin);
+out:
+	if (tmp != NULL) {
+		unlink(tmp);
+		free(tmp);
+	}
+	strv_free(&s.env);
+	free(s.targets);
+	return rc;
+}
+
+static int
+create_guest(struct pv *pv, struct create_opts *o)
 {
 	struct dropin d;
-	struct seed_in s = { 0 };
 	struct gpaths p;
 	struct qemu_user u = { 0 };
-	char *tmp = NULL;
-	int rc = EXIT_FALSE, b;
+	int rc = EXIT_FALSE, b, lockfd;
 
 	if (pv_load(pv) == -1 || read_inputs(o, pv) == -1 ||
-	    find_tools(pv, o->g.mode) == -1 ||
-	    qemu_user_lookup(o->g.user, &u) == -1 ||
-	    plan_sandbox(pv, o, &d, &s) == -1)
-		goto out0;
+	    find_tools(pv, o->g.mode) == -1)
+		return EXIT_FALSE;
+	if (config_sandbox_by_name(pv->cfg, o->g.name) != NULL) {
+		log_warnx("a sandbox named \"%s\" already exists", o->g.name);
+		return EXIT_FALSE;
+	}
 	gpaths_init(&p, pv, o->g.name);
-	if (dropin_prepare(pv, &d, &tmp) == -1)
-		goto out;
-	if ((b = build_guest(pv, o, &p, &s, &u)) != 0) {
+	if ((b = build_guest(pv, o, &p, &u)) != 0) {
 		if (b == -1)
 			rm_rf_guest(&p);
 		goto out;
 	}
-	if (dropin_commit(pv, tmp, p.dropin) == -1) {
+	if (mkdir(pv->sbdir, 0755) == -1 && errno != EEXIST)
+		log_warn("mkdir %s", pv->sbdir);
+	if ((lockfd = dir_lock(pv->sbdir)) == -1) {
 		rm_rf_guest(&p);
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
+	b = commit_locked(pv, o, &p, &u, &d);
+	close(lockfd);
+	if (b == -1) {
+		rm_rf_guest(&p);
+		goto out;
+	}
 	if (ctl_reload(pv) == CTL_REFUSED) {
 		unlink(p.dropin);
 		rm_rf_guest(&p);
@@ -636,19 +722,12 @@ create_locked(struct pv *pv, struct create_opts *o)
 		    o->g.name);
 		goto out;
 	}
-	printf("created %s: %s mode, address %s, mac %s, tap %s, egress %s\n",
-	    o->g.name, mode_name(o->g.mode), d.address, d.mac, d.tap,
-	    d.egress);
+	printf("created %s: %s mode, address %s, mac %s, tap %s, egress %s, "
+	    "uid %u\n", o->g.name, mode_name(o->g.mode), d.address, d.mac,
+	    d.tap, d.egress, (unsigned)u.uid);
 	rc = EXIT_OK;
 out:
-	if (tmp != NULL) {
-		unlink(tmp);
-		free(tmp);
-	}
 	gpaths_free(&p);
-out0:
-	strv_free(&s.env);
-	free(s.targets);
 	free(u.name);
 	return rc;
 }
@@ -657,22 +736,13 @@ int
 cmd_create(struct pv *pv, int argc, char **argv)
 {
 	struct create_opts o;
-	int lockfd, rc;
+	int rc;
 
 	if (create_parse(&o, argc, argv) == -1) {
 		create_free(&o);
 		return EXIT_USAGE;
 	}
-	if (mkdir(pv->sbdir, 0755) == -1 && errno != EEXIST)
-		log_warn("mkdir %s", pv->sbdir);
-	if ((lockfd = dir_lock(pv->sbdir)) == -1) {
-		create_free(&o);
-		return EXIT_FALSE;
-	}
-	/* The config is read under the lock: allocation sees every other
-	 * create that finished before ours. */
-	rc = create_locked(pv, &o);
-	close(lockfd);
+	rc = create_guest(pv, &o);
 	create_free(&o);
 	return rc;
 }

@@ -94,8 +94,9 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 	gpaths_init(&p, pv, name);
 	if (guest_read(p.meta, &g) == 0) {
 		snprintf(r->mode, sizeof(r->mode), "%s", mode_name(g.mode));
-		pw = getpwnam(g.user);
-		pid = pw != NULL ? guest_pid(&p, &g, pw->pw_uid) : 0;
+		pw = g.uid > 0 ? NULL : getpwnam(g.user);
+		pid = g.uid > 0 ? guest_pid(&p, &g, (uid_t)g.uid) :
+		    pw != NULL ? guest_pid(&p, &g, pw->pw_uid) : 0;
 		snprintf(r->state, sizeof(r->state), "%s", pid > 0 ?
 		    "running" : sb != NULL ? "stopped" : "no-sandbox");
 		if (pid > 0) {

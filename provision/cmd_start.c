@@ -61,7 +61,7 @@ target_load(struct pv *pv, const char *name, struct target *t, bool need_sb)
 		    "(%s missing?)", name, t->p.dropin);
 		return -1;
 	}
-	return qemu_user_lookup(t->g.user, &t->u);
+	return guest_user(&t->g, &t->u);
 }
 
 static void

@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,16 +138,103 @@ encode_word(FILE *fp, const char *w)
 			fputc(*p, fp);
 }
 
+/* The options whose value is a file: the member's provision opens it. */
+static bool
+file_option(const char *s)
+{
+	static const char *const opts[] = { "--image", "--kernel", "--initrd",
+	    "--ca", "--ssh-key", "--password-hash-file" };
+	size_t i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (strcmp(s, opts[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Open every file a create names, as the caller: never follow a final
+ * symlink, never block on a FIFO, and only a regular file goes.  root
+ * (gatewayd) then reads from these descriptors and never by name, so it
+ * sees exactly what the caller could open, when they opened it. */
+static int
+open_files(int argc, char **argv, int *fds, int *nfds)
+{
+	struct stat sb;
+	int i, fd;
+
+	*nfds = 0;
+	if (strcmp(argv[0], "create") != 0)
+		return 0;
+	for (i = 1; i + 1 < argc; i++) {
+		if (!file_option(argv[i]))
+			continue;
+		i++;
+		if ((fd = open(argv[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+		    O_NONBLOCK | O_NOCTTY)) == -1) {
+			log_warn("%s %s", argv[i - 1], argv[i]);
+			return -1;
+		}
+		fds[(*nfds)++] = fd;
+		if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
+			log_warnx("%s %s: not a regular file (a FIFO, device or "
+			    "folder is refused)", argv[i - 1], argv[i]);
+			return -1;
+		}
+		if (*nfds == PV_MAX_FILES) {
+			log_warnx("create: at most %d files", PV_MAX_FILES);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The request, with the files' descriptors on its first byte. */
+static int
+send_request(int fd, const char *req, const int *fds, int nfds)
+{
+	union {
+		char		buf[CMSG_SPACE(PV_MAX_FILES * sizeof(int))];
+		struct cmsghdr	align;
+	} cbuf;
+	struct iovec iov = { (void *)req, strlen(req) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (nfds == 0)
+		return write_all(fd, req);
+	memset(&cbuf, 0, sizeof(cbuf));
+	m.msg_control = cbuf.buf;
+	m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	while ((n = sendmsg(fd, &m, MSG_NOSIGNAL)) == -1 && errno == EINTR)
+		;
+	if (n <= 0)
+		return -1;
+	return write_all(fd, req + n);
+}
+
 /* A member of group moat: gatewayd does the privileged work.  Send the
- * verb and its arguments, copy the answer's body to stdout, its error to
- * stderr.  gatewayd decides what the caller may do. */
+ * verb and its arguments (and a create's files, opened here), copy the
+ * answer's body to stdout, its error to stderr.  gatewayd decides what
+ * the caller may do. */
 int
 ctl_forward(const struct pv *pv, int argc, char **argv)
 {
 	char *path, *req = NULL, line[4096];
 	size_t len = 0;
-	int fd, i, rc = EXIT_FALSE;
+	int fd, i, rc = EXIT_FALSE, fds[PV_MAX_FILES], nfds = 0;
 	FILE *fp;
+
+	if (open_files(argc, argv, fds, &nfds) == -1) {
+		while (nfds > 0)
+			close(fds[--nfds]);
+		return EXIT_FALSE;
+	}
 
 	if ((fp = open_memstream(&req, &len)) == NULL)
 		fatal("open_memstream");
@@ -167,10 +257,14 @@ ctl_forward(const struct pv *pv, int argc, char **argv)
 		    "and its control socket %s", argv[0], path);
 		free(path);
 		free(req);
+		while (nfds > 0)
+			close(fds[--nfds]);
 		return EXIT_FALSE;
 	}
-	if (write_all(fd, req) == -1)
+	if (send_request(fd, req, fds, nfds) == -1)
 		log_warn("%s", path);
+	while (nfds > 0)
+		close(fds[--nfds]);
 	/* A create may take minutes (qemu-img, the seed): no timeout. */
 	while (read_line(fd, line, sizeof(line), -1) == 0) {
 		if (strcmp(line, "ok") == 0) {

@@ -167,6 +167,8 @@ guest_write(const char *path, const struct guest *g)
 	put_str(r, "disk", g->disk);
 	put_str(r, "accel", accel_name(g->accel));
 	put_str(r, "user", g->user);
+	if (g->uid >= 0)
+		put_int(r, "uid", (int)g->uid);
 	put_str(r, "login", g->login);
 	config_setting_set_bool(config_setting_add(r, "sudo",
 	    CONFIG_TYPE_BOOL), g->sudo);
@@ -238,9 +240,11 @@ guest_read(const char *path, struct guest *g)
 		g->accel = ACCEL_AUTO;
 	free(s);
 	g->user = get_str(&lc, "user");
+	g->uid = config_lookup_int(&lc, "uid", &i) == CONFIG_TRUE && i > 0 ?
+	    i : -1;
 	g->login = get_str(&lc, "login");
 	g->sudo = config_lookup_bool(&lc, "sudo", &i) == CONFIG_TRUE && i;
-	if (g->name == NULL || g->user == NULL || g->cpus < 1 ||
+	if (g->name == NULL || (g->user == NULL && g->uid < 0) || g->cpus < 1 ||
 	    g->memory_mb < 64 || (g->mode == MODE_IMAGE && g->image == NULL) ||
 	    (g->mode == MODE_KERNEL && g->kernel == NULL)) {
 		log_warnx("%s: incomplete guest record", path);
@@ -263,6 +267,9 @@ gpaths_init(struct gpaths *p, const struct pv *pv, const char *name)
 	xasprintf(&p->log, "%s/console.log", p->dir);
 	xasprintf(&p->qemu_log, "%s/qemu.log", p->dir);
 	xasprintf(&p->accel, "%s/accel", p->dir);
+	xasprintf(&p->kernel, "%s/kernel", p->dir);
+	xasprintf(&p->initrd, "%s/initrd", p->dir);
+	xasprintf(&p->import, "%s/import.tmp", p->dir);
 	xasprintf(&p->rdir, "%s/guests/%s", pv->run_dir, name);
 	xasprintf(&p->qmp, "%s/qmp.sock", p->rdir);
 	xasprintf(&p->console, "%s/console.sock", p->rdir);
@@ -280,6 +287,9 @@ gpaths_free(struct gpaths *p)
 	free(p->log);
 	free(p->qemu_log);
 	free(p->accel);
+	free(p->kernel);
+	free(p->initrd);
+	free(p->import);
 	free(p->rdir);
 	free(p->qmp);
 	free(p->console);

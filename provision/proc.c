@@ -4,6 +4,7 @@
  * the unprivileged user, and finding a running guest.
  */
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,11 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -119,7 +123,50 @@ qemu_user_lookup(const char *name, struct qemu_user *u)
 	return 0;
 }
 
-static int
+/* /dev/kvm access is managed in one place: a guest's uid gets the
+ * supplementary groups of the moat-qemu user (install-users.sh puts it in
+ * kvm), never its primary group; without that user, the kvm group. */
+static void
+kvm_groups(struct qemu_user *u)
+{
+	struct passwd *pw = getpwnam(PV_QEMU_USER);
+	struct group *gr;
+	gid_t g[PV_MAX_GROUPS];
+	int i, n = PV_MAX_GROUPS;
+
+	if (pw != NULL && getgrouplist(PV_QEMU_USER, pw->pw_gid, g, &n) != -1) {
+		for (i = 0; i < n && u->ngroups < PV_MAX_GROUPS; i++)
+			if (g[i] != pw->pw_gid && g[i] != 0)
+				u->groups[u->ngroups++] = g[i];
+		return;
+	}
+	if ((gr = getgrnam("kvm")) != NULL && gr->gr_gid != 0)
+		u->groups[u->ngroups++] = gr->gr_gid;
+}
+
+void
+sandbox_user(uid_t id, const char *name, struct qemu_user *u)
+{
+	u->uid = id;
+	u->gid = (gid_t)id;
+	xasprintf(&u->name, "uid %u (guest %s)", (unsigned)id, name);
+	u->groups[0] = (gid_t)id;
+	u->ngroups = 1;
+	kvm_groups(u);
+}
+
+/* Guests made before per-guest uids name a shared user instead. */
+int
+guest_user(const struct guest *g, struct qemu_user *u)
+{
+	if (g->uid > 0) {
+		sandbox_user((uid_t)g->uid, g->name, u);
+		return 0;
+	}
+	return qemu_user_lookup(g->user, u);
+}
+
+int
 become(const struct qemu_user *u)
 {
 	if (setgroups((size_t)u->ngroups, u->groups) == -1 ||
@@ -168,6 +215,114 @@ as_qemu_user(const struct qemu_user *u, int (*fn)(const void *, char *,
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* In the child: limits, no network, then the guest's user for good. */
+static void __attribute__((noreturn))
+limited_child(const struct qemu_user *u, const struct run_limits *l,
+    int (*fn)(void *), void *arg, int outfd)
+{
+	struct rlimit as = { l->as_bytes, l->as_bytes };
+	struct rlimit fs = { l->fsize_bytes, l->fsize_bytes };
+	struct rlimit nocore = { 0, 0 };
+	int fd = open("/dev/null", O_RDWR);
+
+	setpgid(0, 0);
+	/* qemu-img must not reach any host: an image that names nbd: or
+	 * json: finds no network.  Best effort: where namespaces are
+	 * forbidden the header check (import.c) already refused those. */
+	(void)unshare(CLONE_NEWNET);
+	/* Its stderr is never shown: no oracle about what it tried. */
+	if (fd == -1 || dup2(fd, 0) == -1 || dup2(outfd >= 0 ? outfd : fd,
+	    1) == -1 || dup2(fd, 2) == -1)
+		_exit(126);
+	signal(SIGXFSZ, SIG_IGN);	/* past the limit: EFBIG, not death */
+	if (setrlimit(RLIMIT_AS, &as) == -1 || setrlimit(RLIMIT_FSIZE,
+	    &fs) == -1 || setrlimit(RLIMIT_CORE, &nocore) == -1 ||
+	    chdir("/") == -1 || become(u) == -1 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		_exit(126);
+	_exit(fn(arg) == 0 ? 0 : 1);
+}
+
+static int
+wait_limited(pid_t pid, int outfd, unsigned timeout_s, char *out,
+    size_t outlen)
+{
+	struct timespec t0, now;
+	struct pollfd pfd[2];
+	size_t n = 0;
+	ssize_t r;
+	int pidfd, st, left, np;
+
+	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (int)((long)timeout_s * 1000 - ((now.tv_sec - t0.tv_sec) *
+		    1000 + (now.tv_nsec - t0.tv_nsec) / 1000000));
+		if (left <= 0)
+			break;
+		pfd[0] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = outfd, .events = POLLIN };
+		np = outfd >= 0 ? 2 : 1;
+		if (poll(pfd, (nfds_t)np, left) == -1 && errno != EINTR)
+			break;
+		if (np == 2 && pfd[1].revents != 0) {
+			char sink[512];
+			r = n + 1 < outlen ? read(outfd, out + n, outlen - 1 -
+			    n) : read(outfd, sink, sizeof(sink));
+			if (r > 0 && n + 1 < outlen)
+				n += (size_t)r;
+			else if (r <= 0)
+				outfd = -1;
+		}
+		if (pfd[0].revents != 0 && outfd < 0)
+			break;
+	}
+	if (out != NULL)
+		out[n] = '\0';
+	close(pidfd);
+	if (left <= 0) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+	}
+	while (waitpid(pid, &st, 0) == -1)
+		if (errno != EINTR)
+			return -1;
+	if (left <= 0)
+		return RUN_TIMEOUT;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+int
+run_limited(const struct qemu_user *u, const struct run_limits *l,
+    int (*fn)(void *), void *arg, char *out, size_t outlen)
+{
+	int pfd[2] = { -1, -1 }, rc;
+	pid_t pid;
+
+	if (out != NULL && pipe2(pfd, O_CLOEXEC) == -1)
+		return -1;
+	if ((pid = fork()) == -1) {
+		if (out != NULL) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
+		return -1;
+	}
+	if (pid == 0)
+		limited_child(u, l, fn, arg, pfd[1]);
+	if (out != NULL)
+		close(pfd[1]);
+	rc = wait_limited(pid, pfd[0], l->timeout_s, out, outlen);
+	if (out != NULL)
+		close(pfd[0]);
+	return rc;
 }
 
 /* In the child: tap on fd 3, nothing else open, no way back to root. */
@@ -237,22 +392,35 @@ spawn_qemu(char *const argv[], const struct qemu_user *u, int tapfd,
 }
 
 char *
+read_small_fd(int fd, size_t max)
+{
+	char *buf = xmalloc(max + 1);
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < max && (r = read(fd, buf + n, max - n)) != 0) {
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			free(buf);
+			return NULL;
+		}
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+char *
 read_small_file(const char *path, size_t max)
 {
 	char *buf;
-	ssize_t n;
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return NULL;
-	buf = xmalloc(max + 1);
-	n = read(fd, buf, max);
+	buf = read_small_fd(fd, max);
 	close(fd);
-	if (n < 0) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
 	return buf;
 }
 
@@ -340,7 +508,8 @@ int
 rm_rf_guest(const struct gpaths *p)
 {
 	const char *const files[] = { p->meta, p->disk, p->seed, p->log,
-	    p->qemu_log, p->accel, p->qmp, p->console, p->pidfile };
+	    p->qemu_log, p->accel, p->kernel, p->initrd, p->import, p->qmp,
+	    p->console, p->pidfile };
 	size_t i;
 	int rc = 0;
 

@@ -6,7 +6,9 @@
  * and a guest folder (state_dir/guests/NAME: guest.conf with provision's own
  * settings, the qcow2 disk, the cloud-init seed and the console log).
  * Runtime files (QMP and console sockets, pidfile) live in a 0700 folder
- * under the run directory, owned by the unprivileged QEMU user.
+ * under the run directory.  Each guest's QEMU runs as a uid of its own
+ * (uids.c), which owns that guest's files and nothing else; a member's
+ * image, kernel and initrd are imported at create time (import.c).
  */
 #ifndef MOAT_PROVISION_H
 #define MOAT_PROVISION_H
@@ -21,8 +23,9 @@
 #include "exitcodes.h"
 
 #define PV_RUN_DIR	"/run/moat"
-#define PV_QEMU_USER	"moat-qemu"
+#define PV_QEMU_USER	"moat-qemu"	/* its groups are every guest's */
 #define PV_LOGIN	"agent"
+#define PV_MAX_FILES	8	/* files one create passes to gatewayd */
 
 enum pv_mode { MODE_IMAGE = 0, MODE_KERNEL };
 enum pv_accel { ACCEL_AUTO = 0, ACCEL_KVM, ACCEL_TCG };
@@ -49,7 +52,8 @@ struct guest {
 	int		 memory_mb;
 	char		*disk;		/* qemu-img size, e.g. "8G" */
 	enum pv_accel	 accel;
-	char		*user;		/* the unprivileged QEMU user */
+	char		*user;		/* a named QEMU user (root's --user), or NULL */
+	long		 uid;		/* the guest's own uid and gid, or -1 */
 	char		*login;		/* image mode: the guest's login user */
 	bool		 sudo;
 };
@@ -78,6 +82,7 @@ struct pv {
 struct gpaths {
 	char	*dir, *meta, *disk, *seed, *log, *qemu_log;	/* state */
 	char	*accel;	/* accelerator in use and why: written by start */
+	char	*kernel, *initrd, *import;	/* imported copies, scratch */
 	char	*rdir, *qmp, *console, *pidfile;		/* runtime */
 	char	*dropin;
 };
@@ -164,6 +169,24 @@ struct qemu_user {
 	gid_t	 groups[PV_MAX_GROUPS];
 };
 int	 qemu_user_lookup(const char *, struct qemu_user *);
+/* The guest's own identity: uid and gid both id, no passwd entry, plus
+ * the groups /dev/kvm needs (moat-qemu's supplementary groups, or kvm). */
+void	 sandbox_user(uid_t id, const char *name, struct qemu_user *);
+int	 guest_user(const struct guest *, struct qemu_user *);
+/* The one place a child becomes a guest's user: groups, gid, uid. */
+int	 become(const struct qemu_user *);
+/* Run fn in a child that has become u, under limits: no network (a new,
+ * empty network namespace), at most as_bytes of address space and
+ * fsize_bytes per written file, killed after timeout_s.  fn's stdout goes
+ * to out (up to outlen - 1 bytes, NUL-terminated) when out is not NULL.
+ * 0 if fn exited 0; RUN_TIMEOUT; otherwise -1. */
+#define RUN_TIMEOUT	(-2)
+struct run_limits {
+	unsigned	 timeout_s;
+	unsigned long long as_bytes, fsize_bytes;
+};
+int	 run_limited(const struct qemu_user *, const struct run_limits *,
+	    int (*fn)(void *), void *arg, char *out, size_t outlen);
 /* Run fn in a child that has become the QEMU user (uid, gid and its own
  * supplementary groups); fn fills why on failure.  0 if fn returned 0. */
 int	 as_qemu_user(const struct qemu_user *,
@@ -175,6 +198,21 @@ pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
 long	 proc_uptime(pid_t);
 int	 rm_rf_guest(const struct gpaths *);
 char	*read_small_file(const char *path, size_t max);
+char	*read_small_fd(int fd, size_t max);
+
+/* uids.c -- one uid per guest from gateway.guest_uids. */
+/* Pick a free uid and record it in the guest's guest.conf (meta). */
+int	 uid_alloc(const struct pv *, const char *meta, struct guest *);
+
+/* import.c -- a member's files, from descriptors, into the guest folder. */
+/* "/dev/fd/N" is descriptor N (what gatewayd passes); any other path is
+ * opened by root as given.  Refuses what is not a regular file. */
+int	 input_open(const char *opt, const char *path);
+int	 import_image(const struct pv *, struct guest *, const struct gpaths *,
+	    const struct qemu_user *, int fd, unsigned long long max_bytes);
+int	 import_file(const struct pv *, const char *opt, int fd,
+	    const char *dest, const struct qemu_user *);
+
 
 /* tap.c -- the guest's tap, created with TUNSETIFF, bridged by netlink. */
 int	 tap_open(const char *name, uid_t, gid_t);

@@ -129,8 +129,10 @@ expect_match "quota: $UA's second sandbox is refused with the limit" \
 	"quota: $UA may use at most 1 sandboxes; 1 in use" "$out"
 out=$(bctl create b-x --kernel "$TOPO_TMP/vmlinuz" --egress none --secret akey 2>&1)
 expect_match "$UB cannot attach $UA's secret" "no secret \"akey\" that $UB owns" "$out"
+out=$(bpv create b-x --kernel /etc/shadow --egress none 2>&1)
+expect_match "a file the member cannot read is refused (opened as the member)" "kernel /etc/shadow: Permission denied" "$out"
 out=$(bctl create b-x --kernel /etc/shadow --egress none 2>&1)
-expect_match "a file the member cannot read is refused" "/etc/shadow: not a regular file you can read" "$out"
+expect_match "gatewayd never opens a path a member names" "1 file option.s. but 0 open file.s. sent: use provision" "$out"
 out=$(bctl create b-x --kernel "$TOPO_TMP/vmlinuz" --egress none --user root 2>&1)
 expect_match "members cannot pick the QEMU user" "option --user is not available" "$out"
 out=$(bctl create b-x --kernel "$TOPO_TMP/vmlinuz" --egress none --memory 3G 2>&1)

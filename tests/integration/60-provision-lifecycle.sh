@@ -3,8 +3,8 @@
 # destroy round trips leave no file, tap, process or config entry behind,
 # and so does every failure midway (duplicate name, bad image, missing
 # QEMU, a seed that cannot be built, an exhausted pool, a reload gatewayd
-# refuses, a busy tap).  Image mode: the overlay's backing format is
-# explicit and the NoCloud seed is labelled cidata with the right content.
+# refuses, a busy tap).  Image mode: the image is imported (no backing
+# file) and the NoCloud seed is labelled cidata with the right content.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -88,11 +88,11 @@ t0=$(now_ms)
 out=$(pv create img1 --image "$TOPO_TMP/base.qcow2" --ssh-key "$TOPO_TMP/key.pub" \
 	--ca "$TOPO_TMP/ca.pem" --egress allowlist --allow pypi.org --disk 1G \
 	--user "$PV_USER" --accel tcg 2>&1); rc=$?
-echo "# create (image mode, overlay + seed): $(( $(now_ms) - t0 )) ms"
+echo "# create (image mode, import + seed): $(( $(now_ms) - t0 )) ms"
 expect_eq "create img1 (image mode) exits 0" 0 "$rc"
 info=$(qemu-img info --output=json "$PV_STATE/guests/img1/disk.qcow2" 2>&1)
-expect_match "overlay's backing file is the base" "\"backing-filename\": \"$TOPO_TMP/base.qcow2\"" "$info"
-expect_match "overlay's backing format is explicit" '"backing-filename-format": "qcow2"' "$info"
+expect_fail "the disk is an imported copy: no backing file" grep -q backing <<<"$info"
+expect_match "the imported disk is grown to --disk" '"virtual-size": 1073741824' "$info"
 seed=$PV_STATE/guests/img1/seed.iso
 expect_match "seed volume label is cidata" "Volume id: cidata" "$(isoinfo -d -i "$seed" 2>&1)"
 ud=$(isoinfo -R -x /user-data -i "$seed" 2>&1)

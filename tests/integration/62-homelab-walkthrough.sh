@@ -3,8 +3,8 @@
 # `make install` to a temporary PREFIX, the members' commands from its bin
 # on PATH, an empty state directory and no bridge.  gatewayd creates the
 # bridge, its address and forwarding inside the test's gateway namespace;
-# provision creates and starts a guest whose QEMU runs as moat-qemu
-# (install made it) under TCG, with the reason KVM was not used shown;
+# provision creates and starts a guest whose QEMU runs as a uid of its
+# own, with moat-qemu's kvm group (install made both) under TCG, with the reason KVM was not used shown;
 # the guest reaches the internet namespace and containment-check inside
 # it says "contained".  Then destroy, stop and `gatewayd --teardown`.
 cd "$(dirname "$0")/../.."
@@ -116,8 +116,8 @@ chmod 0700 "$STATE"
 out=$(pv create dev --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.gz" --egress open 2>&1); rc=$?
 chmod 0711 "$STATE"
 expect_eq "create with a state_dir QEMU cannot pass: exit 1" 1 $rc
-expect_match "... names the folder moat-qemu cannot pass" \
-	"QEMU's user moat-qemu cannot open $STATE/guests/dev/disk.qcow2: Permission denied \(folder $STATE is mode 0700" "$out"
+expect_match "... names the folder the guest's uid cannot pass" \
+	"QEMU's user uid [0-9]+ \(guest dev\) cannot open $STATE/guests/dev/console.log: Permission denied \(folder $STATE is mode 0700" "$out"
 case "$out" in *"created dev"*) not_ok "... never says created" "$out" ;; *) ok "... never says created" ;; esac
 expect_eq "... and leaves nothing behind" "" \
 	"$(find "$STATE/guests" "$ETC/moat/sandboxes.d" -mindepth 1 2>/dev/null)"
@@ -126,17 +126,19 @@ expect_eq "... and leaves nothing behind" "" \
 out=$(pv create dev --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.gz" \
 	--append "quiet moat.cc=$CC" --egress open --memory 256 2>&1)
 expect_match "provision create dev" "created dev: kernel mode, address 10.77.0.2" "$out"
+GUID=$(sed -n 's/^uid = \([0-9]*\);/\1/p' "$STATE/guests/dev/guest.conf")
+expect_match "dev has a uid of its own" "^[0-9]+$" "$GUID"
 
 # Step 4: start (auto: KVM is not usable here, so TCG, and it says why).
 out=$(pv start dev 2>&1)
 expect_match "provision start dev" "started dev: pid [0-9]+, tcg, tap mt-dev on moat0" "$out"
 expect_match "start shows the accelerator and why KVM was not used" \
-	"accelerator tcg: KVM not usable by moat-qemu: /dev/kvm: " "$out"
+	"accelerator tcg: KVM not usable by uid $GUID \(guest dev\): /dev/kvm: " "$out"
 qpid=$(cat "$RUN/guests/dev/qemu.pid" 2>/dev/null)
-expect_eq "QEMU runs as moat-qemu" "$(id -u moat-qemu)" "$(ps -o uid= -p "${qpid:-0}" 2>/dev/null | tr -d ' ')"
-expect_match "QEMU kept moat-qemu's kvm group when it dropped root" \
+expect_eq "QEMU runs as dev's own uid" "$GUID" "$(ps -o uid= -p "${qpid:-0}" 2>/dev/null | tr -d ' ')"
+expect_match "QEMU has moat-qemu's kvm group, kept when it dropped root" \
 	"^Groups:.*\b$(getent group "$KG" | cut -d: -f3)\b" "$(cat /proc/${qpid:-0}/status 2>/dev/null)"
-expect_match "list shows tcg and the reason" "running .* tcg \(KVM not usable by moat-qemu" \
+expect_match "list shows tcg and the reason" "running .* tcg \(KVM not usable by uid $GUID" \
 	"$(pv list 2>&1)"
 expect_eq "list --json: accel and its reason" "tcg True" "$(pv list --json | python3 -c '
 import json,sys; g=json.load(sys.stdin)[0]; print(g["accel"], "KVM not usable" in g["accel_reason"])' 2>&1)"

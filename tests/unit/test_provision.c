@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "provision.h"
+#include "qcow2.h"
 
 static const char base_conf[] =
     "gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";"
@@ -381,6 +382,61 @@ t_join(void **state)
 	strv_free(&a);
 }
 
+/* A qcow2 v3 header as qemu-img writes it: 64 MiB, standalone. */
+static void
+qcow2_fill(unsigned char *h, size_t len)
+{
+	memset(h, 0, len);
+	memcpy(h, "QFI\xfb", 4);
+	h[7] = 3;			/* version */
+	h[24 + 4] = 0x04;		/* size: 0x04000000 = 64 MiB */
+	h[20 + 3] = 16;			/* cluster_bits */
+	h[99] = 104;			/* header_length */
+}
+
+static void
+t_qcow2_header(void **state)
+{
+	unsigned char h[512];
+	unsigned long long vsize = 0;
+	char why[256];
+
+	(void)state;
+	qcow2_fill(h, sizeof(h));
+	assert_int_equal(qcow2_header_check(h, sizeof(h), &vsize, why,
+	    sizeof(why)), 0);
+	assert_int_equal(vsize, 64ULL << 20);
+	h[7] = 2;			/* v2 stands alone too */
+	assert_int_equal(qcow2_header_check(h, 72, &vsize, why,
+	    sizeof(why)), 0);
+	qcow2_fill(h, sizeof(h));
+	h[15] = 0xa0;			/* backing_file_offset */
+	h[19] = 12;			/* backing_file_size */
+	assert_int_equal(qcow2_header_check(h, sizeof(h), &vsize, why,
+	    sizeof(why)), -1);
+	assert_non_null(strstr(why, "backing file"));
+	qcow2_fill(h, sizeof(h));
+	h[19] = 12;			/* a size alone also names one */
+	assert_int_equal(qcow2_header_check(h, sizeof(h), &vsize, why,
+	    sizeof(why)), -1);
+	qcow2_fill(h, sizeof(h));
+	h[79] = 0x04;			/* incompatible: external data file */
+	assert_int_equal(qcow2_header_check(h, sizeof(h), &vsize, why,
+	    sizeof(why)), -1);
+	assert_non_null(strstr(why, "external data file"));
+	qcow2_fill(h, sizeof(h));
+	assert_int_equal(qcow2_header_check(h, 100, &vsize, why,
+	    sizeof(why)), -1);		/* v3 cut short */
+	h[7] = 4;
+	assert_int_equal(qcow2_header_check(h, sizeof(h), &vsize, why,
+	    sizeof(why)), -1);
+	memcpy(h, "QFI\xfa", 4);
+	assert_int_equal(qcow2_header_check(h, sizeof(h), &vsize, why,
+	    sizeof(why)), -1);
+	assert_int_equal(qcow2_header_check(h, 0, &vsize, why,
+	    sizeof(why)), -1);
+}
+
 int
 main(void)
 {
@@ -395,6 +451,7 @@ main(void)
 		cmocka_unit_test(t_targets),
 		cmocka_unit_test(t_env_names),
 		cmocka_unit_test(t_join),
+		cmocka_unit_test(t_qcow2_header),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
