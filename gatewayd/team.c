@@ -47,6 +47,7 @@ static const struct pv_opt create_opts[] = {
 	{ "--ssh-key", K_PATH }, { "--ca", K_PATH },
 	{ "--password-hash-file", K_PATH }, { "--accel", K_ARG },
 	{ "--login", K_ARG }, { "--sudo", K_FLAG },
+	{ "--autostart", K_FLAG }, { "--no-autostart", K_FLAG },
 	{ "--owner", K_ADMIN }, { "--user", K_ADMIN },
 	{ NULL, 0 }
 };

@@ -28,11 +28,13 @@ struct create_opts {
 	struct strv	 allow, secrets;
 	const char	*ssh_key_file, *ca_file, *pw_file, *owner;
 	char		*ssh_key, *ca_pem, *pw_hash;
+	bool		 no_autostart;	/* --no-autostart (see unit.c) */
 };
 
 enum { OPT_IMAGE = 256, OPT_IMAGE_FORMAT, OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_CPUS,
     OPT_MEMORY, OPT_DISK, OPT_EGRESS, OPT_ALLOW, OPT_SECRET, OPT_SSH_KEY, OPT_ACCEL, OPT_USER,
-    OPT_LOGIN, OPT_SUDO, OPT_PWHASH, OPT_OWNER, OPT_CA };
+    OPT_LOGIN, OPT_SUDO, OPT_PWHASH, OPT_OWNER, OPT_CA, OPT_AUTOSTART,
+    OPT_NO_AUTOSTART };
 
 static const struct option create_longopts[] = {
 	{ "image", required_argument, NULL, OPT_IMAGE },
@@ -54,6 +56,8 @@ static const struct option create_longopts[] = {
 	{ "password-hash-file", required_argument, NULL, OPT_PWHASH },
 	{ "owner", required_argument, NULL, OPT_OWNER },
 	{ "ca", required_argument, NULL, OPT_CA },
+	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
+	{ "no-autostart", no_argument, NULL, OPT_NO_AUTOSTART },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -137,6 +141,8 @@ set_opt(struct create_opts *o, int c, const char *arg)
 	case OPT_PWHASH:	o->pw_file = arg; break;
 	case OPT_OWNER:	o->owner = arg; break;
 	case OPT_CA:	o->ca_file = arg; break;
+	case OPT_AUTOSTART:	o->no_autostart = false; break;
+	case OPT_NO_AUTOSTART:	o->no_autostart = true; break;
 	default:
 		return -1;
 	}
@@ -659,6 +665,7 @@ create_locked(struct pv *pv, struct create_opts *o)
 		    o->g.name);
 		goto out;
 	}
+	unit_autostart_set(&p, !o->no_autostart);
 	printf("created %s: %s mode, address %s, mac %s, tap %s, egress %s\n",
 	    o->g.name, mode_name(o->g.mode), d.address, d.mac, d.tap,
 	    d.egress);

@@ -198,6 +198,15 @@ int	 qmp_command(const char *sock, const char *command);
 enum pv_accel accel_resolve(const struct pv *, enum pv_accel,
 	    const struct qemu_user *, char *why, size_t len);
 
+/* unit.c -- guests as moat-guest@NAME.service when systemd is PID 1. */
+extern bool pv_direct;		/* --direct: launch QEMU here, never via systemd */
+bool	 unit_managed(const struct pv *);
+int	 unit_autostart_set(const struct gpaths *, bool);
+bool	 unit_autostart(const struct gpaths *);
+int	 unit_start(const char *name, bool enable);
+void	 unit_disable(const char *name);
+void	 unit_stopped(const char *name);
+
 /* The verbs. */
 int	 cmd_create(struct pv *, int, char **);
 int	 cmd_start(struct pv *, int, char **);
