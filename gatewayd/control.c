@@ -40,6 +40,7 @@ static void ctl_sandboxes(struct ctl_req *);
 static void ctl_reload(struct ctl_req *);
 static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
+static void ctl_console(struct ctl_req *);
 
 /* admin: root or gateway.admin_group only.  body: a second line (the
  * secret's value) follows the request.  json: the verb has a --json form
@@ -62,6 +63,7 @@ static const struct {
 	{ "stop", team_provision, false, false, false },
 	{ "destroy", team_provision, false, false, false },
 	{ "secret", team_secret, false, true, true },
+	{ "console", ctl_console, false, false, false },
 };
 #define NVERBS	(sizeof(ctl_table) / sizeof(ctl_table[0]))
 
@@ -346,8 +348,8 @@ dispatch(struct gw *gw, struct gw_client *c, char *line, char *body)
 	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)c->uid);
 	if (i == NVERBS) {
 		reply(&r, "error: unknown command \"%.64s\" (status, sandboxes, "
-		    "list, create, start, stop, destroy, secret, reload, "
-		    "counters, log)\n", r.argv[0]);
+		    "list, create, start, stop, destroy, console, secret, "
+		    "reload, counters, log)\n", r.argv[0]);
 		return;
 	}
 	/* Arguments are not audited: they may name files; "secret set"
@@ -690,4 +692,47 @@ ctl_log(struct ctl_req *r)
 		r->c->follow = true;
 	else
 		reply(r, "ok\n");
+}
+
+/* "ok" with the descriptor attached (SCM_RIGHTS): the client's provision
+ * console reads the guest's console from it directly. */
+static int
+reply_fd(struct ctl_req *r, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = "ok\n", .iov_len = 3 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(r->c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) == 3 ? 0 : -1;
+}
+
+static void
+ctl_console(struct ctl_req *r)
+{
+	struct ctl_creds who = { .uid = r->c->uid, .gid = r->c->gid,
+	    .user = r->user, .admin = r->admin };
+	char err[256], *run_dir, *slash;
+	int fd;
+
+	run_dir = xstrdup(r->gw->opts.sock);
+	if ((slash = strrchr(run_dir, '/')) != NULL)
+		*slash = '\0';
+	fd = console_verb(r->gw->cfg, run_dir, r->argc, r->argv, &who, err,
+	    sizeof(err));
+	free(run_dir);
+	if (fd == -1) {
+		ctl_refuse(r, r->argc > 1 ? r->argv[1] : NULL, "%s", err);
+		return;
+	}
+	if (reply_fd(r, fd) == -1)
+		log_warn("console: passing the descriptor");
+	close(fd);
 }

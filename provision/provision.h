@@ -191,6 +191,7 @@ int	 tap_delete_stale(const char *name);
 enum { CTL_OK = 0, CTL_ABSENT = 1, CTL_REFUSED = -1 };
 int	 ctl_reload(const struct pv *);
 int	 ctl_forward(const struct pv *, int argc, char **argv);
+int	 ctl_console(const struct pv *, const char *name);	/* fd or -1 */
 int	 qmp_command(const char *sock, const char *command);
 
 /* accel.c */
