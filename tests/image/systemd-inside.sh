@@ -27,6 +27,7 @@ glog() { cat /var/lib/moat/guests/$1/console.log 2>/dev/null; }
 ticks() { glog "$1" | grep -ac 'MOAT-TICK'; }
 ticking() {	# ticking NAME -- new serial output from the guest within 300 s
 	local n; n=$(ticks "$1")
+	[ -s /run/moat/guests/$1/qemu.pid ] || return 1
 	wait_for 300 sh -c "[ \$(grep -ac MOAT-TICK /var/lib/moat/guests/$1/console.log) -gt $n ]"
 }
 same_qemu() {	# same_qemu NAME PID -- the guest's QEMU is still that process
@@ -110,7 +111,8 @@ guest_up() {
 	chk "vg1's QEMU is in its own unit's cgroup, not gatewayd's" \
 	    sh -c 'c=$(cat /proc/$(cat /run/moat/guests/vg1/qemu.pid)/cgroup); echo "$c"; echo "$c" | grep -q "/moat-guest@vg1.service$" && ! echo "$c" | grep -q moat-gatewayd'
 	chk "vg1's QEMU runs as moat-qemu" sh -c '[ "$(ps -o user= -p $(cat /run/moat/guests/vg1/qemu.pid))" = moat-qemu ]'
-	if wait_for 1200 sh -c 'grep -aq MOAT-TICK /var/lib/moat/guests/vg1/console.log'; then
+	if systemctl is-active -q moat-guest@vg1 &&
+	    wait_for 1200 sh -c 'grep -aq MOAT-TICK /var/lib/moat/guests/vg1/console.log'; then
 		say "ok - the nested TCG guest boots and ticks on its serial console"
 		say "# nested TCG: provision start to the guest's first tick: $(( $(ms) - t0 )) ms"
 	else
@@ -159,7 +161,7 @@ phase1() {
 	chk "secret set works under the unit (ReadWritePaths)" sh -c \
 	    'echo vm-secret-value | gatewayd ctl secret set vmkey --host allowed.test && test -s /etc/moat/secrets.d/vmkey.conf'
 	chk "the unit's hardening is in force (MemoryDenyWriteExecute, ProtectSystem)" sh -c \
-	    'systemctl show -p MemoryDenyWriteExecute -p ProtectSystem moat-gatewayd | tr "\n" " " | grep -q "MemoryDenyWriteExecute=yes ProtectSystem=strict"'
+	    'systemctl show -p MemoryDenyWriteExecute -p ProtectSystem moat-gatewayd >/tmp/hd; cat /tmp/hd; grep -qx MemoryDenyWriteExecute=yes /tmp/hd && grep -qx ProtectSystem=strict /tmp/hd'
 	guest_up
 	chk "systemctl restart moat-gatewayd" systemctl restart moat-gatewayd
 	chk "policy kept across the restart" tables
@@ -216,7 +218,7 @@ phase2() {
 	    'gw=$(systemctl show -p ActiveEnterTimestampMonotonic --value moat-gatewayd); g=$(systemctl show -p InactiveExitTimestampMonotonic --value moat-guest@vg1); echo "gatewayd active at $gw, vg1 started at $g"; [ "$gw" -gt 0 ] && [ "$gw" -le "$g" ]'
 	say "# after reboot: gatewayd active $(systemctl show -p ActiveEnterTimestampMonotonic --value moat-gatewayd) us, vg1 started $(systemctl show -p InactiveExitTimestampMonotonic --value moat-guest@vg1) us after boot"
 	local t0; t0=$(ms)
-	if wait_for 1200 sh -c '[ $(grep -ac "moat-tick-guest: up" /var/lib/moat/guests/vg1/console.log) -ge 2 ]'; then
+	if systemctl is-active -q moat-guest@vg1 && wait_for 1200 sh -c '[ $(grep -ac "moat-tick-guest: up" /var/lib/moat/guests/vg1/console.log) -ge 2 ]'; then
 		say "ok - after reboot: vg1 boots again (new serial output)"
 		say "# after reboot: vg1 up on its console $(( $(ms) - t0 )) ms after this check began"
 	else say "not ok - after reboot: vg1 boots again (new serial output)"; fi
