@@ -25,10 +25,14 @@ VG=/srv/moat-vmtest
 qpid() { cat /run/moat/guests/$1/qemu.pid 2>/dev/null; }
 glog() { cat /var/lib/moat/guests/$1/console.log 2>/dev/null; }
 ticks() { glog "$1" | grep -ac 'MOAT-TICK'; }
-ticking() {	# ticking NAME -- new serial output from the guest within 300 s
-	local n; n=$(ticks "$1")
-	[ -s /run/moat/guests/$1/qemu.pid ] || return 1
-	wait_for 300 sh -c "[ \$(grep -ac MOAT-TICK /var/lib/moat/guests/$1/console.log) -gt $n ]"
+ticking() {	# ticking NAME -- new serial output within 300 s, QEMU alive throughout
+	local n p i; n=$(ticks "$1"); p=$(qpid "$1")
+	for i in $(seq 300); do
+		[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 1
+		[ "$(ticks "$1")" -gt "$n" ] && return 0
+		sleep 1
+	done
+	return 1
 }
 same_qemu() {	# same_qemu NAME PID -- the guest's QEMU is still that process
 	[ "$(qpid "$1")" = "$2" ] && kill -0 "$2"
