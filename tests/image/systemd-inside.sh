@@ -126,18 +126,25 @@ guest_up() {
 	P1=$(qpid vg1)
 }
 
-# With gatewayd unable to start (a broken configuration), no guest starts.
+# gatewayd cannot start (simulated by a drop-in whose ExecStartPre fails):
+# a guest created meanwhile, whose sandbox is not in the kernel's policy
+# yet, must not start.  provision itself is fine (its config is valid): it
+# is the guest's unit that refuses.
 fail_closed() {
 	chk "root creates vg2 --no-autostart while gatewayd is stopped" \
 	    provision create vg2 --kernel $VG/vmlinuz --initrd $VG/tick.cpio.gz \
 	    --egress none --accel tcg --memory 192 --no-autostart
-	cp /etc/moat/moat.conf /root/moat.conf.good
-	echo 'gateway: { broken' >>/etc/moat/moat.conf
-	nchk "gatewayd cannot start (broken config): provision start vg2 fails" provision start vg2
+	mkdir -p /etc/systemd/system/moat-gatewayd.service.d
+	printf '[Service]\nExecStartPre=/bin/false\n' \
+	    >/etc/systemd/system/moat-gatewayd.service.d/vmtest-broken.conf
+	systemctl daemon-reload
+	nchk "gatewayd cannot start: provision start vg2 fails" provision start vg2
+	chk "fail closed: moat-gatewayd failed to start" systemctl is-failed moat-gatewayd
 	chk "fail closed: no QEMU for vg2, its unit is not active" \
 	    sh -c '! test -s /run/moat/guests/vg2/qemu.pid && ! systemctl is-active moat-guest@vg2'
 	nchk "fail closed: vg2's unit is not enabled" systemctl is-enabled moat-guest@vg2
-	cp /root/moat.conf.good /etc/moat/moat.conf
+	rm -rf /etc/systemd/system/moat-gatewayd.service.d
+	systemctl daemon-reload
 	systemctl reset-failed moat-gatewayd moat-guest@vg2 2>/dev/null
 	chk "vg1 kept running meanwhile" same_qemu vg1 "$P1"
 }
