@@ -108,7 +108,8 @@ fuzz:
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 	    $(DESTDIR)$(SYSCONFDIR)/moat/sandboxes.d \
-	    $(DESTDIR)$(SYSCONFDIR)/moat/secrets
+	    $(DESTDIR)$(SYSCONFDIR)/moat/secrets \
+	    $(DESTDIR)$(SYSCONFDIR)/moat/secrets.d
 	$(if $(INSTALL_SBIN),install -m 0755 $(INSTALL_SBIN) $(DESTDIR)$(SBINDIR)/)
 	$(if $(INSTALL_BIN),install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/)
 	for c in $(MEMBER_CMDS); do ln -sf $(SBINDIR)/$$c $(DESTDIR)$(BINDIR)/$$c; done
@@ -121,6 +122,9 @@ install: all
 	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' -e 's|/usr/local/share/doc|$(PREFIX)/share/doc|g' \
 	    examples/moat-gatewayd.service >$(DESTDIR)$(UNITDIR)/moat-gatewayd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-gatewayd.service
+	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' \
+	    examples/moat-guest@.service >$(DESTDIR)$(UNITDIR)/moat-guest@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-guest@.service
 	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0644 examples/moat.logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/moat
 	install -d $(DESTDIR)$(PREFIX)/lib/moat

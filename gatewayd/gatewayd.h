@@ -178,6 +178,21 @@ bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
 char	*team_config_warnings(const struct moat_config *,
 	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
 
+/* --- console (parent_console.c) --- */
+
+/* Who asked, from SO_PEERCRED (the control protocol's caller). */
+struct ctl_creds {
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*user;		/* login name, or "#UID" */
+	bool		 admin;		/* root or gateway.admin_group */
+};
+/* "console NAME": (request, caller) -> a connected socket to the guest's
+ * serial console, or -1 with err set (one answer for missing and not
+ * yours).  The caller passes the fd on (SCM_RIGHTS) and closes it. */
+int	console_verb(const struct moat_config *, const char *run_dir, int argc,
+	    char *const argv[], const struct ctl_creds *, char *err, size_t len);
+
 /* --- client side (ctl_client.c) --- */
 
 int	ctl_main(const char *sock, int argc, char *argv[]);

@@ -35,6 +35,7 @@ static void ctl_sandboxes(struct ctl_req *);
 static void ctl_reload(struct ctl_req *);
 static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
+static void ctl_console(struct ctl_req *);
 
 /* admin: root or gateway.admin_group only.  json: the verb has a --json
  * form (for "secret", only "secret list" does; see parent_secret.c). */
@@ -54,6 +55,7 @@ static const struct {
 	[CTL_STOP] = { team_provision, false, false },
 	[CTL_DESTROY] = { team_provision, false, false },
 	[CTL_SECRET] = { team_secret, false, true },
+	[CTL_CONSOLE] = { ctl_console, false, false },
 };
 
 #define reply ctl_reply
@@ -519,4 +521,29 @@ ctl_log(struct ctl_req *r)
 		r->end = IPC_CTL_FOLLOW;
 	else
 		reply(r, "ok\n");
+}
+
+/* "console NAME": the guest's serial console, connected as the guest's
+ * own user (parent_console.c) and passed back with "ok", for its owner
+ * (or an admin) only. */
+static void
+ctl_console(struct ctl_req *r)
+{
+	struct ctl_creds who = { .uid = r->uid, .gid = r->gid,
+	    .user = r->user, .admin = r->admin };
+	char err[256], *run_dir, *slash;
+	int fd;
+
+	run_dir = xstrdup(r->gw->opts.sock);
+	if ((slash = strrchr(run_dir, '/')) != NULL)
+		*slash = '\0';
+	fd = console_verb(r->gw->cfg, run_dir, r->argc, r->argv, &who, err,
+	    sizeof(err));
+	free(run_dir);
+	if (fd == -1) {
+		ctl_refuse(r, r->argc > 1 ? r->argv[1] : NULL, "%s", err);
+		return;
+	}
+	reply(r, "ok\n");
+	ctl_req_attach_fd(r, fd);
 }

@@ -29,6 +29,8 @@ const struct guest_opt guest_create_opts[GO_NOPTS + 1] = {
 	[GO_PWHASH] = { "--password-hash-file", GUEST_PATH },
 	[GO_OWNER] = { "--owner", GUEST_ADMIN },
 	[GO_CA] = { "--ca", GUEST_PATH },
+	[GO_AUTOSTART] = { "--autostart", GUEST_FLAG },
+	[GO_NO_AUTOSTART] = { "--no-autostart", GUEST_FLAG },
 	[GO_NOPTS] = { NULL, GUEST_FLAG },
 };
 

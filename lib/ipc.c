@@ -50,6 +50,7 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_COUNTERS] = "counters", [CTL_LOG] = "log",
 	[CTL_CREATE] = "create", [CTL_START] = "start", [CTL_STOP] = "stop",
 	[CTL_DESTROY] = "destroy", [CTL_SECRET] = "secret",
+	[CTL_CONSOLE] = "console",
 };
 
 const char *

@@ -33,6 +33,7 @@ struct create_opts {
 	const char	*ssh_key_file, *ca_file, *pw_file, *owner;
 	char		*ssh_key, *ca_pem, *pw_hash;
 	int		 image_fd, kernel_fd, initrd_fd;	/* or -1 */
+	bool		 no_autostart;	/* --no-autostart (see unit.c) */
 };
 
 /* getopt values: provision's option table (lib/guestacct.c) by index. */
@@ -118,6 +119,8 @@ set_opt(struct create_opts *o, int c, const char *arg)
 	case OPT(GO_PWHASH):	o->pw_file = arg; break;
 	case OPT(GO_OWNER):	o->owner = arg; break;
 	case OPT(GO_CA):	o->ca_file = arg; break;
+	case OPT(GO_AUTOSTART):	o->no_autostart = false; break;
+	case OPT(GO_NO_AUTOSTART): o->no_autostart = true; break;
 	default:
 		return -1;
 	}
@@ -722,6 +725,7 @@ create_guest(struct pv *pv, struct create_opts *o)
 		    o->g.name);
 		goto out;
 	}
+	unit_autostart_set(&p, !o->no_autostart);
 	printf("created %s: %s mode, address %s, mac %s, tap %s, egress %s, "
 	    "uid %u\n", o->g.name, mode_name(o->g.mode), d.address, d.mac,
 	    d.tap, d.egress, (unsigned)u.uid);

@@ -39,6 +39,7 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 	}
 	if (tap[0] != '\0' && tap_delete_stale(tap) == -1)
 		goto out;
+	unit_autostart_set(&p, false);	/* the marker is ours (unit.c) */
 	if (rm_rf_guest(&p) == -1)
 		goto out;
 	if (unlink(p.dropin) == -1 && errno != ENOENT) {

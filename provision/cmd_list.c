@@ -267,12 +267,38 @@ relay(int sock)
 	}
 }
 
+/* Root connects to QEMU's socket itself; anyone else asks gatewayd, which
+ * checks ownership and passes the connected socket back. */
+static int
+console_connect(struct pv *pv, const char *name)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct gpaths p;
+	int fd = -1;
+
+	if (geteuid() != 0)
+		return ctl_console(pv, name);
+	if (pv_load(pv) == -1)
+		return -1;
+	gpaths_init(&p, pv, name);
+	if (strlen(p.console) < sizeof(sun.sun_path) &&
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) != -1) {
+		strcpy(sun.sun_path, p.console);
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+			log_warn("guest \"%s\" console %s (is it running?)",
+			    name, p.console);
+			close(fd);
+			fd = -1;
+		}
+	}
+	gpaths_free(&p);
+	return fd;
+}
+
 int
 cmd_console(struct pv *pv, int argc, char **argv)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct termios saved, raw;
-	struct gpaths p;
 	bool tty = isatty(STDIN_FILENO);
 	int fd, rc = EXIT_FALSE;
 
@@ -280,19 +306,8 @@ cmd_console(struct pv *pv, int argc, char **argv)
 		log_warnx("usage: provision console NAME");
 		return EXIT_USAGE;
 	}
-	if (pv_load(pv) == -1)
+	if ((fd = console_connect(pv, argv[1])) == -1)
 		return EXIT_FALSE;
-	gpaths_init(&p, pv, argv[1]);
-	if (strlen(p.console) >= sizeof(sun.sun_path) ||
-	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		goto out;
-	strcpy(sun.sun_path, p.console);
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		log_warn("guest \"%s\" console %s (is it running?)", argv[1],
-		    p.console);
-		close(fd);
-		goto out;
-	}
 	if (tty) {
 		fprintf(stderr, "connected to %s's serial console; Ctrl-] "
 		    "leaves\r\n", argv[1]);
@@ -305,7 +320,5 @@ cmd_console(struct pv *pv, int argc, char **argv)
 	if (tty)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	close(fd);
-out:
-	gpaths_free(&p);
 	return rc;
 }

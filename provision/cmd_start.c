@@ -305,6 +305,31 @@ clean_rundir(const struct target *t)
 	rmdir(t->p.rdir);
 }
 
+/* systemd is PID 1: QEMU runs in the guest's own unit, outside the cgroup
+ * of whoever asked (gatewayd, for a member), so it outlives a restart of
+ * gatewayd; the unit runs `provision --direct start NAME` (launch above). */
+static int
+start_unit(const struct target *t)
+{
+	char *why, *nl;
+
+	if (unit_start(t->g.name, unit_autostart(&t->p)) == -1)
+		return -1;
+	printf("started %s: pid %d in moat-guest@%s.service%s, tap %s, "
+	    "console log %s\n", t->g.name, (int)guest_pid(&t->p, &t->g,
+	    t->u.uid), t->g.name, unit_autostart(&t->p) ? " (autostart)" : "",
+	    t->sb->tap, t->p.log);
+	/* The unit's launch recorded it: "tcg\nreason\n". */
+	if ((why = read_small_file(t->p.accel, 512)) != NULL &&
+	    (nl = strchr(why, '\n')) != NULL) {
+		*nl++ = '\0';
+		nl[strcspn(nl, "\n")] = '\0';
+		printf("accelerator %s: %s\n", why, nl);
+	}
+	free(why);
+	return 0;
+}
+
 int
 cmd_start(struct pv *pv, int argc, char **argv)
 {
@@ -324,6 +349,14 @@ cmd_start(struct pv *pv, int argc, char **argv)
 	}
 	if (guest_pid(&t.p, &t.g, t.u.uid) > 0) {
 		log_warnx("guest \"%s\" is already running", t.g.name);
+		goto out;
+	}
+	if (unit_managed(pv)) {
+		if (accel != ACCEL_AUTO)
+			log_warnx("--accel is ignored: the guest's unit starts "
+			    "it with its recorded accelerator (%s)",
+			    accel_name(t.g.accel));
+		rc = start_unit(&t) == 0 ? EXIT_OK : EXIT_FALSE;
 		goto out;
 	}
 	if (accel == ACCEL_AUTO)
@@ -387,8 +420,15 @@ stop_guest(struct pv *pv, const char *name, int timeout_s, bool force)
 	struct target t;
 	int rc = -1;
 
-	if (target_load(pv, name, &t, false) == 0)
+	bool managed = unit_managed(pv);
+
+	if (target_load(pv, name, &t, false) == 0) {
+		if (managed)		/* stopped: not to come back at boot */
+			unit_disable(name);
 		rc = stop_target(&t, timeout_s, force);
+		if (managed)
+			unit_stopped(name);
+	}
 	target_free(&t);
 	return rc;
 }

@@ -283,6 +283,85 @@ ctl_forward(const struct pv *pv, int argc, char **argv)
 	return rc;
 }
 
+/* One line, a byte at a time (nothing past it is consumed); a descriptor
+ * that came with it (SCM_RIGHTS) goes to *rfd. */
+static int
+read_line_fd(int fd, char *buf, size_t len, int *rfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov;
+	struct msghdr m;
+	struct cmsghdr *cm;
+	size_t n = 0;
+	int got;
+
+	while (n + 1 < len) {
+		iov.iov_base = buf + n;
+		iov.iov_len = 1;
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		if (recvmsg(fd, &m, MSG_CMSG_CLOEXEC) <= 0)
+			return -1;
+		for (cm = CMSG_FIRSTHDR(&m); cm != NULL;
+		    cm = CMSG_NXTHDR(&m, cm))
+			if (cm->cmsg_level == SOL_SOCKET &&
+			    cm->cmsg_type == SCM_RIGHTS &&
+			    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+				memcpy(&got, CMSG_DATA(cm), sizeof(int));
+				if (*rfd != -1)
+					close(*rfd);
+				*rfd = got;
+			}
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* A member's console: gatewayd opens the guest's console socket if the
+ * caller owns the guest and passes it back with "ok".  The descriptor,
+ * or -1 (gatewayd's reason was shown). */
+int
+ctl_console(const struct pv *pv, const char *name)
+{
+	char *path, line[512];
+	int fd, cfd = -1;
+
+	xasprintf(&path, "%s/gatewayd.sock", pv->run_dir);
+	if ((fd = unix_connect(path)) == -1) {
+		log_warn("console: gatewayd opens consoles for group moat, and "
+		    "its control socket %s", path);
+		free(path);
+		return -1;
+	}
+	free(path);
+	if (write_all(fd, "console ") == -1 || write_all(fd, name) == -1 ||
+	    write_all(fd, "\n") == -1) {
+		log_warn("console");
+		close(fd);
+		return -1;
+	}
+	while (read_line_fd(fd, line, sizeof(line), &cfd) == 0) {
+		if (strcmp(line, "ok") == 0 && cfd != -1) {
+			close(fd);
+			return cfd;
+		}
+		if (strncmp(line, "error: ", 7) == 0) {
+			log_warnx("%s", line + 7);
+			break;
+		}
+	}
+	if (cfd != -1)
+		close(cfd);
+	close(fd);
+	return -1;
+}
+
 /* Wait for a line holding "return" (or "error"), skipping events. */
 static int
 qmp_reply(int fd)

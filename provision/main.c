@@ -43,7 +43,7 @@ usage(int code)
 	fprintf(code ? stderr : stdout,
 	    "usage: provision [-v] [-c FILE] [--run-dir DIR] [--qemu PATH]\n"
 	    "                 [--qemu-img PATH] [--genisoimage PATH]\n"
-	    "                 [--containment-check PATH] VERB ...\n"
+	    "                 [--containment-check PATH] [--direct] VERB ...\n"
 	    "Hardened QEMU guests on the moat gateway.\n\n");
 	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(code ? stderr : stdout, "  provision %s\n",
@@ -111,6 +111,7 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ "containment-check", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "direct", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct pv pv = { .conf_path = MOAT_CONF_DEFAULT, .run_dir = PV_RUN_DIR };
@@ -128,6 +129,7 @@ main(int argc, char **argv)
 		case 'G': pv.genisoimage = optarg; break;
 		case 'K': pv.containment_check = optarg; break;
 		case 'v': verbose++; break;
+		case 'D': pv_direct = true; break;
 		case 'V':
 			printf("%s %s\n", "provision", MOAT_VERSION);
 			exit(EXIT_OK);

@@ -3,7 +3,8 @@ PROVISION_LIB_SRCS := provision/guest.c provision/alloc.c provision/dropin.c \
 	provision/qemu.c provision/seed.c provision/targets.c provision/proc.c provision/tap.c \
 	provision/ctl.c provision/accel.c provision/cmd_create.c \
 	provision/cmd_start.c provision/cmd_destroy.c provision/cmd_list.c \
-	provision/uids.c provision/import.c provision/qcow2.c
+	provision/uids.c provision/import.c provision/qcow2.c \
+	provision/unit.c
 PROVISION_SRCS := provision/main.c $(PROVISION_LIB_SRCS)
 PROVISION_OBJS := $(PROVISION_SRCS:%.c=$(OBJ)/%.o)
 PROVISION_LIB_OBJS := $(PROVISION_LIB_SRCS:%.c=$(OBJ)/%.o)

@@ -224,12 +224,22 @@ int	 tap_delete_stale(const char *name);
 enum { CTL_OK = 0, CTL_ABSENT = 1, CTL_REFUSED = -1 };
 int	 ctl_reload(const struct pv *);
 int	 ctl_forward(const struct pv *, int argc, char **argv);
+int	 ctl_console(const struct pv *, const char *name);	/* fd or -1 */
 int	 qmp_command(const char *sock, const char *command);
 
 /* accel.c */
 /* why gets the reason for the choice: "requested", or why KVM fell back. */
 enum pv_accel accel_resolve(const struct pv *, enum pv_accel,
 	    const struct qemu_user *, char *why, size_t len);
+
+/* unit.c -- guests as moat-guest@NAME.service when systemd is PID 1. */
+extern bool pv_direct;		/* --direct: launch QEMU here, never via systemd */
+bool	 unit_managed(const struct pv *);
+int	 unit_autostart_set(const struct gpaths *, bool);
+bool	 unit_autostart(const struct gpaths *);
+int	 unit_start(const char *name, bool enable);
+void	 unit_disable(const char *name);
+void	 unit_stopped(const char *name);
 
 /* The verbs. */
 int	 cmd_create(struct pv *, int, char **);

@@ -26,6 +26,13 @@ ok "package built ($MOAT_DEB, $(( $(now_ms) - t0 )) ms)"
 
 mkdir -p "$TMP/seed"
 cp "$MOAT_DEB" tests/image/systemd-inside.sh tests/harness/cc-dns.py "$TMP/seed/"
+# The guest inside the VM: Debian's cloud kernel and a busybox initramfs
+# that stays up and ticks on its serial console.
+if tree=$(bash tests/harness/guest-kernel.sh build/guest-cache) &&
+    cp "$(ls "$tree"/boot/vmlinuz-* | head -1)" "$TMP/seed/vmlinuz" &&
+    bash tests/harness/tick-initramfs.sh "$TMP/seed/tick.cpio.gz"; then
+	ok "guest kernel (cached) and tick initramfs for the guest in the VM"
+else not_ok "guest kernel and tick initramfs"; tap_done; exit 1; fi
 printf 'instance-id: moat-vmtest\nlocal-hostname: vmtest\n' >"$TMP/seed/meta-data"
 cat >"$TMP/seed/user-data" <<'UD'
 #cloud-config
@@ -42,7 +49,7 @@ qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nodefaults -display none -vga none
 	-drive file="$TMP/seed.iso",if=virtio,format=raw,readonly=on \
 	-nic none -serial file:"$LOG" >"$TMP/qemu.log" 2>&1 &
 QPID=$!
-for i in $(seq 1500); do
+for i in $(seq 3600); do
 	grep -aq 'VMTAP-DONE' "$LOG" 2>/dev/null && break
 	kill -0 "$QPID" 2>/dev/null || break
 	sleep 1

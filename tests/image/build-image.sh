@@ -20,11 +20,14 @@ SUITE=bookworm
 MIRROR=http://deb.debian.org/debian
 SIZE=2G
 # The test extras (nftables, iproute2, dig, nc) and the moat package's
-# runtime libraries let the systemd test install the .deb without apt.
+# runtime libraries let the systemd test install the .deb without apt;
+# qemu-system-x86 and qemu-utils run a small provision guest inside that
+# test VM.
 PKGS="systemd,systemd-sysv,udev,dbus,cloud-init,openssh-server,sudo,curl,\
 ca-certificates,linux-image-cloud-amd64,initramfs-tools,ifupdown,resolvconf,\
 iproute2,netbase,procps,kmod,nftables,bind9-dnsutils,netcat-openbsd,\
-libconfig9,libnftnl11,libmnl0,libldns3,libssl3,libseccomp2,python3"
+libconfig9,libnftnl11,libmnl0,libldns3,libssl3,libseccomp2,python3,\
+qemu-system-x86,qemu-utils"
 
 for t in mmdebstrap mkfs.ext4 extlinux qemu-img; do
 	command -v $t >/dev/null || { echo "build-image: $t is missing (make deps)" >&2; exit 1; }

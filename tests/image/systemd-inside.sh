@@ -3,8 +3,12 @@
 # as root; prints TAP-like lines prefixed "VMTAP: " on the serial console.
 #   phase1 (first boot, from cloud-init): install the .deb, build the
 #          namespaces, systemctl enable --now, check, restart, stop, reboot
-#   phase2 (second boot, a unit ordered after moat-gatewayd): the policy
-#          came back by itself; then power off.
+#   phase2 (second boot, a unit ordered after moat-gatewayd and the
+#          guest): the policy came back by itself, before the autostarted
+#          guest; then power off.
+# The guest (vg1) is a member's kernel-mode provision guest under nested
+# TCG: Debian's cloud kernel and a busybox initramfs that ticks on its
+# serial console (tests/harness/tick-initramfs.sh).
 # Everything it sends stays inside this VM (it has no network card).
 D=$(cd "$(dirname "$0")" && pwd)
 say() { printf 'VMTAP: %s\r\n' "$*"; }
@@ -16,6 +20,23 @@ chk() {	# chk DESCRIPTION CMD... -- ok if CMD succeeds
 nchk() { local d=$1; shift; if "$@" >/dev/null 2>&1; then say "not ok - $d"; else say "ok - $d"; fi; }
 wait_for() { local i; for i in $(seq "$1"); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
 g() { ip netns exec g1 "$@"; }
+ms() { date +%s%3N; }
+VG=/srv/moat-vmtest
+qpid() { cat /run/moat/guests/$1/qemu.pid 2>/dev/null; }
+glog() { cat /var/lib/moat/guests/$1/console.log 2>/dev/null; }
+ticks() { glog "$1" | grep -ac 'MOAT-TICK'; }
+ticking() {	# ticking NAME -- new serial output within 300 s, QEMU alive throughout
+	local n p i; n=$(ticks "$1"); p=$(qpid "$1")
+	for i in $(seq 300); do
+		[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 1
+		[ "$(ticks "$1")" -gt "$n" ] && return 0
+		sleep 1
+	done
+	return 1
+}
+same_qemu() {	# same_qemu NAME PID -- the guest's QEMU is still that process
+	[ "$(qpid "$1")" = "$2" ] && kill -0 "$2"
+}
 tables() { nft list tables | grep -q 'inet moat' && nft list tables | grep -q 'bridge moat'; }
 http() { g curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" | grep -q '^200$'; }
 
@@ -77,6 +98,57 @@ guest_checks() {	# guest_checks WHEN
 	nchk "$1: g1 cannot reach the gateway's ssh" g timeout 5 bash -c 'exec 3<>/dev/tcp/10.77.0.1/22'
 }
 
+# A member's guest, created and started through gatewayd (so under its
+# unit's hardening), run by systemd as moat-guest@vg1.service.
+guest_up() {
+	mkdir -p $VG && cp "$D/vmlinuz" "$D/tick.cpio.gz" $VG/ && chmod 0644 $VG/*
+	useradd -m -G moat -s /bin/bash alice
+	chk "alice (group moat) creates a kernel-mode guest through gatewayd" \
+	    runuser -u alice -- provision create vg1 --kernel $VG/vmlinuz \
+	    --initrd $VG/tick.cpio.gz --egress none --accel tcg --memory 192
+	chk "create: autostart is the default" test -e /var/lib/moat/guests/vg1/autostart
+	local t0; t0=$(ms)
+	chk "alice starts it through gatewayd" runuser -u alice -- provision start vg1
+	say "# provision start (systemctl start moat-guest@vg1, QEMU up): $(( $(ms) - t0 )) ms"
+	chk "moat-guest@vg1.service is active and enabled (autostart)" \
+	    sh -c 'systemctl is-active moat-guest@vg1 && systemctl is-enabled moat-guest@vg1'
+	chk "vg1's QEMU is in its own unit's cgroup, not gatewayd's" \
+	    sh -c 'c=$(cat /proc/$(cat /run/moat/guests/vg1/qemu.pid)/cgroup); echo "$c"; echo "$c" | grep -q "/moat-guest@vg1.service$" && ! echo "$c" | grep -q moat-gatewayd'
+	chk "vg1's QEMU runs as moat-qemu" sh -c '[ "$(ps -o user= -p $(cat /run/moat/guests/vg1/qemu.pid))" = moat-qemu ]'
+	if systemctl is-active -q moat-guest@vg1 &&
+	    wait_for 1200 sh -c 'grep -aq MOAT-TICK /var/lib/moat/guests/vg1/console.log'; then
+		say "ok - the nested TCG guest boots and ticks on its serial console"
+		say "# nested TCG: provision start to the guest's first tick: $(( $(ms) - t0 )) ms"
+	else
+		say "not ok - the nested TCG guest boots and ticks on its serial console"
+		glog vg1 | tail -5 | sed 's/^/VMTAP: #   /'
+	fi
+	P1=$(qpid vg1)
+}
+
+# gatewayd cannot start (simulated by a drop-in whose ExecStartPre fails):
+# a guest created meanwhile, whose sandbox is not in the kernel's policy
+# yet, must not start.  provision itself is fine (its config is valid): it
+# is the guest's unit that refuses.
+fail_closed() {
+	chk "root creates vg2 --no-autostart while gatewayd is stopped" \
+	    provision create vg2 --kernel $VG/vmlinuz --initrd $VG/tick.cpio.gz \
+	    --egress none --accel tcg --memory 192 --no-autostart
+	mkdir -p /etc/systemd/system/moat-gatewayd.service.d
+	printf '[Service]\nExecStartPre=/bin/false\n' \
+	    >/etc/systemd/system/moat-gatewayd.service.d/vmtest-broken.conf
+	systemctl daemon-reload
+	nchk "gatewayd cannot start: provision start vg2 fails" provision start vg2
+	nchk "fail closed: moat-gatewayd is not active" systemctl is-active moat-gatewayd
+	chk "fail closed: no QEMU for vg2, its unit is not active" \
+	    sh -c '! test -s /run/moat/guests/vg2/qemu.pid && ! systemctl is-active moat-guest@vg2'
+	nchk "fail closed: vg2's unit is not enabled" systemctl is-enabled moat-guest@vg2
+	rm -rf /etc/systemd/system/moat-gatewayd.service.d
+	systemctl daemon-reload
+	systemctl reset-failed moat-gatewayd moat-guest@vg2 2>/dev/null
+	chk "vg1 kept running meanwhile" same_qemu vg1 "$P1"
+}
+
 phase1() {
 	# The test image was built without man pages (mmdebstrap's dpkg path
 	# filter stays in the image); a user's system has none.
@@ -97,14 +169,25 @@ phase1() {
 	chk "moat-gatewayd is active" wait_for 60 sh -c 'systemctl is-active moat-gatewayd && ss -lun | grep -q 10.77.0.1:53'
 	chk "the policy tables are in the kernel" tables
 	guest_checks "under systemd"
+	chk "secret set works under the unit (ReadWritePaths)" sh -c \
+	    'echo vm-secret-value | gatewayd ctl secret set vmkey --host allowed.test && test -s /etc/moat/secrets.d/vmkey.conf'
+	chk "the unit's hardening is in force (MemoryDenyWriteExecute, ProtectSystem)" sh -c \
+	    'systemctl show -p MemoryDenyWriteExecute -p ProtectSystem moat-gatewayd >/tmp/hd; cat /tmp/hd; grep -qx MemoryDenyWriteExecute=yes /tmp/hd && grep -qx ProtectSystem=strict /tmp/hd'
+	guest_up
 	chk "systemctl restart moat-gatewayd" systemctl restart moat-gatewayd
 	chk "policy kept across the restart" tables
+	chk "restart: vg1's QEMU is the same process, still running" same_qemu vg1 "$P1"
+	chk "restart: vg1 still talks on its serial console" ticking vg1
 	chk "active again after the restart" wait_for 60 sh -c 'systemctl is-active moat-gatewayd && ss -lun | grep -q 10.77.0.1:53'
 	guest_checks "after restart"
 	chk "systemctl stop moat-gatewayd" systemctl stop moat-gatewayd
 	chk "policy stays after stop (fail closed)" tables
+	chk "stop: vg1's QEMU is the same process, still running" same_qemu vg1 "$P1"
+	chk "stop: vg1 still talks on its serial console" ticking vg1
+	chk "stop: moat-guest@vg1 is still active" systemctl is-active moat-guest@vg1
 	nchk "stopped: g1 still cannot reach the internet by address" http http://203.0.113.3/
 	nchk "stopped: g1 still cannot reach the gateway's ssh" g timeout 5 bash -c 'exec 3<>/dev/tcp/10.77.0.1/22'
+	fail_closed
 	cat >/etc/systemd/system/moat-vmtest-links.service <<UNIT
 [Unit]
 Before=moat-gatewayd.service
@@ -117,7 +200,7 @@ UNIT
 	systemctl enable moat-vmtest-links.service >/dev/null 2>&1
 	cat >/etc/systemd/system/moat-vmtest.service <<UNIT
 [Unit]
-After=moat-gatewayd.service
+After=moat-gatewayd.service moat-guest@vg1.service
 [Service]
 Type=oneshot
 ExecStart=/bin/sh -c '/bin/bash $D/systemd-inside.sh phase2 >/dev/ttyS0 2>&1'
@@ -137,6 +220,23 @@ phase2() {
 	chk "after reboot: moat-gatewayd started by itself" systemctl is-active moat-gatewayd
 	chk "after reboot: g1's sandbox is in the policy" \
 	    sh -c 'nft list ruleset | grep -q 10.77.0.10'
+	chk "after reboot: moat-guest@vg1 came back by itself (autostart)" systemctl is-active moat-guest@vg1
+	chk "after reboot: vg1's sandbox is in the policy" sh -c \
+	    'a=$(sed -n "s/^address = \"\(.*\)\";/\1/p" /etc/moat/sandboxes.d/vg1.conf); [ -n "$a" ] && nft list ruleset | grep -qF "$a"'
+	# gatewayd is active only once its policy is in the kernel (its
+	# ExecStartPost); the guest's unit left "inactive" after that.
+	chk "after reboot: the policy was in the kernel before vg1's unit started" sh -c \
+	    'gw=$(systemctl show -p ActiveEnterTimestampMonotonic --value moat-gatewayd); g=$(systemctl show -p InactiveExitTimestampMonotonic --value moat-guest@vg1); echo "gatewayd active at $gw, vg1 started at $g"; [ "$gw" -gt 0 ] && [ "$gw" -le "$g" ]'
+	say "# after reboot: gatewayd active $(systemctl show -p ActiveEnterTimestampMonotonic --value moat-gatewayd) us, vg1 started $(systemctl show -p InactiveExitTimestampMonotonic --value moat-guest@vg1) us after boot"
+	local t0; t0=$(ms)
+	if systemctl is-active -q moat-guest@vg1 && wait_for 1200 sh -c '[ $(grep -ac "moat-tick-guest: up" /var/lib/moat/guests/vg1/console.log) -ge 2 ]'; then
+		say "ok - after reboot: vg1 boots again (new serial output)"
+		say "# after reboot: vg1 up on its console $(( $(ms) - t0 )) ms after this check began"
+	else say "not ok - after reboot: vg1 boots again (new serial output)"; fi
+	nchk "after reboot: vg2 (--no-autostart, never started) stays down" systemctl is-active moat-guest@vg2
+	chk "alice stops vg1 through gatewayd" runuser -u alice -- provision stop --timeout 5 vg1
+	nchk "stopped: moat-guest@vg1 is not active" systemctl is-active moat-guest@vg1
+	nchk "stopped: moat-guest@vg1 is disabled (will not come back at boot)" systemctl is-enabled moat-guest@vg1
 	say "VMTAP-DONE"
 	systemctl poweroff
 }

@@ -22,6 +22,10 @@ expect_match "systemctl reload runs ctl reload, whose exit code says if it took"
 	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"
 expect_match "the unit gives the audit log /var/log/moat" '^LogsDirectory=moat$' \
 	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"
+expect_match "the guest unit runs provision from PREFIX" \
+	'ExecStart=/opt/moat/sbin/provision --direct start %i' \
+	"$(cat "$D/lib/systemd/system/moat-guest@.service" 2>/dev/null)"
+expect_ok "secrets.d exists (gatewayd's unit makes it writable)" test -d "$D/etc/moat/secrets.d"
 expect_match "a logrotate snippet rotates the audit log and signals gatewayd" \
 	'/var/log/moat/audit.log \{' "$(cat "$D/etc/logrotate.d/moat" 2>/dev/null)"
 if command -v logrotate >/dev/null; then

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# provision console for members: two users in group moat (created here,
+# removed on exit) each own a running kernel-mode guest (QEMU under TCG,
+# a busybox initramfs that ticks on its serial console and echoes what it
+# reads).  The guests' console sockets are in the QEMU user's 0700 folder:
+# a member cannot open them.  gatewayd opens the owner's and passes the
+# descriptor back over the control socket; nobody else gets it.
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/gw.sh
+. tests/harness/guest-lib.sh
+
+UA=mca$$ UB=mcb$$
+CPID=
+con_cleanup() {
+	[ -n "$CPID" ] && kill "$CPID" 2>/dev/null
+	userdel "$UA" 2>/dev/null
+	userdel "$UB" 2>/dev/null
+}
+topo_up || { not_ok "topology comes up"; con_cleanup; exit 1; }
+trap 'rc=$?; con_cleanup; topo_down; exit $rc' EXIT
+trap 'con_cleanup; topo_down; exit 130' INT
+trap 'con_cleanup; topo_down; exit 143' TERM
+
+bash gatewayd/install-users.sh
+for u in $UA $UB; do
+	useradd -M -N -G moat -s /usr/sbin/nologin "$u" || { not_ok "useradd $u"; exit 1; }
+done
+as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
+# Root's provision, with gatewayd's run directory (where it looks for
+# guests' console sockets), in the gateway namespace (the taps' bridge).
+pvr() { ip netns exec "$NS_GW" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+mpv() { local u=$1; shift; as "$u" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+
+chmod 0755 "$TOPO_TMP"		# QEMU (nobody) reaches the kernel and initramfs
+tree=$(bash tests/harness/guest-kernel.sh "$GUEST_CACHE") &&
+    KERNEL=$(ls "$tree"/boot/vmlinuz-*-cloud-amd64 | head -1) &&
+    bash tests/harness/tick-initramfs.sh "$TOPO_TMP/tick.cpio.gz" &&
+    chmod 0644 "$TOPO_TMP/tick.cpio.gz" ||
+    { not_ok "guest kernel (cached) and tick initramfs" "needs apt access once"; exit 1; }
+
+mkdir -p "$TOPO_TMP/state" "$TOPO_TMP/sandboxes.d"
+cat >"$GW_CONF" <<CONF
+gateway: {
+  uplink  = "up0";
+  network = "10.77.0.0/24";
+  bridge  = "moat0";
+  dns:   { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = false; };
+  treat_as_public = [ "203.0.113.0/24" ];
+  exceptions = ( );
+  state_dir = "$TOPO_TMP/state";
+};
+CONF
+gw_start; expect_eq "gatewayd starts" 0 $?
+
+for g in "c-a $UA" "c-b $UB"; do
+	set -- $g
+	out=$(pvr create "$1" --owner "$2" --user nobody --kernel "$KERNEL" \
+	    --initrd "$TOPO_TMP/tick.cpio.gz" --egress none --accel tcg --memory 192 2>&1)
+	expect_match "root creates $1 for $2" "created $1: kernel mode" "$out"
+	out=$(pvr start "$1" 2>&1)
+	expect_match "$1 starts (TCG)" "started $1: pid [0-9]+" "$out"
+done
+t0=$(now_ms)
+guest_up() { grep -aq MOAT-TICK "$TOPO_TMP/state/guests/$1/console.log" 2>/dev/null; }
+wait_for 300 guest_up c-a && wait_for 300 guest_up c-b ||
+	not_ok "both guests tick on their serial consoles" "$(tail -5 "$TOPO_TMP"/state/guests/*/console.log)"
+echo "# both tick guests up (TCG): $(( $(now_ms) - t0 )) ms"
+
+expect_fail "$UA cannot open her console socket herself (QEMU's 0700 folder)" \
+	as "$UA" python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' \
+	"$TOPO_TMP/guests/c-a/console.sock"
+
+# Her console, through gatewayd: output from the guest, and her input
+# reaches it.  stdin is a FIFO held open here, so the console stays up.
+mkfifo "$TOPO_TMP/in"
+exec 7<>"$TOPO_TMP/in"
+mpv "$UA" console c-a <"$TOPO_TMP/in" >"$TOPO_TMP/con-a.out" 2>&1 &
+CPID=$!
+seen() { grep -aq "$1" "$2" 2>/dev/null; }
+if wait_for 60 seen MOAT-TICK "$TOPO_TMP/con-a.out"; then
+	ok "$UA reads her guest's serial console (provision console, fd from gatewayd)"
+else not_ok "$UA reads her guest's serial console" "$(cat "$TOPO_TMP/con-a.out")"; fi
+echo "hello-$$" >&7
+if wait_for 60 seen "GOT:hello-$$" "$TOPO_TMP/con-a.out"; then
+	ok "what $UA types reaches her guest (it echoes it back)"
+else not_ok "what $UA types reaches her guest" "$(tail -5 "$TOPO_TMP/con-a.out")"; fi
+kill "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; CPID=
+exec 7>&-
+
+# Bob's: refused, with the answer a missing sandbox gets.
+out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	console c-b </dev/null 2>&1); rc=$?
+expect_eq "$UA's console c-b (owned by $UB) fails" 1 "$rc"
+expect_match "refused: no sandbox \"c-b\" owned by $UA" "no sandbox \"c-b\" owned by $UA" "$out"
+expect_fail "nothing of c-b's console reached $UA" grep -q MOAT-TICK <<<"$out"
+out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	console nosuch </dev/null 2>&1)
+expect_match "a sandbox that does not exist gets the same answer" \
+	"no sandbox \"nosuch\" owned by $UA" "$out"
+expect_match "the refusal is audited" \
+	"\"control-refused\".*\"verb\":\"console\".*\"sandbox\":\"c-b\"" "$(cat "$GW_AUDIT")"
+
+# Control: the console of c-b works for its owner.
+exec 7<>"$TOPO_TMP/in"
+mpv "$UB" console c-b <"$TOPO_TMP/in" >"$TOPO_TMP/con-b.out" 2>&1 &
+CPID=$!
+if wait_for 60 seen MOAT-TICK "$TOPO_TMP/con-b.out"; then
+	ok "$UB reads c-b's console (the refusal was about ownership)"
+else not_ok "$UB reads c-b's console" "$(cat "$TOPO_TMP/con-b.out")"; fi
+kill "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; CPID=
+exec 7>&-
+
+# A QEMU that was taken over owns its runtime folder: it swaps its console
+# socket for a symlink to gatewayd's control socket.  gatewayd connects as
+# that QEMU user, never as root, so the owner gets no root control session.
+as nobody ln -sf "$TOPO_TMP/gatewayd.sock" "$TOPO_TMP/guests/c-a/console.sock"
+out=$(printf 'status\n' | timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" \
+	--run-dir "$TOPO_TMP" console c-a 2>&1)
+expect_match "console symlinked by its QEMU to the control socket: refused" \
+	"guest \"c-a\" is not running" "$out"
+expect_fail "... and no control session as root came through" grep -q "uptime" <<<"$out"
+
+pvr stop --force c-a >/dev/null 2>&1
+out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	console c-a </dev/null 2>&1)
+expect_match "a stopped guest's console: not running" "guest \"c-a\" is not running" "$out"
+tap_done
