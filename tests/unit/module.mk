@@ -1,7 +1,8 @@
 # Unit tests of lib/.  Each program's module.mk adds its own to UNIT_TESTS.
 CMOCKA_LIBS = $(call pkglibs,cmocka)
 
-LIB_TESTS := $(BUILD)/tests/test_ranges $(BUILD)/tests/test_config $(BUILD)/tests/test_ipc
+LIB_TESTS := $(BUILD)/tests/test_ranges $(BUILD)/tests/test_config $(BUILD)/tests/test_ipc \
+	$(BUILD)/tests/test_pathmatch
 UNIT_TESTS += $(LIB_TESTS)
 
 $(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)
