@@ -37,8 +37,8 @@ unreserved(unsigned char c)
 static bool
 pchar(unsigned char c, bool query)
 {
-	return unreserved(c) || strchr("!$&'()*+,;=:@/", c) != NULL ||
-	    (query && c == '?');
+	return unreserved(c) || (c != 0 && strchr("!$&'()*+,;=:@/",
+	    c) != NULL) || (query && c == '?');
 }
 
 /* Decode unreserved escapes of s into out; other escapes keep upper-case

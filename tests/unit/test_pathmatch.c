@@ -67,6 +67,9 @@ test_normal_form(void **state)
 			fail_msg("\"%s\" has no normal form, got \"%s\"",
 			    bad[i], out);
 	}
+	/* A NUL inside the target (found by fuzz_pathmatch). */
+	assert_int_equal(pm_normalise("/a/b\0c", 6, out, sizeof(out), &q, &ql),
+	    -1);
 }
 
 static void
