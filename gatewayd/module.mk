@@ -1,6 +1,6 @@
 GATEWAYD_SRCS := $(addprefix gatewayd/,main.c daemon.c proc.c control.c ctl.c \
 	audit.c nflog.c policy.c sandbox.c team.c secret.c ca.c signer.c \
-	network.c rtnl.c)
+	network.c rtnl.c budget.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto

@@ -47,7 +47,8 @@ static const struct {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
 	    (1u << IPC_DNS_DROPPED) },
-	[PROC_PROXY] = { "proxy", NULL, 1u << IPC_AUDIT },
+	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
+	    (1u << IPC_BUDGET_REQ) },
 };
 
 void
@@ -344,6 +345,13 @@ proc_drain_readable(struct gw *gw, int slot)
 		handle_audit(gw, &gw->procs[PROC_PROXY], buf, (size_t)n);
 		return;
 	}
+	if (n > 0 && h.type == IPC_BUDGET_REQ) {	/* a draining proxy's */
+		struct ipc_budget_req m;
+
+		memcpy(&m, buf, sizeof(m));
+		gw_budget_answer(gw, gw->draining[slot].ipc, h.id, &m);
+		return;
+	}
 	if (n == -2 || n > 0)		/* malformed, or not its to send */
 		kill(gw->draining[slot].pid, SIGKILL);
 	close(gw->draining[slot].ipc);
@@ -465,6 +473,9 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)buf.raw);
 	else if (h.type == IPC_AUDIT)
 		handle_audit(gw, p, buf.raw, (size_t)n);
+	else if (h.type == IPC_BUDGET_REQ)
+		gw_budget_answer(gw, p->ipc, h.id,
+		    (const struct ipc_budget_req *)(void *)buf.raw);
 }
 
 /* --- starting ---------------------------------------------------------- */

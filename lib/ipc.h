@@ -33,6 +33,8 @@ enum ipc_type {
 	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
 	IPC_SECRET,		/* parent -> proxy: one secret's value, at start */
 	IPC_DNS_DROPPED,	/* dnsd -> parent: queries over a sandbox's rate */
+	IPC_BUDGET_REQ,		/* proxy -> parent: charge a request to budgets */
+	IPC_BUDGET_ACK,		/* parent -> proxy: charged, or which is spent */
 	IPC_TYPE_MAX
 };
 
@@ -87,6 +89,23 @@ struct ipc_dns_dropped {
 	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
 	uint8_t		pad[7];
 	uint64_t	count;		/* >= 1 */
+};
+
+/* One request that carries the placeholders of secrets with a budget:
+ * the parent charges every named secret, or none if any is spent. */
+#define IPC_BUDGET_MAX		8
+struct ipc_budget_req {
+	uint32_t	nsecret;		/* 1 .. IPC_BUDGET_MAX */
+	char		secret[IPC_BUDGET_MAX][IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[4];
+};
+
+struct ipc_budget_ack {
+	int32_t		status;		/* 0 charged, 1 a budget is spent */
+	uint32_t	retry_after;	/* seconds, 1 .. 86400 when spent */
+	char		secret[IPC_NAME_LEN];	/* the spent one, or "" */
+	char		window[8];	/* "minute" or "day", or "" */
+	uint8_t		pad[3];
 };
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or
