@@ -120,7 +120,7 @@ split(const char *path, size_t len, struct seg *v, bool pattern)
 			return n;
 		i++;		/* the slash */
 		if (i == len) {	/* trailing slash: one empty segment */
-			if (pattern)
+			if (pattern || n >= PM_MAX_SEGS)
 				return -1;
 			v[n].p = path + i;
 			v[n].len = 0;

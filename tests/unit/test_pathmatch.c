@@ -67,6 +67,13 @@ test_normal_form(void **state)
 			fail_msg("\"%s\" has no normal form, got \"%s\"",
 			    bad[i], out);
 	}
+	/* PM_MAX_SEGS segments and a trailing slash (fuzz_pathmatch). */
+	memset(out, 0, sizeof(out));
+	for (i = 0; i < PM_MAX_SEGS; i++)
+		strcat(out, "/a");
+	strcat(out, "/");
+	assert_int_equal(pm_normalise(out, strlen(out), out + 1024, 1024, &q,
+	    &ql), -1);
 	/* A NUL inside the target (found by fuzz_pathmatch). */
 	assert_int_equal(pm_normalise("/a/b\0c", 6, out, sizeof(out), &q, &ql),
 	    -1);
