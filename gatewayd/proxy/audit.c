@@ -64,9 +64,12 @@ audit(const char *event, ...)
 		buf[off++] = ',';
 		off = json_str(buf, off, sizeof(buf), k);
 		buf[off++] = ':';
-		/* A port is a number in every audit event, as in gatewayd's. */
-		if (strcmp(k, "port") == 0 && v[0] != '\0' &&
-		    strspn(v, "0123456789") == strlen(v) && strlen(v) <= 5 &&
+		/* A port is a number in every audit event, as in gatewayd's;
+		 * so are a request's status, size and retry delay. */
+		if ((strcmp(k, "port") == 0 || strcmp(k, "status") == 0 ||
+		    strcmp(k, "bytes") == 0 || strcmp(k, "retry_after") == 0) &&
+		    v[0] != '\0' &&
+		    strspn(v, "0123456789") == strlen(v) && strlen(v) <= 20 &&
 		    off + strlen(v) + 2 < sizeof(buf)) {
 			memcpy(buf + off, v, strlen(v));
 			off += strlen(v);
