@@ -80,6 +80,8 @@ refused "a wrong path (GET /repos/other/widgets)" GET /repos/other/widgets
 refused "a path one segment deeper" GET /repos/acme/widgets/secrets
 refused "/repos/acme/../other" GET /repos/acme/../other
 refused "/repos/acme/x/../../other/x" GET /repos/acme/x/../../other/x
+refused "/repos/acme/.. (a '*' would take the dots)" GET /repos/acme/..
+refused "/repos/acme/%2e%2e" GET /repos/acme/%2e%2e
 refused "/repos/acme/%2e%2e/other" GET /repos/acme/%2e%2e/other
 refused "/repos/acme/%2E%2e/other" GET /repos/acme/%2E%2e/other
 refused "//repos/acme/x (an empty segment)" GET //repos/acme/x
@@ -143,7 +145,7 @@ expect_match "... with its real value" "^Authorization: Bearer $PX_SECRET" "$(ca
 # --- the audit ----------------------------------------------------------------
 expect_match "refusals are visible in ctl log" '"event":"request-over-budget"' "$(gw_ctl log)"
 log=$(cat "$GW_AUDIT")
-expect_eq "every rule refusal is audited" 12 "$(grep -c '"event":"request-refused"' <<<"$log")"
+expect_eq "every rule refusal is audited" 14 "$(grep -c '"event":"request-refused"' <<<"$log")"
 expect_match "... with method, normalised or raw path, status and secret" \
 	'"event":"request-refused".*"host":"api.bound.test","secret":"gh","method":"DELETE","path":"/repos/acme/widgets","status":403' "$log"
 expect_match "... a trick with the path it came with" \
