@@ -16,6 +16,7 @@ LIBSRC	 = $(wildcard lib/*.c)
 
 FUZZ_SRCS_fuzz_config =
 FUZZ_SRCS_fuzz_ipc =
+FUZZ_SRCS_fuzz_pathmatch =
 FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c gatewayd/sandbox.c
 FUZZ_SRCS_fuzz_dnsd_query = dnsd/msg.c dnsd/policy.c dnsd/cache.c
 FUZZ_SRCS_fuzz_dnsd_answer = dnsd/msg.c dnsd/policy.c dnsd/cache.c
