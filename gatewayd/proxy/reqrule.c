@@ -190,10 +190,15 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 			return -1;
 		}
 		add_name(r->secrets, s->cfg->name);
-		if ((s->cfg->per_minute || s->cfg->per_day) &&
-		    m->nsecret < IPC_BUDGET_MAX)
-			snprintf(m->secret[m->nsecret++], IPC_NAME_LEN, "%s",
-			    s->cfg->name);
+		if (s->cfg->per_minute == 0 && s->cfg->per_day == 0)
+			continue;
+		if (m->nsecret == IPC_BUDGET_MAX) {	/* never uncounted */
+			conn_refuse(c, 403, "more budgeted secrets in one "
+			    "request than the proxy can count");
+			return -1;
+		}
+		snprintf(m->secret[m->nsecret++], IPC_NAME_LEN, "%s",
+		    s->cfg->name);
 	}
 	return 0;
 }
