@@ -142,10 +142,20 @@ code=$(px_curl agent https://other.test/echo -X DELETE -H "Authorization: Bearer
 expect_eq "a secret without request rules is injected into any request (200)" 200 "$code"
 expect_match "... with its real value" "^Authorization: Bearer $PX_SECRET" "$(cat "$PX_DIR/other.log")"
 
+# --- a malformed rule in a reload: an error with file:line, nothing changes ---
+cp "$GW_CONF" "$TOPO_TMP/good.conf"
+sed -i 's|"GET /sse" \]|"GET /sse", "GET /repos/ac*" ]|' "$GW_CONF"
+out=$(gw_ctl reload 2>&1); rc=$?
+expect_eq "a reload with a malformed rule is refused (exit 1)" 1 $rc
+expect_match "... naming file and line" \
+	"moat.conf:[0-9]+: secret \"gh\": requests: '\\*' and '\\*\\*' stand for whole segments; got \"ac\\*\"" "$out"
+expect_eq "... and the running rules still refuse (403)" 403 "$(gh DELETE /repos/acme/widgets)"
+cp "$TOPO_TMP/good.conf" "$GW_CONF"
+
 # --- the audit ----------------------------------------------------------------
 expect_match "refusals are visible in ctl log" '"event":"request-over-budget"' "$(gw_ctl log)"
 log=$(cat "$GW_AUDIT")
-expect_eq "every rule refusal is audited" 14 "$(grep -c '"event":"request-refused"' <<<"$log")"
+expect_eq "every rule refusal is audited" 15 "$(grep -c '"event":"request-refused"' <<<"$log")"
 expect_match "... with method, normalised or raw path, status and secret" \
 	'"event":"request-refused".*"host":"api.bound.test","secret":"gh","method":"DELETE","path":"/repos/acme/widgets","status":403' "$log"
 expect_match "... a trick with the path it came with" \
