@@ -40,6 +40,7 @@ usage(FILE *fp)
 "  -X, --no-children  do not start dnsd or the proxy\n"
 "      --teardown     undo the network changes gatewayd made, then exit\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
+"      --test-clock FILE   secrets' budgets read the time from FILE (tests)\n"
 "  -h, --help         this help\n"
 "      --version      print the version\n"
 "\n"
@@ -126,13 +127,14 @@ main(int argc, char *argv[])
 		{ "bindir", required_argument, NULL, 'B' },
 		{ "no-children", no_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'U' },
+		{ "test-clock", required_argument, NULL, 'K' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "teardown", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct gw_opts o = { MOAT_CONF_DEFAULT, GW_SOCK_DEFAULT, NULL, NULL,
-	    NULL, false, false, 0 };
+	    NULL, false, false, 0, NULL };
 	int ch, checkonly = 0, teardown = 0;
 
 	log_init("gatewayd", 0, 0);
@@ -161,6 +163,7 @@ main(int argc, char *argv[])
 		case 'B': o.bindir = optarg; break;
 		case 'X': o.no_children = true; break;
 		case 'U': o.upstream_ca = optarg; break;
+		case 'K': o.test_clock = optarg; break;
 		case 'V':
 			printf("%s %s\n", "gatewayd", MOAT_VERSION);
 			exit(0);
@@ -189,5 +192,7 @@ main(int argc, char *argv[])
 		o.audit_path = absolute(o.audit_path);
 	if (o.upstream_ca != NULL)
 		o.upstream_ca = absolute(o.upstream_ca);
+	if (o.test_clock != NULL)
+		o.test_clock = absolute(o.test_clock);
 	return gw_run(&o) == 0 ? EXIT_OK : EXIT_CONFIG;
 }

@@ -29,6 +29,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "budget.h"
 #include "config.h"
 #include "control.h"
 #include "ipc.h"
@@ -53,6 +54,7 @@ struct gw_opts {
 	bool		 foreground;
 	bool		 no_children;	/* -X: policy, control, audit only */
 	int		 verbose;
+	const char	*test_clock;	/* budgets' clock from a file (tests) */
 };
 
 /* --- children (parent_proc.c) --- */
@@ -306,10 +308,17 @@ struct gw {
 		uint64_t	 count;
 	}			*dnsdrops;
 	size_t			 ndnsdrops;
+	struct budget_set	 budgets;	/* per secret, kept across reloads */
 	bool			 quit;
 };
 
 /* parent.c */
+/* parent_budget.c: answer the proxy's IPC_BUDGET_REQ on fd. */
+void	gw_budget_answer(struct gw *, int fd, uint32_t id,
+	    const struct ipc_budget_req *);
+time_t	gw_budget_now(const struct gw *);
+
+
 int	gw_run(struct gw_opts *);
 
 /* parent_reload.c */

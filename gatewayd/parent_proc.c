@@ -49,7 +49,8 @@ static const struct {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
 	    (1u << IPC_DNS_DROPPED) },
-	[PROC_PROXY] = { "proxy", NULL, 1u << IPC_AUDIT },
+	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
+	    (1u << IPC_BUDGET_REQ) },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
 	    (1u << IPC_CTL_GONE) },
 };
@@ -349,6 +350,13 @@ proc_drain_readable(struct gw *gw, int slot)
 		handle_audit(gw, &gw->procs[PROC_PROXY], buf, (size_t)n);
 		return;
 	}
+	if (n > 0 && h.type == IPC_BUDGET_REQ) {	/* a draining proxy's */
+		struct ipc_budget_req m;
+
+		memcpy(&m, buf, sizeof(m));
+		gw_budget_answer(gw, gw->draining[slot].ipc, h.id, &m);
+		return;
+	}
 	if (n == -2 || n > 0)		/* malformed, or not its to send */
 		kill(gw->draining[slot].pid, SIGKILL);
 	close(gw->draining[slot].ipc);
@@ -489,6 +497,9 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		handle_audit(gw, p, buf.raw, (size_t)n);
 	else if (h.type == IPC_CTL_REQ || h.type == IPC_CTL_GONE)
 		gw->on_ctl_msg(gw, &h, buf.raw, (size_t)n, fds, nfds);
+	else if (h.type == IPC_BUDGET_REQ)
+		gw_budget_answer(gw, p->ipc, h.id,
+		    (const struct ipc_budget_req *)(void *)buf.raw);
 }
 
 /* --- starting ---------------------------------------------------------- */

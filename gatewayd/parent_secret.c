@@ -311,8 +311,45 @@ secret_set(struct ctl_req *r)
 	free(placeholder);
 }
 
+/* Request rules, and usage against the budget as the parent counts it
+ * (the requests it charged in the current minute and UTC day). */
+static void
+secret_list_usage(struct ctl_req *r, const struct moat_secret *x)
+{
+	uint64_t um, ud;
+	size_t j;
+
+	budget_usage(&r->gw->budgets, x->name, gw_budget_now(r->gw), &um, &ud);
+	if (!r->json) {
+		if (x->per_minute)
+			ctl_reply(r, "  budget %llu/%ld per minute",
+			    (unsigned long long)um, x->per_minute);
+		if (x->per_day)
+			ctl_reply(r, "%s %llu/%ld per day", x->per_minute ?
+			    "," : "  budget", (unsigned long long)ud, x->per_day);
+		if (x->has_requests)
+			ctl_reply(r, "  %zu request rule%s", x->requests.n,
+			    x->requests.n == 1 ? "" : "s");
+		return;
+	}
+	ctl_reply(r, ",\"requests\":");
+	for (j = 0; j < x->requests.n; j++) {
+		ctl_reply(r, j ? "," : "[");
+		ctl_reply_jstr(r, x->requests.v[j]);
+	}
+	ctl_reply(r, x->has_requests ? "]" : "null");
+	if (x->per_minute == 0 && x->per_day == 0) {
+		ctl_reply(r, ",\"budget\":null");
+		return;
+	}
+	ctl_reply(r, ",\"budget\":{\"requests_per_minute\":%ld,"
+	    "\"used_minute\":%llu,\"requests_per_day\":%ld,\"used_day\":%llu}",
+	    x->per_minute, (unsigned long long)um, x->per_day,
+	    (unsigned long long)ud);
+}
+
 /* Secrets the caller owns or that are shared with them (admins: all);
- * names, hosts and placeholders only. */
+ * names, hosts, placeholders, rules and usage only. */
 static void
 secret_list_json(struct ctl_req *r, const struct moat_secret *x, bool first)
 {
@@ -336,7 +373,9 @@ secret_list_json(struct ctl_req *r, const struct moat_secret *x, bool first)
 		ctl_reply(r, j ? "," : "");
 		ctl_reply_jstr(r, x->shared_with.v[j]);
 	}
-	ctl_reply(r, "]}");
+	ctl_reply(r, "]");
+	secret_list_usage(r, x);
+	ctl_reply(r, "}");
 }
 
 static void
@@ -360,6 +399,7 @@ secret_list(struct ctl_req *r)
 		    x->owner ? x->owner : "-", x->header, x->placeholder);
 		for (j = 0; j < x->hosts.n; j++)
 			ctl_reply(r, "%s%s", j ? "," : " ", x->hosts.v[j]);
+		secret_list_usage(r, x);
 		ctl_reply(r, "\n");
 	}
 	ctl_reply(r, r->json ? "]\nok\n" : "ok\n");

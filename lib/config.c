@@ -46,6 +46,7 @@ config_free(struct moat_config *cfg)
 		free(x->owner);
 		strlist_free(&x->hosts);
 		strlist_free(&x->shared_with);
+		strlist_free(&x->requests);
 	}
 	for (i = 0; i < cfg->nquotas; i++)
 		free(cfg->quotas[i].user);

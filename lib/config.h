@@ -58,6 +58,9 @@ struct moat_secret {
 	char		*placeholder;
 	char		*owner;		/* optional */
 	struct moat_strlist shared_with; /* users who may attach it */
+	struct moat_strlist requests;	/* rules "METHOD /path" (pathmatch.h) */
+	bool		 has_requests;	/* else any request may carry it */
+	long		 per_minute, per_day;	/* budgets, 0 = none */
 	bool		 dropin;	/* from secrets.d/NAME.conf */
 	struct moat_where where;
 };

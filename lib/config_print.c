@@ -150,6 +150,16 @@ print_secret(FILE *fp, const struct moat_secret *x, int last)
 		pkv(fp, "    ", "owner", x->owner);
 	if (x->shared_with.n > 0)
 		plist(fp, "    ", "shared_with", &x->shared_with);
+	if (x->has_requests)
+		plist(fp, "    ", "requests", &x->requests);
+	if (x->per_minute || x->per_day) {
+		fputs("    budget = {", fp);
+		if (x->per_minute)
+			fprintf(fp, " requests_per_minute = %ld;", x->per_minute);
+		if (x->per_day)
+			fprintf(fp, " requests_per_day = %ld;", x->per_day);
+		fputs(" };\n", fp);
+	}
 	fputs(last ? "  }\n" : "  },\n", fp);
 }
 

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "config_int.h"
 #include "log.h"
+#include "pathmatch.h"
 
 /*
  * Bounded integers (set_int): the limits live here so that each key's
@@ -429,6 +430,69 @@ set_sec_str(struct loader *ld, const config_setting_t *s, void *obj,
 	*FIELD(obj, k, char *) = xstrdup(v);
 }
 
+/* requests = [ "GET /repos/acme/x", ... ]: each rule checked by the
+ * matcher that will apply it. */
+static void
+set_sec_requests(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_secret *x = obj;
+	const config_setting_t *e;
+	char err[512];
+	int i, n = config_setting_length(s);
+
+	if (n == 0 || n > 64) {
+		serr(ld, s, "%s: requests: expected 1 to 64 rules like "
+		    "\"GET /repos/acme/*\" (leave the key out to allow every "
+		    "request)", ctx);
+		return;
+	}
+	x->has_requests = true;
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		if (pm_rule_check(config_setting_get_string(e), err,
+		    sizeof(err)) < 0) {
+			serr(ld, e, "%s: requests: %s", ctx, err);
+			continue;
+		}
+		x->requests.v = xreallocarray(x->requests.v, x->requests.n + 1,
+		    sizeof(char *));
+		x->requests.v[x->requests.n++] =
+		    xstrdup(config_setting_get_string(e));
+	}
+}
+
+static void
+set_budget_n(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+
+	if (v < 1 || v > 1000000000) {
+		serr(ld, s, "%s: budget: %s: expected 1 to 1000000000 requests "
+		    "(leave it out for no limit), got %lld", ctx, k->name, v);
+		return;
+	}
+	*FIELD(obj, k, long) = (long)v;
+}
+
+static const struct key budget_keys[] = {
+	{ "requests_per_minute", K_INT, 0, set_budget_n,
+	    offsetof(struct moat_secret, per_minute) },
+	{ "requests_per_day", K_INT, 0, set_budget_n,
+	    offsetof(struct moat_secret, per_day) },
+};
+
+static void
+set_sec_budget(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	if (config_setting_length(s) == 0)
+		serr(ld, s, "%s: budget: expected requests_per_minute or "
+		    "requests_per_day", ctx);
+	walk(ld, s, budget_keys, NKEYS(budget_keys), obj, ctx);
+}
+
 static const struct key secret_keys[] = {
 	{ "name", K_STR, 1, set_name, offsetof(struct moat_secret, name) },
 	{ "file", K_STR, 1, set_sec_file, 0 },
@@ -440,6 +504,8 @@ static const struct key secret_keys[] = {
 	{ "owner", K_STR, 0, set_owner, offsetof(struct moat_secret, owner) },
 	{ "shared_with", K_STRLIST, 0, set_users,
 	    offsetof(struct moat_secret, shared_with) },
+	{ "requests", K_STRLIST, 0, set_sec_requests, 0 },
+	{ "budget", K_GROUP, 0, set_sec_budget, 0 },
 };
 
 /* --- sandboxes -------------------------------------------------------- */

@@ -22,6 +22,8 @@ static int shape_sign_req(const void *, size_t, char *, size_t);
 static int shape_sign_cert(const void *, size_t, char *, size_t);
 static int shape_secret(const void *, size_t, char *, size_t);
 static int shape_dns_dropped(const void *, size_t, char *, size_t);
+static int shape_budget_req(const void *, size_t, char *, size_t);
+static int shape_budget_ack(const void *, size_t, char *, size_t);
 static int shape_ctl_req(const void *, size_t, char *, size_t);
 static int shape_ctl_reply(const void *, size_t, char *, size_t);
 static int shape_ctl_log(const void *, size_t, char *, size_t);
@@ -42,6 +44,8 @@ static const struct {
 	[IPC_CTL_REPLY] = { "ctl-reply", shape_ctl_reply },
 	[IPC_CTL_LOG] = { "ctl-log", shape_ctl_log },
 	[IPC_CTL_GONE] = { "ctl-gone", shape_empty },
+	[IPC_BUDGET_REQ] = { "budget-req", shape_budget_req },
+	[IPC_BUDGET_ACK] = { "budget-ack", shape_budget_ack },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -290,6 +294,54 @@ shape_ctl_log(const void *p, size_t len, char *err, size_t errlen)
 	if (len < 2 || s[len - 1] != '\n' || memchr(s, '\n', len - 1) != NULL ||
 	    memchr(s, '\0', len) != NULL) {
 		snprintf(err, errlen, "ctl-log: not one line");
+		return -1;
+	}
+	return 0;
+}
+
+static bool
+name_ok(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL && s[0] != '\0';
+}
+
+static int
+shape_budget_req(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_budget_req *m = p;
+	uint32_t i;
+
+	if (len != sizeof(*m) || m->nsecret == 0 ||
+	    m->nsecret > IPC_BUDGET_MAX) {
+		snprintf(err, errlen, "budget-req: %zu bytes (expected %zu) or "
+		    "a secret count outside 1..%d", len, sizeof(*m),
+		    IPC_BUDGET_MAX);
+		return -1;
+	}
+	for (i = 0; i < m->nsecret; i++)
+		if (!name_ok(m->secret[i], sizeof(m->secret[i]))) {
+			snprintf(err, errlen, "budget-req: secret %u not "
+			    "terminated", i);
+			return -1;
+		}
+	return 0;
+}
+
+static int
+shape_budget_ack(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_budget_ack *m = p;
+
+	if (len != sizeof(*m) || (m->status != 0 && m->status != 1)) {
+		snprintf(err, errlen, "budget-ack: %zu bytes (expected %zu) or "
+		    "a status other than 0 and 1", len, sizeof(*m));
+		return -1;
+	}
+	if (m->status == 1 && (!name_ok(m->secret, sizeof(m->secret)) ||
+	    !name_ok(m->window, sizeof(m->window)) || m->retry_after == 0 ||
+	    m->retry_after > 86400)) {
+		snprintf(err, errlen, "budget-ack: a spent budget without a "
+		    "secret, a window or a retry delay of 1..86400 s");
 		return -1;
 	}
 	return 0;

@@ -37,6 +37,8 @@ enum ipc_type {
 	IPC_CTL_REPLY,		/* parent -> control: reply text for a request */
 	IPC_CTL_LOG,		/* parent -> control: an audit line for followers */
 	IPC_CTL_GONE,		/* control -> parent: a "log -f" client left */
+	IPC_BUDGET_REQ,		/* proxy -> parent: charge a request to budgets */
+	IPC_BUDGET_ACK,		/* parent -> proxy: charged, or which is spent */
 	IPC_TYPE_MAX
 };
 
@@ -138,6 +140,23 @@ struct ipc_ctl_reply {
 const char *ipc_ctl_verb_name(int verb);
 /* The verb for a name, or 0. */
 int	ipc_ctl_verb(const char *name);
+
+/* One request that carries the placeholders of secrets with a budget:
+ * the parent charges every named secret, or none if any is spent. */
+#define IPC_BUDGET_MAX		8
+struct ipc_budget_req {
+	uint32_t	nsecret;		/* 1 .. IPC_BUDGET_MAX */
+	char		secret[IPC_BUDGET_MAX][IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[4];
+};
+
+struct ipc_budget_ack {
+	int32_t		status;		/* 0 charged, 1 a budget is spent */
+	uint32_t	retry_after;	/* seconds, 1 .. 86400 when spent */
+	char		secret[IPC_NAME_LEN];	/* the spent one, or "" */
+	char		window[8];	/* "minute" or "day", or "" */
+	uint8_t		pad[3];
+};
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or
  * newline, at most IPC_MAX_PAYLOAD bytes. */

@@ -53,14 +53,19 @@ demo_config() {
 	proxy_certs && proxy_conf "$TOPO_TMP/proxy-unused.conf" || return 1
 	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";|" \
 	    -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
-	    -e 's|allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"; },|allow = [ "pypi.org", "*.github.test", "api.bound.test", "other.test", "lan.test" ];\n    secrets = [ "api" ]; owner = "alice"; },|' \
+	    -e 's|allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"; },|allow = [ "pypi.org", "*.github.test", "api.bound.test", "other.test", "lan.test" ];\n    secrets = [ "api", "gh" ]; owner = "alice"; },|' \
 	    examples/demo.conf >"$DEMO_CONF"
 	cat >>"$DEMO_CONF" <<CONF
 
 # Added by the demo: the real value lives in a root-only file.
 secrets = (
   { name = "api"; file = "$PX_DIR/secrets/api"; hosts = [ "api.bound.test" ];
-    header = "Authorization"; placeholder = "$PX_PLACEHOLDER"; }
+    header = "Authorization"; placeholder = "$PX_PLACEHOLDER"; },
+  # Only these requests, and (small, for the demo) 2 a minute.
+  { name = "gh"; file = "$PX_DIR/secrets/gh"; hosts = [ "api.bound.test" ];
+    header = "Authorization"; placeholder = "moat-gh-PLACEHOLDER";
+    requests = [ "GET /repos/acme/*", "POST /repos/acme/*/issues/*/comments" ];
+    budget = { requests_per_minute = 2; requests_per_day = 2000; }; }
 );
 CONF
 }
@@ -113,7 +118,8 @@ bold "11. The audit log (gatewayd ctl log)"
 echo "  one line of each kind (JSON lines; secrets by name only):"
 cp "$GW_AUDIT" "$TOPO_TMP/audit.copy"   # gatewayd ctl log shows only the end
 for ev in start '"refusal","reason":"private"' '"refusal","reason":"host"' \
-    refusals-suppressed dns-refused inject '"refuse"' reload; do
+    refusals-suppressed dns-refused inject '"refuse"' request request-refused \
+    request-over-budget reload; do
 	grep -m1 "\"event\":$(case $ev in \"*) echo "$ev" ;; *) echo "\"$ev\"" ;; esac)" \
 	    "$TOPO_TMP/audit.copy" | cut -c1-190 | sed 's/^/  /'
 done

@@ -19,12 +19,15 @@ audit_init(int ipcfd)
 	audit_fd = ipcfd;
 }
 
-/* A port is a number in every audit event, as in gatewayd's. */
+/* A port is a number in every audit event, as in gatewayd's; so are a
+ * request's status, size and retry delay. */
 static bool
-is_port(const char *k, const char *v)
+is_number(const char *k, const char *v)
 {
-	return strcmp(k, "port") == 0 && v[0] != '\0' &&
-	    strspn(v, "0123456789") == strlen(v) && strlen(v) <= 5;
+	return (strcmp(k, "port") == 0 || strcmp(k, "status") == 0 ||
+	    strcmp(k, "bytes") == 0 || strcmp(k, "retry_after") == 0) &&
+	    v[0] != '\0' && strspn(v, "0123456789") == strlen(v) &&
+	    strlen(v) <= 20;
 }
 
 void
@@ -42,7 +45,7 @@ audit(const char *event, ...)
 		v = va_arg(ap, const char *);
 		if (v == NULL)
 			continue;
-		if (is_port(k, v))
+		if (is_number(k, v))
 			json_kraw(&j, k, v);
 		else
 			json_kstr(&j, k, v);

@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "http.h"
 #include "log.h"
+#include "reqrule.h"
 
 enum rq_state { RQ_HEAD, RQ_BODY, RQ_DONE };
 enum rs_state { RS_IDLE, RS_HEAD, RS_BODY };
@@ -49,11 +50,13 @@ struct http {
 	struct redactor	 red;
 	uint8_t		*dec, *outb;	/* decode and redact scratch */
 	size_t		 outbcap;
+	struct rr_req	 rr;		/* request rules, budgets, audit */
 };
 
 void
 http_free(struct http *h)
 {
+	reqrule_forget(&h->rr);
 	redactor_free(&h->red);
 	scrub_free(&h->scrub);
 	phwatch_free(&h->watch);
@@ -362,6 +365,8 @@ request_head(struct conn *c)
 		refuse_placeholder(c, r, host);
 		return false;
 	}
+	if (reqrule_check(c, &h->rr, hd, host, path, pathlen, injectable) < 0)
+		return false;		/* refused, or waiting for a budget */
 	if ((r = put_head(c, hd, host, path, pathlen)) < 0) {
 		buf_free(&c->u.out);
 		if (r == -2)
@@ -506,6 +511,7 @@ response_done(struct conn *c)
 {
 	struct http *h = c->h;
 
+	reqrule_done(&h->rr);
 	h->rs = RS_IDLE;
 	redactor_free(&h->red);
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
@@ -575,6 +581,7 @@ response_head(struct conn *c)
 		    "connection that carried a secret");
 		return false;
 	}
+	reqrule_status(&h->rr, hd->status);
 	h->rsbody = hd->body;
 	h->rsremain = hd->length;
 	memset(&h->rsch, 0, sizeof(h->rsch));
@@ -666,6 +673,7 @@ response_body(struct conn *c)
 		conn_close(c);
 		return false;
 	}
+	reqrule_bytes(&h->rr, dl);
 	buf_consume(&c->u.in, n);
 	if (done) {
 		if (h->rsbody == BODY_CLOSE)

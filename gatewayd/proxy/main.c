@@ -29,6 +29,7 @@
 #include "engine.h"
 #include "hostaddr.h"
 #include "ipc.h"
+#include "reqrule.h"
 #include "log.h"
 #include "parent.h"
 #include "../signer.h"
@@ -269,6 +270,10 @@ on_ipc(struct ev *e, uint32_t events)
 	}
 	if (n == -2)
 		fatalx("ipc: %s", err);
+	if (hdr.type == IPC_BUDGET_ACK) {
+		reqrule_ipc(&hdr, buf, (size_t)n);
+		return;
+	}
 	if (hdr.type != IPC_RELOAD)
 		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));
 	start_drain();
@@ -468,6 +473,7 @@ main(int argc, char *argv[])
 	    NULL) < 0)
 		fatal("--ipc-fd %d", o.ipc_fd);
 	audit_init(o.ipc_fd);
+	reqrule_init(o.ipc_fd);
 	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
 	setup_hostaddr();
 	proxy.maxconns = sandbox_maxfiles() / 3 - 16;

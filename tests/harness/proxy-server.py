@@ -8,6 +8,8 @@ Runs inside a test namespace only.  Paths:
   /echo        body = the request head exactly as received (and appended
                to --log), so a test sees what reached the server; a
                chunked request body is read whole before answering
+  /repos/...   the same as /echo (any path under /repos, /Repos or //,
+               for the request-rule tests)
   /gzecho      the same, gzip-encoded when Accept-Encoding offers gzip
   /gzalways    the same, always gzip-encoded (whatever was offered)
   /leak        chunked body carrying the bytes of --leak FILE, split in
@@ -80,7 +82,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = self.rfile.read(int(self.headers["Content-Length"]))
         elif self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             body = self.read_chunked()
-        if path in ("/echo", "/gzecho", "/gzalways"):
+        if path in ("/echo", "/gzecho", "/gzalways") or \
+                path.startswith(("/repos/", "/Repos/", "//")):
             text = self.head_text() + "\r\n" + body.decode("latin-1")
             if self.server.log:
                 with open(self.server.log, "a") as f:
@@ -142,6 +145,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return None
 
     do_POST = do_GET
+    do_DELETE = do_GET
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -104,7 +104,8 @@ import json, sys
 v = json.loads(sys.argv[1])
 assert [x["name"] for x in v] == ["akey"], v
 assert v[0]["hosts"] == ["api.bound.test"] and v[0]["owner"] == sys.argv[2], v
-assert set(v[0]) == {"name","owner","header","placeholder","hosts","shared_with"}, v' "$out" "$UA"
+assert set(v[0]) == {"name","owner","header","placeholder","hosts","shared_with","requests","budget"}, v
+assert v[0]["requests"] is None and v[0]["budget"] is None, v' "$out" "$UA"
 expect_fail "secret list --json holds no value" grep -qF "$VA" <<<"$out"
 out=$(printf v | actl secret set --json x --host h 2>&1); rc=$?
 expect_eq "a verb without a JSON form refuses --json (exit 1)" "1:only \"secret list\" has --json output" "$rc:$out"

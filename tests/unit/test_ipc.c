@@ -234,6 +234,55 @@ dns_dropped_shape(void **state)
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + sizeof(m) - 8, &h), -2);
 }
 
+/* The proxy's budget charge and the parent's answer: fixed sizes,
+ * terminated names, a spent budget says which and for how long. */
+static void
+budget_shapes(void **state)
+{
+	struct { struct ipc_hdr h; struct ipc_budget_req m; } rq;
+	struct { struct ipc_hdr h; struct ipc_budget_ack m; } ak;
+	struct ipc_hdr h;
+
+	(void)state;
+	memset(&rq, 0, sizeof(rq));
+	rq.h = (struct ipc_hdr){ IPC_BUDGET_REQ, 0, sizeof(rq.m), 3 };
+	rq.m.nsecret = 2;
+	snprintf(rq.m.secret[0], IPC_NAME_LEN, "gh");
+	snprintf(rq.m.secret[1], IPC_NAME_LEN, "openai");
+	assert_int_equal(roundtrip_raw(&rq, sizeof(rq), &h),
+	    (ssize_t)sizeof(rq.m));
+	assert_int_equal(h.id, 3);
+	rq.m.nsecret = 3;		/* the third name is empty */
+	assert_int_equal(roundtrip_raw(&rq, sizeof(rq), &h), -2);
+	rq.m.nsecret = 0;
+	assert_int_equal(roundtrip_raw(&rq, sizeof(rq), &h), -2);
+	rq.m.nsecret = IPC_BUDGET_MAX + 1;
+	assert_int_equal(roundtrip_raw(&rq, sizeof(rq), &h), -2);
+	rq.m.nsecret = 1;
+	memset(rq.m.secret[0], 'a', IPC_NAME_LEN);
+	assert_int_equal(roundtrip_raw(&rq, sizeof(rq), &h), -2);
+
+	memset(&ak, 0, sizeof(ak));
+	ak.h = (struct ipc_hdr){ IPC_BUDGET_ACK, 0, sizeof(ak.m), 3 };
+	assert_int_equal(roundtrip_raw(&ak, sizeof(ak), &h),
+	    (ssize_t)sizeof(ak.m));
+	ak.m.status = 1;		/* spent, but which? */
+	assert_int_equal(roundtrip_raw(&ak, sizeof(ak), &h), -2);
+	snprintf(ak.m.secret, sizeof(ak.m.secret), "gh");
+	snprintf(ak.m.window, sizeof(ak.m.window), "minute");
+	ak.m.retry_after = 12;
+	assert_int_equal(roundtrip_raw(&ak, sizeof(ak), &h),
+	    (ssize_t)sizeof(ak.m));
+	ak.m.retry_after = 0;
+	assert_int_equal(roundtrip_raw(&ak, sizeof(ak), &h), -2);
+	ak.m.retry_after = 12;
+	ak.m.status = 2;
+	assert_int_equal(roundtrip_raw(&ak, sizeof(ak), &h), -2);
+	ak.m.status = 0;
+	ak.h.len = sizeof(ak.m) - 4;
+	assert_int_equal(roundtrip_raw(&ak, sizeof(ak) - 4, &h), -2);
+}
+
 int
 main(void)
 {
@@ -243,6 +292,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(audit_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(sign_shapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(dns_dropped_shape, setup, teardown),
+		cmocka_unit_test_setup_teardown(budget_shapes, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
