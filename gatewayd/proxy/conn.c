@@ -979,8 +979,11 @@ splice_dir(struct conn *c, struct side *src, struct side *dst, int p[2],
 	bool moved = false;
 	ssize_t n;
 
-	if (!src->eof && *inpipe == 0) {
-		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP, fl);
+	/* perf: top the pipe up whenever there is room, not only once it
+	 * is empty, so reading overlaps writing; interest in reading is
+	 * still asked for only while it is empty (splice_pump) */
+	if (!src->eof && *inpipe < PIPE_CAP) {
+		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP - *inpipe, fl);
 		if (n > 0)
 			*inpipe += (size_t)n;
 		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
