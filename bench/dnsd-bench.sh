@@ -12,7 +12,10 @@
 # dnsd runs with filtering on (policy lookup, rebinding filter, CNAME-chain
 # check) and --rate 0; "dnsd allowlist" is sandbox web in allowlist mode
 # with nft-rules' policy applied, so every answer also updates allow_web
-# through the privileged parent before it is sent.
+# through the privileged parent before it is sent.  "dnsd-policy" is plain
+# dnsd (sandbox dev, egress open) with the same nftables policy applied:
+# the kernel's firewall and conntrack work on every packet is then the
+# same as dnsd-allowlist's, and the allowlist mode is the only difference.
 #
 # Prints a Markdown table; with --write appends/replaces the "dnsd" section
 # of docs/benchmarks.md.  Nothing leaves the namespaces; loads stop by
@@ -85,8 +88,8 @@ sleep 0.5
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist)
-		[ $1 = dnsd-allowlist ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+	dnsd|dnsd-allowlist|dnsd-policy)
+		[ $1 != dnsd ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
 			-u nobody --rate 0 --cache-size 67108864 \
 			$([ $1 = dnsd ] && echo --no-nft) ;;
@@ -143,7 +146,7 @@ perf() {
 # of load from elsewhere on the machine hits every one alike; each cell of
 # the table is the median over the rounds.
 ROUNDS=${ROUNDS:-3}
-RESOLVERS=${RESOLVERS:-dnsd dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
+RESOLVERS=${RESOLVERS:-dnsd dnsd-policy dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
 	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt

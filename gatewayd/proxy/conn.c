@@ -22,10 +22,10 @@
 #include "conn.h"
 #include "http.h"
 #include "log.h"
+#include "pipes.h"
 #include "sni.h"
 #include "tls.h"
 
-#define PIPE_CAP	(256 * 1024)
 
 struct proxy proxy;
 static struct conn *conns;
@@ -955,14 +955,7 @@ static void splice_pump(struct conn *);
 static void
 splice_start(struct conn *c)
 {
-	if (pipe2(c->pipe_gu, O_NONBLOCK | O_CLOEXEC) < 0 ||
-	    pipe2(c->pipe_ug, O_NONBLOCK | O_CLOEXEC) < 0) {
-		log_warn("pipe2");
-		conn_close(c);
-		return;
-	}
-	(void)fcntl(c->pipe_gu[1], F_SETPIPE_SZ, PIPE_CAP);
-	(void)fcntl(c->pipe_ug[1], F_SETPIPE_SZ, PIPE_CAP);
+	/* pipes come from the pool when bytes flow (pipes.h) */
 	c->st = S_SPLICE;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
 	splice_pump(c);
@@ -983,6 +976,11 @@ splice_dir(struct conn *c, struct side *src, struct side *dst, int p[2],
 	 * is empty, so reading overlaps writing; interest in reading is
 	 * still asked for only while it is empty (splice_pump) */
 	if (!src->eof && *inpipe < PIPE_CAP) {
+		if (p[0] < 0 && pipe_get(p) == -1) {
+			log_warn("pipe2");
+			dst->err = true;
+			return false;
+		}
 		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP - *inpipe, fl);
 		if (n > 0)
 			*inpipe += (size_t)n;
@@ -1000,6 +998,8 @@ splice_dir(struct conn *c, struct side *src, struct side *dst, int p[2],
 		*inpipe -= (size_t)n;
 		moved = true;
 	}
+	if (*inpipe == 0 && p[0] >= 0)
+		pipe_put(p);	/* drained: an idle tunnel holds no pipe */
 	if (src->eof && *inpipe == 0 && !dst->shut && !dst->err) {
 		(void)shutdown(dst->fd, SHUT_WR);
 		dst->shut = true;
