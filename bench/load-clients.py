@@ -7,8 +7,9 @@ enters the namespace (setns), opens its sockets there and comes back, so
   load-clients.py PROXY_PID PROXY_ADDR PORT IDLE_TARGET ACTIVE_URL
                   IDLE_PER_NS ACTIVE_PER_NS SECONDS NS...
 
-Idle: IDLE_PER_NS CONNECT tunnels to IDLE_TARGET (host:port) per namespace,
-each answered 200 and then left silent.  Active: ACTIVE_PER_NS keep-alive
+Idle: IDLE_PER_NS CONNECT tunnels to IDLE_TARGET (host:port, plain HTTP)
+per namespace, each answered 200, then one GET /small through it (so the
+tunnel has carried bytes and is spliced), then left silent.  Active: ACTIVE_PER_NS keep-alive
 connections per namespace sending absolute-URI GETs for ACTIVE_URL back to
 back for SECONDS.  The proxy's RSS is read from /proc at the start, with
 every idle tunnel open, and during the active load.  Prints one line of
@@ -55,10 +56,13 @@ def open_batch(addr, n):
     return out
 
 
-def wait_answers(sel, socks, first, deadline):
-    """Send each socket its first bytes once connected; collect the first
-    response line.  Returns (ok, refused) counts."""
+def wait_answers(sel, socks, first, deadline, then=None):
+    """Send each socket its first bytes once connected and wait for a 200;
+    with then, send that through the tunnel and wait for its whole 200
+    (the tunnel has carried bytes both ways and is spliced, then idle).
+    Returns (ok, refused) counts."""
     state = {}
+    second = set()
     for s in socks:
         sel.register(s, selectors.EVENT_WRITE)
         state[s] = b""
@@ -80,13 +84,18 @@ def wait_answers(sel, socks, first, deadline):
             except OSError:
                 d = b""
             state[s] += d
-            if b"\r\n\r\n" in state[s] or not d:
+            if not d or b"\r\n\r\n" in state[s] and \
+                    (s not in second or response_complete(state[s])):
+                good = state[s].startswith(b"HTTP/1.1 200") or \
+                    state[s].startswith(b"HTTP/1.0 200")
+                if good and d and then is not None and s not in second:
+                    second.add(s)
+                    state[s] = b""
+                    s.send(then)
+                    continue
                 sel.unregister(s)
-                if state[s].startswith(b"HTTP/1.1 200") or \
-                        state[s].startswith(b"HTTP/1.0 200"):
-                    ok += 1
-                else:
-                    bad += 1
+                ok += good
+                bad += not good
                 del state[s]
     for s in state:
         sel.unregister(s)
@@ -124,13 +133,14 @@ def main():
     # Idle tunnels, a namespace at a time (a bounded burst of SYNs).
     connect = ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" %
                (target, target)).encode()
+    get = ("GET /small HTTP/1.1\r\nHost: %s\r\n\r\n" % target).encode()
     idle, iok, ibad = [], 0, 0
     t0 = time.time()
     for ns in nses:
         enter(ns)
         socks = open_batch(addr, nidle)
         libc.setns(home, CLONE_NEWNET)
-        ok, bad = wait_answers(sel, socks, connect, time.time() + 60)
+        ok, bad = wait_answers(sel, socks, connect, time.time() + 60, get)
         iok += ok
         ibad += bad
         idle += socks
