@@ -134,15 +134,19 @@ NFT
 	rss_all() { local p t=0; for p in $pid; do t=$((t + $(rss_kb $p))); done; echo $t; }
 	r0=$(rss_all)
 	in_ns "$TOPO-q" dnsperf -s 10.77.0.1 -d "$TOPO_TMP/hit.txt" -n 1 -q 50 >/dev/null 2>&1
-	in_ns "$TOPO-q" dnsperf -s 10.77.0.1 -d "$TOPO_TMP/hit.txt" -c "$DNS_CLIENTS" \
-	    -q 200 -l "$DNS_SECS" >"$TOPO_TMP/perf.out" 2>&1 &
-	local dp=$!
+	# dnsperf takes at most 256 clients: DNS_CLIENTS over 4 of them
+	local k dps=()
+	for k in 1 2 3 4; do
+		in_ns "$TOPO-q" dnsperf -s 10.77.0.1 -d "$TOPO_TMP/hit.txt" \
+		    -c $((DNS_CLIENTS / 4)) -q 100 -l "$DNS_SECS" >"$TOPO_TMP/perf$k.out" 2>&1 &
+		dps+=($!)
+	done
 	sleep $((DNS_SECS / 2))
 	r1=$(rss_all)
-	wait $dp
+	wait "${dps[@]}"
 	local qps lost srcs
-	qps=$(awk '/Queries per second/ {printf "%d", $4}' "$TOPO_TMP/perf.out")
-	lost=$(awk '/Queries lost/ {print $3}' "$TOPO_TMP/perf.out")
+	qps=$(cat "$TOPO_TMP"/perf[1-4].out | awk '/Queries per second/ {s += $4} END {printf "%d", s}')
+	lost=$(cat "$TOPO_TMP"/perf[1-4].out | awk '/Queries lost/ {s += $3} END {print s + 0}')
 	# the reply tuple's destination is the address the flow was given
 	srcs=$(in_ns "$TOPO-q" conntrack -L -p udp 2>/dev/null |
 	    awk '{ n = 0; for (i = 1; i <= NF; i++) if ($i ~ /^dst=/ && ++n == 2) print $i }' |
