@@ -118,6 +118,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	in_ns "$(where "$1")" curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
 	    "${a[@]}" -w '%{time_total}\n' \
 	    "${urls[@]}" | awk 'NR > 1 { printf "%.4f\n", $1 * 1000 }' |
+	    tee -a "$TOPO_TMP/times-$1" |
 	    sort -n | awk '{ t[n++] = $1; sum += $1 }
 	    END { if (n == 0) { print "0 0 0 0"; exit }
 	          printf "%.0f %.3f %.3f %d\n", 1000 * n / sum, t[int(n * 0.5)], t[int(n * 0.99)], n }'
@@ -191,5 +192,6 @@ for m in $MODES; do
 	printf '| %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$(col 6)" "$cpu" "$mem"
 done
 echo
+[ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
 echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms):"
 cat "$R"
