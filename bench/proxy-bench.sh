@@ -134,6 +134,9 @@ download() {	# download MODE -> MiB/s for 100 MiB
 cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
 }
+cpu_ns() {	# on-CPU time of a process's threads, in ns
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+}
 pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 idle() {	# idle PORT PID HOST -> RSS growth in KiB for 1,000 idle tunnels
@@ -167,11 +170,15 @@ R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do
 	for m in $MODES; do
+		p=$(pid_of $m); s0=$([ -n "$p" ] && cpu_ns "$p")
 		sm=$(small $m)
-		p=$(pid_of $m); c0=$([ -n "$p" ] && cpu_ms "$p")
+		# proxy CPU per small request, in µs (schedstat: ns resolution)
+		spr=$([ -n "$p" ] && awk -v d=$(( $(cpu_ns "$p") - s0 )) -v n="$(echo $sm | cut -d' ' -f4)" \
+		    'BEGIN { printf "%.1f", (n > 0 ? d / n / 1000 : 0) }' || echo —)
+		c0=$([ -n "$p" ] && cpu_ms "$p")
 		dl=$(download $m)
 		cpu=$([ -n "$p" ] && echo $(( $(cpu_ms "$p") - c0 )) || echo —)
-		echo "$m $sm $dl $cpu" >>"$R"
+		echo "$m $sm $dl $cpu $spr" >>"$R"
 	done
 	echo "# round $r done ($(( $(date +%s) - t0 )) s)" >&2
 done
@@ -179,8 +186,8 @@ mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
 
-printf '\n| path | small req/s | p50 ms | p99 ms | 100 MiB download MiB/s | proxy CPU ms per 100 MiB | RSS per 1,000 idle tunnels |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '\n| path | small req/s | p50 ms | p99 ms | proxy CPU µs per small request | 100 MiB download MiB/s | proxy CPU ms per 100 MiB | RSS per 1,000 idle tunnels |\n'
+printf '|---|---|---|---|---|---|---|---|\n'
 for m in $MODES; do
 	col() { awk -v m=$m -v c=$1 '$1 == m { print $c }' "$R" | med; }
 	case $m in
@@ -188,10 +195,13 @@ for m in $MODES; do
 	tinyproxy) mem="$mem_tp KiB" ;;
 	*) mem="—" ;;
 	esac
-	cpu=$(col 7); case $m in *direct) cpu=— ;; esac
-	printf '| %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$(col 6)" "$cpu" "$mem"
+	cpu=$(col 7); spr=$(col 8); case $m in *direct) cpu=— spr=— ;; esac
+	# tinyproxy serves each connection in a thread that is gone (and its
+	# schedstat with it) by the time it is read: not measured
+	case $m in *tinyproxy) spr=— ;; esac
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$spr" "$(col 6)" "$cpu" "$mem"
 done
 echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
-echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms):"
+echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request):"
 cat "$R"
