@@ -26,7 +26,6 @@
 #include "sni.h"
 #include "tls.h"
 
-
 struct proxy proxy;
 static struct conn *conns;
 
