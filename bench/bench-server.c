@@ -6,7 +6,8 @@
  * no delayed ACK:
  *   GET /small        200, 13-byte body
  *   GET /big?n=BYTES  200, BYTES of zeros in 64 KiB records
- * It stops by itself after --lifetime seconds.
+ * It stops by itself after --lifetime seconds.  CERT "-" serves plain
+ * HTTP (the keep-alive request-rate rows of forward proxies).
  *
  *   bench-server ADDR PORT CERT KEY LIFETIME_S
  */
@@ -23,14 +24,29 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static SSL_CTX *ctx;
+static SSL_CTX *ctx;		/* NULL: plain HTTP */
 static char zeros[65536];
+static __thread int plain_fd;
+
+static int
+io_write(SSL *s, const char *buf, int len)
+{
+	return s != NULL ? SSL_write(s, buf, len) :
+	    (int)write(plain_fd, buf, (size_t)len);
+}
+
+static int
+io_read(SSL *s, char *buf, int len)
+{
+	return s != NULL ? SSL_read(s, buf, len) :
+	    (int)read(plain_fd, buf, (size_t)len);
+}
 
 static int
 send_all(SSL *s, const char *buf, size_t len)
 {
 	while (len > 0) {
-		int n = SSL_write(s, buf, len > 65536 ? 65536 : (int)len);
+		int n = io_write(s, buf, len > 65536 ? 65536 : (int)len);
 
 		if (n <= 0)
 			return -1;
@@ -79,15 +95,18 @@ conn_main(void *arg)
 	char buf[8192];
 	size_t len = 0;
 	char *end;
-	SSL *s;
+	SSL *s = NULL;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	s = SSL_new(ctx);
-	SSL_set_fd(s, fd);
-	if (SSL_accept(s) != 1)
-		goto out;
+	plain_fd = fd;
+	if (ctx != NULL) {
+		s = SSL_new(ctx);
+		SSL_set_fd(s, fd);
+		if (SSL_accept(s) != 1)
+			goto out;
+	}
 	for (;;) {
-		n = SSL_read(s, buf + len, (int)(sizeof(buf) - 1 - len));
+		n = io_read(s, buf + len, (int)(sizeof(buf) - 1 - len));
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -124,8 +143,9 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	alarm((unsigned)atoi(argv[5]));		/* stops by itself */
-	ctx = SSL_CTX_new(TLS_server_method());
-	if (ctx == NULL ||
+	if (strcmp(argv[3], "-") == 0)
+		;	/* plain HTTP */
+	else if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
 	    SSL_CTX_use_certificate_chain_file(ctx, argv[3]) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, argv[4], SSL_FILETYPE_PEM) != 1) {
 		ERR_print_errors_fp(stderr);

@@ -12,7 +12,10 @@
 # dnsd runs with filtering on (policy lookup, rebinding filter, CNAME-chain
 # check) and --rate 0; "dnsd allowlist" is sandbox web in allowlist mode
 # with nft-rules' policy applied, so every answer also updates allow_web
-# through the privileged parent before it is sent.
+# through the privileged parent before it is sent.  "dnsd-policy" is plain
+# dnsd (sandbox dev, egress open) with the same nftables policy applied:
+# the kernel's firewall and conntrack work on every packet is then the
+# same as dnsd-allowlist's, and the allowlist mode is the only difference.
 #
 # Prints a Markdown table; with --write appends/replaces the "dnsd" section
 # of docs/benchmarks.md.  Nothing leaves the namespaces; loads stop by
@@ -85,8 +88,8 @@ sleep 0.5
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist)
-		[ $1 = dnsd-allowlist ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+	dnsd|dnsd-allowlist|dnsd-policy)
+		[ $1 != dnsd ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
 			-u nobody --rate 0 --cache-size 67108864 \
 			$([ $1 = dnsd ] && echo --no-nft) ;;
@@ -124,10 +127,26 @@ stop_resolver() {
 # would make dnsperf the bottleneck), then a latency run at a fixed
 # $RATE q/s with per-query output; prints "qps p50 p99 p99.9 lost"
 # (latencies in ms).
+# res_cpu -- CPU time (user + system, ms) of the resolver's processes (the
+# one started and its children: dnsd's worker), whatever else the machine
+# runs: CPU per query is steadier than q/s on a shared machine.
+res_cpu() {
+	local p t=0 hz; hz=$(getconf CLK_TCK)
+	for p in $RPID $(pgrep -P $RPID) $(pgrep -P "$(pgrep -P $RPID | head -1)" 2>/dev/null); do
+		[ -r /proc/$p/stat ] || continue
+		t=$((t + $(awk -v hz=$hz '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/$p/stat)))
+	done
+	echo $t
+}
 perf() {
 	local g=$1 f=$2 lf=$3; shift 3
+	local c0 c1 nq us
+	c0=$(res_cpu)
 	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$f" -q 100 -t 2 "$@" \
 		>$W/perf.out 2>&1
+	c1=$(res_cpu)
+	nq=$(awk "/Queries completed/ {print \$3}" $W/perf.out)
+	us=$(awk -v c=$((c1 - c0)) -v n="${nq:-0}" 'BEGIN { printf "%.1f", (n > 0 ? c * 1000 / n : 0) }')
 	local qps lost n
 	qps=$(awk '/Queries per second/ {printf "%d", $4}' $W/perf.out)
 	lost=$(awk '/Queries lost/ {print $3}' $W/perf.out)
@@ -136,14 +155,14 @@ perf() {
 	awk '$1 == ">" && $2 == "NOERROR" {print $NF * 1000}' $W/perf.out | sort -n >$W/lat
 	n=$(wc -l <$W/lat)
 	pct() { [ "$n" -gt 0 ] && sed -n "$(( (n * $1 + 999) / 1000 ))p" $W/lat | awk '{printf "%.3f", $1}' || echo -; }
-	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?}"
+	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?} $us"
 }
 
 # Rounds interleave the resolvers (A B C D, A B C D, ...) so that a burst
 # of load from elsewhere on the machine hits every one alike; each cell of
 # the table is the median over the rounds.
 ROUNDS=${ROUNDS:-3}
-RESOLVERS=${RESOLVERS:-dnsd dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
+RESOLVERS=${RESOLVERS:-dnsd dnsd-policy dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
 	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
@@ -169,11 +188,11 @@ for r in $RESOLVERS; do
 done
 
 table() {
-	echo "| resolver | cache hit q/s | hit p50 ms | hit p99 ms | hit p99.9 ms | miss q/s | miss p50 ms | miss p99 ms | miss lost |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| resolver | cache hit q/s | hit p50 ms | hit p99 ms | hit p99.9 ms | resolver CPU µs per hit | miss q/s | miss p50 ms | miss p99 ms | miss lost | CPU µs per miss |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for row in "${rows[@]}"; do
 		set -- $row
-		echo "| $1 | $2 | $3 | $4 | $5 | ${7} | ${8} | ${9} | ${11} |"
+		echo "| $1 | $2 | $3 | $4 | $5 | $7 | ${8} | ${9} | ${10} | ${12} | ${13} |"
 	done
 }
 out=$(table)

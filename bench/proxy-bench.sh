@@ -17,13 +17,17 @@
 # not counted, the same for every path).  Download: 100 MiB.  Idle: the proxy's RSS growth for 1,000
 # open, idle CONNECT tunnels.  ROUNDS (default 3) interleaved rounds; the
 # table shows the median of each number.
+# Plain-HTTP rows (plain-*): the same server without TLS on port 80,
+# absolute-URI GETs on one keep-alive connection to the proxy, against
+# moat-proxy, tinyproxy and squid (Debian's, no cache, no logs).
+# MODES="..." picks a subset of the rows.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
 N=${1:-2000}
 ROUNDS=${2:-3}
-for t in tinyproxy curl cc; do
+for t in tinyproxy squid curl cc; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
 [ -x "$PX_BIN" ] || { echo "bench: build moat-proxy first (make)"; exit 1; }
@@ -42,7 +46,9 @@ topo_bg "$NS_INET" srv-bound "$SRV" $PX_BOUND 443 "$PX_DIR/api.bound.test.crt" \
     "$PX_DIR/api.bound.test.key" 600
 topo_bg "$NS_INET" srv-other "$SRV" $PX_OTHER 443 "$PX_DIR/other.test.crt" \
     "$PX_DIR/other.test.key" 600
+topo_bg "$NS_INET" srv-plain "$SRV" $PX_OTHER 80 - - 600
 topo_wait_port "$NS_INET" $PX_BOUND 443 && topo_wait_port "$NS_INET" $PX_OTHER 443 || exit 1
+topo_wait_port "$NS_INET" $PX_OTHER 80 || exit 1
 # No -v: the proxy logs at its default level, as in production.
 topo_bg "$NS_GW" moat-proxy "$PX_BIN" -d -c "$TOPO_TMP/moat.conf" \
     --upstream-ca "$PX_DIR/testca.crt"
@@ -59,6 +65,25 @@ LogLevel Critical
 EOF
 topo_bg "$NS_GW" tinyproxy tinyproxy -d -c "$TOPO_TMP/tinyproxy.conf"
 topo_wait_port "$NS_GW" $GW_ADDR 8888 || exit 1
+# squid: a forward proxy with no cache and no logs, one worker (its
+# default), as a peer for plain-HTTP keep-alive requests.
+mkdir -p "$TOPO_TMP/squid" && chmod 0777 "$TOPO_TMP/squid"
+cat >"$TOPO_TMP/squid.conf" <<EOF
+http_port $GW_ADDR:3129
+acl guests src 10.77.0.0/24
+http_access allow guests
+http_access deny all
+cache deny all
+access_log none
+cache_log $TOPO_TMP/squid/cache.log
+pid_filename $TOPO_TMP/squid/squid.pid
+coredump_dir $TOPO_TMP/squid
+shutdown_lifetime 1 seconds
+dns_nameservers 203.0.113.53
+max_filedescriptors 16384
+EOF
+topo_bg "$NS_GW" squid squid -N -f "$TOPO_TMP/squid.conf"
+topo_wait_port "$NS_GW" $GW_ADDR 3129 || exit 1
 
 # curl_args MODE -- how the client reaches the server in each mode
 curl_args() {
@@ -71,6 +96,10 @@ curl_args() {
 	# other.test), so it does no DNS at all; moat-proxy resolves once per
 	# tunnel through the test resolver.
 	tinyproxy)   echo "-x http://$GW_ADDR:8888 --connect-to other.test:443:$PX_OTHER:443 https://other.test" ;;
+	plain-direct)    echo "http://$PX_OTHER" ;;
+	plain-moat)      echo "-x http://$GW_ADDR:3128 http://$PX_OTHER" ;;
+	plain-tinyproxy) echo "-x http://$GW_ADDR:8888 http://$PX_OTHER" ;;
+	plain-squid)     echo "-x http://$GW_ADDR:3129 http://$PX_OTHER" ;;
 	esac
 }
 # Every path runs from the guest; "direct" is routed by the gateway
@@ -89,6 +118,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	in_ns "$(where "$1")" curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
 	    "${a[@]}" -w '%{time_total}\n' \
 	    "${urls[@]}" | awk 'NR > 1 { printf "%.4f\n", $1 * 1000 }' |
+	    tee -a "$TOPO_TMP/times-$1" |
 	    sort -n | awk '{ t[n++] = $1; sum += $1 }
 	    END { if (n == 0) { print "0 0 0 0"; exit }
 	          printf "%.0f %.3f %.3f %d\n", 1000 * n / sum, t[int(n * 0.5)], t[int(n * 0.99)], n }'
@@ -104,7 +134,10 @@ download() {	# download MODE -> MiB/s for 100 MiB
 cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
 }
-pid_of() { case $1 in spliced|intercepted) echo "$pxpid" ;; tinyproxy) echo "$tppid" ;; esac; }
+cpu_ns() {	# on-CPU time of a process's threads, in ns
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+}
+pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 idle() {	# idle PORT PID HOST -> RSS growth in KiB for 1,000 idle tunnels
 	local before after py
@@ -129,18 +162,23 @@ PY
 med() { sort -n | awk '{ v[n++] = $1 } END { print v[int((n - 1) / 2)] }'; }
 pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 ulimit -n 8192
 
-MODES="direct spliced intercepted tinyproxy"
+MODES=${MODES:-"direct spliced intercepted tinyproxy plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do
 	for m in $MODES; do
+		p=$(pid_of $m); s0=$([ -n "$p" ] && cpu_ns "$p")
 		sm=$(small $m)
-		p=$(pid_of $m); c0=$([ -n "$p" ] && cpu_ms "$p")
+		# proxy CPU per small request, in µs (schedstat: ns resolution)
+		spr=$([ -n "$p" ] && awk -v d=$(( $(cpu_ns "$p") - s0 )) -v n="$(echo $sm | cut -d' ' -f4)" \
+		    'BEGIN { printf "%.1f", (n > 0 ? d / n / 1000 : 0) }' || echo —)
+		c0=$([ -n "$p" ] && cpu_ms "$p")
 		dl=$(download $m)
 		cpu=$([ -n "$p" ] && echo $(( $(cpu_ms "$p") - c0 )) || echo —)
-		echo "$m $sm $dl $cpu" >>"$R"
+		echo "$m $sm $dl $cpu $spr" >>"$R"
 	done
 	echo "# round $r done ($(( $(date +%s) - t0 )) s)" >&2
 done
@@ -148,8 +186,8 @@ mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
 
-printf '\n| path | small req/s | p50 ms | p99 ms | 100 MiB download MiB/s | proxy CPU ms per 100 MiB | RSS per 1,000 idle tunnels |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '\n| path | small req/s | p50 ms | p99 ms | proxy CPU µs per small request | 100 MiB download MiB/s | proxy CPU ms per 100 MiB | RSS per 1,000 idle tunnels |\n'
+printf '|---|---|---|---|---|---|---|---|\n'
 for m in $MODES; do
 	col() { awk -v m=$m -v c=$1 '$1 == m { print $c }' "$R" | med; }
 	case $m in
@@ -157,9 +195,13 @@ for m in $MODES; do
 	tinyproxy) mem="$mem_tp KiB" ;;
 	*) mem="—" ;;
 	esac
-	cpu=$(col 7); [ "$m" = direct ] && cpu=—
-	printf '| %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$(col 6)" "$cpu" "$mem"
+	cpu=$(col 7); spr=$(col 8); case $m in *direct) cpu=— spr=— ;; esac
+	# tinyproxy serves each connection in a thread that is gone (and its
+	# schedstat with it) by the time it is read: not measured
+	case $m in *tinyproxy) spr=— ;; esac
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$spr" "$(col 6)" "$cpu" "$mem"
 done
 echo
-echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms):"
+[ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
+echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request):"
 cat "$R"

@@ -739,6 +739,16 @@ splice_start(struct conn *c)
 		conn_close(c);
 		return;
 	}
+	/* The head's buffers, once empty, are not needed again: an idle
+	 * tunnel then costs its struct and two sockets. */
+	if (c->g.in.len == 0)
+		buf_free(&c->g.in);
+	if (c->g.out.len == 0)
+		buf_free(&c->g.out);
+	if (c->u.in.len == 0)
+		buf_free(&c->u.in);
+	if (c->u.out.len == 0)
+		buf_free(&c->u.out);
 	c->st = S_SPLICE;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
 	splice_run(c);

@@ -331,6 +331,17 @@ redactor_init(struct redactor *r, const struct subst *s, size_t n)
 			r->first[(uint8_t)s[i].from[0] / 8] |=
 			    (uint8_t)(1 << ((uint8_t)s[i].from[0] % 8));
 	}
+	for (i = 0; i < 256; i++) {
+		if ((r->first[i / 8] & (1 << (i % 8))) == 0)
+			continue;
+		if (r->nfew == REDACT_FEW) {
+			r->nfew = SIZE_MAX;
+			break;
+		}
+		r->few[r->nfew++] = (uint8_t)i;
+	}
+	if (r->nfew == SIZE_MAX)
+		r->nfew = 0;
 	r->hold = xmalloc(r->maxfrom + 1);
 }
 
@@ -369,42 +380,80 @@ prefix_of_any(const uint8_t *p, size_t left, const struct subst *s, size_t n)
 	return false;
 }
 
+/* The next i' >= i where work[i'] may start a from (wl if none).  With
+ * few first bytes, next[] caches each one's next position so that the
+ * memchr()s stay linear in the input. */
+static size_t
+next_candidate(const struct redactor *r, const uint8_t *work, size_t i,
+    size_t wl, size_t next[REDACT_FEW])
+{
+	const uint8_t *q;
+	size_t k, best = wl;
+
+	if (r->nfew == 0) {
+		while (i < wl &&
+		    (r->first[work[i] / 8] & (1 << (work[i] % 8))) == 0)
+			i++;
+		return i;
+	}
+	for (k = 0; k < r->nfew; k++) {
+		if (next[k] == SIZE_MAX || next[k] < i) {
+			q = memchr(work + i, r->few[k], wl - i);
+			next[k] = q != NULL ? (size_t)(q - work) : wl;
+		}
+		if (next[k] < best)
+			best = next[k];
+	}
+	return best;
+}
+
 size_t
 redact_feed(struct redactor *r, const uint8_t *in, size_t len, uint8_t *out,
     bool final)
 {
 	uint8_t work[REDACT_CHUNK + SECRET_MAX_LEN + 1];
 	const struct subst *m;
-	size_t wl, i = 0, o = 0;
+	size_t wl, i = 0, o = 0, j, next[REDACT_FEW];
+	const uint8_t *w;
+	bool held;
 
 	if (r->n == 0 || r->maxfrom == 0) {
 		memcpy(out, in, len);
 		return len;
 	}
-	memcpy(work, r->hold, r->holdlen);
-	memcpy(work + r->holdlen, in, len);
+	held = r->holdlen > 0;
+	if (held) {	/* perf: else match in place, no copy to wipe */
+		memcpy(work, r->hold, r->holdlen);
+		memcpy(work + r->holdlen, in, len);
+		w = work;
+	} else
+		w = in;
 	wl = r->holdlen + len;
 	r->holdlen = 0;
+	for (j = 0; j < REDACT_FEW; j++)
+		next[j] = SIZE_MAX;	/* not looked for yet */
 	while (i < wl) {
-		uint8_t b = work[i];
-
-		if ((r->first[b / 8] & (1 << (b % 8))) == 0) {
-			out[o++] = work[i++];
+		/* copy the run that cannot start a value in one go */
+		if ((j = next_candidate(r, w, i, wl, next)) > i) {
+			memcpy(out + o, w + i, j - i);
+			o += j - i;
+			i = j;
 			continue;
 		}
-		if ((m = match_at((char *)work + i, wl - i, r->s, r->n))) {
+		if ((m = match_at((char *)w + i, wl - i, r->s, r->n))) {
 			memcpy(out + o, m->to, m->tolen);
 			o += m->tolen;
 			i += m->fromlen;
-		} else if (!final && prefix_of_any(work + i, wl - i, r->s,
+		} else if (!final && prefix_of_any(w + i, wl - i, r->s,
 		    r->n)) {
 			r->holdlen = wl - i;
-			memcpy(r->hold, work + i, r->holdlen);
+			memcpy(r->hold, w + i, r->holdlen);
 			break;
 		} else
-			out[o++] = work[i++];
+			out[o++] = w[i++];
 	}
-	explicit_bzero(work, wl);
+	if (held)
+		explicit_bzero(work, wl);
 	return o;
 }
 

@@ -103,6 +103,11 @@ struct redactor {
 	uint8_t		*hold;		/* maxfrom bytes */
 	size_t		 holdlen;
 	uint8_t		 first[32];	/* bitmap of the first bytes of from */
+	/* perf: up to REDACT_FEW distinct first bytes are found with
+	 * memchr (SIMD) instead of a byte-at-a-time bitmap walk */
+#define REDACT_FEW	6
+	uint8_t		 few[REDACT_FEW];
+	size_t		 nfew;		/* 0: more than REDACT_FEW */
 };
 
 void	redactor_init(struct redactor *, const struct subst *, size_t n);

@@ -10,9 +10,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pipes.h"
 #include "splice.h"
-
-#define PIPE_CAP	(256 * 1024)
 
 void
 splice_init(struct splice *sp)
@@ -21,16 +20,12 @@ splice_init(struct splice *sp)
 	sp->in_gu = sp->in_ug = 0;
 }
 
+/* Pipes come from the pool when bytes flow (pipes.h), not here: an idle
+ * tunnel holds none. */
 int
 splice_open(struct splice *sp)
 {
-	if (pipe2(sp->p_gu, O_NONBLOCK | O_CLOEXEC) < 0 ||
-	    pipe2(sp->p_ug, O_NONBLOCK | O_CLOEXEC) < 0) {
-		log_warn("pipe2");
-		return -1;
-	}
-	(void)fcntl(sp->p_gu[1], F_SETPIPE_SZ, PIPE_CAP);
-	(void)fcntl(sp->p_ug[1], F_SETPIPE_SZ, PIPE_CAP);
+	splice_init(sp);
 	return 0;
 }
 
@@ -58,8 +53,16 @@ splice_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe)
 	bool moved = false;
 	ssize_t n;
 
-	if (!src->eof && *inpipe == 0) {
-		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP, fl);
+	/* Top the pipe up whenever there is room, not only once it is
+	 * empty, so reading overlaps writing; interest in reading is still
+	 * asked for only while it is empty (splice_pump). */
+	if (!src->eof && *inpipe < PIPE_CAP) {
+		if (p[0] < 0 && pipe_get(p) == -1) {
+			log_warn("pipe2");
+			dst->err = true;
+			return false;
+		}
+		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP - *inpipe, fl);
 		if (n > 0)
 			*inpipe += (size_t)n;
 		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
@@ -76,6 +79,8 @@ splice_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe)
 		*inpipe -= (size_t)n;
 		moved = true;
 	}
+	if (*inpipe == 0 && p[0] >= 0)
+		pipe_put(p);	/* drained: an idle tunnel holds no pipe */
 	if (src->eof && *inpipe == 0 && !dst->shut && !dst->err) {
 		(void)shutdown(dst->fd, SHUT_WR);
 		dst->shut = true;

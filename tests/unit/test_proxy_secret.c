@@ -157,6 +157,53 @@ test_redact_splits(void **state)
 		}
 }
 
+/* Streaming redaction equals the one-shot substitution, for 1 to 9
+ * values with distinct first bytes (up to REDACT_FEW of them are found
+ * with memchr, more with the bitmap), on pseudo-random text dense in
+ * near-misses, fed in pieces of pseudo-random sizes. */
+static void
+test_redact_many_firsts(void **state)
+{
+	static const char alpha[] = "abcdefghiXYZ123";
+	char from[9][8], to[9][8], in[4096], want[8192], got[8192];
+	struct subst s[9];
+	struct redactor r;
+	unsigned seed = 1;
+	size_t n, i, o, p, k;
+	ssize_t wl;
+
+	for (n = 1; n <= 9; n++) {
+		for (i = 0; i < n; i++) {
+			snprintf(from[i], sizeof(from[i]), "%cXYZ%zu",
+			    'a' + (int)i, i + 1);
+			snprintf(to[i], sizeof(to[i]), "<%zu>", i);
+			s[i] = (struct subst){ from[i], 5, to[i], 3 };
+		}
+		for (i = 0; i < sizeof(in); i++) {
+			seed = seed * 1103515245 + 12345;
+			in[i] = alpha[(seed >> 16) % (sizeof(alpha) - 1)];
+			if ((seed >> 8) % 7 == 0 && i + 5 < sizeof(in)) {
+				memcpy(in + i, from[(seed >> 20) % n], 5);
+				i += 4;
+			}
+		}
+		wl = subst_all(in, sizeof(in), s, n, want, sizeof(want), NULL);
+		assert_true(wl > 0);
+		redactor_init(&r, s, n);
+		for (p = 0, o = 0; p < sizeof(in); p += k) {
+			seed = seed * 1103515245 + 12345;
+			k = 1 + (seed >> 16) % 97;
+			if (k > sizeof(in) - p)
+				k = sizeof(in) - p;
+			o += redact_feed(&r, (uint8_t *)in + p, k,
+			    (uint8_t *)got + o, p + k == sizeof(in));
+		}
+		redactor_free(&r);
+		assert_int_equal(o, (size_t)wl);
+		assert_memory_equal(got, want, o);
+	}
+}
+
 static void
 test_redact_holds_prefix_only(void **state)
 {
@@ -206,6 +253,7 @@ main(void)
 		cmocka_unit_test(test_scrub_basic_echo),
 		cmocka_unit_test(test_scrub_cap),
 		cmocka_unit_test(test_redact_splits),
+		cmocka_unit_test(test_redact_many_firsts),
 		cmocka_unit_test(test_redact_holds_prefix_only),
 		cmocka_unit_test(test_placeholder_spotting),
 	};
