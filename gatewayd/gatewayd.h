@@ -108,6 +108,12 @@ void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 void	audit_event(struct gw *, const char *event, ...)
 	    __attribute__((sentinel));
 
+/* --- registration of KVM hosts' sandboxes (register.c) --- */
+int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
+void	reg_start(struct gw *);		/* fork the TLS child */
+bool	reg_reaped(pid_t);
+void	reg_stop(void);
+
 /* --- control requests (parent_ctl.c) --- */
 
 /* Bind the control socket; the control process is handed it. */

@@ -65,7 +65,8 @@ on_signal(struct gw *gw, int sfd)
 			break;
 		case SIGCHLD:
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-				if (!ctl_job_reaped(gw, pid, status))
+				if (!ctl_job_reaped(gw, pid, status) &&
+				    !reg_reaped(pid))
 					proc_reaped(gw, pid, status);
 			break;
 		}
@@ -141,7 +142,7 @@ startup(struct gw *gw)
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);
 	audit_open(gw);
-	if (control_listen(gw) == -1)
+	if (control_listen(gw) == -1 || reg_listen(gw) == -1)
 		return -1;
 	return 0;
 }
@@ -171,10 +172,12 @@ gw_run(struct gw_opts *opts)
 	proc_init(&gw);
 	audit_event(&gw, "start", "config", gw.cfg->path, NULL);
 	proc_start_all(&gw);
+	reg_start(&gw);
 	log_info("running: %zu sandboxes, control socket %s",
 	    gw.cfg->nsandboxes, gw.opts.sock);
 	loop(&gw, sfd);
 	gw.quit = true;
+	reg_stop();
 	proc_stop_all(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);

@@ -51,6 +51,12 @@ config_free(struct moat_config *cfg)
 	for (i = 0; i < cfg->nquotas; i++)
 		free(cfg->quotas[i].user);
 	free(cfg->quotas);
+	for (i = 0; i < cfg->nhosts; i++)
+		free(cfg->hosts[i].name);
+	free(cfg->hosts);
+	free(cfg->gw.reg_listen);
+	free(cfg->gw.reg_cert);
+	free(cfg->gw.reg_key);
 	free(cfg->gw.admin_group);
 	for (i = 0; i < cfg->gw.nexceptions; i++) {
 		free(cfg->gw.exceptions[i].ports);

@@ -121,6 +121,18 @@ struct moat_gateway {
 	bool		 manage_network; /* gatewayd makes bridge, address, forwarding */
 	uid_t		 guest_uid_first, guest_uid_last; /* one uid per guest */
 	unsigned	 import_timeout;	/* seconds for one image import */
+	char		*reg_listen;	/* registration.listen "ADDR:PORT", or NULL */
+	char		*reg_cert, *reg_key;	/* its certificate and key (PEM) */
+};
+
+/* A KVM host that may register sandboxes on a separate gateway box:
+ * known only by the SHA-256 of its certificate's public key. */
+struct moat_host {
+	char		*name;
+	uint8_t		 key[32];	/* sha256 of the SubjectPublicKeyInfo */
+	struct moat_prefix pool;	/* its sandboxes' addresses */
+	char		 trunk[IFNAMSIZ];
+	struct moat_where where;
 };
 /* Far above useradd's subordinate ranges (100000 + 65536 per user). */
 #define MOAT_GUEST_UID_FIRST	2100000000u
@@ -131,6 +143,8 @@ struct moat_config {
 	char		**files;	/* every file read, for moat_where */
 	size_t		 nfiles;
 	struct moat_gateway gw;
+	struct moat_host *hosts;	/* hosts = ( ... ) */
+	size_t		 nhosts;
 	struct moat_secret *secrets;
 	size_t		 nsecrets;
 	struct moat_sandbox *sandboxes;

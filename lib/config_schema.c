@@ -348,7 +348,46 @@ set_refusals(struct loader *ld, const config_setting_t *s, void *obj,
 	    obj, "gateway.refusals");
 }
 
+/* registration = { listen; cert; key; }: the TLS endpoint KVM hosts
+ * register their sandboxes on (gatewayd/register.c). */
+static void
+set_reg_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	char **f = FIELD(obj, k, char *);
+	const char *v = config_setting_get_string(s);
+
+	if (strcmp(k->name, "listen") != 0 && v[0] != '/') {
+		serr(ld, s, "%s: %s: expected an absolute path, got \"%s\"",
+		    ctx, k->name, v);
+		return;
+	}
+	if (strcmp(k->name, "listen") == 0 && strrchr(v, ':') == NULL) {
+		serr(ld, s, "%s: listen: expected \"ADDRESS:PORT\", got \"%s\"",
+		    ctx, v);
+		return;
+	}
+	free(*f);
+	*f = xstrdup(v);
+}
+
+static const struct key registration_keys[] = {
+	{ "listen", K_STR, 1, set_reg_str,
+	    offsetof(struct moat_gateway, reg_listen) },
+	{ "cert", K_STR, 1, set_reg_str, offsetof(struct moat_gateway, reg_cert) },
+	{ "key", K_STR, 1, set_reg_str, offsetof(struct moat_gateway, reg_key) },
+};
+
+static void
+set_registration(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, registration_keys, NKEYS(registration_keys), obj,
+	    "gateway.registration");
+}
+
 static const struct key gateway_keys[] = {
+	{ "registration", K_GROUP, 0, set_registration, 0 },
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
 	{ "bridge", K_STR, 0, set_ifname, offsetof(struct moat_gateway, bridge) },
@@ -749,6 +788,87 @@ load_quotas(struct loader *ld, const config_setting_t *s)
 	}
 }
 
+/* --- hosts (separate gateway box) ------------------------------------ */
+
+static void
+set_host_name(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_host *h = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (!config_username_valid(v)) {
+		serr(ld, s, "%s: name: expected letters, digits, '-' or '_', "
+		    "got \"%s\"", ctx, v);
+		return;
+	}
+	free(h->name);
+	h->name = xstrdup(v);
+}
+
+static void
+set_host_key(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_host *h = obj;
+	const char *v = config_setting_get_string(s);
+	unsigned int b;
+	size_t i;
+
+	if (strncmp(v, "sha256:", 7) != 0 || strlen(v) != 7 + 64)
+		goto bad;
+	for (i = 0; i < 32; i++) {
+		if (!isxdigit((unsigned char)v[7 + 2 * i]) ||
+		    !isxdigit((unsigned char)v[8 + 2 * i]) ||
+		    sscanf(v + 7 + 2 * i, "%2x", &b) != 1)
+			goto bad;
+		h->key[i] = (uint8_t)b;
+	}
+	return;
+bad:
+	serr(ld, s, "%s: key: expected \"sha256:\" and 64 hex digits (the "
+	    "SHA-256 of the host certificate's public key), got \"%s\"", ctx, v);
+}
+
+static void
+set_host_pool(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_host *h = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (prefix_parse(v, &h->pool) == -1 || h->pool.addr.family != AF_INET ||
+	    strchr(v, '/') == NULL)
+		serr(ld, s, "%s: pool: expected an IPv4 network like "
+		    "\"10.77.0.64/26\", got \"%s\"", ctx, v);
+}
+
+static const struct key host_keys[] = {
+	{ "name", K_STR, 1, set_host_name, 0 },
+	{ "key", K_STR, 1, set_host_key, 0 },
+	{ "pool", K_STR, 1, set_host_pool, 0 },
+	{ "trunk", K_STR, 1, set_ifname, offsetof(struct moat_host, trunk) },
+};
+
+static void
+load_hosts(struct loader *ld, const config_setting_t *s)
+{
+	struct moat_config *cfg = ld->cfg;
+	struct moat_host *h;
+	const config_setting_t *e;
+	char ctx[64];
+	int i, n = config_setting_length(s);
+
+	cfg->hosts = xcalloc((size_t)n, sizeof(*cfg->hosts));
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		h = &cfg->hosts[cfg->nhosts++];
+		where(ld, e, &h->where);
+		snprintf(ctx, sizeof(ctx), "host %d", i + 1);
+		walk(ld, e, host_keys, NKEYS(host_keys), h, ctx);
+	}
+}
+
 static void
 load_sandboxes(struct loader *ld, const config_setting_t *s)
 {
@@ -764,6 +884,7 @@ const struct top_key config_top_keys[] = {
 	{ "secrets", K_GROUPLIST, 0, load_secrets },
 	{ "sandboxes", K_GROUPLIST, 0, load_sandboxes },
 	{ "quotas", K_GROUPLIST, 0, load_quotas },
+	{ "hosts", K_GROUPLIST, 0, load_hosts },
 };
 
 const size_t config_ntop_keys = NKEYS(config_top_keys);
