@@ -353,6 +353,11 @@ serve(struct gw *gw, SSL_CTX *ctx, int fd)
 	if ((h = peer_host(gw->cfg, ssl, hex, sizeof(hex))) == NULL) {
 		refuse(gw, hex[0] ? hex : "?", "connect", "unknown host key");
 		SSL_write(ssl, "error unknown host key\n", 23);
+		/* Drain what it sent (bounded): closing on unread data would
+		 * reset the connection and lose the answer. */
+		for (r = 0; r < 8 && SSL_read(ssl, line, sizeof(line)) > 0; r++)
+			;
+		SSL_shutdown(ssl);
 		goto out;
 	}
 	/* Lines of at most REG_LINE_MAX bytes; a longer one ends it. */
