@@ -134,7 +134,41 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		    (unsigned)gw->guest_uid_first, (unsigned)gw->guest_uid_last);
 	if (gw->import_timeout != 300)
 		fprintf(fp, "  import_timeout = %u;\n", gw->import_timeout);
+	if (gw->reg_listen != NULL) {
+		fputs("  registration: { listen = ", fp);
+		pstr(fp, gw->reg_listen);
+		fputs("; cert = ", fp);
+		pstr(fp, gw->reg_cert);
+		fputs("; key = ", fp);
+		pstr(fp, gw->reg_key);
+		fputs("; };\n", fp);
+	}
 	fputs("};\n", fp);
+}
+
+static void
+print_hosts(FILE *fp, const struct moat_config *cfg)
+{
+	const struct moat_host *h;
+	char buf[64];
+	size_t i, k;
+
+	if (cfg->nhosts == 0)
+		return;
+	fputs("hosts = (\n", fp);
+	for (i = 0; i < cfg->nhosts; i++) {
+		h = &cfg->hosts[i];
+		fputs("  { name = ", fp);
+		pstr(fp, h->name);
+		fputs("; key = \"sha256:", fp);
+		for (k = 0; k < 32; k++)
+			fprintf(fp, "%02x", h->key[k]);
+		fprintf(fp, "\"; pool = \"%s\"; trunk = ",
+		    prefix_fmt(&h->pool, buf, sizeof(buf)));
+		pstr(fp, h->trunk);
+		fputs(i + 1 == cfg->nhosts ? "; }\n" : "; },\n", fp);
+	}
+	fputs(");\n", fp);
 }
 
 static void
@@ -241,6 +275,7 @@ config_print(FILE *fp, const struct moat_config *cfg)
 		print_sandbox(fp, &cfg->sandboxes[i], i + 1 == cfg->nsandboxes);
 	fputs(");\n", fp);
 	print_quotas(fp, cfg);
+	print_hosts(fp, cfg);
 }
 
 void
