@@ -24,6 +24,7 @@ usage(FILE *fp)
 "usage: gatewayd [-dnvX] [-c FILE] [-s SOCKET] [-a FILE]\n"
 "       gatewayd --teardown [-c FILE] [-s SOCKET]\n"
 "       gatewayd ctl [-s SOCKET] VERB [--json] [ARGS]   (gatewayd ctl --help)\n"
+"       gatewayd register --box ADDR:PORT --ca F --cert F --key F REQUEST...\n"
 "\n"
 "The moat gateway daemon: applies the policy, sets up its bridge, address\n"
 "and forwarding (gateway.manage_network), supervises dnsd and the proxy,\n"
@@ -138,6 +139,8 @@ main(int argc, char *argv[])
 	int ch, checkonly = 0, teardown = 0;
 
 	log_init("gatewayd", 0, 0);
+	if (argc > 1 && strcmp(argv[1], "register") == 0)
+		return register_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "ctl") == 0) {
 		int i = 2;
 		if (argc > 3 && strcmp(argv[2], "-s") == 0) {

@@ -113,6 +113,8 @@ int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
 void	reg_start(struct gw *);		/* fork the TLS child */
 bool	reg_reaped(pid_t);
 void	reg_stop(void);
+/* `gatewayd register ...` on a KVM host (register_client.c). */
+int	register_main(int argc, char *argv[]);
 
 /* --- control requests (parent_ctl.c) --- */
 

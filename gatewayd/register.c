@@ -355,8 +355,12 @@ serve(struct gw *gw, SSL_CTX *ctx, int fd)
 		SSL_write(ssl, "error unknown host key\n", 23);
 		/* Drain what it sent (bounded): closing on unread data would
 		 * reset the connection and lose the answer. */
-		for (r = 0; r < 8 && SSL_read(ssl, line, sizeof(line)) > 0; r++)
-			;
+		for (r = 0; r < 8 && (n = (size_t)SSL_read(ssl, line,
+		    sizeof(line) - 1)) > 0 && n <= sizeof(line) - 1; r++) {
+			line[n] = '\0';
+			if (strstr(line, "quit\n") != NULL)
+				break;
+		}
 		SSL_shutdown(ssl);
 		goto out;
 	}

@@ -52,12 +52,12 @@ hosts = (
 CONF
 mkdir -p "$TOPO_TMP/sandboxes.d"
 
-# reg HOSTNS CERT LINE... -- send the lines to the box, print its answers.
+# reg HOSTNS CERT REQUEST... -- gatewayd register on a KVM host: print
+# the box's answers.
 reg() {
 	local ns=$1 who=$2; shift 2
-	printf '%s\n' "$@" quit | in_ns "$ns" env -i timeout 20 openssl s_client \
-		-connect $GW_ADDR:7443 -CAfile "$PKI/box.crt" -verify_return_error \
-		-cert "$PKI/$who.crt" -key "$PKI/$who.key" -quiet -ign_eof 2>/dev/null
+	in_ns "$ns" env -i timeout 40 build/gatewayd register --box $GW_ADDR:7443 \
+		--ca "$PKI/box.crt" --cert "$PKI/$who.crt" --key "$PKI/$who.key" "$@" 2>&1
 }
 web() { in_ns $TOPO-$1 curl -s -m 5 http://$INET_HTTP/ 2>/dev/null; }
 web_ok() { web "$1" | grep -q "hello from the internet"; }
@@ -71,7 +71,7 @@ expect_eq "before registration: a1 gets nothing out (the box does not know it)" 
 	"" "$(web a1)"
 
 expect_eq "host A registers a1" ok \
-	"$(reg "$SB_NS_A" hostA "register a1 10.77.0.21 52:54:00:00:0a:01 open")"
+	"$(reg "$SB_NS_A" hostA register a1 10.77.0.21 52:54:00:00:0a:01 open)"
 wait_for 30 web_ok a1
 expect_match "after registration: a1 reaches the internet through the box" \
 	"hello from the internet" "$(web a1)"
@@ -82,20 +82,21 @@ expect_eq "host A lists its sandboxes" "a1 10.77.0.21 ok" \
 
 expect_match "host A claiming an address in host B's pool is refused" \
 	"^error address outside this host's pool" \
-	"$(reg "$SB_NS_A" hostA "register evil 10.77.0.33 52:54:00:00:0a:09 open")"
+	"$(reg "$SB_NS_A" hostA register evil 10.77.0.33 52:54:00:00:0a:09 open)"
 expect_eq "... and no drop-in was written" False \
 	"$([ -f "$TOPO_TMP/sandboxes.d/evil.conf" ] && echo True || echo False)"
 expect_match "... and the refusal is audited" \
 	'"event":"registration-refused".*"host":"hostA".*outside' "$(cat "$GW_AUDIT")"
 expect_match "host B claiming a1's MAC is refused" "^error mac used by another sandbox" \
-	"$(reg "$SB_NS_B" hostB "register b1 10.77.0.33 52:54:00:00:0a:01 open")"
+	"$(reg "$SB_NS_B" hostB register b1 10.77.0.33 52:54:00:00:0a:01 open)"
 expect_match "host B removing host A's a1 is refused" "^error not this host's sandbox" \
-	"$(reg "$SB_NS_B" hostB "remove a1")"
+	"$(reg "$SB_NS_B" hostB remove a1)"
 expect_match "host B taking over a1's name is refused" "^error name used by another sandbox" \
-	"$(reg "$SB_NS_B" hostB "register a1 10.77.0.34 52:54:00:00:0b:09 open")"
+	"$(reg "$SB_NS_B" hostB register a1 10.77.0.34 52:54:00:00:0b:09 open)"
 
-out=$(reg "$SB_NS_A" stranger "register s1 10.77.0.22 52:54:00:00:0c:01 open")
+out=$(reg "$SB_NS_A" stranger register s1 10.77.0.22 52:54:00:00:0c:01 open)
 expect_match "a host with an unknown key is refused" "^error unknown host key" "$out"
+expect_fail "... and gatewayd register exits non-zero" reg "$SB_NS_A" stranger list
 expect_eq "... and its request was not applied" False \
 	"$([ -f "$TOPO_TMP/sandboxes.d/s1.conf" ] && echo True || echo False)"
 expect_match "... and the refusal is audited with the key's hash" \
@@ -106,11 +107,11 @@ expect_eq "a client without a certificate gets no answer" "" \
 		-connect $GW_ADDR:7443 -CAfile "$PKI/box.crt" -quiet -ign_eof 2>/dev/null)"
 
 expect_eq "host B registers b1" ok \
-	"$(reg "$SB_NS_B" hostB "register b1 10.77.0.33 52:54:00:00:0b:01 open")"
+	"$(reg "$SB_NS_B" hostB register b1 10.77.0.33 52:54:00:00:0b:01 open)"
 wait_for 30 web_ok b1
 expect_match "b1 (host B) reaches the internet" "hello from the internet" "$(web b1)"
 
-expect_eq "host A removes a1" ok "$(reg "$SB_NS_A" hostA "remove a1")"
+expect_eq "host A removes a1" ok "$(reg "$SB_NS_A" hostA remove a1)"
 wait_for 30 web_refused a1
 expect_eq "after removal: a1 gets nothing out" "" "$(web a1)"
 expect_match "b1 still reaches the internet" "hello from the internet" "$(web b1)"
