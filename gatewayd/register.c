@@ -13,6 +13,7 @@
  * Protocol, one line each way:
  *   register NAME ADDRESS MAC EGRESS  -> ok | error REASON
  *   remove NAME                       -> ok | error REASON
+ *   sync NAME,NAME,... | sync -       -> ok (drops the host's others)
  *   list                              -> NAME ADDRESS ... then "ok"
  *   quit
  */
@@ -290,6 +291,45 @@ do_list(struct gw *gw, const struct moat_host *h, SSL *ssl)
 	config_free(cfg);
 }
 
+static bool
+in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	for (p = list; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* The host's full list (NAME,NAME,... or "-" for none): remove every
+ * sandbox it registered earlier that is not on it.  Registering the
+ * listed ones is the host's business, with register lines before. */
+static const char *
+do_sync(struct gw *gw, const struct moat_host *h, const char *list)
+{
+	static char why[128];
+	struct moat_config *cfg;
+	char path[4096];
+	size_t i;
+
+	if ((cfg = load_now(gw, why, sizeof(why))) == NULL)
+		return why;
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const char *name = cfg->sandboxes[i].name;
+
+		if (in_list(list, name) || dropin_owned(gw, name, h) != 1)
+			continue;
+		dropin_path(gw, name, path, sizeof(path));
+		if (unlink(path) == 0)
+			audit_event(gw, "registration", "host", h->name,
+			    "request", "sync", "removed", name, NULL);
+	}
+	config_free(cfg);
+	return NULL;
+}
+
 static void
 refuse(struct gw *gw, const char *host, const char *what, const char *why)
 {
@@ -319,6 +359,8 @@ handle_line(struct gw *gw, const struct moat_host *h, SSL *ssl, char *line)
 		changed = (err = do_register(gw, h, argv)) == NULL;
 	else if (strcmp(argv[0], "remove") == 0 && argc == 2)
 		changed = (err = do_remove(gw, h, argv[1])) == NULL;
+	else if (strcmp(argv[0], "sync") == 0 && argc == 2)
+		changed = (err = do_sync(gw, h, argv[1])) == NULL;
 	else if (strcmp(argv[0], "list") == 0 && argc == 1) {
 		do_list(gw, h, ssl);
 		err = NULL;

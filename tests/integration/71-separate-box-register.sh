@@ -111,6 +111,13 @@ expect_eq "host B registers b1" ok \
 wait_for 30 web_ok b1
 expect_match "b1 (host B) reaches the internet" "hello from the internet" "$(web b1)"
 
+# A host back from a restart sends its full list; the box converges.
+expect_eq "host A registers a stale sandbox a3" ok \
+	"$(reg "$SB_NS_A" hostA register a3 10.77.0.23 52:54:00:00:0a:03 none)"
+expect_eq "host A resyncs with only a1" ok "$(reg "$SB_NS_A" hostA sync a1)"
+expect_eq "... a3 is gone, a1 stays" "a1 10.77.0.21 ok" \
+	"$(reg "$SB_NS_A" hostA list | tr '\n' ' ' | sed 's/ $//')"
+expect_match "... host B's b1 is untouched" "^b1 10.77.0.33" "$(reg "$SB_NS_B" hostB list)"
 expect_eq "host A removes a1" ok "$(reg "$SB_NS_A" hostA remove a1)"
 wait_for 30 web_refused a1
 expect_eq "after removal: a1 gets nothing out" "" "$(web a1)"
