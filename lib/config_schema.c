@@ -387,7 +387,6 @@ set_registration(struct loader *ld, const config_setting_t *s, void *obj,
 }
 
 static const struct key gateway_keys[] = {
-	{ "registration", K_GROUP, 0, set_registration, 0 },
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
 	{ "bridge", K_STR, 0, set_ifname, offsetof(struct moat_gateway, bridge) },
@@ -407,6 +406,7 @@ static const struct key gateway_keys[] = {
 	{ "guest_uids", K_STR, 0, set_guest_uids, 0 },
 	{ "import_timeout", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, import_timeout) },
+	{ "registration", K_GROUP, 0, set_registration, 0 },
 };
 
 /* --- secrets ---------------------------------------------------------- */
