@@ -110,6 +110,6 @@ PY
 kill "$(gw_child_pid dnsd)" 2>/dev/null
 wait_for 60 grep -q 'sent budget-req' "$GW_AUDIT"
 expect_match "a budget charge from dnsd kills it (the proxy's message only)" \
-	'"event":"child-killed","child":"dnsd","reason":"sent budget-req, which its role may not"' \
+	'"event":"child-killed","child":"dnsd","reason":"sent budget-req, which its role may not ' \
 	"$(cat "$GW_AUDIT")"
 tap_done
