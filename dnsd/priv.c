@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "ev.h"
 #include "dnsd.h"
 #include "ipc.h"
 #include "log.h"
@@ -211,21 +212,12 @@ priv_run(const struct dnsd_opts *opts, struct moat_config *cfg, int udpfd,
 {
 	struct priv p = { .opts = opts, .cfg = cfg, .udp = udpfd,
 	    .tcp = tcpfd, .child = -1, .ipc = -1 };
-	sigset_t set;
 	struct pollfd pfd[2];
 
 	if (!opts->no_nft && (p.nft = nftr_ctx_new()) == NULL)
 		fatalx("cannot open nftables netlink (needs CAP_NET_ADMIN; "
 		    "--no-nft to run without set updates)");
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if ((p.sfd = signalfd(-1, &set, SFD_CLOEXEC)) == -1)
+	if ((p.sfd = ev_signals_fd(true, SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
 	spawn(&p);
 	for (;;) {

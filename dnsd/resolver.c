@@ -219,21 +219,6 @@ ipc_cb(struct ev *h, uint32_t events)
 	}
 }
 
-static int
-signals_fd(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
 static void
 watch(struct ev *h, int fd, ev_cb cb)
 {
@@ -267,7 +252,8 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 	R.mirror = mirror_new(MIRROR_SLOTS);
 	R.ipcfd = ipcfd;
 	upstream_init(cfg);
-	if (ev_init() == -1 || (sfd = signals_fd()) == -1)
+	if (ev_init() == -1 ||
+	    (sfd = ev_signals_fd(false, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		fatal("event loop");
 	query_init();
 	frontend_start(udpfd, tcpfd);

@@ -19,26 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ev.h"
 #include "gatewayd.h"
 #include "log.h"
 #include "nftrules.h"
-
-static int
-signals_fd(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGUSR1);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
-		return -1;
-	signal(SIGPIPE, SIG_IGN);
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
 
 static void
 on_signal(struct gw *gw, int sfd)
@@ -163,7 +147,7 @@ gw_run(struct gw_opts *opts)
 	if (geteuid() != 0)
 		log_warnx("not running as root: applying the policy will "
 		    "probably fail");
-	if ((sfd = signals_fd()) == -1)
+	if ((sfd = ev_signals_fd(true, SFD_CLOEXEC | SFD_NONBLOCK)) == -1)
 		fatal("signalfd");
 	if (startup(&gw) == -1)
 		return 1;

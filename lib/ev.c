@@ -2,8 +2,10 @@
  * ev.c -- epoll, a binary heap of timers and deferred calls (ev.h).
  */
 #include <sys/epoll.h>
+#include <sys/signalfd.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -246,4 +248,22 @@ ev_run_once(int max_ms)
 	run_timers();
 	run_deferred();
 	return n;
+}
+
+int
+ev_signals_fd(bool children, int flags)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	if (children)
+		sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, flags);
 }

@@ -16,6 +16,7 @@
 #define MOAT_EV_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 
@@ -61,5 +62,10 @@ void	 ev_set_clock(uint64_t (*clock_ms)(void));
  * dispatch the ready descriptors, the timers that are due and the
  * deferred calls.  The number of descriptor events, or -1 on error. */
 int	 ev_run_once(int max_ms);
+
+/* A daemon's signals as a descriptor: HUP, TERM, INT and USR1 (and CHLD
+ * if children) are blocked and read from the signalfd returned (flags:
+ * SFD_NONBLOCK and/or SFD_CLOEXEC); SIGPIPE is ignored.  -1 on error. */
+int	 ev_signals_fd(bool children, int flags);
 
 #endif

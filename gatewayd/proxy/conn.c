@@ -132,6 +132,7 @@ status_text(int code)
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
 	case 421: return "Misdirected Request";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
@@ -143,11 +144,19 @@ status_text(int code)
 void
 conn_refuse_http(struct conn *c, int code, const char *reason)
 {
+	conn_refuse_http_hdr(c, code, "", reason);
+}
+
+/* hdr: more header lines, each ending in CRLF, or "". */
+void
+conn_refuse_http_hdr(struct conn *c, int code, const char *hdr,
+    const char *reason)
+{
 	buf_free(&c->g.out);		/* nothing half-sent goes after it */
 	buf_printf(&c->g.out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-	    "Content-Length: %zu\r\nConnection: close\r\nX-Moat-Refused: %s"
+	    "Content-Length: %zu\r\n%sConnection: close\r\nX-Moat-Refused: %s"
 	    "\r\n\r\nmoat: %s\n", code, status_text(code), strlen(reason) + 7,
-	    reason, reason);
+	    hdr, reason, reason);
 	c->st = S_DRAIN;
 	conn_set_deadline(c, 5);
 	side_flush(&c->g);

@@ -97,6 +97,8 @@ int	conn_count_sandbox(const struct moat_sandbox *);
 
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);
+void	conn_refuse_http_hdr(struct conn *, int code, const char *hdr,
+	    const char *reason);
 void	conn_audit_refuse(struct conn *, const char *reason);
 /* Route a request of the HTTP engine to host:port (re-dialling when the
  * upstream differs or is gone).  Returns 1 if ready now, 0 if dialling

@@ -109,7 +109,7 @@ refuse_budget(struct conn *c, struct rr_req *r)
 	const struct ipc_budget_ack *a = &r->ack;
 	const struct moat_secret *s = config_secret_by_name(proxy.cfg,
 	    a->secret);
-	char retry[16], msg[256];
+	char retry[16], msg[256], hdr[48];
 
 	snprintf(retry, sizeof(retry), "%u", a->retry_after);
 	snprintf(msg, sizeof(msg), "secret \"%s\": budget of %ld requests per "
@@ -120,18 +120,8 @@ refuse_budget(struct conn *c, struct rr_req *r)
 	    "host", r->host, "secret", a->secret, "method", r->method, "path",
 	    r->path, "status", "429", "budget", a->window, "retry_after",
 	    retry, NULL);
-	buf_free(&c->g.out);
-	buf_printf(&c->g.out, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: "
-	    "text/plain\r\nContent-Length: %zu\r\nRetry-After: %u\r\n"
-	    "Connection: close\r\nX-Moat-Refused: %s\r\n\r\nmoat: %s\n",
-	    strlen(msg) + 7, a->retry_after, msg, msg);
-	c->st = S_DRAIN;
-	conn_set_deadline(c, 5);
-	side_flush(&c->g);
-	if (c->g.out.len == 0 || c->g.err)
-		conn_close(c);
-	else
-		side_interest(&c->g, false, true);
+	snprintf(hdr, sizeof(hdr), "Retry-After: %u\r\n", a->retry_after);
+	conn_refuse_http_hdr(c, 429, hdr, msg);
 }
 
 /* Ask the parent to charge the budgets (or charge our own).  0 charged,

@@ -33,21 +33,13 @@ def main():
     a = ap.parse_args()
     first = a.first.encode().decode("unicode_escape").encode("latin-1")
     start = time.time()
-    socks, born = [], {}
-    for _ in range(a.n):
-        try:
-            s = socket.create_connection((a.addr, a.port), timeout=5)
-            born[s] = time.time()
-            s.sendall(first)
-            s.setblocking(False)
-            socks.append(s)
-        except OSError:
-            pass
-    open_ = set(socks)
-    closed = {}
-    last_change, reported, last_trickle = time.time(), False, time.time()
-    while open_ and time.time() - start < a.duration:
-        r, _, _ = select.select(list(open_), [], [], 0.2)
+    born, open_, closed = {}, set(), {}
+
+    def reap(wait):
+        """Record the closes that have arrived; True if any did."""
+        if not open_:
+            return False
+        r, _, _ = select.select(list(open_), [], [], wait)
         for s in r:
             try:
                 d = s.recv(4096)
@@ -56,7 +48,25 @@ def main():
             if not d:
                 closed[s] = time.time() - born[s]
                 open_.discard(s)
-                last_change = time.time()
+        return bool(r)
+
+    for _ in range(a.n):
+        try:
+            s = socket.create_connection((a.addr, a.port), timeout=5)
+            born[s] = time.time()
+            s.sendall(first)
+            s.setblocking(False)
+            open_.add(s)
+        except OSError:
+            pass
+        # Closes are timed as they come, also while the rest are still
+        # being opened: on a loaded machine opening all N can take longer
+        # than --early, and a refusal must not be read as a late cut.
+        reap(0)
+    last_change, reported, last_trickle = time.time(), False, time.time()
+    while open_ and time.time() - start < a.duration:
+        if reap(0.2):
+            last_change = time.time()
         now = time.time()
         if not reported and (now - last_change > 1.5 or now - start > 10):
             with open(a.status, "w") as f:

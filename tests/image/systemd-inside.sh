@@ -114,7 +114,8 @@ guest_up() {
 	    sh -c 'systemctl is-active moat-guest@vg1 && systemctl is-enabled moat-guest@vg1'
 	chk "vg1's QEMU is in its own unit's cgroup, not gatewayd's" \
 	    sh -c 'c=$(cat /proc/$(cat /run/moat/guests/vg1/qemu.pid)/cgroup); echo "$c"; echo "$c" | grep -q "/moat-guest@vg1.service$" && ! echo "$c" | grep -q moat-gatewayd'
-	chk "vg1's QEMU runs as moat-qemu" sh -c '[ "$(ps -o user= -p $(cat /run/moat/guests/vg1/qemu.pid))" = moat-qemu ]'
+	# Its own uid, the one provision recorded for vg1: not root, not a shared user.
+	chk "vg1's QEMU runs as vg1's own uid" sh -c 'u=$(sed -n "s/^uid *= *\([0-9]*\);.*/\1/p" /var/lib/moat/guests/vg1/guest.conf); q=$(ps -o uid= -p $(cat /run/moat/guests/vg1/qemu.pid) | tr -d " "); echo "guest.conf uid=$u qemu uid=$q"; [ -n "$u" ] && [ "$u" != 0 ] && [ "$q" = "$u" ] && [ "$q" != "$(id -u moat-qemu)" ]'
 	if systemctl is-active -q moat-guest@vg1 &&
 	    wait_for 1200 sh -c 'grep -aq MOAT-TICK /var/lib/moat/guests/vg1/console.log'; then
 		say "ok - the nested TCG guest boots and ticks on its serial console"

@@ -30,10 +30,13 @@ expect_eq "allowlist: *.github.test does not match github.test" "REFUSED" \
 out=$(qdig web denied.test)
 expect_eq "allowlist: other name REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
 expect_match "refusal carries EDE 15 (Blocked)" "EDE: 15 \(Blocked\)" "$out"
+# The log line may follow the answer: wait for it (or fail below).
+wait_for 20 grep -qF "sandbox web: refused A denied.test.: not on the allow list" "$TOPO_TMP/dnsd.log"
 expect_match "refusal is logged with sandbox, name and reason" \
 	"sandbox web: refused A denied.test.: not on the allow list" "$(dns_log)"
 out=$(qdig locked pypi.org)
 expect_eq "none: every name REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
+wait_for 20 grep -qF "sandbox locked: refused A pypi.org.: egress none" "$TOPO_TMP/dnsd.log"
 expect_match "none: logged" "sandbox locked: refused A pypi.org.: egress none" "$(dns_log)"
 out=$(qdig dev denied.test)
 expect_eq "open: any name answered" "NOERROR 203.0.113.20" \
