@@ -148,7 +148,7 @@ ctl_parse(char *buf, size_t len, bool full, struct ipc_ctl_req *m,
 	if ((m->verb = (uint8_t)ipc_ctl_verb(m->data)) == 0) {
 		snprintf(err, errlen, "error: unknown command \"%.64s\" (status, "
 		    "sandboxes, list, create, start, stop, destroy, secret, "
-		    "reload, counters, log)\n", m->data);
+		    "reload, counters, log, hosts)\n", m->data);
 		return -1;
 	}
 	if (body != NULL) {

@@ -14,8 +14,11 @@
  *        |            the kernel's refusal log from a socket the parent
  *        |            bound, sends one IPC_AUDIT per refusal
  *        +-- control  forked, own user, no capabilities, seccomp: owns
- *                     the control socket's clients, parses their
- *                     requests, sends one IPC_CTL_REQ each (control.c)
+ *        |            the control socket's clients, parses their
+ *        |            requests, sends one IPC_CTL_REQ each (control.c)
+ *        +-- register forked, own user, no capabilities, seccomp: a
+ *                     separate box's TLS endpoint for KVM hosts; sends
+ *                     one IPC_REG_REQ per request line (register.c)
  *
  * Children that die are restarted with backoff; the kernel policy stays
  * in place throughout (fail closed).
@@ -60,7 +63,7 @@ struct gw_opts {
 /* --- children (parent_proc.c) --- */
 
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_CONTROL,
-    PROC_MAX };
+    PROC_REGISTER, PROC_MAX };
 
 struct gw_proc {
 	const char	*name;
@@ -108,11 +111,18 @@ void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
 void	audit_event(struct gw *, const char *event, ...)
 	    __attribute__((sentinel));
 
-/* --- registration of KVM hosts' sandboxes (register.c) --- */
+/* --- registration of KVM hosts' sandboxes (parent_register.c) --- */
+struct reg_pem;
 int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
-void	reg_start(struct gw *);		/* fork the TLS child */
-bool	reg_reaped(pid_t);
-void	reg_stop(void);
+/* The box's certificate and key for a new registration process. */
+int	reg_pem_read(const struct gw *, struct reg_pem *);
+/* An IPC_REG_REQ from the registration process (shape-checked); the
+ * answer goes back on fd. */
+void	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
+/* Sandboxes host has registered (drop-ins with its mark). */
+size_t	reg_count(const struct gw *, const char *host);
+struct ctl_req;
+void	ctl_hosts(struct ctl_req *);	/* gatewayd ctl hosts [--json] */
 /* `gatewayd register ...` on a KVM host (register_client.c). */
 int	register_main(int argc, char *argv[]);
 
@@ -317,6 +327,14 @@ struct gw {
 	}			*dnsdrops;
 	size_t			 ndnsdrops;
 	struct budget_set	 budgets;	/* per secret, kept across reloads */
+	int			 regfd;		/* registration, listening, or -1 */
+	struct gw_hoststat {		/* per KVM host, kept across reloads */
+		char		 name[IPC_NAME_LEN];
+		time_t		 last_seen;	/* last authenticated request */
+		uint64_t	 refusals;
+	}			*hoststats;
+	size_t			 nhoststats;
+	uint64_t		 reg_unknown;	/* connections with unknown keys */
 	bool			 quit;
 };
 

@@ -49,8 +49,7 @@ on_signal(struct gw *gw, int sfd)
 			break;
 		case SIGCHLD:
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-				if (!ctl_job_reaped(gw, pid, status) &&
-				    !reg_reaped(pid))
+				if (!ctl_job_reaped(gw, pid, status))
 					proc_reaped(gw, pid, status);
 			break;
 		}
@@ -139,7 +138,7 @@ gw_run(struct gw_opts *opts)
 
 	gw.opts = *opts;
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
-	gw.dns_udp = gw.dns_tcp = gw.proxy_fd = -1;
+	gw.dns_udp = gw.dns_tcp = gw.proxy_fd = gw.regfd = -1;
 	gw.started = time(NULL);
 	gw.on_ctl_msg = ctl_message;
 	gw.on_audit_line = ctl_log_line;
@@ -156,12 +155,10 @@ gw_run(struct gw_opts *opts)
 	proc_init(&gw);
 	audit_event(&gw, "start", "config", gw.cfg->path, NULL);
 	proc_start_all(&gw);
-	reg_start(&gw);
 	log_info("running: %zu sandboxes, control socket %s",
 	    gw.cfg->nsandboxes, gw.opts.sock);
 	loop(&gw, sfd);
 	gw.quit = true;
-	reg_stop();
 	proc_stop_all(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);
@@ -170,6 +167,9 @@ gw_run(struct gw_opts *opts)
 	nftr_ctx_free(gw.nft);
 	config_free(gw.cfg);
 	free(gw.dnsdrops);
+	free(gw.hoststats);
+	if (gw.regfd != -1)
+		close(gw.regfd);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;
 }

@@ -56,6 +56,7 @@ static const struct {
 	[CTL_DESTROY] = { team_provision, false, false },
 	[CTL_SECRET] = { team_secret, false, true },
 	[CTL_CONSOLE] = { ctl_console, false, false },
+	[CTL_HOSTS] = { ctl_hosts, true, true },
 };
 
 #define reply ctl_reply

@@ -24,6 +24,7 @@
 
 #include "admit.h"
 #include "control.h"
+#include "register.h"
 #include "gatewayd.h"
 #include "secretfile.h"
 #include "signer.h"
@@ -36,6 +37,7 @@
 
 static int start_nflog(struct gw *, int ipc);
 static int start_control(struct gw *, int ipc);
+static int start_register(struct gw *, int ipc);
 static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
@@ -53,6 +55,7 @@ static const struct {
 	    (1u << IPC_BUDGET_REQ) },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
 	    (1u << IPC_CTL_GONE) },
+	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ },
 };
 
 void
@@ -73,6 +76,8 @@ proc_init(struct gw *gw)
 	}
 	gw->procs[PROC_NFLOG].enabled = true;	/* the audit needs it */
 	gw->procs[PROC_CONTROL].enabled = true;	/* and so does ctl */
+	/* Only a separate box with gateway.registration listens. */
+	gw->procs[PROC_REGISTER].enabled = gw->regfd != -1;
 }
 
 /*
@@ -500,6 +505,9 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 	else if (h.type == IPC_BUDGET_REQ)
 		gw_budget_answer(gw, p->ipc, h.id,
 		    (const struct ipc_budget_req *)(void *)buf.raw);
+	else if (h.type == IPC_REG_REQ)
+		reg_message(gw, p->ipc, (const struct ipc_reg_req *)(void *)
+		    buf.raw);
 }
 
 /* --- starting ---------------------------------------------------------- */
@@ -551,6 +559,30 @@ start_control(struct gw *gw, int ipc)
 	/* A new control process knows none of the old one's clients. */
 	gw->ctl_gen++;
 	gw->ctl_followers = 0;
+	return pid;
+}
+
+/* The registration process gets the listening socket the parent bound,
+ * its IPC end and the box's certificate and key in memory, read here;
+ * the parent's copy is wiped at once. */
+static int
+start_register(struct gw *gw, int ipc)
+{
+	struct reg_pem pem;
+	pid_t pid, parent = getpid();
+
+	if (reg_pem_read(gw, &pem) == -1)
+		return -1;
+	if ((pid = fork()) == -1)
+		log_warn("register: fork");
+	if (pid == 0) {
+		int keep[2] = { gw->regfd, ipc };
+
+		child_signals();
+		child_fds(keep, 2);
+		regproc_main(3, 4, parent, &pem);
+	}
+	reg_pem_wipe(&pem);
 	return pid;
 }
 

@@ -1,84 +1,181 @@
 /*
- * register.c -- a separate gateway box's registration endpoint: KVM
- * hosts register, change and remove their sandboxes over TLS, each host
- * known only by the SHA-256 of its certificate's public key (hosts = in
- * moat.conf).  A request becomes a drop-in in sandboxes.d, checked by
- * loading the whole config, and a SIGHUP to the parent, whose reload is
- * incremental.
+ * register.c -- the registration process.  User moat-reg, no
+ * capabilities, no_new_privs, seccomp without open() or socket(); forked
+ * by the parent, which binds the listening socket (gateway.registration.
+ * listen, on the box's management network) and reads the box's TLS
+ * certificate and key, and hands both over.
  *
- * The TLS handshake and the line parsing run in a child forked at start,
- * not in the parent.  The child still runs as root (it writes
- * sandboxes.d); it serves one connection at a time with socket timeouts.
+ * A KVM host connects over TLS with a client certificate; the process
+ * takes the SHA-256 of the peer's public key and asks the parent whether
+ * it is a pinned host (HELLO).  Then it reads the host's request lines,
+ * parses each (reg_parse, a pure function, fuzzed) and sends the parent
+ * one typed IPC_REG_REQ, stamped with the key: the parent finds the host
+ * itself, decides, applies, and only then answers.  It writes no file
+ * and decides nothing; one connection at a time, with socket timeouts,
+ * a bounded line and a bounded lifetime per connection.
  *
  * Protocol, one line each way:
- *   register NAME ADDRESS MAC EGRESS  -> ok | error REASON
+ *   register NAME ADDRESS MAC EGRESS [allow=N,N...] [secrets=S,S...]
+ *                                     -> ok | error REASON
  *   remove NAME                       -> ok | error REASON
  *   sync NAME,NAME,... | sync -       -> ok (drops the host's others)
  *   list                              -> NAME ADDRESS ... then "ok"
  *   quit
  */
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <sys/time.h>
 
 #include <errno.h>
-#include <libgen.h>
-#include <netinet/in.h>
-#include <signal.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "gatewayd.h"
 #include "log.h"
-#include "ranges.h"
+#include "parent.h"
+#include "privdrop.h"
+#include "register.h"
+#include "seccomp_allow.h"
 
-#define REG_MARK	"# registered by host "
-#define REG_LINE_MAX	512
+/* --- parsing ------------------------------------------------------------ */
 
-static int reg_fd = -1;
-static pid_t reg_pid = -1;
-
-int
-reg_listen(struct gw *gw)
+static int
+put(char *dst, size_t cap, const char *src, const char *what, char *err,
+    size_t errlen)
 {
-	const char *l = gw->cfg->gw.reg_listen;
-	char host[64];
-	const char *colon;
-	struct moat_addr a;
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	long port;
-	int one = 1;
-
-	if (l == NULL)
-		return 0;
-	colon = strrchr(l, ':');
-	port = strtol(colon + 1, NULL, 10);
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - l), l);
-	if (addr_parse(host, &a) == -1 || port < 1 || port > 65535) {
-		log_warnx("registration.listen: cannot use \"%s\"", l);
+	if (strlen(src) >= cap) {
+		snprintf(err, errlen, "%s too long", what);
 		return -1;
 	}
-	sl = addr_to_sockaddr(&a, (uint16_t)port, &ss);
-	reg_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (reg_fd == -1 ||
-	    setsockopt(reg_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(reg_fd, (struct sockaddr *)&ss, sl) == -1 ||
-	    listen(reg_fd, 16) == -1) {
-		log_warn("registration: listen on %s", l);
-		return -1;
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+/* register's optional words: allow=... and secrets=..., once each. */
+static int
+reg_options(struct ipc_reg_req *m, size_t room, char **w, int n, char *err,
+    size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (strncmp(w[i], "allow=", 6) == 0 && m->text[0] == '\0') {
+			if (put(m->text, room, w[i] + 6, "allow", err,
+			    errlen) == -1)
+				return -1;
+		} else if (strncmp(w[i], "secrets=", 8) == 0 &&
+		    m->secrets[0] == '\0') {
+			if (put(m->secrets, sizeof(m->secrets), w[i] + 8,
+			    "secrets", err, errlen) == -1)
+				return -1;
+		} else {
+			snprintf(err, errlen, "register: expected NAME ADDRESS "
+			    "MAC EGRESS [allow=NAME,...] [secrets=NAME,...]");
+			return -1;
+		}
 	}
 	return 0;
 }
 
-/* Any certificate passes the handshake; the pin decides afterwards. */
+static int
+reg_words(struct ipc_reg_req *m, size_t room, char **w, int n, char *err,
+    size_t errlen)
+{
+	static const struct {
+		const char	*verb;
+		uint8_t		 code;
+		int		 min, max;	/* words after the verb */
+	} verbs[] = {
+		{ "register", REG_REGISTER, 4, 6 }, { "remove", REG_REMOVE, 1, 1 },
+		{ "sync", REG_SYNC, 1, 1 }, { "list", REG_LIST, 0, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(w[0], verbs[i].verb) == 0)
+			break;
+	if (i == sizeof(verbs) / sizeof(verbs[0])) {
+		snprintf(err, errlen, "unknown request");
+		return -1;
+	}
+	if (n - 1 < verbs[i].min || n - 1 > verbs[i].max) {
+		snprintf(err, errlen, "%s: wrong number of words", w[0]);
+		return -1;
+	}
+	m->verb = verbs[i].code;
+	if (m->verb == REG_SYNC)
+		return put(m->text, room, w[1], "list", err, errlen);
+	if (m->verb == REG_LIST)
+		return 0;
+	if (put(m->name, sizeof(m->name), w[1], "name", err, errlen) == -1)
+		return -1;
+	if (m->verb == REG_REMOVE)
+		return 0;
+	if (put(m->address, sizeof(m->address), w[2], "address", err,
+	    errlen) == -1 || put(m->mac, sizeof(m->mac), w[3], "mac", err,
+	    errlen) == -1 || put(m->egress, sizeof(m->egress), w[4], "egress",
+	    err, errlen) == -1)
+		return -1;
+	return reg_options(m, room, w + 5, n - 5, err, errlen);
+}
+
+int
+reg_parse(const char *line, size_t len, struct ipc_reg_req *m, size_t room,
+    size_t *mlen, char *err, size_t errlen)
+{
+	char buf[REG_LINE_MAX + 1], *w[8], *tok, *save = NULL;
+	size_t i;
+	int n = 0;
+
+	memset(m, 0, sizeof(*m));
+	room -= sizeof(*m);
+	if (room > IPC_REG_TEXT_MAX)
+		room = IPC_REG_TEXT_MAX;
+	if (len > 0 && line[len - 1] == '\n')
+		len--;
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len > REG_LINE_MAX) {
+		snprintf(err, errlen, "request too long");
+		return -1;
+	}
+	for (i = 0; i < len; i++)
+		if (line[i] < 0x20 || line[i] > 0x7e) {
+			snprintf(err, errlen, "malformed request");
+			return -1;
+		}
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	for (tok = strtok_r(buf, " ", &save); tok != NULL;
+	    tok = strtok_r(NULL, " ", &save))
+		if (n < 8)
+			w[n++] = tok;
+		else {
+			snprintf(err, errlen, "too many words");
+			return -1;
+		}
+	if (n == 0)
+		return REG_PARSE_EMPTY;
+	if (strcmp(w[0], "quit") == 0 && n == 1)
+		return REG_PARSE_QUIT;
+	if (reg_words(m, room, w, n, err, errlen) == -1)
+		return -1;
+	*mlen = sizeof(*m) + strlen(m->text) + 1;
+	return 0;
+}
+
+/* --- TLS ------------------------------------------------------------------ */
+
+/* Any certificate passes the handshake; the parent's pin decides. */
 static int
 accept_any(int ok, X509_STORE_CTX *x)
 {
@@ -87,398 +184,270 @@ accept_any(int ok, X509_STORE_CTX *x)
 	return 1;
 }
 
+/* The box's certificate chain and key, from PEM the parent read. */
+static int
+ctx_load(SSL_CTX *ctx, const struct reg_pem *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem->cert, (int)pem->certlen);
+	X509 *x;
+	EVP_PKEY *k;
+	int rc = -1;
+
+	if (b == NULL || (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) == NULL ||
+	    SSL_CTX_use_certificate(ctx, x) != 1)
+		goto out;
+	X509_free(x);
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+		if (SSL_CTX_add_extra_chain_cert(ctx, x) != 1) {
+			X509_free(x);
+			goto out;
+		}
+	ERR_clear_error();	/* the end of the chain */
+	BIO_free(b);
+	if ((b = BIO_new_mem_buf(pem->key, (int)pem->keylen)) == NULL ||
+	    (k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) == NULL)
+		goto out;
+	rc = SSL_CTX_use_PrivateKey(ctx, k) == 1 &&
+	    SSL_CTX_check_private_key(ctx) == 1 ? 0 : -1;
+	EVP_PKEY_free(k);
+out:
+	BIO_free(b);
+	return rc;
+}
+
 static SSL_CTX *
-reg_ctx(const struct moat_gateway *g)
+reg_ctx(const struct reg_pem *pem)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 
 	if (ctx == NULL ||
 	    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-	    SSL_CTX_use_certificate_chain_file(ctx, g->reg_cert) != 1 ||
-	    SSL_CTX_use_PrivateKey_file(ctx, g->reg_key, SSL_FILETYPE_PEM) != 1) {
-		log_warnx("registration: cannot load %s / %s", g->reg_cert,
-		    g->reg_key);
+	    ctx_load(ctx, pem) == -1) {
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-	    accept_any);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
+	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, accept_any);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(ctx, 0);
 	return ctx;
 }
 
-/* The host whose pinned key is the peer's, or NULL. */
-static const struct moat_host *
-peer_host(const struct moat_config *cfg, SSL *ssl, char *hex, size_t hexlen)
+/* SHA-256 of the peer's SubjectPublicKeyInfo; -1 without one. */
+static int
+peer_key(SSL *ssl, uint8_t md[32])
 {
 	X509 *x = SSL_get1_peer_certificate(ssl);
-	unsigned char *der = NULL, md[32];
+	unsigned char *der = NULL;
 	unsigned int mdlen = 0;
 	int n;
-	size_t i;
 
-	hex[0] = '\0';
 	if (x == NULL)
-		return NULL;
+		return -1;
 	n = i2d_PUBKEY(X509_get0_pubkey(x), &der);
 	X509_free(x);
 	if (n <= 0)
-		return NULL;
+		return -1;
 	EVP_Digest(der, (size_t)n, md, &mdlen, EVP_sha256(), NULL);
 	OPENSSL_free(der);
-	for (i = 0; i < 32 && 2 * i + 2 < hexlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	for (i = 0; i < cfg->nhosts; i++)
-		if (mdlen == 32 && memcmp(cfg->hosts[i].key, md, 32) == 0)
-			return &cfg->hosts[i];
-	return NULL;
+	return mdlen == 32 ? 0 : -1;
 }
 
-static void
-dropin_path(const struct gw *gw, const char *name, char *buf, size_t len)
+/* --- one connection ---------------------------------------------------------- */
+
+struct conn {
+	SSL		*ssl;
+	int		 ipc;
+	uint8_t		 key[32];
+	time_t		 deadline;	/* CLOCK_MONOTONIC seconds */
+};
+
+static time_t
+now_s(void)
 {
-	char *c = strdup(gw->opts.conf);
+	struct timespec ts;
 
-	snprintf(buf, len, "%s/sandboxes.d/%s.conf", c ? dirname(c) : ".", name);
-	free(c);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
 }
 
-/* Does the drop-in NAME belong to host h?  -1: no such file. */
+static bool
+say(struct conn *c, const char *s, size_t n)
+{
+	return n == 0 || SSL_write(c->ssl, s, (int)n) > 0;
+}
+
+/* Ask the parent and wait for its answer; the host gets "ok" (after any
+ * body) or "error REASON".  0 ok, 1 refused, -1 the host is gone.  The
+ * parent gone or broken ends us. */
 static int
-dropin_owned(const struct gw *gw, const char *name, const struct moat_host *h)
+ask(struct conn *c, struct ipc_reg_req *m, size_t mlen)
 {
-	char path[4096], line[256], want[256];
-	FILE *fp;
-	int own;
+	static union {
+		struct ipc_reg_reply r;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	struct ipc_hdr h;
+	char err[256];
+	ssize_t n;
 
-	dropin_path(gw, name, path, sizeof(path));
-	if ((fp = fopen(path, "r")) == NULL)
-		return -1;
-	snprintf(want, sizeof(want), REG_MARK "%s\n", h->name);
-	own = fgets(line, sizeof(line), fp) != NULL && strcmp(line, want) == 0;
-	fclose(fp);
-	return own;
+	memcpy(m->key, c->key, sizeof(m->key));
+	if (ipc_send(c->ipc, IPC_REG_REQ, 0, m, mlen) == -1)
+		_exit(1);
+	n = ipc_recv(c->ipc, &h, u.raw, sizeof(u.raw) - 1, err, sizeof(err));
+	if (n <= 0 || h.type != IPC_REG_REPLY)
+		_exit(n == 0 ? 0 : 1);
+	n -= (ssize_t)sizeof(u.r);
+	if (u.r.status == 0)
+		return say(c, u.r.text, (size_t)n) && say(c, "ok\n", 3) ? 0 : -1;
+	return say(c, "error ", 6) && say(c, u.r.text, (size_t)n) &&
+	    say(c, "\n", 1) ? 1 : -1;
 }
 
 static bool
-word_ok(const char *s, size_t max)
+line(struct conn *c, const char *buf, size_t len)
 {
-	size_t n = strlen(s);
+	static union {
+		struct ipc_reg_req m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	char err[160], out[200];
+	size_t mlen = 0;
+	int rc;
 
-	return n > 0 && n <= max && strspn(s,
-	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-	    == n;
-}
-
-/* Checks the claim against the host's pool and every other sandbox. */
-static const char *
-claim_refused(const struct moat_config *cfg, const struct moat_host *h,
-    const char *name, const char *addr, const char *mac, const char *egress)
-{
-	struct moat_addr a;
-	const struct moat_sandbox *x;
-	unsigned m[6];
-	size_t i;
-
-	if (!word_ok(name, 15))
-		return "name: expected up to 15 letters, digits, '-' or '_'";
-	if (addr_parse(addr, &a) == -1 || a.family != AF_INET)
-		return "address: expected an IPv4 address";
-	if (!prefix_contains(&h->pool, &a))
-		return "address outside this host's pool";
-	if (sscanf(mac, "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2], &m[3],
-	    &m[4], &m[5]) != 6 || strlen(mac) != 17)
-		return "mac: expected aa:bb:cc:dd:ee:ff";
-	if (strcmp(egress, "open") && strcmp(egress, "allowlist") &&
-	    strcmp(egress, "none"))
-		return "egress: expected open, allowlist or none";
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		x = &cfg->sandboxes[i];
-		if (strcmp(x->name, name) == 0)
-			continue;	/* its own entry: checked by owner */
-		if (addr_eq(&x->address, &a))
-			return "address used by another sandbox";
-		if (x->mac[0] == m[0] && x->mac[1] == m[1] && x->mac[2] == m[2] &&
-		    x->mac[3] == m[3] && x->mac[4] == m[4] && x->mac[5] == m[5])
-			return "mac used by another sandbox";
-	}
-	return NULL;
-}
-
-/* Load the whole config as the parent would; NULL and why on error. */
-static struct moat_config *
-load_now(const struct gw *gw, char *why, size_t len)
-{
-	struct moat_errors errs;
-	struct moat_config *cfg = config_load(gw->opts.conf, NULL, &errs);
-
-	if (cfg == NULL)
-		snprintf(why, len, "the box's config does not load (%zu errors)",
-		    errs.n);
-	config_errors_free(&errs);
-	return cfg;
-}
-
-static const char *
-do_register(struct gw *gw, const struct moat_host *h, char **argv)
-{
-	static char why[128];
-	struct moat_config *cfg;
-	const char *r;
-	char path[4096], tmp[4200];
-	FILE *fp;
-
-	if ((cfg = load_now(gw, why, sizeof(why))) == NULL)
-		return why;
-	r = claim_refused(cfg, h, argv[1], argv[2], argv[3], argv[4]);
-	if (r == NULL && config_sandbox_by_name(cfg, argv[1]) != NULL &&
-	    dropin_owned(gw, argv[1], h) != 1)
-		r = "name used by another sandbox";
-	config_free(cfg);
-	if (r != NULL)
-		return r;
-	dropin_path(gw, argv[1], path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	if ((fp = fopen(tmp, "w")) == NULL)
-		return "cannot write the drop-in";
-	fprintf(fp, REG_MARK "%s\nname = \"%s\";\naddress = \"%s\";\n"
-	    "mac = \"%s\";\ntap = \"%s\";\negress = \"%s\";\n", h->name,
-	    argv[1], argv[2], argv[3], argv[1], argv[4]);
-	if (fclose(fp) != 0 || rename(tmp, path) == -1) {
-		unlink(tmp);
-		return "cannot write the drop-in";
-	}
-	if ((cfg = load_now(gw, why, sizeof(why))) == NULL) {
-		unlink(path);	/* never leave a config the box cannot load */
-		return why;
-	}
-	config_free(cfg);
-	return NULL;
-}
-
-static const char *
-do_remove(struct gw *gw, const struct moat_host *h, const char *name)
-{
-	char path[4096];
-
-	if (!word_ok(name, 15))
-		return "name: expected up to 15 letters, digits, '-' or '_'";
-	switch (dropin_owned(gw, name, h)) {
-	case -1:
-		return "no such sandbox";
-	case 0:
-		return "not this host's sandbox";
-	}
-	dropin_path(gw, name, path, sizeof(path));
-	return unlink(path) == -1 ? "cannot remove the drop-in" : NULL;
-}
-
-static void
-do_list(struct gw *gw, const struct moat_host *h, SSL *ssl)
-{
-	struct moat_config *cfg;
-	char why[128], line[256], a[64];
-	size_t i;
-
-	if ((cfg = load_now(gw, why, sizeof(why))) == NULL)
-		return;
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (dropin_owned(gw, cfg->sandboxes[i].name, h) == 1) {
-			snprintf(line, sizeof(line), "%s %s\n",
-			    cfg->sandboxes[i].name,
-			    addr_fmt(&cfg->sandboxes[i].address, a, sizeof(a)));
-			SSL_write(ssl, line, (int)strlen(line));
-		}
-	config_free(cfg);
-}
-
-static bool
-in_list(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-	const char *p;
-
-	for (p = list; (p = strstr(p, name)) != NULL; p += n)
-		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
-/* The host's full list (NAME,NAME,... or "-" for none): remove every
- * sandbox it registered earlier that is not on it.  Registering the
- * listed ones is the host's business, with register lines before. */
-static const char *
-do_sync(struct gw *gw, const struct moat_host *h, const char *list)
-{
-	static char why[128];
-	struct moat_config *cfg;
-	char path[4096];
-	size_t i;
-
-	if ((cfg = load_now(gw, why, sizeof(why))) == NULL)
-		return why;
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		const char *name = cfg->sandboxes[i].name;
-
-		if (in_list(list, name) || dropin_owned(gw, name, h) != 1)
-			continue;
-		dropin_path(gw, name, path, sizeof(path));
-		if (unlink(path) == 0)
-			audit_event(gw, "registration", "host", h->name,
-			    "request", "sync", "removed", name, NULL);
-	}
-	config_free(cfg);
-	return NULL;
-}
-
-static void
-refuse(struct gw *gw, const char *host, const char *what, const char *why)
-{
-	log_warnx("registration from %s refused: %s: %s", host, what, why);
-	audit_event(gw, "registration-refused", "host", host, "request", what,
-	    "reason", why, NULL);
-}
-
-/* One request line; false to end the connection. */
-static bool
-handle_line(struct gw *gw, const struct moat_host *h, SSL *ssl, char *line)
-{
-	char *argv[6], *save = NULL, *w, reply[200];
-	const char *err = "unknown request";
-	int argc = 0;
-	bool changed = false;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	for (w = strtok_r(line, " ", &save); w != NULL && argc < 6;
-	    w = strtok_r(NULL, " ", &save))
-		argv[argc++] = w;
-	if (argc == 0)
-		return true;
-	if (strcmp(argv[0], "quit") == 0)
+	rc = reg_parse(buf, len, &u.m, sizeof(u.raw), &mlen, err, sizeof(err));
+	if (rc == REG_PARSE_QUIT)
 		return false;
-	if (strcmp(argv[0], "register") == 0 && argc == 5)
-		changed = (err = do_register(gw, h, argv)) == NULL;
-	else if (strcmp(argv[0], "remove") == 0 && argc == 2)
-		changed = (err = do_remove(gw, h, argv[1])) == NULL;
-	else if (strcmp(argv[0], "sync") == 0 && argc == 2)
-		changed = (err = do_sync(gw, h, argv[1])) == NULL;
-	else if (strcmp(argv[0], "list") == 0 && argc == 1) {
-		do_list(gw, h, ssl);
-		err = NULL;
+	if (rc == REG_PARSE_EMPTY)
+		return true;
+	if (rc == -1) {
+		snprintf(out, sizeof(out), "error %s\n", err);
+		return say(c, out, strlen(out));
 	}
-	if (changed) {
-		audit_event(gw, "registration", "host", h->name, "request",
-		    argv[0], "sandbox", argv[1], NULL);
-		kill(getppid(), SIGHUP);
+	return ask(c, &u.m, mlen) != -1;
+}
+
+/* Lines of at most REG_LINE_MAX bytes; a longer one, or the connection's
+ * time running out, ends it. */
+static void
+lines(struct conn *c)
+{
+	char buf[REG_LINE_MAX + 2];
+	size_t n = 0;
+
+	while (now_s() < c->deadline && SSL_read(c->ssl, buf + n, 1) == 1) {
+		if (buf[n] != '\n' && ++n <= REG_LINE_MAX + 1)
+			continue;
+		if (buf[n > REG_LINE_MAX + 1 ? REG_LINE_MAX + 1 : n] != '\n') {
+			say(c, "error request too long\n", 23);
+			return;
+		}
+		if (!line(c, buf, n + 1))
+			return;
+		n = 0;
 	}
-	if (err != NULL)
-		refuse(gw, h->name, argv[0], err);
-	snprintf(reply, sizeof(reply), err ? "error %s\n" : "ok\n", err);
-	return SSL_write(ssl, reply, (int)strlen(reply)) > 0;
 }
 
 static void
-serve(struct gw *gw, SSL_CTX *ctx, int fd)
+serve(SSL_CTX *ctx, int fd, int ipc)
 {
-	struct timeval tv = { 10, 0 };
-	const struct moat_host *h;
-	char line[REG_LINE_MAX], hex[65];
-	size_t n = 0;
-	int r;
-	SSL *ssl = SSL_new(ctx);
+	struct timeval tv = { REG_IO_TIMEOUT_S, 0 };
+	union {
+		struct ipc_reg_req m;
+		char raw[sizeof(struct ipc_reg_req) + 1];	/* text "" */
+	} hello;
+	struct conn c = { .ipc = ipc, .deadline = now_s() + REG_CONN_MAX_S };
+	char drain[256];
+	int i;
 
+	memset(&hello, 0, sizeof(hello));
+	hello.m.verb = REG_HELLO;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 || SSL_accept(ssl) != 1) {
-		refuse(gw, "?", "handshake", "TLS handshake failed");
+	if ((c.ssl = SSL_new(ctx)) == NULL || SSL_set_fd(c.ssl, fd) != 1 ||
+	    SSL_accept(c.ssl) != 1 || peer_key(c.ssl, c.key) == -1)
+		goto out;
+	if (ask(&c, &hello.m, sizeof(hello.m) + 1) != 0) {
+		/* Unknown key: answered.  Read what it sent (bounded), as
+		 * closing on unread data would reset the answer away. */
+		for (i = 0; i < 8 && now_s() < c.deadline &&
+		    SSL_read(c.ssl, drain, sizeof(drain)) > 0; i++)
+			;
 		goto out;
 	}
-	if ((h = peer_host(gw->cfg, ssl, hex, sizeof(hex))) == NULL) {
-		refuse(gw, hex[0] ? hex : "?", "connect", "unknown host key");
-		SSL_write(ssl, "error unknown host key\n", 23);
-		/* Drain what it sent (bounded): closing on unread data would
-		 * reset the connection and lose the answer. */
-		for (r = 0; r < 8 && (n = (size_t)SSL_read(ssl, line,
-		    sizeof(line) - 1)) > 0 && n <= sizeof(line) - 1; r++) {
-			line[n] = '\0';
-			if (strstr(line, "quit\n") != NULL)
-				break;
-		}
-		SSL_shutdown(ssl);
-		goto out;
-	}
-	/* Lines of at most REG_LINE_MAX bytes; a longer one ends it. */
-	while ((r = SSL_read(ssl, line + n, 1)) == 1) {
-		if (line[n] != '\n' && ++n < sizeof(line) - 1)
-			continue;
-		if (line[n] != '\n')
-			break;
-		line[n + 1] = '\0';
-		n = 0;
-		if (!handle_line(gw, h, ssl, line))
-			break;
-	}
-	SSL_shutdown(ssl);
+	lines(&c);
 out:
-	SSL_free(ssl);
+	if (c.ssl != NULL)
+		SSL_shutdown(c.ssl);
+	SSL_free(c.ssl);
 	close(fd);
+	ERR_clear_error();
 }
 
+/* --- the process ----------------------------------------------------------- */
+
 static void
-reg_child(struct gw *gw)
+register_seccomp(void)
 {
-	sigset_t none;
+	static const int allowed[] = {
+		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
+		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
+		SCMP_SYS(accept4), SCMP_SYS(setsockopt), SCMP_SYS(getsockopt),
+		SCMP_SYS(close), SCMP_SYS(shutdown), SCMP_SYS(brk),
+		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap),
+		SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
+		SCMP_SYS(getrandom), SCMP_SYS(getpid), SCMP_SYS(exit),
+		SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(restart_syscall), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
+	};
+
+	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
+		_exit(1);
+}
+
+/* Nothing is logged once narrowed: the filter allows no socket for
+ * syslog.  What goes wrong ends the process; the parent logs it and
+ * starts another. */
+void
+regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
+{
+	unsigned char seed[16];
 	SSL_CTX *ctx;
 	int fd;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	log_init("gatewayd-register", !gw->opts.foreground, gw->opts.verbose + 1);
-	if ((ctx = reg_ctx(&gw->cfg->gw)) == NULL)
+	OPENSSL_init_ssl(0, NULL);
+	ctx = reg_ctx(pem);
+	reg_pem_wipe(pem);
+	if (ctx == NULL) {
+		log_warnx("registration: cannot use the box's certificate and "
+		    "key");
 		_exit(1);
+	}
+	/* Seeded while getrandom's fallbacks are still allowed. */
+	if (RAND_bytes(seed, sizeof(seed)) != 1 || privdrop(REG_USER) == -1)
+		_exit(1);
+	die_with_parent(parent);
+	register_seccomp();
 	for (;;) {
-		fd = accept4(reg_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(listen, NULL, NULL, SOCK_CLOEXEC);
 		if (fd == -1) {
-			if (errno != EINTR && errno != ECONNABORTED)
-				log_warn("registration: accept");
+			if (errno != EINTR && errno != ECONNABORTED &&
+			    errno != EAGAIN)
+				_exit(1);
 			continue;
 		}
-		serve(gw, ctx, fd);
+		serve(ctx, fd, ipc);
 	}
 }
 
 void
-reg_start(struct gw *gw)
+reg_pem_wipe(struct reg_pem *pem)
 {
-	if (reg_fd == -1)
-		return;
-	if ((reg_pid = fork()) == -1) {
-		log_warn("registration: fork");
-		return;
+	if (pem->key != NULL) {
+		explicit_bzero(pem->key, pem->keylen);
+		free(pem->key);
 	}
-	if (reg_pid == 0)
-		reg_child(gw);
-	log_info("registration endpoint %s: %zu hosts", gw->cfg->gw.reg_listen,
-	    gw->cfg->nhosts);
-}
-
-bool
-reg_reaped(pid_t pid)
-{
-	if (pid != reg_pid || pid == -1)
-		return false;
-	log_warnx("registration endpoint exited; hosts cannot register");
-	reg_pid = -1;
-	return true;
-}
-
-void
-reg_stop(void)
-{
-	if (reg_pid > 0)
-		kill(reg_pid, SIGTERM);
-	if (reg_fd != -1)
-		close(reg_fd);
+	free(pem->cert);
+	pem->key = pem->cert = NULL;
+	pem->keylen = pem->certlen = 0;
 }

@@ -51,8 +51,10 @@ config_free(struct moat_config *cfg)
 	for (i = 0; i < cfg->nquotas; i++)
 		free(cfg->quotas[i].user);
 	free(cfg->quotas);
-	for (i = 0; i < cfg->nhosts; i++)
+	for (i = 0; i < cfg->nhosts; i++) {
 		free(cfg->hosts[i].name);
+		strlist_free(&cfg->hosts[i].secrets);
+	}
 	free(cfg->hosts);
 	free(cfg->gw.reg_listen);
 	free(cfg->gw.reg_cert);

@@ -89,6 +89,8 @@ struct moat_sandbox {
 	struct moat_port *allow_ports;	/* what an allowlisted address opens;
 					 * default tcp/80, tcp/443 */
 	size_t		 nallow_ports;
+	char		 trunk[IFNAMSIZ];	/* separate box: the interface its
+					 * KVM host's guests arrive on, or "" */
 	struct moat_where where;
 };
 
@@ -123,6 +125,7 @@ struct moat_gateway {
 	unsigned	 import_timeout;	/* seconds for one image import */
 	char		*reg_listen;	/* registration.listen "ADDR:PORT", or NULL */
 	char		*reg_cert, *reg_key;	/* its certificate and key (PEM) */
+	struct moat_where reg_where;	/* of listen, for messages */
 };
 
 /* A KVM host that may register sandboxes on a separate gateway box:
@@ -132,6 +135,8 @@ struct moat_host {
 	uint8_t		 key[32];	/* sha256 of the SubjectPublicKeyInfo */
 	struct moat_prefix pool;	/* its sandboxes' addresses */
 	char		 trunk[IFNAMSIZ];
+	enum moat_egress max_egress;	/* the widest it may register */
+	struct moat_strlist secrets;	/* its sandboxes may be bound to */
 	struct moat_where where;
 };
 /* Far above useradd's subordinate ranges (100000 + 65536 per user). */

@@ -292,9 +292,71 @@ check_network(struct loader *ld)
 		    "be different interfaces");
 }
 
+/* A separate box: each host's pool inside gateway.network, its secrets
+ * defined; the registration endpoint off the sandbox network (guests
+ * must never reach it); a sandbox's trunk one of the hosts'. */
+static void
+check_hosts(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	const struct moat_gateway *gw = &cfg->gw;
+	const struct moat_host *h;
+	struct moat_addr a;
+	char host[64], net[64];
+	const char *colon;
+	size_t i, j;
+
+	prefix_fmt(&gw->network, net, sizeof(net));
+	for (i = 0; i < cfg->nhosts; i++) {
+		h = &cfg->hosts[i];
+		if (gw->network.plen > 0 && h->pool.addr.family == AF_INET &&
+		    (!prefix_contains(&gw->network, &h->pool.addr) ||
+		    h->pool.plen < gw->network.plen))
+			adderr(ld, h->where.file, h->where.line, "host \"%s\": "
+			    "pool: expected a network inside gateway.network %s",
+			    h->name ? h->name : "?", net);
+		for (j = 0; j < h->secrets.n; j++)
+			if (config_secret_by_name(cfg, h->secrets.v[j]) == NULL)
+				adderr(ld, h->where.file, h->where.line, "host "
+				    "\"%s\": secrets: expected the name of a "
+				    "secret defined in \"secrets\", got \"%s\"",
+				    h->name ? h->name : "?", h->secrets.v[j]);
+	}
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		for (j = 0; j < cfg->nhosts; j++)
+			if (strcmp(cfg->sandboxes[i].trunk, cfg->hosts[j].trunk)
+			    == 0)
+				break;
+		if (cfg->sandboxes[i].trunk[0] && j == cfg->nhosts)
+			adderr(ld, cfg->sandboxes[i].where.file,
+			    cfg->sandboxes[i].where.line, "sandbox \"%s\": "
+			    "trunk: expected the trunk of a host in hosts = "
+			    "(a separate gateway box), got \"%s\"",
+			    cfg->sandboxes[i].name, cfg->sandboxes[i].trunk);
+	}
+	if (gw->reg_listen == NULL ||
+	    (colon = strrchr(gw->reg_listen, ':')) == NULL)
+		return;
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - gw->reg_listen),
+	    gw->reg_listen);
+	if (addr_parse(host, &a) == -1 || strtol(colon + 1, NULL, 10) < 1 ||
+	    strtol(colon + 1, NULL, 10) > 65535)
+		adderr(ld, gw->reg_where.file, gw->reg_where.line,
+		    "gateway.registration: listen: expected an IP address and a "
+		    "port 1-65535 like \"192.168.100.1:7443\", got \"%s\"",
+		    gw->reg_listen);
+	else if (a.family == AF_INET && gw->network.plen > 0 &&
+	    prefix_contains(&gw->network, &a))
+		adderr(ld, gw->reg_where.file, gw->reg_where.line,
+		    "gateway.registration: listen: expected an address on the "
+		    "management network, not inside gateway.network %s (guests "
+		    "must never reach the registration endpoint)", net);
+}
+
 void
 check_all(struct loader *ld)
 {
+	check_hosts(ld);
 	check_unique(ld);
 	check_secrets(ld);
 	check_secret_owners(ld);

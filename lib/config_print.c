@@ -166,6 +166,15 @@ print_hosts(FILE *fp, const struct moat_config *cfg)
 		fprintf(fp, "\"; pool = \"%s\"; trunk = ",
 		    prefix_fmt(&h->pool, buf, sizeof(buf)));
 		pstr(fp, h->trunk);
+		if (h->max_egress != EGRESS_ALLOWLIST)
+			fprintf(fp, "; max_egress = \"%s\"",
+			    egress_name(h->max_egress));
+		for (k = 0; k < h->secrets.n; k++) {
+			fputs(k ? ", " : "; secrets = [ ", fp);
+			pstr(fp, h->secrets.v[k]);
+		}
+		if (h->secrets.n > 0)
+			fputs(" ]", fp);
 		fputs(i + 1 == cfg->nhosts ? "; }\n" : "; },\n", fp);
 	}
 	fputs(");\n", fp);
@@ -251,6 +260,8 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 	plist(fp, "    ", "secrets", &x->secrets);
 	if (x->owner)
 		pkv(fp, "    ", "owner", x->owner);
+	if (x->trunk[0])
+		pkv(fp, "    ", "trunk", x->trunk);
 	fprintf(fp, "    inspect = %s;\n", x->inspect ? "true" : "false");
 	plist(fp, "    ", "bypass", &x->bypass);
 	if (x->dns_rate >= 0)

@@ -50,6 +50,9 @@ const struct kword config_words[] = {
 	{ "egress", "open", EGRESS_OPEN },
 	{ "egress", "allowlist", EGRESS_ALLOWLIST },
 	{ "egress", "none", EGRESS_NONE },
+	{ "max_egress", "open", EGRESS_OPEN },
+	{ "max_egress", "allowlist", EGRESS_ALLOWLIST },
+	{ "max_egress", "none", EGRESS_NONE },
 	{ NULL, NULL, 0 }
 };
 
@@ -367,6 +370,8 @@ set_reg_str(struct loader *ld, const config_setting_t *s, void *obj,
 		    ctx, v);
 		return;
 	}
+	if (strcmp(k->name, "listen") == 0)
+		where(ld, s, &((struct moat_gateway *)obj)->reg_where);
 	free(*f);
 	*f = xstrdup(v);
 }
@@ -663,6 +668,7 @@ static const struct key sandbox_keys[] = {
 	{ "dns_burst", K_INT, 0, set_int,
 	    offsetof(struct moat_sandbox, dns_burst) },
 	{ "allow_ports", K_STRLIST, 0, set_sb_ports, 0 },
+	{ "trunk", K_STR, 0, set_ifname, offsetof(struct moat_sandbox, trunk) },
 };
 
 void
@@ -843,11 +849,38 @@ set_host_pool(struct loader *ld, const config_setting_t *s, void *obj,
 		    "\"10.77.0.64/26\", got \"%s\"", ctx, v);
 }
 
+/* The secrets a host's sandboxes may be bound to: names, checked
+ * against secrets = once everything is read (check_hosts). */
+static void
+set_host_secrets(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_strlist *l = &((struct moat_host *)obj)->secrets;
+	const config_setting_t *e;
+	const char *v;
+	int i, n = config_setting_length(s);
+
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned int)i);
+		v = config_setting_get_string(e);
+		if (!ident_valid(v, 32)) {
+			serr(ld, e, "%s: secrets: expected names of secrets, got "
+			    "\"%s\"", ctx, v);
+			continue;
+		}
+		l->v = xreallocarray(l->v, l->n + 1, sizeof(char *));
+		l->v[l->n++] = xstrdup(v);
+	}
+}
+
 static const struct key host_keys[] = {
 	{ "name", K_STR, 1, set_host_name, 0 },
 	{ "key", K_STR, 1, set_host_key, 0 },
 	{ "pool", K_STR, 1, set_host_pool, 0 },
 	{ "trunk", K_STR, 1, set_ifname, offsetof(struct moat_host, trunk) },
+	{ "max_egress", K_STR, 0, set_word,
+	    offsetof(struct moat_host, max_egress) },
+	{ "secrets", K_STRLIST, 0, set_host_secrets, 0 },
 };
 
 static void
@@ -863,6 +896,7 @@ load_hosts(struct loader *ld, const config_setting_t *s)
 	for (i = 0; i < n; i++) {
 		e = config_setting_get_elem(s, (unsigned int)i);
 		h = &cfg->hosts[cfg->nhosts++];
+		h->max_egress = EGRESS_ALLOWLIST;
 		where(ld, e, &h->where);
 		snprintf(ctx, sizeof(ctx), "host %d", i + 1);
 		walk(ld, e, host_keys, NKEYS(host_keys), h, ctx);

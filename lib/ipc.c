@@ -27,6 +27,8 @@ static int shape_budget_ack(const void *, size_t, char *, size_t);
 static int shape_ctl_req(const void *, size_t, char *, size_t);
 static int shape_ctl_reply(const void *, size_t, char *, size_t);
 static int shape_ctl_log(const void *, size_t, char *, size_t);
+static int shape_reg_req(const void *, size_t, char *, size_t);
+static int shape_reg_reply(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -46,6 +48,8 @@ static const struct {
 	[IPC_CTL_GONE] = { "ctl-gone", shape_empty },
 	[IPC_BUDGET_REQ] = { "budget-req", shape_budget_req },
 	[IPC_BUDGET_ACK] = { "budget-ack", shape_budget_ack },
+	[IPC_REG_REQ] = { "reg-req", shape_reg_req },
+	[IPC_REG_REPLY] = { "reg-reply", shape_reg_reply },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -54,7 +58,7 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_COUNTERS] = "counters", [CTL_LOG] = "log",
 	[CTL_CREATE] = "create", [CTL_START] = "start", [CTL_STOP] = "stop",
 	[CTL_DESTROY] = "destroy", [CTL_SECRET] = "secret",
-	[CTL_CONSOLE] = "console",
+	[CTL_CONSOLE] = "console", [CTL_HOSTS] = "hosts",
 };
 
 const char *
@@ -344,6 +348,74 @@ shape_budget_ack(const void *p, size_t len, char *err, size_t errlen)
 		    "secret, a window or a retry delay of 1..86400 s");
 		return -1;
 	}
+	return 0;
+}
+
+/* A field of a registration request: terminated, printable, and filled
+ * exactly when the verb has it. */
+static bool
+reg_field_ok(const char *f, size_t cap, bool want)
+{
+	const char *nul = memchr(f, '\0', cap);
+	const char *c;
+
+	if (nul == NULL || (nul != f) != want)
+		return false;
+	for (c = f; c < nul; c++)
+		if (*c <= 0x20 || *c > 0x7e)
+			return false;
+	return true;
+}
+
+static int
+shape_reg_req(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_reg_req *m = p;
+	size_t tlen;
+	bool reg;
+
+	if (len <= sizeof(*m) || len - sizeof(*m) > IPC_REG_TEXT_MAX ||
+	    m->verb == 0 || m->verb >= REG_VERB_MAX || m->pad[0] || m->pad[1] ||
+	    m->pad[2] || m->pad2[0] || m->pad2[1] || m->pad2[2]) {
+		snprintf(err, errlen, "reg-req: header fields out of range");
+		return -1;
+	}
+	reg = m->verb == REG_REGISTER;
+	tlen = len - sizeof(*m);
+	if (!reg_field_ok(m->name, sizeof(m->name), reg ||
+	    m->verb == REG_REMOVE) ||
+	    !reg_field_ok(m->address, sizeof(m->address), reg) ||
+	    !reg_field_ok(m->mac, sizeof(m->mac), reg) ||
+	    !reg_field_ok(m->egress, sizeof(m->egress), reg) ||
+	    !reg_field_ok(m->secrets, sizeof(m->secrets), reg &&
+	    m->secrets[0] != '\0') ||
+	    !reg_field_ok(m->text, tlen, (reg && m->text[0] != '\0') ||
+	    m->verb == REG_SYNC) || strnlen(m->text, tlen) != tlen - 1) {
+		snprintf(err, errlen, "reg-req: a field not terminated, not "
+		    "printable, or not the verb's");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_reg_reply(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_reg_reply *m = p;
+	const char *t = m->text;
+	size_t i;
+
+	if (len < sizeof(*m) || (m->status != 0 && m->status != 1) ||
+	    (m->status == 1 && len == sizeof(*m))) {
+		snprintf(err, errlen, "reg-reply: a status other than 0 and 1, "
+		    "or a refusal without a reason");
+		return -1;
+	}
+	for (i = 0; i < len - sizeof(*m); i++)
+		if ((t[i] < 0x20 && t[i] != '\n') || t[i] > 0x7e) {
+			snprintf(err, errlen, "reg-reply: byte 0x%02x", t[i]);
+			return -1;
+		}
 	return 0;
 }
 

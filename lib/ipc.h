@@ -39,6 +39,8 @@ enum ipc_type {
 	IPC_CTL_GONE,		/* control -> parent: a "log -f" client left */
 	IPC_BUDGET_REQ,		/* proxy -> parent: charge a request to budgets */
 	IPC_BUDGET_ACK,		/* parent -> proxy: charged, or which is spent */
+	IPC_REG_REQ,		/* registration -> parent: a KVM host's request */
+	IPC_REG_REPLY,		/* parent -> registration: its answer */
 	IPC_TYPE_MAX
 };
 
@@ -107,7 +109,7 @@ struct ipc_dns_dropped {
 enum ipc_ctl_verb {
 	CTL_STATUS = 1, CTL_SANDBOXES, CTL_LIST, CTL_RELOAD, CTL_COUNTERS,
 	CTL_LOG, CTL_CREATE, CTL_START, CTL_STOP, CTL_DESTROY, CTL_SECRET,
-	CTL_CONSOLE,
+	CTL_CONSOLE, CTL_HOSTS,
 	CTL_VERB_MAX
 };
 #define IPC_CTL_MAX_ARGS	64
@@ -156,6 +158,43 @@ struct ipc_budget_ack {
 	char		secret[IPC_NAME_LEN];	/* the spent one, or "" */
 	char		window[8];	/* "minute" or "day", or "" */
 	uint8_t		pad[3];
+};
+
+/*
+ * The registration endpoint (gatewayd/register.c): the unprivileged
+ * registration process does the TLS handshake with a KVM host, parses its
+ * request lines and sends one IPC_REG_REQ per line, stamped with the
+ * SHA-256 of the peer's public key; the parent finds the host by that key
+ * in its own configuration, decides, applies and answers IPC_REG_REPLY.
+ * HELLO comes first on every connection (the parent says whether it knows
+ * the key); text is the allow list (REGISTER) or the host's full list of
+ * names (SYNC), comma-separated.
+ */
+enum ipc_reg_verb {
+	REG_HELLO = 1, REG_REGISTER, REG_REMOVE, REG_SYNC, REG_LIST,
+	REG_VERB_MAX
+};
+#define IPC_REG_TEXT_MAX	2048	/* with its NUL; a line is shorter */
+#define IPC_REG_SECRETS_LEN	256
+
+struct ipc_reg_req {
+	uint8_t		key[32];	/* SHA-256 of the peer's SPKI */
+	uint8_t		verb;		/* enum ipc_reg_verb */
+	uint8_t		pad[3];		/* 0 */
+	char		name[IPC_NAME_LEN];	/* each field NUL-terminated, */
+	char		address[16];		/* "" where the verb has none */
+	char		mac[18];
+	char		egress[12];
+	char		secrets[IPC_REG_SECRETS_LEN];	/* NAME,NAME or "" */
+	uint8_t		pad2[3];	/* 0 */
+	char		text[];		/* 1 .. IPC_REG_TEXT_MAX, one string */
+};
+
+/* status 0: "ok", text the body lines before it (list); 1: refused, text
+ * the reason.  Printable text and newlines, no NUL. */
+struct ipc_reg_reply {
+	int32_t		status;
+	char		text[];
 };
 
 /* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or

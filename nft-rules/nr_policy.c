@@ -374,27 +374,6 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
 #define CT_EST_REL	(NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | \
 			 NF_CT_STATE_BIT(IP_CT_RELATED))
 
-/* A separate box's registration endpoint (gateway.registration.listen)
- * on the sandbox side: KVM hosts reach it over their trunk.  Guests reach
- * the TCP port too; only a pinned client key gets past its TLS. */
-static void
-registration_rule(struct nr_table *t, struct nr_chain *c,
-    const struct moat_gateway *gw)
-{
-	const char *l = gw->reg_listen, *colon;
-	char host[64];
-	struct moat_addr a;
-	long port;
-
-	if (l == NULL || (colon = strrchr(l, ':')) == NULL)
-		return;
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - l), l);
-	port = strtol(colon + 1, NULL, 10);
-	if (addr_parse(host, &a) == -1 || port < 1 || port > 65535)
-		return;
-	port_rule(t, c, &a, F_TCP_DPORT, (uint16_t)port, NF_ACCEPT, NULL);
-}
-
 static void
 guest_input(struct build *b, struct nr_table *t)
 {
@@ -406,7 +385,8 @@ guest_input(struct build *b, struct nr_table *t)
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
 	    NULL);
-	registration_rule(t, c, gw);
+	/* Nothing else, on any local address: a separate box's registration
+	 * endpoint listens on its management network, never for guests. */
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "host"));
 }
 

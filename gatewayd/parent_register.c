@@ -1,0 +1,552 @@
+/*
+ * parent_register.c -- the parent's side of the registration endpoint:
+ * it binds the listening socket and reads the box's certificate and key
+ * for the registration process (register.c), and answers that process's
+ * typed requests.  Every decision is taken here, against the parent's own
+ * configuration: the host is found by its key (the pin), its claim goes
+ * through admit_registration(), the drop-in is written atomically in
+ * sandboxes.d with the host's mark, and the change is applied like a
+ * reload (one transaction, deltas only).  "ok" goes back only after the
+ * kernel has it; a failed apply puts the old drop-in back.  Refusals are
+ * audited and counted per host.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admit_reg.h"
+#include "gatewayd.h"
+#include "log.h"
+#include "register.h"
+
+#define REG_MARK	"# registered by host "
+#define DROPIN_MAX	8192
+
+int
+reg_listen(struct gw *gw)
+{
+	const char *l = gw->cfg->gw.reg_listen, *colon;
+	struct sockaddr_storage ss;
+	struct moat_addr a;
+	char host[64];
+	socklen_t sl;
+	int one = 1;
+
+	gw->regfd = -1;
+	if (l == NULL)
+		return 0;
+	colon = strrchr(l, ':');	/* checked by the config loader */
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - l), l);
+	if (addr_parse(host, &a) == -1) {
+		log_warnx("registration.listen: cannot use \"%s\"", l);
+		return -1;
+	}
+	sl = addr_to_sockaddr(&a, (uint16_t)strtol(colon + 1, NULL, 10), &ss);
+	gw->regfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (gw->regfd == -1 ||
+	    setsockopt(gw->regfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(gw->regfd, (struct sockaddr *)&ss, sl) == -1 ||
+	    listen(gw->regfd, 16) == -1) {
+		log_warn("registration: listen on %s", l);
+		return -1;
+	}
+	log_info("registration endpoint %s: %zu hosts", l, gw->cfg->nhosts);
+	return 0;
+}
+
+/* A whole small file into a malloc'ed buffer; -1 if it cannot. */
+static int
+slurp(const char *path, char **buf, size_t *len)
+{
+	char tmp[16384];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*buf = NULL;
+	*len = 0;
+	if (fd == -1)
+		return -1;
+	n = read(fd, tmp, sizeof(tmp));
+	close(fd);
+	if (n <= 0 || (size_t)n == sizeof(tmp)) {
+		explicit_bzero(tmp, sizeof(tmp));
+		return -1;
+	}
+	*buf = xmalloc((size_t)n);
+	memcpy(*buf, tmp, (size_t)n);
+	*len = (size_t)n;
+	explicit_bzero(tmp, sizeof(tmp));
+	return 0;
+}
+
+int
+reg_pem_read(const struct gw *gw, struct reg_pem *pem)
+{
+	const struct moat_gateway *g = &gw->cfg->gw;
+
+	memset(pem, 0, sizeof(*pem));
+	if (slurp(g->reg_cert, &pem->cert, &pem->certlen) == -1 ||
+	    slurp(g->reg_key, &pem->key, &pem->keylen) == -1) {
+		log_warnx("registration: cannot read %s or %s", g->reg_cert,
+		    g->reg_key);
+		reg_pem_wipe(pem);
+		return -1;
+	}
+	return 0;
+}
+
+/* --- per-host state, kept across reloads by name ---------------------- */
+
+static struct gw_hoststat *
+hoststat(struct gw *gw, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < gw->nhoststats; i++)
+		if (strcmp(gw->hoststats[i].name, name) == 0)
+			return &gw->hoststats[i];
+	gw->hoststats = xreallocarray(gw->hoststats, gw->nhoststats + 1,
+	    sizeof(*gw->hoststats));
+	memset(&gw->hoststats[i], 0, sizeof(gw->hoststats[i]));
+	snprintf(gw->hoststats[i].name, sizeof(gw->hoststats[i].name), "%s",
+	    name);
+	gw->nhoststats++;
+	return &gw->hoststats[i];
+}
+
+/* --- drop-ins ----------------------------------------------------------- */
+
+static void
+dropin_path(const struct gw *gw, const char *name, char *buf, size_t len)
+{
+	char *c = xstrdup(gw->cfg->path);
+
+	snprintf(buf, len, "%s/sandboxes.d/%s.conf", dirname(c), name);
+	free(c);
+}
+
+/* Is the drop-in NAME host h's?  -1: no such file. */
+static int
+dropin_owner_is(const struct gw *gw, const char *name, const char *host)
+{
+	char path[4096], line[128], want[128];
+	FILE *fp;
+	int own;
+
+	dropin_path(gw, name, path, sizeof(path));
+	if ((fp = fopen(path, "re")) == NULL)
+		return -1;
+	snprintf(want, sizeof(want), REG_MARK "%s\n", host);
+	own = fgets(line, sizeof(line), fp) != NULL && strcmp(line, want) == 0;
+	fclose(fp);
+	return own;
+}
+
+struct owned_arg {
+	const struct gw		*gw;
+	const char		*host;
+};
+
+static bool
+owned_by(void *arg, const char *name)
+{
+	const struct owned_arg *o = arg;
+
+	return dropin_owner_is(o->gw, name, o->host) == 1;
+}
+
+size_t
+reg_count(const struct gw *gw, const char *host)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < gw->cfg->nsandboxes; i++)
+		if (dropin_owner_is(gw, gw->cfg->sandboxes[i].name, host) == 1)
+			n++;
+	return n;
+}
+
+/* A drop-in's previous content, to put back if the apply fails. */
+struct saved {
+	char	 path[4096];
+	char	*data;		/* NULL: there was none */
+	size_t	 len;
+};
+
+static int
+write_atomic(const char *path, const char *data, size_t len)
+{
+	char tmp[4200];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640)) ==
+	    -1)
+		return -1;
+	if (write(fd, data, len) != (ssize_t)len || fsync(fd) == -1 ||
+	    close(fd) == -1 || rename(tmp, path) == -1) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* s->path set by the caller. */
+static void
+save(struct saved *s)
+{
+	if (slurp(s->path, &s->data, &s->len) == -1)
+		s->data = NULL;
+}
+
+static void
+restore(struct saved *s)
+{
+	if (s->data != NULL)
+		write_atomic(s->path, s->data, s->len);
+	else
+		unlink(s->path);
+	free(s->data);
+	s->data = NULL;
+}
+
+static void
+list_items(FILE *fp, const char *key, const char *list)
+{
+	const char *p = list, *c;
+
+	if (*list == '\0')
+		return;
+	fprintf(fp, "%s = [ ", key);
+	for (; ; p = c + 1) {
+		c = strchr(p, ',');
+		fprintf(fp, "\"%.*s\"%s", (int)(c ? c - p : (int)strlen(p)), p,
+		    c ? ", " : " ];\n");
+		if (c == NULL)
+			break;
+	}
+}
+
+/* The drop-in for an admitted claim: every value was checked by
+ * admit_registration, so none can break out of its quotes. */
+static char *
+dropin_text(const struct moat_host *h, const struct reg_claim *c, size_t *len)
+{
+	char *buf = NULL, mac[18];
+	FILE *fp = open_memstream(&buf, len);
+	size_t i;
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < sizeof(mac) - 1; i++)
+		mac[i] = (char)(c->mac[i] | (c->mac[i] == ':' ? 0 : 0x20));
+	mac[sizeof(mac) - 1] = '\0';
+	fprintf(fp, REG_MARK "%s\nname = \"%s\";\naddress = \"%s\";\n"
+	    "mac = \"%s\";\ntap = \"%s\";\negress = \"%s\";\n", h->name,
+	    c->name, c->address, mac, c->name, c->egress);
+	list_items(fp, "allow", c->allow);
+	list_items(fp, "secrets", c->secrets);
+	fprintf(fp, "trunk = \"%s\";\n", h->trunk);
+	fclose(fp);
+	return buf;
+}
+
+/* Apply what is on disk now: 0, or -1 with the first error in why. */
+static int
+apply(struct gw *gw, char *why, size_t len)
+{
+	char *errors = NULL;
+
+	if (gw_reload(gw, &errors) == 0)
+		return 0;
+	snprintf(why, len, "the box could not apply it: %.*s",
+	    errors ? (int)strcspn(errors, "\n") : 7, errors ? errors :
+	    "unknown");
+	free(errors);
+	return -1;
+}
+
+/* --- the verbs -------------------------------------------------------------- */
+
+struct reg_ctx {
+	struct gw		*gw;
+	const struct moat_host	*h;	/* until an apply replaces cfg */
+	char			 host[IPC_NAME_LEN];	/* its name, after */
+	const struct ipc_reg_req *m;
+	char			 why[256];	/* a refusal's reason */
+	FILE			*out;		/* list's body */
+};
+
+static int
+do_register(struct reg_ctx *x)
+{
+	const struct ipc_reg_req *m = x->m;
+	struct reg_claim c = { m->name, m->address, m->mac, m->egress,
+	    m->text, m->secrets };
+	struct owned_arg o = { x->gw, x->h->name };
+	struct saved old;
+	char *text;
+	size_t len;
+	int rc;
+
+	if (admit_registration(x->gw->cfg, x->h, &c, owned_by, &o, x->why,
+	    sizeof(x->why)) == -1)
+		return -1;
+	text = dropin_text(x->h, &c, &len);
+	dropin_path(x->gw, m->name, old.path, sizeof(old.path));
+	save(&old);
+	if (old.data != NULL && old.len == len &&
+	    memcmp(old.data, text, len) == 0 &&
+	    config_sandbox_by_name(x->gw->cfg, m->name) != NULL) {
+		free(old.data);		/* already so, and applied */
+		free(text);
+		return 0;
+	}
+	if ((rc = write_atomic(old.path, text, len)) == -1)
+		snprintf(x->why, sizeof(x->why), "cannot write the drop-in");
+	else if ((rc = apply(x->gw, x->why, sizeof(x->why))) == -1)
+		restore(&old);
+	free(old.data);
+	free(text);
+	return rc;
+}
+
+static int
+do_remove(struct reg_ctx *x)
+{
+	struct saved old;
+
+	switch (dropin_owner_is(x->gw, x->m->name, x->h->name)) {
+	case -1:
+		snprintf(x->why, sizeof(x->why), "no such sandbox");
+		return -1;
+	case 0:
+		snprintf(x->why, sizeof(x->why), "not this host's sandbox");
+		return -1;
+	}
+	dropin_path(x->gw, x->m->name, old.path, sizeof(old.path));
+	save(&old);
+	if (unlink(old.path) == -1) {
+		free(old.data);
+		snprintf(x->why, sizeof(x->why), "cannot remove the drop-in");
+		return -1;
+	}
+	if (apply(x->gw, x->why, sizeof(x->why)) == -1) {
+		restore(&old);
+		return -1;
+	}
+	free(old.data);
+	return 0;
+}
+
+/* The host's full list ("-" for none): every sandbox it registered that
+ * is not on it goes, in one apply.  Registering the listed ones is the
+ * host's business, with register lines. */
+static int
+do_sync(struct reg_ctx *x)
+{
+	const struct moat_config *cfg = x->gw->cfg;
+	struct saved *old = xcalloc(cfg->nsandboxes + 1, sizeof(*old));
+	char **gone = xcalloc(cfg->nsandboxes + 1, sizeof(*gone));
+	size_t i, n = 0;
+	int rc = 0;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const char *name = cfg->sandboxes[i].name;
+
+		if (reg_list_has(x->m->text, name) ||
+		    dropin_owner_is(x->gw, name, x->h->name) != 1)
+			continue;
+		dropin_path(x->gw, name, old[n].path, sizeof(old[n].path));
+		save(&old[n]);
+		gone[n] = xstrdup(name);
+		if (unlink(old[n++].path) == -1)
+			rc = -1;
+	}
+	if (rc == -1)
+		snprintf(x->why, sizeof(x->why), "cannot remove a drop-in");
+	else if (n > 0)
+		rc = apply(x->gw, x->why, sizeof(x->why));
+	for (i = 0; i < n; i++) {
+		if (rc == -1)
+			restore(&old[i]);
+		else
+			audit_event(x->gw, "registration", "host", x->host,
+			    "request", "sync", "removed", gone[i], NULL);
+		free(old[i].data);
+		free(gone[i]);
+	}
+	free(old);
+	free(gone);
+	return rc;
+}
+
+static int
+do_list(struct reg_ctx *x)
+{
+	const struct moat_config *cfg = x->gw->cfg;
+	char a[64];
+	size_t i;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (dropin_owner_is(x->gw, cfg->sandboxes[i].name,
+		    x->h->name) == 1)
+			fprintf(x->out, "%s %s\n", cfg->sandboxes[i].name,
+			    addr_fmt(&cfg->sandboxes[i].address, a, sizeof(a)));
+	return 0;
+}
+
+static int
+do_hello(struct reg_ctx *x)
+{
+	(void)x;
+	return 0;
+}
+
+static const struct {
+	const char	*name;
+	int		(*fn)(struct reg_ctx *);
+	bool		 changes;
+} reg_verbs[REG_VERB_MAX] = {
+	[REG_HELLO] = { "connect", do_hello, false },
+	[REG_REGISTER] = { "register", do_register, true },
+	[REG_REMOVE] = { "remove", do_remove, true },
+	[REG_SYNC] = { "sync", do_sync, false },	/* audits each */
+	[REG_LIST] = { "list", do_list, false },
+};
+
+static void
+reply(struct gw *gw, int fd, int32_t status, const char *text, size_t len)
+{
+	static union {
+		struct ipc_reg_reply r;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+
+	if (len > sizeof(u.raw) - sizeof(u.r)) {
+		status = 1;
+		text = "the answer is too long";
+		len = strlen(text);
+	}
+	u.r.status = status;
+	memcpy(u.r.text, text, len);
+	if (ipc_send(fd, IPC_REG_REPLY, 0, &u, sizeof(u.r) + len) == -1)
+		log_warn("registration: reply");
+	(void)gw;
+}
+
+static void
+refused(struct gw *gw, const char *host, const char *verb,
+    const char *sandbox, const char *why)
+{
+	log_warnx("registration from %s refused: %s%s%s: %s", host, verb,
+	    sandbox[0] ? " " : "", sandbox, why);
+	audit_event(gw, "registration-refused", "host", host, "request", verb,
+	    "sandbox", sandbox, "reason", why, NULL);
+}
+
+static void
+unknown_key(struct gw *gw, int fd, const struct ipc_reg_req *m)
+{
+	static const char why[] = "unknown host key";
+	char hex[65];
+	size_t i;
+
+	for (i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->key[i]);
+	gw->reg_unknown++;
+	refused(gw, hex, reg_verbs[m->verb].name, m->name, why);
+	reply(gw, fd, 1, why, sizeof(why) - 1);
+}
+
+void
+reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
+{
+	struct reg_ctx x = { .gw = gw, .m = m };
+	struct gw_hoststat *st;
+	char *body = NULL;
+	size_t blen = 0;
+	int rc;
+
+	if ((x.h = admit_host_by_key(gw->cfg, m->key)) == NULL) {
+		unknown_key(gw, fd, m);
+		return;
+	}
+	snprintf(x.host, sizeof(x.host), "%s", x.h->name);
+	st = hoststat(gw, x.host);
+	st->last_seen = time(NULL);
+	if ((x.out = open_memstream(&body, &blen)) == NULL)
+		fatalx("out of memory");
+	rc = reg_verbs[m->verb].fn(&x);
+	fclose(x.out);
+	x.h = NULL;	/* it may point into a configuration the apply freed */
+	if (rc == -1) {
+		hoststat(gw, x.host)->refusals++;
+		refused(gw, x.host, reg_verbs[m->verb].name, m->name, x.why);
+		reply(gw, fd, 1, x.why, strlen(x.why));
+	} else {
+		if (reg_verbs[m->verb].changes)
+			audit_event(gw, "registration", "host", x.host,
+			    "request", reg_verbs[m->verb].name, "sandbox",
+			    m->name, NULL);
+		reply(gw, fd, 0, body, blen);
+	}
+	free(body);
+}
+
+/* --- gatewayd ctl hosts -------------------------------------------------- */
+
+static void
+fingerprint(const struct moat_host *h, char *buf, size_t len)
+{
+	snprintf(buf, len, "sha256:%02x%02x%02x%02x%02x%02x%02x%02x", h->key[0],
+	    h->key[1], h->key[2], h->key[3], h->key[4], h->key[5], h->key[6],
+	    h->key[7]);
+}
+
+void
+ctl_hosts(struct ctl_req *r)
+{
+	struct gw *gw = r->gw;
+	const struct moat_host *h;
+	struct gw_hoststat *st;
+	char fp[32], pool[64], seen[32];
+	size_t i;
+
+	if (r->json)
+		ctl_reply(r, "[");
+	for (i = 0; i < gw->cfg->nhosts; i++) {
+		h = &gw->cfg->hosts[i];
+		st = hoststat(gw, h->name);
+		fingerprint(h, fp, sizeof(fp));
+		prefix_fmt(&h->pool, pool, sizeof(pool));
+		if (st->last_seen == 0)
+			snprintf(seen, sizeof(seen), "never");
+		else
+			strftime(seen, sizeof(seen), "%Y-%m-%dT%H:%M:%SZ",
+			    gmtime(&st->last_seen));
+		if (r->json)
+			ctl_reply(r, "%s{\"name\":\"%s\",\"key\":\"%s\",\"pool\":"
+			    "\"%s\",\"trunk\":\"%s\",\"last_seen\":%s%s%s,"
+			    "\"sandboxes\":%zu,\"refusals\":%llu}", i ? "," : "",
+			    h->name, fp, pool, h->trunk,
+			    st->last_seen ? "\"" : "",
+			    st->last_seen ? seen : "null",
+			    st->last_seen ? "\"" : "", reg_count(gw, h->name),
+			    (unsigned long long)st->refusals);
+		else
+			ctl_reply(r, "%-16s %-24s %-18s %-10s %-20s %4zu %6llu\n",
+			    h->name, fp, pool, h->trunk, seen,
+			    reg_count(gw, h->name),
+			    (unsigned long long)st->refusals);
+	}
+	ctl_reply(r, r->json ? "]\nok\n" : "ok\n");
+}

@@ -1,0 +1,43 @@
+/*
+ * register.h -- the registration process (register.c): a separate
+ * gateway box's TLS endpoint for KVM hosts, unprivileged; and its pure
+ * request parser, shared with the fuzz harness.
+ */
+#ifndef GATEWAYD_REGISTER_H
+#define GATEWAYD_REGISTER_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include "ipc.h"
+
+#define REG_USER		"moat-reg"
+#define REG_LINE_MAX		1024	/* a request line, without its newline */
+#define REG_IO_TIMEOUT_S	10	/* each read and write */
+#define REG_CONN_MAX_S		60	/* one connection, all told */
+
+/* The box's certificate chain and key, PEM, read by the parent. */
+struct reg_pem {
+	char	*cert, *key;
+	size_t	 certlen, keylen;
+};
+
+enum { REG_PARSE_QUIT = 1, REG_PARSE_EMPTY = 2 };
+
+/*
+ * One request line (its newline optional) into m, which has room bytes:
+ * 0 with the message's length in *mlen; REG_PARSE_QUIT, REG_PARSE_EMPTY;
+ * or -1 with the reason for the host in err.  Anything it accepts passes
+ * ipc_check as an IPC_REG_REQ once the key is filled in.
+ */
+int	reg_parse(const char *line, size_t len, struct ipc_reg_req *m,
+	    size_t room, size_t *mlen, char *err, size_t errlen);
+
+/* In the forked child: build the TLS context, wipe pem, drop to
+ * REG_USER, narrow, serve listen one connection at a time. */
+void	regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *)
+	    __attribute__((noreturn));
+void	reg_pem_wipe(struct reg_pem *);
+
+#endif
