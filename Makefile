@@ -130,7 +130,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/moat
 	install -m 0755 gatewayd/install-users.sh $(DESTDIR)$(PREFIX)/lib/moat/
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
-		sh gatewayd/install-users.sh && echo "moat's users (moat-dns, moat-proxy, moat-log, moat-ca, moat-ctl, moat-qemu) and group moat are in place"; \
+		sh gatewayd/install-users.sh && echo "moat's users (moat-dns, moat-proxy, moat-log, moat-ca, moat-ctl, moat-reg, moat-qemu) and group moat are in place"; \
 	else echo "as root on the target, run $(PREFIX)/lib/moat/install-users.sh"; fi
 
 clean:

@@ -137,6 +137,7 @@ reg_parse(const char *line, size_t len, struct ipc_reg_req *m, size_t room,
 	int n = 0;
 
 	memset(m, 0, sizeof(*m));
+	m->text[0] = '\0';	/* room > sizeof(*m): the caller's promise */
 	room -= sizeof(*m);
 	if (room > IPC_REG_TEXT_MAX)
 		room = IPC_REG_TEXT_MAX;
@@ -278,8 +279,9 @@ say(struct conn *c, const char *s, size_t n)
 }
 
 /* Ask the parent and wait for its answer; the host gets "ok" (after any
- * body) or "error REASON".  0 ok, 1 refused, -1 the host is gone.  The
- * parent gone or broken ends us. */
+ * body) or "error REASON", but nothing for a HELLO the parent accepts.
+ * 0 ok, 1 refused, -1 the host is gone.  The parent gone or broken ends
+ * us. */
 static int
 ask(struct conn *c, struct ipc_reg_req *m, size_t mlen)
 {
@@ -298,6 +300,8 @@ ask(struct conn *c, struct ipc_reg_req *m, size_t mlen)
 	if (n <= 0 || h.type != IPC_REG_REPLY)
 		_exit(n == 0 ? 0 : 1);
 	n -= (ssize_t)sizeof(u.r);
+	if (u.r.status == 0 && m->verb == REG_HELLO)
+		return 0;
 	if (u.r.status == 0)
 		return say(c, u.r.text, (size_t)n) && say(c, "ok\n", 3) ? 0 : -1;
 	return say(c, "error ", 6) && say(c, u.r.text, (size_t)n) &&
