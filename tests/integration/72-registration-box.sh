@@ -117,6 +117,14 @@ expect_eq "a guest cannot connect to the registration port on the management add
 	unreachable "$(tcp_probe $TOPO-a1 $MGMT 7443)"
 expect_eq "... nor on the gateway's sandbox-side address" \
 	unreachable "$(tcp_probe $TOPO-a1 $GW_ADDR 7443)"
+# ok means applied: with a drop-in beside it that breaks the config, the
+# box cannot apply a3, so it must say so and leave nothing behind.
+echo 'name = "broken"; mac = ' >"$TOPO_TMP/sandboxes.d/broken.conf"
+expect_match "a registration the box cannot apply is answered with an error, not ok" \
+	"^error the box could not apply it: .*broken.conf" \
+	"$(reg "$SB_NS_A" hostA register a3 10.77.0.23 52:54:00:00:0a:03 none)"
+expect_eq "... and its drop-in is not left behind" no "$(dropin a3)"
+rm -f "$TOPO_TMP/sandboxes.d/broken.conf"
 expect_eq "host B reaches it over the management network" ok \
 	"$(reg "$SB_NS_B" hostB list)"
 
@@ -169,7 +177,7 @@ json=$(gw_ctl hosts --json)
 hosts() { python3 -c "import json,sys
 h={x['name']: x for x in json.loads(sys.argv[1])}
 print(*($1,))" "$json"; }
-expect_eq "ctl hosts --json: host A has 2 sandboxes and 4 refusals" "2 4" \
+expect_eq "ctl hosts --json: host A has 2 sandboxes and 5 refusals" "2 5" \
 	"$(hosts "h['hostA']['sandboxes'], h['hostA']['refusals']")"
 expect_eq "... host B has 0 sandboxes and 4 refusals" "0 4" \
 	"$(hosts "h['hostB']['sandboxes'], h['hostB']['refusals']")"
