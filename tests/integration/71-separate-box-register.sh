@@ -20,9 +20,15 @@ sbox_up || { not_ok "separate-box topology comes up"; tap_done; exit 1; }
 sbox_guest "$SB_NS_A" a1 10.77.0.21 52:54:00:00:0a:01 mt-a1
 sbox_guest "$SB_NS_B" b1 10.77.0.33 52:54:00:00:0b:01 mt-b1
 topo_services || { not_ok "test services start"; tap_done; exit 1; }
-# Each KVM host's own address on the sandbox segment, to reach the box.
-ip -n "$SB_NS_A" addr add 10.77.0.250/24 dev moat0
-ip -n "$SB_NS_B" addr add 10.77.0.251/24 dev moat0
+# The management network the KVM hosts reach the box's endpoint on (the
+# endpoint may not listen on the sandbox network).
+MGMT=192.168.200.1
+ip -n "$NS_GW" link add mgmt type bridge && ip -n "$NS_GW" link set mgmt up
+ip -n "$NS_GW" addr add $MGMT/24 dev mgmt
+topo_link "$NS_GW" mg-a "$SB_NS_A" mgmt0 && ip -n "$NS_GW" link set mg-a master mgmt
+topo_link "$NS_GW" mg-b "$SB_NS_B" mgmt0 && ip -n "$NS_GW" link set mg-b master mgmt
+ip -n "$SB_NS_A" addr add 192.168.200.2/24 dev mgmt0
+ip -n "$SB_NS_B" addr add 192.168.200.3/24 dev mgmt0
 
 PKI=$TOPO_TMP/pki; mkdir -p "$PKI"
 mkcert() {	# mkcert NAME -- a self-signed EC certificate NAME.crt/.key
@@ -43,11 +49,11 @@ gateway: {
   dns:   { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
   treat_as_public = [ "203.0.113.0/24" ];
-  registration: { listen = "$GW_ADDR:7443"; cert = "$PKI/box.crt"; key = "$PKI/box.key"; };
+  registration: { listen = "$MGMT:7443"; cert = "$PKI/box.crt"; key = "$PKI/box.key"; };
 };
 hosts = (
-  { name = "hostA"; key = "$(pin hostA)"; pool = "10.77.0.16/28"; trunk = "$SB_GW_IF"; },
-  { name = "hostB"; key = "$(pin hostB)"; pool = "10.77.0.32/28"; trunk = "$SB_GW_IF"; }
+  { name = "hostA"; key = "$(pin hostA)"; pool = "10.77.0.16/28"; trunk = "$SB_GW_IF"; max_egress = "open"; },
+  { name = "hostB"; key = "$(pin hostB)"; pool = "10.77.0.32/28"; trunk = "$SB_GW_IF"; max_egress = "open"; }
 );
 CONF
 mkdir -p "$TOPO_TMP/sandboxes.d"
@@ -56,7 +62,7 @@ mkdir -p "$TOPO_TMP/sandboxes.d"
 # the box's answers.
 reg() {
 	local ns=$1 who=$2; shift 2
-	in_ns "$ns" env -i timeout 40 build/gatewayd register --box $GW_ADDR:7443 \
+	in_ns "$ns" env -i timeout 40 build/gatewayd register --box $MGMT:7443 \
 		--ca "$PKI/box.crt" --cert "$PKI/$who.crt" --key "$PKI/$who.key" "$@" 2>&1
 }
 web() { in_ns $TOPO-$1 curl -s -m 5 http://$INET_HTTP/ 2>/dev/null; }
@@ -66,7 +72,7 @@ web_refused() { ! web_ok "$1"; }
 expect_ok "gateway config with registration and hosts checks" \
 	build/gatewayd -n -c "$GW_CONF"
 gw_start; expect_eq "gatewayd starts on the gateway box" 0 $?
-topo_wait_port "$NS_GW" $GW_ADDR 7443
+topo_wait_port "$NS_GW" $MGMT 7443
 expect_eq "before registration: a1 gets nothing out (the box does not know it)" \
 	"" "$(web a1)"
 
@@ -104,7 +110,7 @@ expect_match "... and the refusal is audited with the key's hash" \
 	"$(cat "$GW_AUDIT")"
 expect_eq "a client without a certificate gets no answer" "" \
 	"$(printf 'list\nquit\n' | in_ns "$SB_NS_A" env -i timeout 20 openssl s_client \
-		-connect $GW_ADDR:7443 -CAfile "$PKI/box.crt" -quiet -ign_eof 2>/dev/null)"
+		-connect $MGMT:7443 -CAfile "$PKI/box.crt" -quiet -ign_eof 2>/dev/null)"
 
 expect_eq "host B registers b1" ok \
 	"$(reg "$SB_NS_B" hostB register b1 10.77.0.33 52:54:00:00:0b:01 open)"
