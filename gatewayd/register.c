@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,8 @@ regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
 		    "key");
 		_exit(1);
 	}
+	/* A host gone mid-answer is an error from write(), not a signal. */
+	signal(SIGPIPE, SIG_IGN);
 	/* Seeded while getrandom's fallbacks are still allowed. */
 	if (RAND_bytes(seed, sizeof(seed)) != 1 || privdrop(REG_USER) == -1)
 		_exit(1);

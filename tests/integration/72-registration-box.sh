@@ -92,8 +92,12 @@ gw_start; expect_eq "gatewayd starts on the box" 0 $?
 topo_wait_port "$NS_GW" $MGMT 7443
 
 # --- the registration process -----------------------------------------
+reg_up() { [ -n "$(gw_child_pid register)" ]; }
+wait_for 30 reg_up
 pid=$(gw_child_pid register)
 st=/proc/$pid/status
+dropped() { grep -Eq 'Seccomp:\s+2' $st; }
+wait_for 30 dropped	# let it finish dropping privileges
 expect_eq "the registration process runs as moat-reg (every uid)" \
 	"$(id -u moat-reg) $(id -u moat-reg) $(id -u moat-reg) $(id -u moat-reg)" \
 	"$(awk '/^Uid:/ {print $2, $3, $4, $5}' $st)"
@@ -101,8 +105,8 @@ expect_eq "... with no capabilities (effective, permitted, bounding kept empty o
 	"0000000000000000 0000000000000000" "$(awk '/^CapEff:|^CapPrm:/ {printf "%s ", $2}' $st | sed 's/ $//')"
 expect_eq "... under seccomp (filter mode) with no_new_privs" "2 1" \
 	"$(awk '/^Seccomp:/ {s=$2} /^NoNewPrivs:/ {n=$2} END {print s, n}' $st)"
-expect_eq "... holding no file but its sockets and stdio" "" \
-	"$(ls -l /proc/$pid/fd 2>/dev/null | awk 'NR>1 {print $NF}' | grep -v '^socket:\|^/dev/null$\|^pipe:\|gatewayd.log' )"
+expect_eq "... holding stdio, the listening socket and its IPC end, nothing else" \
+	"0 1 2 3 4" "$(ls /proc/$pid/fd | sort -n | tr '\n' ' ' | sed 's/ $//')"
 
 # --- a guest cannot reach the endpoint ---------------------------------
 expect_eq "host A registers a1 (open: host A's max_egress)" ok \
