@@ -339,12 +339,19 @@ check_hosts(struct loader *ld)
 		return;
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - gw->reg_listen),
 	    gw->reg_listen);
-	if (addr_parse(host, &a) == -1 || strtol(colon + 1, NULL, 10) < 1 ||
-	    strtol(colon + 1, NULL, 10) > 65535)
+	if (addr_parse(host, &a) == -1 || strlen(colon + 1) > 5 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    strtol(colon + 1, NULL, 10) < 1 || strtol(colon + 1, NULL, 10) > 65535)
 		adderr(ld, gw->reg_where.file, gw->reg_where.line,
 		    "gateway.registration: listen: expected an IP address and a "
 		    "port 1-65535 like \"192.168.100.1:7443\", got \"%s\"",
 		    gw->reg_listen);
+	else if (memcmp(a.a, (uint8_t[16]){ 0 }, a.family == AF_INET ? 4 : 16)
+	    == 0)
+		adderr(ld, gw->reg_where.file, gw->reg_where.line,
+		    "gateway.registration: listen: expected the box's address on "
+		    "the management network, not \"%s\" (every address, the "
+		    "sandbox side's among them)", host);
 	else if (a.family == AF_INET && gw->network.plen > 0 &&
 	    prefix_contains(&gw->network, &a))
 		adderr(ld, gw->reg_where.file, gw->reg_where.line,
