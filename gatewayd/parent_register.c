@@ -324,6 +324,11 @@ do_remove(struct reg_ctx *x)
 {
 	struct saved old;
 
+	/* The name becomes a path: nothing but a sandbox name gets there. */
+	if (!reg_name_valid(x->m->name)) {
+		snprintf(x->why, sizeof(x->why), "no such sandbox");
+		return -1;
+	}
 	switch (dropin_owner_is(x->gw, x->m->name, x->h->name)) {
 	case -1:
 		snprintf(x->why, sizeof(x->why), "no such sandbox");

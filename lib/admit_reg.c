@@ -10,8 +10,8 @@
 
 #define WHY(...)	(snprintf(why, len, __VA_ARGS__), -1)
 
-static bool
-name_ok(const char *s)
+bool
+reg_name_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -192,7 +192,7 @@ admit_registration(const struct moat_config *cfg, const struct moat_host *h,
 	uint8_t mac[6];
 	char bad[256];
 
-	if (!name_ok(c->name))
+	if (!reg_name_valid(c->name))
 		return WHY("name: expected 1 to %d of a-z, 0-9, '-' and '_', "
 		    "starting with a letter or digit", REG_NAME_MAX);
 	if (check_address(cfg, h, c->address, &a, why, len) == -1)

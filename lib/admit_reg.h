@@ -44,6 +44,8 @@ int	admit_registration(const struct moat_config *, const struct moat_host *,
 /* The host with this key (SHA-256 of its SPKI), or NULL. */
 const struct moat_host *admit_host_by_key(const struct moat_config *,
 	    const unsigned char key[32]);
+/* Is s a name a host may give a sandbox (and so a drop-in's file name)? */
+bool	reg_name_valid(const char *s);
 /* Is name in the comma-separated list? */
 bool	reg_list_has(const char *list, const char *name);
 

@@ -166,6 +166,11 @@ expect_match "host B removing host A's a1 is refused" "^error not this host's sa
 	"$(reg "$SB_NS_B" hostB remove a1)"
 expect_match "host B removing the static sandbox is refused" "^error no such sandbox" \
 	"$(reg "$SB_NS_B" hostB remove st)"
+printf '# registered by host hostB\n' >"$TOPO_TMP/outside.conf"
+expect_match "a name that is a path gets nowhere" "^error no such sandbox" \
+	"$(reg "$SB_NS_B" hostB remove ../outside)"
+expect_eq "... the file outside sandboxes.d is still there" yes \
+	"$([ -f "$TOPO_TMP/outside.conf" ] && echo yes || echo no)"
 expect_eq "host B's sync leaves host A's sandboxes alone" "ok yes yes" \
 	"$(reg "$SB_NS_B" hostB sync - | tr '\n' ' ')$(dropin a1) $(dropin a2)"
 expect_eq "... and dropped its own b1" no "$(dropin b1)"
@@ -183,7 +188,7 @@ h={x['name']: x for x in json.loads(sys.argv[1])}
 print(*($1,))" "$json"; }
 expect_eq "ctl hosts --json: host A has 2 sandboxes and 5 refusals" "2 5" \
 	"$(hosts "h['hostA']['sandboxes'], h['hostA']['refusals']")"
-expect_eq "... host B has 0 sandboxes and 4 refusals" "0 4" \
+expect_eq "... host B has 0 sandboxes and 5 refusals" "0 5" \
 	"$(hosts "h['hostB']['sandboxes'], h['hostB']['refusals']")"
 expect_eq "... host A and B were seen, host C never" "True True None" \
 	"$(hosts "h['hostA']['last_seen'] is not None, h['hostB']['last_seen'] is not None, h['hostC']['last_seen']")"

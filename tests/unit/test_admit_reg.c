@@ -223,6 +223,9 @@ names(void **state)
 	    ""), "");
 	assert_string_not_equal(admit(ha, "", "10.77.0.21", MAC, "none", "",
 	    ""), "");
+	assert_false(reg_name_valid("../../etc/x"));
+	assert_false(reg_name_valid("a/b"));
+	assert_true(reg_name_valid("a1"));
 	assert_true(reg_list_has("a1,a2", "a2"));
 	assert_false(reg_list_has("a1,a22", "a2"));
 	assert_false(reg_list_has("-", "a2"));

@@ -234,6 +234,78 @@ dns_dropped_shape(void **state)
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + sizeof(m) - 8, &h), -2);
 }
 
+/* Registration: each field terminated, printable and present exactly
+ * when the verb has it; the text one string to the end; a reply's status
+ * 0 or 1, a refusal with a reason. */
+static int
+reg_check(const void *m, size_t len, int type)
+{
+	struct ipc_hdr h = { (uint16_t)type, 0, (uint32_t)len, 0 };
+	char err[128];
+
+	return ipc_check(&h, m, len, err, sizeof(err));
+}
+
+static void
+reg_shapes(void **state)
+{
+	static union {
+		struct ipc_reg_req m;
+		char raw[sizeof(struct ipc_reg_req) + 64];
+	} r;
+	static union {
+		struct ipc_reg_reply m;
+		char raw[sizeof(struct ipc_reg_reply) + 64];
+	} a;
+	const size_t base = sizeof(r.m);
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.m.verb = REG_HELLO;
+	assert_int_equal(reg_check(&r, base + 1, IPC_REG_REQ), 0);
+	assert_int_equal(reg_check(&r, base, IPC_REG_REQ), -1);	/* no text */
+	assert_int_equal(reg_check(&r, base + 2, IPC_REG_REQ), -1); /* 2 NULs */
+	snprintf(r.m.name, sizeof(r.m.name), "a1");	/* hello has no name */
+	assert_int_equal(reg_check(&r, base + 1, IPC_REG_REQ), -1);
+	r.m.verb = REG_REMOVE;
+	assert_int_equal(reg_check(&r, base + 1, IPC_REG_REQ), 0);
+	r.m.verb = REG_REGISTER;			/* needs every field */
+	assert_int_equal(reg_check(&r, base + 1, IPC_REG_REQ), -1);
+	snprintf(r.m.address, sizeof(r.m.address), "10.77.0.21");
+	snprintf(r.m.mac, sizeof(r.m.mac), "52:54:00:00:0a:01");
+	snprintf(r.m.egress, sizeof(r.m.egress), "open");
+	assert_int_equal(reg_check(&r, base + 1, IPC_REG_REQ), 0);
+	snprintf(r.m.text, 32, "example.com");
+	assert_int_equal(reg_check(&r, base + 12, IPC_REG_REQ), 0);
+	r.m.name[1] = '\n';				/* not printable */
+	assert_int_equal(reg_check(&r, base + 12, IPC_REG_REQ), -1);
+	r.m.name[1] = '1';
+	memset(r.m.mac, 'a', sizeof(r.m.mac));		/* not terminated */
+	assert_int_equal(reg_check(&r, base + 12, IPC_REG_REQ), -1);
+	snprintf(r.m.mac, sizeof(r.m.mac), "52:54:00:00:0a:01");
+	r.m.pad2[1] = 1;
+	assert_int_equal(reg_check(&r, base + 12, IPC_REG_REQ), -1);
+	r.m.pad2[1] = 0;
+	r.m.verb = REG_VERB_MAX;
+	assert_int_equal(reg_check(&r, base + 12, IPC_REG_REQ), -1);
+	memset(&r, 0, sizeof(r));
+	r.m.verb = REG_SYNC;				/* needs its list */
+	assert_int_equal(reg_check(&r, base + 1, IPC_REG_REQ), -1);
+	snprintf(r.m.text, 32, "a1,a2");
+	assert_int_equal(reg_check(&r, base + 6, IPC_REG_REQ), 0);
+
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(reg_check(&a, sizeof(a.m), IPC_REG_REPLY), 0);
+	a.m.status = 1;					/* a refusal says why */
+	assert_int_equal(reg_check(&a, sizeof(a.m), IPC_REG_REPLY), -1);
+	memcpy(a.m.text, "no such sandbox", 15);
+	assert_int_equal(reg_check(&a, sizeof(a.m) + 15, IPC_REG_REPLY), 0);
+	a.m.text[2] = '\0';
+	assert_int_equal(reg_check(&a, sizeof(a.m) + 15, IPC_REG_REPLY), -1);
+	a.m.status = 2;
+	assert_int_equal(reg_check(&a, sizeof(a.m), IPC_REG_REPLY), -1);
+}
+
 /* The proxy's budget charge and the parent's answer: fixed sizes,
  * terminated names, a spent budget says which and for how long. */
 static void
@@ -293,6 +365,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sign_shapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(dns_dropped_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(budget_shapes, setup, teardown),
+		cmocka_unit_test(reg_shapes),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
