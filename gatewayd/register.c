@@ -23,9 +23,9 @@
  *   quit
  */
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -257,26 +257,84 @@ peer_key(SSL *ssl, uint8_t md[32])
 
 /* --- one connection ---------------------------------------------------------- */
 
+/* The socket is non-blocking: every wait is a poll bounded by the
+ * connection's deadline, the handshake's included, so that no peer holds
+ * the endpoint longer than REG_CONN_MAX_S however it trickles bytes. */
 struct conn {
 	SSL		*ssl;
+	int		 fd;
 	int		 ipc;
 	uint8_t		 key[32];
-	time_t		 deadline;	/* CLOCK_MONOTONIC seconds */
+	int64_t		 deadline;	/* CLOCK_MONOTONIC milliseconds */
 };
 
-static time_t
-now_s(void)
+static int64_t
+now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* After an SSL call returned r: wait for what OpenSSL wants, within the
+ * deadline and REG_IO_TIMEOUT_S.  true: call it again. */
+static bool
+io_retry(struct conn *c, int r)
+{
+	struct pollfd p = { c->fd, 0, 0 };
+	int64_t left = c->deadline - now_ms();
+
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		p.events = POLLIN;
+		break;
+	case SSL_ERROR_WANT_WRITE:
+		p.events = POLLOUT;
+		break;
+	default:
+		return false;
+	}
+	if (left <= 0)
+		return false;
+	if (left > REG_IO_TIMEOUT_S * 1000)
+		left = REG_IO_TIMEOUT_S * 1000;
+	return poll(&p, 1, (int)left) == 1;
+}
+
+static bool
+tls_accept(struct conn *c)
+{
+	int r;
+
+	while ((r = SSL_accept(c->ssl)) != 1)
+		if (!io_retry(c, r))
+			return false;
+	return true;
+}
+
+static int
+tls_read(struct conn *c, char *buf, int n)
+{
+	int r;
+
+	while ((r = SSL_read(c->ssl, buf, n)) <= 0)
+		if (!io_retry(c, r))
+			return -1;
+	return r;
 }
 
 static bool
 say(struct conn *c, const char *s, size_t n)
 {
-	return n == 0 || SSL_write(c->ssl, s, (int)n) > 0;
+	int r;
+
+	if (n == 0)
+		return true;
+	while ((r = SSL_write(c->ssl, s, (int)n)) <= 0)
+		if (!io_retry(c, r))
+			return false;
+	return true;
 }
 
 /* Ask the parent and wait for its answer; the host gets "ok" (after any
@@ -340,7 +398,7 @@ lines(struct conn *c)
 	char buf[REG_LINE_MAX + 2];
 	size_t n = 0;
 
-	while (now_s() < c->deadline && SSL_read(c->ssl, buf + n, 1) == 1) {
+	while (tls_read(c, buf + n, 1) == 1) {
 		if (buf[n] != '\n' && ++n <= REG_LINE_MAX + 1)
 			continue;
 		if (buf[n > REG_LINE_MAX + 1 ? REG_LINE_MAX + 1 : n] != '\n') {
@@ -356,27 +414,27 @@ lines(struct conn *c)
 static void
 serve(SSL_CTX *ctx, int fd, int ipc)
 {
-	struct timeval tv = { REG_IO_TIMEOUT_S, 0 };
 	union {
 		struct ipc_reg_req m;
 		char raw[sizeof(struct ipc_reg_req) + 1];	/* text "" */
 	} hello;
-	struct conn c = { .ipc = ipc, .deadline = now_s() + REG_CONN_MAX_S };
+	int64_t start = now_ms();
+	struct conn c = { .fd = fd, .ipc = ipc,
+	    .deadline = start + REG_IO_TIMEOUT_S * 1000 };	/* handshake */
 	char drain[256];
 	int i;
 
 	memset(&hello, 0, sizeof(hello));
 	hello.m.verb = REG_HELLO;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if ((c.ssl = SSL_new(ctx)) == NULL || SSL_set_fd(c.ssl, fd) != 1 ||
-	    SSL_accept(c.ssl) != 1 || peer_key(c.ssl, c.key) == -1)
+	    !tls_accept(&c) || peer_key(c.ssl, c.key) == -1)
 		goto out;
+	c.deadline = start + REG_CONN_MAX_S * 1000;
 	if (ask(&c, &hello.m, sizeof(hello.m) + 1) != 0) {
 		/* Unknown key: answered.  Read what it sent (bounded), as
 		 * closing on unread data would reset the answer away. */
-		for (i = 0; i < 8 && now_s() < c.deadline &&
-		    SSL_read(c.ssl, drain, sizeof(drain)) > 0; i++)
+		for (i = 0; i < 8 && tls_read(&c, drain, sizeof(drain)) > 0;
+		    i++)
 			;
 		goto out;
 	}
@@ -397,7 +455,8 @@ register_seccomp(void)
 	static const int allowed[] = {
 		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
 		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
-		SCMP_SYS(accept4), SCMP_SYS(setsockopt), SCMP_SYS(getsockopt),
+		SCMP_SYS(accept4), SCMP_SYS(poll), SCMP_SYS(ppoll),
+		SCMP_SYS(getsockopt),
 		SCMP_SYS(close), SCMP_SYS(shutdown), SCMP_SYS(brk),
 		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap),
 		SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
@@ -436,7 +495,7 @@ regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
 	die_with_parent(parent);
 	register_seccomp();
 	for (;;) {
-		fd = accept4(listen, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(listen, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd == -1) {
 			if (errno != EINTR && errno != ECONNABORTED &&
 			    errno != EAGAIN)

@@ -14,7 +14,7 @@
 
 #define REG_USER		"moat-reg"
 #define REG_LINE_MAX		1024	/* a request line, without its newline */
-#define REG_IO_TIMEOUT_S	10	/* each read and write */
+#define REG_IO_TIMEOUT_S	10	/* each read and write; the handshake */
 #define REG_CONN_MAX_S		60	/* one connection, all told */
 
 /* The box's certificate chain and key, PEM, read by the parent. */

@@ -132,6 +132,21 @@ rm -f "$TOPO_TMP/sandboxes.d/broken.conf"
 expect_eq "host B reaches it over the management network" ok \
 	"$(reg "$SB_NS_B" hostB list)"
 
+# One connection at a time, so a peer that trickles a handshake must not
+# hold the endpoint: it gets 10 s for the handshake, however it paces.
+topo_bg "$SB_NS_A" trickle python3 -c "
+import socket, time
+s = socket.create_connection(('$MGMT', 7443))
+for b in b'\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03' * 3:
+    s.send(bytes([b])); time.sleep(2)
+"
+wait_for 20 sh -c "ip netns exec '$NS_GW' ss -Htn state established '( sport = :7443 )' | grep -q ."
+t0=$(date +%s)
+expect_eq "while a peer trickles its handshake, host B still gets its answer" ok \
+	"$(reg "$SB_NS_B" hostB list)"
+expect_eq "... within the 10 s handshake bound (took $(( $(date +%s) - t0 )) s, limit 25)" yes \
+	"$([ $(( $(date +%s) - t0 )) -le 25 ] && echo yes || echo no)"
+
 # --- admission -----------------------------------------------------------
 expect_match "host B asking for open (its max_egress is allowlist) is refused" \
 	'^error egress "open" is wider than this host.s max_egress "allowlist"' \
