@@ -498,7 +498,12 @@ reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 		refused(gw, x.host, reg_verbs[m->verb].name, m->name, x.why);
 		reply(gw, fd, 1, x.why, strlen(x.why));
 	} else {
-		if (reg_verbs[m->verb].changes)
+		if (m->verb == REG_REGISTER)
+			audit_event(gw, "registration", "host", x.host,
+			    "request", "register", "sandbox", m->name,
+			    "address", m->address, "egress", m->egress,
+			    "secrets", m->secrets, NULL);
+		else if (reg_verbs[m->verb].changes)
 			audit_event(gw, "registration", "host", x.host,
 			    "request", reg_verbs[m->verb].name, "sandbox",
 			    m->name, NULL);

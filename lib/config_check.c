@@ -292,6 +292,35 @@ check_network(struct loader *ld)
 		    "be different interfaces");
 }
 
+/* Hosts apart: a name and a key each their own, pools that do not
+ * overlap (a host may claim any free address of its pool). */
+static void
+check_hosts_apart(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	const struct moat_host *h, *o;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nhosts; i++)
+		for (j = 0; j < i; j++) {
+			h = &cfg->hosts[i];
+			o = &cfg->hosts[j];
+			if (h->name && o->name && strcmp(h->name, o->name) == 0)
+				adderr(ld, h->where.file, h->where.line, "host "
+				    "\"%s\": name: already used by the host on "
+				    "line %d", h->name, o->where.line);
+			else if (memcmp(h->key, o->key, sizeof(h->key)) == 0)
+				adderr(ld, h->where.file, h->where.line, "host "
+				    "\"%s\": key: the same as host \"%s\"'s (line "
+				    "%d)", h->name, o->name, o->where.line);
+			else if (h->pool.plen > 0 && o->pool.plen > 0 &&
+			    prefix_overlaps(&h->pool, &o->pool))
+				adderr(ld, h->where.file, h->where.line, "host "
+				    "\"%s\": pool: overlaps host \"%s\"'s (line %d)",
+				    h->name, o->name, o->where.line);
+		}
+}
+
 /* A separate box: each host's pool inside gateway.network, its secrets
  * defined; the registration endpoint off the sandbox network (guests
  * must never reach it); a sandbox's trunk one of the hosts'. */
@@ -306,6 +335,7 @@ check_hosts(struct loader *ld)
 	const char *colon;
 	size_t i, j;
 
+	check_hosts_apart(ld);
 	prefix_fmt(&gw->network, net, sizeof(net));
 	for (i = 0; i < cfg->nhosts; i++) {
 		h = &cfg->hosts[i];
