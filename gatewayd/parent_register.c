@@ -558,5 +558,8 @@ ctl_hosts(struct ctl_req *r)
 			    reg_count(gw, h->name),
 			    (unsigned long long)st->refusals);
 	}
+	if (!r->json)
+		ctl_reply(r, "unknown keys refused: %llu\n",
+		    (unsigned long long)gw->reg_unknown);
 	ctl_reply(r, r->json ? "]\nok\n" : "ok\n");
 }

@@ -40,7 +40,7 @@ pin() {
 	echo "sha256:$(openssl x509 -in "$PKI/$1.crt" -pubkey -noout |
 		openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)"
 }
-for n in box hostA hostB hostC; do mkcert $n; done
+for n in box hostA hostB hostC stranger; do mkcert $n; done
 install -m 0600 /dev/null "$TOPO_TMP/openai"; echo sk-test-value >"$TOPO_TMP/openai"
 
 conf() {	# conf LISTEN -- the box's config
@@ -196,6 +196,10 @@ expect_match "a line over the limit is refused, not served" "^error request too 
 		-CAfile "$PKI/box.crt" -cert "$PKI/hostA.crt" -key "$PKI/hostA.key" \
 		-quiet -ign_eof 2>/dev/null)"
 
+expect_match "a host with an unknown key is refused" "^error unknown host key" \
+	"$(reg "$SB_NS_A" stranger register s1 10.77.0.24 52:54:00:00:0c:01 none)"
+expect_eq "... and nothing was written" no "$(dropin s1)"
+
 # --- ctl hosts -------------------------------------------------------------
 json=$(gw_ctl hosts --json)
 hosts() { python3 -c "import json,sys
@@ -210,8 +214,9 @@ expect_eq "... host A and B were seen, host C never" "True True None" \
 expect_eq "... each with its pool, trunk and a short key fingerprint" \
 	"10.77.0.16/28 sb0 $(pin hostA | cut -c1-23)" \
 	"$(hosts "h['hostA']['pool'], h['hostA']['trunk'], h['hostA']['key']")"
-expect_match "ctl hosts (text) shows host C as never seen" "^hostC .* never +0 +0$" \
-	"$(gw_ctl hosts)"
+text=$(gw_ctl hosts)
+expect_match "ctl hosts (text) shows host C as never seen" "^hostC .* never +0 +0$" "$text"
+expect_match "... and the one connection with an unknown key" "^unknown keys refused: 1$" "$text"
 
 # --- restarts --------------------------------------------------------------
 kill -TERM "$GW_PID"; wait "$GW_PID" 2>/dev/null
