@@ -30,21 +30,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hex.h"
 #include "control.h"
 #include "parent.h"
 #include "privdrop.h"
 #include "seccomp_allow.h"
 
 /* --- parsing ------------------------------------------------------------ */
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 /* Decode %XX in place; -1 on a malformed escape or a decoded NUL. */
 static int
@@ -58,7 +50,7 @@ word_decode(char *s)
 			*o++ = *s;
 			continue;
 		}
-		if ((hi = hexval(s[1])) == -1 || (lo = hexval(s[2])) == -1 ||
+		if ((hi = hex_digit(s[1])) == -1 || (lo = hex_digit(s[2])) == -1 ||
 		    (hi | lo) == 0)
 			return -1;
 		*o++ = (char)(hi << 4 | lo);

@@ -20,6 +20,7 @@
 #include <netinet/ip6.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -229,10 +230,17 @@ nflog_event_json(const struct nflog_event *ev, const struct moat_config *cfg,
 	struct moat_addr a;
 	char pbuf[8];
 
-	if (ev->src[0] && addr_parse(ev->src, &a) == 0)
+	/* A spoof refusal's address and MAC are the forgery itself: naming
+	 * the sandbox they claim would put the victim in the log.  Every
+	 * other refusal comes after the spoof checks, so what it claims is
+	 * its sender's. */
+	bool forged = strcmp(ev->reason, "spoof") == 0;
+
+	if (!forged && ev->src[0] && addr_parse(ev->src, &a) == 0)
 		sb = config_sandbox_by_addr(cfg, &a);
 	/* IPv6 and ARP from a guest carry no sandbox address: its MAC does. */
-	for (size_t i = 0; sb == NULL && ev->has_mac && i < cfg->nsandboxes; i++)
+	for (size_t i = 0; !forged && sb == NULL && ev->has_mac &&
+	    i < cfg->nsandboxes; i++)
 		if (memcmp(cfg->sandboxes[i].mac, ev->mac, 6) == 0)
 			sb = &cfg->sandboxes[i];
 	return snprintf(out, len, "{\"event\":\"refusal\",\"reason\":\"%s\","

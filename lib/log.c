@@ -8,6 +8,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "exitcodes.h"
 #include "log.h"
 
 static const char *log_name = "moat";
@@ -83,7 +84,7 @@ fatal(const char *fmt, ...)
 	va_start(ap, fmt);
 	vlog(LOG_CRIT, fmt, ap, 1);
 	va_end(ap);
-	exit(1);
+	exit(EXIT_SYSTEM);
 }
 
 void
@@ -94,7 +95,7 @@ fatalx(const char *fmt, ...)
 	va_start(ap, fmt);
 	vlog(LOG_CRIT, fmt, ap, 0);
 	va_end(ap);
-	exit(1);
+	exit(EXIT_SYSTEM);
 }
 
 void *

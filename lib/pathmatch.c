@@ -5,24 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hex.h"
 #include "pathmatch.h"
 
 struct seg {
 	const char	*p;
 	size_t		 len;
 };
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static bool
 unreserved(unsigned char c)
@@ -60,8 +49,8 @@ norm_chars(const char *s, size_t len, char *out, size_t cap, bool query)
 			out[o++] = s[i];
 			continue;
 		}
-		if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 ||
-		    (lo = hexval(s[i + 2])) < 0)
+		if (i + 2 >= len || (hi = hex_digit(s[i + 1])) < 0 ||
+		    (lo = hex_digit(s[i + 2])) < 0)
 			return -1;
 		v = hi * 16 + lo;
 		i += 2;

@@ -193,16 +193,21 @@ check_mode(struct create_opts *o)
 	return 0;
 }
 
-/* A small text file the member named, read from its descriptor. */
+/* A small text file the member named, read from its descriptor within
+ * gateway.import_timeout: the file may sit on a filesystem the member
+ * serves (FUSE) and never answer a read. */
 static char *
-read_input(const char *opt, const char *path, size_t max)
+read_input(const char *opt, const char *path, size_t max, unsigned secs)
 {
 	char *s;
 	int fd;
 
 	if ((fd = input_open(opt, path)) == -1)
 		return NULL;
-	s = read_small_fd(fd, max);
+	if ((s = read_small_fd_within(fd, max, secs)) == NULL &&
+	    errno == ETIMEDOUT)
+		log_warnx("%s %s: not read within %u s (gateway.import_timeout)",
+		    opt, path, secs);
 	close(fd);
 	return s;
 }
@@ -262,7 +267,8 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 	char *ca_default = NULL;
 
 	if (o->ssh_key_file != NULL) {
-		o->ssh_key = read_input("--ssh-key", o->ssh_key_file, 16384);
+		o->ssh_key = read_input("--ssh-key", o->ssh_key_file, 16384,
+		    pv->cfg->gw.import_timeout);
 		if (o->ssh_key == NULL || (strncmp(o->ssh_key, "ssh-", 4) &&
 		    strncmp(o->ssh_key, "ecdsa-", 6) &&
 		    strncmp(o->ssh_key, "sk-", 3))) {
@@ -272,7 +278,8 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 		}
 	}
 	if (o->pw_file != NULL) {
-		o->pw_hash = read_input("--password-hash-file", o->pw_file, 512);
+		o->pw_hash = read_input("--password-hash-file", o->pw_file,
+		    512, pv->cfg->gw.import_timeout);
 		if (o->pw_hash == NULL || o->pw_hash[0] != '$') {
 			log_warnx("--password-hash-file %s: expected a crypt(3) "
 			    "hash such as mkpasswd prints", o->pw_file);
@@ -284,7 +291,8 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 		return 0;
 	if (o->ca_file == NULL)
 		xasprintf(&ca_default, "%s/proxy-ca.crt", pv->cfg->gw.state_dir);
-	o->ca_pem = o->ca_file ? read_input("--ca", o->ca_file, 65536) :
+	o->ca_pem = o->ca_file ? read_input("--ca", o->ca_file, 65536,
+	    pv->cfg->gw.import_timeout) :
 	    read_small_file(ca_default, 65536);
 	if (o->ca_pem == NULL && o->ca_file != NULL) {
 		free(ca_default);

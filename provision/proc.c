@@ -411,6 +411,114 @@ read_small_fd(int fd, size_t max)
 	return buf;
 }
 
+static long long
+mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The child: read, hand the bytes over, exit.  It keeps nothing of
+ * ours but the two descriptors, and runs as nobody: a read stuck in a
+ * FUSE filesystem cannot be killed, so the child may outlive us. */
+static void __attribute__((noreturn))
+reader_child(int fd, size_t max, int out)
+{
+	unsigned lo = (unsigned)(fd < out ? fd : out);
+	unsigned hi = (unsigned)(fd < out ? out : fd);
+	size_t n, off = 0;
+	ssize_t w;
+	char *s;
+
+	if ((lo > 3 && close_range(3, lo - 1, 0) == -1) ||
+	    (hi > lo + 1 && close_range(lo + 1, hi - 1, 0) == -1) ||
+	    close_range(hi + 1, ~0U, 0) == -1 || setgroups(0, NULL) == -1 ||
+	    setresgid(65534, 65534, 65534) == -1 ||
+	    setresuid(65534, 65534, 65534) == -1)
+		_exit(1);
+	if ((s = read_small_fd(fd, max)) == NULL)
+		_exit(1);
+	n = strlen(s);
+	while (off < n) {
+		if ((w = write(out, s + off, n - off)) == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(1);
+		off += (size_t)w;
+	}
+	_exit(0);
+}
+
+/* Collect what the child sends until it closes the pipe, or the deadline.
+ * 1 when the deadline passed first. */
+static int
+reader_collect(int in, char *buf, size_t max, size_t *n, long long deadline)
+{
+	struct pollfd pfd = { .fd = in, .events = POLLIN };
+	long long left;
+	ssize_t r;
+
+	while (*n < max) {
+		if ((left = deadline - mono_ms()) <= 0)
+			return 1;
+		if ((r = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left))) == -1 &&
+		    errno == EINTR)
+			continue;
+		if (r == 0)
+			continue;
+		if ((r = read(in, buf + *n, max - *n)) == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		*n += (size_t)r;
+	}
+	return 0;
+}
+
+char *
+read_small_fd_within(int fd, size_t max, unsigned secs)
+{
+	char *buf;
+	size_t n = 0;
+	int p[2], st = 0, late;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return NULL;
+	if ((pid = fork()) == -1) {
+		close(p[0]);
+		close(p[1]);
+		return NULL;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		reader_child(fd, max, p[1]);
+	}
+	close(p[1]);
+	buf = xmalloc(max + 1);
+	late = reader_collect(p[0], buf, max, &n, mono_ms() + secs * 1000LL);
+	close(p[0]);
+	if (late) {
+		/* Once FUSE has the request, even SIGKILL waits for its
+		 * answer: do not wait for the child, it is nobody's now. */
+		kill(pid, SIGKILL);
+		free(buf);
+		errno = ETIMEDOUT;
+		return NULL;
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		free(buf);
+		errno = EIO;
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 char *
 read_small_file(const char *path, size_t max)
 {

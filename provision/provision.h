@@ -198,6 +198,8 @@ pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
 long	 proc_uptime(pid_t);
 int	 rm_rf_guest(const struct gpaths *);
 char	*read_small_file(const char *path, size_t max);
+/* read_small_fd in a child killed after secs; NULL, errno ETIMEDOUT then. */
+char	*read_small_fd_within(int fd, size_t max, unsigned secs);
 char	*read_small_fd(int fd, size_t max);
 
 /* uids.c -- one uid per guest from gateway.guest_uids. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hex.h"
 #include "http.h"
 
 static const char *const http_errs[] = {
@@ -427,22 +428,10 @@ http_absolute(const char *t, size_t len, const char **auth, size_t *authlen,
 
 /* --- chunked decoding ------------------------------------------------- */
 
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static enum chunk_state
 ch_size(struct chunked *c, uint8_t b)
 {
-	int v = hexval(b);
+	int v = hex_digit(b);
 
 	if (v >= 0) {
 		if (++c->digits > 15)	/* < 2^60: no overflow, no absurdity */

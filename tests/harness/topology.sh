@@ -41,6 +41,9 @@ topo_down() {
 		ip netns del "$ns" 2>/dev/null
 	done
 	TOPO_NSES=()
+	# A test's own mounts (a FUSE filesystem) go before its files do.
+	awk -v d="$TOPO_TMP/" 'index($2, d) == 1 { print $2 }' /proc/mounts 2>/dev/null |
+		while read -r m; do umount -l "$m"; done
 	rm -rf "$TOPO_TMP"
 }
 

@@ -219,6 +219,28 @@ expect_eq "the stuck create: nothing left" "" "$(nothing s1)"
 expect_fail "the stuck tool is gone" kill -0 "$(head -1 "$M/pids")"
 rpv destroy s2 >/dev/null 2>&1
 
+# --- a file that never answers a read ---------------------------------------------
+# A member can serve a file from a FUSE filesystem of their own and hand it
+# over as --ssh-key: root's provision must give up at gateway.import_timeout.
+F=$TOPO_TMP/fuse; mkdir -p "$F"
+/usr/bin/python3 tests/harness/stuckfs.py "$F" >/dev/null 2>&1 &
+FUSE_PID=$!; TOPO_PIDS+=("$FUSE_PID")
+if wait_for 30 mountpoint -q "$F"; then
+	t0=$SECONDS
+	out=$(timeout 150 runuser -u $UA -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+		create f1 --image "$A/good.qcow2" --ssh-key "$F/stuck.txt" --egress none --disk 1G 2>&1 </dev/null)
+	expect_match "an --ssh-key that never answers is given up at gateway.import_timeout" \
+		"--ssh-key /dev/fd/[0-9]+: not read within 20 s" "$out"
+	expect_ok "... and the create ends well before the test's own limit" test $((SECONDS - t0)) -lt 100
+	expect_eq "the stuck-file create: nothing left" "" "$(nothing f1)"
+	expect_match "the next create is not held up" "created f2" \
+		"$(apv create f2 --image "$A/good.qcow2" --ssh-key "$A/key.pub" --egress none --disk 1G 2>&1)"
+	apv destroy f2 >/dev/null 2>&1
+else
+	not_ok "a FUSE filesystem mounts (tests/harness/stuckfs.py)"
+fi
+umount -l "$F"; kill -9 "$FUSE_PID" 2>/dev/null
+
 # --- one uid per guest -----------------------------------------------------------
 expect_ok "create u1" kcreate u1
 expect_ok "create u2" kcreate u2

@@ -4,6 +4,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "nflog.h"
 
 #define BRIDGE	3
@@ -61,6 +63,55 @@ test_other_interface(void **state)
 	assert_string_equal(key(0, 0, "10.77.0.11"), "if:0");
 }
 
+static const char conf[] =
+"gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";\n"
+"  dns: { upstream = [ \"203.0.113.53\" ]; };\n"
+"  proxy: { port = 3128; intercept = false; }; };\n"
+"sandboxes = (\n"
+"  { name = \"web\"; mac = \"52:54:00:00:00:0a\"; address = \"10.77.0.10\";\n"
+"    tap = \"mt-web\"; egress = \"open\"; } );\n";
+
+static const char *
+event_json(const char *reason, const char *src, bool mac)
+{
+	static const uint8_t web_mac[6] = { 0x52, 0x54, 0, 0, 0, 0x0a };
+	static char out[512];
+	struct moat_errors errs = { 0 };
+	struct moat_config *cfg;
+	struct nflog_event ev;
+
+	cfg = config_load_buffer("test.conf", conf, "/nonexistent", &errs);
+	assert_non_null(cfg);
+	memset(&ev, 0, sizeof(ev));
+	snprintf(ev.reason, sizeof(ev.reason), "%s", reason);
+	snprintf(ev.src, sizeof(ev.src), "%s", src);
+	snprintf(ev.dst, sizeof(ev.dst), "192.168.77.2");
+	if (mac) {
+		memcpy(ev.mac, web_mac, sizeof(web_mac));
+		ev.has_mac = 1;
+	}
+	nflog_event_json(&ev, cfg, out, sizeof(out));
+	config_free(cfg);
+	return out;
+}
+
+/* A refusal names the sandbox its address or MAC belongs to; a spoof
+ * refusal names none, since what it claims is the forgery. */
+static void
+test_sandbox_named(void **state)
+{
+	assert_non_null(strstr(event_json("private", "10.77.0.10", false),
+	    "\"sandbox\":\"web\""));
+	assert_non_null(strstr(event_json("private", "", true),
+	    "\"sandbox\":\"web\""));
+	assert_non_null(strstr(event_json("spoof", "10.77.0.10", false),
+	    "\"sandbox\":\"\""));
+	assert_non_null(strstr(event_json("spoof", "", true),
+	    "\"sandbox\":\"\""));
+	assert_non_null(strstr(event_json("spoof", "10.77.0.10", false),
+	    "\"src\":\"10.77.0.10\""));
+}
+
 int
 main(void)
 {
@@ -68,6 +119,7 @@ main(void)
 		cmocka_unit_test(test_bridge_port),
 		cmocka_unit_test(test_routed),
 		cmocka_unit_test(test_other_interface),
+		cmocka_unit_test(test_sandbox_named),
 	};
 
 	if (prefix_parse("10.77.0.0/24", &net) == -1)
