@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "admit_reg.h"
+#include "hex.h"
 
 #define WHY(...)	(snprintf(why, len, __VA_ARGS__), -1)
 
@@ -24,20 +25,16 @@ reg_name_valid(const char *s)
 static bool
 mac_parse(const char *s, uint8_t m[6])
 {
-	static const char hex[] = "0123456789abcdef";
-	const char *hi, *lo;
-	int i;
+	int i, hi, lo;
 
 	if (strlen(s) != 17)
 		return false;
 	for (i = 0; i < 6; i++) {
-		char c1 = (char)(s[3 * i] | 0x20), c2 = (char)(s[3 * i + 1] | 0x20);
-
-		if ((hi = strchr(hex, c1)) == NULL || (lo = strchr(hex, c2)) ==
-		    NULL || c1 == '\0' || c2 == '\0' ||
+		if ((hi = hex_digit(s[3 * i])) == -1 ||
+		    (lo = hex_digit(s[3 * i + 1])) == -1 ||
 		    (i < 5 && s[3 * i + 2] != ':'))
 			return false;
-		m[i] = (uint8_t)((hi - hex) << 4 | (lo - hex));
+		m[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return true;
 }
