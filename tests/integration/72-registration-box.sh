@@ -219,6 +219,11 @@ expect_match "ctl hosts (text) shows host C as never seen" "^hostC .* never +0 +
 expect_match "... and the one connection with an unknown key" "^unknown keys refused: 1$" "$text"
 
 # --- restarts --------------------------------------------------------------
+kill -KILL "$pid"
+new_reg() { local p; p=$(gw_child_pid register); [ -n "$p" ] && [ "$p" != "$pid" ]; }
+wait_for 30 new_reg
+expect_eq "the registration process killed, the parent starts another that answers" \
+	"a1 10.77.0.21 a2 10.77.0.22 ok" "$(reg "$SB_NS_A" hostA list | tr '\n' ' ' | sed 's/ $//')"
 kill -TERM "$GW_PID"; wait "$GW_PID" 2>/dev/null
 in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" flush
 expect_eq "with gatewayd stopped and the policy flushed, a1 gets nothing out" "" "$(web a1)"
