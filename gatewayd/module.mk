@@ -36,3 +36,9 @@ $(BUILD)/tests/test_gatewayd_forged: $(OBJ)/tests/unit/test_gatewayd_forged.o \
 	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# The parent's registration handler driven with forged requests.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_register
+$(BUILD)/tests/test_gatewayd_register: $(OBJ)/tests/unit/test_gatewayd_register.o \
+	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
