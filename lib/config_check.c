@@ -321,6 +321,51 @@ check_hosts_apart(struct loader *ld)
 		}
 }
 
+static int
+egress_rank(enum moat_egress e)
+{
+	return e == EGRESS_NONE ? 0 : e == EGRESS_ALLOWLIST ? 1 : 2;
+}
+
+/* A sandbox on a host's trunk is that host's: its address in the host's
+ * pool, and within the host's limits (max_egress, secrets), however its
+ * drop-in got there -- so that lowering a host's limits cannot leave a
+ * sandbox it registered wider than it may be. */
+static void
+check_host_sandbox(struct loader *ld, const struct moat_sandbox *x)
+{
+	const struct moat_config *cfg = ld->cfg;
+	const struct moat_host *h = NULL;
+	size_t i, j;
+
+	if (x->trunk[0] == '\0' || x->name == NULL)
+		return;
+	for (i = 0; i < cfg->nhosts && h == NULL; i++)
+		if (strcmp(x->trunk, cfg->hosts[i].trunk) == 0 &&
+		    prefix_contains(&cfg->hosts[i].pool, &x->address))
+			h = &cfg->hosts[i];
+	if (h == NULL) {
+		adderr(ld, x->where.file, x->where.line, "sandbox \"%s\": trunk: "
+		    "expected the trunk of the host in hosts = whose pool holds "
+		    "its address, got \"%s\"", x->name, x->trunk);
+		return;
+	}
+	if (egress_rank(x->egress) > egress_rank(h->max_egress))
+		adderr(ld, x->where.file, x->where.line, "sandbox \"%s\": egress: "
+		    "\"%s\" is wider than host \"%s\"'s max_egress \"%s\"",
+		    x->name, egress_name(x->egress), h->name,
+		    egress_name(h->max_egress));
+	for (i = 0; i < x->secrets.n; i++) {
+		for (j = 0; j < h->secrets.n; j++)
+			if (strcmp(x->secrets.v[i], h->secrets.v[j]) == 0)
+				break;
+		if (j == h->secrets.n)
+			adderr(ld, x->where.file, x->where.line, "sandbox \"%s\": "
+			    "secrets: \"%s\" is not among host \"%s\"'s secrets",
+			    x->name, x->secrets.v[i], h->name);
+	}
+}
+
 /* A separate box: each host's pool inside gateway.network, its secrets
  * defined; the registration endpoint off the sandbox network (guests
  * must never reach it); a sandbox's trunk one of the hosts'. */
@@ -352,18 +397,8 @@ check_hosts(struct loader *ld)
 				    "secret defined in \"secrets\", got \"%s\"",
 				    h->name ? h->name : "?", h->secrets.v[j]);
 	}
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		for (j = 0; j < cfg->nhosts; j++)
-			if (strcmp(cfg->sandboxes[i].trunk, cfg->hosts[j].trunk)
-			    == 0)
-				break;
-		if (cfg->sandboxes[i].trunk[0] && j == cfg->nhosts)
-			adderr(ld, cfg->sandboxes[i].where.file,
-			    cfg->sandboxes[i].where.line, "sandbox \"%s\": "
-			    "trunk: expected the trunk of a host in hosts = "
-			    "(a separate gateway box), got \"%s\"",
-			    cfg->sandboxes[i].name, cfg->sandboxes[i].trunk);
-	}
+	for (i = 0; i < cfg->nsandboxes; i++)
+		check_host_sandbox(ld, &cfg->sandboxes[i]);
 	if (gw->reg_listen == NULL ||
 	    (colon = strrchr(gw->reg_listen, ':')) == NULL)
 		return;
