@@ -355,7 +355,7 @@ ask(struct conn *c, struct ipc_reg_req *m, size_t mlen)
 	memcpy(m->key, c->key, sizeof(m->key));
 	if (ipc_send(c->ipc, IPC_REG_REQ, 0, m, mlen) == -1)
 		_exit(1);
-	n = ipc_recv(c->ipc, &h, u.raw, sizeof(u.raw) - 1, err, sizeof(err));
+	n = ipc_recv(c->ipc, &h, u.raw, sizeof(u.raw), err, sizeof(err));
 	if (n <= 0 || h.type != IPC_REG_REPLY)
 		_exit(n == 0 ? 0 : 1);
 	n -= (ssize_t)sizeof(u.r);
