@@ -46,6 +46,12 @@ ssize_t	side_write(struct side *, const void *, size_t);
 /* Fill s->in / flush s->out; true if any byte moved. */
 bool	side_fill(struct side *);
 bool	side_flush(struct side *);
+/* perf: over TLS, flush only whole full records' worth (the caller flushes
+ * the tail with side_flush once it has nothing more to add): a body then
+ * goes out in 16 KiB records, one write each, not a full and a partial
+ * record per batch. */
+#define TLS_RECORD_MAX	16384
+bool	side_flush_records(struct side *);
 void	side_interest(struct side *, bool rd, bool wr);
 /* Free the TLS state, unregister and close the socket, wipe buffers. */
 void	side_close(struct side *);
