@@ -221,6 +221,7 @@ conn_new(int fd, const struct sockaddr_storage *peer, enum ckind kind)
 	c->u.fd = -1;
 	c->u.ev.fd = -1;
 	c->g.c = c->u.c = c;
+	c->g.to_guest = true;
 	c->g.who = c->u.who = c->src;
 	splice_init(&c->sp);
 	sockaddr_to_addr(peer, &c->srcaddr);

@@ -35,6 +35,11 @@ struct side {
 	bool		 shut;		/* we finished sending */
 	bool		 want_r, want_w; /* what SSL asked for */
 	bool		 err;
+	/* perf: the guest's side.  What it sends is bound for the guest,
+	 * which then holds it anyway (responses are scrubbed before they
+	 * get here), so its output is not wiped as it goes; the upstream
+	 * side's is (requests carry the real values). */
+	bool		 to_guest;
 	struct conn	*c;
 	const char	*who;		/* for log lines: the guest */
 };
