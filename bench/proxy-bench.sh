@@ -217,3 +217,19 @@ echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
 echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request):"
 cat "$R"
+# Ratios to the direct row of the same round (plain-* to plain-direct),
+# median and range over the rounds: the two sides of a ratio ran seconds
+# apart, so load that comes and goes moves them together.
+echo
+echo "| path | small req/s of direct, median (range) | download of direct, median (range) |"
+echo "|---|---|---|"
+awk '{ k = ($1 ~ /^plain-/) ? "plain-direct" : "direct"
+       if ($1 == k) { b[0] = $2; b[1] = $6; base[k] = $2 " " $6; next }
+       split(base[k], d, " ")
+       if (d[1] > 0 && d[2] > 0) { rs[$1] = rs[$1] " " $2 / d[1]; rd[$1] = rd[$1] " " $6 / d[2] }
+       if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+     function mr(s,   a, m, i, j, t) {
+       m = split(s, a, " ")
+       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+       return sprintf("%.2f (%.2f–%.2f)", a[int((m + 1) / 2)], a[1], a[m]) }
+     END { for (i = 0; i < n; i++) printf "| %s | %s | %s |\n", order[i], mr(rs[order[i]]), mr(rd[order[i]]) }' "$R"

@@ -40,6 +40,10 @@ struct side {
 	 * get here), so its output is not wiped as it goes; the upstream
 	 * side's is (requests carry the real values). */
 	bool		 to_guest;
+	/* perf, splice: readiness epoll reported and no short read has
+	 * consumed since; a drained socket is not asked again (one splice
+	 * that would say EAGAIN per direction and wakeup). */
+	bool		 rd_ready;
 	struct conn	*c;
 	const char	*who;		/* for log lines: the guest */
 };
