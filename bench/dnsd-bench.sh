@@ -28,6 +28,9 @@ MISSES=${MISSES:-60000}
 RATE=${RATE:-2000}
 PIN=${PIN:-1}		# 0: let the scheduler place resolver and dnsperf
 cpu() { [ "$PIN" = 1 ] && echo "taskset -c $1"; }
+# dnsd runs as gatewayd runs it, under the user the policy's output
+# chain knows (falls back to nobody where the package is not installed).
+DNSUSER=$(getent passwd moat-dns >/dev/null && echo moat-dns || echo nobody)
 WRITE=0; [ "${1:-}" = "--write" ] && WRITE=1
 for t in dnsperf dnsmasq unbound; do
 	command -v $t >/dev/null || { echo "bench: $t missing (apt-get install dnsperf dnsmasq unbound)" >&2; exit 1; }
@@ -85,13 +88,26 @@ topo_bg "$NS_INET" upstream $(cpu 1) dnsmasq -k --no-resolv --no-hosts \
 	--cache-size=0 --local-ttl=300 --address=/bench.test/203.0.113.10 --log-facility=-
 sleep 0.5
 
+ct_count() { in_ns "$NS_GW" conntrack -C 2>/dev/null; }
+ct_dns() { in_ns "$NS_GW" conntrack -L -p udp --orig-dst 10.77.0.1 --dport 53 2>/dev/null | wc -l; }
+
+# track_dns -- the policy as it was before guests' DNS went untracked:
+# the same rules but the two notrack ones, for the "-ct" rows.
+track_dns() {
+	local h
+	h=$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/notrack/ { print $NF }')
+	[ -n "$h" ] && in_ns "$NS_GW" nft delete rule inet moat raw_pre handle $h
+	in_ns "$NS_GW" nft flush chain inet moat raw_out 2>/dev/null
+}
+
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist|dnsd-policy)
+	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct)
 		[ $1 != dnsd ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+		case $1 in *-ct) track_dns;; esac
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
-			-u nobody --rate 0 --cache-size 67108864 \
+			-u $DNSUSER --rate 0 --cache-size 67108864 \
 			$([ $1 = dnsd ] && echo --no-nft) ;;
 	dnsmasq)
 		topo_bg "$NS_GW" dnsmasq $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
@@ -142,8 +158,18 @@ perf() {
 	local g=$1 f=$2 lf=$3; shift 3
 	local c0 c1 nq us
 	c0=$(res_cpu)
+	# PROFILE=DIR: a system-wide profile of each throughput run (the
+	# resolver, the parent that fills the sets, and the kernel's side).
+	local pp=
+	if [ -n "${PROFILE:-}" ]; then
+		mkdir -p "$PROFILE"
+		command perf record -q -a -g -o "$PROFILE/$CUR-$(basename "$f" .txt).data" \
+			>/dev/null 2>&1 & pp=$!
+		sleep 0.5
+	fi
 	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$f" -q 100 -t 2 "$@" \
 		>$W/perf.out 2>&1
+	[ -n "$pp" ] && { kill -INT $pp; wait $pp; }
 	c1=$(res_cpu)
 	nq=$(awk "/Queries completed/ {print \$3}" $W/perf.out)
 	us=$(awk -v c=$((c1 - c0)) -v n="${nq:-0}" 'BEGIN { printf "%.1f", (n > 0 ? c * 1000 / n : 0) }')
@@ -168,14 +194,16 @@ for round in $(seq $ROUNDS); do
 	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
 	for r in $RESOLVERS; do
 		awk -v n=$((RATE * 4)) -v r=$r -v k=$round 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test A\n", i, k, r }' >$W/miss-lat-$r.txt
-		g=dev; case $r in dnsd-allowlist|dnsmasq-nftset) g=web;; esac
+		g=dev; case $r in dnsd-allowlist*|dnsmasq-nftset) g=web;; esac
 		start_resolver $r || continue
+		CUR=$r
+		ct0=$(ct_count)
 		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
 		hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
 		miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
 		stop_resolver
 		echo "$r $hit $miss" >>$W/rows
-		echo "  round $round $r: hit [$hit] miss [$miss]" >&2
+		echo "  round $round $r: hit [$hit] miss [$miss] conntrack $ct0 -> $(ct_count) (guests' DNS to the gateway: $(ct_dns))" >&2
 	done
 done
 rows=()
