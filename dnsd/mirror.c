@@ -14,6 +14,7 @@
 
 struct slot {
 	uint64_t	 expires_ms;	/* 0: free; 1: awaiting confirmation */
+	uint64_t	 promised_ms;	/* latest confirmed expiry, kept in flight */
 	uint32_t	 last_id;	/* the last request sent for it */
 	struct moat_addr addr;
 	char		 sandbox[MIRROR_NAME];
@@ -48,10 +49,18 @@ mirror_free(struct mirror *m)
 	free(m);
 }
 
+/* Nothing is known to be in the sets any more, but what answers were
+ * promised still holds: those keep their slots, covering nothing. */
 void
 mirror_clear(struct mirror *m)
 {
-	memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
+	size_t i;
+
+	for (i = 0; i <= m->mask; i++)
+		if (m->slots[i].expires_ms != 0) {
+			m->slots[i].expires_ms = 1;
+			m->slots[i].last_id = 0;
+		}
 }
 
 static size_t
@@ -94,7 +103,7 @@ find(const struct mirror *m, const char *sandbox, const struct moat_addr *a)
 
 void
 mirror_sent(struct mirror *m, const char *sandbox, const struct moat_addr *a,
-    uint32_t id)
+    uint32_t id, uint64_t planned_ms)
 {
 	struct slot *s, *victim = NULL;
 	size_t i, at = slot_of(m, sandbox, a);
@@ -117,6 +126,8 @@ mirror_sent(struct mirror *m, const char *sandbox, const struct moat_addr *a,
 	}
 	victim->expires_ms = 1;
 	victim->last_id = id;
+	if (planned_ms > victim->promised_ms)
+		victim->promised_ms = planned_ms;
 }
 
 void
@@ -126,8 +137,27 @@ mirror_acked(struct mirror *m, const char *sandbox, const struct moat_addr *a,
 	struct slot *s = find(m, sandbox, a);
 
 	/* Evicted meanwhile, or a later request is in flight: say nothing. */
-	if (s != NULL && s->last_id == id && expires_ms > 1)
+	if (s == NULL || expires_ms <= 1)
+		return;
+	if (expires_ms > s->promised_ms)
+		s->promised_ms = expires_ms;
+	if (s->last_id == id)
 		s->expires_ms = expires_ms;
+}
+
+uint64_t
+mirror_promised(const struct mirror *m, const char *sandbox,
+    const struct moat_addr *a, size_t n)
+{
+	const struct slot *s;
+	uint64_t max = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((s = find(m, sandbox, &a[i])) != NULL &&
+		    s->promised_ms > max)
+			max = s->promised_ms;
+	return max;
 }
 
 bool

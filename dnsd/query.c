@@ -122,8 +122,20 @@ setadd_covered(const struct client *c, const struct answer *a, uint32_t age)
 	    ev_now() + (told > half ? told : half));
 }
 
+/* How long the answer's elements must live, in ms from now: for the TTL
+ * told, and never less than earlier answers with the same addresses were
+ * promised (an addition resets an existing element's timeout). */
+static uint64_t
+setadd_timeout(const struct client *c, const struct answer *a, uint32_t age)
+{
+	uint64_t now = ev_now(), t = (uint64_t)answer_addr_ttl(a, age) * 1000;
+	uint64_t p = mirror_promised(R.mirror, c->sandbox, a->addr, a->naddr);
+
+	return p > now + t ? p - now : t;
+}
+
 static int
-setadd_send(const struct client *c, const struct answer *a, uint32_t age,
+setadd_send(const struct client *c, const struct answer *a, uint64_t tmo,
     uint32_t id)
 {
 	static union {
@@ -134,7 +146,7 @@ setadd_send(const struct client *c, const struct answer *a, uint32_t age,
 
 	memset(&u.m, 0, sizeof(u.m));
 	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", c->sandbox);
-	u.m.timeout_ms = answer_addr_ttl(a, age) * 1000;
+	u.m.timeout_ms = (uint32_t)tmo;
 	u.m.naddr = (uint32_t)n;
 	memcpy(u.m.addr, a->addr, n * sizeof(struct moat_addr));
 	return ipc_send(R.ipcfd, IPC_SET_ADD, id, &u.m,
@@ -157,8 +169,9 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 {
 	struct pending *p;
 	uint32_t id = ++Q.ipc_id;
+	uint64_t tmo = setadd_timeout(c, a, age);
 
-	if (setadd_send(c, a, age, id) == -1) {
+	if (setadd_send(c, a, tmo, id) == -1) {
 		log_warn("sandbox %s: set update not sent", c->sandbox);
 		R.c.set_fail++;
 		free(wire);
@@ -170,11 +183,12 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 	p->id = id;
 	/* The kernel starts the timeout when it adds the element, after
 	 * this moment: measured from here it is never overestimated. */
-	p->expires_ms = ev_now() + (uint64_t)answer_addr_ttl(a, age) * 1000;
+	p->expires_ms = ev_now() + tmo;
 	p->naddr = a->naddr;
 	memcpy(p->addr, a->addr, a->naddr * sizeof(a->addr[0]));
 	for (size_t i = 0; i < a->naddr; i++)
-		mirror_sent(R.mirror, c->sandbox, &a->addr[i], id);
+		mirror_sent(R.mirror, c->sandbox, &a->addr[i], id,
+		    p->expires_ms);
 	client_move(&p->c, c);
 	p->wire = wire;
 	p->len = len;
