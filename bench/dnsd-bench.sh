@@ -16,6 +16,8 @@
 # dnsd (sandbox dev, egress open) with the same nftables policy applied:
 # the kernel's firewall and conntrack work on every packet is then the
 # same as dnsd-allowlist's, and the allowlist mode is the only difference.
+# The "-ct" rows are the same with the policy's two notrack rules removed:
+# guests' DNS to the gateway tracked by conntrack, as before they existed.
 #
 # Prints a Markdown table; with --write appends/replaces the "dnsd" section
 # of docs/benchmarks.md.  Nothing leaves the namespaces; loads stop by
@@ -188,7 +190,7 @@ perf() {
 # of load from elsewhere on the machine hits every one alike; each cell of
 # the table is the median over the rounds.
 ROUNDS=${ROUNDS:-3}
-RESOLVERS=${RESOLVERS:-dnsd dnsd-policy dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
+RESOLVERS=${RESOLVERS:-dnsd dnsd-policy-ct dnsd-policy dnsd-allowlist-ct dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
 	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
@@ -242,6 +244,7 @@ if [ $WRITE -eq 1 ]; then
 		echo "dnsd: --rate 0, policy lookup and rebinding filter on; \"dnsd-allowlist\": sandbox in allowlist mode with nft-rules'"
 		echo "policy applied, so every answer's addresses are in allow_web before it is sent: through the parent, unless"
 		echo "dnsd's mirror shows them there for longer than the TTL told (then the hit needs no round trip)."
+		echo "\"-ct\" rows: the same policy without its notrack rules (guests' DNS tracked by conntrack)."
 		echo "\"dnsmasq-nftset\": dnsmasq filling the same allow_web set (--nftset=/bench.test/4#inet#moat#allow_web), the peer with that feature."
 		echo "Each cell: the median of $ROUNDS interleaved rounds. The machine is shared with other jobs: single rounds"
 		echo "vary by a third or more, so compare resolvers within one run, not across runs."
