@@ -16,6 +16,7 @@ struct slot {
 	uint64_t	 expires_ms;	/* 0: free; 1: awaiting confirmation */
 	uint64_t	 promised_ms;	/* latest confirmed expiry, kept in flight */
 	uint32_t	 last_id;	/* the last request sent for it */
+	uint64_t	 planned_ms;	/* ...and how long it makes it live */
 	struct moat_addr addr;
 	char		 sandbox[MIRROR_NAME];
 };
@@ -126,6 +127,7 @@ mirror_sent(struct mirror *m, const char *sandbox, const struct moat_addr *a,
 	}
 	victim->expires_ms = 1;
 	victim->last_id = id;
+	victim->planned_ms = planned_ms;
 	if (planned_ms > victim->promised_ms)
 		victim->promised_ms = planned_ms;
 }
@@ -174,4 +176,22 @@ mirror_covers(const struct mirror *m, const char *sandbox,
 		    s->expires_ms < until_ms)
 			return false;
 	return true;
+}
+
+uint32_t
+mirror_inflight(const struct mirror *m, const char *sandbox,
+    const struct moat_addr *a, size_t n, uint64_t until_ms)
+{
+	const struct slot *s;
+	uint32_t id = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if ((s = find(m, sandbox, &a[i])) == NULL ||
+		    s->expires_ms != 1 || s->last_id == 0 ||
+		    s->planned_ms < until_ms || (id != 0 && s->last_id != id))
+			return 0;
+		id = s->last_id;
+	}
+	return id;
 }

@@ -38,6 +38,14 @@ void		 mirror_acked(struct mirror *, const char *sandbox,
 bool		 mirror_covers(const struct mirror *, const char *sandbox,
 		    const struct moat_addr *a, size_t n, uint64_t until_ms);
 /*
+ * The request in flight that adds every one of the n addresses (the last
+ * one sent for each) and makes them live at least until until_ms, or 0:
+ * an answer that needs no more can wait for its confirmation instead of
+ * sending one more addition.
+ */
+uint32_t	 mirror_inflight(const struct mirror *, const char *sandbox,
+		    const struct moat_addr *a, size_t n, uint64_t until_ms);
+/*
  * The latest moment any addition of the n addresses was planned to last
  * (sent or confirmed): answers rely on their elements until then, so a
  * later addition, which resets an element's timeout, must not end sooner.

@@ -112,14 +112,20 @@ answer_addr_ttl(const struct answer *a, uint32_t age)
  * timeout the answer goes through the parent again, which refreshes it
  * long before it can lapse under a guest that keeps asking.
  */
-static bool
-setadd_covered(const struct client *c, const struct answer *a, uint32_t age)
+static uint64_t
+setadd_until(const struct answer *a, uint32_t age)
 {
 	uint64_t told = (uint64_t)answer_told_ttl(a, age) * 1000;
 	uint64_t half = (uint64_t)answer_addr_ttl(a, age) * 1000 / 2;
 
+	return ev_now() + (told > half ? told : half);
+}
+
+static bool
+setadd_covered(const struct client *c, const struct answer *a, uint32_t age)
+{
 	return mirror_covers(R.mirror, c->sandbox, a->addr, a->naddr,
-	    ev_now() + (told > half ? told : half));
+	    setadd_until(a, age));
 }
 
 /* How long the answer's elements must live, in ms from now: for the TTL
@@ -162,14 +168,44 @@ pending_free(struct pending *p)
 	free(p);
 }
 
+/*
+ * Concurrent answers with the same addresses share one addition: while a
+ * request that makes them live long enough is in flight, the answer waits
+ * for its confirmation (same id, nothing of its own to record) instead
+ * of sending another, which would also keep the mirror from ever seeing
+ * its last request confirmed under a steady stream of answers.
+ */
+static bool
+setadd_join(struct client *c, const struct answer *a, uint32_t age,
+    uint8_t *wire, size_t len)
+{
+	struct pending *p;
+	uint32_t id = mirror_inflight(R.mirror, c->sandbox, a->addr, a->naddr,
+	    setadd_until(a, age));
+
+	if (id == 0)
+		return false;
+	R.c.set_joined++;
+	p = xcalloc(1, sizeof(*p));
+	p->id = id;
+	client_move(&p->c, c);
+	p->wire = wire;
+	p->len = len;
+	tlist_add(&Q.pend, &p->t, ev_now() + SETADD_MS);
+	return true;
+}
+
 /* Park the answer until the privileged side has opened the addresses. */
 static void
 setadd_park(struct client *c, const struct answer *a, uint32_t age,
     uint8_t *wire, size_t len)
 {
 	struct pending *p;
-	uint32_t id = ++Q.ipc_id;
+	uint32_t id;
 	uint64_t tmo = setadd_timeout(c, a, age);
+
+	if ((id = ++Q.ipc_id) == 0)	/* 0 names no request (mirror.h) */
+		id = ++Q.ipc_id;
 
 	if (setadd_send(c, a, tmo, id) == -1) {
 		log_warn("sandbox %s: set update not sent", c->sandbox);
@@ -198,13 +234,16 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 void
 setadd_acked(uint32_t id, int32_t status)
 {
-	struct tlink *l;
+	struct tlink *l, *next;
 	struct pending *p;
+	bool any = false;
 
-	for (l = Q.pend.head; l != NULL; l = l->next) {
+	for (l = Q.pend.head; l != NULL; l = next) {
+		next = l->next;
 		p = TL_ENTRY(l, struct pending, t);
 		if (p->id != id)
 			continue;
+		any = true;
 		if (status >= 0 && (size_t)status == p->naddr)
 			for (size_t i = 0; i < p->naddr; i++)
 				mirror_acked(R.mirror, p->c.sandbox,
@@ -220,9 +259,9 @@ setadd_acked(uint32_t id, int32_t status)
 			respond(&p->c, LDNS_RCODE_SERVFAIL, 0, NULL);
 		}
 		pending_free(p);
-		return;
 	}
-	log_debug("set ack %u for nothing pending (timed out)", id);
+	if (!any)
+		log_debug("set ack %u for nothing pending (timed out)", id);
 }
 
 /* What a rendering depends on besides the entry: its age, the client's
@@ -305,7 +344,8 @@ deliver(struct client *c, const struct answer *a, uint32_t age,
 	}
 	if (c->allowlist && a->naddr > 0 && R.ipcfd != -1) {
 		if (!setadd_covered(c, a, age)) {
-			setadd_park(c, a, age, wire, len);
+			if (!setadd_join(c, a, age, wire, len))
+				setadd_park(c, a, age, wire, len);
 			return;
 		}
 		R.c.set_skipped++;

@@ -134,6 +134,34 @@ promise_kept(void **state)
 	mirror_free(m);
 }
 
+/* An answer may wait for a request in flight only if that request adds
+ * every one of its addresses, is the last sent for each, and lasts long
+ * enough. */
+static void
+inflight_joins(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr b[3] = { ip(1), ip(2), ip(3) };
+
+	(void)state;
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 1000), 0);
+	mirror_sent(m, "web", &b[0], 5, 301000);
+	mirror_sent(m, "web", &b[1], 5, 301000);
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 301000), 5);
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 301001), 0);	/* short */
+	assert_int_equal(mirror_inflight(m, "web", b, 3, 1000), 0);	/* .3 not */
+	assert_int_equal(mirror_inflight(m, "dev", b, 2, 1000), 0);
+	mirror_sent(m, "web", &b[1], 6, 301000);	/* two requests */
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 1000), 0);
+	assert_int_equal(mirror_inflight(m, "web", &b[1], 1, 1000), 6);
+	mirror_acked(m, "web", &b[1], 6, 301000);	/* confirmed: covers */
+	assert_int_equal(mirror_inflight(m, "web", &b[1], 1, 1000), 0);
+	assert_true(mirror_covers(m, "web", &b[1], 1, 301000));
+	mirror_clear(m);
+	assert_int_equal(mirror_inflight(m, "web", b, 1, 1000), 0);
+	mirror_free(m);
+}
+
 int
 main(void)
 {
@@ -143,6 +171,7 @@ main(void)
 		cmocka_unit_test(every_address),
 		cmocka_unit_test(eviction_uncovers),
 		cmocka_unit_test(promise_kept),
+		cmocka_unit_test(inflight_joins),
 	};
 
 	return cmocka_run_group_tests_name("dnsd_mirror", tests, NULL, NULL);
