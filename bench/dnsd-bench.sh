@@ -102,6 +102,18 @@ track_dns() {
 	in_ns "$NS_GW" nft flush chain inet moat raw_out 2>/dev/null
 }
 
+# as_dnsd UID -- the policy's exemptions for dnsd's answers (untracked,
+# the only UDP from port 53 to guests) also for UID: dnsmasq --nftset
+# needs CAP_NET_ADMIN and runs as root, so it answers under the same
+# rules as dnsd.
+as_dnsd() {
+	local uid; uid=$(id -u "$1")
+	in_ns "$NS_GW" nft -f - <<NFT
+insert rule inet moat raw_out oifname "moat0" ip saddr 10.77.0.1 ip daddr 10.77.0.0/24 udp sport 53 meta skuid $uid notrack
+insert rule inet moat output meta skuid $uid oifname "moat0" ip saddr 10.77.0.1 ip daddr 10.77.0.0/24 udp sport 53 ct state untracked accept
+NFT
+}
+
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
@@ -120,6 +132,7 @@ start_resolver() {
 		# The same job as dnsd-allowlist: answers fill web's set.  It runs
 		# as root, since nftset needs CAP_NET_ADMIN.
 		in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+		as_dnsd root
 		topo_bg "$NS_GW" dnsmasq-nftset $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
 			--listen-address=10.77.0.1 --bind-interfaces --user=root \
 			--server=203.0.113.53 --cache-size=10000 --dns-forward-max=1000 \
