@@ -16,6 +16,8 @@
 # dnsd (sandbox dev, egress open) with the same nftables policy applied:
 # the kernel's firewall and conntrack work on every packet is then the
 # same as dnsd-allowlist's, and the allowlist mode is the only difference.
+# The "-ct" rows are the same with the policy's two notrack rules removed:
+# guests' DNS to the gateway tracked by conntrack, as before they existed.
 #
 # Prints a Markdown table; with --write appends/replaces the "dnsd" section
 # of docs/benchmarks.md.  Nothing leaves the namespaces; loads stop by
@@ -28,6 +30,9 @@ MISSES=${MISSES:-60000}
 RATE=${RATE:-2000}
 PIN=${PIN:-1}		# 0: let the scheduler place resolver and dnsperf
 cpu() { [ "$PIN" = 1 ] && echo "taskset -c $1"; }
+# dnsd runs as gatewayd runs it, under the user the policy's output
+# chain knows (falls back to nobody where the package is not installed).
+DNSUSER=$(getent passwd moat-dns >/dev/null && echo moat-dns || echo nobody)
 WRITE=0; [ "${1:-}" = "--write" ] && WRITE=1
 for t in dnsperf dnsmasq unbound; do
 	command -v $t >/dev/null || { echo "bench: $t missing (apt-get install dnsperf dnsmasq unbound)" >&2; exit 1; }
@@ -85,13 +90,38 @@ topo_bg "$NS_INET" upstream $(cpu 1) dnsmasq -k --no-resolv --no-hosts \
 	--cache-size=0 --local-ttl=300 --address=/bench.test/203.0.113.10 --log-facility=-
 sleep 0.5
 
+ct_count() { in_ns "$NS_GW" conntrack -C 2>/dev/null; }
+ct_dns() { in_ns "$NS_GW" conntrack -L -p udp --orig-dst 10.77.0.1 --dport 53 2>/dev/null | wc -l; }
+
+# track_dns -- the policy as it was before guests' DNS went untracked:
+# the same rules but the two notrack ones, for the "-ct" rows.
+track_dns() {
+	local h
+	h=$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/notrack/ { print $NF }')
+	[ -n "$h" ] && in_ns "$NS_GW" nft delete rule inet moat raw_pre handle $h
+	in_ns "$NS_GW" nft flush chain inet moat raw_out 2>/dev/null
+}
+
+# as_dnsd UID -- the policy's exemptions for dnsd's answers (untracked,
+# the only UDP from port 53 to guests) also for UID: dnsmasq --nftset
+# needs CAP_NET_ADMIN and runs as root, so it answers under the same
+# rules as dnsd.
+as_dnsd() {
+	local uid; uid=$(id -u "$1")
+	in_ns "$NS_GW" nft -f - <<NFT
+insert rule inet moat raw_out oifname "moat0" ip saddr 10.77.0.1 ip daddr 10.77.0.0/24 udp sport 53 meta skuid $uid notrack
+insert rule inet moat output meta skuid $uid oifname "moat0" ip saddr 10.77.0.1 ip daddr 10.77.0.0/24 udp sport 53 ct state untracked accept
+NFT
+}
+
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist|dnsd-policy)
+	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct)
 		[ $1 != dnsd ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+		case $1 in *-ct) track_dns;; esac
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
-			-u nobody --rate 0 --cache-size 67108864 \
+			-u $DNSUSER --rate 0 --cache-size 67108864 \
 			$([ $1 = dnsd ] && echo --no-nft) ;;
 	dnsmasq)
 		topo_bg "$NS_GW" dnsmasq $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
@@ -102,6 +132,7 @@ start_resolver() {
 		# The same job as dnsd-allowlist: answers fill web's set.  It runs
 		# as root, since nftset needs CAP_NET_ADMIN.
 		in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+		as_dnsd root
 		topo_bg "$NS_GW" dnsmasq-nftset $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
 			--listen-address=10.77.0.1 --bind-interfaces --user=root \
 			--server=203.0.113.53 --cache-size=10000 --dns-forward-max=1000 \
@@ -142,8 +173,18 @@ perf() {
 	local g=$1 f=$2 lf=$3; shift 3
 	local c0 c1 nq us
 	c0=$(res_cpu)
+	# PROFILE=DIR: a system-wide profile of each throughput run (the
+	# resolver, the parent that fills the sets, and the kernel's side).
+	local pp=
+	if [ -n "${PROFILE:-}" ]; then
+		mkdir -p "$PROFILE"
+		command perf record -q -a -g -o "$PROFILE/$CUR-$(basename "$f" .txt).data" \
+			>/dev/null 2>&1 & pp=$!
+		sleep 0.5
+	fi
 	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$f" -q 100 -t 2 "$@" \
 		>$W/perf.out 2>&1
+	[ -n "$pp" ] && { kill -INT $pp; wait $pp; }
 	c1=$(res_cpu)
 	nq=$(awk "/Queries completed/ {print \$3}" $W/perf.out)
 	us=$(awk -v c=$((c1 - c0)) -v n="${nq:-0}" 'BEGIN { printf "%.1f", (n > 0 ? c * 1000 / n : 0) }')
@@ -162,20 +203,22 @@ perf() {
 # of load from elsewhere on the machine hits every one alike; each cell of
 # the table is the median over the rounds.
 ROUNDS=${ROUNDS:-3}
-RESOLVERS=${RESOLVERS:-dnsd dnsd-policy dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
+RESOLVERS=${RESOLVERS:-dnsd dnsd-policy-ct dnsd-policy dnsd-allowlist-ct dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
 	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
 	for r in $RESOLVERS; do
 		awk -v n=$((RATE * 4)) -v r=$r -v k=$round 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test A\n", i, k, r }' >$W/miss-lat-$r.txt
-		g=dev; case $r in dnsd-allowlist|dnsmasq-nftset) g=web;; esac
+		g=dev; case $r in dnsd-allowlist*|dnsmasq-nftset) g=web;; esac
 		start_resolver $r || continue
+		CUR=$r
+		ct0=$(ct_count)
 		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
 		hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
 		miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
 		stop_resolver
 		echo "$r $hit $miss" >>$W/rows
-		echo "  round $round $r: hit [$hit] miss [$miss]" >&2
+		echo "  round $round $r: hit [$hit] miss [$miss] conntrack $ct0 -> $(ct_count) (guests' DNS to the gateway: $(ct_dns))" >&2
 	done
 done
 rows=()
@@ -214,6 +257,7 @@ if [ $WRITE -eq 1 ]; then
 		echo "dnsd: --rate 0, policy lookup and rebinding filter on; \"dnsd-allowlist\": sandbox in allowlist mode with nft-rules'"
 		echo "policy applied, so every answer's addresses are in allow_web before it is sent: through the parent, unless"
 		echo "dnsd's mirror shows them there for longer than the TTL told (then the hit needs no round trip)."
+		echo "\"-ct\" rows: the same policy without its notrack rules (guests' DNS tracked by conntrack)."
 		echo "\"dnsmasq-nftset\": dnsmasq filling the same allow_web set (--nftset=/bench.test/4#inet#moat#allow_web), the peer with that feature."
 		echo "Each cell: the median of $ROUNDS interleaved rounds. The machine is shared with other jobs: single rounds"
 		echo "vary by a third or more, so compare resolvers within one run, not across runs."

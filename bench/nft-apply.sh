@@ -27,31 +27,7 @@ cc -O2 -std=c17 -D_GNU_SOURCE -Ilib -Inft-rules -o "$BENCH" bench/nft-bench.c \
 	build/libnftrules.a build/libmoat.a $(pkg-config --libs libnftnl libmnl libconfig) ||
 	exit 1
 
-# gen_conf N FILE [with_dev] -- N sandboxes, modes cycling allowlist/open/none.
-gen_conf() {
-	local n=$1 f=$2 i
-	{
-		cat <<EOF
-gateway: {
-  uplink = "up0"; network = "10.77.0.0/16"; bridge = "moat0";
-  dns: { upstream = [ "203.0.113.53" ]; };
-  proxy: { port = 3128; intercept = false; };
-  treat_as_public = [ "203.0.113.0/24" ];
-};
-sandboxes = (
-EOF
-		[ "${3:-}" = dev ] && printf '{ name = "dev"; mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev"; egress = "open"; }%s\n' \
-			"$([ "$n" -gt 0 ] && echo ,)"
-		for ((i = 0; i < n; i++)); do
-			printf '{ name = "s%d"; mac = "52:54:01:%02x:%02x:%02x"; address = "10.77.%d.%d"; tap = "mt%d"; egress = "%s"; }%s\n' \
-				$i $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)) \
-				$((10 + i / 250)) $((i % 250 + 2)) $i \
-				"$(case $((i % 3)) in 0) echo allowlist;; 1) echo open;; *) echo none;; esac)" \
-				"$([ $((i + 1)) -lt "$n" ] && echo ,)"
-		done
-		echo ");"
-	} >"$f"
-}
+. bench/gen-conf.sh
 
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 

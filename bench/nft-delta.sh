@@ -29,38 +29,8 @@ cc -O2 -std=c17 -D_GNU_SOURCE -Ilib -Inft-rules -o "$BENCH" bench/nft-bench.c \
 	build/libnftrules.a build/libmoat.a $(pkg-config --libs libnftnl libmnl libconfig) ||
 	exit 1
 
-# The sandbox added: allowlist mode, so it brings the most objects (a set,
-# a chain of three rules, five elements).
-NEW_ADDR=10.77.200.2 NEW_MAC=52:54:02:00:00:01 NEW_TAP=mtnew
-NEW_SB="{ name = \"new\"; mac = \"$NEW_MAC\"; address = \"$NEW_ADDR\"; tap = \"$NEW_TAP\"; egress = \"allowlist\"; }"
-
-# gen_conf N FILE [new] -- N sandboxes, modes cycling allowlist/open/none,
-# and the added one last if asked.
-gen_conf() {
-	local n=$1 f=$2 i
-	{
-		cat <<EOF
-gateway: {
-  uplink = "up0"; network = "10.77.0.0/16"; bridge = "moat0";
-  dns: { upstream = [ "203.0.113.53" ]; };
-  proxy: { port = 3128; intercept = false; };
-  treat_as_public = [ "203.0.113.0/24" ];
-  state_dir = "$TOPO_TMP/state";
-  manage_network = false;
-};
-sandboxes = (
-EOF
-		for ((i = 0; i < n; i++)); do
-			printf '{ name = "s%d"; mac = "52:54:01:%02x:%02x:%02x"; address = "10.77.%d.%d"; tap = "mt%d"; egress = "%s"; }%s\n' \
-				$i $((i >> 16 & 255)) $((i >> 8 & 255)) $((i & 255)) \
-				$((10 + i / 250)) $((i % 250 + 2)) $i \
-				"$(case $((i % 3)) in 0) echo allowlist;; 1) echo open;; *) echo none;; esac)" \
-				"$([ $((i + 1)) -lt "$n" ] || [ "${3:-}" = new ] && echo ,)"
-		done
-		[ "${3:-}" = new ] && echo "$NEW_SB"
-		echo ");"
-	} >"$f"
-}
+. bench/gen-conf.sh
+GEN_GATEWAY="  state_dir = \"$TOPO_TMP/state\"; manage_network = false;"
 
 # The same increment and its undo in nft syntax.
 cat >"$TOPO_TMP/inc.nft" <<EOF
@@ -112,6 +82,50 @@ for n in $SIZES; do
 		"$n" "${LIB[$n]}" "${MSGS[$n]}" "${NFT[$n]}" >&2
 done
 
+# --- 3. provision create on the same gatewayd -------------------------------
+# create (kernel mode) = its own work (loading the config, picking an
+# address, the disk image, the guest's folder), the config check (the
+# whole configuration loaded again with the new drop-in, then renamed into
+# place) and the reload it asks gatewayd for.  Its parts are cut at
+# syscalls: the drop-in's rename ends the check, which starts once
+# qemu-img has exited; the reload runs from the connect to gatewayd's
+# socket to the end.  strace stops only at those few syscalls
+# (--seccomp-bpf), every other one runs at full speed.
+declare -A CREATE CHECK CRELOAD
+printf '\x7fELF-not-a-kernel' >"$TOPO_TMP/kernel"
+chmod 755 "$TOPO_TMP"; chmod 644 "$TOPO_TMP/kernel"
+create_runs() {
+	local n=$1 i tr t0 t1 out="$TOPO_TMP/gw$n/create"
+	for i in $(seq "$RUNS"); do
+		tr=$TOPO_TMP/gw$n/strace.$i
+		t0=$EPOCHREALTIME
+		in_ns "$GNS" strace -f --seccomp-bpf -ttt -o "$tr" \
+			-e trace=execve,exit_group,rename,renameat,renameat2,connect \
+			"$ROOT/build/provision" -c "$conf" --run-dir "$TOPO_TMP/gw$n/run" \
+			create c$i --kernel "$TOPO_TMP/kernel" --egress allowlist \
+			--user nobody --accel tcg --memory 256 >/dev/null 2>"$tr.err" ||
+			{ echo "provision create failed at $n sandboxes:"; cat "$tr.err"; exit 1; }
+		t1=$EPOCHREALTIME
+		awk -v t0="$t0" -v t1="$t1" '
+			NR == 1 { first = $2 }
+			/execve\(.*qemu-img/ { pid[$1] = 1 }
+			($1 in pid) && /exit_group/ { img = $2 }
+			/rename.*sandboxes\.d/ && !ren { ren = $2 }
+			/connect\(.*gatewayd\.sock/ && !con { con = $2 }
+			END { if (!img) img = first
+				printf "%.1f %.1f %.1f\n", (t1 - t0) * 1000,
+				(ren - img) * 1000, (t1 - con) * 1000 }' "$tr" >>"$out"
+		"$ROOT/build/provision" -c "$conf" --run-dir "$TOPO_TMP/gw$n/run" \
+			destroy c$i >/dev/null 2>&1 ||
+			{ echo "provision destroy failed at $n sandboxes"; exit 1; }
+	done
+	CREATE[$n]=$(awk '{print $1}' "$out" | median)
+	CHECK[$n]=$(awk '{print $2}' "$out" | median)
+	CRELOAD[$n]=$(awk '{print $3}' "$out" | median)
+	printf '# %5d sandboxes: provision create %.1f ms: config check %.1f ms, reload %.1f ms\n' \
+		"$n" "${CREATE[$n]}" "${CHECK[$n]}" "${CRELOAD[$n]}" >&2
+}
+
 # --- 2. gatewayd ctl reload end to end -------------------------------------
 # gatewayd without its children (-X): what is timed is the parent's reload.
 declare -A RELOAD APPLY FULLAPPLY
@@ -121,7 +135,8 @@ for n in $SIZES; do
 	in_ns "$GNS" ip link add up0 type veth peer name up0p
 	in_ns "$GNS" ip link add moat0 type bridge
 	mkdir -p "$TOPO_TMP/gw$n/sandboxes.d" "$TOPO_TMP/state"
-	conf=$TOPO_TMP/gw$n/moat.conf sock=$TOPO_TMP/gw$n/sock log=$TOPO_TMP/gw$n/log
+	conf=$TOPO_TMP/gw$n/moat.conf sock=$TOPO_TMP/gw$n/run/gatewayd.sock log=$TOPO_TMP/gw$n/log
+	mkdir -p "$TOPO_TMP/gw$n/run"
 	cp "$TOPO_TMP/b$n.conf" "$conf"
 	in_ns "$GNS" "$GWD" -d -X -c "$conf" -s "$sock" -a "$TOPO_TMP/gw$n/audit" >"$log" 2>&1 &
 	TOPO_PIDS+=($!)
@@ -144,6 +159,7 @@ for n in $SIZES; do
 		{ echo "a reload of gatewayd at $n sandboxes replaced the whole policy:"; grep 'policy:' "$log"; exit 1; }
 	printf '# %5d sandboxes: ctl reload %.1f ms, of which apply %.2f ms\n' \
 		"$n" "${RELOAD[$n]}" "${APPLY[$n]}" >&2
+	create_runs "$n"
 done
 
 # --- the table -------------------------------------------------------------
@@ -153,12 +169,13 @@ table() {
 	echo
 	echo "One sandbox (allowlist mode) added to a policy already in the kernel:"
 	echo
-	echo "| sandboxes | netlink messages | library nftr_update (ms) | nft -f same increment (ms) | library / nft | gatewayd ctl reload, end to end (ms) | of which apply (ms) | full replace at start (ms) |"
-	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| sandboxes | netlink messages | library nftr_update (ms) | nft -f same increment (ms) | library / nft | gatewayd ctl reload, end to end (ms) | of which apply (ms) | full replace at start (ms) | provision create (ms) | of which config check (ms) | of which reload (ms) |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for n in $SIZES; do
-		printf '| %d | %d | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f |\n' "$n" "${MSGS[$n]}" \
+		printf '| %d | %d | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f |\n' "$n" "${MSGS[$n]}" \
 			"${LIB[$n]}" "${NFT[$n]}" "$(echo "${LIB[$n]} / ${NFT[$n]}" | bc -l)" \
-			"${RELOAD[$n]}" "${APPLY[$n]}" "${FULLAPPLY[$n]:-0}"
+			"${RELOAD[$n]}" "${APPLY[$n]}" "${FULLAPPLY[$n]:-0}" \
+			"${CREATE[$n]}" "${CHECK[$n]}" "${CRELOAD[$n]}"
 	done
 	echo
 	echo "The increment is the same at every size: a set, a chain and its three"

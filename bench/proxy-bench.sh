@@ -21,6 +21,10 @@
 # absolute-URI GETs on one keep-alive connection to the proxy, against
 # moat-proxy, tinyproxy and squid (Debian's, no cache, no logs).
 # MODES="..." picks a subset of the rows.
+# PIN=1 pins the client (curl) to CPU 0 and the server and every proxy to
+# CPU 1, the same placement for every row, so that a proxy competes with
+# the server it relays for, never with the client; unset, the scheduler
+# places all three.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -115,7 +119,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	for i in $(seq "$([ "$1" = intercepted ] && echo "${NI:-200}" || echo "$N")"); do
 		urls+=(-o /dev/null "$base/small")
 	done
-	in_ns "$(where "$1")" curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
+	in_ns "$(where "$1")" $CPIN curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
 	    "${a[@]}" -w '%{time_total}\n' \
 	    "${urls[@]}" | awk 'NR > 1 { printf "%.4f\n", $1 * 1000 }' |
 	    tee -a "$TOPO_TMP/times-$1" |
@@ -127,7 +131,7 @@ download() {	# download MODE -> MiB/s for 100 MiB
 	local a base
 	read -r -a a <<<"$(curl_args "$1")"
 	base=${a[-1]}; unset 'a[-1]'
-	in_ns "$(where "$1")" curl -s --max-time 60 --cacert "$PX_DIR/bundle.crt" "${a[@]}" -o /dev/null \
+	in_ns "$(where "$1")" $CPIN curl -s --max-time 60 --cacert "$PX_DIR/bundle.crt" "${a[@]}" -o /dev/null \
 	    -w '%{size_download} %{speed_download}\n' "$base/big?n=104857600" |
 	    awk '$1 == 104857600 { printf "%.0f\n", $2 / 1048576; next } { print 0 }'
 }
@@ -164,6 +168,14 @@ pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | he
 tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 ulimit -n 8192
+CPIN=
+if [ -n "${PIN:-}" ]; then
+	CPIN="taskset -c 0"
+	for p in $pxpid $tppid $sqpid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+		taskset -a -p -c 1 "$p" >/dev/null
+	done
+	echo "# pinned: curl on CPU 0; servers and proxies on CPU 1" >&2
+fi
 
 MODES=${MODES:-"direct spliced intercepted tinyproxy plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
@@ -205,3 +217,19 @@ echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
 echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request):"
 cat "$R"
+# Ratios to the direct row of the same round (plain-* to plain-direct),
+# median and range over the rounds: the two sides of a ratio ran seconds
+# apart, so load that comes and goes moves them together.
+echo
+echo "| path | small req/s of direct, median (range) | download of direct, median (range) |"
+echo "|---|---|---|"
+awk '{ k = ($1 ~ /^plain-/) ? "plain-direct" : "direct"
+       if ($1 == k) { b[0] = $2; b[1] = $6; base[k] = $2 " " $6; next }
+       split(base[k], d, " ")
+       if (d[1] > 0 && d[2] > 0) { rs[$1] = rs[$1] " " $2 / d[1]; rd[$1] = rd[$1] " " $6 / d[2] }
+       if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+     function mr(s,   a, m, i, j, t) {
+       m = split(s, a, " ")
+       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+       return sprintf("%.2f (%.2f–%.2f)", a[int((m + 1) / 2)], a[1], a[m]) }
+     END { for (i = 0; i < n; i++) printf "| %s | %s | %s |\n", order[i], mr(rs[order[i]]), mr(rd[order[i]]) }' "$R"

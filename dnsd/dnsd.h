@@ -56,6 +56,7 @@ void	sandbox_drop(const char *user);
 void	sandbox_narrow(bool allow_open);
 
 /* main.c: bind the UDP and TCP sockets for addr:port. */
-int	bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp);
+int	bind_sockets(const char *addr, uint16_t port, const char *user,
+	    int *udp, int *tcp);
 
 #endif

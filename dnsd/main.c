@@ -17,6 +17,7 @@
 #include "dnsd.h"
 #include "log.h"
 #include "parent.h"
+#include "privdrop.h"
 
 static void
 usage(FILE *fp)
@@ -141,7 +142,8 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 }
 
 int
-bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp)
+bind_sockets(const char *addr, uint16_t port, const char *user, int *udp,
+    int *tcp)
 {
 	struct sockaddr_storage ss;
 	struct moat_addr a;
@@ -153,8 +155,9 @@ bind_sockets(const char *addr, uint16_t port, int *udp, int *tcp)
 		return -1;
 	}
 	sl = addr_to_sockaddr(&a, port, &ss);
-	*udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	*tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Made as user's: the policy lets only its packets answer guests. */
+	*udp = socket_as(user, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC);
+	*tcp = socket_as(user, AF_INET, SOCK_STREAM | SOCK_CLOEXEC);
 	if (*udp == -1 || *tcp == -1)
 		return -1;
 	(void)setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
@@ -214,7 +217,7 @@ main(int argc, char *argv[])
 		udp = o.udp_fd;
 		tcp = o.tcp_fd;
 	} else if (bind_sockets(o.listen ? o.listen : addr_fmt(&cfg->gw.address,
-	    gw, sizeof(gw)), o.port, &udp, &tcp) == -1)
+	    gw, sizeof(gw)), o.port, o.user, &udp, &tcp) == -1)
 		return EXIT_SYSTEM;
 	if (!o.foreground && daemon(0, 0) == -1)
 		fatal("daemon");

@@ -14,7 +14,9 @@
 
 struct slot {
 	uint64_t	 expires_ms;	/* 0: free; 1: awaiting confirmation */
+	uint64_t	 promised_ms;	/* latest confirmed expiry, kept in flight */
 	uint32_t	 last_id;	/* the last request sent for it */
+	uint64_t	 planned_ms;	/* ...and how long it makes it live */
 	struct moat_addr addr;
 	char		 sandbox[MIRROR_NAME];
 };
@@ -48,10 +50,18 @@ mirror_free(struct mirror *m)
 	free(m);
 }
 
+/* Nothing is known to be in the sets any more, but what answers were
+ * promised still holds: those keep their slots, covering nothing. */
 void
 mirror_clear(struct mirror *m)
 {
-	memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
+	size_t i;
+
+	for (i = 0; i <= m->mask; i++)
+		if (m->slots[i].expires_ms != 0) {
+			m->slots[i].expires_ms = 1;
+			m->slots[i].last_id = 0;
+		}
 }
 
 static size_t
@@ -94,7 +104,7 @@ find(const struct mirror *m, const char *sandbox, const struct moat_addr *a)
 
 void
 mirror_sent(struct mirror *m, const char *sandbox, const struct moat_addr *a,
-    uint32_t id)
+    uint32_t id, uint64_t planned_ms)
 {
 	struct slot *s, *victim = NULL;
 	size_t i, at = slot_of(m, sandbox, a);
@@ -117,6 +127,9 @@ mirror_sent(struct mirror *m, const char *sandbox, const struct moat_addr *a,
 	}
 	victim->expires_ms = 1;
 	victim->last_id = id;
+	victim->planned_ms = planned_ms;
+	if (planned_ms > victim->promised_ms)
+		victim->promised_ms = planned_ms;
 }
 
 void
@@ -126,8 +139,27 @@ mirror_acked(struct mirror *m, const char *sandbox, const struct moat_addr *a,
 	struct slot *s = find(m, sandbox, a);
 
 	/* Evicted meanwhile, or a later request is in flight: say nothing. */
-	if (s != NULL && s->last_id == id && expires_ms > 1)
+	if (s == NULL || expires_ms <= 1)
+		return;
+	if (expires_ms > s->promised_ms)
+		s->promised_ms = expires_ms;
+	if (s->last_id == id)
 		s->expires_ms = expires_ms;
+}
+
+uint64_t
+mirror_promised(const struct mirror *m, const char *sandbox,
+    const struct moat_addr *a, size_t n)
+{
+	const struct slot *s;
+	uint64_t max = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((s = find(m, sandbox, &a[i])) != NULL &&
+		    s->promised_ms > max)
+			max = s->promised_ms;
+	return max;
 }
 
 bool
@@ -144,4 +176,22 @@ mirror_covers(const struct mirror *m, const char *sandbox,
 		    s->expires_ms < until_ms)
 			return false;
 	return true;
+}
+
+uint32_t
+mirror_inflight(const struct mirror *m, const char *sandbox,
+    const struct moat_addr *a, size_t n, uint64_t until_ms)
+{
+	const struct slot *s;
+	uint32_t id = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if ((s = find(m, sandbox, &a[i])) == NULL ||
+		    s->expires_ms != 1 || s->last_id == 0 ||
+		    s->planned_ms < until_ms || (id != 0 && s->last_id != id))
+			return 0;
+		id = s->last_id;
+	}
+	return id;
 }

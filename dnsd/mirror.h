@@ -24,12 +24,12 @@ struct mirror;
 struct mirror	*mirror_new(size_t slots);	/* rounded up to 2^n */
 void		 mirror_free(struct mirror *);
 /*
- * An addition of a to sandbox's set went out as request id: until its
- * confirmation, a covers nothing (re-adding replaces an element's
- * timeout, and this one may be shorter).
+ * An addition of a to sandbox's set went out as request id, for its
+ * element to live until planned_ms: until its confirmation, a covers
+ * nothing (re-adding replaces an element's timeout).
  */
 void		 mirror_sent(struct mirror *, const char *sandbox,
-		    const struct moat_addr *a, uint32_t id);
+		    const struct moat_addr *a, uint32_t id, uint64_t planned_ms);
 /* Request id was confirmed: if it is still the last one sent for a, its
  * element lives at least until expires_ms. */
 void		 mirror_acked(struct mirror *, const char *sandbox,
@@ -37,7 +37,24 @@ void		 mirror_acked(struct mirror *, const char *sandbox,
 /* Does every one of the n addresses live at least until until_ms? */
 bool		 mirror_covers(const struct mirror *, const char *sandbox,
 		    const struct moat_addr *a, size_t n, uint64_t until_ms);
-/* Forget everything (a reload or a flush may have emptied the sets). */
+/*
+ * The request in flight that adds every one of the n addresses (the last
+ * one sent for each) and makes them live at least until until_ms, or 0:
+ * an answer that needs no more can wait for its confirmation instead of
+ * sending one more addition.
+ */
+uint32_t	 mirror_inflight(const struct mirror *, const char *sandbox,
+		    const struct moat_addr *a, size_t n, uint64_t until_ms);
+/*
+ * The latest moment any addition of the n addresses was planned to last
+ * (sent or confirmed): answers rely on their elements until then, so a
+ * later addition, which resets an element's timeout, must not end sooner.
+ * 0: none known.
+ */
+uint64_t	 mirror_promised(const struct mirror *, const char *sandbox,
+		    const struct moat_addr *a, size_t n);
+/* Forget what the sets hold (a reload or a flush may have emptied them);
+ * promises are kept. */
 void		 mirror_clear(struct mirror *);
 
 #endif

@@ -112,18 +112,36 @@ answer_addr_ttl(const struct answer *a, uint32_t age)
  * timeout the answer goes through the parent again, which refreshes it
  * long before it can lapse under a guest that keeps asking.
  */
-static bool
-setadd_covered(const struct client *c, const struct answer *a, uint32_t age)
+static uint64_t
+setadd_until(const struct answer *a, uint32_t age)
 {
 	uint64_t told = (uint64_t)answer_told_ttl(a, age) * 1000;
 	uint64_t half = (uint64_t)answer_addr_ttl(a, age) * 1000 / 2;
 
+	return ev_now() + (told > half ? told : half);
+}
+
+static bool
+setadd_covered(const struct client *c, const struct answer *a, uint32_t age)
+{
 	return mirror_covers(R.mirror, c->sandbox, a->addr, a->naddr,
-	    ev_now() + (told > half ? told : half));
+	    setadd_until(a, age));
+}
+
+/* How long the answer's elements must live, in ms from now: for the TTL
+ * told, and never less than earlier answers with the same addresses were
+ * promised (an addition resets an existing element's timeout). */
+static uint64_t
+setadd_timeout(const struct client *c, const struct answer *a, uint32_t age)
+{
+	uint64_t now = ev_now(), t = (uint64_t)answer_addr_ttl(a, age) * 1000;
+	uint64_t p = mirror_promised(R.mirror, c->sandbox, a->addr, a->naddr);
+
+	return p > now + t ? p - now : t;
 }
 
 static int
-setadd_send(const struct client *c, const struct answer *a, uint32_t age,
+setadd_send(const struct client *c, const struct answer *a, uint64_t tmo,
     uint32_t id)
 {
 	static union {
@@ -134,7 +152,7 @@ setadd_send(const struct client *c, const struct answer *a, uint32_t age,
 
 	memset(&u.m, 0, sizeof(u.m));
 	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", c->sandbox);
-	u.m.timeout_ms = answer_addr_ttl(a, age) * 1000;
+	u.m.timeout_ms = (uint32_t)tmo;
 	u.m.naddr = (uint32_t)n;
 	memcpy(u.m.addr, a->addr, n * sizeof(struct moat_addr));
 	return ipc_send(R.ipcfd, IPC_SET_ADD, id, &u.m,
@@ -150,15 +168,46 @@ pending_free(struct pending *p)
 	free(p);
 }
 
+/*
+ * Concurrent answers with the same addresses share one addition: while a
+ * request that makes them live long enough is in flight, the answer waits
+ * for its confirmation (same id, nothing of its own to record) instead
+ * of sending another, which would also keep the mirror from ever seeing
+ * its last request confirmed under a steady stream of answers.
+ */
+static bool
+setadd_join(struct client *c, const struct answer *a, uint32_t age,
+    uint8_t *wire, size_t len)
+{
+	struct pending *p;
+	uint32_t id = mirror_inflight(R.mirror, c->sandbox, a->addr, a->naddr,
+	    setadd_until(a, age));
+
+	if (id == 0)
+		return false;
+	R.c.set_joined++;
+	p = xcalloc(1, sizeof(*p));
+	p->id = id;
+	client_move(&p->c, c);
+	p->wire = wire;
+	p->len = len;
+	tlist_add(&Q.pend, &p->t, ev_now() + SETADD_MS);
+	return true;
+}
+
 /* Park the answer until the privileged side has opened the addresses. */
 static void
 setadd_park(struct client *c, const struct answer *a, uint32_t age,
     uint8_t *wire, size_t len)
 {
 	struct pending *p;
-	uint32_t id = ++Q.ipc_id;
+	uint32_t id;
+	uint64_t tmo = setadd_timeout(c, a, age);
 
-	if (setadd_send(c, a, age, id) == -1) {
+	if ((id = ++Q.ipc_id) == 0)	/* 0 names no request (mirror.h) */
+		id = ++Q.ipc_id;
+
+	if (setadd_send(c, a, tmo, id) == -1) {
 		log_warn("sandbox %s: set update not sent", c->sandbox);
 		R.c.set_fail++;
 		free(wire);
@@ -170,11 +219,12 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 	p->id = id;
 	/* The kernel starts the timeout when it adds the element, after
 	 * this moment: measured from here it is never overestimated. */
-	p->expires_ms = ev_now() + (uint64_t)answer_addr_ttl(a, age) * 1000;
+	p->expires_ms = ev_now() + tmo;
 	p->naddr = a->naddr;
 	memcpy(p->addr, a->addr, a->naddr * sizeof(a->addr[0]));
 	for (size_t i = 0; i < a->naddr; i++)
-		mirror_sent(R.mirror, c->sandbox, &a->addr[i], id);
+		mirror_sent(R.mirror, c->sandbox, &a->addr[i], id,
+		    p->expires_ms);
 	client_move(&p->c, c);
 	p->wire = wire;
 	p->len = len;
@@ -184,13 +234,16 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 void
 setadd_acked(uint32_t id, int32_t status)
 {
-	struct tlink *l;
+	struct tlink *l, *next;
 	struct pending *p;
+	bool any = false;
 
-	for (l = Q.pend.head; l != NULL; l = l->next) {
+	for (l = Q.pend.head; l != NULL; l = next) {
+		next = l->next;
 		p = TL_ENTRY(l, struct pending, t);
 		if (p->id != id)
 			continue;
+		any = true;
 		if (status >= 0 && (size_t)status == p->naddr)
 			for (size_t i = 0; i < p->naddr; i++)
 				mirror_acked(R.mirror, p->c.sandbox,
@@ -206,9 +259,9 @@ setadd_acked(uint32_t id, int32_t status)
 			respond(&p->c, LDNS_RCODE_SERVFAIL, 0, NULL);
 		}
 		pending_free(p);
-		return;
 	}
-	log_debug("set ack %u for nothing pending (timed out)", id);
+	if (!any)
+		log_debug("set ack %u for nothing pending (timed out)", id);
 }
 
 /* What a rendering depends on besides the entry: its age, the client's
@@ -291,7 +344,8 @@ deliver(struct client *c, const struct answer *a, uint32_t age,
 	}
 	if (c->allowlist && a->naddr > 0 && R.ipcfd != -1) {
 		if (!setadd_covered(c, a, age)) {
-			setadd_park(c, a, age, wire, len);
+			if (!setadd_join(c, a, age, wire, len))
+				setadd_park(c, a, age, wire, len);
 			return;
 		}
 		R.c.set_skipped++;

@@ -140,7 +140,7 @@ stats_log(void)
 	    "evictions %llu; forwarded %llu coalesced %llu timeouts %llu "
 	    "bad %llu mismatched %llu failed %llu tcp-retries %llu "
 	    "servfail %llu rebind-removed %llu set-adds %llu set-fail %llu "
-	    "set-covered %llu log-suppressed %llu tcp-refused %llu "
+	    "set-covered %llu set-joined %llu log-suppressed %llu tcp-refused %llu "
 	    "tcp-per-source-refused %llu tcp-expired %llu",
 	    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 	    cs.entries, cs.bytes, (unsigned long long)cs.evictions,
@@ -155,6 +155,7 @@ stats_log(void)
 	    (unsigned long long)R.c.set_adds,
 	    (unsigned long long)R.c.set_fail,
 	    (unsigned long long)R.c.set_skipped,
+	    (unsigned long long)R.c.set_joined,
 	    (unsigned long long)R.c.log_suppressed,
 	    (unsigned long long)R.c.tcp_refused,
 	    (unsigned long long)R.c.tcp_per_src_refused,

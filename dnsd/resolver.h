@@ -36,7 +36,7 @@ struct counters {
 	uint64_t	 unknown_src, ratelimited, refused, uad, aaaa_empty;
 	uint64_t	 forwarded, coalesced, up_timeouts, up_bad, up_mismatch;
 	uint64_t	 up_fail, up_tcp, servfail, rebind_removed;
-	uint64_t	 set_adds, set_fail, set_skipped, tcp_refused, log_suppressed;
+	uint64_t	 set_adds, set_fail, set_skipped, set_joined, tcp_refused, log_suppressed;
 	uint64_t	 tcp_per_src_refused, tcp_expired;
 };
 

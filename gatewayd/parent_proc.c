@@ -30,6 +30,7 @@
 #include "signer.h"
 #include "ipc.h"
 #include "log.h"
+#include "privdrop.h"
 
 #define BACKOFF_MIN	1
 #define BACKOFF_MAX	60
@@ -611,7 +612,9 @@ bound_socket(struct gw *gw, int type, uint16_t port)
 	socklen_t sl = addr_to_sockaddr(&gw->cfg->gw.address, port, &ss);
 	int fd, one = 1;
 
-	if ((fd = socket(AF_INET, type | SOCK_CLOEXEC, 0)) == -1)
+	/* dnsd's are made as its user: the policy knows its answers by uid. */
+	if ((fd = socket_as(port == 53 ? "moat-dns" : NULL, AF_INET,
+	    type | SOCK_CLOEXEC)) == -1)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||

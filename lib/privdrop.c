@@ -1,9 +1,12 @@
 /*
  * privdrop.c -- see privdrop.h.
  */
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -41,4 +44,24 @@ privdrop(const char *user)
 		return -1;
 	}
 	return 0;
+}
+
+int
+socket_as(const char *user, int domain, int type)
+{
+	struct passwd *pw;
+	int fd, saved = errno;
+
+	if (geteuid() != 0 || user == NULL || (pw = getpwnam(user)) == NULL) {
+		errno = saved;
+		return socket(domain, type, 0);
+	}
+	(void)setfsgid(pw->pw_gid);
+	(void)setfsuid(pw->pw_uid);
+	fd = socket(domain, type, 0);
+	saved = errno;
+	(void)setfsuid(geteuid());
+	(void)setfsgid(getegid());
+	errno = saved;
+	return fd;
 }

@@ -12,4 +12,12 @@
  */
 int	privdrop(const char *user);
 
+/*
+ * socket(2) made as if by user (by root: only its file system uid is
+ * user's meanwhile; else an ordinary socket).  A packet's "meta skuid" in
+ * nftables is the uid that made its socket, so a socket root binds for
+ * a child that later drops to user is then known by the child's uid.
+ */
+int	socket_as(const char *user, int domain, int type);
+
 #endif

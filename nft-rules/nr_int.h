@@ -137,6 +137,7 @@ void	rb_vmap(struct nr_rb *, enum nr_field, const char *set);
 void	rb_ct_state(struct nr_rb *, uint32_t mask, const char *text);
 void	rb_skuid(struct nr_rb *, uint32_t uid);
 void	rb_fib_daddr_local(struct nr_rb *);
+void	rb_notrack(struct nr_rb *);
 void	rb_counter(struct nr_rb *, const char *name);
 void	rb_log(struct nr_rb *, const char *prefix, uint16_t group);
 void	rb_reject(struct nr_rb *);

@@ -71,6 +71,8 @@ static const struct nftr_reason reasons[] = {
 	{ "ipv6", "inet", false, "IPv6 from a guest" },
 	{ "inbound", "inet", false, "new connection towards a guest" },
 	{ "invalid", "inet", false, "packet conntrack cannot place" },
+	{ "dnsreply", "inet", false, "UDP from port 53 to a guest, not sent "
+	    "by dnsd" },
 	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
 	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
 	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
@@ -518,6 +520,45 @@ guest_forward(struct build *b, struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "inbound"));
 }
 
+/*
+ * Guests' UDP queries to the gateway's resolver and dnsd's replies to them
+ * bypass conntrack: a guest asks from a new port each time, and an entry
+ * made and looked up per query costs more than the answer.  Both sides
+ * are exact: queries to the gateway's address and port 53 from the bridge
+ * (input's guest_in still decides on them, as before); replies from that
+ * address and port to the sandbox network, sent by dnsd's user, which
+ * dns_out accepts untracked.  Any other process's UDP from port 53 to the
+ * sandbox network is dropped (inet_output).  Without a dnsd user nothing
+ * is exempted: replies would make the entries anyway.
+ */
+static void
+dns_notrack(struct build *b, struct nr_table *t, struct nr_chain *pre)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
+	struct nr_chain *c;
+	struct nr_rb rb;
+
+	if (!b->opts->has_dns_uid)
+		return;
+	rb_begin(&rb, t, pre);
+	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
+	rb_cmp_port(&rb, F_UDP_DPORT, 53);
+	rb_notrack(&rb);
+	rb_end(&rb);
+	c = model_chain(t, "raw_out", "filter", NF_INET_LOCAL_OUT, -300,
+	    "raw");
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_cmp_prefix(&rb, F_IP_SADDR, false, &me);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
+	rb_cmp_port(&rb, F_UDP_SPORT, 53);
+	rb_skuid(&rb, b->opts->dns_uid);
+	rb_notrack(&rb);
+	rb_end(&rb);
+}
+
 static void
 inet_base_chains(struct build *b, struct nr_table *t)
 {
@@ -549,6 +590,7 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_nfproto_ipv6(&rb);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "ipv6"));
 	rb_end(&rb);
+	dns_notrack(b, t, c);
 
 	if (gw->intercept) {
 		c = model_chain(t, "nat_pre", "nat", NF_INET_PRE_ROUTING,
@@ -648,11 +690,21 @@ static void
 dns_output(struct build *b, struct nr_table *t, struct nr_chain *c)
 {
 	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
 	struct nr_rb rb;
 	size_t i;
 	int k;
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	/* Its untracked replies to guests (dns_notrack). */
+	rb_begin(&rb, t, c);
+	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_cmp_prefix(&rb, F_IP_SADDR, false, &me);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
+	rb_cmp_port(&rb, F_UDP_SPORT, 53);
+	rb_ct_state(&rb, NF_CT_STATE_UNTRACKED_BIT, "untracked");
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
 	for (i = 0; i < gw->nupstream; i++)
 		for (k = 0; k < 2; k++) {
 			struct moat_prefix p = { .addr = gw->upstream[i] };
@@ -695,6 +747,13 @@ inet_output(struct build *b, struct nr_table *t)
 		rb_begin(&rb, t, c);
 		rb_skuid(&rb, o->dns_uid);
 		rb_verdict(&rb, NFT_GOTO, "dns_out");
+		rb_end(&rb);
+		/* Only dnsd answers guests from port 53: no other local
+		 * process may slip a reply past their untracked queries. */
+		rb_begin(&rb, t, c);
+		rb_cmp_prefix(&rb, F_IP_DADDR, false, &b->cfg->gw.network);
+		rb_cmp_port(&rb, F_UDP_SPORT, 53);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "dnsreply"));
 		rb_end(&rb);
 	}
 }

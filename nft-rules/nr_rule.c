@@ -448,6 +448,16 @@ rb_ct_state(struct nr_rb *rb, uint32_t mask, const char *text)
 	buf_add(&rb->text, "ct state %s", text);
 }
 
+/* The packet bypasses conntrack (raw priority, before conntrack's own
+ * hook): it makes and looks up no entry. */
+void
+rb_notrack(struct nr_rb *rb)
+{
+	e_add(rb, expr_new("notrack"));
+	text_sp(rb);
+	buf_add(&rb->text, "notrack");
+}
+
 void
 rb_counter(struct nr_rb *rb, const char *name)
 {

@@ -221,6 +221,7 @@ conn_new(int fd, const struct sockaddr_storage *peer, enum ckind kind)
 	c->u.fd = -1;
 	c->u.ev.fd = -1;
 	c->g.c = c->u.c = c;
+	c->g.to_guest = true;
 	c->g.who = c->u.who = c->src;
 	splice_init(&c->sp);
 	sockaddr_to_addr(peer, &c->srcaddr);
@@ -759,6 +760,7 @@ splice_start(struct conn *c)
 	if (c->u.out.len == 0)
 		buf_free(&c->u.out);
 	c->st = S_SPLICE;
+	c->g.rd_ready = c->u.rd_ready = true;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
 	splice_run(c);
 }
@@ -766,6 +768,8 @@ splice_start(struct conn *c)
 static void
 h_splice(struct conn *c, struct side *s, uint32_t events)
 {
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		s->rd_ready = true;
 	splice_run(c);
 }
 

@@ -48,8 +48,7 @@ struct http {
 	struct phwatch	 watch;
 	struct scrub	 scrub;		/* what responses are scrubbed of */
 	struct redactor	 red;
-	uint8_t		*dec, *outb;	/* decode and redact scratch */
-	size_t		 outbcap;
+	uint8_t		*dec;		/* decode scratch */
 	struct rr_req	 rr;		/* request rules, budgets, audit */
 };
 
@@ -64,10 +63,7 @@ http_free(struct http *h)
 	free(h->needle_secret);
 	if (h->dec)
 		explicit_bzero(h->dec, REDACT_CHUNK);
-	if (h->outb)
-		explicit_bzero(h->outb, h->outbcap);
 	free(h->dec);
-	free(h->outb);
 	free(h);
 }
 
@@ -84,8 +80,6 @@ http_start(struct conn *c)
 	h->needles = xcalloc(ss->n + 1, sizeof(*h->needles));
 	h->needle_secret = xcalloc(ss->n + 1, sizeof(int));
 	h->dec = xmalloc(REDACT_CHUNK);
-	h->outbcap = redact_outmax(&h->red, REDACT_CHUNK);
-	h->outb = xmalloc(h->outbcap);
 	conn_set_deadline(c, TIMEOUT_HEAD_S);
 	http_pump(c);
 }
@@ -314,16 +308,8 @@ put_head(struct conn *c, const struct http_head *hd, const char *host,
 static void
 scrub_refresh(struct http *h)
 {
-	size_t need;
-
 	redactor_free(&h->red);
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
-	if ((need = redact_outmax(&h->red, REDACT_CHUNK)) > h->outbcap) {
-		explicit_bzero(h->outb, h->outbcap);
-		free(h->outb);
-		h->outb = xmalloc(need);
-		h->outbcap = need;
-	}
 }
 
 static bool
@@ -611,26 +597,48 @@ response_head(struct conn *c)
 	return true;
 }
 
-/* Emit redacted payload as one chunk (or raw when not re-chunking). */
-static int
+/* perf: the scrubber writes straight into the guest's output buffer, after
+ * room for a fixed-width chunk-size line (leading zeros are valid chunk
+ * sizes), instead of into scratch that was then copied. */
+#define CHUNK_HDR	6	/* "%04zx\r\n": CONN_BUF fits in 4 hex digits */
+#define CHUNK_TAIL	(2 + 5)	/* "\r\n" and the last-chunk "0\r\n\r\n" */
+_Static_assert(CONN_BUF <= 0xffff, "chunk sizes are written in 4 hex digits");
+
+/* Input bytes emit() can take now (0: wait for the guest to drain). */
+static size_t
+emit_room(struct conn *c)
+{
+	size_t room = buf_room(&c->g.out);
+
+	if (room <= CHUNK_HDR + CHUNK_TAIL)
+		return 0;
+	return redact_inmax(&c->h->red, room - CHUNK_HDR - CHUNK_TAIL);
+}
+
+/* Emit redacted payload as one chunk (or raw when not re-chunking); n is
+ * at most emit_room(). */
+static void
 emit(struct conn *c, const uint8_t *p, size_t n, bool final)
 {
 	struct http *h = c->h;
-	size_t o = redact_feed(&h->red, p, n, h->outb, final);
+	struct buf *b = &c->g.out;
+	uint8_t *at = b->d + b->off + b->len;
+	size_t hdr = h->rechunk ? CHUNK_HDR : 0, o;
+	char line[24];
 
-	int rc = 0;
-
-	if (!h->rechunk)
-		rc = buf_put(&c->g.out, h->outb, o);
-	else if (o > 0 && (buf_printf(&c->g.out, "%zx\r\n", o) < 0 ||
-	    buf_put(&c->g.out, h->outb, o) < 0 ||
-	    buf_put(&c->g.out, "\r\n", 2) < 0))
-		rc = -1;
-	explicit_bzero(h->outb, o);
-	if (rc == 0 && final && h->rechunk &&
-	    buf_put(&c->g.out, "0\r\n\r\n", 5) < 0)
-		rc = -1;
-	return rc;
+	o = redact_feed(&h->red, p, n, at + hdr, final);
+	if (o > 0 && h->rechunk) {
+		(void)snprintf(line, sizeof(line), "%04zx\r\n", o);
+		memcpy(at, line, CHUNK_HDR);
+		memcpy(at + CHUNK_HDR + o, "\r\n", 2);
+		o += CHUNK_HDR + 2;
+	}
+	if (o > 0 || !h->rechunk)
+		b->len += o;
+	if (final && h->rechunk) {
+		memcpy(b->d + b->off + b->len, "0\r\n\r\n", 5);
+		b->len += 5;
+	}
 }
 
 static bool
@@ -641,11 +649,12 @@ response_body(struct conn *c)
 	const uint8_t *p = c->u.in.d + c->u.in.off, *data = p;
 	enum chunk_ret cr = CHUNK_MORE;
 	bool done = false;
+	size_t lim = emit_room(c);
 
-	if (buf_room(&c->g.out) < h->outbcap + 32)
+	if (lim == 0)
 		return false;
-	if (n > REDACT_CHUNK)
-		n = REDACT_CHUNK;
+	if (n > lim)
+		n = lim;
 	if (h->rsbody == BODY_CHUNKED) {
 		cr = chunked_feed(&h->rsch, p, n, h->dec, &dl, &used);
 		if (cr == CHUNK_ERROR) {
@@ -669,10 +678,7 @@ response_body(struct conn *c)
 	}
 	if (n == 0 && !done)
 		return false;
-	if (emit(c, data, dl, done) < 0) {
-		conn_close(c);
-		return false;
-	}
+	emit(c, data, dl, done);
 	reqrule_bytes(&h->rr, dl);
 	buf_consume(&c->u.in, n);
 	if (done) {
@@ -780,7 +786,10 @@ http_pump(struct conn *c)
 		moved |= response_batch(c);
 		if (c->closed)
 			return;
-		moved |= side_flush(&c->g);
+		moved |= h->rs == RS_BODY ? side_flush_records(&c->g) :
+		    side_flush(&c->g);
+		if (!moved)	/* nothing more to add for now: the tail goes */
+			moved = side_flush(&c->g);
 		if (c->st == S_HTTP && eof_cases(c))
 			return;
 		if (c->st == S_HTTP && h->rs == RS_IDLE && c->u.shut &&

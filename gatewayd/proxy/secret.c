@@ -355,8 +355,9 @@ redactor_free(struct redactor *r)
 	memset(r, 0, sizeof(*r));
 }
 
-size_t
-redact_outmax(const struct redactor *r, size_t len)
+/* The most output bytes one input byte can become. */
+static size_t
+growth(const struct redactor *r)
 {
 	size_t i, g = 1;
 
@@ -365,7 +366,24 @@ redact_outmax(const struct redactor *r, size_t len)
 		    (r->s[i].tolen + r->s[i].fromlen - 1) / r->s[i].fromlen > g)
 			g = (r->s[i].tolen + r->s[i].fromlen - 1) /
 			    r->s[i].fromlen;
-	return (len + r->maxfrom) * g + 1;
+	return g;
+}
+
+size_t
+redact_outmax(const struct redactor *r, size_t len)
+{
+	return (len + r->maxfrom) * growth(r) + 1;
+}
+
+size_t
+redact_inmax(const struct redactor *r, size_t room)
+{
+	size_t g = growth(r), len;
+
+	if (room < 1 || (room - 1) / g <= r->maxfrom)
+		return 0;
+	len = (room - 1) / g - r->maxfrom;
+	return len < REDACT_CHUNK ? len : REDACT_CHUNK;
 }
 
 /* Could buf[0..left) be the start of some from? */

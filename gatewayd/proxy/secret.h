@@ -95,7 +95,7 @@ int	scrub_add_basic(struct scrub *, const char *sent, size_t sentlen,
 
 /* Streaming value -> placeholder for a response body.  A tail that could
  * start a value is held back until the next feed shows whether it does. */
-#define REDACT_CHUNK	8192	/* most input bytes per redact_feed */
+#define REDACT_CHUNK	16384	/* most input bytes per redact_feed */
 struct redactor {
 	const struct subst *s;
 	size_t		 n;
@@ -114,6 +114,9 @@ void	redactor_init(struct redactor *, const struct subst *, size_t n);
 void	redactor_free(struct redactor *);
 /* Growth bound: out must hold redact_outmax(r, len) bytes. */
 size_t	redact_outmax(const struct redactor *, size_t len);
+/* The most input bytes (up to REDACT_CHUNK) whose output surely fits in
+ * room bytes; 0 when not even one does. */
+size_t	redact_inmax(const struct redactor *, size_t room);
 /* Feed len (<= REDACT_CHUNK) bytes; final flushes what was held back.
  * Returns the bytes written to out. */
 size_t	redact_feed(struct redactor *, const uint8_t *in, size_t len,

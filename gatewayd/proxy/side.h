@@ -35,6 +35,15 @@ struct side {
 	bool		 shut;		/* we finished sending */
 	bool		 want_r, want_w; /* what SSL asked for */
 	bool		 err;
+	/* perf: the guest's side.  What it sends is bound for the guest,
+	 * which then holds it anyway (responses are scrubbed before they
+	 * get here), so its output is not wiped as it goes; the upstream
+	 * side's is (requests carry the real values). */
+	bool		 to_guest;
+	/* perf, splice: readiness epoll reported and no short read has
+	 * consumed since; a drained socket is not asked again (one splice
+	 * that would say EAGAIN per direction and wakeup). */
+	bool		 rd_ready;
 	struct conn	*c;
 	const char	*who;		/* for log lines: the guest */
 };
@@ -46,6 +55,12 @@ ssize_t	side_write(struct side *, const void *, size_t);
 /* Fill s->in / flush s->out; true if any byte moved. */
 bool	side_fill(struct side *);
 bool	side_flush(struct side *);
+/* perf: over TLS, flush only whole full records' worth (the caller flushes
+ * the tail with side_flush once it has nothing more to add): a body then
+ * goes out in 16 KiB records, one write each, not a full and a partial
+ * record per batch. */
+#define TLS_RECORD_MAX	16384
+bool	side_flush_records(struct side *);
 void	side_interest(struct side *, bool rd, bool wr);
 /* Free the TLS state, unregister and close the socket, wipe buffers. */
 void	side_close(struct side *);

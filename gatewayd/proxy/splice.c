@@ -51,22 +51,27 @@ splice_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe)
 {
 	unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
 	bool moved = false;
+	size_t want = PIPE_CAP - *inpipe;
 	ssize_t n;
 
 	/* Top the pipe up whenever there is room, not only once it is
 	 * empty, so reading overlaps writing; interest in reading is still
 	 * asked for only while it is empty (splice_pump). */
-	if (!src->eof && *inpipe < PIPE_CAP) {
+	if (!src->eof && *inpipe < PIPE_CAP && src->rd_ready) {
 		if (p[0] < 0 && pipe_get(p) == -1) {
 			log_warn("pipe2");
 			dst->err = true;
 			return false;
 		}
-		n = splice(src->fd, NULL, p[1], NULL, PIPE_CAP - *inpipe, fl);
+		n = splice(src->fd, NULL, p[1], NULL, want, fl);
 		if (n > 0)
 			*inpipe += (size_t)n;
 		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			src->eof = true;
+		/* short: the socket is drained (or the pipe out of slots);
+		 * epoll says when there is more */
+		if ((n >= 0 && (size_t)n < want) || (n < 0 && errno == EAGAIN))
+			src->rd_ready = false;
 		moved = n >= 0;
 	}
 	while (*inpipe > 0) {

@@ -17,10 +17,14 @@ Runs inside a test namespace only.  Paths:
   /sse         text/event-stream: 3 events, 0.4 s apart (chunked)
   /ws          websocket-style upgrade: 101, then echoes raw bytes
   /big?n=N     N bytes of 'x' with Content-Length (benchmarks)
+  /bigleak?n=N&seed=S[&chunked=1]  N bytes from bigleak.py carrying the
+               bytes of --leak FILE many times over, with Content-Length
+               or in chunks of random sizes
   /small       "ok\\n" with Content-Length (benchmarks)
 Keep-alive (HTTP/1.1).  Stops by itself after --lifetime seconds.
 """
 import argparse
+import bigleak
 import gzip
 import http.server
 import socketserver
@@ -71,6 +75,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(z)
 
+    def send_bigleak(self):
+        q = dict(kv.split("=") for kv in self.path.split("?")[1].split("&"))
+        seed = int(q["seed"])
+        value = open(self.server.leak, "rb").read().strip()
+        data = bigleak.body(int(q["n"]), seed, value)
+        self.send_response(200)
+        if q.get("chunked"):
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            off, sizes = 0, bigleak.chunk_sizes(seed)
+            while off < len(data):
+                k = next(sizes)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data[off:off + k]), data[off:off + k]))
+                off += k
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for off in range(0, len(data), 65536):
+                self.wfile.write(data[off:off + 65536])
+        return None
+
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
@@ -105,6 +131,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(block[:k])
                 n -= k
             return None
+        if path == "/bigleak":
+            return self.send_bigleak()
         if path == "/leak":
             value = open(self.server.leak, "rb").read().strip()
             half = len(value) // 2

@@ -113,6 +113,17 @@ topo_guest() {
 	ip -n "$NS_GW" link set "$4" type bridge_slave isolated on
 }
 
+# as_dns_user -- words to put before a stand-in for dnsd on the gateway
+# (topo_bg NS NAME $(as_dns_user) cmd...): it runs as dnsd's user where
+# installed, since the policy lets only that uid answer guests from port
+# 53; it may still bind the port.
+as_dns_user() {
+	getent passwd moat-dns >/dev/null || return 0
+	echo setpriv --reuid moat-dns --regid moat-dns --clear-groups \
+		--inh-caps +net_bind_service --ambient-caps +net_bind_service \
+		env PATH=/usr/sbin:/usr/bin:/sbin:/bin
+}
+
 topo_bg() {	# topo_bg NS LOGNAME cmd... -- background process, reaped by topo_down
 	local ns=$1 name=$2; shift 2
 	ip netns exec "$ns" "$@" >"$TOPO_TMP/$name.log" 2>&1 &

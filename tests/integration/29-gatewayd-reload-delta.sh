@@ -112,4 +112,32 @@ expect_eq "192.0.2.0/24 is no longer private" "" \
 	"$(in_ns "$NS_GW" nft list set inet moat private4 | grep '192\.0\.2\.0')"
 expect_match "web's element was carried into the new set" '203\.0\.113\.10 timeout' "$(set_web)"
 
+# --- a reload that empties web's set: the next answer fills it again ------
+# web goes open (its set is deleted), then back to allowlist (a new, empty
+# set).  What dnsd remembers having put in the old set must not count:
+# the next answer puts the element back before the guest has it, for at
+# least the TTL the guest is told.
+sed -i 's|egress = "allowlist"; allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"|egress = "open"; owner = "alice"|' "$GW_CONF"
+expect_ok "reload with web made open" gw_ctl reload
+expect_match "web's set is gone" 'No such file or directory' \
+	"$(in_ns "$NS_GW" nft list set inet moat allow_web 2>&1)"
+sed -i 's|egress = "open"; owner = "alice"|egress = "allowlist"; allow = [ "pypi.org", "*.github.test" ]; owner = "alice"|' "$GW_CONF"
+expect_ok "reload with web back in allowlist mode" gw_ctl reload
+expect_eq "web's new set is empty" "" "$(elem)"
+wait_for 30 dnsd_up
+# The answer, then at once the set (dnsd answers only once the element is
+# in).
+out=$(in_ns "$TOPO-web" dig +time=2 +tries=5 @$GW_ADDR +noall +answer a.github.test A 2>&1
+	in_ns "$NS_GW" nft list set inet moat allow_web 2>&1)
+ttl=$(awk '$1 == "a.github.test." && $4 == "A" {print $2}' <<<"$out")
+tmo=$(grep -o '203\.0\.113\.10 timeout [0-9hms]*' <<<"$out" | awk '{print $3}')
+secs() { local s=$1 t=0
+	[[ $s =~ ([0-9]+)h ]] && t=$((t + ${BASH_REMATCH[1]} * 3600))
+	[[ $s =~ ([0-9]+)m([0-9]|$) ]] && t=$((t + ${BASH_REMATCH[1]} * 60))
+	[[ $s =~ ([0-9]+)s ]] && t=$((t + ${BASH_REMATCH[1]}))
+	echo $t; }
+if [ -n "$ttl" ] && [ -n "$tmo" ] && [ "$(secs "$tmo")" -ge "$ttl" ]; then
+	ok "after the set was emptied, the next answer is in it first ($tmo >= TTL $ttl s)"
+else not_ok "after the set was emptied, the next answer is in it first" "TTL [$ttl], element [$tmo]: $out"; fi
+
 tap_done

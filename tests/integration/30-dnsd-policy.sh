@@ -133,7 +133,7 @@ expect_eq "a source that is not a sandbox is REFUSED" "REFUSED" "$(rcode_of <<<"
 # --- the resolver process ---------------------------------------------------
 child=$(pgrep -P "$(pgrep -f "^$DNSD -c $DNS_CONF" | head -1)" | head -1)
 [ -z "$child" ] && child=$(pgrep -f "^$DNSD -c $DNS_CONF" | tail -1)
-expect_eq "resolver runs as its own user (nobody)" "nobody" "$(ps -o user= -p "$child" | tr -d ' ')"
+expect_eq "resolver runs as its own user ($DNS_USER)" "$DNS_USER" "$(ps -o user= -p "$child" | tr -d ' ')"
 expect_eq "resolver has no effective capabilities" "0000000000000000" \
 	"$(awk '/^CapEff/ {print $2}' /proc/$child/status)"
 expect_eq "resolver has no permitted capabilities" "0000000000000000" \

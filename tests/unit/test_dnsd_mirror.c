@@ -32,7 +32,7 @@ confirmed_only(void **state)
 
 	(void)state;
 	assert_false(mirror_covers(m, "web", &a, 1, 1000));
-	mirror_sent(m, "web", &a, 1);
+	mirror_sent(m, "web", &a, 1, 0);
 	assert_false(mirror_covers(m, "web", &a, 1, 1000));	/* in flight */
 	mirror_acked(m, "web", &a, 1, 60000);
 	assert_true(mirror_covers(m, "web", &a, 1, 60000));
@@ -49,9 +49,9 @@ later_request_wins(void **state)
 	struct moat_addr a = ip(10);
 
 	(void)state;
-	mirror_sent(m, "web", &a, 1);
+	mirror_sent(m, "web", &a, 1, 0);
 	mirror_acked(m, "web", &a, 1, 300000);
-	mirror_sent(m, "web", &a, 2);		/* may carry a shorter timeout */
+	mirror_sent(m, "web", &a, 2, 0);		/* may carry a shorter timeout */
 	assert_false(mirror_covers(m, "web", &a, 1, 1000));
 	mirror_acked(m, "web", &a, 1, 300000);	/* a stale confirmation */
 	assert_false(mirror_covers(m, "web", &a, 1, 1000));
@@ -70,7 +70,7 @@ every_address(void **state)
 
 	(void)state;
 	for (i = 0; i < 2; i++) {
-		mirror_sent(m, "web", &a[i], 7);
+		mirror_sent(m, "web", &a[i], 7, 0);
 		mirror_acked(m, "web", &a[i], 7, 90000);
 	}
 	assert_true(mirror_covers(m, "web", a, 2, 90000));
@@ -91,7 +91,7 @@ eviction_uncovers(void **state)
 	/* Far more pairs than slots: each stays correct or is forgotten. */
 	for (i = 0; i < 200; i++) {
 		a = ip(i);
-		mirror_sent(m, i % 2 ? "web" : "dev", &a, (uint32_t)i + 1);
+		mirror_sent(m, i % 2 ? "web" : "dev", &a, (uint32_t)i + 1, 0);
 		mirror_acked(m, i % 2 ? "web" : "dev", &a, (uint32_t)i + 1,
 		    100000 + (uint64_t)i);
 	}
@@ -107,6 +107,61 @@ eviction_uncovers(void **state)
 	mirror_free(m);
 }
 
+/* A later addition must never end sooner than what earlier answers were
+ * promised, whether their request is confirmed yet or still in flight. */
+static void
+promise_kept(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr a = ip(1), b[2] = { ip(1), ip(2) };
+
+	(void)state;
+	assert_int_equal(mirror_promised(m, "web", &a, 1), 0);
+	mirror_sent(m, "web", &a, 1, 301000);
+	assert_int_equal(mirror_promised(m, "web", &a, 1), 301000);
+	mirror_sent(m, "web", &a, 2, 61000);	/* shorter, sent later */
+	assert_int_equal(mirror_promised(m, "web", &a, 1), 301000);
+	mirror_acked(m, "web", &a, 2, 61000);
+	mirror_acked(m, "web", &a, 1, 301000);	/* stale, but relied on */
+	assert_int_equal(mirror_promised(m, "web", &a, 1), 301000);
+	assert_int_equal(mirror_promised(m, "web", b, 2), 301000);
+	assert_int_equal(mirror_promised(m, "dev", &a, 1), 0);
+	mirror_clear(m);	/* what is in the set: forgotten; promises: not */
+	assert_false(mirror_covers(m, "web", &a, 1, 1000));
+	assert_int_equal(mirror_promised(m, "web", &a, 1), 301000);
+	mirror_acked(m, "web", &a, 2, 400000);	/* from before the clear */
+	assert_false(mirror_covers(m, "web", &a, 1, 1000));
+	mirror_free(m);
+}
+
+/* An answer may wait for a request in flight only if that request adds
+ * every one of its addresses, is the last sent for each, and lasts long
+ * enough. */
+static void
+inflight_joins(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr b[3] = { ip(1), ip(2), ip(3) };
+
+	(void)state;
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 1000), 0);
+	mirror_sent(m, "web", &b[0], 5, 301000);
+	mirror_sent(m, "web", &b[1], 5, 301000);
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 301000), 5);
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 301001), 0);	/* short */
+	assert_int_equal(mirror_inflight(m, "web", b, 3, 1000), 0);	/* .3 not */
+	assert_int_equal(mirror_inflight(m, "dev", b, 2, 1000), 0);
+	mirror_sent(m, "web", &b[1], 6, 301000);	/* two requests */
+	assert_int_equal(mirror_inflight(m, "web", b, 2, 1000), 0);
+	assert_int_equal(mirror_inflight(m, "web", &b[1], 1, 1000), 6);
+	mirror_acked(m, "web", &b[1], 6, 301000);	/* confirmed: covers */
+	assert_int_equal(mirror_inflight(m, "web", &b[1], 1, 1000), 0);
+	assert_true(mirror_covers(m, "web", &b[1], 1, 301000));
+	mirror_clear(m);
+	assert_int_equal(mirror_inflight(m, "web", b, 1, 1000), 0);
+	mirror_free(m);
+}
+
 int
 main(void)
 {
@@ -115,6 +170,8 @@ main(void)
 		cmocka_unit_test(later_request_wins),
 		cmocka_unit_test(every_address),
 		cmocka_unit_test(eviction_uncovers),
+		cmocka_unit_test(promise_kept),
+		cmocka_unit_test(inflight_joins),
 	};
 
 	return cmocka_run_group_tests_name("dnsd_mirror", tests, NULL, NULL);

@@ -157,6 +157,33 @@ test_redact_splits(void **state)
 		}
 }
 
+/* redact_inmax: its input always fits the room (redact_outmax), and a
+ * short value with a long placeholder (output many times the input) still
+ * lets some input through a response buffer instead of none (which
+ * stalled every response on such a connection). */
+static void
+test_redact_inmax(void **state)
+{
+	static const struct subst shortv = { "k9", 2,
+	    "moat-a-rather-long-PLACEHOLDER", 30 };
+	const struct subst *cases[] = { &red, &shortv };
+	struct redactor r;
+	size_t c, room, in;
+
+	(void)state;
+	for (c = 0; c < 2; c++) {
+		redactor_init(&r, cases[c], 1);
+		for (room = 0; room < 40000; room += 97) {
+			in = redact_inmax(&r, room);
+			assert_true(in <= REDACT_CHUNK);
+			if (in > 0)
+				assert_true(redact_outmax(&r, in) <= room);
+		}
+		assert_true(redact_inmax(&r, 32 * 1024 - 16) > 0);
+		redactor_free(&r);
+	}
+}
+
 /* Streaming redaction equals the one-shot substitution, for 1 to 9
  * values with distinct first bytes (up to REDACT_FEW of them are found
  * with memchr, more with the bitmap), on pseudo-random text dense in
@@ -253,6 +280,7 @@ main(void)
 		cmocka_unit_test(test_scrub_basic_echo),
 		cmocka_unit_test(test_scrub_cap),
 		cmocka_unit_test(test_redact_splits),
+		cmocka_unit_test(test_redact_inmax),
 		cmocka_unit_test(test_redact_many_firsts),
 		cmocka_unit_test(test_redact_holds_prefix_only),
 		cmocka_unit_test(test_placeholder_spotting),
