@@ -54,6 +54,10 @@ config_free(struct moat_config *cfg)
 	for (i = 0; i < cfg->nhosts; i++)
 		free(cfg->hosts[i].name);
 	free(cfg->hosts);
+	free(cfg->box.address);
+	free(cfg->box.ca);
+	free(cfg->box.cert);
+	free(cfg->box.key);
 	free(cfg->gw.reg_listen);
 	free(cfg->gw.reg_cert);
 	free(cfg->gw.reg_key);

@@ -89,6 +89,8 @@ struct moat_sandbox {
 	struct moat_port *allow_ports;	/* what an allowlisted address opens;
 					 * default tcp/80, tcp/443 */
 	size_t		 nallow_ports;
+	char		 trunk[IFNAMSIZ];	/* separate box: the interface its
+						 * packets must arrive on, or "" */
 	struct moat_where where;
 };
 
@@ -134,6 +136,14 @@ struct moat_host {
 	char		 trunk[IFNAMSIZ];
 	struct moat_where where;
 };
+/* On a KVM host: the separate gateway box provision registers its
+ * sandboxes with (box = { address; ca; cert; key; }). */
+struct moat_box {
+	char		*address;	/* "ADDRESS:PORT", or NULL: no box */
+	char		*ca;		/* the box's certificate (pinned) */
+	char		*cert, *key;	/* this host's certificate and key */
+	struct moat_where where;
+};
 /* Far above useradd's subordinate ranges (100000 + 65536 per user). */
 #define MOAT_GUEST_UID_FIRST	2100000000u
 #define MOAT_GUEST_UID_LAST	2100065535u
@@ -145,6 +155,7 @@ struct moat_config {
 	struct moat_gateway gw;
 	struct moat_host *hosts;	/* hosts = ( ... ) */
 	size_t		 nhosts;
+	struct moat_box	 box;		/* a KVM host's gateway box, or all NULL */
 	struct moat_secret *secrets;
 	size_t		 nsecrets;
 	struct moat_sandbox *sandboxes;

@@ -257,6 +257,8 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 		fprintf(fp, "    dns_rate = %ld;\n", x->dns_rate);
 	if (x->dns_burst >= 0)
 		fprintf(fp, "    dns_burst = %ld;\n", x->dns_burst);
+	if (x->trunk[0] != '\0')
+		pkv(fp, "    ", "trunk", x->trunk);
 	fputs(last ? "  }\n" : "  },\n", fp);
 }
 
@@ -276,6 +278,17 @@ config_print(FILE *fp, const struct moat_config *cfg)
 	fputs(");\n", fp);
 	print_quotas(fp, cfg);
 	print_hosts(fp, cfg);
+	if (cfg->box.address != NULL) {
+		fputs("box: { address = ", fp);
+		pstr(fp, cfg->box.address);
+		fputs("; ca = ", fp);
+		pstr(fp, cfg->box.ca);
+		fputs("; cert = ", fp);
+		pstr(fp, cfg->box.cert);
+		fputs("; key = ", fp);
+		pstr(fp, cfg->box.key);
+		fputs("; };\n", fp);
+	}
 }
 
 void

@@ -663,6 +663,7 @@ static const struct key sandbox_keys[] = {
 	{ "dns_burst", K_INT, 0, set_int,
 	    offsetof(struct moat_sandbox, dns_burst) },
 	{ "allow_ports", K_STRLIST, 0, set_sb_ports, 0 },
+	{ "trunk", K_STR, 0, set_ifname, offsetof(struct moat_sandbox, trunk) },
 };
 
 void
@@ -869,6 +870,47 @@ load_hosts(struct loader *ld, const config_setting_t *s)
 	}
 }
 
+/* --- box (a KVM host's separate gateway box) -------------------------- */
+
+static void
+set_box_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	char **f = FIELD(obj, k, char *);
+	const char *v = config_setting_get_string(s);
+	const char *colon = strrchr(v, ':');
+
+	if (strcmp(k->name, "address") == 0) {
+		if (colon == NULL || colon == v || colon[1] == '\0' ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+			serr(ld, s, "%s: address: expected \"ADDRESS:PORT\" "
+			    "(the box's registration endpoint), got \"%s\"",
+			    ctx, v);
+			return;
+		}
+	} else if (v[0] != '/') {
+		serr(ld, s, "%s: %s: expected an absolute path, got \"%s\"",
+		    ctx, k->name, v);
+		return;
+	}
+	free(*f);
+	*f = xstrdup(v);
+}
+
+static const struct key box_keys[] = {
+	{ "address", K_STR, 1, set_box_str, offsetof(struct moat_box, address) },
+	{ "ca", K_STR, 1, set_box_str, offsetof(struct moat_box, ca) },
+	{ "cert", K_STR, 1, set_box_str, offsetof(struct moat_box, cert) },
+	{ "key", K_STR, 1, set_box_str, offsetof(struct moat_box, key) },
+};
+
+static void
+load_box(struct loader *ld, const config_setting_t *s)
+{
+	where(ld, s, &ld->cfg->box.where);
+	walk(ld, s, box_keys, NKEYS(box_keys), &ld->cfg->box, "box");
+}
+
 static void
 load_sandboxes(struct loader *ld, const config_setting_t *s)
 {
@@ -885,6 +927,7 @@ const struct top_key config_top_keys[] = {
 	{ "sandboxes", K_GROUPLIST, 0, load_sandboxes },
 	{ "quotas", K_GROUPLIST, 0, load_quotas },
 	{ "hosts", K_GROUPLIST, 0, load_hosts },
+	{ "box", K_GROUP, 0, load_box },
 };
 
 const size_t config_ntop_keys = NKEYS(config_top_keys);
