@@ -142,6 +142,8 @@ struct moat_box {
 	char		*address;	/* "ADDRESS:PORT", or NULL: no box */
 	char		*ca;		/* the box's certificate (pinned) */
 	char		*cert, *key;	/* this host's certificate and key */
+	struct moat_prefix pool;	/* where provision picks addresses */
+	bool		 has_pool;	/* else all of gateway.network */
 	struct moat_where where;
 };
 /* Far above useradd's subordinate ranges (100000 + 65536 per user). */

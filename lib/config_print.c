@@ -287,6 +287,12 @@ config_print(FILE *fp, const struct moat_config *cfg)
 		pstr(fp, cfg->box.cert);
 		fputs("; key = ", fp);
 		pstr(fp, cfg->box.key);
+		if (cfg->box.has_pool) {
+			char buf[64];
+
+			fprintf(fp, "; pool = \"%s\"",
+			    prefix_fmt(&cfg->box.pool, buf, sizeof(buf)));
+		}
 		fputs("; };\n", fp);
 	}
 }

@@ -897,11 +897,33 @@ set_box_str(struct loader *ld, const config_setting_t *s, void *obj,
 	*f = xstrdup(v);
 }
 
+/* The host's pool at the box (its hosts = entry): new sandboxes get
+ * addresses from it, inside gateway.network. */
+static void
+set_box_pool(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_box *b = obj;
+	const struct moat_prefix *net = &ld->cfg->gw.network;
+	const char *v = config_setting_get_string(s);
+
+	if (prefix_parse(v, &b->pool) == -1 || b->pool.addr.family != AF_INET ||
+	    strchr(v, '/') == NULL || b->pool.plen > 30 ||
+	    b->pool.plen < net->plen || !prefix_contains(net, &b->pool.addr)) {
+		serr(ld, s, "%s: pool: expected an IPv4 network inside "
+		    "gateway.network like \"10.77.0.64/26\", got \"%s\"",
+		    ctx, v);
+		return;
+	}
+	b->has_pool = true;
+}
+
 static const struct key box_keys[] = {
 	{ "address", K_STR, 1, set_box_str, offsetof(struct moat_box, address) },
 	{ "ca", K_STR, 1, set_box_str, offsetof(struct moat_box, ca) },
 	{ "cert", K_STR, 1, set_box_str, offsetof(struct moat_box, cert) },
 	{ "key", K_STR, 1, set_box_str, offsetof(struct moat_box, key) },
+	{ "pool", K_STR, 0, set_box_pool, 0 },
 };
 
 static void

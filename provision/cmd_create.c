@@ -718,6 +718,15 @@ create_guest(struct pv *pv, struct create_opts *o)
 		rm_rf_guest(&p);
 		goto out;
 	}
+	/* A separate box must take the sandbox before it exists here. */
+	if (box_set(pv) && box_register(pv, o->g.name, d.address, d.mac,
+	    d.egress) == -1) {
+		unlink(p.dropin);
+		rm_rf_guest(&p);
+		log_warnx("guest \"%s\" not created: the gateway box did not "
+		    "take it", o->g.name);
+		goto out;
+	}
 	if (ctl_reload(pv) == CTL_REFUSED) {
 		unlink(p.dropin);
 		rm_rf_guest(&p);
