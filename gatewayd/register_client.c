@@ -77,7 +77,7 @@ register_main(int argc, char *argv[])
 	if (!box || !ca || !cert || !key || optind >= argc ||
 	    join(req, sizeof(req), argc - optind, argv + optind) == -1)
 		return usage();
-	rc = regclient_open(box, ca, cert, key, REGISTER_TIMEOUT_S, why,
+	rc = regclient_open(box, ca, NULL, cert, key, REGISTER_TIMEOUT_S, why,
 	    sizeof(why));
 	if (rc == NULL) {
 		fprintf(stderr, "gatewayd register: %s\n", why);

@@ -140,7 +140,9 @@ struct moat_host {
  * sandboxes with (box = { address; ca; cert; key; }). */
 struct moat_box {
 	char		*address;	/* "ADDRESS:PORT", or NULL: no box */
-	char		*ca;		/* the box's certificate (pinned) */
+	char		*ca;		/* the box's certificate, or NULL: */
+	uint8_t		 pin[32];	/* sha256 of the box's public key */
+	bool		 has_pin;
 	char		*cert, *key;	/* this host's certificate and key */
 	struct moat_prefix pool;	/* where provision picks addresses */
 	bool		 has_pool;	/* else all of gateway.network */

@@ -281,8 +281,17 @@ config_print(FILE *fp, const struct moat_config *cfg)
 	if (cfg->box.address != NULL) {
 		fputs("box: { address = ", fp);
 		pstr(fp, cfg->box.address);
-		fputs("; ca = ", fp);
-		pstr(fp, cfg->box.ca);
+		if (cfg->box.ca != NULL) {
+			fputs("; ca = ", fp);
+			pstr(fp, cfg->box.ca);
+		} else {
+			size_t k;
+
+			fputs("; pin = \"sha256:", fp);
+			for (k = 0; k < 32; k++)
+				fprintf(fp, "%02x", cfg->box.pin[k]);
+			fputc('"', fp);
+		}
 		fputs("; cert = ", fp);
 		pstr(fp, cfg->box.cert);
 		fputs("; key = ", fp);

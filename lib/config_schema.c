@@ -918,9 +918,35 @@ set_box_pool(struct loader *ld, const config_setting_t *s, void *obj,
 	b->has_pool = true;
 }
 
+/* pin = "sha256:HEX": the box's public key typed in, instead of its
+ * certificate file (the same form as a host's key at the box). */
+static void
+set_box_pin(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_box *b = obj;
+	const char *v = config_setting_get_string(s);
+	unsigned int x;
+	size_t i;
+
+	if (strncmp(v, "sha256:", 7) != 0 || strlen(v) != 7 + 64 ||
+	    strspn(v + 7, "0123456789abcdefABCDEF") != 64) {
+		serr(ld, s, "%s: pin: expected \"sha256:\" and 64 hex digits "
+		    "(the SHA-256 of the box certificate's public key), got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	for (i = 0; i < 32; i++) {
+		sscanf(v + 7 + 2 * i, "%2x", &x);
+		b->pin[i] = (uint8_t)x;
+	}
+	b->has_pin = true;
+}
+
 static const struct key box_keys[] = {
 	{ "address", K_STR, 1, set_box_str, offsetof(struct moat_box, address) },
-	{ "ca", K_STR, 1, set_box_str, offsetof(struct moat_box, ca) },
+	{ "ca", K_STR, 0, set_box_str, offsetof(struct moat_box, ca) },
+	{ "pin", K_STR, 0, set_box_pin, 0 },
 	{ "cert", K_STR, 1, set_box_str, offsetof(struct moat_box, cert) },
 	{ "key", K_STR, 1, set_box_str, offsetof(struct moat_box, key) },
 	{ "pool", K_STR, 0, set_box_pool, 0 },
@@ -929,8 +955,13 @@ static const struct key box_keys[] = {
 static void
 load_box(struct loader *ld, const config_setting_t *s)
 {
-	where(ld, s, &ld->cfg->box.where);
-	walk(ld, s, box_keys, NKEYS(box_keys), &ld->cfg->box, "box");
+	struct moat_box *b = &ld->cfg->box;
+
+	where(ld, s, &b->where);
+	walk(ld, s, box_keys, NKEYS(box_keys), b, "box");
+	if ((b->ca != NULL) == b->has_pin)
+		serr(ld, s, "box: expected exactly one of ca (the box's "
+		    "certificate file) and pin (its key's \"sha256:...\")");
 }
 
 static void

@@ -8,13 +8,17 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "regclient.h"
 
@@ -83,6 +87,9 @@ connect_box(const char *box, int timeout_s)
 	return fd;
 }
 
+/* With a pin the handshake still proves the box holds the certificate's
+ * key (TLS 1.3 CertificateVerify); which key it is, is checked after it
+ * (pin_ok), before any request is sent. */
 static SSL_CTX *
 client_ctx(const char *ca, const char *cert, const char *key)
 {
@@ -90,15 +97,36 @@ client_ctx(const char *ca, const char *cert, const char *key)
 
 	if (ctx == NULL ||
 	    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-	    SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 ||
+	    (ca != NULL && SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) ||
 	    SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_check_private_key(ctx) != 1) {
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_verify(ctx, ca != NULL ? SSL_VERIFY_PEER : SSL_VERIFY_NONE,
+	    NULL);
 	return ctx;
+}
+
+static bool
+pin_ok(SSL *ssl, const uint8_t pin[32])
+{
+	X509 *peer = SSL_get1_peer_certificate(ssl);
+	unsigned char *der = NULL, md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int len;
+	bool ok = false;
+
+	if (peer == NULL)
+		return false;
+	len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(peer), &der);
+	if (len > 0 && EVP_Digest(der, (size_t)len, md, &mdlen, EVP_sha256(),
+	    NULL) == 1 && mdlen == 32)
+		ok = CRYPTO_memcmp(md, pin, 32) == 0;
+	OPENSSL_free(der);
+	X509_free(peer);
+	return ok;
 }
 
 void
@@ -118,8 +146,9 @@ regclient_close(struct regclient *rc)
 }
 
 struct regclient *
-regclient_open(const char *box, const char *ca, const char *cert,
-    const char *key, int timeout_s, char *why, size_t whylen)
+regclient_open(const char *box, const char *ca, const uint8_t pin[32],
+    const char *cert, const char *key, int timeout_s, char *why,
+    size_t whylen)
 {
 	struct regclient *rc = calloc(1, sizeof(*rc));
 
@@ -129,8 +158,9 @@ regclient_open(const char *box, const char *ca, const char *cert,
 	}
 	rc->fd = -1;
 	if ((rc->ctx = client_ctx(ca, cert, key)) == NULL) {
-		snprintf(why, whylen, "cannot load %s, %s or %s (or the key "
-		    "does not match the certificate)", ca, cert, key);
+		snprintf(why, whylen, "cannot load %s%s%s or %s (or the key "
+		    "does not match the certificate)", ca ? ca : "", ca ? ", " :
+		    "", cert, key);
 		goto fail;
 	}
 	if ((rc->fd = connect_box(box, timeout_s)) == -1) {
@@ -142,6 +172,13 @@ regclient_open(const char *box, const char *ca, const char *cert,
 		snprintf(why, whylen, "TLS with %s failed (is the CA file "
 		    "the box's certificate?)", box);
 		SSL_free(rc->ssl);
+		rc->ssl = NULL;
+		goto fail;
+	}
+	if (ca == NULL && (pin == NULL || !pin_ok(rc->ssl, pin))) {
+		snprintf(why, whylen, "the box at %s is not the one pinned "
+		    "(its key's SHA-256 differs from box.pin)", box);
+		SSL_free(rc->ssl);	/* nothing is said to an impostor */
 		rc->ssl = NULL;
 		goto fail;
 	}

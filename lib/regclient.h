@@ -12,6 +12,7 @@
 #define MOAT_REGCLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct regclient;
 
@@ -23,10 +24,13 @@ enum {
 };
 
 /* Connect to box ("ADDRESS:PORT") and finish the TLS handshake within
- * timeout_s.  NULL on failure, with why said in why. */
+ * timeout_s.  The box is accepted if its certificate verifies against ca
+ * (a PEM file: the box's own certificate) or, with ca NULL, if the
+ * SHA-256 of its public key (SubjectPublicKeyInfo, DER) is pin.  NULL on
+ * failure, with why said in why. */
 struct regclient *regclient_open(const char *box, const char *ca,
-	    const char *cert, const char *key, int timeout_s,
-	    char *why, size_t whylen);
+	    const uint8_t pin[32], const char *cert, const char *key,
+	    int timeout_s, char *why, size_t whylen);
 /* Send one request line (no newline) and read its answer.  Lines before
  * the final one (list's) go to each_line when it is not NULL. */
 int	 regclient_request(struct regclient *, const char *line,

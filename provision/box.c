@@ -29,8 +29,8 @@ box_open(const struct pv *pv)
 	struct regclient *rc;
 	char why[512];
 
-	rc = regclient_open(b->address, b->ca, b->cert, b->key, BOX_TIMEOUT_S,
-	    why, sizeof(why));
+	rc = regclient_open(b->address, b->ca, b->has_pin ? b->pin : NULL,
+	    b->cert, b->key, BOX_TIMEOUT_S, why, sizeof(why));
 	if (rc == NULL)
 		log_warnx("gateway box %s: %s", b->address, why);
 	return rc;

@@ -64,7 +64,9 @@ hosts = (
 CONF
 BOX_SB=$TOPO_TMP/sandboxes.d; mkdir -p "$BOX_SB"
 
-# host_conf DIR CERT POOL -- a KVM host's moat.conf with its box section.
+# host_conf DIR CERT POOL TRUST -- a KVM host's moat.conf with its box
+# section; TRUST is how it knows the box: its key's fingerprint typed in
+# (pin) or its certificate file (ca).
 host_conf() {
 	mkdir -p "$1/sandboxes.d"
 	cat >"$1/moat.conf" <<CONF
@@ -75,13 +77,13 @@ gateway: {
   dns:   { upstream = [ "$GW_ADDR" ]; };
   state_dir = "$1/state";
 };
-box: { address = "$SB_MGMT:7443"; ca = "$PKI/box.crt"; cert = "$PKI/$2.crt";
+box: { address = "$SB_MGMT:7443"; $4; cert = "$PKI/$2.crt";
        key = "$PKI/$2.key"; pool = "$3"; };
 CONF
 }
 HA=$TOPO_TMP/hostA; HB=$TOPO_TMP/hostB
-host_conf "$HA" hostA $SB_POOL_A
-host_conf "$HB" hostB $SB_POOL_B
+host_conf "$HA" hostA $SB_POOL_A "pin = \"$(pin box)\""
+host_conf "$HB" hostB $SB_POOL_B "ca = \"$PKI/box.crt\""
 # pvh HOSTNS DIR ARGS... -- provision on a KVM host.
 pvh() { local ns=$1 d=$2; shift 2; in_ns "$ns" env -i PATH="$PATH" build/provision \
 	-c "$d/moat.conf" --run-dir "$d/run" "$@"; }
@@ -185,6 +187,15 @@ expect_match "... printing the box's reason" "unknown host key" "$out"
 expect_eq "... nothing left on the host" "" "$(leftovers "$TOPO_TMP/stranger" s1)"
 expect_eq "... and nothing at the box" False \
 	"$([ -f "$BOX_SB/s1.conf" ] && echo True || echo False)"
+# A box that is not the pinned one (host A's pin names another key).
+cp -r "$HA" "$TOPO_TMP/wrongpin"; rm -rf "$TOPO_TMP/wrongpin/state" "$TOPO_TMP/wrongpin/sandboxes.d"/*
+sed -i "s|$(pin box)|$(pin stranger)|" "$TOPO_TMP/wrongpin/moat.conf"
+n0=$(grep -c . "$GW_AUDIT")
+out=$(pvh "$SB_NS_A" "$TOPO_TMP/wrongpin" create w1 $(kargs) open 2>&1); rc=$?
+expect_eq "a box whose key is not the pinned one: provision create fails" 1 "$rc"
+expect_match "... saying so" "not the one pinned" "$out"
+expect_eq "... nothing left on the host" "" "$(leftovers "$TOPO_TMP/wrongpin" w1)"
+expect_eq "... and no request reached the box" "$n0" "$(grep -c . "$GW_AUDIT")"
 expect_match "host B removing host A's a1 by hand is refused" "^error not this host's sandbox" \
 	"$(reg "$SB_NS_B" hostB remove a1)"
 
