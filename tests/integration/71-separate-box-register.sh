@@ -163,6 +163,20 @@ expect_eq "a1 cannot reach b1 through the box (another host's guest)" unreachabl
 	"$(tcp_probe $TOPO-a1 "$B1" 22)"
 in_ns $TOPO-a1 ip route del "$B1"/32 via $GW_ADDR
 expect_eq "a1: LAN host refused" unreachable "$(tcp_probe $TOPO-a1 $LAN_HOST 22)"
+# Every trunk is the sandbox side: the box itself only on DNS and the proxy.
+topo_banner "$NS_GW" $GW_ADDR 22 "SSH-2.0-gateway-box"
+expect_eq "b1 (on trunk trB): the proxy port is open" connected "$(tcp_probe $TOPO-b1 $GW_ADDR 3128)"
+expect_eq "b1: the box's ssh refused (admin-prohibited)" unreachable "$(tcp_probe $TOPO-b1 $GW_ADDR 22)"
+expect_eq "b1: the box's uplink address refused" unreachable "$(tcp_probe $TOPO-b1 203.0.113.1 22)"
+# Nothing from outside opens a connection to a guest on a trunk.
+topo_banner "$TOPO-b1" "$B1" 22 "SSH-2.0-guest-b1"
+in_ns "$NS_INET" ip route add 10.77.0.0/24 via 203.0.113.1
+i0=$(counter inbound)
+expect_eq "the internet cannot open a connection to b1 on its trunk" timeout \
+	"$(tcp_probe "$NS_INET" "$B1" 22)"
+expect_eq "... dropped by the box as inbound" True \
+	"$([ "$(counter inbound)" -gt "$i0" ] && echo True || echo "False ($i0 -> $(counter inbound))")"
+in_ns "$NS_INET" ip route del 10.77.0.0/24 via 203.0.113.1
 expect_eq "a1: the box's management address refused" unreachable \
 	"$(tcp_probe $TOPO-a1 198.51.100.1 22)"
 expect_eq "a1 cannot reach the registration endpoint (box side)" unreachable \
