@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,14 +130,61 @@ pin_ok(SSL *ssl, const uint8_t pin[32])
 	return ok;
 }
 
+/* SIGPIPE held back around writes: a box that closes first (as it does
+ * after refusing a host key) must not kill the tool. */
+struct nosig {
+	sigset_t	 pipe, old;
+	int		 was_pending;
+};
+
+static void
+nosig_begin(struct nosig *ns)
+{
+	sigset_t pending;
+
+	sigemptyset(&ns->pipe);
+	sigaddset(&ns->pipe, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &ns->pipe, &ns->old);
+	sigpending(&pending);
+	ns->was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void
+nosig_end(struct nosig *ns)
+{
+	static const struct timespec now = { 0, 0 };
+	sigset_t pending;
+
+	sigpending(&pending);
+	if (!ns->was_pending && sigismember(&pending, SIGPIPE))
+		sigtimedwait(&ns->pipe, NULL, &now);
+	sigprocmask(SIG_SETMASK, &ns->old, NULL);
+}
+
+static int
+write_nosig(SSL *ssl, const char *buf, int len)
+{
+	struct nosig ns;
+	int r;
+
+	nosig_begin(&ns);
+	r = SSL_write(ssl, buf, len);
+	nosig_end(&ns);
+	return r;
+}
+
 void
 regclient_close(struct regclient *rc)
 {
 	if (rc == NULL)
 		return;
 	if (rc->ssl != NULL) {
-		SSL_write(rc->ssl, "quit\n", 5);
-		SSL_shutdown(rc->ssl);
+		struct nosig ns;
+
+		nosig_begin(&ns);
+		if (SSL_write(rc->ssl, "quit\n", 5) > 0)
+			SSL_shutdown(rc->ssl);
+		nosig_end(&ns);
 		SSL_free(rc->ssl);
 	}
 	SSL_CTX_free(rc->ctx);
@@ -226,7 +274,7 @@ regclient_request(struct regclient *rc, const char *line,
 		snprintf(why, whylen, "request too long");
 		return REG_REFUSED;
 	}
-	if (SSL_write(rc->ssl, req, n) != n) {
+	if (write_nosig(rc->ssl, req, n) != n) {
 		snprintf(why, whylen, "the box closed the connection");
 		return REG_UNREACHABLE;
 	}

@@ -6,9 +6,13 @@
  * provision only reports its answer (lib/regclient.c speaks the line
  * protocol).
  */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "provision.h"
@@ -163,7 +167,7 @@ cmd_sync_box(struct pv *pv, int argc, char **argv)
 {
 	struct regclient *rc;
 	size_t nok = 0;
-	int r;
+	int r, lockfd;
 
 	if (argc != 1) {
 		log_warnx("usage: provision sync-box");
@@ -176,10 +180,23 @@ cmd_sync_box(struct pv *pv, int argc, char **argv)
 		    "sync with", pv->conf_path);
 		return EXIT_USAGE;
 	}
-	if ((rc = box_open(pv)) == NULL)
+	/* Under the lock creates and destroys hold: the list sent is the
+	 * list this host has. */
+	if (mkdir(pv->sbdir, 0755) == -1 && errno != EEXIST)
+		log_warn("mkdir %s", pv->sbdir);
+	if ((lockfd = dir_lock(pv->sbdir)) == -1)
 		return EXIT_SYSTEM;
+	if (pv_load(pv) == -1) {
+		close(lockfd);
+		return EXIT_FALSE;
+	}
+	if ((rc = box_open(pv)) == NULL) {
+		close(lockfd);
+		return EXIT_SYSTEM;
+	}
 	r = sync_all(pv, rc, &nok);
 	regclient_close(rc);
+	close(lockfd);
 	printf("gateway box %s: %zu of %zu sandbox(es) registered%s\n",
 	    pv->cfg->box.address, nok, pv->cfg->nsandboxes,
 	    r == 0 ? ", the box has no others of this host" : "");
