@@ -3,7 +3,10 @@
  *
  * inet moat (the gateway, routed traffic)
  *   raw_pre   prerouting/raw: sandbox-network sources only from the
- *             bridge, only sandbox-network sources on the bridge, no IPv6
+ *             bridge, only sandbox-network sources on the bridge, no IPv6;
+ *             on a separate box "the bridge" is every sandbox-side
+ *             interface (set sb_ifs: the bridge and the hosts' trunks),
+ *             and a sandbox with a trunk only from that trunk
  *   nat_pre   prerouting/dstnat: tcp 80/443 of open and allowlist guests
  *             to public addresses -> the proxy (when intercept is on)
  *   input     guests reach the gateway host only on DNS and the proxy
