@@ -133,7 +133,8 @@ gw_start; expect_eq "gatewayd starts on the gateway box" 0 $?
 topo_wait_port "$NS_GW" $SB_MGMT 7443
 
 # --- two hosts register sandboxes; egress follows ---------------------------
-out=$(pvA create a1 $(kargs) open 2>&1)
+t0=$(now_ms); out=$(pvA create a1 $(kargs) open 2>&1); t1=$(now_ms)
+echo "# provision create a1 (kernel mode, registered at the box): $((t1 - t0)) ms"
 expect_match "host A: provision create a1 registers it with the box" "created a1" "$out"
 A1=$(field "$HA" a1 address)
 expect_match "a1's address is in host A's pool" "^10\.77\.0\.(1[6-9]|2[0-9]|3[01])$" "$A1"
@@ -276,10 +277,13 @@ pvA stop --force a3 >/dev/null 2>&1
 
 # --- host A comes back and resynchronises -----------------------------------
 # The box lost a1 meanwhile (removed by hand); host A still has a1 and a3.
+t0=$(now_ms)
 expect_eq "the box forgets a1 (by hand)" ok "$(reg "$SB_NS_A" hostA remove a1)"
+echo "# gatewayd register remove (one TLS request): $(($(now_ms) - t0)) ms"
 wait_for 30 web_refused a1
 expect_eq "... a1 gets nothing out" "" "$(web a1)"
-out=$(pvA sync-box 2>&1); rc=$?
+t0=$(now_ms); out=$(pvA sync-box 2>&1); rc=$?; t1=$(now_ms)
+echo "# provision sync-box (2 sandboxes, one connection): $((t1 - t0)) ms"
 expect_eq "host A: provision sync-box exits 0" 0 "$rc"
 expect_match "... says what it registered" "2 of 2 sandbox" "$out"
 expect_eq "... the box lists exactly host A's sandboxes" "a1 a3" \
