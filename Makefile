@@ -125,6 +125,9 @@ install: all
 	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' \
 	    examples/moat-guest@.service >$(DESTDIR)$(UNITDIR)/moat-guest@.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-guest@.service
+	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' \
+	    examples/moat-sync-box.service >$(DESTDIR)$(UNITDIR)/moat-sync-box.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-sync-box.service
 	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0644 examples/moat.logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/moat
 	install -d $(DESTDIR)$(PREFIX)/lib/moat

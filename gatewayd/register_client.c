@@ -1,106 +1,52 @@
 /*
  * register_client.c -- `gatewayd register`: a KVM host's side of the
- * registration endpoint (register.c).  Sends one request with the host's
- * key pair, verifies the box against the CA file given, prints the answer
- * and exits 0 only on "ok".
+ * registration endpoint (register.c), by hand.  Sends one request with
+ * the host's key pair through lib/regclient.c (which provision uses
+ * too), prints the box's answer and exits 0 only on "ok".
  *
  *   gatewayd register --box ADDR:PORT --ca BOX.crt --cert HOST.crt
  *       --key HOST.key REQUEST...
  */
-#include <sys/socket.h>
-
 #include <getopt.h>
-#include <netdb.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
+#include "exitcodes.h"
 #include "gatewayd.h"
+#include "regclient.h"
+
+#define REGISTER_TIMEOUT_S	30
 
 static int
 usage(void)
 {
 	fputs("usage: gatewayd register --box ADDR:PORT --ca BOX.crt "
 	    "--cert HOST.crt --key HOST.key\n"
-	    "           (register NAME ADDRESS MAC EGRESS | remove NAME | list)\n",
-	    stderr);
-	return 2;
+	    "           (register NAME ADDRESS MAC EGRESS | remove NAME | "
+	    "sync NAME,...|- | list)\n", stderr);
+	return EXIT_USAGE;
 }
 
+static void
+print_line(const char *line, void *arg)
+{
+	printf("%s\n", line);
+}
+
+/* The request words joined by spaces: one line. */
 static int
-connect_box(const char *box)
+join(char *req, size_t len, int argc, char *argv[])
 {
-	char host[256], *colon;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	struct timeval tv = { 30, 0 };
-	int fd;
-
-	snprintf(host, sizeof(host), "%s", box);
-	if ((colon = strrchr(host, ':')) == NULL)
-		return -1;
-	*colon = '\0';
-	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
-		return -1;
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd != -1 && connect(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
-	if (fd != -1) {
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	}
-	return fd;
-}
-
-static SSL_CTX *
-client_ctx(const char *ca, const char *cert, const char *key)
-{
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-
-	if (ctx == NULL ||
-	    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-	    SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 ||
-	    SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
-	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-		fprintf(stderr, "gatewayd register: cannot load %s, %s or %s\n",
-		    ca, cert, key);
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	return ctx;
-}
-
-/* Send the request and "quit"; print the answer.  0 when it ends in ok. */
-static int
-exchange(SSL *ssl, int argc, char *argv[])
-{
-	char req[1024] = "", buf[512], last[512] = "";
 	size_t n = 0;
-	int i, r;
+	int i, w;
 
 	for (i = 0; i < argc; i++) {
-		strncat(req, argv[i], sizeof(req) - strlen(req) - 8);
-		strncat(req, i + 1 < argc ? " " : "\nquit\n",
-		    sizeof(req) - strlen(req) - 1);
+		w = snprintf(req + n, len - n, "%s%s", i ? " " : "", argv[i]);
+		if (w < 0 || (size_t)w >= len - n)
+			return -1;
+		n += (size_t)w;
 	}
-	if (SSL_write(ssl, req, (int)strlen(req)) <= 0)
-		return 1;
-	while ((r = SSL_read(ssl, buf + n, 1)) == 1) {
-		if (buf[n] != '\n' && ++n < sizeof(buf) - 1)
-			continue;
-		buf[n + 1] = '\0';
-		fputs(buf, stdout);
-		snprintf(last, sizeof(last), "%s", buf);
-		n = 0;
-	}
-	return strcmp(last, "ok\n") == 0 ? 0 : 1;
+	return 0;
 }
 
 int
@@ -114,9 +60,9 @@ register_main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *box = NULL, *ca = NULL, *cert = NULL, *key = NULL;
-	SSL_CTX *ctx;
-	SSL *ssl;
-	int c, fd, rc;
+	char req[1024], why[512];
+	struct regclient *rc;
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
@@ -128,23 +74,24 @@ register_main(int argc, char *argv[])
 		default: return usage();
 		}
 	}
-	if (!box || !ca || !cert || !key || optind >= argc)
+	if (!box || !ca || !cert || !key || optind >= argc ||
+	    join(req, sizeof(req), argc - optind, argv + optind) == -1)
 		return usage();
-	if ((ctx = client_ctx(ca, cert, key)) == NULL)
-		return 1;
-	if ((fd = connect_box(box)) == -1) {
-		fprintf(stderr, "gatewayd register: cannot reach %s\n", box);
-		return 3;
+	rc = regclient_open(box, ca, NULL, cert, key, REGISTER_TIMEOUT_S, why,
+	    sizeof(why));
+	if (rc == NULL) {
+		fprintf(stderr, "gatewayd register: %s\n", why);
+		return EXIT_SYSTEM;
 	}
-	ssl = SSL_new(ctx);
-	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
-		fprintf(stderr, "gatewayd register: TLS with %s failed (is "
-		    "--ca the box's certificate?)\n", box);
-		rc = 1;
-	} else
-		rc = exchange(ssl, argc - optind, argv + optind);
-	SSL_free(ssl);
-	SSL_CTX_free(ctx);
-	close(fd);
-	return rc;
+	r = regclient_request(rc, req, print_line, NULL, why, sizeof(why));
+	regclient_close(rc);
+	if (r == REG_OK)
+		puts("ok");
+	else if (r == REG_REFUSED)
+		printf("error %s\n", why);
+	else
+		fprintf(stderr, "gatewayd register: %s\n", why);
+	fflush(stdout);
+	return r == REG_OK ? EXIT_OK : r == REG_REFUSED ? EXIT_FALSE :
+	    EXIT_SYSTEM;
 }

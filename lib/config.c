@@ -56,6 +56,10 @@ config_free(struct moat_config *cfg)
 		strlist_free(&cfg->hosts[i].secrets);
 	}
 	free(cfg->hosts);
+	free(cfg->box.address);
+	free(cfg->box.ca);
+	free(cfg->box.cert);
+	free(cfg->box.key);
 	free(cfg->gw.reg_listen);
 	free(cfg->gw.reg_cert);
 	free(cfg->gw.reg_key);

@@ -90,7 +90,8 @@ struct moat_sandbox {
 					 * default tcp/80, tcp/443 */
 	size_t		 nallow_ports;
 	char		 trunk[IFNAMSIZ];	/* separate box: the interface its
-					 * KVM host's guests arrive on, or "" */
+					 * KVM host's guests arrive on, or "";
+					 * its packets must arrive on it */
 	struct moat_where where;
 };
 
@@ -139,6 +140,18 @@ struct moat_host {
 	struct moat_strlist secrets;	/* its sandboxes may be bound to */
 	struct moat_where where;
 };
+/* On a KVM host: the separate gateway box provision registers its
+ * sandboxes with (box = { address; ca; cert; key; }). */
+struct moat_box {
+	char		*address;	/* "ADDRESS:PORT", or NULL: no box */
+	char		*ca;		/* the box's certificate, or NULL: */
+	uint8_t		 pin[32];	/* sha256 of the box's public key */
+	bool		 has_pin;
+	char		*cert, *key;	/* this host's certificate and key */
+	struct moat_prefix pool;	/* where provision picks addresses */
+	bool		 has_pool;	/* else all of gateway.network */
+	struct moat_where where;
+};
 /* Far above useradd's subordinate ranges (100000 + 65536 per user). */
 #define MOAT_GUEST_UID_FIRST	2100000000u
 #define MOAT_GUEST_UID_LAST	2100065535u
@@ -150,6 +163,7 @@ struct moat_config {
 	struct moat_gateway gw;
 	struct moat_host *hosts;	/* hosts = ( ... ) */
 	size_t		 nhosts;
+	struct moat_box	 box;		/* a KVM host's gateway box, or all NULL */
 	struct moat_secret *secrets;
 	size_t		 nsecrets;
 	struct moat_sandbox *sandboxes;

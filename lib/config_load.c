@@ -306,7 +306,7 @@ load_main(struct loader *ld, const char *path)
 				break;
 		if (t == nt)
 			serr(ld, m, "unknown key \"%s\" (expected one of: "
-			    "gateway, secrets, sandboxes, quotas, hosts)",
+			    "gateway, secrets, sandboxes, quotas, hosts, box)",
 			    config_setting_name(m));
 	}
 	config_destroy(&lc);

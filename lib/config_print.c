@@ -287,6 +287,32 @@ config_print(FILE *fp, const struct moat_config *cfg)
 	fputs(");\n", fp);
 	print_quotas(fp, cfg);
 	print_hosts(fp, cfg);
+	if (cfg->box.address != NULL) {
+		fputs("box: { address = ", fp);
+		pstr(fp, cfg->box.address);
+		if (cfg->box.ca != NULL) {
+			fputs("; ca = ", fp);
+			pstr(fp, cfg->box.ca);
+		} else {
+			size_t k;
+
+			fputs("; pin = \"sha256:", fp);
+			for (k = 0; k < 32; k++)
+				fprintf(fp, "%02x", cfg->box.pin[k]);
+			fputc('"', fp);
+		}
+		fputs("; cert = ", fp);
+		pstr(fp, cfg->box.cert);
+		fputs("; key = ", fp);
+		pstr(fp, cfg->box.key);
+		if (cfg->box.has_pool) {
+			char buf[64];
+
+			fprintf(fp, "; pool = \"%s\"",
+			    prefix_fmt(&cfg->box.pool, buf, sizeof(buf)));
+		}
+		fputs("; };\n", fp);
+	}
 }
 
 void

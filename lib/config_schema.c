@@ -903,6 +903,100 @@ load_hosts(struct loader *ld, const config_setting_t *s)
 	}
 }
 
+/* --- box (a KVM host's separate gateway box) -------------------------- */
+
+static void
+set_box_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	char **f = FIELD(obj, k, char *);
+	const char *v = config_setting_get_string(s);
+	const char *colon = strrchr(v, ':');
+
+	if (strcmp(k->name, "address") == 0) {
+		if (colon == NULL || colon == v || colon[1] == '\0' ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+			serr(ld, s, "%s: address: expected \"ADDRESS:PORT\" "
+			    "(the box's registration endpoint), got \"%s\"",
+			    ctx, v);
+			return;
+		}
+	} else if (v[0] != '/') {
+		serr(ld, s, "%s: %s: expected an absolute path, got \"%s\"",
+		    ctx, k->name, v);
+		return;
+	}
+	free(*f);
+	*f = xstrdup(v);
+}
+
+/* The host's pool at the box (its hosts = entry): new sandboxes get
+ * addresses from it, inside gateway.network. */
+static void
+set_box_pool(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_box *b = obj;
+	const struct moat_prefix *net = &ld->cfg->gw.network;
+	const char *v = config_setting_get_string(s);
+
+	if (prefix_parse(v, &b->pool) == -1 || b->pool.addr.family != AF_INET ||
+	    strchr(v, '/') == NULL || b->pool.plen > 30 ||
+	    b->pool.plen < net->plen || !prefix_contains(net, &b->pool.addr)) {
+		serr(ld, s, "%s: pool: expected an IPv4 network inside "
+		    "gateway.network like \"10.77.0.64/26\", got \"%s\"",
+		    ctx, v);
+		return;
+	}
+	b->has_pool = true;
+}
+
+/* pin = "sha256:HEX": the box's public key typed in, instead of its
+ * certificate file (the same form as a host's key at the box). */
+static void
+set_box_pin(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_box *b = obj;
+	const char *v = config_setting_get_string(s);
+	unsigned int x;
+	size_t i;
+
+	if (strncmp(v, "sha256:", 7) != 0 || strlen(v) != 7 + 64 ||
+	    strspn(v + 7, "0123456789abcdefABCDEF") != 64) {
+		serr(ld, s, "%s: pin: expected \"sha256:\" and 64 hex digits "
+		    "(the SHA-256 of the box certificate's public key), got "
+		    "\"%s\"", ctx, v);
+		return;
+	}
+	for (i = 0; i < 32; i++) {
+		sscanf(v + 7 + 2 * i, "%2x", &x);
+		b->pin[i] = (uint8_t)x;
+	}
+	b->has_pin = true;
+}
+
+static const struct key box_keys[] = {
+	{ "address", K_STR, 1, set_box_str, offsetof(struct moat_box, address) },
+	{ "ca", K_STR, 0, set_box_str, offsetof(struct moat_box, ca) },
+	{ "pin", K_STR, 0, set_box_pin, 0 },
+	{ "cert", K_STR, 1, set_box_str, offsetof(struct moat_box, cert) },
+	{ "key", K_STR, 1, set_box_str, offsetof(struct moat_box, key) },
+	{ "pool", K_STR, 0, set_box_pool, 0 },
+};
+
+static void
+load_box(struct loader *ld, const config_setting_t *s)
+{
+	struct moat_box *b = &ld->cfg->box;
+
+	where(ld, s, &b->where);
+	walk(ld, s, box_keys, NKEYS(box_keys), b, "box");
+	if ((b->ca != NULL) == b->has_pin)
+		serr(ld, s, "box: expected exactly one of ca (the box's "
+		    "certificate file) and pin (its key's \"sha256:...\")");
+}
+
 static void
 load_sandboxes(struct loader *ld, const config_setting_t *s)
 {
@@ -919,6 +1013,7 @@ const struct top_key config_top_keys[] = {
 	{ "sandboxes", K_GROUPLIST, 0, load_sandboxes },
 	{ "quotas", K_GROUPLIST, 0, load_quotas },
 	{ "hosts", K_GROUPLIST, 0, load_hosts },
+	{ "box", K_GROUP, 0, load_box },
 };
 
 const size_t config_ntop_keys = NKEYS(config_top_keys);

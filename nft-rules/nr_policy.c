@@ -3,7 +3,10 @@
  *
  * inet moat (the gateway, routed traffic)
  *   raw_pre   prerouting/raw: sandbox-network sources only from the
- *             bridge, only sandbox-network sources on the bridge, no IPv6
+ *             bridge, only sandbox-network sources on the bridge, no IPv6;
+ *             on a separate box "the bridge" is every sandbox-side
+ *             interface (set sb_ifs: the bridge and the hosts' trunks),
+ *             and a sandbox with a trunk only from that trunk
  *   nat_pre   prerouting/dstnat: tcp 80/443 of open and allowlist guests
  *             to public addresses -> the proxy (when intercept is on)
  *   input     guests reach the gateway host only on DNS and the proxy
@@ -332,6 +335,134 @@ sandbox_map(struct build *b, struct nr_table *t)
 	}
 }
 
+/*
+ * A separate box may have several sandbox-side interfaces: gateway.bridge
+ * plus each KVM host's trunk (hosts[].trunk, a sandbox's trunk).  With
+ * more than one, every "from or to the sandbox side" match is one lookup
+ * in the set sb_ifs; with one it stays the plain iifname comparison.
+ */
+static bool
+if_listed(char (*v)[IFNAMSIZ], size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The sandbox-side interfaces, bridge first, each once; returns the count. */
+static size_t
+sb_ifnames(const struct build *b, char (**out)[IFNAMSIZ])
+{
+	const struct moat_config *cfg = b->cfg;
+	char (*v)[IFNAMSIZ] = xcalloc(1 + cfg->nhosts + cfg->nsandboxes,
+	    IFNAMSIZ);
+	size_t i, n = 0;
+
+	snprintf(v[n++], IFNAMSIZ, "%s", cfg->gw.bridge);
+	for (i = 0; i < cfg->nhosts; i++)
+		if (cfg->hosts[i].trunk[0] &&
+		    !if_listed(v, n, cfg->hosts[i].trunk))
+			snprintf(v[n++], IFNAMSIZ, "%s", cfg->hosts[i].trunk);
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (cfg->sandboxes[i].trunk[0] &&
+		    !if_listed(v, n, cfg->sandboxes[i].trunk))
+			snprintf(v[n++], IFNAMSIZ, "%s",
+			    cfg->sandboxes[i].trunk);
+	*out = v;
+	return n;
+}
+
+/* Trunks are in play: the box has hosts, or a sandbox names a trunk. */
+static bool
+has_trunks(const struct build *b)
+{
+	size_t i;
+
+	if (b->cfg->nhosts > 0)
+		return true;
+	for (i = 0; i < b->cfg->nsandboxes; i++)
+		if (b->cfg->sandboxes[i].trunk[0])
+			return true;
+	return false;
+}
+
+/* Match packets arriving on (F_IIFNAME) or leaving by (F_OIFNAME) the
+ * sandbox side, or (neq) anywhere else. */
+static void
+rb_sandbox_side(const struct build *b, struct nr_rb *rb, enum nr_field f,
+    bool neq)
+{
+	if (has_trunks(b))
+		rb_lookup(rb, &f, 1, "sb_ifs", neq);
+	else
+		rb_cmp_str(rb, f, neq, b->cfg->gw.bridge);
+}
+
+/* sb_ifs; and for each sandbox with a trunk, its address in "trunked"
+ * and (address . trunk) in "sb_trunk": raw_pre refuses a trunked
+ * address that arrives on any other interface, so a KVM host cannot
+ * send as another host's guests. */
+static void
+trunk_sets(struct build *b, struct nr_table *t)
+{
+	struct nr_set *ifs, *trunked, *pairs;
+	char (*v)[IFNAMSIZ], text[128], a[64];
+	uint8_t key[20];
+	size_t i, n;
+
+	if (!has_trunks(b))
+		return;
+	ifs = model_set(t, "sb_ifs", NR_TYPE_IFNAME, 16,
+	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type ifname; flags constant;"));
+	n = sb_ifnames(b, &v);
+	for (i = 0; i < n; i++) {
+		memset(key, 0, sizeof(key));
+		memcpy(key, v[i], strnlen(v[i], IFNAMSIZ - 1));
+		snprintf(text, sizeof(text), "\"%s\"", v[i]);
+		model_set_elem(ifs, key, 16, 0, 0, NULL, text);
+	}
+	free(v);
+	trunked = model_set(t, "trunked", NR_TYPE_IPADDR, 4,
+	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type ipv4_addr; flags constant;"));
+	pairs = model_set(t, "sb_trunk", NR_CONCAT(NR_TYPE_IPADDR,
+	    NR_TYPE_IFNAME), 20, per_sandbox(b, NFT_SET_CONSTANT),
+	    per_sandbox_decl(b, "type ipv4_addr . ifname; flags constant;"));
+	for (i = 0; i < b->cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+
+		if (sb->trunk[0] == '\0')
+			continue;
+		fmt_ip(&sb->address, a, sizeof(a));
+		model_set_elem(trunked, sb->address.a, 4, 0, 0, NULL, a);
+		memset(key, 0, sizeof(key));
+		memcpy(key, sb->address.a, 4);
+		memcpy(key + 4, sb->trunk, strnlen(sb->trunk, IFNAMSIZ - 1));
+		snprintf(text, sizeof(text), "%s . \"%s\"", a, sb->trunk);
+		model_set_elem(pairs, key, 20, 0, 0, NULL, text);
+	}
+}
+
+/* raw_pre: a trunked sandbox's address only from its own trunk. */
+static void
+trunk_rule(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	static const enum nr_field k[] = { F_IP_SADDR, F_IIFNAME };
+	struct nr_rb rb;
+
+	if (!has_trunks(b))
+		return;
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, k, 1, "trunked", false);
+	rb_lookup(&rb, k, 2, "sb_trunk", true);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
+	rb_end(&rb);
+}
+
 /* A rule: [iifname BR] <match on dport> goto refuse/accept. */
 static void
 port_rule(struct nr_table *t, struct nr_chain *c, const struct moat_addr *dst,
@@ -484,7 +615,6 @@ guest_forward(struct build *b, struct nr_table *t)
 		{ F_UDP_DPORT, 53 }, { F_TCP_DPORT, 53 },
 		{ F_TCP_DPORT, 853 }, { F_UDP_DPORT, 853 },
 	};
-	const struct moat_gateway *gw = &b->cfg->gw;
 	struct nr_chain *c = model_chain(t, "guest_fwd", NULL, 0, 0, NULL);
 	struct nr_rb rb;
 	size_t i;
@@ -495,7 +625,7 @@ guest_forward(struct build *b, struct nr_table *t)
 	/* Port isolation stops guest-to-guest frames on the bridge, but
 	 * not packets routed back into it through the host. */
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "guest"));
 	rb_end(&rb);
 	for (i = 0; i < sizeof(dns) / sizeof(dns[0]); i++)
@@ -524,9 +654,9 @@ guest_forward(struct build *b, struct nr_table *t)
  * Guests' UDP queries to the gateway's resolver and dnsd's replies to them
  * bypass conntrack: a guest asks from a new port each time, and an entry
  * made and looked up per query costs more than the answer.  Both sides
- * are exact: queries to the gateway's address and port 53 from the bridge
- * (input's guest_in still decides on them, as before); replies from that
- * address and port to the sandbox network, sent by dnsd's user, which
+ * are exact: queries to the gateway's address and port 53 from the sandbox
+ * side (the bridge or a KVM host's trunk; input's guest_in still decides
+ * on them, as before); replies from that address and port to the sandbox network, sent by dnsd's user, which
  * dns_out accepts untracked.  Any other process's UDP from port 53 to the
  * sandbox network is dropped (inet_output).  Without a dnsd user nothing
  * is exempted: replies would make the entries anyway.
@@ -542,7 +672,7 @@ dns_notrack(struct build *b, struct nr_table *t, struct nr_chain *pre)
 	if (!b->opts->has_dns_uid)
 		return;
 	rb_begin(&rb, t, pre);
-	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
 	rb_cmp_port(&rb, F_UDP_DPORT, 53);
 	rb_notrack(&rb);
@@ -550,7 +680,7 @@ dns_notrack(struct build *b, struct nr_table *t, struct nr_chain *pre)
 	c = model_chain(t, "raw_out", "filter", NF_INET_LOCAL_OUT, -300,
 	    "raw");
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
 	rb_cmp_prefix(&rb, F_IP_SADDR, false, &me);
 	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
 	rb_cmp_port(&rb, F_UDP_SPORT, 53);
@@ -576,20 +706,21 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_verdict(&rb, NF_ACCEPT, NULL);
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_IIFNAME, true, gw->bridge);
+	rb_sandbox_side(b, &rb, F_IIFNAME, true);
 	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_cmp_prefix(&rb, F_IP_SADDR, true, &gw->network);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_nfproto_ipv6(&rb);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "ipv6"));
 	rb_end(&rb);
+	trunk_rule(b, t, c);
 	dns_notrack(b, t, c);
 
 	if (gw->intercept) {
@@ -597,7 +728,7 @@ inet_base_chains(struct build *b, struct nr_table *t)
 		    -100, "dstnat");
 		for (i = 0; i < 2; i++) {
 			rb_begin(&rb, t, c);
-			rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+			rb_sandbox_side(b, &rb, F_IIFNAME, false);
 			rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1,
 			    "intercept", false);
 			rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1,
@@ -610,17 +741,17 @@ inet_base_chains(struct build *b, struct nr_table *t)
 
 	c = model_chain(t, "input", "filter", NF_INET_LOCAL_IN, 0, "filter");
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_verdict(&rb, NFT_GOTO, "guest_in");
 	rb_end(&rb);
 
 	c = model_chain(t, "forward", "filter", NF_INET_FORWARD, 0, "filter");
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_IIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_verdict(&rb, NFT_GOTO, "guest_fwd");
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
 	rb_verdict(&rb, NFT_GOTO, "to_guest");
 	rb_end(&rb);
 
@@ -698,7 +829,7 @@ dns_output(struct build *b, struct nr_table *t, struct nr_chain *c)
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	/* Its untracked replies to guests (dns_notrack). */
 	rb_begin(&rb, t, c);
-	rb_cmp_str(&rb, F_OIFNAME, false, gw->bridge);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
 	rb_cmp_prefix(&rb, F_IP_SADDR, false, &me);
 	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
 	rb_cmp_port(&rb, F_UDP_SPORT, 53);
@@ -781,6 +912,7 @@ build_inet(struct build *b)
 	private_set(t, b->cfg, AF_INET, "private4");
 	private_set(t, b->cfg, AF_INET6, "private6");
 	reason_chains(t, b->cfg->gw.nflog_group);
+	trunk_sets(b, t);
 	sandbox_map(b, t);
 	guest_input(b, t);
 	guest_forward(b, t);

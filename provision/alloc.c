@@ -40,18 +40,27 @@ addr_used(const struct moat_config *cfg, uint32_t h)
 	return false;
 }
 
-/* The lowest free host address after the gateway's.  -1: pool exhausted. */
+/* The lowest free host address after the gateway's, in box.pool when a
+ * separate gateway box gave this host one.  -1: pool exhausted. */
 int
 alloc_address(const struct moat_config *cfg, struct moat_addr *out)
 {
 	const struct moat_prefix *net = &cfg->gw.network;
-	uint32_t base = v4(&net->addr), size, h, gw = v4(&cfg->gw.address);
+	const struct moat_prefix *pool = cfg->box.has_pool ? &cfg->box.pool :
+	    net;
+	uint32_t nbase = v4(&net->addr), nsize, base, size, h;
+	uint32_t gw = v4(&cfg->gw.address);
 
-	if (net->addr.family != AF_INET || net->plen < 1 || net->plen > 30)
+	if (net->addr.family != AF_INET || net->plen < 1 || net->plen > 30 ||
+	    pool->plen < net->plen || pool->plen > 30)
 		return -1;
-	size = 1u << (32 - net->plen);
-	for (h = base + 1; h < base + size - 1; h++) {
-		if (h == gw || addr_used(cfg, h))
+	nsize = 1u << (32 - net->plen);
+	size = 1u << (32 - pool->plen);
+	base = v4(&pool->addr) & ~(size - 1);
+	for (h = base; h < base + size; h++) {
+		/* Never the network's own first and last addresses. */
+		if (h <= nbase || h >= nbase + nsize - 1 || h == gw ||
+		    addr_used(cfg, h))
 			continue;
 		memset(out, 0, sizeof(*out));
 		out->family = AF_INET;

@@ -721,6 +721,16 @@ create_guest(struct pv *pv, struct create_opts *o)
 		goto out;
 	}
 	b = commit_locked(pv, o, &p, &u, &d);
+	/* A separate box must take the sandbox before it exists here; still
+	 * under the lock, so that a sync-box never sends a list without it
+	 * while it is being registered. */
+	if (b == 0 && box_set(pv) && box_register(pv, o->g.name, d.address,
+	    d.mac, d.egress) == -1) {
+		unlink(p.dropin);
+		log_warnx("guest \"%s\" not created: the gateway box did not "
+		    "take it", o->g.name);
+		b = -1;
+	}
 	close(lockfd);
 	if (b == -1) {
 		rm_rf_guest(&p);

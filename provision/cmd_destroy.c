@@ -51,6 +51,11 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 		    "reload: check its log", name);
 		goto out;
 	}
+	if (box_set(pv) && box_remove(pv, name) == -1) {
+		log_warnx("guest \"%s\" removed here; the gateway box still "
+		    "lists it until `provision sync-box` reaches it", name);
+		goto out;
+	}
 	printf("destroyed %s\n", name);
 	rc = EXIT_OK;
 out:

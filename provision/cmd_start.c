@@ -351,6 +351,13 @@ cmd_start(struct pv *pv, int argc, char **argv)
 		log_warnx("guest \"%s\" is already running", t.g.name);
 		goto out;
 	}
+	/* Never a guest the gateway box does not know: it re-registers
+	 * (the same request again changes nothing) and must say ok. */
+	if (box_set(pv) && box_register_sandbox(pv, t.sb) == -1) {
+		log_warnx("guest \"%s\" not started: the gateway box did not "
+		    "take it", t.g.name);
+		goto out;
+	}
 	if (unit_managed(pv)) {
 		if (accel != ACCEL_AUTO)
 			log_warnx("--accel is ignored: the guest's unit starts "

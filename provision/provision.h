@@ -229,6 +229,13 @@ int	 ctl_forward(const struct pv *, int argc, char **argv);
 int	 ctl_console(const struct pv *, const char *name);	/* fd or -1 */
 int	 qmp_command(const char *sock, const char *command);
 
+/* box.c -- the separate gateway box (moat.conf's box section). */
+bool	 box_set(const struct pv *);
+int	 box_register(const struct pv *, const char *name, const char *address,
+	    const char *mac, const char *egress);
+int	 box_register_sandbox(const struct pv *, const struct moat_sandbox *);
+int	 box_remove(const struct pv *, const char *name);
+
 /* accel.c */
 /* why gets the reason for the choice: "requested", or why KVM fell back. */
 enum pv_accel accel_resolve(const struct pv *, enum pv_accel,
@@ -251,6 +258,7 @@ int	 cmd_destroy(struct pv *, int, char **);
 int	 cmd_list(struct pv *, int, char **);
 int	 cmd_console(struct pv *, int, char **);
 int	 cmd_qemu_args(struct pv *, int, char **);
+int	 cmd_sync_box(struct pv *, int, char **);
 int	 stop_guest(struct pv *, const char *name, int timeout_s, bool force);
 int	 pv_load(struct pv *);
 

@@ -91,3 +91,65 @@ sbox_mgmt() {
 	ip -n "$1" link set mgmt1 up
 	ip -n "$1" addr add "$2"/24 dev mgmt0
 }
+
+# A separate box with one trunk per KVM host and a management network
+# (71-separate-box-register.sh):
+#
+#   [hostA: moat0 (no address) + trunk0] <--veth--> [gw: trA, routes POOL_A]
+#   [hostB: moat0 (no address) + trunk0] <--veth--> [gw: trB, routes POOL_B]
+#   [hostA: mgmt0 198.51.100.2/30] <--veth--> [gw: mgA 198.51.100.1/30]
+#   [hostB: mgmt0 198.51.100.6/30] <--veth--> [gw: mgB 198.51.100.5/30]
+#   gw: 198.51.100.100/32 on lo, the registration endpoint's address
+#   gw: sb0 10.77.0.1/24 (gateway.bridge; a veth whose peer stays here)
+#
+# Each trunk is its own interface on the box, so the box knows which host
+# a packet came from; the management network is outside gateway.network.
+SB_MGMT=198.51.100.100
+SB_POOL_A=10.77.0.16/28
+SB_POOL_B=10.77.0.32/28
+
+# sbox_up_trunks -- the box, its uplink and LAN, two hosts on own trunks.
+sbox_up_trunks() {
+	topo_trap
+	topo_reap_stale
+	local ns
+	for ns in "$NS_GW" "$NS_INET" "$NS_LAN" "$SB_NS_A" "$SB_NS_B"; do
+		topo_ns "$ns" || return 1
+	done
+	in_ns "$NS_GW" sysctl -qw net.ipv4.ip_forward=1
+	# The box's policy must not lean on reverse-path filtering.
+	in_ns "$NS_GW" sysctl -qw net.ipv4.conf.all.rp_filter=0 \
+		net.ipv4.conf.default.rp_filter=0
+	ip -n "$NS_GW" link add $SB_GW_IF type veth peer name ${SB_GW_IF}p || return 1
+	ip -n "$NS_GW" link set $SB_GW_IF up
+	ip -n "$NS_GW" link set ${SB_GW_IF}p up
+	ip -n "$NS_GW" addr add $GW_ADDR/24 dev $SB_GW_IF
+	ip -n "$NS_GW" addr add $SB_MGMT/32 dev lo
+	sbox_trunk_host "$SB_NS_A" trA $SB_POOL_A mgA 198.51.100.1 198.51.100.2 || return 1
+	sbox_trunk_host "$SB_NS_B" trB $SB_POOL_B mgB 198.51.100.5 198.51.100.6 || return 1
+	topo_link "$NS_GW" up0 "$NS_INET" eth0 || return 1
+	ip -n "$NS_GW" addr add 203.0.113.1/24 dev up0
+	ip -n "$NS_INET" addr add $INET_ADDR/24 dev eth0
+	ip -n "$NS_INET" addr add $INET_HTTP/24 dev eth0
+	ip -n "$NS_INET" addr add 203.0.113.53/24 dev eth0
+	topo_link "$NS_GW" lan0 "$NS_LAN" eth0 || return 1
+	ip -n "$NS_GW" addr add 192.168.77.1/24 dev lan0
+	ip -n "$NS_LAN" addr add $LAN_HOST/24 dev eth0
+	ip -n "$NS_LAN" route add default via 192.168.77.1
+	ip -n "$NS_GW" route add default via $INET_ADDR
+}
+
+# sbox_trunk_host NS BOXIF POOL MGIF BOXMGMT HOSTMGMT -- a KVM host with
+# its trunk on the box's BOXIF (POOL routed there) and a management link.
+sbox_trunk_host() {
+	ip -n "$1" link add moat0 type bridge || return 1
+	ip -n "$1" link set moat0 up
+	topo_link "$1" $SB_TRUNK "$NS_GW" "$2" || return 1
+	ip -n "$1" link set $SB_TRUNK master moat0
+	in_ns "$NS_GW" sysctl -qw net.ipv4.conf.$2.rp_filter=0
+	ip -n "$NS_GW" route add "$3" dev "$2" src $GW_ADDR || return 1
+	topo_link "$1" mgmt0 "$NS_GW" "$4" || return 1
+	ip -n "$NS_GW" addr add "$5"/30 dev "$4"
+	ip -n "$1" addr add "$6"/30 dev mgmt0
+	ip -n "$1" route add $SB_MGMT/32 via "$5"
+}

@@ -25,6 +25,9 @@ expect_match "the unit gives the audit log /var/log/moat" '^LogsDirectory=moat$'
 expect_match "the guest unit runs provision from PREFIX" \
 	'ExecStart=/opt/moat/sbin/provision --direct start %i' \
 	"$(cat "$D/lib/systemd/system/moat-guest@.service" 2>/dev/null)"
+expect_match "the box sync unit runs provision sync-box from PREFIX" \
+	'ExecStart=/opt/moat/sbin/provision sync-box' \
+	"$(cat "$D/lib/systemd/system/moat-sync-box.service" 2>/dev/null)"
 expect_ok "secrets.d exists (gatewayd's unit makes it writable)" test -d "$D/etc/moat/secrets.d"
 expect_match "a logrotate snippet rotates the audit log and signals gatewayd" \
 	'/var/log/moat/audit.log \{' "$(cat "$D/etc/logrotate.d/moat" 2>/dev/null)"

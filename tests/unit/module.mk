@@ -9,3 +9,9 @@ UNIT_TESTS += $(LIB_TESTS)
 $(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+
+# The registration client against a scripted TLS box on loopback.
+UNIT_TESTS += $(BUILD)/tests/test_regclient
+$(BUILD)/tests/test_regclient: $(OBJ)/tests/unit/test_regclient.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS) -lssl -lcrypto

@@ -136,6 +136,49 @@ test_golden_host_only(void **state)
 	    "nft-rules/golden/full-host.nft");
 }
 
+static void
+test_golden_box(void **state)
+{
+	golden("nft-rules/golden/box.conf", NFTR_MODE_GATEWAY,
+	    "nft-rules/golden/box.nft");
+}
+
+/* A separate box with per-host trunks: everything that applies to the
+ * sandbox side applies to every trunk (one lookup in sb_ifs, never the
+ * bridge alone), and a trunked sandbox's address is accepted only from
+ * its own trunk, with one rule whatever the number of sandboxes. */
+static void
+test_trunks(void **state)
+{
+	static const char *want[] = {
+		"iifname != @sb_ifs meta nfproto ipv4 ip saddr 10.77.0.0/24 goto drop_spoof",
+		"iifname @sb_ifs meta nfproto ipv4 ip saddr != 10.77.0.0/24 goto drop_spoof",
+		"iifname @sb_ifs meta nfproto ipv6 goto drop_ipv6",
+		"meta nfproto ipv4 ip saddr @trunked ip saddr . iifname != @sb_trunk goto drop_spoof",
+		"iifname @sb_ifs goto guest_in",
+		"iifname @sb_ifs goto guest_fwd",
+		"oifname @sb_ifs goto to_guest",
+		"oifname @sb_ifs goto refuse_guest",
+		"10.77.0.21 . \"trA\"",
+		"10.77.0.33 . \"trB\"",
+	};
+	struct moat_config *cfg = load_file("nft-rules/golden/box.conf");
+	struct nftr_ruleset *rs = nftr_build(cfg, NULL, NULL, 0);
+	char *text = render(rs);
+	size_t i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strstr(text, want[i]) == NULL)
+			fail_msg("missing: %s", want[i]);
+	assert_null(strstr(text, "iifname \"sb0\""));
+	assert_null(strstr(text, "oifname \"sb0\""));
+	/* c1 has no trunk: from any sandbox-side interface. */
+	assert_null(strstr(text, "10.77.0.40 . "));
+	free(text);
+	nftr_ruleset_free(rs);
+	config_free(cfg);
+}
+
 /* Every rule, set (with elements) and chain survives being written as a
  * netlink message and parsed back, as the kernel's echo would be. */
 static void
@@ -243,29 +286,47 @@ roundtrip_set(const struct nr_set *s)
 }
 
 static void
-test_roundtrip(void **state)
+roundtrip_tables(struct nftr_ruleset *rs, size_t *nrules)
 {
-	struct moat_config *cfg = load_file("nft-rules/golden/full.conf");
-	struct nftr_ruleset *rs;
-	char err[256];
-	size_t i, j, k, nrules = 0;
+	size_t i, j, k;
 
-	rs = nftr_build(cfg, NULL, err, sizeof(err));
-	assert_non_null(rs);
-	assert_int_equal(rs->ntables, 2);
 	for (i = 0; i < rs->ntables; i++) {
 		struct nr_table *t = &rs->tables[i];
 
 		for (j = 0; j < t->nsets; j++)
 			roundtrip_set(t->sets[j]);
 		for (j = 0; j < t->nchains; j++)
-			for (k = 0; k < t->chains[j]->nrules; k++, nrules++)
+			for (k = 0; k < t->chains[j]->nrules; k++, (*nrules)++)
 				roundtrip_rule(t->chains[j]->rules[k].nl);
 	}
+}
+
+static void
+test_roundtrip(void **state)
+{
+	struct moat_config *cfg = load_file("nft-rules/golden/full.conf");
+	struct nftr_ruleset *rs;
+	char err[256];
+	size_t nrules = 0;
+
+	rs = nftr_build(cfg, NULL, err, sizeof(err));
+	assert_non_null(rs);
+	assert_int_equal(rs->ntables, 2);
+	roundtrip_tables(rs, &nrules);
 	assert_true(nrules > 40);
 	nftr_ruleset_free(rs);
 	config_free(cfg);
+	/* The separate box's sets: sb_ifs, trunked, sb_trunk (a concat). */
+	cfg = load_file("nft-rules/golden/box.conf");
+	rs = nftr_build(cfg, NULL, err, sizeof(err));
+	assert_non_null(rs);
+	nrules = 0;
+	roundtrip_tables(rs, &nrules);
+	assert_non_null(model_find_set(&rs->tables[0], "sb_trunk"));
+	nftr_ruleset_free(rs);
+	config_free(cfg);
 }
+
 
 static void
 test_deterministic(void **state)
@@ -410,6 +471,8 @@ main(void)
 		cmocka_unit_test(test_golden_demo),
 		cmocka_unit_test(test_golden_full),
 		cmocka_unit_test(test_golden_host_only),
+		cmocka_unit_test(test_golden_box),
+		cmocka_unit_test(test_trunks),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_flat_per_packet),

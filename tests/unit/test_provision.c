@@ -205,6 +205,38 @@ t_alloc_exhausted(void **state)
 	config_free(c);
 }
 
+/* A KVM host of a separate gateway box picks addresses in its pool only
+ * (box.pool), and the pool's end is its end. */
+static void
+t_alloc_box_pool(void **state)
+{
+	char text[2048];
+	struct moat_config *c;
+	struct moat_addr a;
+
+	snprintf(text, sizeof(text), "%sbox: { address = \"10.0.9.1:7443\"; "
+	    "ca = \"/etc/moat/box.crt\"; cert = \"/etc/moat/host.crt\"; "
+	    "key = \"/etc/moat/host.key\"; pool = \"10.77.0.16/30\"; };\n"
+	    "sandboxes = ( { name = \"a\"; mac = \"02:00:00:00:00:10\"; "
+	    "address = \"10.77.0.16\"; tap = \"ta\"; egress = \"open\"; } );\n",
+	    base_conf);
+	assert_non_null(c = load_text(text, "/nonexistent"));
+	assert_true(c->box.has_pool);
+	assert_int_equal(alloc_address(c, &a), 0);
+	assert_int_equal(a.a[3], 17);		/* .16 taken, not .2 */
+	config_free(c);
+	snprintf(text, sizeof(text), "%sbox: { address = \"10.0.9.1:7443\"; "
+	    "ca = \"/b.crt\"; cert = \"/h.crt\"; key = \"/h.key\"; "
+	    "pool = \"10.77.0.16/31\"; };\nsandboxes = ( "
+	    "{ name = \"a\"; mac = \"02:00:00:00:00:10\"; address = "
+	    "\"10.77.0.16\"; tap = \"ta\"; egress = \"open\"; }, "
+	    "{ name = \"b\"; mac = \"02:00:00:00:00:11\"; address = "
+	    "\"10.77.0.17\"; tap = \"tb\"; egress = \"open\"; } );\n",
+	    base_conf);
+	/* /31 is refused by the loader (plen > 30). */
+	assert_null(c = load_text(text, "/nonexistent"));
+}
+
 static void
 t_names(void **state)
 {
@@ -445,6 +477,7 @@ main(void)
 		cmocka_unit_test(t_qemu_golden),
 		cmocka_unit_test(t_alloc),
 		cmocka_unit_test(t_alloc_exhausted),
+		cmocka_unit_test(t_alloc_box_pool),
 		cmocka_unit_test(t_names),
 		cmocka_unit_test(t_dropin_loads),
 		cmocka_unit_test(t_seed),

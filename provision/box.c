@@ -1,0 +1,204 @@
+/*
+ * box.c -- a KVM host's sandboxes at a separate gateway box (the `box`
+ * section of moat.conf): create registers, destroy removes, start
+ * re-registers before QEMU runs, and `provision sync-box` sends the
+ * host's whole list so that the box converges to it.  The box decides;
+ * provision only reports its answer (lib/regclient.c speaks the line
+ * protocol).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+#include "regclient.h"
+
+#define BOX_TIMEOUT_S	30
+
+bool
+box_set(const struct pv *pv)
+{
+	return pv->cfg != NULL && pv->cfg->box.address != NULL;
+}
+
+static struct regclient *
+box_open(const struct pv *pv)
+{
+	const struct moat_box *b = &pv->cfg->box;
+	struct regclient *rc;
+	char why[512];
+
+	rc = regclient_open(b->address, b->ca, b->has_pin ? b->pin : NULL,
+	    b->cert, b->key, BOX_TIMEOUT_S, why, sizeof(why));
+	if (rc == NULL)
+		log_warnx("gateway box %s: %s", b->address, why);
+	return rc;
+}
+
+/* One request; 0 on ok.  The box's reason (or why it could not answer)
+ * is logged with what was asked. */
+static int
+box_ask(const struct pv *pv, struct regclient *rc, const char *req,
+    const char *what, const char *ok_reason)
+{
+	char why[512];
+	int r;
+
+	r = regclient_request(rc, req, NULL, NULL, why, sizeof(why));
+	if (r == REG_OK)
+		return 0;
+	if (r == REG_REFUSED && ok_reason != NULL &&
+	    strcmp(why, ok_reason) == 0)
+		return 0;
+	log_warnx("gateway box %s %s %s: %s", pv->cfg->box.address,
+	    r == REG_REFUSED ? "refused" : "did not answer", what, why);
+	return -1;
+}
+
+static void
+register_line(char *buf, size_t len, const char *name, const char *address,
+    const char *mac, const char *egress)
+{
+	snprintf(buf, len, "register %s %s %s %s", name, address, mac, egress);
+}
+
+int
+box_register(const struct pv *pv, const char *name, const char *address,
+    const char *mac, const char *egress)
+{
+	struct regclient *rc;
+	char req[256], what[128];
+	int r;
+
+	if ((rc = box_open(pv)) == NULL)
+		return -1;
+	register_line(req, sizeof(req), name, address, mac, egress);
+	snprintf(what, sizeof(what), "sandbox \"%s\"", name);
+	r = box_ask(pv, rc, req, what, NULL);
+	regclient_close(rc);
+	if (r == 0)
+		log_info("gateway box %s: sandbox \"%s\" registered",
+		    pv->cfg->box.address, name);
+	return r;
+}
+
+static void
+sandbox_words(const struct moat_sandbox *sb, char address[64], char mac[18])
+{
+	addr_fmt(&sb->address, address, 64);
+	snprintf(mac, 18, "%02x:%02x:%02x:%02x:%02x:%02x", sb->mac[0],
+	    sb->mac[1], sb->mac[2], sb->mac[3], sb->mac[4], sb->mac[5]);
+}
+
+int
+box_register_sandbox(const struct pv *pv, const struct moat_sandbox *sb)
+{
+	char address[64], mac[18];
+
+	sandbox_words(sb, address, mac);
+	return box_register(pv, sb->name, address, mac,
+	    egress_name(sb->egress));
+}
+
+int
+box_remove(const struct pv *pv, const char *name)
+{
+	struct regclient *rc;
+	char req[128], what[128];
+	int r;
+
+	if ((rc = box_open(pv)) == NULL)
+		return -1;
+	snprintf(req, sizeof(req), "remove %s", name);
+	snprintf(what, sizeof(what), "the removal of \"%s\"", name);
+	/* Already gone (a sync dropped it) is what we wanted. */
+	r = box_ask(pv, rc, req, what, "no such sandbox");
+	regclient_close(rc);
+	return r;
+}
+
+/* Register every sandbox of this host, then "sync" with the names the
+ * box took: it drops this host's others.  A refused sandbox is left out
+ * of the list, so the box forgets any older version of it. */
+static int
+sync_all(const struct pv *pv, struct regclient *rc, size_t *nok)
+{
+	const struct moat_config *cfg = pv->cfg;
+	char req[256], what[128], address[64], mac[18], *list, *sync;
+	size_t i, len = 2;
+	int rc_all = 0;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		len += strlen(cfg->sandboxes[i].name) + 1;
+	list = xcalloc(1, len);
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &cfg->sandboxes[i];
+
+		sandbox_words(sb, address, mac);
+		register_line(req, sizeof(req), sb->name, address, mac,
+		    egress_name(sb->egress));
+		snprintf(what, sizeof(what), "sandbox \"%s\"", sb->name);
+		if (box_ask(pv, rc, req, what, NULL) == -1) {
+			rc_all = -1;
+			continue;
+		}
+		if (*list != '\0')
+			strcat(list, ",");
+		strcat(list, sb->name);
+		(*nok)++;
+	}
+	if (*list == '\0')
+		strcpy(list, "-");
+	xasprintf(&sync, "sync %s", list);
+	if (box_ask(pv, rc, sync, "the sync", NULL) == -1)
+		rc_all = -1;
+	free(sync);
+	free(list);
+	return rc_all;
+}
+
+int
+cmd_sync_box(struct pv *pv, int argc, char **argv)
+{
+	struct regclient *rc;
+	size_t nok = 0;
+	int r, lockfd;
+
+	if (argc != 1) {
+		log_warnx("usage: provision sync-box");
+		return EXIT_USAGE;
+	}
+	if (pv_load(pv) == -1)
+		return EXIT_FALSE;
+	if (!box_set(pv)) {
+		log_warnx("%s has no box section: there is no gateway box to "
+		    "sync with", pv->conf_path);
+		return EXIT_USAGE;
+	}
+	/* Under the lock creates and destroys hold: the list sent is the
+	 * list this host has. */
+	if (mkdir(pv->sbdir, 0755) == -1 && errno != EEXIST)
+		log_warn("mkdir %s", pv->sbdir);
+	if ((lockfd = dir_lock(pv->sbdir)) == -1)
+		return EXIT_SYSTEM;
+	if (pv_load(pv) == -1) {
+		close(lockfd);
+		return EXIT_FALSE;
+	}
+	if ((rc = box_open(pv)) == NULL) {
+		close(lockfd);
+		return EXIT_SYSTEM;
+	}
+	r = sync_all(pv, rc, &nok);
+	regclient_close(rc);
+	close(lockfd);
+	printf("gateway box %s: %zu of %zu sandbox(es) registered%s\n",
+	    pv->cfg->box.address, nok, pv->cfg->nsandboxes,
+	    r == 0 ? ", the box has no others of this host" : "");
+	return r == 0 ? EXIT_OK : EXIT_FALSE;
+}
