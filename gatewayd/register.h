@@ -11,9 +11,10 @@
 #include <stddef.h>
 
 #include "ipc.h"
+#include "regclient.h"
 
 #define REG_USER		"moat-reg"
-#define REG_LINE_MAX		1024	/* a request line, without its newline */
+#define REG_LINE_MAX		REG_REQUEST_MAX	/* a request line, without its newline */
 #define REG_IO_TIMEOUT_S	10	/* each read and write; the handshake */
 #define REG_CONN_MAX_S		60	/* one connection, all told */
 

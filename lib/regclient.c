@@ -23,7 +23,7 @@
 
 #include "regclient.h"
 
-#define REG_LINE_MAX	512
+#define REG_LINE_MAX	REG_REQUEST_MAX
 
 struct regclient {
 	int	 fd;

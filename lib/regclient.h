@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest request line, without its newline: the box reads no more. */
+#define REG_REQUEST_MAX	1024
+
 struct regclient;
 
 /* Results of regclient_request (and regclient_open's failures). */

@@ -60,30 +60,50 @@ box_ask(const struct pv *pv, struct regclient *rc, const char *req,
 	return -1;
 }
 
+/* " KEY=a,b,c" when the list has names; the box checks each. */
 static void
-register_line(char *buf, size_t len, const char *name, const char *address,
-    const char *mac, const char *egress)
+append_list(char *buf, size_t len, const char *key, char *const *v, size_t n)
 {
-	snprintf(buf, len, "register %s %s %s %s", name, address, mac, egress);
+	size_t i, at;
+
+	for (i = 0; i < n; i++) {
+		at = strlen(buf);
+		snprintf(buf + at, len - at, "%s%s", i == 0 ? key : ",", v[i]);
+	}
+}
+
+/* 0, or -1 when the request does not fit the box's line. */
+static int
+register_line(char *buf, size_t len, const struct box_sandbox *b)
+{
+	snprintf(buf, len, "register %s %s %s %s", b->name, b->address,
+	    b->mac, b->egress);
+	append_list(buf, len, " allow=", b->allow, b->nallow);
+	append_list(buf, len, " secrets=", b->secrets, b->nsecrets);
+	return strlen(buf) + 1 < len ? 0 : -1;
 }
 
 int
-box_register(const struct pv *pv, const char *name, const char *address,
-    const char *mac, const char *egress)
+box_register(const struct pv *pv, const struct box_sandbox *b)
 {
 	struct regclient *rc;
-	char req[256], what[128];
+	char req[BOX_LINE_MAX], what[128];
 	int r;
 
+	if (register_line(req, sizeof(req), b) == -1) {
+		log_warnx("sandbox \"%s\": its allowlist and secrets do not "
+		    "fit one registration request (%d bytes)", b->name,
+		    BOX_LINE_MAX - 1);
+		return -1;
+	}
 	if ((rc = box_open(pv)) == NULL)
 		return -1;
-	register_line(req, sizeof(req), name, address, mac, egress);
-	snprintf(what, sizeof(what), "sandbox \"%s\"", name);
+	snprintf(what, sizeof(what), "sandbox \"%s\"", b->name);
 	r = box_ask(pv, rc, req, what, NULL);
 	regclient_close(rc);
 	if (r == 0)
 		log_info("gateway box %s: sandbox \"%s\" registered",
-		    pv->cfg->box.address, name);
+		    pv->cfg->box.address, b->name);
 	return r;
 }
 
@@ -99,10 +119,12 @@ int
 box_register_sandbox(const struct pv *pv, const struct moat_sandbox *sb)
 {
 	char address[64], mac[18];
+	struct box_sandbox b = { sb->name, address, mac,
+	    egress_name(sb->egress), sb->allow.v, sb->allow.n, sb->secrets.v,
+	    sb->secrets.n };
 
 	sandbox_words(sb, address, mac);
-	return box_register(pv, sb->name, address, mac,
-	    egress_name(sb->egress));
+	return box_register(pv, &b);
 }
 
 int
@@ -129,7 +151,7 @@ static int
 sync_all(const struct pv *pv, struct regclient *rc, size_t *nok)
 {
 	const struct moat_config *cfg = pv->cfg;
-	char req[256], what[128], address[64], mac[18], *list, *sync;
+	char req[BOX_LINE_MAX], what[128], address[64], mac[18], *list, *sync;
 	size_t i, len = 2;
 	int rc_all = 0;
 
@@ -139,10 +161,18 @@ sync_all(const struct pv *pv, struct regclient *rc, size_t *nok)
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &cfg->sandboxes[i];
 
+		struct box_sandbox b = { sb->name, address, mac,
+		    egress_name(sb->egress), sb->allow.v, sb->allow.n,
+		    sb->secrets.v, sb->secrets.n };
+
 		sandbox_words(sb, address, mac);
-		register_line(req, sizeof(req), sb->name, address, mac,
-		    egress_name(sb->egress));
 		snprintf(what, sizeof(what), "sandbox \"%s\"", sb->name);
+		if (register_line(req, sizeof(req), &b) == -1) {
+			log_warnx("%s: its allowlist and secrets do not fit one "
+			    "registration request", what);
+			rc_all = -1;
+			continue;
+		}
 		if (box_ask(pv, rc, req, what, NULL) == -1) {
 			rc_all = -1;
 			continue;

@@ -724,8 +724,9 @@ create_guest(struct pv *pv, struct create_opts *o)
 	/* A separate box must take the sandbox before it exists here; still
 	 * under the lock, so that a sync-box never sends a list without it
 	 * while it is being registered. */
-	if (b == 0 && box_set(pv) && box_register(pv, o->g.name, d.address,
-	    d.mac, d.egress) == -1) {
+	if (b == 0 && box_set(pv) && box_register(pv, &(struct box_sandbox){
+	    o->g.name, d.address, d.mac, d.egress, o->allow.v, o->allow.n,
+	    o->secrets.v, o->secrets.n }) == -1) {
 		unlink(p.dropin);
 		log_warnx("guest \"%s\" not created: the gateway box did not "
 		    "take it", o->g.name);

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "regclient.h"
 
 /* Exit codes (s6 style): result, usage, system. */
 #include "exitcodes.h"
@@ -231,8 +232,16 @@ int	 qmp_command(const char *sock, const char *command);
 
 /* box.c -- the separate gateway box (moat.conf's box section). */
 bool	 box_set(const struct pv *);
-int	 box_register(const struct pv *, const char *name, const char *address,
-	    const char *mac, const char *egress);
+/* What a registration tells the box; allow and secrets may be empty. */
+struct box_sandbox {
+	const char	*name, *address, *mac, *egress;
+	char *const	*allow;
+	size_t		 nallow;
+	char *const	*secrets;
+	size_t		 nsecrets;
+};
+#define BOX_LINE_MAX	(REG_REQUEST_MAX + 1)	/* a request and its NUL */
+int	 box_register(const struct pv *, const struct box_sandbox *);
 int	 box_register_sandbox(const struct pv *, const struct moat_sandbox *);
 int	 box_remove(const struct pv *, const char *name);
 

@@ -246,6 +246,15 @@ for g in a1 b1; do
 	[ "$rc" = 0 ] || sed 's/^/#   /' "$TOPO_TMP/cc-$g.json" | head -20
 done
 
+# --- an allowlist travels with the registration ------------------------------
+out=$(pvB create b2 $(kargs) allowlist --allow open.test 2>&1)
+expect_match "host B: provision create b2 with an allowlist" "created b2" "$out"
+expect_match "the box's drop-in for b2 has its allowlist" '^allow = .*"open\.test"' \
+	"$(cat "$BOX_SB/b2.conf" 2>/dev/null)"
+expect_match "... and its egress" '^egress = "allowlist";' "$(cat "$BOX_SB/b2.conf" 2>/dev/null)"
+expect_ok "host B: provision destroy b2" pvB destroy b2
+expect_fail "... and the box forgot it" test -e "$BOX_SB/b2.conf"
+
 # --- start waits for the box; the box restarts while hosts run -------------
 out=$(pvA create a3 $(kargs) none 2>&1)
 expect_match "host A: provision create a3 (to be started with QEMU)" "created a3" "$out"
