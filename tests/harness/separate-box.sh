@@ -43,7 +43,11 @@ sbox_up() {
 	# Each KVM host: a bridge without an address, its trunk on the switch.
 	sbox_host "$SB_NS_A" hosta || return 1
 	sbox_host "$SB_NS_B" hostb || return 1
-	# Uplink and LAN as in the co-located topology.
+	sbox_outside
+}
+
+# sbox_outside -- the box's uplink and LAN, as in the co-located topology.
+sbox_outside() {
 	topo_link "$NS_GW" up0 "$NS_INET" eth0 || return 1
 	ip -n "$NS_GW" addr add 203.0.113.1/24 dev up0
 	ip -n "$NS_INET" addr add $INET_ADDR/24 dev eth0
@@ -127,16 +131,7 @@ sbox_up_trunks() {
 	ip -n "$NS_GW" addr add $SB_MGMT/32 dev lo
 	sbox_trunk_host "$SB_NS_A" trA $SB_POOL_A mgA 198.51.100.1 198.51.100.2 || return 1
 	sbox_trunk_host "$SB_NS_B" trB $SB_POOL_B mgB 198.51.100.5 198.51.100.6 || return 1
-	topo_link "$NS_GW" up0 "$NS_INET" eth0 || return 1
-	ip -n "$NS_GW" addr add 203.0.113.1/24 dev up0
-	ip -n "$NS_INET" addr add $INET_ADDR/24 dev eth0
-	ip -n "$NS_INET" addr add $INET_HTTP/24 dev eth0
-	ip -n "$NS_INET" addr add 203.0.113.53/24 dev eth0
-	topo_link "$NS_GW" lan0 "$NS_LAN" eth0 || return 1
-	ip -n "$NS_GW" addr add 192.168.77.1/24 dev lan0
-	ip -n "$NS_LAN" addr add $LAN_HOST/24 dev eth0
-	ip -n "$NS_LAN" route add default via 192.168.77.1
-	ip -n "$NS_GW" route add default via $INET_ADDR
+	sbox_outside
 }
 
 # sbox_trunk_host NS BOXIF POOL MGIF BOXMGMT HOSTMGMT -- a KVM host with
