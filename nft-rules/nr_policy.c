@@ -447,7 +447,9 @@ trunk_sets(struct build *b, struct nr_table *t)
 	}
 }
 
-/* raw_pre: a trunked sandbox's address only from its own trunk. */
+/* raw_pre: a trunked sandbox's address only from its own trunk, and from
+ * a trunk only trunked addresses: a KVM host cannot send as another
+ * host's guest, nor as a sandbox on the box's own bridge. */
 static void
 trunk_rule(struct build *b, struct nr_table *t, struct nr_chain *c)
 {
@@ -459,6 +461,12 @@ trunk_rule(struct build *b, struct nr_table *t, struct nr_chain *c)
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, k, 1, "trunked", false);
 	rb_lookup(&rb, k, 2, "sb_trunk", true);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, &k[1], 1, "sb_ifs", false);
+	rb_cmp_str(&rb, F_IIFNAME, true, b->cfg->gw.bridge);
+	rb_lookup(&rb, k, 1, "trunked", true);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
 }

@@ -47,6 +47,7 @@ pin() {	# pin NAME -- sha256:<hex> of NAME.crt's SubjectPublicKeyInfo
 }
 for n in box hostA hostB stranger; do mkcert $n; done
 
+C1=10.77.0.60	# the box's own sandbox: outside both hosts' pools
 cat >"$GW_CONF" <<CONF
 gateway: {
   uplink  = "up0";
@@ -60,6 +61,11 @@ gateway: {
 hosts = (
   { name = "hostA"; key = "$(pin hostA)"; pool = "$SB_POOL_A"; trunk = "trA"; max_egress = "open"; },
   { name = "hostB"; key = "$(pin hostB)"; pool = "$SB_POOL_B"; trunk = "trB"; max_egress = "open"; }
+);
+# A sandbox of the box's own, on gateway.bridge (no trunk): no host may
+# send as it.
+sandboxes = (
+  { name = "c1"; address = "$C1"; mac = "52:54:00:00:0c:01"; tap = "mt-c1"; egress = "open"; }
 );
 CONF
 BOX_SB=$TOPO_TMP/sandboxes.d; mkdir -p "$BOX_SB"
@@ -227,6 +233,15 @@ wait_for 30 spoof_settled spoof-b1 "$s0"
 expect_eq "a1 sending with b1's address over host A's trunk gets nothing out" 0 "$(sunk spoof-b1)"
 expect_eq "... counted as spoofing at the box" True \
 	"$([ "$(counter spoof)" -ge $((s0 + 3)) ] && echo True || echo "False ($s0 -> $(counter spoof))")"
+in_ns $TOPO-a1 ip addr add "$C1"/32 dev eth0
+s0=$(counter spoof)
+udp_send a1 spoof-c1 "$C1"
+wait_for 30 spoof_settled spoof-c1 "$s0"
+expect_eq "a1 sending as the box's own bridge sandbox c1 over host A's trunk gets nothing out" \
+	0 "$(sunk spoof-c1)"
+expect_eq "... counted as spoofing at the box" True \
+	"$([ "$(counter spoof)" -ge $((s0 + 3)) ] && echo True || echo "False ($s0 -> $(counter spoof))")"
+in_ns $TOPO-a1 ip addr del "$C1"/32 dev eth0
 # Mutation: without the box's trunk rule the same datagrams get out.
 # (gatewayd owns its tables while it runs; stopped, it leaves them.)
 kill -TERM "$GW_PID" 2>/dev/null; wait "$GW_PID" 2>/dev/null
