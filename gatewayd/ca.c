@@ -19,6 +19,7 @@
 
 #include "ca.h"
 #include "log.h"
+#include "smallfile.h"
 
 static const char *
 ca_err(void)
@@ -131,18 +132,6 @@ ca_create(struct ca *ca, const char *keypath, const char *certpath)
 	return 0;
 }
 
-/* Read a small file whole into buf; the length, or -1. */
-static ssize_t
-slurp(int fd, char *buf, size_t len)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	while (got < len && (n = read(fd, buf + got, len - got)) > 0)
-		got += (size_t)n;
-	return got < len ? (ssize_t)got : -1;
-}
-
 /* 1 loaded, 0 no key yet, -1 a key that cannot be used.  The key's text
  * passes through our own buffer only, wiped after use: no stdio buffer
  * keeps a copy in the process that forks the signer. */
@@ -163,9 +152,9 @@ ca_load(struct ca *ca, const char *keypath, const char *certpath)
 		log_warnx("%s: the CA key must be mode 0600", keypath);
 		return -1;
 	}
-	n = slurp(fd, pem, sizeof(pem));
+	n = read_whole_fd(fd, pem, sizeof(pem));
 	close(fd);
-	if (n > 0 && (bio = BIO_new_mem_buf(pem, (int)n)) != NULL) {
+	if (n > 0 && (size_t)n < sizeof(pem) && (bio = BIO_new_mem_buf(pem, (int)n)) != NULL) {
 		ca->key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
 		BIO_free(bio);
 	}

@@ -120,7 +120,7 @@ int	reg_pem_read(const struct gw *, struct reg_pem *);
  * answer goes back on fd. */
 void	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
 /* Sandboxes host has registered (drop-ins with its mark). */
-size_t	reg_count(const struct gw *, const char *host);
+size_t	reg_count(const struct gw *, const struct moat_host *);
 struct ctl_req;
 void	ctl_hosts(struct ctl_req *);	/* gatewayd ctl hosts [--json] */
 /* `gatewayd register ...` on a KVM host (register_client.c). */

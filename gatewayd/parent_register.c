@@ -24,9 +24,9 @@
 #include "admit_reg.h"
 #include "gatewayd.h"
 #include "log.h"
+#include "smallfile.h"
 #include "register.h"
 
-#define REG_MARK	"# registered by host "
 #define DROPIN_MAX	8192
 
 int
@@ -61,29 +61,23 @@ reg_listen(struct gw *gw)
 	return 0;
 }
 
-/* A whole small file into a malloc'ed buffer; -1 if it cannot. */
+#define SLURP_MAX	16384	/* a drop-in, the endpoint's cert or key */
+
+/* A whole small file (not a symlink) into a malloc'ed buffer; -1 if it
+ * cannot be read, is empty or is SLURP_MAX bytes or more. */
 static int
 slurp(const char *path, char **buf, size_t *len)
 {
-	char tmp[16384];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
+	*buf = read_small_file(path, SLURP_MAX, len);
+	if (*buf != NULL && *len > 0 && *len < SLURP_MAX)
+		return 0;
+	if (*buf != NULL) {
+		explicit_bzero(*buf, *len);
+		free(*buf);
+	}
 	*buf = NULL;
 	*len = 0;
-	if (fd == -1)
-		return -1;
-	n = read(fd, tmp, sizeof(tmp));
-	close(fd);
-	if (n <= 0 || (size_t)n == sizeof(tmp)) {
-		explicit_bzero(tmp, sizeof(tmp));
-		return -1;
-	}
-	*buf = xmalloc((size_t)n);
-	memcpy(*buf, tmp, (size_t)n);
-	*len = (size_t)n;
-	explicit_bzero(tmp, sizeof(tmp));
-	return 0;
+	return -1;
 }
 
 int
@@ -132,9 +126,12 @@ dropin_path(const struct gw *gw, const char *name, char *buf, size_t len)
 	free(c);
 }
 
-/* Is the drop-in NAME host h's?  -1: no such file. */
+/* Does the drop-in NAME, as it is on disk now, still carry host's mark?
+ * -1: no such file.  Who registered what is known from the loaded config
+ * (registered_by); this only guards an unlink against a file that was
+ * replaced since the last load. */
 static int
-dropin_owner_is(const struct gw *gw, const char *name, const char *host)
+dropin_still_marked(const struct gw *gw, const char *name, const char *host)
 {
 	char path[4096], line[128], want[128];
 	FILE *fp;
@@ -143,32 +140,19 @@ dropin_owner_is(const struct gw *gw, const char *name, const char *host)
 	dropin_path(gw, name, path, sizeof(path));
 	if ((fp = fopen(path, "re")) == NULL)
 		return -1;
-	snprintf(want, sizeof(want), REG_MARK "%s\n", host);
+	snprintf(want, sizeof(want), MOAT_REG_MARK "%s\n", host);
 	own = fgets(line, sizeof(line), fp) != NULL && strcmp(line, want) == 0;
 	fclose(fp);
 	return own;
 }
 
-struct owned_arg {
-	const struct gw		*gw;
-	const char		*host;
-};
-
-static bool
-owned_by(void *arg, const char *name)
-{
-	const struct owned_arg *o = arg;
-
-	return dropin_owner_is(o->gw, name, o->host) == 1;
-}
-
 size_t
-reg_count(const struct gw *gw, const char *host)
+reg_count(const struct gw *gw, const struct moat_host *h)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < gw->cfg->nsandboxes; i++)
-		if (dropin_owner_is(gw, gw->cfg->sandboxes[i].name, host) == 1)
+		if (reg_owned(&gw->cfg->sandboxes[i], h))
 			n++;
 	return n;
 }
@@ -249,7 +233,7 @@ dropin_text(const struct moat_host *h, const struct reg_claim *c, size_t *len)
 	for (i = 0; i < sizeof(mac) - 1; i++)
 		mac[i] = (char)(c->mac[i] | (c->mac[i] == ':' ? 0 : 0x20));
 	mac[sizeof(mac) - 1] = '\0';
-	fprintf(fp, REG_MARK "%s\nname = \"%s\";\naddress = \"%s\";\n"
+	fprintf(fp, MOAT_REG_MARK "%s\nname = \"%s\";\naddress = \"%s\";\n"
 	    "mac = \"%s\";\ntap = \"%s\";\negress = \"%s\";\n", h->name,
 	    c->name, c->address, mac, c->name, c->egress);
 	list_items(fp, "allow", c->allow);
@@ -291,13 +275,12 @@ do_register(struct reg_ctx *x)
 	const struct ipc_reg_req *m = x->m;
 	struct reg_claim c = { m->name, m->address, m->mac, m->egress,
 	    m->text, m->secrets };
-	struct owned_arg o = { x->gw, x->h->name };
 	struct saved old;
 	char *text;
 	size_t len;
 	int rc;
 
-	if (admit_registration(x->gw->cfg, x->h, &c, owned_by, &o, x->why,
+	if (admit_registration(x->gw->cfg, x->h, &c, x->why,
 	    sizeof(x->why)) == -1)
 		return -1;
 	text = dropin_text(x->h, &c, &len);
@@ -322,6 +305,7 @@ do_register(struct reg_ctx *x)
 static int
 do_remove(struct reg_ctx *x)
 {
+	const struct moat_sandbox *sb;
 	struct saved old;
 
 	/* The name becomes a path: nothing but a sandbox name gets there. */
@@ -329,11 +313,14 @@ do_remove(struct reg_ctx *x)
 		snprintf(x->why, sizeof(x->why), "no such sandbox");
 		return -1;
 	}
-	switch (dropin_owner_is(x->gw, x->m->name, x->h->name)) {
-	case -1:
+	/* To a host, a sandbox no host registered is no sandbox at all. */
+	if ((sb = config_sandbox_by_name(x->gw->cfg, x->m->name)) == NULL ||
+	    sb->registered_by == NULL) {
 		snprintf(x->why, sizeof(x->why), "no such sandbox");
 		return -1;
-	case 0:
+	}
+	if (!reg_owned(sb, x->h) ||
+	    dropin_still_marked(x->gw, sb->name, x->h->name) != 1) {
 		snprintf(x->why, sizeof(x->why), "not this host's sandbox");
 		return -1;
 	}
@@ -368,7 +355,8 @@ do_sync(struct reg_ctx *x)
 		const char *name = cfg->sandboxes[i].name;
 
 		if (reg_list_has(x->m->text, name) ||
-		    dropin_owner_is(x->gw, name, x->h->name) != 1)
+		    !reg_owned(&cfg->sandboxes[i], x->h) ||
+		    dropin_still_marked(x->gw, name, x->h->name) != 1)
 			continue;
 		dropin_path(x->gw, name, old[n].path, sizeof(old[n].path));
 		save(&old[n]);
@@ -402,8 +390,7 @@ do_list(struct reg_ctx *x)
 	size_t i;
 
 	for (i = 0; i < cfg->nsandboxes; i++)
-		if (dropin_owner_is(x->gw, cfg->sandboxes[i].name,
-		    x->h->name) == 1)
+		if (reg_owned(&cfg->sandboxes[i], x->h))
 			fprintf(x->out, "%s %s\n", cfg->sandboxes[i].name,
 			    addr_fmt(&cfg->sandboxes[i].address, a, sizeof(a)));
 	return 0;
@@ -550,12 +537,12 @@ ctl_hosts(struct ctl_req *r)
 			    h->name, fp, pool, h->trunk,
 			    st->last_seen ? "\"" : "",
 			    st->last_seen ? seen : "null",
-			    st->last_seen ? "\"" : "", reg_count(gw, h->name),
+			    st->last_seen ? "\"" : "", reg_count(gw, h),
 			    (unsigned long long)st->refusals);
 		else
 			ctl_reply(r, "%-16s %-24s %-18s %-10s %-20s %4zu %6llu\n",
 			    h->name, fp, pool, h->trunk, seen,
-			    reg_count(gw, h->name),
+			    reg_count(gw, h),
 			    (unsigned long long)st->refusals);
 	}
 	if (!r->json)

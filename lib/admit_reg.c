@@ -155,8 +155,8 @@ secret_ok(const char *s, void *arg)
 /* Name, address, MAC and tap against every other sandbox. */
 static int
 check_unique(const struct moat_config *cfg, const struct reg_claim *c,
-    const struct moat_addr *a, const uint8_t mac[6], reg_owned_fn owned,
-    void *arg, char *why, size_t len)
+    const struct moat_host *h, const struct moat_addr *a,
+    const uint8_t mac[6], char *why, size_t len)
 {
 	const struct moat_sandbox *x;
 	size_t i;
@@ -164,7 +164,7 @@ check_unique(const struct moat_config *cfg, const struct reg_claim *c,
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		x = &cfg->sandboxes[i];
 		if (strcmp(x->name, c->name) == 0) {
-			if (!owned(arg, x->name))
+			if (!reg_owned(x, h))
 				return WHY("name used by another sandbox");
 			continue;	/* its own entry, which this replaces */
 		}
@@ -180,8 +180,7 @@ check_unique(const struct moat_config *cfg, const struct reg_claim *c,
 
 int
 admit_registration(const struct moat_config *cfg, const struct moat_host *h,
-    const struct reg_claim *c, reg_owned_fn owned, void *arg, char *why,
-    size_t len)
+    const struct reg_claim *c, char *why, size_t len)
 {
 	struct secret_arg sa = { cfg, h };
 	struct moat_addr a;
@@ -212,7 +211,13 @@ admit_registration(const struct moat_config *cfg, const struct moat_host *h,
 	if (each_item(c->secrets, 64, secret_ok, &sa, bad, sizeof(bad)) == -1)
 		return WHY("secret \"%.32s\" is not one this host's sandboxes "
 		    "may use", bad);
-	return check_unique(cfg, c, &a, mac, owned, arg, why, len);
+	return check_unique(cfg, c, h, &a, mac, why, len);
+}
+
+bool
+reg_owned(const struct moat_sandbox *x, const struct moat_host *h)
+{
+	return x->registered_by != NULL && strcmp(x->registered_by, h->name) == 0;
 }
 
 const struct moat_host *

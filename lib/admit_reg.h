@@ -25,9 +25,6 @@ struct reg_claim {
 	const char	*secrets;	/* NAME,NAME,... or "" */
 };
 
-/* Does sandbox name belong to the host asking (registered by it)? */
-typedef bool (*reg_owned_fn)(void *arg, const char *name);
-
 /*
  * May host h register claim c?  Checks the name, that the address is in
  * h's pool and in gateway.network (not the gateway's, the network's or
@@ -35,12 +32,14 @@ typedef bool (*reg_owned_fn)(void *arg, const char *name);
  * no other sandbox (static, or another host's) has the name, the address,
  * the MAC or the name as its tap, that the egress is no wider than h's
  * max_egress, the allow list well-formed and only with "allowlist", and
- * the secrets among h's.  The host's own sandbox of the same name is
- * replaced, so it does not collide.  0, or -1 with the reason in why.
+ * the secrets among h's.  The host's own sandbox of the same name (its
+ * registered_by is h) is replaced, so it does not collide.  0, or -1 with
+ * the reason in why.
  */
 int	admit_registration(const struct moat_config *, const struct moat_host *,
-	    const struct reg_claim *, reg_owned_fn, void *arg, char *why,
-	    size_t len);
+	    const struct reg_claim *, char *why, size_t len);
+/* Did host h register sandbox x? */
+bool	reg_owned(const struct moat_sandbox *x, const struct moat_host *h);
 /* The host with this key (SHA-256 of its SPKI), or NULL. */
 const struct moat_host *admit_host_by_key(const struct moat_config *,
 	    const unsigned char key[32]);

@@ -32,6 +32,7 @@ config_free(struct moat_config *cfg)
 		struct moat_sandbox *x = &cfg->sandboxes[i];
 		free(x->name);
 		free(x->owner);
+		free(x->registered_by);
 		strlist_free(&x->allow);
 		strlist_free(&x->secrets);
 		strlist_free(&x->bypass);

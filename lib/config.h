@@ -92,8 +92,15 @@ struct moat_sandbox {
 	char		 trunk[IFNAMSIZ];	/* separate box: the interface its
 					 * KVM host's guests arrive on, or "";
 					 * its packets must arrive on it */
+	char		*registered_by;	/* the host whose registration wrote
+					 * its drop-in (MOAT_REG_MARK), or NULL */
 	struct moat_where where;
 };
+
+/* The first line of a drop-in that gatewayd wrote for a KVM host's
+ * registration: MOAT_REG_MARK "HOST\n".  The loader records HOST as the
+ * sandbox's registered_by; nothing else reads the mark. */
+#define MOAT_REG_MARK	"# registered by host "
 
 struct moat_gateway {
 	char		 uplink[IFNAMSIZ];

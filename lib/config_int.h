@@ -23,6 +23,7 @@ struct loader {
 	const char		*buf;	/* main file's text, if given in memory */
 	const char		*secrets_dir;	/* secrets.d beside the main file */
 	bool			 normalised;	/* from gatewayd: no files read */
+	char			 first_line[128];	/* the file being read's */
 };
 
 enum ktype { K_STR, K_INT, K_BOOL, K_STRLIST, K_INTLIST, K_GROUP, K_GROUPLIST };

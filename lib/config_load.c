@@ -242,13 +242,29 @@ read_file(struct loader *ld, config_t *lc, const char *path)
 {
 	int ok;
 
+	FILE *fp = NULL;
+	char line[128];
+
 	ld->file = addfile(ld->cfg, path);
+	ld->first_line[0] = '\0';
 	config_init(lc);
 	if (ld->buf != NULL) {
 		ok = config_read_string(lc, ld->buf);
 		ld->buf = NULL;		/* drop-ins always come from files */
-	} else
-		ok = config_read_file(lc, path);
+	} else if ((fp = fopen(path, "re")) == NULL) {
+		adderr(ld, path, 0, "cannot read file: %s", strerror(errno));
+		config_destroy(lc);
+		return -1;
+	} else {
+		/* The first line, for the registration mark (config.h), from
+		 * the same open as the parse. */
+		if (fgets(line, sizeof(line), fp) != NULL)
+			snprintf(ld->first_line, sizeof(ld->first_line), "%s",
+			    line);
+		rewind(fp);
+		ok = config_read(lc, fp);
+		fclose(fp);
+	}
 	if (ok == CONFIG_TRUE)
 		return 0;
 	if (config_error_type(lc) == CONFIG_ERR_FILE_IO)
@@ -371,7 +387,8 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
     bool normalised, struct moat_errors *errs)
 {
 	struct moat_config *cfg = xcalloc(1, sizeof(*cfg));
-	struct loader ld = { cfg, errs, path, buf, NULL, normalised };
+	struct loader ld = { .cfg = cfg, .errs = errs, .file = path, .buf = buf,
+	    .normalised = normalised };
 	char *dir = NULL, *sdir = NULL;
 	const char *slash = strrchr(path, '/');
 

@@ -671,6 +671,23 @@ static const struct key sandbox_keys[] = {
 	{ "trunk", K_STR, 0, set_ifname, offsetof(struct moat_sandbox, trunk) },
 };
 
+/* The host named by a drop-in's registration mark, or NULL. */
+static char *
+reg_mark_host(const char *line)
+{
+	size_t ml = strlen(MOAT_REG_MARK), n;
+	char name[64];
+
+	if (strncmp(line, MOAT_REG_MARK, ml) != 0)
+		return NULL;
+	n = strcspn(line + ml, "\n");
+	if (n == 0 || n >= sizeof(name) || line[ml + n] != '\n')
+		return NULL;
+	memcpy(name, line + ml, n);
+	name[n] = '\0';
+	return config_username_valid(name) ? xstrdup(name) : NULL;
+}
+
 void
 load_sandbox(struct loader *ld, const config_setting_t *grp,
     const char *default_name)
@@ -694,6 +711,8 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	    sandbox_keys, NKEYS(sandbox_keys), x,
 	    &x->name, ctx, sizeof(ctx));
 	check_sandbox(ld, grp, x, ctx);
+	if (default_name != NULL)
+		x->registered_by = reg_mark_host(ld->first_line);
 	if (x->nallow_ports == 0 && x->egress == EGRESS_ALLOWLIST) {
 		x->allow_ports = xcalloc(2, sizeof(*x->allow_ports));
 		x->allow_ports[0] = (struct moat_port){ IPPROTO_TCP, 80 };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "secretfile.h"
+#include "smallfile.h"
 
 int
 secret_file_read(const struct moat_secret *s, char *buf, size_t *len, char *err,
@@ -17,6 +18,7 @@ secret_file_read(const struct moat_secret *s, char *buf, size_t *len, char *err,
 {
 	struct stat st;
 	ssize_t n;
+	char more;
 	size_t i;
 	int fd;
 
@@ -28,7 +30,9 @@ secret_file_read(const struct moat_secret *s, char *buf, size_t *len, char *err,
 			close(fd);
 		return -1;
 	}
-	n = read(fd, buf, SECRET_FILE_MAX + 2);
+	n = read_whole_fd(fd, buf, SECRET_FILE_MAX + 2);
+	if (n == SECRET_FILE_MAX + 2 && read_whole_fd(fd, &more, 1) != 0)
+		n = -1;		/* more follows: too long, not cut short */
 	close(fd);
 	if (n > 0 && buf[n - 1] == '\n')
 		n--;

@@ -293,7 +293,7 @@ read_inputs(struct create_opts *o, const struct pv *pv)
 		xasprintf(&ca_default, "%s/proxy-ca.crt", pv->cfg->gw.state_dir);
 	o->ca_pem = o->ca_file ? read_input("--ca", o->ca_file, 65536,
 	    pv->cfg->gw.import_timeout) :
-	    read_small_file(ca_default, 65536);
+	    read_small_file(ca_default, 65536, NULL);
 	if (o->ca_pem == NULL && o->ca_file != NULL) {
 		free(ca_default);
 		return -1;

@@ -57,7 +57,7 @@ verdict_read(const char *log, char *out, size_t len)
 static void
 accel_read(const struct gpaths *p, struct row *r)
 {
-	char *s = read_small_file(p->accel, 300), *nl;
+	char *s = read_small_file(p->accel, 300, NULL), *nl;
 
 	if (s == NULL)
 		return;

@@ -192,7 +192,7 @@ alive(pid_t pid)
 	bool ok = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((s = read_small_file(path, 512)) == NULL)
+	if ((s = read_small_file(path, 512, NULL)) == NULL)
 		return false;
 	if ((c = strrchr(s, ')')) != NULL && c[1] == ' ')
 		ok = c[2] != 'Z' && c[2] != 'X';
@@ -229,7 +229,7 @@ wait_ready(const struct target *t, pid_t pid)
 static void
 show_qemu_log(const char *path)
 {
-	char *s = read_small_file(path, 4096);
+	char *s = read_small_file(path, 4096, NULL);
 
 	if (s != NULL && *s != '\0')
 		fprintf(stderr, "%s", s);
@@ -320,7 +320,7 @@ start_unit(const struct target *t)
 	    t->u.uid), t->g.name, unit_autostart(&t->p) ? " (autostart)" : "",
 	    t->sb->tap, t->p.log);
 	/* The unit's launch recorded it: "tcg\nreason\n". */
-	if ((why = read_small_file(t->p.accel, 512)) != NULL &&
+	if ((why = read_small_file(t->p.accel, 512, NULL)) != NULL &&
 	    (nl = strchr(why, '\n')) != NULL) {
 		*nl++ = '\0';
 		nl[strcspn(nl, "\n")] = '\0';

@@ -391,26 +391,6 @@ spawn_qemu(char *const argv[], const struct qemu_user *u, int tapfd,
 	return q;
 }
 
-char *
-read_small_fd(int fd, size_t max)
-{
-	char *buf = xmalloc(max + 1);
-	size_t n = 0;
-	ssize_t r;
-
-	while (n < max && (r = read(fd, buf + n, max - n)) != 0) {
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1) {
-			free(buf);
-			return NULL;
-		}
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 static long long
 mono_ms(void)
 {
@@ -438,7 +418,7 @@ reader_child(int fd, size_t max, int out)
 	    setresgid(65534, 65534, 65534) == -1 ||
 	    setresuid(65534, 65534, 65534) == -1)
 		_exit(1);
-	if ((s = read_small_fd(fd, max)) == NULL)
+	if ((s = read_small_fd(fd, max, NULL)) == NULL)
 		_exit(1);
 	n = strlen(s);
 	while (off < n) {
@@ -519,19 +499,6 @@ read_small_fd_within(int fd, size_t max, unsigned secs)
 	return buf;
 }
 
-char *
-read_small_file(const char *path, size_t max)
-{
-	char *buf;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return NULL;
-	buf = read_small_fd(fd, max);
-	close(fd);
-	return buf;
-}
-
 /* The pidfile sits in a folder the QEMU user can write, so its content is
  * not trusted: the pid must belong to the QEMU user and carry the guest's
  * process name before anyone signals it. */
@@ -542,7 +509,7 @@ guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
 	long v;
 	pid_t pid = 0;
 
-	if ((s = read_small_file(p->pidfile, 32)) == NULL)
+	if ((s = read_small_file(p->pidfile, 32, NULL)) == NULL)
 		return 0;
 	v = strtol(s, &c, 10);
 	if (*c != '\n' && *c != '\0')
@@ -553,7 +520,7 @@ guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
 	/* Status, not the owner of /proc/PID: that turns root once QEMU
 	 * makes itself non-dumpable. */
 	snprintf(path, sizeof(path), "/proc/%ld/status", v);
-	if ((s = read_small_file(path, 4096)) == NULL)
+	if ((s = read_small_file(path, 4096, NULL)) == NULL)
 		return 0;
 	c = strstr(s, "\nUid:");
 	if (c == NULL || strtoul(c + 5, NULL, 10) != (unsigned long)uid) {
@@ -562,7 +529,7 @@ guest_pid(const struct gpaths *p, const struct guest *g, uid_t uid)
 	}
 	free(s);
 	snprintf(path, sizeof(path), "/proc/%ld/stat", v);
-	if ((s = read_small_file(path, 512)) == NULL)
+	if ((s = read_small_file(path, 512, NULL)) == NULL)
 		return 0;
 	c = strrchr(s, ')');
 	/* QEMU renames itself (-name process=) only once it is set up. */
@@ -584,7 +551,7 @@ proc_uptime(pid_t pid)
 	int i;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((s = read_small_file(path, 1024)) == NULL)
+	if ((s = read_small_file(path, 1024, NULL)) == NULL)
 		return -1;
 	c = strrchr(s, ')');
 	/* starttime is field 22; after ')' come fields 3.. */
@@ -593,7 +560,7 @@ proc_uptime(pid_t pid)
 	if (c != NULL)
 		start = strtoull(c + 1, NULL, 10);
 	free(s);
-	if ((s = read_small_file("/proc/uptime", 64)) == NULL)
+	if ((s = read_small_file("/proc/uptime", 64, NULL)) == NULL)
 		return -1;
 	up = strtod(s, NULL);
 	free(s);

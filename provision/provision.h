@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "smallfile.h"
 #include "regclient.h"
 
 /* Exit codes (s6 style): result, usage, system. */
@@ -198,10 +199,9 @@ pid_t	 spawn_qemu(char *const argv[], const struct qemu_user *, int tapfd,
 pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
 long	 proc_uptime(pid_t);
 int	 rm_rf_guest(const struct gpaths *);
-char	*read_small_file(const char *path, size_t max);
-/* read_small_fd in a child killed after secs; NULL, errno ETIMEDOUT then. */
+/* read_small_fd (smallfile.h) in a child killed after secs; NULL, errno
+ * ETIMEDOUT then. */
 char	*read_small_fd_within(int fd, size_t max, unsigned secs);
-char	*read_small_fd(int fd, size_t max);
 
 /* uids.c -- one uid per guest from gateway.guest_uids. */
 /* Pick a free uid and record it in the guest's guest.conf (meta). */

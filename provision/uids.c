@@ -96,7 +96,7 @@ uids_running(struct uidset *s)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%.16s/status", de->d_name);
-		if ((st = read_small_file(path, 4096)) == NULL)
+		if ((st = read_small_file(path, 4096, NULL)) == NULL)
 			continue;
 		if ((c = strstr(st, "\nState:\t")) != NULL &&
 		    (c[8] == 'Z' || c[8] == 'X')) {

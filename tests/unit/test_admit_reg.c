@@ -20,12 +20,20 @@ static char scratch[] = "/tmp/moat-test-admit-reg.XXXXXX";
 static struct moat_config *cfg;
 static const struct moat_host *ha, *hb;
 
-/* Host A owns "mine" (registered earlier); nothing else is registered. */
-static bool
-owned_a(void *arg, const char *name)
+
+static int
+dropin(const char *dir, const char *name, const char *mark, const char *addr,
+    const char *mac)
 {
-	(void)arg;
-	return strcmp(name, "mine") == 0;
+	char path[300];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s.conf", dir, name);
+	if ((fp = fopen(path, "w")) == NULL)
+		return -1;
+	fprintf(fp, "%sname = \"%s\";\naddress = \"%s\";\nmac = \"%s\";\n"
+	    "tap = \"%s\";\negress = \"none\";\n", mark, name, addr, mac, name);
+	return fclose(fp);
 }
 
 static int
@@ -46,6 +54,13 @@ setup(void **state)
 	chmod(path, 0600);
 	snprintf(path, sizeof(path), "%s/sandboxes.d", scratch);
 	mkdir(path, 0700);
+	/* Host A registered "mine": its drop-in carries A's mark.  "odd"
+	 * carries a mark that names no valid host: owned by nobody. */
+	if (dropin(path, "mine", MOAT_REG_MARK "a\n", "10.77.0.9",
+	    "52:54:00:00:0a:09") == -1 ||
+	    dropin(path, "odd", MOAT_REG_MARK "a b\n", "10.77.0.8",
+	    "52:54:00:00:0a:08") == -1)
+		return -1;
 	snprintf(text, sizeof(text),
 	    "gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\"; "
 	    "bridge = \"sb0\"; dns: { upstream = [ \"203.0.113.53\" ]; }; };\n"
@@ -61,9 +76,7 @@ setup(void **state)
 	    "  { name = \"b\"; key = \"sha256:%063d1\"; pool = \"10.77.0.32/27\"; "
 	    "trunk = \"sb0\"; } );\n"
 	    "sandboxes = ( { name = \"st\"; mac = \"52:54:00:00:0f:01\"; "
-	    "address = \"10.77.0.30\"; tap = \"sttap\"; egress = \"none\"; },\n"
-	    "  { name = \"mine\"; mac = \"52:54:00:00:0a:09\"; "
-	    "address = \"10.77.0.9\"; tap = \"mine\"; egress = \"none\"; } );\n",
+	    "address = \"10.77.0.30\"; tap = \"sttap\"; egress = \"none\"; } );\n",
 	    scratch, scratch, 0, 0);
 	cfg = config_load_buffer("test.conf", text, path, &errs);
 	if (cfg == NULL) {
@@ -97,8 +110,7 @@ admit(const struct moat_host *h, const char *name, const char *addr,
 	struct reg_claim c = { name, addr, mac, egress, allow, secrets };
 
 	why[0] = '\0';
-	if (admit_registration(cfg, h, &c, owned_a, NULL, why,
-	    sizeof(why)) == 0)
+	if (admit_registration(cfg, h, &c, why, sizeof(why)) == 0)
 		return "";
 	assert_true(why[0] != '\0');
 	return why;
@@ -208,6 +220,16 @@ collisions(void **state)
 	    ""), "");
 	assert_string_equal(admit(ha, "a1", "10.77.0.9", MAC, "open", "", ""),
 	    "address used by another sandbox");
+	assert_string_equal(admit(hb, "mine", "10.77.0.40", MAC, "none", "",
+	    ""), "name used by another sandbox");
+	/* The owner is the mark's host, read when the config was loaded; a
+	 * mark naming no valid host makes nobody the owner. */
+	assert_true(reg_owned(config_sandbox_by_name(cfg, "mine"), ha));
+	assert_false(reg_owned(config_sandbox_by_name(cfg, "mine"), hb));
+	assert_null(config_sandbox_by_name(cfg, "odd")->registered_by);
+	assert_null(config_sandbox_by_name(cfg, "st")->registered_by);
+	assert_string_equal(admit(ha, "odd", "10.77.0.8", "52:54:00:00:0a:08",
+	    "none", "", ""), "name used by another sandbox");
 }
 
 static void

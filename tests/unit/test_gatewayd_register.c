@@ -203,8 +203,8 @@ forged_requests(void **state)
 	assert_int_equal(gw.hoststats[0].refusals, 7);
 	assert_true(gw.hoststats[0].last_seen > 0);
 	assert_int_equal(gw.hoststats[1].refusals, 0);
-	assert_int_equal(reg_count(&gw, "b"), 1);
-	assert_int_equal(reg_count(&gw, "a"), 0);
+	assert_int_equal(reg_count(&gw, &gw.cfg->hosts[1]), 1);
+	assert_int_equal(reg_count(&gw, &gw.cfg->hosts[0]), 0);
 }
 
 /* list answers the host's own sandboxes, one line each, then ok. */
