@@ -88,8 +88,10 @@ int	proc_next_timeout(struct gw *, time_t now);	/* ms, -1 none */
 void	proc_ipc_readable(struct gw *, enum gw_proc_id);
 /* After a reload: children re-read the config by being started again
  * (they hold no privilege to read root-only files any more).  dnsd is
- * restarted at once; the proxy is told to drain its open connections
- * while a new one takes the listening socket. */
+ * restarted at once.  The proxy takes the new sandboxes in place when
+ * nothing else it was started on changed (settings, secrets' files);
+ * otherwise it is told to drain its open connections while a new one
+ * takes the listening socket. */
 void	proc_reload(struct gw *);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
@@ -296,6 +298,8 @@ struct gw {
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
 	int			 proxy_fd;	/* listening, bound by the parent */
+	char			*proxy_basis;	/* what the running proxy was
+						 * started on, but sandboxes */
 	int			 ctlfd;		/* listening; the control process's */
 	unsigned		 ctl_gen;	/* control processes started */
 	unsigned		 ctl_followers;	/* "log -f" clients */

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <arpa/inet.h>
@@ -17,6 +18,7 @@
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,38 @@ send_secrets(struct gw *gw, int fd)
 	return rc;
 }
 
+/*
+ * What a proxy is started on besides its sandboxes: the rest of the
+ * configuration, and each secret file's identity and age (taken before its
+ * value is read, so a file changed meanwhile only makes the next reload
+ * start a new proxy).  No value is kept here.
+ */
+static char *
+proxy_basis(const struct moat_config *cfg)
+{
+	char *text = config_text_but_sandboxes(cfg), *buf = NULL;
+	size_t i, len = 0;
+	struct stat st;
+	FILE *fp;
+
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatalx("out of memory");
+	fputs(text, fp);
+	free(text);
+	for (i = 0; i < cfg->nsecrets; i++) {
+		if (stat(cfg->secrets[i].file, &st) == -1)
+			fprintf(fp, "%s -\n", cfg->secrets[i].name);
+		else
+			fprintf(fp, "%s %ju %ju %jd.%09ld %jd\n",
+			    cfg->secrets[i].name, (uintmax_t)st.st_dev,
+			    (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
+			    st.st_mtim.tv_nsec, (intmax_t)st.st_size);
+	}
+	if (fclose(fp) != 0)
+		fatalx("out of memory");
+	return buf;
+}
+
 static void
 proc_start(struct gw *gw, enum gw_proc_id id)
 {
@@ -140,6 +174,10 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	p->started = time(NULL);
 	p->restart_at = 0;
 	log_info("%s started, pid %d", p->name, (int)pid);
+	if (id == PROC_PROXY) {
+		free(gw->proxy_basis);
+		gw->proxy_basis = proxy_basis(gw->cfg);
+	}
 	if (id == PROC_PROXY && send_secrets(gw, fds[0]) == -1)
 		proc_kill(gw, id, "its secrets could not be sent");
 	return;
@@ -312,6 +350,30 @@ proc_next_timeout(struct gw *gw, time_t now)
 	return best;
 }
 
+static int	config_memfd(const struct moat_config *);
+
+/* Only sandboxes changed for the running proxy: hand it the new
+ * configuration (IPC_RELOAD with a descriptor) and keep it, its open
+ * connections and its signer.  -1: it must drain and be replaced. */
+static int
+proxy_reconfigure(struct gw *gw, struct gw_proc *p)
+{
+	char *basis = proxy_basis(gw->cfg);
+	int same = gw->proxy_basis != NULL &&
+	    strcmp(basis, gw->proxy_basis) == 0, conf, rc;
+
+	free(basis);
+	if (!same)
+		return -1;
+	if ((conf = config_memfd(gw->cfg)) == -1)
+		return -1;
+	rc = ipc_send_fds(p->ipc, IPC_RELOAD, 0, NULL, 0, &conf, 1);
+	close(conf);
+	if (rc == 0)
+		log_info("proxy: only sandboxes changed, reconfigured in place");
+	return rc;
+}
+
 void
 proc_reload(struct gw *gw)
 {
@@ -320,7 +382,7 @@ proc_reload(struct gw *gw)
 
 	proc_restart(gw, PROC_DNSD);
 	proc_restart(gw, PROC_NFLOG);
-	if (p->pid <= 0)
+	if (p->pid <= 0 || proxy_reconfigure(gw, p) == 0)
 		return;
 	for (i = 0; i < GW_MAX_DRAINING; i++)
 		if (gw->draining[i].pid <= 0)

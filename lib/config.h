@@ -220,6 +220,12 @@ void	config_dns_rate(const struct moat_config *, const struct moat_sandbox *,
 /* Write the normalised config in libconfig syntax (one file, sandboxes
  * inline, defaults spelled out).  Loading the output yields the same model. */
 void	config_print(FILE *, const struct moat_config *);
+/* config_print's text of everything but the sandboxes (malloc'ed): two
+ * configs whose texts are equal differ at most in their sandboxes. */
+char	*config_text_but_sandboxes(const struct moat_config *);
+/* Do two sandboxes have the same settings (config_print's text of each)? */
+bool	config_sandbox_same(const struct moat_sandbox *,
+	    const struct moat_sandbox *);
 /* A short summary for humans: sandboxes, modes, secrets by name only. */
 void	config_summary(FILE *, const struct moat_config *);
 

@@ -7,9 +7,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "log.h"
 
 static void
 pstr(FILE *fp, const char *s)
@@ -347,4 +349,47 @@ config_summary(FILE *fp, const struct moat_config *cfg)
 			fprintf(fp, " owner=%s", x->owner);
 		fputc('\n', fp);
 	}
+}
+
+char *
+config_text_but_sandboxes(const struct moat_config *cfg)
+{
+	struct moat_config c = *cfg;	/* shallow: only read */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	c.nsandboxes = 0;
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatalx("out of memory");
+	config_print(fp, &c);
+	if (fclose(fp) != 0)
+		fatalx("out of memory");
+	return buf;
+}
+
+static char *
+sandbox_text(const struct moat_sandbox *x)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatalx("out of memory");
+	print_sandbox(fp, x, 1);
+	if (fclose(fp) != 0)
+		fatalx("out of memory");
+	return buf;
+}
+
+bool
+config_sandbox_same(const struct moat_sandbox *a, const struct moat_sandbox *b)
+{
+	char *ta = sandbox_text(a), *tb = sandbox_text(b);
+	bool same = strcmp(ta, tb) == 0;
+
+	free(ta);
+	free(tb);
+	return same;
 }

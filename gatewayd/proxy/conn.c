@@ -101,6 +101,46 @@ conn_tick(void)
 		proxy.draining = false;	/* main notices nconns == 0 */
 }
 
+/* c's sandbox in ncfg: the same name at the same index (the usual case,
+ * a sandbox added after it or none), else found by name. */
+static const struct moat_sandbox *
+sandbox_in(const struct moat_config *old, const struct moat_config *ncfg,
+    const struct moat_sandbox *sb)
+{
+	size_t i = (size_t)(sb - old->sandboxes);
+
+	if (i < ncfg->nsandboxes && strcmp(ncfg->sandboxes[i].name,
+	    sb->name) == 0)
+		return &ncfg->sandboxes[i];
+	return config_sandbox_by_name(ncfg, sb->name);
+}
+
+int
+conn_rebind(const struct moat_config *old, const struct moat_config *ncfg)
+{
+	const struct moat_sandbox *nsb;
+	struct conn *c, *next;
+	int cut = 0;
+
+	for (c = conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->sb == NULL)
+			continue;
+		nsb = sandbox_in(old, ncfg, c->sb);
+		if (nsb != NULL && config_sandbox_same(c->sb, nsb)) {
+			c->sb = nsb;
+			c->sbname = nsb->name;
+			continue;
+		}
+		audit("cut", "sandbox", c->sbname, "src", c->src, "host",
+		    c->host[0] ? c->host : "-", "reason",
+		    nsb == NULL ? "sandbox removed" : "sandbox changed", NULL);
+		conn_close(c);
+		cut++;
+	}
+	return cut;
+}
+
 int
 conn_count_sandbox(const struct moat_sandbox *sb)
 {

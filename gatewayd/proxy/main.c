@@ -70,6 +70,11 @@ static struct ev ipc_ev;
 static struct ev host_ev;
 static struct hostaddr *hostaddr;
 static time_t drain_deadline;
+/* The configuration in force, and its name for messages. */
+static struct moat_config *live_cfg;
+static const char *conf_name;
+
+static struct moat_config *load_config(const char *, int);
 
 static void
 usage(FILE *fp)
@@ -252,31 +257,86 @@ start_drain(void)
 	close_listeners();
 }
 
-/* gatewayd's messages.  A reload cannot re-read root-only secret files
- * after the drop, so the proxy drains and exits; gatewayd starts a new
- * one on the same inherited sockets. */
+static void
+free_config(void *arg)
+{
+	config_free(arg);
+}
+
+/*
+ * A reload that changed only sandboxes (gatewayd compared everything else
+ * the proxy was started on, secrets' files included): take the new ones
+ * in place.  Connections whose sandbox is unchanged go on; the others are
+ * cut.  Anything else different after all: drain, as for a full reload.
+ */
+static void
+reconfigure(int fd)
+{
+	struct moat_config *ncfg = load_config(conf_name, fd);
+	char *a = config_text_but_sandboxes(live_cfg);
+	char *b = config_text_but_sandboxes(ncfg);
+	struct moat_sandbox *sbs;
+	size_t n;
+	int cut;
+
+	if (strcmp(a, b) != 0) {
+		log_warnx("reload: more than sandboxes changed: draining");
+		config_free(ncfg);
+		start_drain();
+	} else {
+		cut = conn_rebind(live_cfg, ncfg);
+		sbs = live_cfg->sandboxes;
+		n = live_cfg->nsandboxes;
+		live_cfg->sandboxes = ncfg->sandboxes;
+		live_cfg->nsandboxes = ncfg->nsandboxes;
+		ncfg->sandboxes = sbs;
+		ncfg->nsandboxes = n;
+		/* after this turn's closed connections are freed */
+		ev_defer(free_config, ncfg);
+		log_info("reconfigured: %zu sandboxes, %d connection(s) cut",
+		    live_cfg->nsandboxes, cut);
+	}
+	free(a);
+	free(b);
+}
+
+/* gatewayd's messages.  A reload with a configuration attached changed
+ * only sandboxes (reconfigure).  Without one the proxy cannot re-read
+ * root-only secret files after the drop, so it drains and exits;
+ * gatewayd starts a new one on the same inherited sockets. */
 static void
 on_ipc(struct ev *e, uint32_t events)
 {
 	char buf[IPC_MAX_PAYLOAD], err[256];
 	struct ipc_hdr hdr;
+	size_t nfds = 0;
 	ssize_t n;
+	int fd = -1;
 
-	n = ipc_recv(e->fd, &hdr, buf, sizeof(buf), err, sizeof(err));
-	if (n == 0 || n == -1) {
+	n = ipc_recv_fds(e->fd, &hdr, buf, sizeof(buf), &fd, 1, &nfds, err,
+	    sizeof(err));
+	/* 0 with no type is the end of the socket; a reload has no payload */
+	if ((n == 0 && hdr.type == 0) || n == -1) {
 		log_warnx("gatewayd went away: stopping");
 		stop = 1;
 		return;
 	}
 	if (n == -2)
 		fatalx("ipc: %s", err);
+	if (nfds > 0 && hdr.type != IPC_RELOAD)
+		fatalx("ipc: a descriptor with %s", ipc_type_name(hdr.type));
 	if (hdr.type == IPC_BUDGET_ACK) {
 		reqrule_ipc(&hdr, buf, (size_t)n);
 		return;
 	}
 	if (hdr.type != IPC_RELOAD)
 		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));
-	start_drain();
+	if (nfds == 1 && !proxy.draining)
+		reconfigure(fd);
+	else if (nfds == 1)
+		close(fd);
+	else
+		start_drain();
 }
 
 /* The host's addresses change (DHCP, SLAAC, an interface coming up):
@@ -483,7 +543,8 @@ main(int argc, char *argv[])
 	if (!o.no_seccomp)
 		sandbox_seccomp();
 	signals();
-	proxy.cfg = cfg;
+	proxy.cfg = live_cfg = cfg;
+	conf_name = o.conf;
 	proxy.secrets = &secrets;
 	/* One sandbox must leave room for the others: never half of all. */
 	proxy.sb_max = (int)cfg->gw.proxy_per_sandbox;

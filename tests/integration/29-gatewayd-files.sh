@@ -53,6 +53,11 @@ children_up() {	# children_up [OLD_PROXY] -- dnsd and a proxy (not OLD) running
 }
 proxy1=$(children_up) || { not_ok "gatewayd starts its children under strace" "$(tail -5 "$GW_LOG")"; tap_done; exit 1; }
 ok "gatewayd starts its children under strace"
+# The secret's file rewritten: the reload starts a new proxy, which gets the
+# value from the parent again (a reload that changed only sandboxes would
+# keep the running one).
+cp -p "$TOPO_TMP/etc/api.secret" "$TOPO_TMP/etc/api.secret.new"
+mv "$TOPO_TMP/etc/api.secret.new" "$TOPO_TMP/etc/api.secret"
 expect_ok "reload" gw_ctl reload
 proxy2=$(children_up "$proxy1"); expect_eq "a new proxy after the reload" 0 $?
 # The proxy got the secret's value from the parent: it is in its memory.

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# A reload that changes only sandboxes (a sandbox added, as provision create
+# or a registration does) keeps the running proxy: its open tunnels go on,
+# however old.  A tunnel whose own sandbox changed is cut at once.  A change
+# to anything else the proxy was started on (a gateway setting, a secret's
+# file) still replaces the proxy, and the old one drains.
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/gw.sh
+
+topo_up || { not_ok "topology"; exit 1; }
+topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+topo_guest web 10.77.0.12 52:54:00:00:00:0c mt-web
+topo_guest added 10.77.0.13 52:54:00:00:00:0d mt-added
+ip -n "$NS_INET" addr add 203.0.113.200/24 dev eth0
+topo_bg "$NS_INET" echo-inet socat TCP-LISTEN:7000,fork,reuseaddr PIPE
+topo_wait_port "$NS_INET" 0.0.0.0 7000 || not_ok "echo server starts"
+chmod 711 "$TOPO_TMP"
+mkdir -p "$TOPO_TMP/etc"
+printf 'sk-reconf-test-VALUE\n' >"$TOPO_TMP/etc/api.secret"
+chmod 600 "$TOPO_TMP/etc/api.secret"
+
+# conf WEB_EGRESS EXTRA_SANDBOX AUDIT_KB
+conf() {
+	cat >"$GW_CONF" <<EOF
+gateway: {
+  uplink  = "up0";
+  network = "10.77.0.0/24";
+  bridge  = "moat0";
+  dns:   { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = false; };
+  treat_as_public = [ "203.0.113.0/24" ];
+  state_dir = "$TOPO_TMP/state";
+  audit_max_kb = $3;
+};
+secrets = ( { name = "api"; file = "$TOPO_TMP/etc/api.secret";
+  hosts = [ "api.bound.test" ]; placeholder = "moat-api-PLACEHOLDER"; } );
+sandboxes = (
+  $2
+  { name = "dev"; mac = "52:54:00:00:00:0b"; address = "10.77.0.11";
+    tap = "mt-dev"; egress = "open"; secrets = [ "api" ]; },
+  { name = "web"; mac = "52:54:00:00:00:0c"; address = "10.77.0.12";
+    tap = "mt-web"; egress = "$1"; }
+);
+EOF
+}
+ADDED='{ name = "added"; mac = "52:54:00:00:00:0d"; address = "10.77.0.13"; tap = "mt-added"; egress = "open"; },'
+conf open "" 1024
+gw_start; expect_eq "gatewayd starts" 0 $?
+
+# A tunnel through the proxy's CONNECT to the echo server, kept open; each
+# step file lets it send once more and records the answer.
+cat >"$TOPO_TMP/tunnel.py" <<'PY'
+import os, socket, sys, time
+res, gos = sys.argv[1], sys.argv[2:]
+out = open(res, "w", buffering=1)
+s = socket.create_connection(("10.77.0.1", 3128), timeout=5)
+s.sendall(b"CONNECT 203.0.113.200:7000 HTTP/1.1\r\nHost: 203.0.113.200:7000\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    d = s.recv(1)
+    if not d: break
+    head += d
+s.sendall(b"one\n"); out.write("before:%s %s\n" % (head.split(b" ")[1].decode(), s.recv(100).decode().strip()))
+for i, go in enumerate(gos):
+    while not os.path.exists(go): time.sleep(0.05)
+    try:
+        s.settimeout(5); s.sendall(b"step%d\n" % i); d = s.recv(100)
+        out.write("after%d:%s\n" % (i, d.decode().strip() or "closed"))
+    except Exception as e:
+        out.write("after%d:error %s\n" % (i, type(e).__name__))
+        break
+PY
+tunnel() {	# tunnel NAME GUEST STEPS
+	local n=$1 g=$2 k gos=()
+	for k in $(seq 0 $(($3 - 1))); do gos+=("$TOPO_TMP/go-$n-$k"); done
+	ip netns exec $TOPO-$g python3 "$TOPO_TMP/tunnel.py" "$TOPO_TMP/res-$n" "${gos[@]}" &
+	TOPO_PIDS+=($!)
+	wait_for 20 grep -qs before: "$TOPO_TMP/res-$n"
+	expect_eq "tunnel $n from $g through the proxy" "before:200 one" "$(cat "$TOPO_TMP/res-$n")"
+}
+step() {	# step NAME K -- one more echo through tunnel NAME; its answer
+	touch "$TOPO_TMP/go-$1-$2"
+	wait_for 20 grep -qs "after$2:" "$TOPO_TMP/res-$1"
+	sed -n "s/^after$2://p" "$TOPO_TMP/res-$1"
+}
+
+tunnel d dev 4
+tunnel w web 2
+P1=$(gw_child_pid proxy)
+expect_match "the proxy runs" '^[0-9]+$' "$P1"
+
+# 1. A sandbox added: the proxy stays, both tunnels go on.
+conf open "$ADDED" 1024
+expect_ok "reload with a sandbox added" gw_ctl reload
+expect_eq "the proxy took the new sandboxes in place" 1 \
+	"$(grep -c "proxy: only sandboxes changed, reconfigured in place" "$GW_LOG")"
+expect_eq "... it is the same proxy" "$P1" "$(gw_child_pid proxy)"
+expect_eq "dev's tunnel goes on" "step0" "$(step d 0)"
+expect_eq "web's tunnel goes on" "step0" "$(step w 0)"
+tunnel a added 0
+
+# 2. web's egress narrowed to none: its tunnel is cut now, dev's goes on.
+conf none "$ADDED" 1024
+expect_ok "reload with web's egress none" gw_ctl reload
+wait_for 20 grep -q '"event":"cut"' "$GW_AUDIT"
+expect_eq "... still the same proxy" "$P1" "$(gw_child_pid proxy)"
+expect_match "web's tunnel is cut" "^(closed|error)" "$(step w 1)"
+expect_eq "dev's tunnel goes on" "step1" "$(step d 1)"
+expect_match "the cut is audited with its reason" \
+	'"event":"cut","sandbox":"web".*"reason":"sandbox changed"' "$(grep '"cut"' "$GW_AUDIT")"
+
+# 3. The secret's file rewritten: a new proxy (it must send the new value);
+# the old one drains, so dev's tunnel still answers.
+printf 'sk-reconf-test-OTHER\n' >"$TOPO_TMP/etc/api.secret"
+expect_ok "reload after the secret's file changed" gw_ctl reload
+new_proxy() { p=$(gw_child_pid proxy); [ -n "$p" ] && [ "$p" != "$P1" ]; }
+wait_for 20 new_proxy
+P2=$(gw_child_pid proxy)
+expect_ok "a changed secret file starts a new proxy ($P1 -> $P2)" [ -n "$P2" -a "$P2" != "$P1" ]
+expect_eq "... and dev's tunnel drains on the old one" "step2" "$(step d 2)"
+
+# 4. A gateway setting changed: a new proxy again.
+conf none "$ADDED" 2048
+expect_ok "reload with a gateway setting changed" gw_ctl reload
+new_proxy2() { p=$(gw_child_pid proxy); [ -n "$p" ] && [ "$p" != "$P2" ]; }
+wait_for 20 new_proxy2
+P3=$(gw_child_pid proxy)
+expect_ok "a changed gateway setting starts a new proxy ($P2 -> $P3)" [ -n "$P3" -a "$P3" != "$P2" ]
+expect_eq "... and dev's tunnel still answers" "step3" "$(step d 3)"
+expect_eq "no secret value in the audit log" 0 "$(grep -c 'sk-reconf-test' "$GW_AUDIT")"
+
+tap_done
