@@ -352,26 +352,47 @@ proc_next_timeout(struct gw *gw, time_t now)
 
 static int	config_memfd(const struct moat_config *);
 
-/* Only sandboxes changed for the running proxy: hand it the new
- * configuration (IPC_RELOAD with a descriptor) and keep it, its open
- * connections and its signer.  -1: it must drain and be replaced. */
+/*
+ * Hand the running proxy the new configuration (IPC_RELOAD with a sealed
+ * memfd): it cuts every open connection the new one no longer allows.
+ * When only sandboxes changed for it (proxy_basis) it goes on with the
+ * new sandboxes, keeping its connections and its signer (0); otherwise
+ * it is told to drain (-1) and a new proxy replaces it.
+ */
 static int
 proxy_reconfigure(struct gw *gw, struct gw_proc *p)
 {
 	char *basis = proxy_basis(gw->cfg);
-	int same = gw->proxy_basis != NULL &&
-	    strcmp(basis, gw->proxy_basis) == 0, conf, rc;
+	int keep = gw->proxy_basis != NULL &&
+	    strcmp(basis, gw->proxy_basis) == 0, conf, rc, i;
 
 	free(basis);
-	if (!same)
-		return -1;
+	/* Proxies still draining cut what the new configuration refuses.
+	 * A memfd each: one shared would share its read offset. */
+	for (i = 0; i < GW_MAX_DRAINING; i++) {
+		if (gw->draining[i].pid <= 0 || gw->draining[i].ipc == -1 ||
+		    (conf = config_memfd(gw->cfg)) == -1)
+			continue;
+		(void)ipc_send_fds(gw->draining[i].ipc, IPC_RELOAD,
+		    IPC_RELOAD_DRAIN, NULL, 0, &conf, 1);
+		close(conf);
+	}
 	if ((conf = config_memfd(gw->cfg)) == -1)
-		return -1;
-	rc = ipc_send_fds(p->ipc, IPC_RELOAD, 0, NULL, 0, &conf, 1);
-	close(conf);
-	if (rc == 0)
+		keep = 0;
+	if (conf == -1)
+		rc = ipc_send(p->ipc, IPC_RELOAD, IPC_RELOAD_DRAIN, NULL, 0);
+	else
+		rc = ipc_send_fds(p->ipc, IPC_RELOAD, keep ? IPC_RELOAD_KEEP :
+		    IPC_RELOAD_DRAIN, NULL, 0, &conf, 1);
+	if (conf != -1)
+		close(conf);
+	if (rc == -1)
+		kill(p->pid, SIGTERM);
+	else if (keep) {
 		log_info("proxy: only sandboxes changed, reconfigured in place");
-	return rc;
+		return 0;
+	}
+	return -1;
 }
 
 void
@@ -393,8 +414,6 @@ proc_reload(struct gw *gw)
 		if (gw->draining[0].ipc != -1)
 			close(gw->draining[0].ipc);
 	}
-	if (ipc_send(p->ipc, IPC_RELOAD, 0, NULL, 0) == -1)
-		kill(p->pid, SIGTERM);
 	gw->draining[i].pid = p->pid;
 	gw->draining[i].ipc = p->ipc;
 	p->pid = -1;

@@ -24,11 +24,18 @@
 /* A set-add asking for longer is a protocol violation (dnsd caps TTLs). */
 #define IPC_SET_TIMEOUT_MAX_MS	ADMIT_SET_TIMEOUT_MAX_MS
 
+/* IPC_RELOAD to the proxy, with the new configuration attached: go on
+ * with its sandboxes, or drain (after cutting, in both cases, what the new
+ * configuration no longer allows). */
+#define IPC_RELOAD_KEEP		0
+#define IPC_RELOAD_DRAIN	1
+
 enum ipc_type {
 	IPC_SET_ADD = 1,	/* dnsd -> parent: open addresses for a sandbox */
 	IPC_SET_ACK,		/* parent -> dnsd: result of an IPC_SET_ADD */
 	IPC_AUDIT,		/* child -> parent: one audit event, JSON object */
-	IPC_RELOAD,		/* parent -> child: re-read the configuration */
+	IPC_RELOAD,		/* parent -> child: re-read the configuration;
+				 * to the proxy: id IPC_RELOAD_KEEP or _DRAIN */
 	IPC_SIGN_REQ,		/* proxy -> signer: a leaf certificate, please */
 	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
 	IPC_SECRET,		/* parent -> proxy: one secret's value, at start */

@@ -116,25 +116,36 @@ sandbox_in(const struct moat_config *old, const struct moat_config *ncfg,
 }
 
 int
-conn_rebind(const struct moat_config *old, const struct moat_config *ncfg)
+conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
+    bool keep)
 {
 	const struct moat_sandbox *nsb;
 	struct conn *c, *next;
 	int cut = 0;
+
+	const char *why;
 
 	for (c = conns; c != NULL; c = next) {
 		next = c->next;
 		if (c->sb == NULL)
 			continue;
 		nsb = sandbox_in(old, ncfg, c->sb);
-		if (nsb != NULL && config_sandbox_same(c->sb, nsb)) {
-			c->sb = nsb;
-			c->sbname = nsb->name;
+		if (nsb == NULL)
+			why = "sandbox removed";
+		else if (!config_sandbox_same(c->sb, nsb))
+			why = "sandbox changed";
+		else if (c->dialled && !policy_addr_ok(ncfg, nsb, &proxy.host,
+		    &c->dial, c->dialport, &why))
+			;	/* the same check a new connection gets */
+		else {
+			if (keep) {
+				c->sb = nsb;
+				c->sbname = nsb->name;
+			}
 			continue;
 		}
 		audit("cut", "sandbox", c->sbname, "src", c->src, "host",
-		    c->host[0] ? c->host : "-", "reason",
-		    nsb == NULL ? "sandbox removed" : "sandbox changed", NULL);
+		    c->host[0] ? c->host : "-", "reason", why, NULL);
 		conn_close(c);
 		cut++;
 	}

@@ -94,13 +94,13 @@ void	conn_accept(int lfd, enum ckind);
 void	conn_tick(void);
 void	conn_close(struct conn *);
 int	conn_count_sandbox(const struct moat_sandbox *);
-/* ncfg's sandboxes are about to replace old's (a reload that changed
- * only sandboxes): each connection moves to its sandbox's new entry, or
- * is closed (and audited) when its sandbox is gone or any of its
- * settings changed, since what it was allowed may be no longer.  The
- * number closed. */
+/* A reload to ncfg: every connection whose sandbox is gone or changed in
+ * any setting, or whose upstream address ncfg would not admit, is closed
+ * and audited ("cut").  keep: ncfg's sandboxes are about to replace old's
+ * (only sandboxes changed), and the others move to their sandbox's new
+ * entry.  The number closed. */
 int	conn_rebind(const struct moat_config *old,
-	    const struct moat_config *ncfg);
+	    const struct moat_config *ncfg, bool keep);
 
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);

@@ -264,13 +264,14 @@ free_config(void *arg)
 }
 
 /*
- * A reload that changed only sandboxes (gatewayd compared everything else
- * the proxy was started on, secrets' files included): take the new ones
- * in place.  Connections whose sandbox is unchanged go on; the others are
- * cut.  Anything else different after all: drain, as for a full reload.
+ * A reload, with the new configuration.  First every open connection the
+ * new one no longer allows is cut.  Then, when gatewayd says only
+ * sandboxes changed (it compared everything else the proxy was started
+ * on, secrets' files included) and so it is, the new sandboxes are taken
+ * in place; otherwise the proxy drains, as for a full reload.
  */
 static void
-reconfigure(int fd)
+reconfigure(int fd, bool keep)
 {
 	struct moat_config *ncfg = load_config(conf_name, fd);
 	char *a = config_text_but_sandboxes(live_cfg);
@@ -279,12 +280,17 @@ reconfigure(int fd)
 	size_t n;
 	int cut;
 
-	if (strcmp(a, b) != 0) {
+	if (keep && strcmp(a, b) != 0) {
 		log_warnx("reload: more than sandboxes changed: draining");
+		keep = false;
+	}
+	cut = conn_rebind(live_cfg, ncfg, keep);
+	if (!keep) {
+		log_info("reload: %d connection(s) cut", cut);
 		config_free(ncfg);
-		start_drain();
+		if (!proxy.draining)
+			start_drain();
 	} else {
-		cut = conn_rebind(live_cfg, ncfg);
 		sbs = live_cfg->sandboxes;
 		n = live_cfg->nsandboxes;
 		live_cfg->sandboxes = ncfg->sandboxes;
@@ -331,11 +337,9 @@ on_ipc(struct ev *e, uint32_t events)
 	}
 	if (hdr.type != IPC_RELOAD)
 		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));
-	if (nfds == 1 && !proxy.draining)
-		reconfigure(fd);
-	else if (nfds == 1)
-		close(fd);
-	else
+	if (nfds == 1)		/* a draining proxy only cuts */
+		reconfigure(fd, hdr.id == IPC_RELOAD_KEEP && !proxy.draining);
+	else if (!proxy.draining)
 		start_drain();
 }
 

@@ -21,8 +21,9 @@ mkdir -p "$TOPO_TMP/etc"
 printf 'sk-reconf-test-VALUE\n' >"$TOPO_TMP/etc/api.secret"
 chmod 600 "$TOPO_TMP/etc/api.secret"
 
-# conf WEB_EGRESS EXTRA_SANDBOX AUDIT_KB
+# conf WEB_EGRESS EXTRA_SANDBOX AUDIT_KB [TREAT_AS_PUBLIC]
 conf() {
+	local treat=${4-'"203.0.113.0/24"'}
 	cat >"$GW_CONF" <<EOF
 gateway: {
   uplink  = "up0";
@@ -30,7 +31,7 @@ gateway: {
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
-  treat_as_public = [ "203.0.113.0/24" ];
+  treat_as_public = [ $treat ];
   state_dir = "$TOPO_TMP/state";
   audit_max_kb = $3;
 };
@@ -91,6 +92,8 @@ tunnel w web 2
 P1=$(gw_child_pid proxy)
 expect_match "the proxy runs" '^[0-9]+$' "$P1"
 
+# (A change to anything but sandboxes also starts a new proxy; and every
+# proxy, draining or not, cuts at once what the new policy refuses.)
 # 1. A sandbox added: the proxy stays, both tunnels go on.
 conf open "$ADDED" 1024
 expect_ok "reload with a sandbox added" gw_ctl reload
@@ -121,14 +124,31 @@ P2=$(gw_child_pid proxy)
 expect_ok "a changed secret file starts a new proxy ($P1 -> $P2)" [ -n "$P2" -a "$P2" != "$P1" ]
 expect_eq "... and dev's tunnel drains on the old one" "step2" "$(step d 2)"
 
-# 4. A gateway setting changed: a new proxy again.
+# 4. A gateway setting changed: a new proxy again; a tunnel opened on the
+# previous one goes on while it drains.
+tunnel e dev 2
 conf none "$ADDED" 2048
 expect_ok "reload with a gateway setting changed" gw_ctl reload
 new_proxy2() { p=$(gw_child_pid proxy); [ -n "$p" ] && [ "$p" != "$P2" ]; }
 wait_for 20 new_proxy2
 P3=$(gw_child_pid proxy)
 expect_ok "a changed gateway setting starts a new proxy ($P2 -> $P3)" [ -n "$P3" -a "$P3" != "$P2" ]
-expect_eq "... and dev's tunnel still answers" "step3" "$(step d 3)"
+expect_eq "... and the tunnel on the draining proxy still answers" "step0" "$(step e 0)"
+
+# 5. The echo server's range no longer public: the tunnels to it are cut
+# at once, on the running proxy and on the ones still draining, not when
+# their drain ends.
+tunnel f dev 1
+before=$(grep -c '"event":"cut"' "$GW_AUDIT")
+conf none "$ADDED" 2048 ""
+expect_ok "reload with 203.0.113.0/24 no longer public" gw_ctl reload
+three_cut() { [ "$(grep -c '"event":"cut"' "$GW_AUDIT")" -ge $((before + 3)) ]; }
+wait_for 20 three_cut
+expect_match "the running proxy's tunnel to it is cut" "^(closed|error)" "$(step f 0)"
+expect_match "... and the draining proxies' tunnels too" "^(closed|error)" "$(step d 3)"
+expect_match "... both of them" "^(closed|error)" "$(step e 1)"
+expect_eq "... each audited with the admission's reason" 3 \
+	"$(tail -n +1 "$GW_AUDIT" | grep '"event":"cut"' | grep -c '"sandbox":"dev".*"reason":"[a-z]')"
 expect_eq "no secret value in the audit log" 0 "$(grep -c 'sk-reconf-test' "$GW_AUDIT")"
 
 tap_done
