@@ -263,7 +263,9 @@ on_ipc(struct ev *e, uint32_t events)
 	ssize_t n;
 
 	n = ipc_recv(e->fd, &hdr, buf, sizeof(buf), err, sizeof(err));
-	if (n == 0 || n == -1) {
+	/* IPC_RELOAD has no payload: 0 bytes of a typed message is not the
+	 * end of the stream (type 0). */
+	if ((n == 0 && hdr.type == 0) || n == -1) {
 		log_warnx("gatewayd went away: stopping");
 		stop = 1;
 		return;
