@@ -272,7 +272,7 @@ void
 proc_reaped(struct gw *gw, pid_t pid, int status)
 {
 	struct gw_proc *p = NULL;
-	char how[64], next[16];
+	char how[64], next[16], worker[16];
 	time_t now = time(NULL);
 	int i;
 
@@ -315,8 +315,10 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 	snprintf(next, sizeof(next), "%u", p->backoff_s);
 	log_warnx("%s (pid %d) %s; restarting in %us", label(gw, p), (int)pid,
 	    how, p->backoff_s);
+	snprintf(worker, sizeof(worker), "%d", (int)(p - gw->procs - PROC_PROXY));
 	audit_event(gw, "child-restart", "child", p->name, "status", how,
-	    "restart_in_s", next, NULL);
+	    "restart_in_s", next, PROC_IS_PROXY(p - gw->procs) ? "worker" : NULL,
+	    worker, NULL);
 	p->backoff_s = p->backoff_s * 2 > BACKOFF_MAX ? BACKOFF_MAX :
 	    p->backoff_s * 2;
 }

@@ -168,5 +168,4 @@ gone() { [ -z "$(draining)" ]; }
 wait_for 40 gone
 expect_eq "the old workers exit once their tunnels close" "" "$(draining)"
 expect_ok "they are gone" test ! -e /proc/"$o0" -a ! -e /proc/"$o1"
-cp "$GW_LOG" /tmp/pool-gw.log; cp "$GW_AUDIT" /tmp/pool-audit.log; cp $TOPO_TMP/r? /tmp/ 2>/dev/null
 tap_done
