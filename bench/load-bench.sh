@@ -84,8 +84,11 @@ proxy_load() {
 	echo "# $PROXY_RESULT" >&2
 	echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	grep -c 'too many connections' "$GW_LOG" | sed 's/^/# per-sandbox refusals logged: /' >&2
-	grep -c 'sandbox.*too many\|up to .* connections' "$GW_LOG" >/dev/null
-	grep 'up to .* connections' "$GW_LOG" | sed 's/^/# /' >&2
+	local p lim
+	for p in $(gw_proxy_pids); do	# each worker's own budget
+		lim=$(awk '/^Max open files/ {print $4}' /proc/$p/limits)
+		echo "# worker pid $p: descriptor limit $lim, connection budget $((lim / 3 - 16))" >&2
+	done
 	echo "# workers still the same: $(gw_proxy_pids | tr ' ' ,)" >&2
 	topo_down
 }
