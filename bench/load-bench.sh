@@ -4,15 +4,17 @@
 #
 #   bash bench/load-bench.sh [proxy|dns|all]     (root; dnsperf, python3)
 #
-# proxy: SANDBOXES (100) guest namespaces on the bridge, each a sandbox of
-#   the configuration; IDLE (55) idle CONNECT tunnels per sandbox (each
-#   carries one request, then idles), then ACTIVE (5) keep-alive
-#   connections per sandbox sending plain-HTTP GETs
+# proxy: gatewayd with its policy and a pool of WORKERS (2) proxy workers
+#   (gateway.proxy.workers); SANDBOXES (100) guest namespaces on the
+#   bridge, each a sandbox of the configuration; IDLE (100) idle CONNECT
+#   tunnels per sandbox (each carries one request, then idles), then
+#   ACTIVE (10) keep-alive connections per sandbox sending plain-HTTP GETs
 #   back to back for SECS (20) seconds while the tunnels stay open.  The
-#   proxy's RSS before, with the tunnels open and under load, and whether
-#   any connection was refused (proxy.per_sandbox is set to 256, above the
-#   110 each sandbox opens; the descriptor limit is raised so that the
-#   proxy's own budget is not the limit either).
+#   workers' RSS (summed) before, with the tunnels open and under load, and
+#   whether any connection was refused (proxy.per_sandbox is set to 256,
+#   above the 110 each sandbox opens; each worker's descriptor budget is a
+#   third of the limit, and a worker gets the sandboxes of its share of
+#   guest addresses, so neither is the limit either).
 # dns: DNS_SANDBOXES (1000) sandboxes in a /22; dnsperf from one guest
 #   namespace whose source addresses are spread over all of them by SNAT
 #   in that namespace (a flow per dnsperf client, DNS_CLIENTS (1000) of
@@ -26,20 +28,24 @@ cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
+. tests/harness/gw.sh
 WHAT=${1:-all}
 SANDBOXES=${SANDBOXES:-100}
-IDLE=${IDLE:-55}
-ACTIVE=${ACTIVE:-5}
+IDLE=${IDLE:-100}
+ACTIVE=${ACTIVE:-10}
+WORKERS=${WORKERS:-2}
 SECS=${SECS:-20}
 DNS_SANDBOXES=${DNS_SANDBOXES:-1000}
 DNS_CLIENTS=${DNS_CLIENTS:-1000}
 DNS_SECS=${DNS_SECS:-10}
 [ "$SANDBOXES" -le 150 ] || { echo "bench: at most 150 sandboxes (one /24)"; exit 2; }
 [ "$DNS_SANDBOXES" -le 1000 ] || { echo "bench: at most 1000 DNS sandboxes"; exit 2; }
-[ -x build/moat-proxy ] && [ -x build/dnsd ] || { echo "bench: make first"; exit 1; }
-# The proxy's connection budget is a third of its descriptor limit: lift
-# the limit as far as this host lets us (a hard limit can only be raised
-# with CAP_SYS_RESOURCE): 100 x (100 idle + 10 active) needs about 34,000.
+[ -x build/moat-proxy ] && [ -x build/dnsd ] && [ -x build/gatewayd ] || { echo "bench: make first"; exit 1; }
+# Each proxy worker's connection budget is a third of its descriptor
+# limit: lift the limit as far as this host lets us (a hard limit can only
+# be raised with CAP_SYS_RESOURCE).  100 x (100 idle + 10 active) needs
+# about 34,000 descriptors in all, 17,000 for each of two workers; the
+# client holds 11,000 sockets and the server as many.
 ulimit -Hn 262144 2>/dev/null || echo "# descriptor hard limit stays $(ulimit -Hn)" >&2
 ulimit -n "$(ulimit -Hn)"
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
@@ -57,7 +63,7 @@ proxy_load() {
 	srv=$TOPO_TMP/bench-server
 	cc -O2 -o "$srv" bench/bench-server.c -lssl -lcrypto -lpthread || return 1
 	proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" "$extra" || return 1
-	sed -i 's/intercept = true; }/intercept = true; per_sandbox = 256; }/' "$TOPO_TMP/moat.conf"
+	sed -i "s/intercept = true; }/intercept = true; per_sandbox = 256; workers = $WORKERS; }/" "$TOPO_TMP/moat.conf"
 	ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
 	topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
 	    other.test=$PX_OTHER --lifetime 600
@@ -65,17 +71,25 @@ proxy_load() {
 	    "$PX_DIR/other.test.key" 600
 	topo_bg "$NS_INET" srv-plain "$srv" $PX_OTHER 80 - - 600
 	topo_wait_port "$NS_INET" $PX_OTHER 443 && topo_wait_port "$NS_INET" $PX_OTHER 80 || return 1
-	topo_bg "$NS_GW" moat-proxy "$PX_BIN" -d -c "$TOPO_TMP/moat.conf"
-	topo_wait_port "$NS_GW" $GW_ADDR 3128 || return 1
-	pid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | tail -1 | cut -d= -f2)
-	echo "# proxy: $SANDBOXES sandboxes x ($IDLE idle + $ACTIVE active), ${SECS} s of load" >&2
+	chmod 711 "$TOPO_TMP"
+	gw_start >&2 || return 1
+	wait_for 60 gw_proxy_new "" && topo_wait_port "$NS_GW" $GW_ADDR 3128 || return 1
+	pid=$(gw_proxy_pids | tr ' ' ,)
+	echo "# proxy: gatewayd with $WORKERS workers (pids $pid); $SANDBOXES sandboxes x ($IDLE idle + $ACTIVE active), ${SECS} s of load; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	local nses=()
 	for i in $(seq 0 $((SANDBOXES - 1))); do nses+=("$TOPO-l$i"); done
 	PROXY_RESULT=$(timeout $((SECS + 300)) python3 bench/load-clients.py "$pid" \
 	    $GW_ADDR 3128 $PX_OTHER:80 "http://$PX_OTHER/small" \
 	    "$IDLE" "$ACTIVE" "$SECS" "${nses[@]}")
 	echo "# $PROXY_RESULT" >&2
-	grep -c 'too many connections' "$TOPO_TMP/moat-proxy.log" | sed 's/^/# per-sandbox refusals logged: /' >&2
+	echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	grep -c 'too many connections' "$GW_LOG" | sed 's/^/# per-sandbox refusals logged: /' >&2
+	local p lim
+	for p in $(gw_proxy_pids); do	# each worker's own budget
+		lim=$(awk '/^Max open files/ {print $4}' /proc/$p/limits)
+		echo "# worker pid $p: descriptor limit $lim, connection budget $((lim / 3 - 16))" >&2
+	done
+	echo "# workers still the same: $(gw_proxy_pids | tr ' ' ,)" >&2
 	topo_down
 }
 

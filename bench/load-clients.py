@@ -4,14 +4,15 @@ process (bench/load-bench.sh runs it).  For each network namespace given it
 enters the namespace (setns), opens its sockets there and comes back, so
 100 sandboxes cost one process.
 
-  load-clients.py PROXY_PID PROXY_ADDR PORT IDLE_TARGET ACTIVE_URL
+  load-clients.py PROXY_PIDS PROXY_ADDR PORT IDLE_TARGET ACTIVE_URL
                   IDLE_PER_NS ACTIVE_PER_NS SECONDS NS...
 
 Idle: IDLE_PER_NS CONNECT tunnels to IDLE_TARGET (host:port, plain HTTP)
 per namespace, each answered 200, then one GET /small through it (so the
 tunnel has carried bytes and is spliced), then left silent.  Active: ACTIVE_PER_NS keep-alive
 connections per namespace sending absolute-URI GETs for ACTIVE_URL back to
-back for SECONDS.  The proxy's RSS is read from /proc at the start, with
+back for SECONDS.  The proxy's RSS (summed over PROXY_PIDS, comma-separated: a pool
+of workers) is read from /proc at the start, with
 every idle tunnel open, and during the active load.  Prints one line of
 key=value results.  Every wait is bounded; the whole run stops by itself
 (SIGALRM) after SECONDS + 240 s at most.
@@ -28,12 +29,19 @@ CLONE_NEWNET = 0x40000000
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+def rss_kb(pids):
+    total = 0
+    for pid in pids:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def fds(pids):
+    """Descriptors each process holds: how the pool split the load."""
+    return "/".join(str(len(os.listdir("/proc/%d/fd" % p))) for p in pids)
 
 
 def enter(ns):
@@ -122,7 +130,7 @@ def response_complete(buf):
 def main():
     (pid, paddr, port, target, url, nidle, nact, secs) = sys.argv[1:9]
     nses = sys.argv[9:]
-    pid, port = int(pid), int(port)
+    pid, port = [int(p) for p in pid.split(",")], int(port)
     nidle, nact, secs = int(nidle), int(nact), float(secs)
     signal.alarm(int(secs) + 240)
     addr = (paddr, port)
@@ -147,6 +155,7 @@ def main():
     t_idle = time.time() - t0
     time.sleep(2)
     r1 = rss_kb(pid)
+    f1 = fds(pid)
 
     # Active keep-alive connections.
     host = url.split("/")[2]
@@ -164,11 +173,12 @@ def main():
     lat = []
     sent_at = {}
     end = time.time() + secs
-    r2 = 0
+    r2, f2 = 0, ""
     mid = time.time() + secs / 2
     while time.time() < end and buf:
         if r2 == 0 and time.time() >= mid:
             r2 = rss_kb(pid)
+            f2 = fds(pid)
         for key, ev in sel.select(timeout=1):
             s = key.fileobj
             try:
@@ -197,6 +207,7 @@ def main():
                 s.send(req)
                 sent_at[s] = time.time()
     r2 = r2 or rss_kb(pid)
+    f2 = f2 or fds(pid)
     lat.sort()
     p50 = lat[len(lat) // 2] * 1000 if lat else 0
     p99 = lat[int(len(lat) * 0.99)] * 1000 if lat else 0
@@ -212,9 +223,10 @@ def main():
             pass
     print("idle_ok=%d idle_refused=%d idle_open_s=%.1f idle_alive_after=%d "
           "active=%d active_req=%d active_err=%d req_s=%.0f p50_ms=%.2f "
-          "p99_ms=%.2f rss0_kb=%d rss_idle_kb=%d rss_active_kb=%d" %
+          "p99_ms=%.2f rss0_kb=%d rss_idle_kb=%d rss_active_kb=%d "
+          "fds_idle=%s fds_active=%s" %
           (iok, ibad, t_idle, alive, len(act), done, errs, done / secs,
-           p50, p99, r0, r1, r2))
+           p50, p99, r0, r1, r2, f1, f2))
     sys.stdout.flush()
 
 

@@ -46,7 +46,9 @@
 #define GW_CTL_MAX_FDS		8	/* files a create passes (SCM_RIGHTS) */
 #define GW_SECRET_MAX		4096
 #define GW_MAX_CLIENTS		CTL_MAX_CLIENTS
-#define GW_MAX_DRAINING		4	/* old proxies finishing connections */
+#define GW_PROXY_MAX		MOAT_PROXY_WORKERS_MAX
+#define GW_MAX_DRAINING		(2 * GW_PROXY_MAX)	/* old proxy workers
+						   finishing connections */
 
 struct gw_opts {
 	const char	*conf;
@@ -62,8 +64,10 @@ struct gw_opts {
 
 /* --- children (parent_proc.c) --- */
 
-enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY, PROC_CONTROL,
-    PROC_REGISTER, PROC_MAX };
+/* The proxy is a pool: worker i is PROC_PROXY + i. */
+enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
+    PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_MAX };
+#define PROC_IS_PROXY(id)	((id) >= PROC_PROXY && (id) < PROC_CONTROL)
 
 struct gw_proc {
 	const char	*name;
@@ -75,6 +79,8 @@ struct gw_proc {
 	time_t		 restart_at;	/* 0 = not scheduled */
 	bool		 enabled;
 	bool		 expected;	/* we stopped it: restart at once */
+	char		*basis;		/* a proxy worker: what it was started
+					 * on, but sandboxes (proxy_basis) */
 };
 
 struct gw;
@@ -96,6 +102,18 @@ void	proc_reload(struct gw *);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
+
+/* --- the proxy's workers' listening sockets (parent_pool.c) --- */
+
+/* Attach the steering program to a reuseport group: a connection goes
+ * to socket (IPv4 source address) % n. */
+int	pool_steer(int fd, unsigned n);
+/* Socket i of n on a:port, SO_REUSEPORT, listening (the first steered). */
+int	pool_socket(const struct moat_addr *, uint16_t port, unsigned i,
+	    unsigned n);
+/* gw->proxy_fds[0 .. nworkers-1], the group steered over nworkers. */
+int	pool_sockets(struct gw *);
+void	pool_close(struct gw *);
 
 /* --- audit log (parent_audit.c) --- */
 
@@ -288,18 +306,22 @@ struct gw {
 	struct nftr_ruleset	*applied;	/* in the kernel, for deltas */
 	bool			 probed;
 	unsigned		 features;	/* NFTR_F_* */
-	pid_t			 signer_pid;	/* the current proxy's signer */
+	pid_t			 signer_pid[GW_PROXY_MAX];	/* each worker's */
 	struct gw_net		 net;		/* last walk, for ctl status */
 	struct gw_proc		 procs[PROC_MAX];
 	struct {
 		pid_t	 pid;
 		int	 ipc;
+		int	 worker;
+		time_t	 since;
 	}			 draining[GW_MAX_DRAINING];
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
-	int			 proxy_fd;	/* listening, bound by the parent */
-	char			*proxy_basis;	/* what the running proxy was
-						 * started on, but sandboxes */
+	unsigned		 nworkers;	/* proxy workers wanted now */
+	int			 proxy_fds[GW_PROXY_MAX];	/* listening, one
+					   per worker, bound by the parent */
+	unsigned		 nproxy_fds;
+	unsigned		 proxy_steer;	/* workers the group steers over */
 	int			 ctlfd;		/* listening; the control process's */
 	unsigned		 ctl_gen;	/* control processes started */
 	unsigned		 ctl_followers;	/* "log -f" clients */

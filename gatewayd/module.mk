@@ -6,7 +6,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_audit.c nflog.c parent_policy.c nflog_seccomp.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
 	parent_console.c parent_budget.c register.c register_client.c \
-	parent_register.c)
+	parent_register.c parent_pool.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto
@@ -40,5 +40,12 @@ $(BUILD)/tests/test_gatewayd_forged: $(OBJ)/tests/unit/test_gatewayd_forged.o \
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_register
 $(BUILD)/tests/test_gatewayd_register: $(OBJ)/tests/unit/test_gatewayd_register.o \
 	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# The proxy workers' reuseport group, steered by source address, on
+# loopback against the real kernel.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_pool
+$(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
+	    $(OBJ)/gatewayd/parent_pool.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -138,7 +138,7 @@ gw_run(struct gw_opts *opts)
 
 	gw.opts = *opts;
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
-	gw.dns_udp = gw.dns_tcp = gw.proxy_fd = gw.regfd = -1;
+	gw.dns_udp = gw.dns_tcp = gw.regfd = -1;
 	gw.started = time(NULL);
 	gw.on_ctl_msg = ctl_message;
 	gw.on_audit_line = ctl_log_line;
@@ -160,6 +160,7 @@ gw_run(struct gw_opts *opts)
 	loop(&gw, sfd);
 	gw.quit = true;
 	proc_stop_all(&gw);
+	pool_close(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);
 	audit_close(&gw);

@@ -324,13 +324,94 @@ ctl_log_line(struct gw *gw, const char *line)
 
 /* --- commands --------------------------------------------------------- */
 
-/* The current proxy's signer, or 0: it exits with its proxy, and is
- * reaped without bookkeeping, so ask the kernel. */
+/* A worker's signer, or 0: it exits with its worker, and is reaped
+ * without bookkeeping, so ask the kernel. */
 static pid_t
-signer_alive(struct gw *gw)
+signer_alive(struct gw *gw, unsigned w)
 {
-	return gw->signer_pid > 0 && gw->procs[PROC_PROXY].pid > 0 &&
-	    kill(gw->signer_pid, 0) == 0 ? gw->signer_pid : 0;
+	return gw->signer_pid[w] > 0 && gw->procs[PROC_PROXY + w].pid > 0 &&
+	    kill(gw->signer_pid[w], 0) == 0 ? gw->signer_pid[w] : 0;
+}
+
+/* Proxy workers past the configured number that are not running are
+ * not shown. */
+static bool
+shown(struct gw *gw, int i)
+{
+	return !PROC_IS_PROXY(i) || (unsigned)(i - PROC_PROXY) < gw->nworkers ||
+	    gw->procs[i].pid > 0;
+}
+
+static void
+status_json_children(struct ctl_req *r)
+{
+	struct gw *gw = r->gw;
+	const char *sep = "";
+	int i;
+
+	reply(r, "\"children\":[");
+	for (i = 0; i < PROC_MAX; i++) {
+		if (!shown(gw, i))
+			continue;
+		reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
+		    "\"restarts\":%u", sep, gw->procs[i].name,
+		    gw->procs[i].enabled ? "true" : "false",
+		    (int)gw->procs[i].pid, gw->procs[i].restarts);
+		if (PROC_IS_PROXY(i))
+			reply(r, ",\"worker\":%d},{\"name\":\"signer\","
+			    "\"enabled\":%s,\"pid\":%d,\"restarts\":0,"
+			    "\"worker\":%d", i - PROC_PROXY,
+			    gw->procs[i].enabled ? "true" : "false",
+			    (int)signer_alive(gw, (unsigned)(i - PROC_PROXY)),
+			    i - PROC_PROXY);
+		reply(r, "}");
+		sep = ",";
+	}
+	reply(r, "],\"proxy_workers\":%u,\"draining\":[", gw->nworkers);
+	sep = "";
+	for (i = 0; i < GW_MAX_DRAINING; i++)
+		if (gw->draining[i].pid > 0) {
+			reply(r, "%s{\"worker\":%d,\"pid\":%d}", sep,
+			    gw->draining[i].worker, (int)gw->draining[i].pid);
+			sep = ",";
+		}
+	reply(r, "],");
+}
+
+static void
+status_text_children(struct ctl_req *r)
+{
+	struct gw *gw = r->gw;
+	char name[16];
+	time_t now = time(NULL);
+	int i;
+
+	for (i = 0; i < PROC_MAX; i++) {
+		if (!shown(gw, i))
+			continue;
+		if (PROC_IS_PROXY(i))
+			snprintf(name, sizeof(name), "proxy %d", i - PROC_PROXY);
+		else
+			snprintf(name, sizeof(name), "%s", gw->procs[i].name);
+		if (!gw->procs[i].enabled)
+			reply(r, "child      %-6s disabled\n", name);
+		else if (gw->procs[i].pid > 0)
+			reply(r, "child      %-6s running pid %d, %u restart(s)\n",
+			    name, (int)gw->procs[i].pid, gw->procs[i].restarts);
+		else
+			reply(r, "child      %-6s down, restart in %us\n", name,
+			    gw->procs[i].backoff_s);
+		if (PROC_IS_PROXY(i) && signer_alive(gw, (unsigned)(i -
+		    PROC_PROXY)) > 0)
+			reply(r, "child      signer running pid %d, with proxy "
+			    "%d\n", (int)gw->signer_pid[i - PROC_PROXY],
+			    i - PROC_PROXY);
+	}
+	for (i = 0; i < GW_MAX_DRAINING; i++)
+		if (gw->draining[i].pid > 0)
+			reply(r, "child      proxy %d draining pid %d, for %llds\n",
+			    gw->draining[i].worker, (int)gw->draining[i].pid,
+			    (long long)(now - gw->draining[i].since));
 }
 
 static void
@@ -341,7 +422,6 @@ ctl_status(struct ctl_req *r)
 	char refusals[320];
 	bool fast;
 	char *text;
-	int i;
 
 	fast = policy_refusals_state(gw->cfg, refusals, sizeof(refusals));
 	if (r->json) {
@@ -351,8 +431,7 @@ ctl_status(struct ctl_req *r)
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
 		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
 		    "\"refusals\":\"%s\",\"audit\":{\"rotations\":%llu,"
-		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},"
-		    "\"children\":[",
+		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},",
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
@@ -362,14 +441,7 @@ ctl_status(struct ctl_req *r)
 		    (unsigned long long)gw->audit.dropped,
 		    (unsigned long long)gw->audit.suppressed,
 		    (unsigned long long)gw->audit.lost);
-		for (i = 0; i < PROC_MAX; i++)
-			reply(r, "%s{\"name\":\"%s\",\"enabled\":%s,\"pid\":%d,"
-			    "\"restarts\":%u}", i ? "," : "", gw->procs[i].name,
-			    gw->procs[i].enabled ? "true" : "false",
-			    (int)gw->procs[i].pid, gw->procs[i].restarts);
-		reply(r, ",{\"name\":\"signer\",\"enabled\":%s,\"pid\":%d,"
-		    "\"restarts\":0}],", gw->procs[PROC_PROXY].enabled ?
-		    "true" : "false", (int)signer_alive(gw));
+		status_json_children(r);
 		net_status(r, &gw->net);
 		reply(r, "}\nok\n");
 		return;
@@ -383,20 +455,7 @@ ctl_status(struct ctl_req *r)
 	reply(r, "%s", text);
 	free(text);
 	net_status(r, &gw->net);
-	for (i = 0; i < PROC_MAX; i++) {
-		if (!gw->procs[i].enabled)
-			reply(r, "child      %-6s disabled\n", gw->procs[i].name);
-		else if (gw->procs[i].pid > 0)
-			reply(r, "child      %-6s running pid %d, %u restart(s)\n",
-			    gw->procs[i].name, (int)gw->procs[i].pid,
-			    gw->procs[i].restarts);
-		else
-			reply(r, "child      %-6s down, restart in %us\n",
-			    gw->procs[i].name, gw->procs[i].backoff_s);
-	}
-	if (signer_alive(gw) > 0)
-		reply(r, "child      signer running pid %d, with the proxy\n",
-		    (int)gw->signer_pid);
+	status_text_children(r);
 	reply(r, "ok\n");
 }
 

@@ -46,7 +46,7 @@ static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
 
-static const struct {
+static const struct role {
 	const char	*name;
 	int		(*start)(struct gw *, int ipc);
 	unsigned	 may_send;	/* bit mask of IPC types */
@@ -61,6 +61,39 @@ static const struct {
 	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ },
 };
 
+/* Every proxy worker has the proxy's role: the same name, the same
+ * messages. */
+static const struct role *
+role(enum gw_proc_id id)
+{
+	return &roles[PROC_IS_PROXY(id) ? PROC_PROXY : id];
+}
+
+/* "proxy 1" for a worker, else the child's name: for the log. */
+static const char *
+label(struct gw *gw, const struct gw_proc *p)
+{
+	static char buf[32];
+	int id = (int)(p - gw->procs);
+
+	if (!PROC_IS_PROXY(id))
+		return p->name;
+	snprintf(buf, sizeof(buf), "proxy %d", id - PROC_PROXY);
+	return buf;
+}
+
+/* The workers the configuration asks for are enabled, the rest not. */
+static void
+pool_enable(struct gw *gw)
+{
+	unsigned w;
+
+	gw->nworkers = config_proxy_workers(gw->cfg);
+	for (w = 0; w < GW_PROXY_MAX; w++)
+		gw->procs[PROC_PROXY + w].enabled = !gw->opts.no_children &&
+		    w < gw->nworkers;
+}
+
 void
 proc_init(struct gw *gw)
 {
@@ -71,7 +104,7 @@ proc_init(struct gw *gw)
 		gw->draining[i].ipc = -1;
 	}
 	for (i = 0; i < PROC_MAX; i++) {
-		gw->procs[i].name = roles[i].name;
+		gw->procs[i].name = role((enum gw_proc_id)i)->name;
 		gw->procs[i].pid = -1;
 		gw->procs[i].ipc = -1;
 		gw->procs[i].backoff_s = BACKOFF_MIN;
@@ -81,6 +114,7 @@ proc_init(struct gw *gw)
 	gw->procs[PROC_CONTROL].enabled = true;	/* and so does ctl */
 	/* Only a separate box with gateway.registration listens. */
 	gw->procs[PROC_REGISTER].enabled = gw->regfd != -1;
+	pool_enable(gw);
 }
 
 /*
@@ -162,7 +196,7 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 		log_warn("%s: socketpair", p->name);
 		goto later;
 	}
-	pid = roles[id].start ? roles[id].start(gw, fds[1]) :
+	pid = role(id)->start ? role(id)->start(gw, fds[1]) :
 	    start_exec(gw, id, fds[1]);
 	close(fds[1]);
 	if (pid <= 0) {
@@ -173,12 +207,12 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	p->ipc = fds[0];
 	p->started = time(NULL);
 	p->restart_at = 0;
-	log_info("%s started, pid %d", p->name, (int)pid);
-	if (id == PROC_PROXY) {
-		free(gw->proxy_basis);
-		gw->proxy_basis = proxy_basis(gw->cfg);
+	log_info("%s started, pid %d", label(gw, p), (int)pid);
+	if (PROC_IS_PROXY(id)) {
+		free(p->basis);
+		p->basis = proxy_basis(gw->cfg);
 	}
-	if (id == PROC_PROXY && send_secrets(gw, fds[0]) == -1)
+	if (PROC_IS_PROXY(id) && send_secrets(gw, fds[0]) == -1)
 		proc_kill(gw, id, "its secrets could not be sent");
 	return;
 later:
@@ -217,7 +251,8 @@ proc_kill(struct gw *gw, enum gw_proc_id id, const char *why)
 
 	if (p->pid <= 0)
 		return;
-	log_warnx("%s (pid %d): %s; killing it", p->name, (int)p->pid, why);
+	log_warnx("%s (pid %d): %s; killing it", label(gw, p), (int)p->pid,
+	    why);
 	audit_event(gw, "child-killed", "child", p->name, "reason", why, NULL);
 	kill(p->pid, SIGKILL);
 	if (p->ipc != -1)
@@ -275,7 +310,7 @@ void
 proc_reaped(struct gw *gw, pid_t pid, int status)
 {
 	struct gw_proc *p = NULL;
-	char how[64], next[16];
+	char how[64], next[16], worker[16];
 	time_t now = time(NULL);
 	int i;
 
@@ -285,6 +320,8 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 				close(gw->draining[i].ipc);
 			gw->draining[i].pid = -1;
 			gw->draining[i].ipc = -1;
+			log_info("proxy worker %d (pid %d) finished draining",
+			    gw->draining[i].worker, (int)pid);
 			return;
 		}
 	for (i = 0; i < PROC_MAX; i++)
@@ -314,10 +351,12 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 	p->restarts++;
 	p->restart_at = now + p->backoff_s;
 	snprintf(next, sizeof(next), "%u", p->backoff_s);
-	log_warnx("%s (pid %d) %s; restarting in %us", p->name, (int)pid, how,
-	    p->backoff_s);
+	log_warnx("%s (pid %d) %s; restarting in %us", label(gw, p), (int)pid,
+	    how, p->backoff_s);
+	snprintf(worker, sizeof(worker), "%d", (int)(p - gw->procs - PROC_PROXY));
 	audit_event(gw, "child-restart", "child", p->name, "status", how,
-	    "restart_in_s", next, NULL);
+	    "restart_in_s", next, PROC_IS_PROXY(p - gw->procs) ? "worker" : NULL,
+	    worker, NULL);
 	p->backoff_s = p->backoff_s * 2 > BACKOFF_MAX ? BACKOFF_MAX :
 	    p->backoff_s * 2;
 }
@@ -352,73 +391,97 @@ proc_next_timeout(struct gw *gw, time_t now)
 
 static int	config_memfd(const struct moat_config *);
 
-/*
- * Hand the running proxy the new configuration (IPC_RELOAD with a sealed
- * memfd): it cuts every open connection the new one no longer allows.
- * When only sandboxes changed for it (proxy_basis) it goes on with the
- * new sandboxes, keeping its connections and its signer (0); otherwise
- * it is told to drain (-1) and a new proxy replaces it.
- */
+/* A free draining slot, or the oldest drain's, ended. */
 static int
-proxy_reconfigure(struct gw *gw, struct gw_proc *p)
+drain_slot(struct gw *gw)
 {
-	char *basis = proxy_basis(gw->cfg);
-	int keep = gw->proxy_basis != NULL &&
-	    strcmp(basis, gw->proxy_basis) == 0, conf, rc, i;
+	int i, old = 0;
 
-	free(basis);
-	/* Proxies still draining cut what the new configuration refuses.
-	 * A memfd each: one shared would share its read offset. */
 	for (i = 0; i < GW_MAX_DRAINING; i++) {
-		if (gw->draining[i].pid <= 0 || gw->draining[i].ipc == -1 ||
-		    (conf = config_memfd(gw->cfg)) == -1)
-			continue;
-		(void)ipc_send_fds(gw->draining[i].ipc, IPC_RELOAD,
-		    IPC_RELOAD_DRAIN, NULL, 0, &conf, 1);
-		close(conf);
+		if (gw->draining[i].pid <= 0)
+			return i;
+		if (gw->draining[i].since < gw->draining[old].since)
+			old = i;
 	}
-	if ((conf = config_memfd(gw->cfg)) == -1)
-		keep = 0;
+	kill(gw->draining[old].pid, SIGKILL);
+	if (gw->draining[old].ipc != -1)
+		close(gw->draining[old].ipc);
+	return old;
+}
+
+/* IPC_RELOAD to a proxy with the new configuration attached (a memfd of
+ * its own: a shared one would share its read offset); without one if the
+ * memfd cannot be made, which only drains. */
+static int
+send_reload(struct gw *gw, int ipc, uint32_t how)
+{
+	int conf = config_memfd(gw->cfg), rc;
+
 	if (conf == -1)
-		rc = ipc_send(p->ipc, IPC_RELOAD, IPC_RELOAD_DRAIN, NULL, 0);
-	else
-		rc = ipc_send_fds(p->ipc, IPC_RELOAD, keep ? IPC_RELOAD_KEEP :
-		    IPC_RELOAD_DRAIN, NULL, 0, &conf, 1);
-	if (conf != -1)
-		close(conf);
-	if (rc == -1)
-		kill(p->pid, SIGTERM);
-	else if (keep) {
-		log_info("proxy: only sandboxes changed, reconfigured in place");
-		return 0;
+		return ipc_send(ipc, IPC_RELOAD, IPC_RELOAD_DRAIN, NULL, 0);
+	rc = ipc_send_fds(ipc, IPC_RELOAD, how, NULL, 0, &conf, 1);
+	close(conf);
+	return rc;
+}
+
+/*
+ * A reload reaches a worker: with the new configuration it cuts every open
+ * connection the new one no longer allows.  When only sandboxes changed
+ * for it (proxy_basis: the rest of the configuration, the number of
+ * workers with it, and the secrets' files) it goes on with the new
+ * sandboxes, keeping its connections and its signer.  Otherwise it drains
+ * them and finishes, and a new one takes its listening socket at once
+ * (proc_tick).
+ */
+static void
+reload_worker(struct gw *gw, enum gw_proc_id id)
+{
+	struct gw_proc *p = &gw->procs[id];
+	char *basis;
+	bool keep;
+	int i;
+
+	if (p->pid > 0) {
+		basis = proxy_basis(gw->cfg);
+		keep = p->enabled && p->basis != NULL &&
+		    strcmp(basis, p->basis) == 0;
+		free(basis);
+		if (send_reload(gw, p->ipc, keep ? IPC_RELOAD_KEEP :
+		    IPC_RELOAD_DRAIN) == -1)
+			kill(p->pid, SIGTERM);
+		else if (keep) {
+			log_info("%s: only sandboxes changed, reconfigured in "
+			    "place", label(gw, p));
+			return;
+		}
+		i = drain_slot(gw);
+		gw->draining[i].pid = p->pid;
+		gw->draining[i].ipc = p->ipc;
+		gw->draining[i].worker = (int)(id - PROC_PROXY);
+		gw->draining[i].since = time(NULL);
+		p->pid = -1;
+		p->ipc = -1;
 	}
-	return -1;
+	p->restart_at = p->enabled ? time(NULL) : 0;
 }
 
 void
 proc_reload(struct gw *gw)
 {
-	struct gw_proc *p = &gw->procs[PROC_PROXY];
-	int i;
+	int w;
 
 	proc_restart(gw, PROC_DNSD);
 	proc_restart(gw, PROC_NFLOG);
-	if (p->pid <= 0 || proxy_reconfigure(gw, p) == 0)
+	if (gw->opts.no_children)
 		return;
-	for (i = 0; i < GW_MAX_DRAINING; i++)
-		if (gw->draining[i].pid <= 0)
-			break;
-	if (i == GW_MAX_DRAINING) {	/* too many old ones: end the oldest */
-		i = 0;
-		kill(gw->draining[0].pid, SIGKILL);
-		if (gw->draining[0].ipc != -1)
-			close(gw->draining[0].ipc);
-	}
-	gw->draining[i].pid = p->pid;
-	gw->draining[i].ipc = p->ipc;
-	p->pid = -1;
-	p->ipc = -1;
-	p->restart_at = time(NULL);	/* proc_tick starts the new one */
+	pool_enable(gw);
+	/* Workers still draining cut what the new configuration refuses. */
+	for (w = 0; w < GW_MAX_DRAINING; w++)
+		if (gw->draining[w].pid > 0 && gw->draining[w].ipc != -1)
+			(void)send_reload(gw, gw->draining[w].ipc,
+			    IPC_RELOAD_DRAIN);
+	for (w = 0; w < GW_PROXY_MAX; w++)
+		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w));
 }
 
 void
@@ -434,7 +497,8 @@ proc_drain_readable(struct gw *gw, int slot)
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n > 0 && h.type == IPC_AUDIT) {
-		handle_audit(gw, &gw->procs[PROC_PROXY], buf, (size_t)n);
+		handle_audit(gw, &gw->procs[PROC_PROXY +
+		    gw->draining[slot].worker], buf, (size_t)n);
 		return;
 	}
 	if (n > 0 && h.type == IPC_BUDGET_REQ) {	/* a draining proxy's */
@@ -482,9 +546,15 @@ handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
 static void
 handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 {
-	char self[64], *body, *line, *k;
+	char self[64], stamp[64], *body, *line, *k;
 	size_t n;
 
+	/* A proxy worker's lines say which worker: "source":"proxy","worker":N */
+	if (PROC_IS_PROXY(p - gw->procs))
+		snprintf(stamp, sizeof(stamp), "\"%s\",\"worker\":%d", p->name,
+		    (int)(p - gw->procs - PROC_PROXY));
+	else
+		snprintf(stamp, sizeof(stamp), "\"%s\"", p->name);
 	n = (size_t)snprintf(self, sizeof(self), "{\"source\":\"%s\",", p->name);
 	if (len > n && strncmp(json, self, n) == 0) {
 		json += n - 1;		/* keep a "{" */
@@ -495,10 +565,12 @@ handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 	body[len] = '\0';
 	while ((k = strstr(body, "\"source\":")) != NULL)
 		memcpy(k + 1, "SOURCE", 6);	/* not ours to say */
+	while ((k = strstr(body, "\"worker\":")) != NULL)
+		memcpy(k + 1, "WORKER", 6);
 	if (len <= 2)	/* "{}" */
-		xasprintf(&line, "{\"source\":\"%s\"}", p->name);
+		xasprintf(&line, "{\"source\":%s}", stamp);
 	else
-		xasprintf(&line, "{\"source\":\"%s\",%s", p->name, body + 1);
+		xasprintf(&line, "{\"source\":%s,%s", stamp, body + 1);
 	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
 	free(line);
 	free(body);
@@ -567,7 +639,7 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		proc_kill(gw, id, err);
 		return;
 	}
-	if (!(roles[id].may_send & (1u << h.type)) ||
+	if (!(role(id)->may_send & (1u << h.type)) ||
 	    !fds_fit(&h, buf.raw, nfds)) {
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
@@ -711,8 +783,6 @@ bound_socket(struct gw *gw, int type, uint16_t port)
 static int
 ensure_sockets(struct gw *gw, enum gw_proc_id id)
 {
-	uint16_t pp = gw->cfg->gw.proxy_port;
-
 	if (id == PROC_DNSD) {
 		if (gw->dns_udp == -1)
 			gw->dns_udp = bound_socket(gw, SOCK_DGRAM, 53);
@@ -720,9 +790,7 @@ ensure_sockets(struct gw *gw, enum gw_proc_id id)
 			gw->dns_tcp = bound_socket(gw, SOCK_STREAM, 53);
 		return gw->dns_udp == -1 || gw->dns_tcp == -1 ? -1 : 0;
 	}
-	if (gw->proxy_fd == -1)
-		gw->proxy_fd = bound_socket(gw, SOCK_STREAM, pp);
-	return gw->proxy_fd == -1 ? -1 : 0;
+	return pool_sockets(gw);
 }
 
 /*
@@ -732,7 +800,7 @@ ensure_sockets(struct gw *gw, enum gw_proc_id id)
  * when its proxy closes their socket.
  */
 static int
-start_signer(struct gw *gw, int *fd)
+start_signer(struct gw *gw, unsigned w, int *fd)
 {
 	struct ca ca;
 	pid_t pid;
@@ -743,8 +811,8 @@ start_signer(struct gw *gw, int *fd)
 	ca_close(&ca);
 	if (pid == -1)
 		return -1;
-	gw->signer_pid = pid;
-	log_info("signer started, pid %d", (int)pid);
+	gw->signer_pid[w] = pid;
+	log_info("signer of proxy worker %u started, pid %d", w, (int)pid);
 	return 0;
 }
 
@@ -816,11 +884,11 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		argv[argc++] = "--tcp-fd";
 		argv[argc++] = "5";
 	} else {
-		if (start_signer(gw, &signer) == -1) {
+		if (start_signer(gw, id - PROC_PROXY, &signer) == -1) {
 			close(conf);
 			return -1;
 		}
-		fds[nfds++] = gw->proxy_fd;		/* fd 4 */
+		fds[nfds++] = gw->proxy_fds[id - PROC_PROXY];	/* fd 4 */
 		fds[nfds++] = signer;			/* fd 5 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "4";

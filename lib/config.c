@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -136,6 +137,18 @@ config_dns_rate(const struct moat_config *cfg, const struct moat_sandbox *sb,
 		b = sb->dns_burst;
 	*qps = (double)r;
 	*burst = b >= 0 ? (double)b : 2.0 * (double)r;
+}
+
+unsigned
+config_proxy_workers(const struct moat_config *cfg)
+{
+	long n;
+
+	if (cfg->gw.proxy_workers != 0)
+		return cfg->gw.proxy_workers;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 2 ? 2 : n > MOAT_PROXY_WORKERS_MAX ?
+	    MOAT_PROXY_WORKERS_MAX : (unsigned)n;
 }
 
 const struct moat_sandbox *

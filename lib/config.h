@@ -20,6 +20,7 @@
 
 #define MOAT_CONF_DEFAULT	"/etc/moat/moat.conf"
 #define MOAT_MAX_SANDBOXES	65536
+#define MOAT_PROXY_WORKERS_MAX	16	/* gateway.proxy.workers */
 
 enum moat_egress { EGRESS_OPEN = 0, EGRESS_ALLOWLIST, EGRESS_NONE };
 
@@ -122,6 +123,7 @@ struct moat_gateway {
 	unsigned	 dns_tcp_per_sandbox;	/* TCP clients per source */
 	unsigned	 dns_tcp_lifetime;	/* seconds, whatever the traffic */
 	unsigned	 proxy_per_sandbox;	/* proxy connections per sandbox */
+	unsigned	 proxy_workers;	/* proxy processes; 0: config_proxy_workers */
 	char		*admin_group;	/* members manage every sandbox */
 	bool		 fast_refusals;	/* lift the kernel's per-host ICMP limit */
 	uint32_t	 refusal_rate;	/* global ICMP errors/s kept as a flood guard */
@@ -216,6 +218,11 @@ void	config_warnings_print(FILE *, const struct moat_errors *);
  * else the gateway's; a burst not set is twice the rate. */
 void	config_dns_rate(const struct moat_config *, const struct moat_sandbox *,
 	    double *qps, double *burst);
+
+/* gateway.proxy.workers, or when not set the online CPUs: at least 2
+ * (one worker's crash leaves the others serving), at most
+ * MOAT_PROXY_WORKERS_MAX. */
+unsigned config_proxy_workers(const struct moat_config *);
 
 /* Write the normalised config in libconfig syntax (one file, sandboxes
  * inline, defaults spelled out).  Loading the output yields the same model. */

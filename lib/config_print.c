@@ -92,6 +92,8 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fprintf(fp, "  proxy: { port = %u; intercept = %s; per_sandbox = %u;",
 	    gw->proxy_port, gw->intercept ? "true" : "false",
 	    gw->proxy_per_sandbox);
+	if (gw->proxy_workers != 0)
+		fprintf(fp, " workers = %u;", gw->proxy_workers);
 	if (gw->proxy_upstream_ca != NULL) {
 		fputs(" upstream_ca = ", fp);
 		pstr(fp, gw->proxy_upstream_ca);

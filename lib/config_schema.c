@@ -30,6 +30,7 @@ const struct irange config_ranges[] = {
 	{ "tcp_per_sandbox", 1, 1024, "", sizeof(unsigned) },
 	{ "tcp_lifetime", 1, 3600, "", sizeof(unsigned) },
 	{ "per_sandbox", 1, 65535, "", sizeof(unsigned) },
+	{ "workers", 1, MOAT_PROXY_WORKERS_MAX, "", sizeof(unsigned) },
 	{ "audit_max_kb", 64, 16777216, "", sizeof(unsigned) },
 	{ "import_timeout", 10, 86400, "", sizeof(unsigned) },
 	{ "cache_size", 4096, 1073741824, " bytes", sizeof(long) },
@@ -168,6 +169,8 @@ static const struct key proxy_keys[] = {
 	    offsetof(struct moat_gateway, intercept) },
 	{ "per_sandbox", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, proxy_per_sandbox) },
+	{ "workers", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, proxy_workers) },
 };
 
 static void

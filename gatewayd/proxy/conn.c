@@ -97,8 +97,6 @@ conn_tick(void)
 		    c->host[0] ? c->host : "-", c->st);
 		conn_close(c);
 	}
-	if (proxy.draining && conns == NULL)
-		proxy.draining = false;	/* main notices nconns == 0 */
 }
 
 /* c's sandbox in ncfg: the same name at the same index (the usual case,

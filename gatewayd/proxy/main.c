@@ -321,7 +321,8 @@ on_ipc(struct ev *e, uint32_t events)
 
 	n = ipc_recv_fds(e->fd, &hdr, buf, sizeof(buf), &fd, 1, &nfds, err,
 	    sizeof(err));
-	/* 0 with no type is the end of the socket; a reload has no payload */
+	/* IPC_RELOAD has no payload: 0 bytes of a typed message is not the
+	 * end of the stream (type 0). */
 	if ((n == 0 && hdr.type == 0) || n == -1) {
 		log_warnx("gatewayd went away: stopping");
 		stop = 1;

@@ -33,6 +33,19 @@ for c in json.load(sys.stdin)['children']:
     if c['name']=='$1' and c['pid']>0: print(c['pid'])"
 }
 
+# The proxy is a pool of workers (gateway.proxy.workers).
+gw_proxy_pids() { # the running workers' pids, sorted, on one line
+	gw_child_pid proxy | sort -n | tr '\n' ' ' | sed 's/ $//'
+}
+gw_proxy_new() { # gw_proxy_new "OLD PIDS" -- every worker runs, none of OLD
+	local p want
+	want=$(gw_ctl status --json | python3 -c "import json,sys
+print(json.load(sys.stdin)['proxy_workers'])")
+	set -- "$1" $(gw_proxy_pids)
+	[ $(($# - 1)) = "$want" ] || return 1
+	for p in "${@:2}"; do case " $1 " in *" $p "*) return 1 ;; esac; done
+}
+
 # tcp_probe NS ADDR PORT -- "connected", "unreachable" (ICMP reject),
 # "refused" (RST) or "timeout".
 tcp_probe() {

@@ -26,16 +26,19 @@ dropped() {
 	grep -Eq 'CapEff:\s+0000000000000000' /proc/$1/status && grep -Eq 'Seccomp:\s+2' /proc/$1/status &&
 		[ "$(ps -o user= -p $1)" = "$2" ]
 }
+wait_for 30 gw_proxy_new ""	# every proxy worker
 for c in dnsd proxy control; do
-	pid=$(gw_child_pid $c)
-	if [ -z "$pid" ]; then not_ok "$c is running" "$(gw_ctl status; tail -5 "$GW_LOG")"; continue; fi
+	pids=$(gw_child_pid $c)
+	if [ -z "$pids" ]; then not_ok "$c is running" "$(gw_ctl status; tail -5 "$GW_LOG")"; continue; fi
 	want=moat-dns; [ $c = proxy ] && want=moat-proxy; [ $c = control ] && want=moat-ctl
+	for pid in $pids; do	# the proxy is a pool of workers
 	wait_for 30 dropped "$pid" $want	# let it finish dropping privileges
 	st=$(cat /proc/$pid/status)
 	expect_match "$c holds no capabilities" 'CapEff:\s+0000000000000000' "$st"
 	expect_match "$c has no_new_privs" 'NoNewPrivs:\s+1' "$st"
 	expect_match "$c runs under seccomp" 'Seccomp:\s+2' "$st"
 	expect_eq "$c runs as $want" $want "$(ps -o user= -p $pid)"
+	done
 done
 # The control process parses what clients send: it holds the listening
 # socket and its IPC end, and opens nothing.
@@ -54,9 +57,10 @@ expect_match "the new control process answers" '^sandboxes' "$(gw_ctl status)"
 # The signer holds the CA key and nothing else; the proxy, which talks
 # to guests, never holds it.  The key's private scalar, searched for in
 # each process's memory, proves it (the signer's copy is the control).
-pid=$(gw_ctl status --json | python3 -c "import json,sys
-print(*[c['pid'] for c in json.load(sys.stdin)['children'] if c['name']=='signer'])")
-if [ -n "$pid" ] && [ "$pid" != 0 ]; then
+signers=$(gw_ctl status --json | python3 -c "import json,sys
+print(*[c['pid'] for c in json.load(sys.stdin)['children'] if c['name']=='signer' and c['pid'] > 0])")
+expect_eq "one signer per proxy worker" "$(gw_proxy_pids | wc -w)" "$(echo $signers | wc -w)"
+for pid in $signers; do
 	st=$(cat /proc/$pid/status)
 	expect_eq "the signer runs as moat-ca" moat-ca "$(ps -o user= -p $pid)"
 	expect_match "the signer holds no capabilities" 'CapEff:\s+0000000000000000' "$st"
@@ -70,11 +74,12 @@ if [ -n "$pid" ] && [ "$pid" != 0 ]; then
 	expect_match "the CA key's private scalar is read" '^[0-9a-f]{64}$' "$key"
 	expect_eq "the signer's memory holds the CA key (control)" found \
 		"$(python3 tests/harness/memscan.py $pid "$key")"
-	expect_eq "the proxy's memory never holds the CA key" absent \
-		"$(python3 tests/harness/memscan.py "$(gw_child_pid proxy)" "$key")"
-else
-	not_ok "the signer is running" "$(gw_ctl status)"
-fi
+	for p in $(gw_proxy_pids); do
+		expect_eq "the proxy worker's memory never holds the CA key" absent \
+			"$(python3 tests/harness/memscan.py "$p" "$key")"
+	done
+done
+[ -n "$signers" ] || not_ok "the signer is running" "$(gw_ctl status)"
 
 dig() { in_ns "$1" dig +time=2 +tries=1 @$GW_ADDR "${@:2}"; }
 expect_match "web resolves an allowed name through dnsd" "^203\.0\.113\.10$" \
@@ -87,11 +92,15 @@ expect_match "web is refused a name not on its list" "status: REFUSED" \
 expect_match "locked is refused every name" "status: REFUSED" "$(dig $TOPO-locked pypi.org A)"
 
 for c in dnsd proxy; do
-	pid=$(gw_child_pid $c)
+	pid=$(gw_child_pid $c | head -1)
 	[ -n "$pid" ] || { not_ok "$c restart" "not running"; continue; }
 	kill -9 "$pid"
 	expect_eq "LAN refused while $c is down" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
-	restarted() { new=$(gw_child_pid $c); [ -n "$new" ] && [ "$new" != "$pid" ]; }
+	restarted() {	# every proxy worker runs again, the killed one replaced
+		new=$(gw_child_pid $c | head -1)
+		[ $c = dnsd ] && [ -n "$new" ] && [ "$new" != "$pid" ] ||
+		    { [ $c = proxy ] && gw_proxy_new "$pid"; }
+	}
 	wait_for 30 restarted
 	if [ -n "$new" ] && [ "$new" != "$pid" ]; then ok "$c restarted after kill -9"
 	else not_ok "$c restarted after kill -9" "$(gw_ctl status)"; fi
@@ -104,18 +113,19 @@ expect_match "restarts are audited" '"event":"child-restart","child":"proxy"' "$
 expect_match "dnsd's refusals reach the audit log" '"source":"dnsd"' "$(cat "$GW_AUDIT")"
 # Reload: children start again with the new config, quietly.
 expect_match "web is refused open.test before the reload" "status: REFUSED" "$(dig $TOPO-web open.test A)"
-old_dnsd=$(gw_child_pid dnsd); old_proxy=$(gw_child_pid proxy)
+old_dnsd=$(gw_child_pid dnsd); old_proxy=$(gw_proxy_pids)
 sed -i 's|allow = \[ "pypi.org", "\*.github.test" \]|allow = [ "pypi.org", "*.github.test", "open.test" ]|' "$GW_CONF"
 expect_ok "reload accepted" gw_ctl reload
-both_new() {	# a new dnsd; the proxy takes the new sandboxes in place
-	d=$(gw_child_pid dnsd); p=$(gw_child_pid proxy)
+both_new() {	# a new dnsd; the proxy workers take the new sandboxes in place
+	d=$(gw_child_pid dnsd); p=$(gw_proxy_pids)
 	[ -n "$d" ] && [ "$d" != "$old_dnsd" ] && [ -n "$p" ]
 }
 wait_for 30 both_new
 expect_ok "dnsd runs again with a new pid" test -n "$d" -a "$d" != "$old_dnsd"
-expect_eq "only a sandbox changed: the same proxy goes on" "$old_proxy" "$p"
-expect_eq "... told the new sandboxes in place" 1 \
-	"$(grep -c "proxy: only sandboxes changed, reconfigured in place" "$GW_LOG")"
+expect_eq "only a sandbox changed: the same proxy workers go on" "$old_proxy" "$p"
+expect_eq "... each told the new sandboxes in place" \
+	"$(wc -w <<<"$old_proxy")" \
+	"$(grep -c "proxy [0-9]*: only sandboxes changed, reconfigured in place" "$GW_LOG")"
 wait_for 30 answers open.test
 expect_match "dnsd follows the new allow list" "^203\.0\.113\.10$" "$(dig $TOPO-web +short open.test A)"
 expect_eq "reload restarts are not reported as crashes" 1 \
@@ -189,9 +199,10 @@ kill -TERM "$GW_PID"
 expect_eq "a clean stop of gatewayd leaves no child" "" "$(wait_gone $GW_PID $kids)"
 gw_start; expect_eq "gatewayd starts again" 0 $?
 deadline=$((SECONDS + 30))
-while [ "$(children | wc -w)" -lt 5 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+nw=$(gw_ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['proxy_workers'])")
+while [ "$(children | wc -w)" -lt $((3 + 2 * nw)) ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 kids=$(children)
-expect_eq "five children (nflog, dnsd, proxy, control, signer)" 5 "$(echo $kids | wc -w)"
+expect_eq "nflog, dnsd, control, and $nw proxy workers with a signer each" $((3 + 2 * nw)) "$(echo $kids | wc -w)"
 kill -9 "$GW_PID"
 expect_eq "after kill -9 of gatewayd, no child survives" "" "$(wait_gone $kids)"
 expect_eq "no process of moat's users is left in the namespace" "" "$(ns_moat_pids)"

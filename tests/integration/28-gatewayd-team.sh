@@ -187,11 +187,10 @@ expect_match "the loader refuses $UA's sandbox carrying $UB's secret" "belongs t
 # proxy_replaced OLD -- a new proxy runs and the draining one (which closed
 # its listeners but could still be exiting) is gone.
 proxy_replaced() {
-	local new; new=$(gw_child_pid proxy)
-	[ -n "$new" ] && [ "$new" != "$1" ] && ! kill -0 "$1" 2>/dev/null
+	gw_proxy_new "$1" && ! kill -0 $1 2>/dev/null
 }
 dropin a-web 10.77.0.10 52:54:00:00:00:0a $UA 'secrets = [ "akey" ];'
-old=$(gw_child_pid proxy)
+old=$(gw_proxy_pids)
 expect_ok "an admin attaches $UA's own secret" gw_ctl reload
 wait_for 30 proxy_replaced "$old"
 topo_wait_port "$NS_GW" $GW_ADDR 3128
@@ -206,7 +205,7 @@ px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PA" >/dev/n
 expect_match "$UA's sandbox gets $UA's real value" "Authorization: Bearer $VA" "$(cat "$PX_DIR/bound.log")"
 
 # --- rotation: new value for new requests, same placeholder, guest untouched --
-old=$(gw_child_pid proxy)
+old=$(gw_proxy_pids)
 out=$(printf '%s\n' "$VB2" | bctl secret set bkey --host api.bound.test 2>&1)
 expect_eq "rotation keeps the placeholder" "secret bkey: placeholder $PB" "$out"
 wait_for 30 proxy_replaced "$old"

@@ -45,8 +45,9 @@ TOPO_PIDS+=($!)
 children_up() {	# children_up [OLD_PROXY] -- dnsd and a proxy (not OLD) running
 	local deadline=$((SECONDS + 60)) p d
 	while [ $SECONDS -lt $deadline ]; do
-		p=$(gw_child_pid proxy 2>/dev/null); d=$(gw_child_pid dnsd 2>/dev/null)
-		[ -n "$p" ] && [ -n "$d" ] && [ "$p" != "${1:-}" ] && { echo "$p"; return 0; }
+		p=$(gw_proxy_pids 2>/dev/null); d=$(gw_child_pid dnsd 2>/dev/null)
+		[ -n "$p" ] && [ -n "$d" ] && gw_proxy_new "${1:-}" 2>/dev/null &&
+		    { echo "$p"; return 0; }
 		sleep 0.2
 	done
 	return 1
@@ -62,8 +63,10 @@ expect_ok "reload" gw_ctl reload
 proxy2=$(children_up "$proxy1"); expect_eq "a new proxy after the reload" 0 $?
 # The proxy got the secret's value from the parent: it is in its memory.
 val=$(printf 'sk-files-test-VALUE' | od -An -tx1 | tr -d ' \n')
-expect_eq "the new proxy holds the secret it was sent" found \
-	"$(python3 tests/harness/memscan.py "$proxy2" "$val")"
+for p in $proxy2; do
+	expect_eq "the new proxy worker $p holds the secret it was sent" found \
+		"$(python3 tests/harness/memscan.py "$p" "$val")"
+done
 gw_ctl status >/dev/null
 kill -TERM "${TOPO_PIDS[-1]}"
 deadline=$((SECONDS + 30))

@@ -89,17 +89,17 @@ step() {	# step NAME K -- one more echo through tunnel NAME; its answer
 
 tunnel d dev 4
 tunnel w web 2
-P1=$(gw_child_pid proxy)
-expect_match "the proxy runs" '^[0-9]+$' "$P1"
+P1=$(gw_proxy_pids)
+expect_match "the proxy workers run" '^[0-9]+( [0-9]+)*$' "$P1"
 
 # (A change to anything but sandboxes also starts a new proxy; and every
 # proxy, draining or not, cuts at once what the new policy refuses.)
 # 1. A sandbox added: the proxy stays, both tunnels go on.
 conf open "$ADDED" 1024
 expect_ok "reload with a sandbox added" gw_ctl reload
-expect_eq "the proxy took the new sandboxes in place" 1 \
-	"$(grep -c "proxy: only sandboxes changed, reconfigured in place" "$GW_LOG")"
-expect_eq "... it is the same proxy" "$P1" "$(gw_child_pid proxy)"
+expect_eq "each worker took the new sandboxes in place" "$(wc -w <<<"$P1")" \
+	"$(grep -c "proxy [0-9]*: only sandboxes changed, reconfigured in place" "$GW_LOG")"
+expect_eq "... they are the same workers" "$P1" "$(gw_proxy_pids)"
 expect_eq "dev's tunnel goes on" "step0" "$(step d 0)"
 expect_eq "web's tunnel goes on" "step0" "$(step w 0)"
 tunnel a added 0
@@ -108,7 +108,7 @@ tunnel a added 0
 conf none "$ADDED" 1024
 expect_ok "reload with web's egress none" gw_ctl reload
 wait_for 20 grep -q '"event":"cut"' "$GW_AUDIT"
-expect_eq "... still the same proxy" "$P1" "$(gw_child_pid proxy)"
+expect_eq "... still the same workers" "$P1" "$(gw_proxy_pids)"
 expect_match "web's tunnel is cut" "^(closed|error)" "$(step w 1)"
 expect_eq "dev's tunnel goes on" "step1" "$(step d 1)"
 expect_match "the cut is audited with its reason" \
@@ -118,10 +118,9 @@ expect_match "the cut is audited with its reason" \
 # the old one drains, so dev's tunnel still answers.
 printf 'sk-reconf-test-OTHER\n' >"$TOPO_TMP/etc/api.secret"
 expect_ok "reload after the secret's file changed" gw_ctl reload
-new_proxy() { p=$(gw_child_pid proxy); [ -n "$p" ] && [ "$p" != "$P1" ]; }
-wait_for 20 new_proxy
-P2=$(gw_child_pid proxy)
-expect_ok "a changed secret file starts a new proxy ($P1 -> $P2)" [ -n "$P2" -a "$P2" != "$P1" ]
+wait_for 20 gw_proxy_new "$P1"
+P2=$(gw_proxy_pids)
+expect_ok "a changed secret file starts new workers ($P1 -> $P2)" gw_proxy_new "$P1"
 expect_eq "... and dev's tunnel drains on the old one" "step2" "$(step d 2)"
 
 # 4. A gateway setting changed: a new proxy again; a tunnel opened on the
@@ -129,10 +128,9 @@ expect_eq "... and dev's tunnel drains on the old one" "step2" "$(step d 2)"
 tunnel e dev 2
 conf none "$ADDED" 2048
 expect_ok "reload with a gateway setting changed" gw_ctl reload
-new_proxy2() { p=$(gw_child_pid proxy); [ -n "$p" ] && [ "$p" != "$P2" ]; }
-wait_for 20 new_proxy2
-P3=$(gw_child_pid proxy)
-expect_ok "a changed gateway setting starts a new proxy ($P2 -> $P3)" [ -n "$P3" -a "$P3" != "$P2" ]
+wait_for 20 gw_proxy_new "$P2"
+P3=$(gw_proxy_pids)
+expect_ok "a changed gateway setting starts new workers ($P2 -> $P3)" gw_proxy_new "$P2"
 expect_eq "... and the tunnel on the draining proxy still answers" "step0" "$(step e 0)"
 
 # 5. The echo server's range no longer public: the tunnels to it are cut

@@ -113,13 +113,13 @@ assert v["gh"]["requests"][0] == "GET /repos/acme/*", v
 assert v["api"]["budget"] is None and v["api"]["requests"] is None, v' "$out"
 
 # --- counters survive a reload and a proxy restart ----------------------
-old=$(gw_child_pid proxy)
+old=$(gw_proxy_pids)
 gw_ctl reload >/dev/null; expect_eq "reload" 0 $?
-expect_eq "an unchanged reload keeps the proxy" "$old" "$(gw_child_pid proxy)"
-new_proxy() { p=$(gw_child_pid proxy); [ -n "$p" ] && [ "$p" != "$old" ] && proxy_up; }
+expect_eq "an unchanged reload keeps the proxy workers" "$old" "$(gw_proxy_pids)"
+new_proxy() { gw_proxy_new "$old" && proxy_up; }
 expect_eq "after a reload the budget is still spent (429)" 429 "$(gh GET /repos/acme/widgets)"
-old=$(gw_child_pid proxy)
-kill -KILL "$old"
+old=$(gw_proxy_pids)
+kill -KILL $old
 wait_for 60 new_proxy || not_ok "the proxy restarted"
 expect_eq "after a proxy restart the budget is still spent (429)" 429 "$(gh GET /repos/acme/widgets)"
 

@@ -240,6 +240,68 @@ reply_carries_fd(void **state)
 	close(p[0]);
 }
 
+/* --- the proxy's workers: the proxy's role, each stamped as itself --- */
+
+static char audit_line[1024];
+
+static void
+grab(struct gw *g, const char *line)
+{
+	(void)g;
+	snprintf(audit_line, sizeof(audit_line), "%s", line);
+}
+
+/* Worker 1's events say worker 1, whatever worker they claim. */
+static void
+worker_audit_stamped(void **state)
+{
+	static const char json[] =
+	    "{\"source\":\"proxy\",\"worker\":0,\"event\":\"refuse\"}";
+	int p[2];
+
+	(void)state;
+	assert_int_equal(ipc_pair(p), 0);
+	gw.procs[PROC_PROXY + 1].name = "proxy";
+	gw.procs[PROC_PROXY + 1].ipc = p[0];
+	gw.on_audit_line = grab;
+	assert_int_equal(ipc_send(p[1], IPC_AUDIT, 0, json, sizeof(json) - 1), 0);
+	proc_ipc_readable(&gw, PROC_PROXY + 1);
+	assert_non_null(strstr(audit_line, "\"source\":\"proxy\",\"worker\":1,"
+	    "\"WORKER\":0,\"event\":\"refuse\"}"));
+	close(p[1]);
+	close(gw.procs[PROC_PROXY + 1].ipc);
+	gw.procs[PROC_PROXY + 1].ipc = -1;
+}
+
+/* A worker may send only what the proxy may: dnsd's message kills it. */
+static void
+worker_role_enforced(void **state)
+{
+	struct ipc_dns_dropped m = { .sandbox = "mine", .count = 1 };
+	int p[2], status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(ipc_pair(p), 0);
+	if ((pid = fork()) == 0) {
+		pause();
+		_exit(0);
+	}
+	gw.procs[PROC_PROXY + 2].name = "proxy";
+	gw.procs[PROC_PROXY + 2].pid = pid;
+	gw.procs[PROC_PROXY + 2].ipc = p[0];
+	gw.on_audit_line = grab;
+	assert_int_equal(ipc_send(p[1], IPC_DNS_DROPPED, 0, &m, sizeof(m)), 0);
+	proc_ipc_readable(&gw, PROC_PROXY + 2);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_non_null(strstr(audit_line, "\"event\":\"child-killed\","
+	    "\"child\":\"proxy\",\"reason\":\"sent dns-dropped, which its "
+	    "role may not"));
+	gw.procs[PROC_PROXY + 2].pid = -1;
+	close(p[1]);
+}
+
 int
 main(void)
 {
@@ -248,6 +310,8 @@ main(void)
 		cmocka_unit_test(others_sandbox_refused),
 		cmocka_unit_test(forged_credentials_refused),
 		cmocka_unit_test(reply_carries_fd),
+		cmocka_unit_test(worker_audit_stamped),
+		cmocka_unit_test(worker_role_enforced),
 	};
 
 	log_init("test", 0, 0);
