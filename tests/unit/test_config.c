@@ -270,6 +270,64 @@ allow_normalised(void **state)
 	config_free(cfg);
 }
 
+static struct moat_config *
+load_text(const char *name, const char *text)
+{
+	char path[600];
+	struct moat_errors errs;
+	struct moat_config *cfg;
+
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	write_file(path, text, 0644);
+	cfg = config_load(path, NULL, &errs);
+	assert_non_null(cfg);
+	config_errors_free(&errs);
+	return cfg;
+}
+
+#define SB_GW	"gateway: { uplink = \"eth0\"; network = \"10.77.0.0/24\"; " \
+	"dns: { upstream = [ \"9.9.9.9\" ]; }; %s };\n"
+#define SB_A	"{ name = \"a\"; mac = \"52:54:00:00:00:01\"; address = " \
+	"\"10.77.0.2\"; tap = \"mt-a\"; egress = \"%s\"; }"
+#define SB_B	"{ name = \"b\"; mac = \"52:54:00:00:00:02\"; address = " \
+	"\"10.77.0.3\"; tap = \"mt-b\"; egress = \"open\"; }"
+
+/* What lets the proxy take a reload in place: two configs whose text but
+ * sandboxes is equal differ in sandboxes only; a sandbox compares equal
+ * only with every setting equal. */
+static void
+text_but_sandboxes(void **state)
+{
+	char t[1024];
+	struct moat_config *c1, *c2, *c3;
+	char *a, *b, *c;
+
+	(void)state;
+	snprintf(t, sizeof(t), SB_GW "sandboxes = ( " SB_A " );\n", "", "open");
+	c1 = load_text("s1.conf", t);
+	snprintf(t, sizeof(t), SB_GW "sandboxes = ( " SB_A ", " SB_B " );\n", "",
+	    "none");
+	c2 = load_text("s2.conf", t);
+	snprintf(t, sizeof(t), SB_GW "sandboxes = ( " SB_A " );\n",
+	    "audit_max_kb = 2048;", "open");
+	c3 = load_text("s3.conf", t);
+	a = config_text_but_sandboxes(c1);
+	b = config_text_but_sandboxes(c2);
+	c = config_text_but_sandboxes(c3);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_null(strstr(a, "mt-a"));
+	assert_true(config_sandbox_same(&c1->sandboxes[0], &c3->sandboxes[0]));
+	assert_false(config_sandbox_same(&c1->sandboxes[0], &c2->sandboxes[0]));
+	assert_false(config_sandbox_same(&c2->sandboxes[0], &c2->sandboxes[1]));
+	free(a);
+	free(b);
+	free(c);
+	config_free(c1);
+	config_free(c2);
+	config_free(c3);
+}
+
 /* Every error is reported, not just the first. */
 static void
 all_errors_reported(void **state)
@@ -349,9 +407,10 @@ main(void)
 		fprintf(stderr, "cannot read corpus %s\n", corpus);
 		return 1;
 	}
-	t = realloc(t, (n + 3) * sizeof(*t));
+	t = realloc(t, (n + 4) * sizeof(*t));
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(full_model);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(allow_normalised);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(text_but_sandboxes);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(all_errors_reported);
 	rc = _cmocka_run_group_tests("config", t, n, NULL, NULL);
 	nftw(scratch, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
