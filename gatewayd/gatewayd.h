@@ -36,6 +36,7 @@
 #include "config.h"
 #include "control.h"
 #include "ipc.h"
+#include "promise.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
@@ -224,8 +225,9 @@ void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
 int	policy_apply(struct gw *, const struct moat_config *, char *err,
 	    size_t errlen);
+/* timeouts_ms[i] for the i-th address. */
 int	policy_set_add(struct gw *, const char *sandbox,
-	    const struct moat_addr *, size_t, uint32_t timeout_ms);
+	    const struct moat_addr *, size_t, const uint32_t *timeouts_ms);
 /* Delete conntrack entries of sandboxes whose egress narrowed or that
  * were removed between old and new.  Returns entries deleted or -1. */
 int	policy_cut_flows(const struct moat_config *old,
@@ -321,6 +323,8 @@ struct gw {
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
 	uint64_t		 set_adds, set_refused;
+	struct promises		*promises;	/* parent_promise.c */
+	uint32_t		 dns_gen;	/* dnsd reconfigurations sent */
 	struct gw_dnsdrop {		/* dnsd's queries over the rate */
 		char		 sandbox[IPC_NAME_LEN];
 		uint64_t	 count;

@@ -6,7 +6,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_audit.c nflog.c parent_policy.c nflog_seccomp.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
 	parent_console.c parent_budget.c register.c register_client.c \
-	parent_register.c)
+	parent_register.c parent_promise.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto

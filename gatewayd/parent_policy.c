@@ -127,9 +127,10 @@ policy_refusals_state(const struct moat_config *cfg, char *buf, size_t len)
 
 int
 policy_set_add(struct gw *gw, const char *sandbox,
-    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms)
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms)
 {
-	int rc = nftr_set_add(gw->nft, sandbox, addrs, n, timeout_ms);
+	int rc = nftr_set_add_each(gw->nft, sandbox, addrs, n, timeouts_ms,
+	    true);
 
 	if (rc == -1)
 		log_warnx("allowlist %s: %s", sandbox, nftr_error(gw->nft));

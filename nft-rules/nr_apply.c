@@ -380,6 +380,14 @@ int
 nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
     const struct moat_addr *addrs, size_t n, uint32_t timeout_ms)
 {
+	return nftr_set_add_each(ctx, sandbox, addrs, n, &timeout_ms, false);
+}
+
+int
+nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
+    bool each)
+{
 	struct nftnl_set *s;
 	struct nftnl_set_elem *e;
 	struct nl_batch *b;
@@ -391,10 +399,11 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
 		return -1;
 	}
-	if (timeout_ms == 0) {
-		nl_seterr(ctx, "allowlist elements need a timeout");
-		return -1;
-	}
+	for (i = 0; i < (each ? n : 1); i++)
+		if (timeouts_ms[i] == 0) {
+			nl_seterr(ctx, "allowlist elements need a timeout");
+			return -1;
+		}
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
@@ -407,9 +416,10 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
 		/* Both: a new element gets the timeout, an existing one has
 		 * its expiry reset to it. */
-		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT,
+		    timeouts_ms[each ? i : 0]);
 		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_EXPIRATION,
-		    timeout_ms);
+		    timeouts_ms[each ? i : 0]);
 		nftnl_set_elem_add(s, e);
 		added++;
 	}
