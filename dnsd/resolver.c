@@ -166,11 +166,13 @@ judge(const char *sandbox, void *arg)
 }
 
 /*
- * Swap in a new configuration, keeping what is still true: the cache if
- * answers are filtered and forwarded alike, and what the mirror knows of
- * every set the reload kept (admit_set_kept) for a sandbox whose allow
- * list did not change.  Answers parked for an acknowledgement stay
- * parked: the privileged side judges their additions by the new policy.
+ * gatewayd's reload: it has applied the new policy itself, so what
+ * became of each set follows from the two configurations
+ * (admit_set_kept).  Keep what is still true: the cache if answers are
+ * filtered and forwarded alike, and what the mirror knows of every kept
+ * set whose sandbox's allow list did not change.  Answers parked for an
+ * acknowledgement stay parked: the parent judges their additions by the
+ * new policy.
  */
 static void
 swap_config(struct moat_config *cfg)
@@ -187,19 +189,21 @@ swap_config(struct moat_config *cfg)
 	policy_free(R.pol);
 	R.cfg = cfg;
 	R.pol = policy_new(cfg);
-	upstreams_set(cfg);
 	if (!keep_cache) {
+		upstreams_set(cfg);
 		cache_free(R.cache);
 		R.cache = cache_new(cache_bytes(cfg));
 	}
-	log_info("new configuration: %zu sandboxes; cache %s; %zu set "
+	log_info("reconfigured in place: %zu sandboxes; cache %s; %zu set "
 	    "element(s) of %zu changed sandbox(es) to add again",
 	    cfg->nsandboxes, keep_cache ? "kept" : "flushed", forgot, fs.n);
 	config_free(old);
 }
 
 /* Standalone (SIGHUP, or the privileged parent's IPC_RELOAD): re-read
- * our own file. */
+ * our own file.  nft-rules, not our parent, applies the policy here, so
+ * the sets may have been flushed or replaced behind our back: forget
+ * what they hold, and the cache with it. */
 static void
 reload(void)
 {
@@ -220,7 +224,17 @@ reload(void)
 		config_errors_free(&errs);
 		return;
 	}
-	swap_config(cfg);
+	policy_free(R.pol);
+	config_free(R.cfg);
+	R.cfg = cfg;
+	R.pol = policy_new(cfg);
+	upstreams_set(cfg);
+	/* The private table may have changed with treat_as_public. */
+	cache_free(R.cache);
+	R.cache = cache_new(cache_bytes(cfg));
+	/* A reload may have emptied or replaced the sets. */
+	mirror_clear(R.mirror);
+	log_info("reloaded %s: %zu sandboxes", R.opts->conf, cfg->nsandboxes);
 }
 
 /* Under gatewayd: its new configuration, checked and normalised, in a
