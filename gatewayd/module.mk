@@ -19,6 +19,12 @@ include gatewayd/proxy.mk
 
 GATEWAYD_TESTS := $(BUILD)/tests/test_gatewayd_nflog
 UNIT_TESTS += $(GATEWAYD_TESTS)
+# The parent's record of what it promised each allowlist set.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_promise
+$(BUILD)/tests/test_gatewayd_promise: $(OBJ)/tests/unit/test_gatewayd_promise.o \
+	    $(OBJ)/gatewayd/parent_promise.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/tests/unit/test_gatewayd_%.o: EXTRA_CFLAGS_tests += -Igatewayd
 $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	    $(OBJ)/gatewayd/nflog.o $(OBJ)/gatewayd/nflog_seccomp.o $(LIBMOAT)
