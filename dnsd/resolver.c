@@ -200,10 +200,9 @@ swap_config(struct moat_config *cfg)
 	config_free(old);
 }
 
-/* Standalone (SIGHUP, or the privileged parent's IPC_RELOAD): re-read
- * our own file.  nft-rules, not our parent, applies the policy here, so
- * the sets may have been flushed or replaced behind our back: forget
- * what they hold, and the cache with it. */
+/* Run with --ipc-fd but without --config-fd (SIGHUP or IPC_RELOAD):
+ * re-read our own file.  Nothing tells us what became of the sets, so
+ * forget what they hold, and the cache with it. */
 static void
 reload(void)
 {
