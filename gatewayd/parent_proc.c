@@ -447,9 +447,14 @@ handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
 		gw->set_refused += m->naddr;
 	else if (n > 0 && promises_plan(gw->promises, m->sandbox, ok,
 	    (size_t)n, timeout, now, tmo) == -1) {
+		static time_t last;	/* a guest must not flood the log */
+
 		gw->set_refused += m->naddr;
-		log_warnx("allowlist %s: too many addresses promised; refused",
-		    m->sandbox);
+		if (time(NULL) - last >= 10) {
+			last = time(NULL);
+			log_warnx("allowlist %s: too many addresses promised; "
+			    "refused", m->sandbox);
+		}
 	} else {
 		gw->set_refused += m->naddr - (uint32_t)n;
 		ack.status = n == 0 ? 0 :
