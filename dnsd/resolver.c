@@ -143,7 +143,7 @@ fate_of(const struct moat_sandbox *o, const struct moat_sandbox *n, void *arg)
 	if (!admit_set_kept(o, n))
 		f = MIRROR_GONE;
 	else if (!same_allow(o, n))
-		f = MIRROR_RECHECK;	/* names it opened may be gone */
+		f = MIRROR_RECHECK;	/* widened: answers judged anew */
 	if (f != MIRROR_KEEP)
 		fs->v[fs->n++] = (struct fate){ o->name, f };
 }

@@ -228,6 +228,9 @@ int	policy_apply(struct gw *, const struct moat_config *, char *err,
 /* timeouts_ms[i] for the i-th address. */
 int	policy_set_add(struct gw *, const char *sandbox,
 	    const struct moat_addr *, size_t, const uint32_t *timeouts_ms);
+/* Empty the allowlist sets of sandboxes whose allow list lost a name. */
+void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
+	    const struct moat_config *new);
 /* Delete conntrack entries of sandboxes whose egress narrowed or that
  * were removed between old and new.  Returns entries deleted or -1. */
 int	policy_cut_flows(const struct moat_config *old,

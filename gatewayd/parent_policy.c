@@ -137,6 +137,36 @@ policy_set_add(struct gw *gw, const char *sandbox,
 	return rc;
 }
 
+/*
+ * A sandbox still in allowlist mode whose allow list lost a name: empty
+ * its set, or the addresses of the name taken away would stay open until
+ * their timeouts ran out (its flows are cut too, policy_cut_flows).  The
+ * next answer of each name still allowed puts its addresses back.  Sets
+ * that keep their elements are those admit_set_kept says.
+ */
+static void
+flush_if_narrowed(const struct moat_sandbox *o, const struct moat_sandbox *n,
+    void *arg)
+{
+	struct gw *gw = arg;
+
+	if (n == NULL || o->egress != EGRESS_ALLOWLIST ||
+	    n->egress != EGRESS_ALLOWLIST || admit_set_kept(o, n))
+		return;
+	if (nftr_set_flush(gw->nft, n->name) == -1)
+		log_warnx("allowlist %s: narrowed, but its set could not be "
+		    "emptied: %s", n->name, nftr_error(gw->nft));
+	else
+		log_info("allowlist %s: narrowed; its set emptied", n->name);
+}
+
+void
+policy_flush_narrowed(struct gw *gw, const struct moat_config *old,
+    const struct moat_config *new)
+{
+	admit_pair_sandboxes(old, new, flush_if_narrowed, gw);
+}
+
 /* --- counters ------------------------------------------------------------ */
 
 struct counters {

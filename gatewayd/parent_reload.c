@@ -72,7 +72,8 @@ gw_reload(struct gw *gw, char **errors)
 		return -1;
 	}
 	gw->cfg = cfg;
-	/* What was promised to sets the reload deleted is void. */
+	policy_flush_narrowed(gw, old, cfg);
+	/* What was promised to sets the reload deleted or emptied is void. */
 	if (gw->promises != NULL)
 		promises_reload(gw->promises, old, cfg);
 	net_walk(cfg, true, &gw->net);

@@ -118,11 +118,31 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return ADMIT_OK;
 }
 
+static bool
+allows_all_of(const struct moat_strlist *n, const struct moat_strlist *o)
+{
+	size_t i, j;
+
+	/* Unchanged, the usual case: one pass. */
+	for (i = 0; i < o->n && i < n->n; i++)
+		if (strcmp(o->v[i], n->v[i]) != 0)
+			break;
+	for (; i < o->n; i++) {
+		for (j = 0; j < n->n; j++)
+			if (strcmp(o->v[i], n->v[j]) == 0)
+				break;
+		if (j == n->n)
+			return false;
+	}
+	return true;
+}
+
 bool
 admit_set_kept(const struct moat_sandbox *old, const struct moat_sandbox *new)
 {
 	return old != NULL && new != NULL && strcmp(old->name, new->name) == 0 &&
-	    old->egress == EGRESS_ALLOWLIST && new->egress == EGRESS_ALLOWLIST;
+	    old->egress == EGRESS_ALLOWLIST && new->egress == EGRESS_ALLOWLIST &&
+	    allows_all_of(&new->allow, &old->allow);
 }
 
 static int

@@ -71,11 +71,13 @@ int	admit_set_add(const struct moat_config *, const char *sandbox,
 /*
  * Does a reload keep sandbox old's allowlist set with its elements, new
  * being the sandbox of the same name in the new configuration (NULL: none)?
- * Yes when both are in allowlist mode: an incremental update leaves such
- * a set alone, and a whole replacement carries its elements over with
- * their remaining time.  Otherwise the set is deleted (and a new one, if
- * any, starts empty).  gatewayd's record of what it promised and dnsd's
- * mirror both go by this.
+ * Yes when both are in allowlist mode and new allows every name old did:
+ * an incremental update leaves such a set alone, and a whole replacement
+ * carries its elements over with their remaining time.  Otherwise the set
+ * is deleted (a new one, if any, starts empty) or, when the allow list
+ * narrowed, gatewayd flushes it, so that no address of a name taken away
+ * stays open.  gatewayd's record of what it promised and dnsd's mirror
+ * both go by this.
  */
 bool	admit_set_kept(const struct moat_sandbox *old,
 	    const struct moat_sandbox *new);

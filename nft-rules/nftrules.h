@@ -145,6 +145,9 @@ int	nftr_flush(struct nftr_ctx *);
  * addresses sent, or -1. */
 int	nftr_set_add(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms);
+/* Empty sandbox's allowlist set (its allow list narrowed), in one acked
+ * transaction.  0 or -1. */
+int	nftr_set_flush(struct nftr_ctx *, const char *sandbox);
 /* The same with timeouts_ms[i] for addrs[i] (each), or timeouts_ms[0]
  * for all. */
 int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,

@@ -452,6 +452,35 @@ nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
 	return r == -1 ? -1 : added;
 }
 
+int
+nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
+{
+	struct nftnl_set *s;
+	struct nlmsghdr *nlh;
+	struct nl_batch *b;
+	char name[256], desc[300];
+	int r;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	snprintf(desc, sizeof(desc), "flush set %s", name);
+	b = batch_new(ctx, false);
+	/* A deletion that names no element empties the set. */
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, desc);
+	nftnl_set_elems_nlmsg_build_payload(nlh, s);
+	batch_next(b);
+	r = batch_run(b, true);
+	batch_free(b);
+	nftnl_set_free(s);
+	return r;
+}
+
 /* ---- probe ---------------------------------------------------------- */
 
 static void

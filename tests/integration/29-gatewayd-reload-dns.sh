@@ -2,8 +2,9 @@
 # What a gatewayd reload does to DNS: dnsd takes the new configuration in
 # place (same process), keeps its cache and what it knows web's set holds
 # when the reload leaves web alone, adds again what a sandbox whose allow
-# list changed is answered, and no restart of dnsd can cut short a set
-# element that an earlier answer was promised for longer.
+# list changed is answered, a list that lost a name empties the set, and
+# no restart of dnsd can cut short a set element that an earlier answer
+# was promised for longer.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -92,6 +93,22 @@ expect_match "the answer added the address to web's set again (nft monitor)" \
 	'add element inet moat allow_web \{ 203\.0\.113\.10 ' "$(between 3 4)"
 expect_match "web's set holds it" '203\.0\.113\.10 timeout' "$(set_web)"
 
+# --- (d) a reload that takes a name away from web -------------------------
+# Its flows are cut, and its set is emptied: no address of a name taken
+# away may stay open until its timeout.  The next answer of a name still
+# allowed puts its address back.
+expect_eq "before: web reaches the answered address" connected "$(tcp_probe $TOPO-web $INET_HTTP 80)"
+sed -i 's|allow = \[ "pypi.org", "\*.github.test", "open.test" \]|allow = [ "pypi.org", "*.github.test" ]|' "$GW_CONF"
+n=$(taken)
+expect_ok "reload with open.test taken from web" gw_ctl reload
+wait_for 30 reconfigured "$n"
+expect_eq "web's set was emptied" "" "$(set_web | grep -o '203\.0\.113\.10 timeout')"
+expect_match "gatewayd says so" 'allowlist web: narrowed; its set emptied' "$(cat "$GW_LOG")"
+expect_eq "web no longer reaches the address" unreachable "$(tcp_probe $TOPO-web $INET_HTTP 80)"
+expect_match "web resolves a name still allowed" '^203\.0\.113\.10$' "$(dig_web a.github.test)"
+expect_match "...and its address is back in the set" '203\.0\.113\.10 timeout' "$(set_web)"
+expect_eq "web reaches it again" connected "$(tcp_probe $TOPO-web $INET_HTTP 80)"
+
 # --- (c) a promise outlives a dnsd restart ---------------------------------
 # long.github.test and again.github.test are the same address with TTLs of
 # a day (dnsd caps it at an hour) and of 2 seconds.
@@ -116,7 +133,7 @@ else not_ok "the short answer did not cut the element short" "$(set_web)"; fi
 # And a reload that deletes web's set voids the promise: back in allowlist
 # mode, the element is added for the short answer's own time.
 n=$(taken)
-sed -i 's|egress = "allowlist"; allow = \[ "pypi.org", "\*.github.test", "open.test" \]; owner = "alice"|egress = "open"; owner = "alice"|' "$GW_CONF"
+sed -i 's|egress = "allowlist"; allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"|egress = "open"; owner = "alice"|' "$GW_CONF"
 expect_ok "reload with web made open" gw_ctl reload
 sed -i 's|egress = "open"; owner = "alice"|egress = "allowlist"; allow = [ "pypi.org", "*.github.test" ]; owner = "alice"|' "$GW_CONF"
 expect_ok "reload with web back in allowlist mode" gw_ctl reload

@@ -128,6 +128,34 @@ reload_voids_deleted_sets_only(void **state)
 	promises_free(p);
 }
 
+/* An allow list that lost a name: gatewayd empties the set, so its
+ * promises go; one that only gained names keeps them. */
+static void
+narrowed_voids(void **state)
+{
+	static char *two[] = { "pypi.org", "*.github.test" };
+	static char *three[] = { "*.github.test", "open.test", "pypi.org" };
+	struct moat_sandbox o = { .name = "web", .egress = EGRESS_ALLOWLIST,
+	    .allow = { two, 2 } };
+	struct moat_sandbox n = o;
+	struct moat_config oc = { .sandboxes = &o, .nsandboxes = 1 };
+	struct moat_config nc = { .sandboxes = &n, .nsandboxes = 1 };
+	struct promises *p = promises_new(1024, 1024);
+	struct moat_addr a = ip(113, 14);
+	uint32_t out;
+
+	(void)state;
+	add(p, "web", &a, 1, 3600000, 0, &out);
+	n.allow = (struct moat_strlist){ three, 3 };	/* widened */
+	promises_reload(p, &oc, &nc);
+	assert_int_equal(promises_left(p, "web", &a, 0), 3600000);
+	o.allow = n.allow;
+	n.allow = (struct moat_strlist){ two, 1 };	/* lost two names */
+	promises_reload(p, &oc, &nc);
+	assert_int_equal(promises_left(p, "web", &a, 0), 0);
+	promises_free(p);
+}
+
 static void
 bounded(void **state)
 {
@@ -189,6 +217,7 @@ main(void)
 		cmocka_unit_test(never_shortened),
 		cmocka_unit_test(lapse),
 		cmocka_unit_test(reload_voids_deleted_sets_only),
+		cmocka_unit_test(narrowed_voids),
 		cmocka_unit_test(bounded),
 		cmocka_unit_test(many_grow),
 	};
