@@ -228,6 +228,8 @@ int	policy_apply(struct gw *, const struct moat_config *, char *err,
 /* timeouts_ms[i] for the i-th address. */
 int	policy_set_add(struct gw *, const char *sandbox,
 	    const struct moat_addr *, size_t, const uint32_t *timeouts_ms);
+/* Take over what the kernel's allowlist sets hold as promised (start). */
+void	policy_promises_seed(struct gw *);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
 void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 	    const struct moat_config *new);

@@ -167,6 +167,55 @@ policy_flush_narrowed(struct gw *gw, const struct moat_config *old,
 	admit_pair_sandboxes(old, new, flush_if_narrowed, gw);
 }
 
+struct seed {
+	struct gw	*gw;
+	const char	*sandbox;
+	uint64_t	 now_ms;	/* before the dump: never overestimates */
+};
+
+static void
+seed_one(const struct moat_addr *a, uint64_t left_ms, void *arg)
+{
+	struct seed *sd = arg;
+	uint32_t out = left_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)left_ms;
+
+	promises_commit(sd->gw->promises, sd->sandbox, a, 1, &out, sd->now_ms);
+}
+
+/*
+ * At start: the elements the kernel's allowlist sets still hold were
+ * promised by an earlier gatewayd (the policy outlives it, and the first
+ * apply carries them over).  Take those promises over, so that a restart
+ * of gatewayd cannot cut them short either.
+ */
+void
+policy_promises_seed(struct gw *gw)
+{
+	struct seed sd = { gw, NULL, 0 };
+	struct timespec ts;
+	size_t i;
+	int n, total = 0;
+
+	if (gw->promises == NULL)
+		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
+	for (i = 0; i < gw->cfg->nsandboxes; i++) {
+		if (gw->cfg->sandboxes[i].egress != EGRESS_ALLOWLIST)
+			continue;
+		sd.sandbox = gw->cfg->sandboxes[i].name;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		sd.now_ms = (uint64_t)ts.tv_sec * 1000 +
+		    (uint64_t)ts.tv_nsec / 1000000;
+		if ((n = nftr_set_elems(gw->nft, sd.sandbox, seed_one, &sd)) > 0)
+			total += n;
+		else if (n == -1)
+			log_warnx("allowlist %s: its elements could not be read: "
+			    "%s", sd.sandbox, nftr_error(gw->nft));
+	}
+	if (total > 0)
+		log_info("allowlists: %d element(s) already in the sets, "
+		    "promised until they expire", total);
+}
+
 /* --- counters ------------------------------------------------------------ */
 
 struct counters {

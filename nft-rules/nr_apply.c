@@ -453,6 +453,41 @@ nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
 }
 
 int
+nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
+    void (*fn)(const struct moat_addr *, uint64_t, void *), void *arg)
+{
+	char name[256];
+	struct nftnl_set *s;
+	struct nftnl_set_elems_iter *it;
+	struct nftnl_set_elem *e;
+	struct moat_addr a;
+	int n = 0;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1)
+		return -1;
+	/* carry_set reads them the same way, for nftr_apply. */
+	if ((s = carry_set(ctx, name)) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
+		fatalx("out of memory");
+	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
+		uint32_t len;
+		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+
+		if (key == NULL || len != 4)
+			continue;
+		memset(&a, 0, sizeof(a));
+		a.family = AF_INET;
+		memcpy(a.a, key, 4);
+		fn(&a, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
+		n++;
+	}
+	nftnl_set_elems_iter_destroy(it);
+	nftnl_set_free(s);
+	return n;
+}
+
+int
 nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 {
 	struct nftnl_set *s;

@@ -144,5 +144,28 @@ e=$(expires 203.0.113.14)
 if [ -n "$e" ] && [ "$e" -ge 2 ] && [ "$e" -le 120 ]; then
 	ok "a deleted set's promises are void ($e s, not an hour)"
 else not_ok "a deleted set's promises are void" "$(set_web)"; fi
+
+# --- (e) nor does a restart of gatewayd itself ------------------------------
+# The policy outlives gatewayd; the next one takes over what the sets hold
+# as promised.
+expect_match "web resolves the long-TTL name again" '^203\.0\.113\.14$' \
+	"$(dig_web long.github.test)"
+e=$(expires 203.0.113.14)
+if [ "${e:-0}" -ge 3000 ]; then ok "its element is back for about an hour ($e s)"
+else not_ok "its element is back for about an hour" "$(set_web)"; fi
+old_dnsd=$(gw_child_pid dnsd)
+kill -9 "$GW_PID"
+gone() { ! [ -e "/proc/$GW_PID" ] && ! [ -e "/proc/$old_dnsd" ]; }
+wait_for 30 gone
+gw_start; expect_eq "a new gatewayd starts over the policy left in the kernel" 0 $?
+wait_for 30 dnsd_up
+topo_wait_port "$NS_GW" $GW_ADDR 53
+wait_for 30 answers_again
+expect_match "the new dnsd answers the short-TTL name" '^203\.0\.113\.14$' \
+	"$(dig_web again.github.test)"
+e=$(expires 203.0.113.14)
+if [ "${e:-0}" -ge 3000 ]; then
+	ok "after a restart of gatewayd, the short answer did not cut it short ($e s left)"
+else not_ok "after a restart of gatewayd, the short answer did not cut it short" "$(set_web)"; fi
 expect_eq "dnsd never crashed" "" "$(grep -E 'ERROR: AddressSanitizer|runtime error|seccomp' "$GW_LOG")"
 tap_done
