@@ -228,6 +228,13 @@ int	policy_apply(struct gw *, const struct moat_config *, char *err,
 /* timeouts_ms[i] for the i-th address. */
 int	policy_set_add(struct gw *, const char *sandbox,
 	    const struct moat_addr *, size_t, const uint32_t *timeouts_ms);
+/* Between a reload that narrowed a sandbox's allow list and dnsd taking
+ * the new configuration, its additions were judged by the old list: they
+ * are refused.  freeze at the reload, thaw once dnsd has the new config
+ * (its acknowledgement, or a new dnsd), frozen per set-add. */
+void	policy_dns_freeze(struct gw *, const char *sandbox);
+void	policy_dns_thaw(struct gw *);
+bool	policy_dns_frozen(const struct gw *, const char *sandbox);
 /* Take over what the kernel's allowlist sets hold as promised (start). */
 void	policy_promises_seed(struct gw *);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
@@ -329,6 +336,8 @@ struct gw {
 	unsigned		 reloads, reload_failures;
 	uint64_t		 set_adds, set_refused;
 	struct promises		*promises;	/* parent_promise.c */
+	char			**dns_frozen;	/* narrowed, until dnsd has */
+	size_t			 ndns_frozen;	/* the new config (sorted) */
 	uint32_t		 dns_gen;	/* dnsd reconfigurations sent */
 	struct gw_dnsdrop {		/* dnsd's queries over the rate */
 		char		 sandbox[IPC_NAME_LEN];

@@ -153,6 +153,7 @@ flush_if_narrowed(const struct moat_sandbox *o, const struct moat_sandbox *n,
 	if (n == NULL || o->egress != EGRESS_ALLOWLIST ||
 	    n->egress != EGRESS_ALLOWLIST || admit_set_kept(o, n))
 		return;
+	policy_dns_freeze(gw, n->name);
 	if (nftr_set_flush(gw->nft, n->name) == -1)
 		log_warnx("allowlist %s: narrowed, but its set could not be "
 		    "emptied: %s", n->name, nftr_error(gw->nft));
@@ -165,6 +166,43 @@ policy_flush_narrowed(struct gw *gw, const struct moat_config *old,
     const struct moat_config *new)
 {
 	admit_pair_sandboxes(old, new, flush_if_narrowed, gw);
+}
+
+static int
+namecmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void
+policy_dns_freeze(struct gw *gw, const char *sandbox)
+{
+	if (policy_dns_frozen(gw, sandbox))
+		return;
+	gw->dns_frozen = xreallocarray(gw->dns_frozen, gw->ndns_frozen + 1,
+	    sizeof(*gw->dns_frozen));
+	gw->dns_frozen[gw->ndns_frozen++] = xstrdup(sandbox);
+	qsort(gw->dns_frozen, gw->ndns_frozen, sizeof(*gw->dns_frozen),
+	    namecmp);
+}
+
+void
+policy_dns_thaw(struct gw *gw)
+{
+	size_t i;
+
+	for (i = 0; i < gw->ndns_frozen; i++)
+		free(gw->dns_frozen[i]);
+	free(gw->dns_frozen);
+	gw->dns_frozen = NULL;
+	gw->ndns_frozen = 0;
+}
+
+bool
+policy_dns_frozen(const struct gw *gw, const char *sandbox)
+{
+	return gw->ndns_frozen > 0 && bsearch(&sandbox, gw->dns_frozen,
+	    gw->ndns_frozen, sizeof(*gw->dns_frozen), namecmp) != NULL;
 }
 
 struct seed {

@@ -358,6 +358,8 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
 {
 	if (m->status == 0) {
 		log_info("dnsd took the new configuration in place");
+		if (m->gen == gw->dns_gen)
+			policy_dns_thaw(gw);
 		return;
 	}
 	/* A later configuration is on its way; its answer decides. */
@@ -443,6 +445,9 @@ handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
 		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	n = admit_set_add(gw->cfg, m->sandbox, m->addr, m->naddr, ok,
 	    &timeout);
+	/* Judged by an allow list a reload has since narrowed. */
+	if (n > 0 && policy_dns_frozen(gw, m->sandbox))
+		n = -1;
 	if (n < 0)
 		gw->set_refused += m->naddr;
 	else if (n > 0 && promises_plan(gw->promises, m->sandbox, ok,
@@ -791,6 +796,8 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	}
 	if (ensure_sockets(gw, id) == -1)
 		return -1;
+	if (id == PROC_DNSD)
+		policy_dns_thaw(gw);	/* it starts with the config */
 	if ((conf = config_memfd(gw->cfg)) == -1) {
 		log_warn("%s: configuration memfd", gw->procs[id].name);
 		return -1;

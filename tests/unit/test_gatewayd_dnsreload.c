@@ -207,6 +207,61 @@ stale_failure_ignored(void **state)
 	assert_true(still_running());
 }
 
+/* dnsd asks to open an address for web, as it would for an answer. */
+static int32_t
+set_add_web(void)
+{
+	static union {
+		struct ipc_set_add m;
+		uint8_t raw[sizeof(struct ipc_set_add) +
+		    sizeof(struct moat_addr)];
+	} u;
+	struct ipc_set_ack a;
+	struct ipc_hdr h;
+	char err[256];
+
+	memset(&u, 0, sizeof(u));
+	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "web");
+	u.m.timeout_ms = 61000;
+	u.m.naddr = 1;
+	u.m.addr[0].family = AF_INET;
+	/* Public (the test config treats no range as public); never dialled. */
+	memcpy(u.m.addr[0].a, "\135\270\330\042", 4);	/* 93.184.216.34 */
+	assert_int_equal(ipc_send(dns[1], IPC_SET_ADD, 9, &u, sizeof(u)), 0);
+	proc_ipc_readable(&gw, PROC_DNSD);
+	assert_int_equal(poll(&(struct pollfd){ dns[1], POLLIN, 0 }, 1, 5000),
+	    1);
+	assert_int_equal(ipc_recv(dns[1], &h, &a, IPC_MAX_PAYLOAD, err,
+	    sizeof(err)), (ssize_t)sizeof(a));
+	assert_int_equal(h.type, IPC_SET_ACK);
+	assert_int_equal(h.id, 9);
+	return a.status;
+}
+
+/* A reload narrowed web's allow list: until dnsd has the new
+ * configuration, its additions for web were judged by the old list and
+ * are refused; its acknowledgement of the newest one ends that. */
+static void
+narrowed_frozen_until_ack(void **state)
+{
+	static char text[65536];
+	uint32_t g1, g2;
+
+	(void)state;
+	proc_reload(&gw);
+	g1 = received(text, sizeof(text));
+	policy_dns_freeze(&gw, "web");
+	proc_reload(&gw);
+	g2 = received(text, sizeof(text));
+	assert_int_equal(set_add_web(), -1);
+	ack(g1, 0);			/* not the newest: still frozen */
+	assert_true(policy_dns_frozen(&gw, "web"));
+	assert_int_equal(set_add_web(), -1);
+	ack(g2, 0);
+	assert_false(policy_dns_frozen(&gw, "web"));
+	assert_int_equal(gw.ndns_frozen, 0);
+}
+
 int
 main(void)
 {
@@ -215,6 +270,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(refused_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(untold_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_failure_ignored, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(narrowed_frozen_until_ack, setup,
 		    teardown),
 	};
 
