@@ -64,6 +64,33 @@ mirror_clear(struct mirror *m)
 		}
 }
 
+size_t
+mirror_forget(struct mirror *m, enum mirror_fate (*judge)(const char *,
+    void *), void *arg)
+{
+	struct slot *s;
+	size_t i, n = 0;
+
+	for (i = 0; i <= m->mask; i++) {
+		s = &m->slots[i];
+		if (s->expires_ms == 0)
+			continue;
+		switch (judge(s->sandbox, arg)) {
+		case MIRROR_KEEP:
+			continue;
+		case MIRROR_RECHECK:
+			s->expires_ms = 1;
+			s->last_id = 0;
+			break;
+		case MIRROR_GONE:
+			memset(s, 0, sizeof(*s));
+			break;
+		}
+		n++;
+	}
+	return n;
+}
+
 static size_t
 slot_of(const struct mirror *m, const char *sandbox,
     const struct moat_addr *a)

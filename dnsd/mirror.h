@@ -56,5 +56,15 @@ uint64_t	 mirror_promised(const struct mirror *, const char *sandbox,
 /* Forget what the sets hold (a reload or a flush may have emptied them);
  * promises are kept. */
 void		 mirror_clear(struct mirror *);
+/*
+ * A reload, sandbox by sandbox: judge(sandbox, arg) says what became of
+ * its set.  MIRROR_KEEP: nothing; MIRROR_RECHECK: the set is kept but
+ * its next answers must go through the privileged side again (as
+ * mirror_clear, for that sandbox); MIRROR_GONE: the set was deleted, so
+ * its entries and promises go.  Returns the entries touched.
+ */
+enum mirror_fate { MIRROR_KEEP = 0, MIRROR_RECHECK, MIRROR_GONE };
+size_t		 mirror_forget(struct mirror *, enum mirror_fate (*judge)(
+		    const char *sandbox, void *arg), void *arg);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "ev.h"
 #include "log.h"
 #include "resolver.h"
@@ -87,6 +88,121 @@ report_drops(void)
 	}
 }
 
+/* Do the two configurations filter and forward answers alike?  Then
+ * what the cache holds is still what the new one would store. */
+static bool
+same_answers(const struct moat_config *a, const struct moat_config *b)
+{
+	static const int fams[] = { AF_INET, AF_INET6 };
+	const struct moat_interval *x, *y;
+	size_t i, nx, ny;
+
+	if (a->gw.nupstream != b->gw.nupstream ||
+	    cache_bytes(a) != cache_bytes(b))
+		return false;
+	for (i = 0; i < a->gw.nupstream; i++)
+		if (addr_cmp(&a->gw.upstream[i], &b->gw.upstream[i]) != 0)
+			return false;
+	for (i = 0; i < 2; i++) {
+		x = rangeset_intervals(a->private, fams[i], &nx);
+		y = rangeset_intervals(b->private, fams[i], &ny);
+		if (nx != ny || (nx > 0 && memcmp(x, y, nx * sizeof(*x)) != 0))
+			return false;
+	}
+	return true;
+}
+
+static bool
+same_allow(const struct moat_sandbox *a, const struct moat_sandbox *b)
+{
+	size_t i;
+
+	if (a->allow.n != b->allow.n)
+		return false;
+	for (i = 0; i < a->allow.n; i++)
+		if (strcmp(a->allow.v[i], b->allow.v[i]) != 0)
+			return false;
+	return true;
+}
+
+/* What a reload did to each sandbox's set, sorted by name for judge(). */
+struct fates {
+	struct fate {
+		const char	*name;		/* the old config's */
+		enum mirror_fate f;
+	}		*v;
+	size_t		 n;
+};
+
+static void
+fate_of(const struct moat_sandbox *o, const struct moat_sandbox *n, void *arg)
+{
+	struct fates *fs = arg;
+	enum mirror_fate f = MIRROR_KEEP;
+
+	if (!admit_set_kept(o, n))
+		f = MIRROR_GONE;
+	else if (!same_allow(o, n))
+		f = MIRROR_RECHECK;	/* widened: answers judged anew */
+	if (f != MIRROR_KEEP)
+		fs->v[fs->n++] = (struct fate){ o->name, f };
+}
+
+static int
+fate_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fate *)a)->name,
+	    ((const struct fate *)b)->name);
+}
+
+static enum mirror_fate
+judge(const char *sandbox, void *arg)
+{
+	const struct fates *fs = arg;
+	struct fate key = { sandbox, MIRROR_KEEP }, *hit;
+
+	hit = bsearch(&key, fs->v, fs->n, sizeof(key), fate_cmp);
+	return hit != NULL ? hit->f : MIRROR_KEEP;
+}
+
+/*
+ * gatewayd's reload: it has applied the new policy itself, so what
+ * became of each set follows from the two configurations
+ * (admit_set_kept).  Keep what is still true: the cache if answers are
+ * filtered and forwarded alike, and what the mirror knows of every kept
+ * set whose sandbox's allow list did not change.  Answers parked for an
+ * acknowledgement stay parked: the parent judges their additions by the
+ * new policy.
+ */
+static void
+swap_config(struct moat_config *cfg)
+{
+	struct moat_config *old = R.cfg;
+	struct fates fs = { xcalloc(old->nsandboxes + 1, sizeof(*fs.v)), 0 };
+	bool keep_cache = same_answers(old, cfg);
+	size_t forgot;
+
+	admit_pair_sandboxes(old, cfg, fate_of, &fs);
+	qsort(fs.v, fs.n, sizeof(*fs.v), fate_cmp);
+	forgot = mirror_forget(R.mirror, judge, &fs);
+	free(fs.v);
+	policy_free(R.pol);
+	R.cfg = cfg;
+	R.pol = policy_new(cfg);
+	if (!keep_cache) {
+		upstreams_set(cfg);
+		cache_free(R.cache);
+		R.cache = cache_new(cache_bytes(cfg));
+	}
+	log_info("reconfigured in place: %zu sandboxes; cache %s; %zu set "
+	    "element(s) of %zu changed sandbox(es) to add again",
+	    cfg->nsandboxes, keep_cache ? "kept" : "flushed", forgot, fs.n);
+	config_free(old);
+}
+
+/* Run with --ipc-fd but without --config-fd (SIGHUP or IPC_RELOAD):
+ * re-read our own file.  Nothing tells us what became of the sets, so
+ * forget what they hold, and the cache with it. */
 static void
 reload(void)
 {
@@ -94,7 +210,7 @@ reload(void)
 	struct moat_config *cfg;
 
 	if (R.opts->config_fd != -1) {
-		/* gatewayd restarts us with its new configuration. */
+		/* gatewayd sends its new configuration (IPC_DNS_CONFIG). */
 		log_warnx("reload: the configuration comes from gatewayd; "
 		    "ignored");
 		return;
@@ -118,6 +234,30 @@ reload(void)
 	/* A reload may have emptied or replaced the sets. */
 	mirror_clear(R.mirror);
 	log_info("reloaded %s: %zu sandboxes", R.opts->conf, cfg->nsandboxes);
+}
+
+/* Under gatewayd: its new configuration, checked and normalised, in a
+ * sealed memfd.  Any failure leaves the old one running and says so;
+ * gatewayd then restarts us. */
+static void
+reconfigure(int fd, uint32_t gen)
+{
+	struct moat_errors errs = { 0 };
+	struct ipc_dns_config_ack ack = { gen, -1 };
+	struct moat_config *cfg;
+
+	cfg = config_load_normalised(R.opts->conf, fd, &errs);
+	close(fd);
+	if (cfg == NULL) {
+		log_warnx("gatewayd's new configuration is not usable%s%s",
+		    errs.n ? ": " : "", errs.n ? errs.msg[0] : "");
+		config_errors_free(&errs);
+	} else {
+		swap_config(cfg);
+		ack.status = 0;
+	}
+	if (ipc_send(R.ipcfd, IPC_DNS_CONFIG_ACK, 0, &ack, sizeof(ack)) == -1)
+		fatal("ipc: dns-config-ack");
 }
 
 static void
@@ -190,13 +330,17 @@ ipc_cb(struct ev *h, uint32_t events)
 {
 	static union {
 		struct ipc_set_ack ack;
+		struct ipc_dns_config cfg;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
 	struct ipc_hdr hdr;
 	char err[256];
+	int fd = -1;
+	size_t nfds;
 	ssize_t n;
 
-	n = ipc_recv(h->fd, &hdr, u.raw, sizeof(u.raw), err, sizeof(err));
+	n = ipc_recv_fds(h->fd, &hdr, u.raw, sizeof(u.raw), &fd, 1, &nfds,
+	    err, sizeof(err));
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n == -2)
@@ -208,12 +352,19 @@ ipc_cb(struct ev *h, uint32_t events)
 		R.stop = 1;
 		return;
 	}
+	/* A descriptor comes with a new configuration and nothing else. */
+	if ((hdr.type == IPC_DNS_CONFIG) != (nfds == 1))
+		fatalx("ipc: %s with %zu descriptor(s)",
+		    ipc_type_name(hdr.type), nfds);
 	switch (hdr.type) {
 	case IPC_SET_ACK:
 		setadd_acked(hdr.id, u.ack.status);
 		break;
 	case IPC_RELOAD:
 		reload();
+		break;
+	case IPC_DNS_CONFIG:
+		reconfigure(fd, u.cfg.gen);
 		break;
 	default:
 		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));

@@ -36,6 +36,7 @@
 #include "config.h"
 #include "control.h"
 #include "ipc.h"
+#include "promise.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
@@ -244,8 +245,21 @@ void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
 int	policy_apply(struct gw *, const struct moat_config *, char *err,
 	    size_t errlen);
+/* timeouts_ms[i] for the i-th address. */
 int	policy_set_add(struct gw *, const char *sandbox,
-	    const struct moat_addr *, size_t, uint32_t timeout_ms);
+	    const struct moat_addr *, size_t, const uint32_t *timeouts_ms);
+/* Between a reload that narrowed a sandbox's allow list and dnsd taking
+ * the new configuration, its additions were judged by the old list: they
+ * are refused.  freeze at the reload, thaw once dnsd has the new config
+ * (its acknowledgement, or a new dnsd), frozen per set-add. */
+void	policy_dns_freeze(struct gw *, const char *sandbox);
+void	policy_dns_thaw(struct gw *);
+bool	policy_dns_frozen(const struct gw *, const char *sandbox);
+/* Take over what the kernel's allowlist sets hold as promised (start). */
+void	policy_promises_seed(struct gw *);
+/* Empty the allowlist sets of sandboxes whose allow list lost a name. */
+void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
+	    const struct moat_config *new);
 /* Delete conntrack entries of sandboxes whose egress narrowed or that
  * were removed between old and new.  Returns entries deleted or -1. */
 int	policy_cut_flows(const struct moat_config *old,
@@ -347,6 +361,10 @@ struct gw {
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
 	uint64_t		 set_adds, set_refused;
+	struct promises		*promises;	/* parent_promise.c */
+	char			**dns_frozen;	/* narrowed, until dnsd has */
+	size_t			 ndns_frozen;	/* the new config (sorted) */
+	uint32_t		 dns_gen;	/* dnsd reconfigurations sent */
 	struct gw_dnsdrop {		/* dnsd's queries over the rate */
 		char		 sandbox[IPC_NAME_LEN];
 		uint64_t	 count;

@@ -6,7 +6,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_audit.c nflog.c parent_policy.c nflog_seccomp.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
 	parent_console.c parent_budget.c register.c register_client.c \
-	parent_register.c parent_pool.c)
+	parent_register.c parent_pool.c parent_promise.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto
@@ -19,6 +19,12 @@ include gatewayd/proxy.mk
 
 GATEWAYD_TESTS := $(BUILD)/tests/test_gatewayd_nflog
 UNIT_TESTS += $(GATEWAYD_TESTS)
+# The parent's record of what it promised each allowlist set.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_promise
+$(BUILD)/tests/test_gatewayd_promise: $(OBJ)/tests/unit/test_gatewayd_promise.o \
+	    $(OBJ)/gatewayd/parent_promise.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/tests/unit/test_gatewayd_%.o: EXTRA_CFLAGS_tests += -Igatewayd
 $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	    $(OBJ)/gatewayd/nflog.o $(OBJ)/gatewayd/nflog_seccomp.o $(LIBMOAT)
@@ -33,6 +39,12 @@ $(BUILD)/tests/test_gatewayd_control: $(OBJ)/tests/unit/test_gatewayd_control.o 
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(BUILD)/tests/test_gatewayd_forged: $(OBJ)/tests/unit/test_gatewayd_forged.o \
+	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# The parent's side of reloading dnsd in place.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_dnsreload
+$(BUILD)/tests/test_gatewayd_dnsreload: $(OBJ)/tests/unit/test_gatewayd_dnsreload.o \
 	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -118,6 +118,7 @@ startup(struct gw *gw)
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
 	}
+	policy_promises_seed(gw);
 	/* 0711: each guest's QEMU user passes through to its own folder,
 	 * 0710 root:its group; nobody may list this one. */
 	mkdir(gw->cfg->gw.state_dir, 0711);

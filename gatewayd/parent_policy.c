@@ -127,13 +127,131 @@ policy_refusals_state(const struct moat_config *cfg, char *buf, size_t len)
 
 int
 policy_set_add(struct gw *gw, const char *sandbox,
-    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms)
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms)
 {
-	int rc = nftr_set_add(gw->nft, sandbox, addrs, n, timeout_ms);
+	int rc = nftr_set_add_each(gw->nft, sandbox, addrs, n, timeouts_ms,
+	    true);
 
 	if (rc == -1)
 		log_warnx("allowlist %s: %s", sandbox, nftr_error(gw->nft));
 	return rc;
+}
+
+/*
+ * A sandbox still in allowlist mode whose allow list lost a name: empty
+ * its set, or the addresses of the name taken away would stay open until
+ * their timeouts ran out (its flows are cut too, policy_cut_flows).  The
+ * next answer of each name still allowed puts its addresses back.  Sets
+ * that keep their elements are those admit_set_kept says.
+ */
+static void
+flush_if_narrowed(const struct moat_sandbox *o, const struct moat_sandbox *n,
+    void *arg)
+{
+	struct gw *gw = arg;
+
+	if (n == NULL || o->egress != EGRESS_ALLOWLIST ||
+	    n->egress != EGRESS_ALLOWLIST || admit_set_kept(o, n))
+		return;
+	policy_dns_freeze(gw, n->name);
+	if (nftr_set_flush(gw->nft, n->name) == -1)
+		log_warnx("allowlist %s: narrowed, but its set could not be "
+		    "emptied: %s", n->name, nftr_error(gw->nft));
+	else
+		log_info("allowlist %s: narrowed; its set emptied", n->name);
+}
+
+void
+policy_flush_narrowed(struct gw *gw, const struct moat_config *old,
+    const struct moat_config *new)
+{
+	admit_pair_sandboxes(old, new, flush_if_narrowed, gw);
+}
+
+static int
+namecmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void
+policy_dns_freeze(struct gw *gw, const char *sandbox)
+{
+	if (policy_dns_frozen(gw, sandbox))
+		return;
+	gw->dns_frozen = xreallocarray(gw->dns_frozen, gw->ndns_frozen + 1,
+	    sizeof(*gw->dns_frozen));
+	gw->dns_frozen[gw->ndns_frozen++] = xstrdup(sandbox);
+	qsort(gw->dns_frozen, gw->ndns_frozen, sizeof(*gw->dns_frozen),
+	    namecmp);
+}
+
+void
+policy_dns_thaw(struct gw *gw)
+{
+	size_t i;
+
+	for (i = 0; i < gw->ndns_frozen; i++)
+		free(gw->dns_frozen[i]);
+	free(gw->dns_frozen);
+	gw->dns_frozen = NULL;
+	gw->ndns_frozen = 0;
+}
+
+bool
+policy_dns_frozen(const struct gw *gw, const char *sandbox)
+{
+	return gw->ndns_frozen > 0 && bsearch(&sandbox, gw->dns_frozen,
+	    gw->ndns_frozen, sizeof(*gw->dns_frozen), namecmp) != NULL;
+}
+
+struct seed {
+	struct gw	*gw;
+	const char	*sandbox;
+	uint64_t	 now_ms;	/* before the dump: never overestimates */
+};
+
+static void
+seed_one(const struct moat_addr *a, uint64_t left_ms, void *arg)
+{
+	struct seed *sd = arg;
+	uint32_t out = left_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)left_ms;
+
+	promises_commit(sd->gw->promises, sd->sandbox, a, 1, &out, sd->now_ms);
+}
+
+/*
+ * At start: the elements the kernel's allowlist sets still hold were
+ * promised by an earlier gatewayd (the policy outlives it, and the first
+ * apply carries them over).  Take those promises over, so that a restart
+ * of gatewayd cannot cut them short either.
+ */
+void
+policy_promises_seed(struct gw *gw)
+{
+	struct seed sd = { gw, NULL, 0 };
+	struct timespec ts;
+	size_t i;
+	int n, total = 0;
+
+	if (gw->promises == NULL)
+		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
+	for (i = 0; i < gw->cfg->nsandboxes; i++) {
+		if (gw->cfg->sandboxes[i].egress != EGRESS_ALLOWLIST)
+			continue;
+		sd.sandbox = gw->cfg->sandboxes[i].name;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		sd.now_ms = (uint64_t)ts.tv_sec * 1000 +
+		    (uint64_t)ts.tv_nsec / 1000000;
+		if ((n = nftr_set_elems(gw->nft, sd.sandbox, seed_one, &sd)) > 0)
+			total += n;
+		else if (n == -1)
+			log_warnx("allowlist %s: its elements could not be read: "
+			    "%s", sd.sandbox, nftr_error(gw->nft));
+	}
+	if (total > 0)
+		log_info("allowlists: %d element(s) already in the sets, "
+		    "promised until they expire", total);
 }
 
 /* --- counters ------------------------------------------------------------ */

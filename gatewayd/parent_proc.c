@@ -38,6 +38,15 @@
 #define BACKOFF_MAX	60
 #define STABLE_AFTER	60	/* seconds up before backoff resets */
 
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static int start_nflog(struct gw *, int ipc);
 static int start_control(struct gw *, int ipc);
 static int start_register(struct gw *, int ipc);
@@ -45,6 +54,7 @@ static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
+static int config_memfd(const struct moat_config *);
 
 static const struct role {
 	const char	*name;
@@ -53,7 +63,7 @@ static const struct role {
 } roles[PROC_MAX] = {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
-	    (1u << IPC_DNS_DROPPED) },
+	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) },
 	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
 	    (1u << IPC_BUDGET_REQ) },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
@@ -389,8 +399,6 @@ proc_next_timeout(struct gw *gw, time_t now)
 	return best;
 }
 
-static int	config_memfd(const struct moat_config *);
-
 /* A free draining slot, or the oldest drain's, ended. */
 static int
 drain_slot(struct gw *gw)
@@ -465,12 +473,59 @@ reload_worker(struct gw *gw, enum gw_proc_id id)
 	p->restart_at = p->enabled ? time(NULL) : 0;
 }
 
+/*
+ * dnsd takes a reload in place: the new configuration goes to it in a
+ * fresh sealed memfd, as at its start, and it swaps its policy while
+ * keeping its cache and what it knows of the sets wherever the reload
+ * left them true (IPC_DNS_CONFIG).  A dnsd that cannot be told, or that
+ * answers it could not (handle_dns_config_ack), is restarted with it.
+ */
+static void
+dnsd_reconfigure(struct gw *gw)
+{
+	struct gw_proc *p = &gw->procs[PROC_DNSD];
+	struct ipc_dns_config m;
+	int fd;
+
+	if (p->pid <= 0)
+		return;		/* it starts with the new configuration */
+	if (p->ipc == -1 || (fd = config_memfd(gw->cfg)) == -1) {
+		proc_restart(gw, PROC_DNSD);
+		return;
+	}
+	if (++gw->dns_gen == 0)
+		gw->dns_gen = 1;
+	m.gen = gw->dns_gen;
+	if (ipc_send_fds(p->ipc, IPC_DNS_CONFIG, 0, &m, sizeof(m), &fd,
+	    1) == -1) {
+		log_warn("dnsd: sending the new configuration; restarting it");
+		proc_restart(gw, PROC_DNSD);
+	}
+	close(fd);
+}
+
+static void
+handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
+{
+	if (m->status == 0) {
+		log_info("dnsd took the new configuration in place");
+		if (m->gen == gw->dns_gen)
+			policy_dns_thaw(gw);
+		return;
+	}
+	/* A later configuration is on its way; its answer decides. */
+	if (m->gen != gw->dns_gen)
+		return;
+	log_warnx("dnsd could not take the new configuration; restarting it");
+	proc_restart(gw, PROC_DNSD);
+}
+
 void
 proc_reload(struct gw *gw)
 {
 	int w;
 
-	proc_restart(gw, PROC_DNSD);
+	dnsd_reconfigure(gw);
 	proc_restart(gw, PROC_NFLOG);
 	if (gw->opts.no_children)
 		return;
@@ -516,26 +571,48 @@ proc_drain_readable(struct gw *gw, int slot)
 
 /* dnsd asks to open addresses for a sandbox: the same admission check
  * dnsd's own parent applies (admit_set_add: only that sandbox's own set,
- * only in allowlist mode, only public IPv4, the timeout capped). */
+ * only in allowlist mode, only public IPv4, the timeout capped).  No
+ * timeout sent ends before one this parent already promised for the same
+ * address (promise.h), whatever dnsd remembers. */
 static void
 handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
     const struct ipc_set_add *m)
 {
 	struct moat_addr ok[IPC_SET_MAX_ADDRS];
+	uint32_t tmo[IPC_SET_MAX_ADDRS], timeout = m->timeout_ms;
 	struct ipc_set_ack ack = { -1 };
-	uint32_t timeout = m->timeout_ms;
+	uint64_t now = mono_ms();
 	int n;
 
+	if (gw->promises == NULL)
+		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	n = admit_set_add(gw->cfg, m->sandbox, m->addr, m->naddr, ok,
 	    &timeout);
-	if (n >= 0) {
+	/* Judged by an allow list a reload has since narrowed. */
+	if (n > 0 && policy_dns_frozen(gw, m->sandbox))
+		n = -1;
+	if (n < 0)
+		gw->set_refused += m->naddr;
+	else if (n > 0 && promises_plan(gw->promises, m->sandbox, ok,
+	    (size_t)n, timeout, now, tmo) == -1) {
+		static time_t last;	/* a guest must not flood the log */
+
+		gw->set_refused += m->naddr;
+		if (time(NULL) - last >= 10) {
+			last = time(NULL);
+			log_warnx("allowlist %s: too many addresses promised; "
+			    "refused", m->sandbox);
+		}
+	} else {
 		gw->set_refused += m->naddr - (uint32_t)n;
 		ack.status = n == 0 ? 0 :
-		    policy_set_add(gw, m->sandbox, ok, (size_t)n, timeout);
-		if (ack.status > 0)
+		    policy_set_add(gw, m->sandbox, ok, (size_t)n, tmo);
+		if (ack.status > 0) {
 			gw->set_adds += (uint64_t)ack.status;
-	} else
-		gw->set_refused += m->naddr;
+			promises_commit(gw->promises, m->sandbox, ok, (size_t)n,
+			    tmo, now);
+		}
+	}
 	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)
 		log_warn("%s: set-ack", p->name);
 }
@@ -652,6 +729,9 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		handle_set_add(gw, p, h.id, &buf.m);
 	else if (h.type == IPC_DNS_DROPPED)
 		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)buf.raw);
+	else if (h.type == IPC_DNS_CONFIG_ACK)
+		handle_dns_config_ack(gw, (const struct ipc_dns_config_ack *)
+		    (void *)buf.raw);
 	else if (h.type == IPC_AUDIT)
 		handle_audit(gw, p, buf.raw, (size_t)n);
 	else if (h.type == IPC_CTL_REQ || h.type == IPC_CTL_GONE)
@@ -863,6 +943,8 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	}
 	if (ensure_sockets(gw, id) == -1)
 		return -1;
+	if (id == PROC_DNSD)
+		policy_dns_thaw(gw);	/* it starts with the config */
 	if ((conf = config_memfd(gw->cfg)) == -1) {
 		log_warn("%s: configuration memfd", gw->procs[id].name);
 		return -1;

@@ -72,6 +72,10 @@ gw_reload(struct gw *gw, char **errors)
 		return -1;
 	}
 	gw->cfg = cfg;
+	policy_flush_narrowed(gw, old, cfg);
+	/* What was promised to sets the reload deleted or emptied is void. */
+	if (gw->promises != NULL)
+		promises_reload(gw->promises, old, cfg);
 	net_walk(cfg, true, &gw->net);
 	net_log(&gw->net);
 	cut = policy_cut_flows(old, cfg);
@@ -82,8 +86,8 @@ gw_reload(struct gw *gw, char **errors)
 	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
 	    cfg->nsandboxes, cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
-	/* Every child starts again with the new config: dnsd and the nflog
-	 * reader at once, the proxy after draining its open connections. */
+	/* Every child gets the new config: dnsd in place, the nflog reader
+	 * restarted at once, the proxy after draining its connections. */
 	proc_reload(gw);
 	return 0;
 }

@@ -118,6 +118,66 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return ADMIT_OK;
 }
 
+static bool
+allows_all_of(const struct moat_strlist *n, const struct moat_strlist *o)
+{
+	size_t i, j;
+
+	/* Unchanged, the usual case: one pass. */
+	for (i = 0; i < o->n && i < n->n; i++)
+		if (strcmp(o->v[i], n->v[i]) != 0)
+			break;
+	for (; i < o->n; i++) {
+		for (j = 0; j < n->n; j++)
+			if (strcmp(o->v[i], n->v[j]) == 0)
+				break;
+		if (j == n->n)
+			return false;
+	}
+	return true;
+}
+
+bool
+admit_set_kept(const struct moat_sandbox *old, const struct moat_sandbox *new)
+{
+	return old != NULL && new != NULL && strcmp(old->name, new->name) == 0 &&
+	    old->egress == EGRESS_ALLOWLIST && new->egress == EGRESS_ALLOWLIST &&
+	    allows_all_of(&new->allow, &old->allow);
+}
+
+static int
+sb_namecmp(const void *a, const void *b)
+{
+	const struct moat_sandbox *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+void
+admit_pair_sandboxes(const struct moat_config *old,
+    const struct moat_config *new, void (*fn)(const struct moat_sandbox *,
+    const struct moat_sandbox *, void *), void *arg)
+{
+	const struct moat_sandbox **idx, *const *hit, *key;
+	struct moat_sandbox probe;
+	size_t i, n = 0;
+
+	idx = xcalloc(new->nsandboxes + 1, sizeof(*idx));
+	for (i = 0; i < new->nsandboxes; i++)
+		if (new->sandboxes[i].name != NULL)
+			idx[n++] = &new->sandboxes[i];
+	qsort(idx, n, sizeof(*idx), sb_namecmp);
+	for (i = 0; i < old->nsandboxes; i++) {
+		if (old->sandboxes[i].name == NULL)
+			continue;
+		probe.name = old->sandboxes[i].name;
+		key = &probe;
+		hit = bsearch(&key, idx, n, sizeof(*idx), sb_namecmp);
+		fn(&old->sandboxes[i], hit ? *hit : NULL, arg);
+	}
+	free(idx);
+}
+
 int
 admit_set_add(const struct moat_config *cfg, const char *sandbox,
     const struct moat_addr *in, size_t n, struct moat_addr *ok,

@@ -68,6 +68,26 @@ int	admit_set_add(const struct moat_config *, const char *sandbox,
 	    const struct moat_addr *in, size_t n, struct moat_addr *ok,
 	    uint32_t *timeout_ms);
 
+/*
+ * Does a reload keep sandbox old's allowlist set with its elements, new
+ * being the sandbox of the same name in the new configuration (NULL: none)?
+ * Yes when both are in allowlist mode and new allows every name old did:
+ * an incremental update leaves such a set alone, and a whole replacement
+ * carries its elements over with their remaining time.  Otherwise the set
+ * is deleted (a new one, if any, starts empty) or, when the allow list
+ * narrowed, gatewayd flushes it, so that no address of a name taken away
+ * stays open.  gatewayd's record of what it promised and dnsd's mirror
+ * both go by this.
+ */
+bool	admit_set_kept(const struct moat_sandbox *old,
+	    const struct moat_sandbox *new);
+/* Call fn(o, n, arg) for each sandbox o of old, n being new's sandbox of
+ * the same name or NULL; O(n log n), for reloads of many sandboxes. */
+void	admit_pair_sandboxes(const struct moat_config *old,
+	    const struct moat_config *new,
+	    void (*fn)(const struct moat_sandbox *o,
+	    const struct moat_sandbox *n, void *arg), void *arg);
+
 void	admit_host_add(struct admit_host *, const struct moat_addr *);
 void	admit_host_del(struct admit_host *, const struct moat_addr *);
 bool	admit_host_has(const struct admit_host *, const struct moat_addr *);

@@ -29,6 +29,8 @@ static int shape_ctl_reply(const void *, size_t, char *, size_t);
 static int shape_ctl_log(const void *, size_t, char *, size_t);
 static int shape_reg_req(const void *, size_t, char *, size_t);
 static int shape_reg_reply(const void *, size_t, char *, size_t);
+static int shape_dns_config(const void *, size_t, char *, size_t);
+static int shape_dns_config_ack(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -50,6 +52,8 @@ static const struct {
 	[IPC_BUDGET_ACK] = { "budget-ack", shape_budget_ack },
 	[IPC_REG_REQ] = { "reg-req", shape_reg_req },
 	[IPC_REG_REPLY] = { "reg-reply", shape_reg_reply },
+	[IPC_DNS_CONFIG] = { "dns-config", shape_dns_config },
+	[IPC_DNS_CONFIG_ACK] = { "dns-config-ack", shape_dns_config_ack },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -201,6 +205,33 @@ shape_secret(const void *p, size_t len, char *err, size_t errlen)
 	if (memchr(m->name, '\0', sizeof(m->name)) == NULL ||
 	    m->name[0] == '\0') {
 		snprintf(err, errlen, "secret: name not terminated");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_dns_config(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_config *m = p;
+
+	if (len != sizeof(*m) || m->gen == 0) {
+		snprintf(err, errlen, "dns-config: %zu bytes (expected %zu) or "
+		    "generation 0", len, sizeof(*m));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_dns_config_ack(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_config_ack *m = p;
+
+	if (len != sizeof(*m) || m->gen == 0 ||
+	    (m->status != 0 && m->status != -1)) {
+		snprintf(err, errlen, "dns-config-ack: %zu bytes (expected %zu), "
+		    "generation 0 or status out of range", len, sizeof(*m));
 		return -1;
 	}
 	return 0;

@@ -48,6 +48,8 @@ enum ipc_type {
 	IPC_BUDGET_ACK,		/* parent -> proxy: charged, or which is spent */
 	IPC_REG_REQ,		/* registration -> parent: a KVM host's request */
 	IPC_REG_REPLY,		/* parent -> registration: its answer */
+	IPC_DNS_CONFIG,		/* parent -> dnsd: reconfigure from the memfd */
+	IPC_DNS_CONFIG_ACK,	/* dnsd -> parent: reconfigured, or not */
 	IPC_TYPE_MAX
 };
 
@@ -68,6 +70,23 @@ struct ipc_set_add {
 
 struct ipc_set_ack {
 	int32_t		status;		/* >= 0 addresses added, -1 refused */
+};
+
+/*
+ * A reload of gatewayd: dnsd swaps in the new configuration in place,
+ * keeping its cache and what it knows of the sets where the reload left
+ * them alone.  The configuration comes attached (SCM_RIGHTS) as one
+ * sealed memfd holding the parent's validated, normalised text; dnsd
+ * answers IPC_DNS_CONFIG_ACK with the same gen, status 0 done, -1 not
+ * (still on the old configuration: the parent restarts it).
+ */
+struct ipc_dns_config {
+	uint32_t	gen;		/* >= 1, echoed in the ack */
+};
+
+struct ipc_dns_config_ack {
+	uint32_t	gen;
+	int32_t		status;		/* 0 or -1 */
 };
 
 #define IPC_HOST_LEN		254	/* a DNS name or an address literal */

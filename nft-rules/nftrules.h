@@ -145,5 +145,19 @@ int	nftr_flush(struct nftr_ctx *);
  * addresses sent, or -1. */
 int	nftr_set_add(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms);
+/* Call fn(addr, left_ms, arg) for each element of sandbox's allowlist set
+ * that has a timeout, left_ms the time it has left.  Returns the number
+ * of elements, 0 if the set does not exist, -1 on error. */
+int	nftr_set_elems(struct nftr_ctx *, const char *sandbox,
+	    void (*fn)(const struct moat_addr *, uint64_t left_ms, void *),
+	    void *arg);
+/* Empty sandbox's allowlist set (its allow list narrowed), in one acked
+ * transaction.  0 or -1. */
+int	nftr_set_flush(struct nftr_ctx *, const char *sandbox);
+/* The same with timeouts_ms[i] for addrs[i] (each), or timeouts_ms[0]
+ * for all. */
+int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
+	    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
+	    bool each);
 
 #endif

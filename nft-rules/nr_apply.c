@@ -380,6 +380,14 @@ int
 nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
     const struct moat_addr *addrs, size_t n, uint32_t timeout_ms)
 {
+	return nftr_set_add_each(ctx, sandbox, addrs, n, &timeout_ms, false);
+}
+
+int
+nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
+    bool each)
+{
 	struct nftnl_set *s;
 	struct nftnl_set_elem *e;
 	struct nl_batch *b;
@@ -391,10 +399,11 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
 		return -1;
 	}
-	if (timeout_ms == 0) {
-		nl_seterr(ctx, "allowlist elements need a timeout");
-		return -1;
-	}
+	for (i = 0; i < (each ? n : 1); i++)
+		if (timeouts_ms[i] == 0) {
+			nl_seterr(ctx, "allowlist elements need a timeout");
+			return -1;
+		}
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
@@ -407,9 +416,10 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
 		/* Both: a new element gets the timeout, an existing one has
 		 * its expiry reset to it. */
-		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT,
+		    timeouts_ms[each ? i : 0]);
 		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_EXPIRATION,
-		    timeout_ms);
+		    timeouts_ms[each ? i : 0]);
 		nftnl_set_elem_add(s, e);
 		added++;
 	}
@@ -440,6 +450,70 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 	batch_free(b);
 	nftnl_set_free(s);
 	return r == -1 ? -1 : added;
+}
+
+int
+nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
+    void (*fn)(const struct moat_addr *, uint64_t, void *), void *arg)
+{
+	char name[256];
+	struct nftnl_set *s;
+	struct nftnl_set_elems_iter *it;
+	struct nftnl_set_elem *e;
+	struct moat_addr a;
+	int n = 0;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1)
+		return -1;
+	/* carry_set reads them the same way, for nftr_apply. */
+	if ((s = carry_set(ctx, name)) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
+		fatalx("out of memory");
+	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
+		uint32_t len;
+		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+
+		if (key == NULL || len != 4)
+			continue;
+		memset(&a, 0, sizeof(a));
+		a.family = AF_INET;
+		memcpy(a.a, key, 4);
+		fn(&a, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
+		n++;
+	}
+	nftnl_set_elems_iter_destroy(it);
+	nftnl_set_free(s);
+	return n;
+}
+
+int
+nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
+{
+	struct nftnl_set *s;
+	struct nlmsghdr *nlh;
+	struct nl_batch *b;
+	char name[256], desc[300];
+	int r;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	snprintf(desc, sizeof(desc), "flush set %s", name);
+	b = batch_new(ctx, false);
+	/* A deletion that names no element empties the set. */
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, desc);
+	nftnl_set_elems_nlmsg_build_payload(nlh, s);
+	batch_next(b);
+	r = batch_run(b, true);
+	batch_free(b);
+	nftnl_set_free(s);
+	return r;
 }
 
 /* ---- probe ---------------------------------------------------------- */

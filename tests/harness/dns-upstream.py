@@ -72,6 +72,9 @@ def zone(base):
             ("short.github.test", A, 2, ipv4("203.0.113.13"))],
         ("long.github.test", A): [
             ("long.github.test", A, 86400, ipv4("203.0.113.14"))],
+        # The same address as long.github.test, with a short TTL.
+        ("again.github.test", A): [
+            ("again.github.test", A, 2, ipv4("203.0.113.14"))],
         ("txt.test", TXT): [("txt.test", TXT, 300, b"\x05hello")],
         # HTTPS with a private and a public ipv4hint (key 4).
         ("https.test", HTTPS): [("https.test", HTTPS, 300,

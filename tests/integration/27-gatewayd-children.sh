@@ -111,18 +111,19 @@ expect_match "dnsd answers again after its restart" "^203\.0\.113\.10$" \
 	"$(dig $TOPO-web +short pypi.org A)"
 expect_match "restarts are audited" '"event":"child-restart","child":"proxy"' "$(cat "$GW_AUDIT")"
 expect_match "dnsd's refusals reach the audit log" '"source":"dnsd"' "$(cat "$GW_AUDIT")"
-# Reload: children start again with the new config, quietly.
+# Reload: dnsd and the proxy workers take the new config in place,
+# quietly.
 expect_match "web is refused open.test before the reload" "status: REFUSED" "$(dig $TOPO-web open.test A)"
 old_dnsd=$(gw_child_pid dnsd); old_proxy=$(gw_proxy_pids)
+taken() { grep -c 'dnsd took the new configuration in place' "$GW_LOG"; }
+reconfigured() { [ "$(taken)" -gt "$1" ]; }
+n=$(taken)
 sed -i 's|allow = \[ "pypi.org", "\*.github.test" \]|allow = [ "pypi.org", "*.github.test", "open.test" ]|' "$GW_CONF"
 expect_ok "reload accepted" gw_ctl reload
-both_new() {	# a new dnsd; the proxy workers take the new sandboxes in place
-	d=$(gw_child_pid dnsd); p=$(gw_proxy_pids)
-	[ -n "$d" ] && [ "$d" != "$old_dnsd" ] && [ -n "$p" ]
-}
-wait_for 30 both_new
-expect_ok "dnsd runs again with a new pid" test -n "$d" -a "$d" != "$old_dnsd"
-expect_eq "only a sandbox changed: the same proxy workers go on" "$old_proxy" "$p"
+wait_for 30 reconfigured "$n"
+expect_ok "dnsd took the new config in place" reconfigured "$n"
+expect_eq "dnsd keeps its pid" "$old_dnsd" "$(gw_child_pid dnsd)"
+expect_eq "only a sandbox changed: the same proxy workers go on" "$old_proxy" "$(gw_proxy_pids)"
 expect_eq "... each told the new sandboxes in place" \
 	"$(wc -w <<<"$old_proxy")" \
 	"$(grep -c "proxy [0-9]*: only sandboxes changed, reconfigured in place" "$GW_LOG")"
@@ -137,9 +138,9 @@ expect_eq "the proxy still listens on the gateway" "LISTEN" \
 # dnsd drops the rest and gatewayd counts them per sandbox.
 sed -i 's|egress = "none"; }|egress = "none"; dns_rate = 5; dns_burst = 5; }|' "$GW_CONF"
 expect_match "the sandbox's dns_rate is in the config" 'dns_rate = 5;' "$(build/gatewayd -nv -c "$GW_CONF" 2>/dev/null)"
-old_dnsd=$(gw_child_pid dnsd)
+n=$(taken)
 expect_ok "reload with a per-sandbox DNS rate accepted" gw_ctl reload
-for i in $(seq 100); do d=$(gw_child_pid dnsd); [ -n "$d" ] && [ "$d" != "$old_dnsd" ] && break; sleep 0.1; done
+wait_for 30 reconfigured "$n"
 topo_wait_port "$NS_GW" $GW_ADDR 53
 flood() {	# flood GUEST N -- N queries at once; prints how many were answered
 	in_ns "$1" python3 - "$GW_ADDR" "$2" <<'PY'

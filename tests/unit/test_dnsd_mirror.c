@@ -162,10 +162,45 @@ inflight_joins(void **state)
 	mirror_free(m);
 }
 
+static enum mirror_fate
+fates(const char *sandbox, void *arg)
+{
+	(void)arg;
+	if (sandbox[0] == 'w')
+		return MIRROR_KEEP;
+	return sandbox[0] == 'd' ? MIRROR_RECHECK : MIRROR_GONE;
+}
+
+/* A gatewayd reload: kept sets stay covered; a changed allow list
+ * uncovers its sandbox but keeps what was promised; a deleted set takes
+ * its promises with it. */
+static void
+forget_by_fate(void **state)
+{
+	struct mirror *m = mirror_new(64);
+	struct moat_addr a = ip(10);
+	const char *sb[] = { "web", "dev", "gone" };
+	int i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		mirror_sent(m, sb[i], &a, (uint32_t)i + 1, 300000);
+		mirror_acked(m, sb[i], &a, (uint32_t)i + 1, 300000);
+	}
+	assert_int_equal(mirror_forget(m, fates, NULL), 2);
+	assert_true(mirror_covers(m, "web", &a, 1, 300000));
+	assert_false(mirror_covers(m, "dev", &a, 1, 1000));
+	assert_int_equal(mirror_promised(m, "dev", &a, 1), 300000);
+	assert_false(mirror_covers(m, "gone", &a, 1, 1000));
+	assert_int_equal(mirror_promised(m, "gone", &a, 1), 0);
+	mirror_free(m);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(forget_by_fate),
 		cmocka_unit_test(confirmed_only),
 		cmocka_unit_test(later_request_wins),
 		cmocka_unit_test(every_address),

@@ -355,6 +355,29 @@ budget_shapes(void **state)
 	assert_int_equal(roundtrip_raw(&ak, sizeof(ak) - 4, &h), -2);
 }
 
+/* gatewayd's new configuration for dnsd and its answer: a generation
+ * that is never 0, a status of 0 or -1. */
+static void
+dns_config_shapes(void **state)
+{
+	struct ipc_dns_config c = { 7 };
+	struct ipc_dns_config_ack a = { 7, 0 };
+
+	(void)state;
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_DNS_CONFIG), 0);
+	assert_int_equal(reg_check(&c, sizeof(c) - 1, IPC_DNS_CONFIG), -1);
+	c.gen = 0;
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_DNS_CONFIG), -1);
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), 0);
+	a.status = -1;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), 0);
+	a.status = 1;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), -1);
+	a.status = 0;
+	a.gen = 0;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), -1);
+}
+
 int
 main(void)
 {
@@ -366,6 +389,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(dns_dropped_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(budget_shapes, setup, teardown),
 		cmocka_unit_test(reg_shapes),
+		cmocka_unit_test(dns_config_shapes),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
