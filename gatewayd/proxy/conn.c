@@ -99,39 +99,52 @@ conn_tick(void)
 	}
 }
 
-/* c's sandbox in ncfg: the same name at the same index (the usual case,
- * a sandbox added after it or none), else found by name. */
+/* Old sandbox i's entry in ncfg when it has the same settings, else
+ * NULL; decided once per sandbox (many connections share one).  The same
+ * name at the same index is tried first (a sandbox added after it, or
+ * none), then the name is looked up. */
 static const struct moat_sandbox *
-sandbox_in(const struct moat_config *old, const struct moat_config *ncfg,
-    const struct moat_sandbox *sb)
+sandbox_same_in(const struct moat_config *old, const struct moat_config *ncfg,
+    size_t i, signed char *seen, const struct moat_sandbox **to)
 {
-	size_t i = (size_t)(sb - old->sandboxes);
+	const struct moat_sandbox *sb = &old->sandboxes[i], *nsb;
 
-	if (i < ncfg->nsandboxes && strcmp(ncfg->sandboxes[i].name,
-	    sb->name) == 0)
-		return &ncfg->sandboxes[i];
-	return config_sandbox_by_name(ncfg, sb->name);
+	if (seen[i] == 0) {
+		if (i < ncfg->nsandboxes && strcmp(ncfg->sandboxes[i].name,
+		    sb->name) == 0)
+			nsb = &ncfg->sandboxes[i];
+		else
+			nsb = config_sandbox_by_name(ncfg, sb->name);
+		seen[i] = nsb == NULL ? -1 : config_sandbox_same(sb, nsb) ?
+		    1 : -2;
+		to[i] = nsb;
+	}
+	return seen[i] == 1 ? to[i] : NULL;
 }
 
 int
 conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
     bool keep)
 {
+	signed char *seen = xcalloc(old->nsandboxes + 1, sizeof(*seen));
+	const struct moat_sandbox **to = xcalloc(old->nsandboxes + 1,
+	    sizeof(*to));
 	const struct moat_sandbox *nsb;
 	struct conn *c, *next;
-	int cut = 0;
-
 	const char *why;
+	size_t i;
+	int cut = 0;
 
 	for (c = conns; c != NULL; c = next) {
 		next = c->next;
 		if (c->sb == NULL)
 			continue;
-		nsb = sandbox_in(old, ncfg, c->sb);
-		if (nsb == NULL)
-			why = "sandbox removed";
-		else if (!config_sandbox_same(c->sb, nsb))
-			why = "sandbox changed";
+		i = (size_t)(c->sb - old->sandboxes);
+		if (i >= old->nsandboxes)	/* never: every sb is old's */
+			fatalx("connection of an unknown sandbox");
+		if ((nsb = sandbox_same_in(old, ncfg, i, seen, to)) == NULL)
+			why = seen[i] == -1 ? "sandbox removed" :
+			    "sandbox changed";
 		else if (c->dialled && !policy_addr_ok(ncfg, nsb, &proxy.host,
 		    &c->dial, c->dialport, &why))
 			;	/* the same check a new connection gets */
@@ -147,6 +160,8 @@ conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
 		conn_close(c);
 		cut++;
 	}
+	free(seen);
+	free(to);
 	return cut;
 }
 
