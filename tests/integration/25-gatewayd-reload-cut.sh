@@ -49,25 +49,10 @@ EXC='{ to = "192.168.77.2/32"; proto = "tcp"; ports = [ 7001 ]; }'
 conf "$EXC" '"203.0.113.0/24"' open open
 gw_start; expect_eq "gatewayd starts with 301 sandboxes" 0 $?
 
-cat >"$TOPO_TMP/flow.py" <<'PY'
-import os, socket, sys, time
-addr, port, res, gos = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-out = open(res, "w", buffering=1)
-s = socket.create_connection((addr, port), timeout=3)
-s.sendall(b"one\n"); out.write("before:%s\n" % s.recv(100).decode().strip())
-for i, go in enumerate(gos):
-    while not os.path.exists(go): time.sleep(0.05)
-    try:
-        s.settimeout(3); s.sendall(b"step%d\n" % i); d = s.recv(100)
-        out.write("after%d:%s\n" % (i, d.decode().strip() or "closed"))
-    except Exception as e:
-        out.write("after%d:error %s\n" % (i, type(e).__name__))
-        break
-PY
 flow() {	# flow NAME ADDR PORT STEPS -- a long-lived echo flow from dev
 	local n=$1 a=$2 p=$3 k gos=(); shift 3
 	for k in $(seq 0 $(($1 - 1))); do gos+=("$TOPO_TMP/go-$n-$k"); done
-	ip netns exec $TOPO-dev python3 "$TOPO_TMP/flow.py" $a $p "$TOPO_TMP/res-$n" "${gos[@]}" &
+	ip netns exec $TOPO-dev python3 tests/harness/echo-flow.py $a $p "$TOPO_TMP/res-$n" "${gos[@]}" &
 	FLOWS+=($!)
 	for k in $(seq 100); do grep -q before: "$TOPO_TMP/res-$n" 2>/dev/null && break; sleep 0.1; done
 	expect_match "flow $n to $a:$p established" "before:one" "$(cat "$TOPO_TMP/res-$n")"

@@ -51,32 +51,12 @@ conf open "" 1024
 gw_start; expect_eq "gatewayd starts" 0 $?
 
 # A tunnel through the proxy's CONNECT to the echo server, kept open; each
-# step file lets it send once more and records the answer.
-cat >"$TOPO_TMP/tunnel.py" <<'PY'
-import os, socket, sys, time
-res, gos = sys.argv[1], sys.argv[2:]
-out = open(res, "w", buffering=1)
-s = socket.create_connection(("10.77.0.1", 3128), timeout=5)
-s.sendall(b"CONNECT 203.0.113.200:7000 HTTP/1.1\r\nHost: 203.0.113.200:7000\r\n\r\n")
-head = b""
-while b"\r\n\r\n" not in head:
-    d = s.recv(1)
-    if not d: break
-    head += d
-s.sendall(b"one\n"); out.write("before:%s %s\n" % (head.split(b" ")[1].decode(), s.recv(100).decode().strip()))
-for i, go in enumerate(gos):
-    while not os.path.exists(go): time.sleep(0.05)
-    try:
-        s.settimeout(5); s.sendall(b"step%d\n" % i); d = s.recv(100)
-        out.write("after%d:%s\n" % (i, d.decode().strip() or "closed"))
-    except Exception as e:
-        out.write("after%d:error %s\n" % (i, type(e).__name__))
-        break
-PY
+# step lets it send once more and records the answer.
 tunnel() {	# tunnel NAME GUEST STEPS
 	local n=$1 g=$2 k gos=()
 	for k in $(seq 0 $(($3 - 1))); do gos+=("$TOPO_TMP/go-$n-$k"); done
-	ip netns exec $TOPO-$g python3 "$TOPO_TMP/tunnel.py" "$TOPO_TMP/res-$n" "${gos[@]}" &
+	ip netns exec $TOPO-$g python3 tests/harness/echo-flow.py 10.77.0.1 3128 \
+	    "$TOPO_TMP/res-$n" --connect 203.0.113.200:7000 "${gos[@]}" &
 	TOPO_PIDS+=($!)
 	wait_for 20 grep -qs before: "$TOPO_TMP/res-$n"
 	expect_eq "tunnel $n from $g through the proxy" "before:200 one" "$(cat "$TOPO_TMP/res-$n")"
