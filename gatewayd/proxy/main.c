@@ -306,10 +306,11 @@ reconfigure(int fd, bool keep)
 	free(b);
 }
 
-/* gatewayd's messages.  A reload with a configuration attached changed
- * only sandboxes (reconfigure).  Without one the proxy cannot re-read
- * root-only secret files after the drop, so it drains and exits;
- * gatewayd starts a new one on the same inherited sockets. */
+/* gatewayd's messages.  A reload carries the new configuration
+ * (reconfigure): cut what it refuses, then go on with its sandboxes
+ * (IPC_RELOAD_KEEP) or drain and exit (IPC_RELOAD_DRAIN: the proxy cannot
+ * re-read root-only secret files after the drop; gatewayd starts a new
+ * one on the same inherited sockets).  A reload without one only drains. */
 static void
 on_ipc(struct ev *e, uint32_t events)
 {
