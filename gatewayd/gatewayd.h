@@ -257,6 +257,8 @@ void	policy_dns_thaw(struct gw *);
 bool	policy_dns_frozen(const struct gw *, const char *sandbox);
 /* Take over what the kernel's allowlist sets hold as promised (start). */
 void	policy_promises_seed(struct gw *);
+/* CLOCK_MONOTONIC in milliseconds (promises, set additions). */
+uint64_t gw_mono_ms(void);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
 void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 	    const struct moat_config *new);

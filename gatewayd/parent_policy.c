@@ -226,11 +226,19 @@ seed_one(const struct moat_addr *a, uint64_t left_ms, void *arg)
  * apply carries them over).  Take those promises over, so that a restart
  * of gatewayd cannot cut them short either.
  */
+uint64_t
+gw_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 void
 policy_promises_seed(struct gw *gw)
 {
 	struct seed sd = { gw, NULL, 0 };
-	struct timespec ts;
 	size_t i;
 	int n, total = 0;
 
@@ -240,9 +248,7 @@ policy_promises_seed(struct gw *gw)
 		if (gw->cfg->sandboxes[i].egress != EGRESS_ALLOWLIST)
 			continue;
 		sd.sandbox = gw->cfg->sandboxes[i].name;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		sd.now_ms = (uint64_t)ts.tv_sec * 1000 +
-		    (uint64_t)ts.tv_nsec / 1000000;
+		sd.now_ms = gw_mono_ms();
 		if ((n = nftr_set_elems(gw->nft, sd.sandbox, seed_one, &sd)) > 0)
 			total += n;
 		else if (n == -1)

@@ -38,14 +38,6 @@
 #define BACKOFF_MAX	60
 #define STABLE_AFTER	60	/* seconds up before backoff resets */
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int start_nflog(struct gw *, int ipc);
 static int start_control(struct gw *, int ipc);
@@ -442,18 +434,15 @@ send_reload(struct gw *gw, int ipc, uint32_t how)
  * (proc_tick).
  */
 static void
-reload_worker(struct gw *gw, enum gw_proc_id id)
+reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis)
 {
 	struct gw_proc *p = &gw->procs[id];
-	char *basis;
 	bool keep;
 	int i;
 
 	if (p->pid > 0) {
-		basis = proxy_basis(gw->cfg);
 		keep = p->enabled && p->basis != NULL &&
 		    strcmp(basis, p->basis) == 0;
-		free(basis);
 		if (send_reload(gw, p->ipc, keep ? IPC_RELOAD_KEEP :
 		    IPC_RELOAD_DRAIN) == -1)
 			kill(p->pid, SIGTERM);
@@ -523,6 +512,7 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
 void
 proc_reload(struct gw *gw)
 {
+	char *basis;
 	int w;
 
 	dnsd_reconfigure(gw);
@@ -535,8 +525,10 @@ proc_reload(struct gw *gw)
 		if (gw->draining[w].pid > 0 && gw->draining[w].ipc != -1)
 			(void)send_reload(gw, gw->draining[w].ipc,
 			    IPC_RELOAD_DRAIN);
+	basis = proxy_basis(gw->cfg);	/* the same for every worker */
 	for (w = 0; w < GW_PROXY_MAX; w++)
-		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w));
+		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), basis);
+	free(basis);
 }
 
 void
@@ -581,7 +573,7 @@ handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
 	struct moat_addr ok[IPC_SET_MAX_ADDRS];
 	uint32_t tmo[IPC_SET_MAX_ADDRS], timeout = m->timeout_ms;
 	struct ipc_set_ack ack = { -1 };
-	uint64_t now = mono_ms();
+	uint64_t now = gw_mono_ms();
 	int n;
 
 	if (gw->promises == NULL)

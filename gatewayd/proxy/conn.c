@@ -99,42 +99,44 @@ conn_tick(void)
 	}
 }
 
-/* Old sandbox i's entry in ncfg when it has the same settings, else
- * NULL; decided once per sandbox (many connections share one).  The same
- * name at the same index is tried first (a sandbox added after it, or
- * none), then the name is looked up. */
-static const struct moat_sandbox *
-sandbox_same_in(const struct moat_config *old, const struct moat_config *ncfg,
-    size_t i, signed char *seen, const struct moat_sandbox **to)
-{
-	const struct moat_sandbox *sb = &old->sandboxes[i], *nsb;
+struct rebind {
+	const struct moat_config *old;
+	const struct moat_sandbox **to;	/* old index -> its new entry */
+	signed char	*seen;		/* 0 not yet, 1 same, -1 gone, -2 changed */
+};
 
-	if (seen[i] == 0) {
-		if (i < ncfg->nsandboxes && strcmp(ncfg->sandboxes[i].name,
-		    sb->name) == 0)
-			nsb = &ncfg->sandboxes[i];
-		else
-			nsb = config_sandbox_by_name(ncfg, sb->name);
-		seen[i] = nsb == NULL ? -1 : config_sandbox_same(sb, nsb) ?
-		    1 : -2;
-		to[i] = nsb;
-	}
-	return seen[i] == 1 ? to[i] : NULL;
+static void
+pair(const struct moat_sandbox *o, const struct moat_sandbox *n, void *arg)
+{
+	struct rebind *r = arg;
+
+	r->to[o - r->old->sandboxes] = n;
+}
+
+/* Old sandbox i's new entry when its settings are the same, else NULL;
+ * compared once per sandbox, and only for those with connections. */
+static const struct moat_sandbox *
+same_in(struct rebind *r, size_t i)
+{
+	if (r->seen[i] == 0)
+		r->seen[i] = r->to[i] == NULL ? -1 :
+		    config_sandbox_same(&r->old->sandboxes[i], r->to[i]) ? 1 : -2;
+	return r->seen[i] == 1 ? r->to[i] : NULL;
 }
 
 int
 conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
     bool keep)
 {
-	signed char *seen = xcalloc(old->nsandboxes + 1, sizeof(*seen));
-	const struct moat_sandbox **to = xcalloc(old->nsandboxes + 1,
-	    sizeof(*to));
+	struct rebind r = { old, xcalloc(old->nsandboxes + 1, sizeof(*r.to)),
+	    xcalloc(old->nsandboxes + 1, sizeof(*r.seen)) };
 	const struct moat_sandbox *nsb;
 	struct conn *c, *next;
 	const char *why;
 	size_t i;
 	int cut = 0;
 
+	admit_pair_sandboxes(old, ncfg, pair, &r);
 	for (c = conns; c != NULL; c = next) {
 		next = c->next;
 		if (c->sb == NULL)
@@ -142,8 +144,8 @@ conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
 		i = (size_t)(c->sb - old->sandboxes);
 		if (i >= old->nsandboxes)	/* never: every sb is old's */
 			fatalx("connection of an unknown sandbox");
-		if ((nsb = sandbox_same_in(old, ncfg, i, seen, to)) == NULL)
-			why = seen[i] == -1 ? "sandbox removed" :
+		if ((nsb = same_in(&r, i)) == NULL)
+			why = r.seen[i] == -1 ? "sandbox removed" :
 			    "sandbox changed";
 		else if (c->dialled && !policy_addr_ok(ncfg, nsb, &proxy.host,
 		    &c->dial, c->dialport, &why))
@@ -160,8 +162,8 @@ conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
 		conn_close(c);
 		cut++;
 	}
-	free(seen);
-	free(to);
+	free(r.to);
+	free(r.seen);
 	return cut;
 }
 
