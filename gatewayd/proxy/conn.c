@@ -126,7 +126,7 @@ same_in(struct rebind *r, size_t i)
 
 int
 conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
-    bool keep)
+    bool keep, bool cut_read)
 {
 	struct rebind r = { old, xcalloc(old->nsandboxes + 1, sizeof(*r.to)),
 	    xcalloc(old->nsandboxes + 1, sizeof(*r.seen)) };
@@ -150,6 +150,8 @@ conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
 		else if (c->dialled && !policy_addr_ok(ncfg, nsb, &proxy.host,
 		    &c->dial, c->dialport, &why))
 			;	/* the same check a new connection gets */
+		else if (cut_read && (c->verdict == V_INTERCEPT || c->h != NULL))
+			why = "secrets or settings changed";
 		else {
 			if (keep) {
 				c->sb = nsb;

@@ -96,11 +96,13 @@ void	conn_close(struct conn *);
 int	conn_count_sandbox(const struct moat_sandbox *);
 /* A reload to ncfg: every connection whose sandbox is gone or changed in
  * any setting, or whose upstream address ncfg would not admit, is closed
- * and audited ("cut").  keep: ncfg's sandboxes are about to replace old's
- * (only sandboxes changed), and the others move to their sandbox's new
- * entry.  The number closed. */
+ * and audited ("cut"); with cut_read (more than sandboxes changed), so is
+ * every one whose requests the proxy reads (intercepted, or plain HTTP):
+ * the secrets, bindings and rules it works by may be others now.  keep:
+ * ncfg's sandboxes are about to replace old's (only sandboxes changed),
+ * and the others move to their sandbox's new entry.  The number closed. */
 int	conn_rebind(const struct moat_config *old,
-	    const struct moat_config *ncfg, bool keep);
+	    const struct moat_config *ncfg, bool keep, bool cut_read);
 
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);

@@ -277,14 +277,15 @@ reconfigure(int fd, bool keep)
 	char *a = config_text_but_sandboxes(live_cfg);
 	char *b = config_text_but_sandboxes(ncfg);
 	struct moat_sandbox *sbs;
+	bool rest_changed = strcmp(a, b) != 0;
 	size_t n;
 	int cut;
 
-	if (keep && strcmp(a, b) != 0) {
+	if (keep && rest_changed) {
 		log_warnx("reload: more than sandboxes changed: draining");
 		keep = false;
 	}
-	cut = conn_rebind(live_cfg, ncfg, keep);
+	cut = conn_rebind(live_cfg, ncfg, keep, rest_changed);
 	if (!keep) {
 		log_info("reload: %d connection(s) cut", cut);
 		config_free(ncfg);

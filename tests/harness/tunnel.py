@@ -2,7 +2,7 @@
 """tunnel.py -- one CONNECT tunnel through the proxy, kept open, used on
 demand (runs inside a test guest namespace only).
 
-  tunnel.py PROXY_ADDR PORT TARGET HOST STATUS [--for S]
+  tunnel.py PROXY_ADDR PORT TARGET HOST STATUS [--for S] [--tls CAFILE]
 
 Connects to the proxy, writes "connected" to STATUS as soon as the TCP
 handshake is done, asks CONNECT TARGET and appends "200" or "refused"
@@ -10,10 +10,12 @@ to STATUS.  Then, for each file STATUS.go-N (N = 1, 2, ...) that
 appears, sends one GET /small for HOST through the same tunnel and appends
 "ok N" (a whole 200 came back) or "closed N" (the tunnel is gone).
 Stops after "closed", when STATUS.stop appears, or after --for seconds
-(default 120).  Every wait is bounded.
+(default 120).  With --tls, the requests go inside TLS to HOST, trusting
+CAFILE (the proxy's CA, when it intercepts).  Every wait is bounded.
 """
 import os
 import socket
+import ssl
 import sys
 import time
 
@@ -49,7 +51,8 @@ def response(s, deadline):
 
 def main():
     addr, port, target, host, status = sys.argv[1:6]
-    life = float(sys.argv[7]) if len(sys.argv) > 7 else 120
+    opts = dict(zip(sys.argv[6::2], sys.argv[7::2]))
+    life = float(opts.get("--for", 120))
     end = time.time() + life
     s = socket.create_connection((addr, int(port)), timeout=30)
     note(status, "connected")
@@ -57,6 +60,9 @@ def main():
                (target, target)).encode())
     r = response(s, time.time() + 60)
     note(status, "200" if r.startswith(b"HTTP/1.1 200") else "refused")
+    if "--tls" in opts and r.startswith(b"HTTP/1.1 200"):
+        ctx = ssl.create_default_context(cafile=opts["--tls"])
+        s = ctx.wrap_socket(s, server_hostname=host)
     n = 1
     while time.time() < end and not os.path.exists(status + ".stop"):
         if not os.path.exists("%s.go-%d" % (status, n)):

@@ -151,6 +151,15 @@ touch "$TOPO_TMP/ta.stop" "$TOPO_TMP/$tq.stop"
 # keep the workers, 29-gatewayd-proxy-reconfigure.)
 tunnel agent ra; tunnel plain rp
 wait_for 30 has ra 200; wait_for 30 has rp 200
+# ... and an intercepted one, where the proxy reads the requests and puts
+# the secret in: it is cut at once, since what it works by may be other.
+in_ns "$TOPO-agent" python3 tests/harness/tunnel.py $GW_ADDR 3128 \
+	api.bound.test:443 api.bound.test "$TOPO_TMP/ri" --for 120 \
+	--tls "$PX_DIR/bundle.crt" &
+TOPO_PIDS+=($!)
+wait_for 30 has ri 200
+use ri 1
+expect_ok "an intercepted tunnel answers before the reload" has ri "ok 1"
 o0=$(worker_pid 0); o1=$(worker_pid 1)
 sed -i "s|per_sandbox = $PER;|per_sandbox = $((PER + 1));|" "$GW_CONF"
 expect_ok "reload accepted" gw_ctl reload
@@ -164,6 +173,11 @@ expect_eq "both old workers drain" "$(printf '%s\n' "$o0" "$o1" | sort | tr '\n'
 use ra 1; use rp 1
 expect_ok "a draining worker 0 still carries its tunnel" has ra "ok 1"
 expect_ok "a draining worker 1 still carries its tunnel" has rp "ok 1"
+use ri 2
+expect_ok "the intercepted tunnel was cut by the reload" has ri "closed 2"
+expect_match "... audited with its reason" \
+	'"event":"cut","sandbox":"agent".*"host":"api.bound.test".*"reason":"secrets or settings changed"' \
+	"$(grep '"event":"cut"' "$GW_AUDIT")"
 expect_eq "a new connection is served by the new workers" 200 \
 	"$(px_curl plain https://other.test/echo -o /dev/null -w '%{http_code}')"
 touch "$TOPO_TMP/ra.stop" "$TOPO_TMP/rp.stop"
