@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit_reg.h"
 #include "log.h"
 #include "provision.h"
 #include "regclient.h"
@@ -144,20 +145,86 @@ box_remove(const struct pv *pv, const char *name)
 	return r;
 }
 
+/* The box's list of this host's sandboxes, one "NAME ADDRESS" line each. */
+struct listed {
+	char	**v;
+	size_t	  n;
+};
+
+static void
+listed_line(const char *line, void *arg)
+{
+	struct listed *l = arg;
+	int len = (int)strcspn(line, " ");
+
+	l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
+	xasprintf(&l->v[l->n++], "%.*s", len, line);
+}
+
+static bool
+name_in(char *const *v, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The names do not fit one sync line: ask the box for its list of this
+ * host's sandboxes and remove, one request each, every one not kept.
+ * Not one apply as a sync is, but it converges to the same list, and the
+ * box audits each removal. */
+static int
+sync_by_removal(const struct pv *pv, struct regclient *rc,
+    char *const *keep, size_t nkeep)
+{
+	struct listed l = { NULL, 0 };
+	char why[512], req[64], what[128];
+	size_t i;
+	int r, rc_all = 0;
+
+	r = regclient_request(rc, "list", listed_line, &l, why, sizeof(why));
+	if (r != REG_OK) {
+		log_warnx("gateway box %s %s the list of this host's "
+		    "sandboxes: %s", pv->cfg->box.address,
+		    r == REG_REFUSED ? "refused" : "did not answer", why);
+		rc_all = -1;
+	}
+	for (i = 0; i < l.n; i++) {
+		if (name_in(keep, nkeep, l.v[i]))
+			continue;
+		if (!reg_name_valid(l.v[i])) {
+			log_warnx("gateway box %s listed a sandbox name that is "
+			    "not one: not removing it", pv->cfg->box.address);
+			rc_all = -1;
+			break;
+		}
+		snprintf(req, sizeof(req), "remove %s", l.v[i]);
+		snprintf(what, sizeof(what), "the removal of \"%s\"", l.v[i]);
+		if (box_ask(pv, rc, req, what, "no such sandbox") == -1)
+			rc_all = -1;
+	}
+	for (i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	return rc_all;
+}
+
 /* Register every sandbox of this host, then "sync" with the names the
  * box took: it drops this host's others.  A refused sandbox is left out
- * of the list, so the box forgets any older version of it. */
+ * of the list, so the box forgets any older version of it.  A list too
+ * long for one request line is settled by removals instead. */
 static int
 sync_all(const struct pv *pv, struct regclient *rc, size_t *nok)
 {
 	const struct moat_config *cfg = pv->cfg;
-	char req[BOX_LINE_MAX], what[128], address[64], mac[18], *list, *sync;
-	size_t i, len = 2;
+	char req[BOX_LINE_MAX], what[128], address[64], mac[18], *sync;
+	char **kept = xcalloc(cfg->nsandboxes + 1, sizeof(*kept));
+	size_t i, len = sizeof("sync -");
 	int rc_all = 0;
 
-	for (i = 0; i < cfg->nsandboxes; i++)
-		len += strlen(cfg->sandboxes[i].name) + 1;
-	list = xcalloc(1, len);
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &cfg->sandboxes[i];
 
@@ -177,18 +244,31 @@ sync_all(const struct pv *pv, struct regclient *rc, size_t *nok)
 			rc_all = -1;
 			continue;
 		}
-		if (*list != '\0')
-			strcat(list, ",");
-		strcat(list, sb->name);
-		(*nok)++;
+		kept[(*nok)++] = sb->name;
+		len += strlen(sb->name) + 1;
 	}
-	if (*list == '\0')
-		strcpy(list, "-");
-	xasprintf(&sync, "sync %s", list);
+	if (len > REG_REQUEST_MAX + 1) {
+		log_info("gateway box %s: %zu names do not fit one sync request "
+		    "(%d bytes): removing this host's others one by one",
+		    cfg->box.address, *nok, REG_REQUEST_MAX);
+		if (sync_by_removal(pv, rc, kept, *nok) == -1)
+			rc_all = -1;
+		free(kept);
+		return rc_all;
+	}
+	sync = xcalloc(1, len);
+	strcpy(sync, "sync ");
+	for (i = 0; i < *nok; i++) {
+		if (i > 0)
+			strcat(sync, ",");
+		strcat(sync, kept[i]);
+	}
+	if (*nok == 0)
+		strcat(sync, "-");
 	if (box_ask(pv, rc, sync, "the sync", NULL) == -1)
 		rc_all = -1;
 	free(sync);
-	free(list);
+	free(kept);
 	return rc_all;
 }
 
