@@ -362,6 +362,12 @@ struct gw {
 	time_t			 started;
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
+	struct {		/* config_print of cfg, for children's memfds */
+		const struct moat_config *of;	/* printed from, */
+		unsigned	 reloads;	/* at this many reloads */
+		char		*text;
+		size_t		 len;
+	}			 cfgtext;
 	uint64_t		 set_adds, set_refused;
 	struct promises		*promises;	/* parent_promise.c */
 	char			**dns_frozen;	/* narrowed, until dnsd has */

@@ -46,7 +46,7 @@ static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
-static int config_memfd(const struct moat_config *);
+static int config_memfd(struct gw *);
 
 static const struct role {
 	const char	*name;
@@ -415,7 +415,7 @@ drain_slot(struct gw *gw)
 static int
 send_reload(struct gw *gw, int ipc, uint32_t how)
 {
-	int conf = config_memfd(gw->cfg), rc;
+	int conf = config_memfd(gw), rc;
 
 	if (conf == -1)
 		return ipc_send(ipc, IPC_RELOAD, IPC_RELOAD_DRAIN, NULL, 0);
@@ -478,7 +478,7 @@ dnsd_reconfigure(struct gw *gw)
 
 	if (p->pid <= 0)
 		return;		/* it starts with the new configuration */
-	if (p->ipc == -1 || (fd = config_memfd(gw->cfg)) == -1) {
+	if (p->ipc == -1 || (fd = config_memfd(gw)) == -1) {
 		proc_restart(gw, PROC_DNSD);
 		return;
 	}
@@ -893,26 +893,62 @@ start_signer(struct gw *gw, unsigned w, int *fd)
  * normalised (every sandbox inline), in a sealed memfd.  The child reads
  * it from there and never opens /etc/moat, so it cannot see a file newer
  * than the one the parent checked, and its root start-up parses nothing
- * a group member wrote.
+ * a group member wrote.  Each receiver gets a memfd of its own (a shared
+ * one shares its read offset), but the text is printed once per
+ * configuration: at 5,000 sandboxes a print takes about 11 ms, and a
+ * reload tells dnsd and every proxy worker, draining ones included.
  */
-static int
-config_memfd(const struct moat_config *cfg)
+static const char *
+config_text(struct gw *gw, size_t *len)
 {
 	FILE *fp;
-	int fd, dupfd;
 
+	/* Keyed on the reload count too: a later configuration can be
+	 * allocated where a freed one was. */
+	if (gw->cfgtext.text == NULL || gw->cfgtext.of != gw->cfg ||
+	    gw->cfgtext.reloads != gw->reloads) {
+		free(gw->cfgtext.text);
+		gw->cfgtext.text = NULL;
+		if ((fp = open_memstream(&gw->cfgtext.text,
+		    &gw->cfgtext.len)) == NULL)
+			return NULL;
+		config_print(fp, gw->cfg);
+		if (fclose(fp) != 0) {
+			free(gw->cfgtext.text);
+			gw->cfgtext.text = NULL;
+			return NULL;
+		}
+		gw->cfgtext.of = gw->cfg;
+		gw->cfgtext.reloads = gw->reloads;
+	}
+	*len = gw->cfgtext.len;
+	return gw->cfgtext.text;
+}
+
+static int
+config_memfd(struct gw *gw)
+{
+	const char *text;
+	size_t len, off = 0;
+	ssize_t n;
+	int fd;
+
+	if ((text = config_text(gw, &len)) == NULL)
+		return -1;
 	if ((fd = memfd_create("moat.conf", MFD_CLOEXEC |
 	    MFD_ALLOW_SEALING)) == -1)
 		return -1;
-	if ((dupfd = dup(fd)) == -1 || (fp = fdopen(dupfd, "w")) == NULL) {
-		if (dupfd != -1)
-			close(dupfd);
-		close(fd);
-		return -1;
+	while (off < len) {
+		if ((n = write(fd, text + off, len - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return -1;
+		}
+		off += (size_t)n;
 	}
-	config_print(fp, cfg);
-	if (fclose(fp) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK |
-	    F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1 ||
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) == -1 ||
 	    lseek(fd, 0, SEEK_SET) == -1) {
 		close(fd);
 		return -1;
@@ -937,7 +973,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		return -1;
 	if (id == PROC_DNSD)
 		policy_dns_thaw(gw);	/* it starts with the config */
-	if ((conf = config_memfd(gw->cfg)) == -1) {
+	if ((conf = config_memfd(gw)) == -1) {
 		log_warn("%s: configuration memfd", gw->procs[id].name);
 		return -1;
 	}
