@@ -81,7 +81,10 @@ struct gw_proc {
 	bool		 enabled;
 	bool		 expected;	/* we stopped it: restart at once */
 	char		*basis;		/* a proxy worker: what it was started
-					 * on, but sandboxes (proxy_basis) */
+					 * on, but sandboxes and secret values
+					 * (proxy_basis) */
+	char		*secret_ids;	/* and each secret file's identity,
+					 * one line each (secret_ids) */
 };
 
 struct gw;

@@ -119,33 +119,25 @@ proc_init(struct gw *gw)
 	pool_enable(gw);
 }
 
-/*
- * The proxy's secret values: read here, as root, and sent once at its
- * start, in the configuration's order.  The proxy never opens a secret
- * file.
- */
+/* One secret's value, read here as root, to a proxy.  0 or -1. */
 static int
-send_secrets(struct gw *gw, int fd)
+send_secret(int fd, const struct moat_secret *s)
 {
 	static union {
 		struct ipc_secret m;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
 	char err[256];
-	size_t i, len;
-	int rc = 0;
+	size_t len;
+	int rc = -1;
 
-	for (i = 0; i < gw->cfg->nsecrets && rc == 0; i++) {
-		const struct moat_secret *s = &gw->cfg->secrets[i];
-
-		memset(&u.m, 0, sizeof(u.m));
-		snprintf(u.m.name, sizeof(u.m.name), "%s", s->name);
-		if (secret_file_read(s, u.m.value, &len, err,
-		    sizeof(err)) == -1) {
-			log_warnx("proxy: %s", err);
-			rc = -1;
-			break;
-		}
+	memset(&u.m, 0, sizeof(u.m));
+	snprintf(u.m.name, sizeof(u.m.name), "%s", s->name);
+	if (secret_file_read(s, u.m.value, &len, err, sizeof(err)) == -1)
+		log_warnx("proxy: %s", err);
+	else if (fd == -1)	/* only checked */
+		rc = 0;
+	else {
 		u.m.len = (uint32_t)len;
 		if ((rc = ipc_send(fd, IPC_SECRET, 0, &u.m,
 		    sizeof(u.m) + len)) == -1)
@@ -156,23 +148,44 @@ send_secrets(struct gw *gw, int fd)
 }
 
 /*
- * What a proxy is started on besides its sandboxes: the rest of the
- * configuration, and each secret file's identity and age (taken before its
- * value is read, so a file changed meanwhile only makes the next reload
- * start a new proxy).  No value is kept here.
+ * The proxy's secret values: read here, as root, and sent at its start, in
+ * the configuration's order.  The proxy never opens a secret file.
+ */
+static int
+send_secrets(struct gw *gw, int fd)
+{
+	size_t i;
+
+	for (i = 0; i < gw->cfg->nsecrets; i++)
+		if (send_secret(fd, &gw->cfg->secrets[i]) == -1)
+			return -1;
+	return 0;
+}
+
+/*
+ * What a proxy is started on besides its sandboxes and secret values: the
+ * rest of the configuration (with the number of workers).  Secret values
+ * are followed by each secret file's identity and age, one line each
+ * (secret_ids), taken before its value is read, so a file changed
+ * meanwhile only makes the next reload send it again.  No value is kept
+ * here.
  */
 static char *
 proxy_basis(const struct moat_config *cfg)
 {
-	char *text = config_text_but_sandboxes(cfg), *buf = NULL;
+	return config_text_but_sandboxes(cfg);
+}
+
+static char *
+secret_ids(const struct moat_config *cfg)
+{
+	char *buf = NULL;
 	size_t i, len = 0;
 	struct stat st;
 	FILE *fp;
 
 	if ((fp = open_memstream(&buf, &len)) == NULL)
 		fatalx("out of memory");
-	fputs(text, fp);
-	free(text);
 	for (i = 0; i < cfg->nsecrets; i++) {
 		if (stat(cfg->secrets[i].file, &st) == -1)
 			fprintf(fp, "%s -\n", cfg->secrets[i].name);
@@ -185,6 +198,37 @@ proxy_basis(const struct moat_config *cfg)
 	if (fclose(fp) != 0)
 		fatalx("out of memory");
 	return buf;
+}
+
+/* Is line i of a the same as line i of b (secret_ids)? */
+static bool
+same_line(const char *a, const char *b, size_t i)
+{
+	size_t la, lb;
+
+	for (; i > 0; i--) {
+		a += strcspn(a, "\n") + (a[strcspn(a, "\n")] != '\0');
+		b += strcspn(b, "\n") + (b[strcspn(b, "\n")] != '\0');
+	}
+	la = strcspn(a, "\n");
+	lb = strcspn(b, "\n");
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* Can every secret whose file changed since the worker got its values
+ * be read now?  If not, the worker drains instead, as for any reload it
+ * cannot take in place. */
+static bool
+changed_secrets_readable(const struct gw *gw, const char *ids,
+    const char *had)
+{
+	size_t i;
+
+	for (i = 0; i < gw->cfg->nsecrets; i++)
+		if (!same_line(ids, had, i) &&
+		    send_secret(-1, &gw->cfg->secrets[i]) == -1)
+			return false;
+	return true;
 }
 
 static void
@@ -212,7 +256,9 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	log_info("%s started, pid %d", label(gw, p), (int)pid);
 	if (PROC_IS_PROXY(id)) {
 		free(p->basis);
+		free(p->secret_ids);
 		p->basis = proxy_basis(gw->cfg);
+		p->secret_ids = secret_ids(gw->cfg);
 	}
 	if (PROC_IS_PROXY(id) && send_secrets(gw, fds[0]) == -1)
 		proc_kill(gw, id, "its secrets could not be sent");
@@ -428,34 +474,54 @@ send_reload(struct gw *gw, int ipc, uint32_t how)
  * A reload reaches a worker: with the new configuration it cuts every open
  * connection the new one no longer allows.  When only sandboxes changed
  * for it (proxy_basis: the rest of the configuration, the number of
- * workers with it, and the secrets' files) it goes on with the new
- * sandboxes, keeping its connections and its signer.  Otherwise it drains
- * them and finishes, and a new one takes its listening socket at once
- * (proc_tick).
+ * workers with it) it goes on with the new sandboxes, keeping its
+ * connections and its signer; a secret file that changed (secret_ids)
+ * then follows as its new value, and the worker cuts only the connections
+ * that could carry the old one (renew_secret in moat-proxy).  Otherwise
+ * it drains them and finishes, and a new one takes its listening socket
+ * at once (proc_tick).
  */
 static void
-reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis)
+reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis,
+    const char *ids)
 {
 	struct gw_proc *p = &gw->procs[id];
 	bool keep;
-	int i;
+	size_t i;
+	int i_slot;
 
 	if (p->pid > 0) {
-		keep = p->enabled && p->basis != NULL &&
-		    strcmp(basis, p->basis) == 0;
+		keep = p->enabled && p->basis != NULL && p->secret_ids != NULL &&
+		    strcmp(basis, p->basis) == 0 &&
+		    changed_secrets_readable(gw, ids, p->secret_ids);
 		if (send_reload(gw, p->ipc, keep ? IPC_RELOAD_KEEP :
 		    IPC_RELOAD_DRAIN) == -1)
 			kill(p->pid, SIGTERM);
 		else if (keep) {
-			log_info("%s: only sandboxes changed, reconfigured in "
-			    "place", label(gw, p));
+			/* the same secrets, in the same order (basis) */
+			for (i = 0; i < gw->cfg->nsecrets; i++)
+				if (!same_line(ids, p->secret_ids, i) &&
+				    send_secret(p->ipc,
+				    &gw->cfg->secrets[i]) == -1) {
+					proc_kill(gw, id, "a secret's new "
+					    "value could not be sent");
+					return;
+				}
+			if (strcmp(ids, p->secret_ids) != 0) {
+				free(p->secret_ids);
+				p->secret_ids = xstrdup(ids);
+				log_info("%s: new secret values sent, "
+				    "reconfigured in place", label(gw, p));
+			} else
+				log_info("%s: only sandboxes changed, "
+				    "reconfigured in place", label(gw, p));
 			return;
 		}
-		i = drain_slot(gw);
-		gw->draining[i].pid = p->pid;
-		gw->draining[i].ipc = p->ipc;
-		gw->draining[i].worker = (int)(id - PROC_PROXY);
-		gw->draining[i].since = time(NULL);
+		i_slot = drain_slot(gw);
+		gw->draining[i_slot].pid = p->pid;
+		gw->draining[i_slot].ipc = p->ipc;
+		gw->draining[i_slot].worker = (int)(id - PROC_PROXY);
+		gw->draining[i_slot].since = time(NULL);
 		p->pid = -1;
 		p->ipc = -1;
 	}
@@ -512,7 +578,7 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
 void
 proc_reload(struct gw *gw)
 {
-	char *basis;
+	char *basis, *ids;
 	int w;
 
 	dnsd_reconfigure(gw);
@@ -526,9 +592,12 @@ proc_reload(struct gw *gw)
 			(void)send_reload(gw, gw->draining[w].ipc,
 			    IPC_RELOAD_DRAIN);
 	basis = proxy_basis(gw->cfg);	/* the same for every worker */
+	ids = secret_ids(gw->cfg);
 	for (w = 0; w < GW_PROXY_MAX; w++)
-		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), basis);
+		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), basis,
+		    ids);
 	free(basis);
+	free(ids);
 }
 
 void

@@ -169,6 +169,34 @@ conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
 	return cut;
 }
 
+/* A secret's value changed: every connection whose requests the proxy
+ * reads for a sandbox holding that secret is cut, so none goes on with the
+ * old value; the others keep the generation they started with. */
+int
+conn_cut_secret(const char *name)
+{
+	struct conn *c, *next;
+	size_t i;
+	int cut = 0;
+
+	for (c = conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->sb == NULL || (c->verdict != V_INTERCEPT && c->h == NULL))
+			continue;
+		for (i = 0; i < c->sb->secrets.n; i++)
+			if (strcmp(c->sb->secrets.v[i], name) == 0)
+				break;
+		if (i == c->sb->secrets.n)
+			continue;
+		audit("cut", "sandbox", c->sbname, "src", c->src, "host",
+		    c->host[0] ? c->host : "-", "reason", "secret changed",
+		    "secret", name, NULL);
+		conn_close(c);
+		cut++;
+	}
+	return cut;
+}
+
 int
 conn_count_sandbox(const struct moat_sandbox *sb)
 {

@@ -94,6 +94,9 @@ void	conn_accept(int lfd, enum ckind);
 void	conn_tick(void);
 void	conn_close(struct conn *);
 int	conn_count_sandbox(const struct moat_sandbox *);
+/* Secret name's value changed: close and audit ("cut") every connection
+ * whose requests the proxy reads for a sandbox holding it.  The number. */
+int	conn_cut_secret(const char *name);
 /* A reload to ncfg: every connection whose sandbox is gone or changed in
  * any setting, or whose upstream address ncfg would not admit, is closed
  * and audited ("cut"); with cut_read (more than sandboxes changed), so is

@@ -46,11 +46,18 @@ struct http {
 	size_t		 nneedles;
 	int		*needle_secret;	/* index into secrets */
 	struct phwatch	 watch;
+	struct secrets	*ss;		/* the generation it started with */
 	struct scrub	 scrub;		/* what responses are scrubbed of */
 	struct redactor	 red;
 	uint8_t		*dec;		/* decode scratch */
 	struct rr_req	 rr;		/* request rules, budgets, audit */
 };
+
+const struct secrets *
+http_secrets(const struct conn *c)
+{
+	return c->h->ss;
+}
 
 void
 http_free(struct http *h)
@@ -58,6 +65,7 @@ http_free(struct http *h)
 	reqrule_forget(&h->rr);
 	redactor_free(&h->red);
 	scrub_free(&h->scrub);
+	secrets_release(h->ss);
 	phwatch_free(&h->watch);
 	free(h->needles);
 	free(h->needle_secret);
@@ -71,10 +79,11 @@ void
 http_start(struct conn *c)
 {
 	struct http *h = xcalloc(1, sizeof(*h));
-	struct secrets *ss = proxy.secrets;
+	struct secrets *ss = secrets_hold(proxy.secrets);
 
 	c->h = h;
 	c->st = S_HTTP;
+	h->ss = ss;
 	scrub_init(&h->scrub, ss);
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 	h->needles = xcalloc(ss->n + 1, sizeof(*h->needles));
@@ -157,7 +166,7 @@ static void
 collect_needles(struct conn *c, const char *host)
 {
 	struct http *h = c->h;
-	struct secrets *ss = proxy.secrets;
+	struct secrets *ss = h->ss;
 	size_t i;
 
 	h->nneedles = 0;
@@ -176,7 +185,7 @@ collect_needles(struct conn *c, const char *host)
 static void
 refuse_placeholder(struct conn *c, int idx, const char *host)
 {
-	const struct secret *s = &proxy.secrets->v[c->h->needle_secret[idx]];
+	const struct secret *s = &c->h->ss->v[c->h->needle_secret[idx]];
 
 	audit("placeholder-blocked", "sandbox", c->sbname, "src", c->src,
 	    "host", host, "secret", s->cfg->name, NULL);
@@ -229,7 +238,7 @@ static int
 put_field(struct conn *c, const struct http_field *f, const char *host)
 {
 	static char bufs[2][HTTP_MAX_HEAD + SECRET_MAX_LEN * 4];
-	struct secrets *ss = proxy.secrets;
+	struct secrets *ss = c->h->ss;
 	const char *cur = f->value;
 	size_t i, cl = f->valuelen;
 	struct subst sub;

@@ -13,6 +13,8 @@
 void	http_start(struct conn *);
 void	http_pump(struct conn *);
 void	http_free(struct http *);
+/* The secrets' generation an HTTP connection works with (secret.h). */
+const struct secrets *http_secrets(const struct conn *);
 void	tunnel_pump(struct conn *);
 
 extern const struct conn_app http_app;

@@ -307,6 +307,37 @@ reconfigure(int fd, bool keep)
 	free(b);
 }
 
+/*
+ * A secret's new value, after a reload gatewayd decided this proxy keeps
+ * (only sandboxes and secret values changed).  The connections that
+ * could carry the old value, those whose requests the proxy reads for a
+ * sandbox holding the secret, are cut; the others keep the generation of
+ * values they started with; new connections get the new one.
+ */
+static void
+renew_secret(const struct ipc_secret *m)
+{
+	struct secrets *ng;
+	char err[256];
+	size_t i;
+	int cut;
+
+	for (i = 0; i < live_cfg->nsecrets; i++)
+		if (strcmp(live_cfg->secrets[i].name, m->name) == 0)
+			break;
+	if (i == live_cfg->nsecrets)
+		fatalx("ipc: a value for secret \"%s\", which this proxy "
+		    "does not have", m->name);
+	if ((ng = secrets_renew(proxy.secrets, live_cfg, i, m->value,
+	    m->len, err, sizeof(err))) == NULL)
+		fatalx("ipc: %s", err);
+	cut = conn_cut_secret(m->name);
+	secrets_release(proxy.secrets);
+	proxy.secrets = ng;
+	log_info("secret \"%s\": new value taken in place, %d connection(s) "
+	    "cut", m->name, cut);
+}
+
 /* gatewayd's messages.  A reload carries the new configuration
  * (reconfigure): cut what it refuses, then go on with its sandboxes
  * (IPC_RELOAD_KEEP) or drain and exit (IPC_RELOAD_DRAIN: the proxy cannot
@@ -315,7 +346,7 @@ reconfigure(int fd, bool keep)
 static void
 on_ipc(struct ev *e, uint32_t events)
 {
-	char buf[IPC_MAX_PAYLOAD], err[256];
+	char buf[IPC_MAX_PAYLOAD] __attribute__((aligned(8))), err[256];
 	struct ipc_hdr hdr;
 	size_t nfds = 0;
 	ssize_t n;
@@ -336,6 +367,11 @@ on_ipc(struct ev *e, uint32_t events)
 		fatalx("ipc: a descriptor with %s", ipc_type_name(hdr.type));
 	if (hdr.type == IPC_BUDGET_ACK) {
 		reqrule_ipc(&hdr, buf, (size_t)n);
+		return;
+	}
+	if (hdr.type == IPC_SECRET) {
+		renew_secret((const struct ipc_secret *)(void *)buf);
+		explicit_bzero(buf, sizeof(buf));
 		return;
 	}
 	if (hdr.type != IPC_RELOAD)
@@ -552,20 +588,20 @@ main(int argc, char *argv[])
 	signals();
 	proxy.cfg = live_cfg = cfg;
 	conf_name = o.conf;
-	proxy.secrets = &secrets;
+	proxy.secrets = secrets_adopt(&secrets);
 	/* One sandbox must leave room for the others: never half of all. */
 	proxy.sb_max = (int)cfg->gw.proxy_per_sandbox;
 	if (proxy.sb_max > (proxy.maxconns - 1) / 2)
 		proxy.sb_max = (proxy.maxconns - 1) / 2;
 	log_info("serving %zu sandboxes, %zu secrets, up to %d connections, "
-	    "%d per sandbox", cfg->nsandboxes, secrets.n, proxy.maxconns,
+	    "%d per sandbox", cfg->nsandboxes, proxy.secrets->n, proxy.maxconns,
 	    proxy.sb_max);
 	ev_timer_set(&tick_timer, ev_now() + 1000, tick, NULL);
 	while (!stop)
 		if (ev_run_once(-1) == -1)
 			fatal("epoll_wait");
 	log_info("stopping");
-	secrets_wipe(&secrets);
+	secrets_wipe_all();
 	tls_free();
 	hostaddr_close(hostaddr);
 	admit_host_free(&proxy.host);

@@ -161,6 +161,7 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
     const char *path, size_t pathlen, rr_injectable injectable,
     struct ipc_budget_req *m)
 {
+	const struct secrets *ss = http_secrets(c);
 	char norm[PM_MAX_PATH];
 	const struct secret *s;
 	const char *q;
@@ -169,8 +170,8 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 
 	nlen = pm_normalise(path, pathlen, norm, sizeof(norm), &q, &ql);
 	audit_path(r, path, pathlen, norm, nlen);
-	for (i = 0; i < proxy.secrets->n; i++) {
-		s = &proxy.secrets->v[i];
+	for (i = 0; i < ss->n; i++) {
+		s = &ss->v[i];
 		if (!injectable(c, s, r->host) || !carried(s, hd))
 			continue;
 		if (!rules_allow(s->cfg, hd, norm, nlen, q, ql)) {

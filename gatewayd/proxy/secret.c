@@ -97,6 +97,108 @@ secrets_wipe(struct secrets *ss)
 	memset(ss, 0, sizeof(*ss));
 }
 
+/* --- generations -------------------------------------------------------- */
+
+static struct secrets *generations;
+
+struct secrets *
+secrets_adopt(struct secrets *ss)
+{
+	struct secrets *g = xmalloc(sizeof(*g));
+
+	*g = *ss;
+	memset(ss, 0, sizeof(*ss));
+	g->refs = 1;
+	g->next = generations;
+	generations = g;
+	return g;
+}
+
+struct renew {
+	const struct secrets	*old;
+	size_t			 idx;
+	const char		*value;
+	size_t			 len;
+};
+
+/* Every value from the old generation but the renewed one. */
+static int
+from_renew(void *arg, const struct moat_secret *s, char *buf, size_t *len,
+    char *err, size_t errlen)
+{
+	const struct renew *r = arg;
+	size_t i;
+
+	for (i = 0; i < r->old->n; i++)
+		if (r->old->v[i].cfg == s)
+			break;
+	if (i == r->old->n) {
+		snprintf(err, errlen, "secret \"%s\": not in the running "
+		    "set", s->name);
+		return -1;
+	}
+	if (i == r->idx) {
+		memcpy(buf, r->value, r->len);
+		*len = r->len;
+	} else {
+		memcpy(buf, r->old->v[i].value, r->old->v[i].len);
+		*len = r->old->v[i].len;
+	}
+	return 0;
+}
+
+struct secrets *
+secrets_renew(const struct secrets *old, const struct moat_config *cfg,
+    size_t idx, const char *value, size_t len, char *err, size_t errlen)
+{
+	struct renew r = { old, idx, value, len };
+	struct secrets ss;
+
+	if (idx >= old->n || len == 0 || len > SECRET_MAX_LEN) {
+		snprintf(err, errlen, "secret %zu: no such secret, or a value "
+		    "of %zu bytes", idx, len);
+		return NULL;
+	}
+	if (secrets_load_from(&ss, cfg, from_renew, &r, err, errlen) == -1)
+		return NULL;
+	return secrets_adopt(&ss);
+}
+
+struct secrets *
+secrets_hold(struct secrets *g)
+{
+	g->refs++;
+	return g;
+}
+
+void
+secrets_release(struct secrets *g)
+{
+	struct secrets **pp;
+
+	if (g == NULL || --g->refs > 0)
+		return;
+	for (pp = &generations; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == g) {
+			*pp = g->next;
+			break;
+		}
+	secrets_wipe(g);
+	free(g);
+}
+
+void
+secrets_wipe_all(void)
+{
+	struct secrets *g;
+
+	while ((g = generations) != NULL) {
+		generations = g->next;
+		secrets_wipe(g);
+		free(g);
+	}
+}
+
 const struct secret *
 secrets_by_name(const struct secrets *ss, const char *name)
 {

@@ -42,6 +42,8 @@ struct secrets {
 	struct subst	*redact;	/* value -> placeholder, one per secret */
 	size_t		 maxvalue;	/* longest value */
 	size_t		 maxph;		/* longest placeholder */
+	int		 refs;		/* secrets_hold: a generation */
+	struct secrets	*next;		/* every generation, for the exit */
 };
 
 /* Read every cfg->secrets[i].file.  Values may end in one newline (it is
@@ -57,6 +59,25 @@ typedef int (*secret_getter)(void *arg, const struct moat_secret *,
 int	secrets_load_from(struct secrets *, const struct moat_config *,
 	    secret_getter get, void *arg, char *err, size_t errlen);
 void	secrets_wipe(struct secrets *);
+
+/*
+ * Generations.  A value can change while the proxy runs (`gatewayd ctl
+ * secret set`): the proxy then makes a new generation with it and goes
+ * on.  Every connection whose requests it reads holds the generation it
+ * started with, because its scrubber points into that generation's
+ * values; a generation is wiped and freed when its last holder lets go.
+ * secrets_adopt makes a loaded set the first generation (one reference,
+ * the proxy's own); secrets_renew returns a new generation with secret
+ * idx's value replaced (one reference) and leaves old as it is.
+ */
+struct secrets *secrets_adopt(struct secrets *);
+struct secrets *secrets_renew(const struct secrets *old,
+	    const struct moat_config *cfg, size_t idx, const char *value,
+	    size_t len, char *err, size_t errlen);
+struct secrets *secrets_hold(struct secrets *);
+void	secrets_release(struct secrets *);
+/* At exit: wipe every generation still held. */
+void	secrets_wipe_all(void);
 const struct secret *secrets_by_name(const struct secrets *, const char *);
 
 /* Replace every occurrence of each subst's from in src by its to.  Writes

@@ -39,9 +39,16 @@ def response(s, deadline):
         h = buf.find(b"\r\n\r\n")
         if h < 0:
             continue
-        for line in buf[:h].lower().split(b"\r\n"):
+        head = buf[:h].lower().split(b"\r\n")
+        for line in head:
             if line.startswith(b"content-length:"):
                 if len(buf) >= h + 4 + int(line.split(b":")[1]):
+                    return buf
+                break
+            # chunked: the whole body, so that none of it is left to be
+            # read as the start of the next response
+            if line.startswith(b"transfer-encoding:") and b"chunked" in line:
+                if buf.endswith(b"\r\n0\r\n\r\n") or buf[h + 4:].startswith(b"0\r\n\r\n"):
                     return buf
                 break
         else:

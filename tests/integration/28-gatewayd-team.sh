@@ -205,14 +205,43 @@ px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PA" >/dev/n
 expect_match "$UA's sandbox gets $UA's real value" "Authorization: Bearer $VA" "$(cat "$PX_DIR/bound.log")"
 
 # --- rotation: new value for new requests, same placeholder, guest untouched --
+# The proxy takes the new value in place: the intercepted connections of
+# the sandboxes holding the secret are cut (they could carry the old
+# value); every other member's connections go on.
+itunnel() {	# itunnel GUEST NAME -- a kept intercepted tunnel to api.bound.test
+	in_ns "$TOPO-$1" python3 tests/harness/tunnel.py $GW_ADDR 3128 \
+		api.bound.test:443 api.bound.test "$TOPO_TMP/$2" --for 120 \
+		--tls "$PX_DIR/bundle.crt" &
+	TOPO_PIDS+=($!)
+}
+has() { grep -qx "$2" "$TOPO_TMP/$1" 2>/dev/null; }
+use() {	# use NAME N -- one request through tunnel NAME; waits for its verdict
+	touch "$TOPO_TMP/$1.go-$2"
+	wait_for 30 grep -Eqx "(ok|closed) $2" "$TOPO_TMP/$1"
+}
+itunnel b-api ib; itunnel a-web ia
+wait_for 30 has ib 200; wait_for 30 has ia 200
+use ib 1; use ia 1
+expect_ok "before the rotation: $UB's intercepted connection answers" has ib "ok 1"
+expect_ok "... and $UA's" has ia "ok 1"
 old=$(gw_proxy_pids)
 out=$(printf '%s\n' "$VB2" | bctl secret set bkey --host api.bound.test 2>&1)
 expect_eq "rotation keeps the placeholder" "secret bkey: placeholder $PB" "$out"
-wait_for 30 proxy_replaced "$old"
-topo_wait_port "$NS_GW" $GW_ADDR 3128
+expect_eq "rotation keeps the proxy workers" "$old" "$(gw_proxy_pids)"
+expect_match "... which take the new value in place" \
+	"new secret values sent, reconfigured in place" "$(cat "$GW_LOG")"
+use ib 2; use ia 2
+expect_ok "$UB's open intercepted connection is cut (it could carry the old value)" has ib "closed 2"
+expect_match "... audited with the reason and the secret's name" \
+	'"event":"cut","sandbox":"b-api".*"reason":"secret changed","secret":"bkey"' "$(cat "$GW_AUDIT")"
+expect_ok "$UA's intercepted connection goes on through $UB's rotation" has ia "ok 2"
 : >"$PX_DIR/bound.log"
 px_curl b-api https://api.bound.test/echo -H "Authorization: Bearer $PB" >/dev/null
 expect_match "after rotation the new value is injected" "Authorization: Bearer $VB2" "$(cat "$PX_DIR/bound.log")"
+expect_fail "... and the old one never again" grep -qF "Bearer $VB" "$PX_DIR/bound.log"
+: >"$PX_DIR/bound.log"
+px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PA" >/dev/null
+expect_match "$UA's value is unchanged by $UB's rotation" "Authorization: Bearer $VA" "$(cat "$PX_DIR/bound.log")"
 
 # --- own destroy, audit, no value anywhere ----------------------------------
 ip -n "$NS_GW" link del "$tap" 2>/dev/null	# the test's veth, not a tap

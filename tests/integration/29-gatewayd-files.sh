@@ -54,18 +54,24 @@ children_up() {	# children_up [OLD_PROXY] -- dnsd and a proxy (not OLD) running
 }
 proxy1=$(children_up) || { not_ok "gatewayd starts its children under strace" "$(tail -5 "$GW_LOG")"; tap_done; exit 1; }
 ok "gatewayd starts its children under strace"
-# The secret's file rewritten: the reload starts a new proxy, which gets the
-# value from the parent again (a reload that changed only sandboxes would
-# keep the running one).
-cp -p "$TOPO_TMP/etc/api.secret" "$TOPO_TMP/etc/api.secret.new"
+# The secret's file rewritten with a new value: the reload keeps the
+# running workers, and the parent sends each the new value; the workers
+# wipe the old one (no connection holds it).
+printf 'sk-files-test-ROTATED\n' >"$TOPO_TMP/etc/api.secret.new"
+chmod 600 "$TOPO_TMP/etc/api.secret.new"
 mv "$TOPO_TMP/etc/api.secret.new" "$TOPO_TMP/etc/api.secret"
 expect_ok "reload" gw_ctl reload
-proxy2=$(children_up "$proxy1"); expect_eq "a new proxy after the reload" 0 $?
+sent() { [ "$(grep -c 'new secret values sent' "$GW_LOG")" -ge "$(wc -w <<<"$proxy1")" ]; }
+wait_for 20 sent
+expect_eq "the same proxy workers after the reload" "$proxy1" "$(gw_proxy_pids)"
 # The proxy got the secret's value from the parent: it is in its memory.
-val=$(printf 'sk-files-test-VALUE' | od -An -tx1 | tr -d ' \n')
-for p in $proxy2; do
-	expect_eq "the new proxy worker $p holds the secret it was sent" found \
+val=$(printf 'sk-files-test-ROTATED' | od -An -tx1 | tr -d ' \n')
+old=$(printf 'sk-files-test-VALUE' | od -An -tx1 | tr -d ' \n')
+for p in $proxy1; do
+	expect_eq "proxy worker $p holds the new value it was sent" found \
 		"$(python3 tests/harness/memscan.py "$p" "$val")"
+	expect_eq "... and no longer the old one" absent \
+		"$(python3 tests/harness/memscan.py "$p" "$old")"
 done
 gw_ctl status >/dev/null
 kill -TERM "${TOPO_PIDS[-1]}"
