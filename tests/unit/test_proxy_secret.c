@@ -271,11 +271,67 @@ test_placeholder_spotting(void **state)
 	}
 }
 
+/* A value rotated in place: the new generation has it and every other
+ * value; the old one stays whole for the connections that hold it. */
+static int
+two_values(void *arg, const struct moat_secret *s, char *buf, size_t *len,
+    char *err, size_t errlen)
+{
+	const char *v = strcmp(s->name, "a") == 0 ? "va-1" : "vb-1";
+
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	memcpy(buf, v, 4);
+	*len = 4;
+	return 0;
+}
+
+static void
+test_generations(void **state)
+{
+	struct moat_secret sec[2] = {
+		{ .name = "a", .placeholder = "ph-a" },
+		{ .name = "b", .placeholder = "ph-b" },
+	};
+	struct moat_config cfg = { .secrets = sec, .nsecrets = 2 };
+	struct secrets ss, *g1, *g2;
+	char err[256];
+
+	assert_int_equal(secrets_load_from(&ss, &cfg, two_values, NULL, err,
+	    sizeof(err)), 0);
+	g1 = secrets_adopt(&ss);
+	assert_int_equal(g1->refs, 1);
+	assert_null(ss.arena);			/* moved, not copied */
+	assert_ptr_equal(secrets_hold(g1), g1);	/* a connection */
+	g2 = secrets_renew(g1, &cfg, 1, "vb-2-longer", 11, err, sizeof(err));
+	assert_non_null(g2);
+	assert_int_equal(g2->refs, 1);
+	assert_memory_equal(g2->v[0].value, "va-1", 4);
+	assert_int_equal(g2->v[1].len, 11);
+	assert_memory_equal(g2->v[1].value, "vb-2-longer", 11);
+	assert_ptr_equal(g2->redact[1].from, g2->v[1].value);
+	assert_int_equal(g2->redact[1].fromlen, 11);
+	assert_int_equal(g2->maxvalue, 11);
+	assert_ptr_equal(g2->v[1].cfg, &sec[1]);
+	/* the proxy lets go of g1; the connection still scrubs with it */
+	secrets_release(g1);
+	assert_int_equal(g1->refs, 1);
+	assert_memory_equal(g1->v[1].value, "vb-1", 4);
+	assert_int_equal(g1->redact[1].fromlen, 4);
+	secrets_release(g1);			/* the connection closes */
+	/* no such secret, or no value */
+	assert_null(secrets_renew(g2, &cfg, 2, "x", 1, err, sizeof(err)));
+	assert_null(secrets_renew(g2, &cfg, 0, "x", 0, err, sizeof(err)));
+	secrets_wipe_all();
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inject),
+		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_b64),
 		cmocka_unit_test(test_scrub_basic_echo),
 		cmocka_unit_test(test_scrub_cap),
