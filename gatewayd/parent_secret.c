@@ -312,7 +312,7 @@ secret_set(struct ctl_req *r)
 }
 
 /* Request rules, and usage against the budget as the parent counts it
- * (the requests it charged in the current minute and UTC day). */
+ * (the requests it charged in the last 60 seconds and 24 hours). */
 static void
 secret_list_usage(struct ctl_req *r, const struct moat_secret *x)
 {

@@ -96,7 +96,7 @@ expect_eq "POST a comment is allowed (200)" 200 \
 	"$(gh POST /repos/acme/w/issues/7/comments -d 'hello')"
 expect_eq "the fourth request of the minute is over budget (429)" 429 \
 	"$(gh GET /repos/acme/widgets)"
-expect_match "... with Retry-After: the seconds left in the minute" '^Retry-After: 55' \
+expect_match "... with Retry-After: the seconds until the oldest of them is a minute old" '^Retry-After: 60' \
 	"$(tr -d '\r' <"$TOPO_TMP/headers")"
 expect_match "... the body names the secret and the budget" \
 	'secret "gh": budget of 3 requests per minute spent' "$(cat "$TOPO_TMP/body")"
@@ -162,7 +162,7 @@ expect_match "... a trick with the path it came with" \
 	'"event":"request-refused".*"method":"GET","path":"/repos/acme/%2e%2e/other","status":403' "$log"
 expect_eq "every budget refusal is audited" 3 "$(grep -c '"event":"request-over-budget"' <<<"$log")"
 expect_match "... saying which budget and when to retry" \
-	'"event":"request-over-budget".*"secret":"gh".*"status":429,"budget":"minute","retry_after":55' "$log"
+	'"event":"request-over-budget".*"secret":"gh".*"status":429,"budget":"minute","retry_after":60' "$log"
 expect_match "an injected request is audited with method, normalised path, status and size" \
 	'"event":"request".*"secret":"gh","method":"GET","path":"/repos/acme/gadgets","status":200,"bytes":[1-9]' "$log"
 expect_match "... a POST too" '"event":"request".*"method":"POST","path":"/repos/acme/w/issues/7/comments","status":200' "$log"
