@@ -81,8 +81,10 @@ struct gw_proc {
 	bool		 enabled;
 	bool		 expected;	/* we stopped it: restart at once */
 	char		*basis;		/* a proxy worker: what it was started
-					 * on, but sandboxes and secret values
+					 * on, but sandboxes and secrets
 					 * (proxy_basis) */
+	char		*defs;		/* the same with the secrets' defini-
+					 * tions (for the log) */
 	char		*secret_ids;	/* and each secret file's identity,
 					 * one line each (secret_ids) */
 };

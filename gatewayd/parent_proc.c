@@ -163,9 +163,9 @@ send_secrets(struct gw *gw, int fd)
 }
 
 /*
- * What a proxy is started on besides its sandboxes and secret values: the
- * rest of the configuration (with the number of workers).  Secret values
- * are followed by each secret file's identity and age, one line each
+ * What a proxy is started on besides its sandboxes and secrets: the rest
+ * of the configuration (with the number of workers).  Secret values are
+ * followed by each secret file's identity and age, one line each by name
  * (secret_ids), taken before its value is read, so a file changed
  * meanwhile only makes the next reload send it again.  No value is kept
  * here.
@@ -173,7 +173,7 @@ send_secrets(struct gw *gw, int fd)
 static char *
 proxy_basis(const struct moat_config *cfg)
 {
-	return config_text_but_sandboxes(cfg);
+	return config_text_but_sandboxes_secrets(cfg);
 }
 
 static char *
@@ -200,24 +200,29 @@ secret_ids(const struct moat_config *cfg)
 	return buf;
 }
 
-/* Is line i of a the same as line i of b (secret_ids)? */
+/* Does had (secret_ids) hold the same line for secret name as ids? */
 static bool
-same_line(const char *a, const char *b, size_t i)
+same_id(const char *ids, const char *had, const char *name)
 {
-	size_t la, lb;
+	size_t nl = strlen(name), la, lb;
+	const char *a = NULL, *b = NULL, *p;
 
-	for (; i > 0; i--) {
-		a += strcspn(a, "\n") + (a[strcspn(a, "\n")] != '\0');
-		b += strcspn(b, "\n") + (b[strcspn(b, "\n")] != '\0');
-	}
+	for (p = ids; *p != '\0'; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0'))
+		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
+			a = p;
+	for (p = had; *p != '\0'; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0'))
+		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
+			b = p;
+	if (a == NULL || b == NULL)
+		return false;
 	la = strcspn(a, "\n");
 	lb = strcspn(b, "\n");
 	return la == lb && memcmp(a, b, la) == 0;
 }
 
-/* Can every secret whose file changed since the worker got its values
- * be read now?  If not, the worker drains instead, as for any reload it
- * cannot take in place. */
+/* Can every secret that is new or whose file changed since the worker
+ * got its values be read now?  If not, the worker drains instead, as for
+ * any reload it cannot take in place. */
 static bool
 changed_secrets_readable(const struct gw *gw, const char *ids,
     const char *had)
@@ -225,7 +230,7 @@ changed_secrets_readable(const struct gw *gw, const char *ids,
 	size_t i;
 
 	for (i = 0; i < gw->cfg->nsecrets; i++)
-		if (!same_line(ids, had, i) &&
+		if (!same_id(ids, had, gw->cfg->secrets[i].name) &&
 		    send_secret(-1, &gw->cfg->secrets[i]) == -1)
 			return false;
 	return true;
@@ -256,8 +261,10 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	log_info("%s started, pid %d", label(gw, p), (int)pid);
 	if (PROC_IS_PROXY(id)) {
 		free(p->basis);
+		free(p->defs);
 		free(p->secret_ids);
 		p->basis = proxy_basis(gw->cfg);
+		p->defs = config_text_but_sandboxes(gw->cfg);
 		p->secret_ids = secret_ids(gw->cfg);
 	}
 	if (PROC_IS_PROXY(id) && send_secrets(gw, fds[0]) == -1)
@@ -472,56 +479,64 @@ send_reload(struct gw *gw, int ipc, uint32_t how)
 
 /*
  * A reload reaches a worker: with the new configuration it cuts every open
- * connection the new one no longer allows.  When only sandboxes changed
- * for it (proxy_basis: the rest of the configuration, the number of
- * workers with it) it goes on with the new sandboxes, keeping its
- * connections and its signer; a secret file that changed (secret_ids)
- * then follows as its new value, and the worker cuts only the connections
- * that could carry the old one (renew_secret in moat-proxy).  Otherwise
- * it drains them and finishes, and a new one takes its listening socket
- * at once (proc_tick).
+ * connection the new one no longer allows.  When only sandboxes and
+ * secrets changed for it (proxy_basis: the rest of the configuration, the
+ * number of workers with it) it goes on in place, keeping its connections
+ * and its signer.  Each secret that is new or whose file changed
+ * (secret_ids) is sent to it first, as its value (IPC_SECRET); the worker
+ * keeps them aside and takes them with the reload, cutting only the
+ * connections that could carry an old value or binding (reconfigure in
+ * moat-proxy).  Otherwise it drains them and finishes, and a new one takes
+ * its listening socket at once (proc_tick).
  */
 static void
 reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis,
-    const char *ids)
+    const char *defs, const char *ids)
 {
 	struct gw_proc *p = &gw->procs[id];
 	bool keep;
-	size_t i;
-	int i_slot;
+	size_t i, nsent = 0;
+	int slot;
 
 	if (p->pid > 0) {
 		keep = p->enabled && p->basis != NULL && p->secret_ids != NULL &&
 		    strcmp(basis, p->basis) == 0 &&
 		    changed_secrets_readable(gw, ids, p->secret_ids);
+		for (i = 0; keep && i < gw->cfg->nsecrets; i++) {
+			if (same_id(ids, p->secret_ids, gw->cfg->secrets[i].name))
+				continue;
+			if (send_secret(p->ipc, &gw->cfg->secrets[i]) == -1) {
+				proc_kill(gw, id, "a secret's new value could "
+				    "not be sent");
+				return;
+			}
+			nsent++;
+		}
 		if (send_reload(gw, p->ipc, keep ? IPC_RELOAD_KEEP :
 		    IPC_RELOAD_DRAIN) == -1)
 			kill(p->pid, SIGTERM);
 		else if (keep) {
-			/* the same secrets, in the same order (basis) */
-			for (i = 0; i < gw->cfg->nsecrets; i++)
-				if (!same_line(ids, p->secret_ids, i) &&
-				    send_secret(p->ipc,
-				    &gw->cfg->secrets[i]) == -1) {
-					proc_kill(gw, id, "a secret's new "
-					    "value could not be sent");
-					return;
-				}
-			if (strcmp(ids, p->secret_ids) != 0) {
-				free(p->secret_ids);
-				p->secret_ids = xstrdup(ids);
-				log_info("%s: new secret values sent, "
+			free(p->secret_ids);
+			p->secret_ids = xstrdup(ids);
+			if (nsent > 0)
+				log_info("%s: %zu new secret value(s) sent, "
+				    "reconfigured in place", label(gw, p),
+				    nsent);
+			else if (p->defs == NULL || strcmp(defs, p->defs) != 0)
+				log_info("%s: secret definitions changed, "
 				    "reconfigured in place", label(gw, p));
-			} else
+			else
 				log_info("%s: only sandboxes changed, "
 				    "reconfigured in place", label(gw, p));
+			free(p->defs);
+			p->defs = xstrdup(defs);
 			return;
 		}
-		i_slot = drain_slot(gw);
-		gw->draining[i_slot].pid = p->pid;
-		gw->draining[i_slot].ipc = p->ipc;
-		gw->draining[i_slot].worker = (int)(id - PROC_PROXY);
-		gw->draining[i_slot].since = time(NULL);
+		slot = drain_slot(gw);
+		gw->draining[slot].pid = p->pid;
+		gw->draining[slot].ipc = p->ipc;
+		gw->draining[slot].worker = (int)(id - PROC_PROXY);
+		gw->draining[slot].since = time(NULL);
 		p->pid = -1;
 		p->ipc = -1;
 	}
@@ -578,7 +593,7 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
 void
 proc_reload(struct gw *gw)
 {
-	char *basis, *ids;
+	char *basis, *defs, *ids;
 	int w;
 
 	dnsd_reconfigure(gw);
@@ -592,11 +607,13 @@ proc_reload(struct gw *gw)
 			(void)send_reload(gw, gw->draining[w].ipc,
 			    IPC_RELOAD_DRAIN);
 	basis = proxy_basis(gw->cfg);	/* the same for every worker */
+	defs = config_text_but_sandboxes(gw->cfg);	/* for the log */
 	ids = secret_ids(gw->cfg);
 	for (w = 0; w < GW_PROXY_MAX; w++)
 		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), basis,
-		    ids);
+		    defs, ids);
 	free(basis);
+	free(defs);
 	free(ids);
 }
 

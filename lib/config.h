@@ -230,6 +230,11 @@ void	config_print(FILE *, const struct moat_config *);
 /* config_print's text of everything but the sandboxes (malloc'ed): two
  * configs whose texts are equal differ at most in their sandboxes. */
 char	*config_text_but_sandboxes(const struct moat_config *);
+/* The same, without the secrets' definitions either. */
+char	*config_text_but_sandboxes_secrets(const struct moat_config *);
+/* Do two secrets have the same definition (config_print's text)? */
+bool	config_secret_same(const struct moat_secret *,
+	    const struct moat_secret *);
 /* Do two sandboxes have the same settings (config_print's text of each)? */
 bool	config_sandbox_same(const struct moat_sandbox *,
 	    const struct moat_sandbox *);

@@ -370,6 +370,45 @@ config_text_but_sandboxes(const struct moat_config *cfg)
 	return buf;
 }
 
+char *
+config_text_but_sandboxes_secrets(const struct moat_config *cfg)
+{
+	struct moat_config c = *cfg;	/* shallow: only read */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	c.nsandboxes = 0;
+	c.nsecrets = 0;
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatalx("out of memory");
+	config_print(fp, &c);
+	if (fclose(fp) != 0)
+		fatalx("out of memory");
+	return buf;
+}
+
+bool
+config_secret_same(const struct moat_secret *a, const struct moat_secret *b)
+{
+	char *ta = NULL, *tb = NULL;
+	size_t la = 0, lb = 0;
+	FILE *fa, *fb;
+	bool same;
+
+	if ((fa = open_memstream(&ta, &la)) == NULL ||
+	    (fb = open_memstream(&tb, &lb)) == NULL)
+		fatalx("out of memory");
+	print_secret(fa, a, 1);
+	print_secret(fb, b, 1);
+	if (fclose(fa) != 0 || fclose(fb) != 0)
+		fatalx("out of memory");
+	same = strcmp(ta, tb) == 0;
+	free(ta);
+	free(tb);
+	return same;
+}
+
 static char *
 sandbox_text(const struct moat_sandbox *x)
 {

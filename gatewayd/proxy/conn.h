@@ -99,7 +99,8 @@ int	conn_count_sandbox(const struct moat_sandbox *);
 int	conn_cut_secret(const char *name);
 /* A reload to ncfg: every connection whose sandbox is gone or changed in
  * any setting, or whose upstream address ncfg would not admit, is closed
- * and audited ("cut"); with cut_read (more than sandboxes changed), so is
+ * and audited ("cut"); with cut_read (the proxy drains: more than
+ * sandboxes and secrets changed), so is
  * every one whose requests the proxy reads (intercepted, or plain HTTP):
  * the secrets, bindings and rules it works by may be others now.  keep:
  * ncfg's sandboxes are about to replace old's (only sandboxes changed),

@@ -263,79 +263,135 @@ free_config(void *arg)
 	config_free(arg);
 }
 
+/* The secrets a reload changes for the connections that hold them: each
+ * of old's that ncfg no longer has, defines otherwise, or got a new value
+ * for (staged).  Their names, in *out (old's strings), and how many. */
+static size_t
+changed_secrets(const struct moat_config *old, const struct moat_config *ncfg,
+    const char ***out)
+{
+	const struct moat_secret *ns;
+	size_t i, n = 0;
+
+	*out = xcalloc(old->nsecrets + 1, sizeof(**out));
+	for (i = 0; i < old->nsecrets; i++) {
+		ns = config_secret_by_name(ncfg, old->secrets[i].name);
+		if (ns == NULL || !config_secret_same(&old->secrets[i], ns) ||
+		    secrets_staged(ns->name))
+			(*out)[n++] = old->secrets[i].name;
+	}
+	return n;
+}
+
+/* Release a generation once this turn's closed connections are freed. */
+static void
+release_generation(void *arg)
+{
+	secrets_release(arg);
+}
+
 /*
  * A reload, with the new configuration.  First every open connection the
  * new one no longer allows is cut.  Then, when gatewayd says only
- * sandboxes changed (it compared everything else the proxy was started
- * on, secrets' files included) and so it is, the new sandboxes are taken
- * in place; otherwise the proxy drains, as for a full reload.
+ * sandboxes and secrets changed (it compared everything else the proxy
+ * was started on) and so it is, the new sandboxes are taken in place; and
+ * if secrets changed (a definition, or a value gatewayd sent just before
+ * the reload), a new generation of values is made from the new
+ * definitions, and every connection whose requests the proxy reads for a
+ * sandbox holding a changed secret is cut, so none goes on with an old
+ * value or binding.  The others keep the generation they started with.
+ * Otherwise the proxy drains, as for a full reload.
  */
 static void
 reconfigure(int fd, bool keep)
 {
 	struct moat_config *ncfg = load_config(conf_name, fd);
-	char *a = config_text_but_sandboxes(live_cfg);
-	char *b = config_text_but_sandboxes(ncfg);
-	struct moat_sandbox *sbs;
+	char *a = config_text_but_sandboxes_secrets(live_cfg);
+	char *b = config_text_but_sandboxes_secrets(ncfg);
+	char *sa = config_text_but_sandboxes(live_cfg);
+	char *sb_ = config_text_but_sandboxes(ncfg);
 	bool rest_changed = strcmp(a, b) != 0;
-	size_t n;
+	bool secrets_changed = strcmp(sa, sb_) != 0 || secrets_nstaged() > 0;
+	struct secrets *ng = NULL, *og;
+	struct moat_sandbox *sbs;
+	struct moat_secret *secs;
+	const char **changed = NULL;
+	char err[256];
+	size_t i, n, nchanged = 0;
 	int cut;
 
+	free(sa);
+	free(sb_);
 	if (keep && rest_changed) {
-		log_warnx("reload: more than sandboxes changed: draining");
+		log_warnx("reload: more than sandboxes and secrets changed: "
+		    "draining");
 		keep = false;
 	}
-	cut = conn_rebind(live_cfg, ncfg, keep, rest_changed);
+	if (keep && secrets_changed &&
+	    (ng = secrets_rebuild(proxy.secrets, ncfg, err,
+	    sizeof(err))) == NULL) {
+		log_warnx("reload: %s: draining", err);
+		keep = false;
+	}
+	if (keep && secrets_changed)
+		nchanged = changed_secrets(live_cfg, ncfg, &changed);
+	secrets_unstage();
+	/* With secrets changed but kept, the rest is compared without them:
+	 * the cut below takes what their change concerns. */
+	cut = conn_rebind(live_cfg, ncfg, keep,
+	    keep ? false : strcmp(a, b) != 0 || secrets_changed);
 	if (!keep) {
 		log_info("reload: %d connection(s) cut", cut);
 		config_free(ncfg);
 		if (!proxy.draining)
 			start_drain();
-	} else {
-		sbs = live_cfg->sandboxes;
-		n = live_cfg->nsandboxes;
-		live_cfg->sandboxes = ncfg->sandboxes;
-		live_cfg->nsandboxes = ncfg->nsandboxes;
-		ncfg->sandboxes = sbs;
-		ncfg->nsandboxes = n;
+		free(a);
+		free(b);
+		return;
+	}
+	for (i = 0; i < nchanged; i++)
+		cut += conn_cut_secret(changed[i]);
+	sbs = live_cfg->sandboxes;
+	n = live_cfg->nsandboxes;
+	live_cfg->sandboxes = ncfg->sandboxes;
+	live_cfg->nsandboxes = ncfg->nsandboxes;
+	ncfg->sandboxes = sbs;
+	ncfg->nsandboxes = n;
+	if (ng == NULL) {
 		/* after this turn's closed connections are freed */
 		ev_defer(free_config, ncfg);
-		log_info("reconfigured: %zu sandboxes, %d connection(s) cut",
-		    live_cfg->nsandboxes, cut);
+	} else {
+		/* The old definitions go with the old generation: ncfg keeps
+		 * them (and the old sandboxes) until its last holder, and this
+		 * turn's closed connections, let go. */
+		secs = live_cfg->secrets;
+		n = live_cfg->nsecrets;
+		live_cfg->secrets = ncfg->secrets;
+		live_cfg->nsecrets = ncfg->nsecrets;
+		ncfg->secrets = secs;
+		ncfg->nsecrets = n;
+		og = proxy.secrets;
+		secrets_retire(og, ncfg);
+		proxy.secrets = ng;
+		ev_defer(release_generation, og);
+		log_info("reload: %zu secret(s) changed, new values and "
+		    "definitions taken in place", nchanged);
 	}
+	free(changed);
+	log_info("reconfigured: %zu sandboxes, %zu secrets, %d connection(s) "
+	    "cut", live_cfg->nsandboxes, live_cfg->nsecrets, cut);
 	free(a);
 	free(b);
 }
 
-/*
- * A secret's new value, after a reload gatewayd decided this proxy keeps
- * (only sandboxes and secret values changed).  The connections that
- * could carry the old value, those whose requests the proxy reads for a
- * sandbox holding the secret, are cut; the others keep the generation of
- * values they started with; new connections get the new one.
- */
+/* A value gatewayd sends ahead of a reload (IPC_SECRET): staged until the
+ * reload takes it in place, or drains. */
 static void
-renew_secret(const struct ipc_secret *m)
+stage_secret(const struct ipc_secret *m)
 {
-	struct secrets *ng;
-	char err[256];
-	size_t i;
-	int cut;
-
-	for (i = 0; i < live_cfg->nsecrets; i++)
-		if (strcmp(live_cfg->secrets[i].name, m->name) == 0)
-			break;
-	if (i == live_cfg->nsecrets)
-		fatalx("ipc: a value for secret \"%s\", which this proxy "
-		    "does not have", m->name);
-	if ((ng = secrets_renew(proxy.secrets, live_cfg, i, m->value,
-	    m->len, err, sizeof(err))) == NULL)
-		fatalx("ipc: %s", err);
-	cut = conn_cut_secret(m->name);
-	secrets_release(proxy.secrets);
-	proxy.secrets = ng;
-	log_info("secret \"%s\": new value taken in place, %d connection(s) "
-	    "cut", m->name, cut);
+	if (secrets_stage(m->name, m->value, m->len) == -1)
+		fatalx("ipc: secret \"%s\": a second value, or none",
+		    m->name);
 }
 
 /* gatewayd's messages.  A reload carries the new configuration
@@ -370,7 +426,7 @@ on_ipc(struct ev *e, uint32_t events)
 		return;
 	}
 	if (hdr.type == IPC_SECRET) {
-		renew_secret((const struct ipc_secret *)(void *)buf);
+		stage_secret((const struct ipc_secret *)(void *)buf);
 		explicit_bzero(buf, sizeof(buf));
 		return;
 	}

@@ -114,54 +114,121 @@ secrets_adopt(struct secrets *ss)
 	return g;
 }
 
-struct renew {
-	const struct secrets	*old;
-	size_t			 idx;
-	const char		*value;
-	size_t			 len;
+/* --- values staged ahead of a reload ----------------------------------- */
+
+struct staged {
+	char		 name[64];
+	uint8_t		*page;		/* locked, not dumped: the value */
+	size_t		 pagelen, len;
+	struct staged	*next;
 };
+static struct staged *staged;
 
-/* Every value from the old generation but the renewed one. */
-static int
-from_renew(void *arg, const struct moat_secret *s, char *buf, size_t *len,
-    char *err, size_t errlen)
+int
+secrets_stage(const char *name, const char *value, size_t len)
 {
-	const struct renew *r = arg;
-	size_t i;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct staged *st;
 
-	for (i = 0; i < r->old->n; i++)
-		if (r->old->v[i].cfg == s)
-			break;
-	if (i == r->old->n) {
-		snprintf(err, errlen, "secret \"%s\": not in the running "
-		    "set", s->name);
+	if (len == 0 || len > SECRET_MAX_LEN || strlen(name) >= sizeof(
+	    st->name) || secrets_staged(name))
 		return -1;
-	}
-	if (i == r->idx) {
-		memcpy(buf, r->value, r->len);
-		*len = r->len;
-	} else {
-		memcpy(buf, r->old->v[i].value, r->old->v[i].len);
-		*len = r->old->v[i].len;
-	}
+	st = xcalloc(1, sizeof(*st));
+	snprintf(st->name, sizeof(st->name), "%s", name);
+	st->pagelen = (len / pg + 1) * pg;
+	st->page = arena_new(st->pagelen);
+	memcpy(st->page, value, len);
+	st->len = len;
+	st->next = staged;
+	staged = st;
 	return 0;
 }
 
-struct secrets *
-secrets_renew(const struct secrets *old, const struct moat_config *cfg,
-    size_t idx, const char *value, size_t len, char *err, size_t errlen)
+static const struct staged *
+staged_by_name(const char *name)
 {
-	struct renew r = { old, idx, value, len };
+	const struct staged *st;
+
+	for (st = staged; st != NULL; st = st->next)
+		if (strcmp(st->name, name) == 0)
+			return st;
+	return NULL;
+}
+
+bool
+secrets_staged(const char *name)
+{
+	return staged_by_name(name) != NULL;
+}
+
+size_t
+secrets_nstaged(void)
+{
+	const struct staged *st;
+	size_t n = 0;
+
+	for (st = staged; st != NULL; st = st->next)
+		n++;
+	return n;
+}
+
+void
+secrets_unstage(void)
+{
+	struct staged *st;
+
+	while ((st = staged) != NULL) {
+		staged = st->next;
+		explicit_bzero(st->page, st->pagelen);
+		munlock(st->page, st->pagelen);
+		munmap(st->page, st->pagelen);
+		free(st);
+	}
+}
+
+/* Each value staged for its name, else the old generation's. */
+static int
+from_rebuild(void *arg, const struct moat_secret *s, char *buf, size_t *len,
+    char *err, size_t errlen)
+{
+	const struct secrets *old = arg;
+	const struct staged *st;
+	size_t i;
+
+	if ((st = staged_by_name(s->name)) != NULL) {
+		memcpy(buf, st->page, st->len);
+		*len = st->len;
+		return 0;
+	}
+	for (i = 0; i < old->n; i++)
+		if (strcmp(old->v[i].cfg->name, s->name) == 0) {
+			memcpy(buf, old->v[i].value, old->v[i].len);
+			*len = old->v[i].len;
+			return 0;
+		}
+	snprintf(err, errlen, "secret \"%s\": no value was sent for it",
+	    s->name);
+	return -1;
+}
+
+struct secrets *
+secrets_rebuild(const struct secrets *old, const struct moat_config *cfg,
+    char *err, size_t errlen)
+{
 	struct secrets ss;
 
-	if (idx >= old->n || len == 0 || len > SECRET_MAX_LEN) {
-		snprintf(err, errlen, "secret %zu: no such secret, or a value "
-		    "of %zu bytes", idx, len);
-		return NULL;
-	}
-	if (secrets_load_from(&ss, cfg, from_renew, &r, err, errlen) == -1)
+	if (secrets_load_from(&ss, cfg, from_rebuild, (void *)old, err,
+	    errlen) == -1)
 		return NULL;
 	return secrets_adopt(&ss);
+}
+
+void
+secrets_retire(struct secrets *g, struct moat_config *cfg)
+{
+	if (g->retired != NULL)
+		config_free(g->retired);
+	g->retired = cfg;
 }
 
 struct secrets *
@@ -174,6 +241,7 @@ secrets_hold(struct secrets *g)
 void
 secrets_release(struct secrets *g)
 {
+	struct moat_config *retired;
 	struct secrets **pp;
 
 	if (g == NULL || --g->refs > 0)
@@ -183,8 +251,11 @@ secrets_release(struct secrets *g)
 			*pp = g->next;
 			break;
 		}
+	retired = g->retired;
 	secrets_wipe(g);
 	free(g);
+	if (retired != NULL)
+		config_free(retired);
 }
 
 void
@@ -194,9 +265,12 @@ secrets_wipe_all(void)
 
 	while ((g = generations) != NULL) {
 		generations = g->next;
+		if (g->retired != NULL)
+			config_free(g->retired);
 		secrets_wipe(g);
 		free(g);
 	}
+	secrets_unstage();
 }
 
 const struct secret *

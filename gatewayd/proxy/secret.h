@@ -44,6 +44,7 @@ struct secrets {
 	size_t		 maxph;		/* longest placeholder */
 	int		 refs;		/* secrets_hold: a generation */
 	struct secrets	*next;		/* every generation, for the exit */
+	struct moat_config *retired;	/* freed with it (secrets_retire) */
 };
 
 /* Read every cfg->secrets[i].file.  Values may end in one newline (it is
@@ -61,23 +62,36 @@ int	secrets_load_from(struct secrets *, const struct moat_config *,
 void	secrets_wipe(struct secrets *);
 
 /*
- * Generations.  A value can change while the proxy runs (`gatewayd ctl
- * secret set`): the proxy then makes a new generation with it and goes
- * on.  Every connection whose requests it reads holds the generation it
- * started with, because its scrubber points into that generation's
- * values; a generation is wiped and freed when its last holder lets go.
- * secrets_adopt makes a loaded set the first generation (one reference,
- * the proxy's own); secrets_renew returns a new generation with secret
- * idx's value replaced (one reference) and leaves old as it is.
+ * Generations.  Values and definitions can change while the proxy runs
+ * (`gatewayd ctl secret set`, a secret added or edited): the proxy then
+ * makes a new generation and goes on.  Every connection whose requests it
+ * reads holds the generation it started with, because its scrubber points
+ * into that generation's values; a generation is wiped and freed (with
+ * the configuration its definitions came from, if retired) when its last
+ * holder lets go.  secrets_adopt makes a loaded set the first generation
+ * (one reference, the proxy's own).
  */
 struct secrets *secrets_adopt(struct secrets *);
-struct secrets *secrets_renew(const struct secrets *old,
-	    const struct moat_config *cfg, size_t idx, const char *value,
-	    size_t len, char *err, size_t errlen);
 struct secrets *secrets_hold(struct secrets *);
 void	secrets_release(struct secrets *);
 /* At exit: wipe every generation still held. */
 void	secrets_wipe_all(void);
+
+/* New values gatewayd sends ahead of a reload, kept by name in locked
+ * memory until secrets_rebuild takes them or secrets_unstage wipes them.
+ * 0, or -1 if name was already staged or the value is empty or too long. */
+int	secrets_stage(const char *name, const char *value, size_t len);
+bool	secrets_staged(const char *name);
+size_t	secrets_nstaged(void);
+void	secrets_unstage(void);
+/* A generation for cfg's secrets: each one's value as staged for its
+ * name, or else as old has it under that name.  NULL (err says which
+ * secret) when a secret has neither.  One reference. */
+struct secrets *secrets_rebuild(const struct secrets *old,
+	    const struct moat_config *cfg, char *err, size_t errlen);
+/* g's definitions point into cfg: free cfg with g. */
+void	secrets_retire(struct secrets *g, struct moat_config *cfg);
+
 const struct secret *secrets_by_name(const struct secrets *, const char *);
 
 /* Replace every occurrence of each subst's from in src by its to.  Writes

@@ -229,7 +229,7 @@ out=$(printf '%s\n' "$VB2" | bctl secret set bkey --host api.bound.test 2>&1)
 expect_eq "rotation keeps the placeholder" "secret bkey: placeholder $PB" "$out"
 expect_eq "rotation keeps the proxy workers" "$old" "$(gw_proxy_pids)"
 expect_match "... which take the new value in place" \
-	"new secret values sent, reconfigured in place" "$(cat "$GW_LOG")"
+	"new secret value.* sent, reconfigured in place" "$(cat "$GW_LOG")"
 use ib 2; use ia 2
 expect_ok "$UB's open intercepted connection is cut (it could carry the old value)" has ib "closed 2"
 expect_match "... audited with the reason and the secret's name" \
@@ -242,6 +242,27 @@ expect_fail "... and the old one never again" grep -qF "Bearer $VB" "$PX_DIR/bou
 : >"$PX_DIR/bound.log"
 px_curl a-web https://api.bound.test/echo -H "Authorization: Bearer $PA" >/dev/null
 expect_match "$UA's value is unchanged by $UB's rotation" "Authorization: Bearer $VA" "$(cat "$PX_DIR/bound.log")"
+
+# --- a secret added, or one's definition changed: in place too -------------
+itunnel b-api ib2; wait_for 30 has ib2 200; use ib2 1
+expect_ok "$UB's new intercepted connection answers" has ib2 "ok 1"
+old=$(gw_proxy_pids)
+VC=sk-carol-$RANDOM$RANDOM
+out=$(printf '%s\n' "$VC" | actl secret set ckey --host api.bound.test 2>&1)
+expect_match "$UA adds a new secret" "^secret ckey: placeholder moat-ckey-" "$out"
+expect_eq "a secret added keeps the proxy workers" "$old" "$(gw_proxy_pids)"
+use ia 3; use ib2 2
+expect_ok "... $UA's intercepted connection goes on" has ia "ok 3"
+expect_ok "... and so does $UB's" has ib2 "ok 2"
+out=$(printf '%s\n' "$VB2" | bctl secret set bkey --host api.bound.test --header X-Api-Key 2>&1)
+expect_match "$UB gives bkey another header" "^secret bkey: placeholder $PB" "$out"
+expect_eq "a secret's definition changed keeps the proxy workers" "$old" "$(gw_proxy_pids)"
+use ia 4; use ib2 3
+expect_ok "... $UB's connection, which holds bkey, is cut" has ib2 "closed 3"
+expect_ok "... $UA's goes on" has ia "ok 4"
+: >"$PX_DIR/bound.log"
+px_curl b-api https://api.bound.test/echo -H "X-Api-Key: $PB" >/dev/null
+expect_match "bkey now goes in its new header" "X-Api-Key: $VB2" "$(cat "$PX_DIR/bound.log")"
 
 # --- own destroy, audit, no value anywhere ----------------------------------
 ip -n "$NS_GW" link del "$tap" 2>/dev/null	# the test's veth, not a tap
@@ -264,7 +285,7 @@ for line in open(sys.argv[1]):
         assert k not in e or isinstance(e[k], int), e
     n += "uid" in e
 assert n > 0' "$GW_AUDIT"
-for v in "$VA" "$VB" "$VB2"; do
+for v in "$VA" "$VB" "$VB2" "$VC"; do
 	expect_fail "no secret value in the audit log or gatewayd's log" \
 		grep -rqF "$v" "$GW_AUDIT" "$GW_LOG"
 done

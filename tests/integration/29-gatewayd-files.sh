@@ -61,7 +61,7 @@ printf 'sk-files-test-ROTATED\n' >"$TOPO_TMP/etc/api.secret.new"
 chmod 600 "$TOPO_TMP/etc/api.secret.new"
 mv "$TOPO_TMP/etc/api.secret.new" "$TOPO_TMP/etc/api.secret"
 expect_ok "reload" gw_ctl reload
-sent() { [ "$(grep -c 'new secret values sent' "$GW_LOG")" -ge "$(wc -w <<<"$proxy1")" ]; }
+sent() { [ "$(grep -c 'new secret value(s) sent' "$GW_LOG")" -ge "$(wc -w <<<"$proxy1")" ]; }
 wait_for 20 sent
 expect_eq "the same proxy workers after the reload" "$proxy1" "$(gw_proxy_pids)"
 # The proxy got the secret's value from the parent: it is in its memory.

@@ -102,7 +102,7 @@ printf 'sk-reconf-test-OTHER\n' >"$TOPO_TMP/etc/api.secret"
 expect_ok "reload after the secret's file changed" gw_ctl reload
 expect_eq "a changed secret file keeps the workers" "$P1" "$(gw_proxy_pids)"
 expect_eq "... each sent the new value" "$(wc -w <<<"$P1")" \
-	"$(grep -c "proxy [0-9]*: new secret values sent, reconfigured in place" "$GW_LOG")"
+	"$(grep -c "proxy [0-9]*: 1 new secret value(s) sent, reconfigured in place" "$GW_LOG")"
 expect_eq "... and dev's spliced tunnel goes on" "step2" "$(step d 2)"
 P2=$P1
 

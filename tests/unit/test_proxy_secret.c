@@ -271,8 +271,9 @@ test_placeholder_spotting(void **state)
 	}
 }
 
-/* A value rotated in place: the new generation has it and every other
- * value; the old one stays whole for the connections that hold it. */
+/* Values and definitions changed in place: the new generation has the
+ * staged value and every other one by name; the old one stays whole for
+ * the connections that hold it. */
 static int
 two_values(void *arg, const struct moat_secret *s, char *buf, size_t *len,
     char *err, size_t errlen)
@@ -294,7 +295,13 @@ test_generations(void **state)
 		{ .name = "a", .placeholder = "ph-a" },
 		{ .name = "b", .placeholder = "ph-b" },
 	};
+	/* the new configuration: b, a new c, and a is gone */
+	struct moat_secret nsec[2] = {
+		{ .name = "c", .placeholder = "ph-c" },
+		{ .name = "b", .placeholder = "ph-b" },
+	};
 	struct moat_config cfg = { .secrets = sec, .nsecrets = 2 };
+	struct moat_config ncfg = { .secrets = nsec, .nsecrets = 2 };
 	struct secrets ss, *g1, *g2;
 	char err[256];
 
@@ -304,25 +311,41 @@ test_generations(void **state)
 	assert_int_equal(g1->refs, 1);
 	assert_null(ss.arena);			/* moved, not copied */
 	assert_ptr_equal(secrets_hold(g1), g1);	/* a connection */
-	g2 = secrets_renew(g1, &cfg, 1, "vb-2-longer", 11, err, sizeof(err));
+	/* c has no value yet: no generation */
+	assert_null(secrets_rebuild(g1, &ncfg, err, sizeof(err)));
+	assert_non_null(strstr(err, "\"c\""));
+	assert_int_equal(secrets_stage("c", "vc-1", 4), 0);
+	assert_int_equal(secrets_stage("b", "vb-2-longer", 11), 0);
+	assert_int_equal(secrets_stage("b", "again", 5), -1);
+	assert_int_equal(secrets_stage("d", "", 0), -1);
+	assert_int_equal(secrets_nstaged(), 2);
+	g2 = secrets_rebuild(g1, &ncfg, err, sizeof(err));
 	assert_non_null(g2);
+	secrets_unstage();
+	assert_false(secrets_staged("b"));
 	assert_int_equal(g2->refs, 1);
-	assert_memory_equal(g2->v[0].value, "va-1", 4);
+	assert_int_equal(g2->n, 2);
+	assert_memory_equal(g2->v[0].value, "vc-1", 4);
 	assert_int_equal(g2->v[1].len, 11);
 	assert_memory_equal(g2->v[1].value, "vb-2-longer", 11);
 	assert_ptr_equal(g2->redact[1].from, g2->v[1].value);
-	assert_int_equal(g2->redact[1].fromlen, 11);
 	assert_int_equal(g2->maxvalue, 11);
-	assert_ptr_equal(g2->v[1].cfg, &sec[1]);
+	assert_ptr_equal(g2->v[1].cfg, &nsec[1]);
+	/* unstaged: a value comes from the old generation by name */
+	ncfg.secrets = &nsec[1];
+	ncfg.nsecrets = 1;
+	secrets_release(g2);
+	g2 = secrets_rebuild(g1, &ncfg, err, sizeof(err));
+	assert_non_null(g2);
+	assert_memory_equal(g2->v[0].value, "vb-1", 4);
 	/* the proxy lets go of g1; the connection still scrubs with it */
 	secrets_release(g1);
 	assert_int_equal(g1->refs, 1);
+	assert_memory_equal(g1->v[0].value, "va-1", 4);
 	assert_memory_equal(g1->v[1].value, "vb-1", 4);
 	assert_int_equal(g1->redact[1].fromlen, 4);
 	secrets_release(g1);			/* the connection closes */
-	/* no such secret, or no value */
-	assert_null(secrets_renew(g2, &cfg, 2, "x", 1, err, sizeof(err)));
-	assert_null(secrets_renew(g2, &cfg, 0, "x", 0, err, sizeof(err)));
+	secrets_release(g2);
 	secrets_wipe_all();
 }
 
