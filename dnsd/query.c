@@ -497,10 +497,13 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 	fwd_start(c);
 }
 
+/* The log's budget starts full: the first lines after a start are the
+ * ones an operator looks for. */
 void
 query_init(void)
 {
 	Q.log_last = ev_now();
+	Q.log_tokens = LOG_PER_SEC;
 }
 
 /* No acknowledgement in time: fail closed. */

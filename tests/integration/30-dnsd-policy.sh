@@ -14,6 +14,14 @@ dns_conf
 dns_upstream 203.0.113.53 || not_ok "test upstream starts"
 dns_start --no-nft || { not_ok "dnsd starts" "$(dns_log)"; exit 1; }
 ok "dnsd serves on $GW_ADDR:53"
+# The log's budget starts full: a burst of refusals right after the start
+# is logged line by line (it used to start empty, so the first lines after
+# a start could be dropped, depending on how soon the queries came).
+in_ns "$TOPO-locked" dig @"$GW_ADDR" +time=8 +tries=1 +short \
+	b1.test b2.test b3.test b4.test b5.test b6.test b7.test b8.test >/dev/null 2>&1
+burst() { grep -c "sandbox locked: refused A b[1-8].test.: egress none" "$TOPO_TMP/dnsd.log"; }
+wait_for 10 eval '[ "$(burst)" -ge 8 ]'
+expect_eq "a burst of 8 refusals right after the start: each logged" 8 "$(burst)"
 
 # --- policy per mode ------------------------------------------------------
 out=$(qdig web pypi.org)
