@@ -353,8 +353,8 @@ config_summary(FILE *fp, const struct moat_config *cfg)
 	}
 }
 
-char *
-config_text_but_sandboxes(const struct moat_config *cfg)
+static char *
+text_without(const struct moat_config *cfg, bool secrets)
 {
 	struct moat_config c = *cfg;	/* shallow: only read */
 	char *buf = NULL;
@@ -362,6 +362,8 @@ config_text_but_sandboxes(const struct moat_config *cfg)
 	FILE *fp;
 
 	c.nsandboxes = 0;
+	if (!secrets)
+		c.nsecrets = 0;
 	if ((fp = open_memstream(&buf, &len)) == NULL)
 		fatalx("out of memory");
 	config_print(fp, &c);
@@ -371,21 +373,15 @@ config_text_but_sandboxes(const struct moat_config *cfg)
 }
 
 char *
+config_text_but_sandboxes(const struct moat_config *cfg)
+{
+	return text_without(cfg, true);
+}
+
+char *
 config_text_but_sandboxes_secrets(const struct moat_config *cfg)
 {
-	struct moat_config c = *cfg;	/* shallow: only read */
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *fp;
-
-	c.nsandboxes = 0;
-	c.nsecrets = 0;
-	if ((fp = open_memstream(&buf, &len)) == NULL)
-		fatalx("out of memory");
-	config_print(fp, &c);
-	if (fclose(fp) != 0)
-		fatalx("out of memory");
-	return buf;
+	return text_without(cfg, false);
 }
 
 bool

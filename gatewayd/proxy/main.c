@@ -283,6 +283,8 @@ changed_secrets(const struct moat_config *old, const struct moat_config *ncfg,
 	return n;
 }
 
+#define SWAP(a, b) do { __typeof__(a) t_ = (a); (a) = (b); (b) = t_; } while (0)
+
 /* Release a generation once this turn's closed connections are freed. */
 static void
 release_generation(void *arg)
@@ -313,11 +315,9 @@ reconfigure(int fd, bool keep)
 	bool rest_changed = strcmp(a, b) != 0;
 	bool secrets_changed = strcmp(sa, sb_) != 0 || secrets_nstaged() > 0;
 	struct secrets *ng = NULL, *og;
-	struct moat_sandbox *sbs;
-	struct moat_secret *secs;
 	const char **changed = NULL;
 	char err[256];
-	size_t i, n, nchanged = 0;
+	size_t i, nchanged = 0;
 	int cut;
 
 	free(sa);
@@ -351,12 +351,8 @@ reconfigure(int fd, bool keep)
 	}
 	for (i = 0; i < nchanged; i++)
 		cut += conn_cut_secret(changed[i]);
-	sbs = live_cfg->sandboxes;
-	n = live_cfg->nsandboxes;
-	live_cfg->sandboxes = ncfg->sandboxes;
-	live_cfg->nsandboxes = ncfg->nsandboxes;
-	ncfg->sandboxes = sbs;
-	ncfg->nsandboxes = n;
+	SWAP(live_cfg->sandboxes, ncfg->sandboxes);
+	SWAP(live_cfg->nsandboxes, ncfg->nsandboxes);
 	if (ng == NULL) {
 		/* after this turn's closed connections are freed */
 		ev_defer(free_config, ncfg);
@@ -364,12 +360,8 @@ reconfigure(int fd, bool keep)
 		/* The old definitions go with the old generation: ncfg keeps
 		 * them (and the old sandboxes) until its last holder, and this
 		 * turn's closed connections, let go. */
-		secs = live_cfg->secrets;
-		n = live_cfg->nsecrets;
-		live_cfg->secrets = ncfg->secrets;
-		live_cfg->nsecrets = ncfg->nsecrets;
-		ncfg->secrets = secs;
-		ncfg->nsecrets = n;
+		SWAP(live_cfg->secrets, ncfg->secrets);
+		SWAP(live_cfg->nsecrets, ncfg->nsecrets);
 		og = proxy.secrets;
 		secrets_retire(og, ncfg);
 		proxy.secrets = ng;

@@ -148,3 +148,16 @@ sbox_trunk_host() {
 	ip -n "$1" addr add "$6"/30 dev mgmt0
 	ip -n "$1" route add $SB_MGMT/32 via "$5"
 }
+
+# sbox_mkcert NAME -- a self-signed EC certificate $PKI/NAME.crt and .key,
+# as a KVM host or the box makes its own (PKI: the caller's folder).
+sbox_mkcert() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj "/CN=$1" -days 2 -keyout "$PKI/$1.key" -out "$PKI/$1.crt" 2>/dev/null
+}
+# sbox_pin NAME -- sha256:<hex> of $PKI/NAME.crt's SubjectPublicKeyInfo,
+# the fingerprint typed into the other side's configuration.
+sbox_pin() {
+	echo "sha256:$(openssl x509 -in "$PKI/$1.crt" -pubkey -noout |
+		openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)"
+}

@@ -36,16 +36,8 @@ chmod 0755 "$TOPO_TMP"	# QEMU (nobody) reads the imported kernel below
 
 # Keys are made where they are used; only the fingerprints travel (typed
 # into the box's moat.conf), and the box's certificate (public).
-PKI=$TOPO_TMP/pki; mkdir -p "$PKI"
-mkcert() {	# mkcert NAME -- a self-signed EC certificate NAME.crt/.key
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-subj "/CN=$1" -days 2 -keyout "$PKI/$1.key" -out "$PKI/$1.crt" 2>/dev/null
-}
-pin() {	# pin NAME -- sha256:<hex> of NAME.crt's SubjectPublicKeyInfo
-	echo "sha256:$(openssl x509 -in "$PKI/$1.crt" -pubkey -noout |
-		openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)"
-}
-for n in box hostA hostB stranger; do mkcert $n; done
+PKI=$TOPO_TMP/pki; mkdir -p "$PKI"	# sbox_mkcert, sbox_pin
+for n in box hostA hostB stranger; do sbox_mkcert $n; done
 
 C1=10.77.0.60	# the box's own sandbox: outside both hosts' pools
 cat >"$GW_CONF" <<CONF
@@ -59,8 +51,8 @@ gateway: {
   registration: { listen = "$SB_MGMT:7443"; cert = "$PKI/box.crt"; key = "$PKI/box.key"; };
 };
 hosts = (
-  { name = "hostA"; key = "$(pin hostA)"; pool = "$SB_POOL_A"; trunk = "trA"; max_egress = "open"; },
-  { name = "hostB"; key = "$(pin hostB)"; pool = "$SB_POOL_B"; trunk = "trB"; max_egress = "open"; }
+  { name = "hostA"; key = "$(sbox_pin hostA)"; pool = "$SB_POOL_A"; trunk = "trA"; max_egress = "open"; },
+  { name = "hostB"; key = "$(sbox_pin hostB)"; pool = "$SB_POOL_B"; trunk = "trB"; max_egress = "open"; }
 );
 # A sandbox of the box's own, on gateway.bridge (no trunk): no host may
 # send as it.
@@ -88,7 +80,7 @@ box: { address = "$SB_MGMT:7443"; $4; cert = "$PKI/$2.crt";
 CONF
 }
 HA=$TOPO_TMP/hostA; HB=$TOPO_TMP/hostB
-host_conf "$HA" hostA $SB_POOL_A "pin = \"$(pin box)\""
+host_conf "$HA" hostA $SB_POOL_A "pin = \"$(sbox_pin box)\""
 host_conf "$HB" hostB $SB_POOL_B "ca = \"$PKI/box.crt\""
 # pvh HOSTNS DIR ARGS... -- provision on a KVM host.
 pvh() { local ns=$1 d=$2; shift 2; in_ns "$ns" env -i PATH="$PATH" build/provision \
@@ -210,7 +202,7 @@ expect_eq "... and nothing at the box" False \
 	"$([ -f "$BOX_SB/s1.conf" ] && echo True || echo False)"
 # A box that is not the pinned one (host A's pin names another key).
 cp -r "$HA" "$TOPO_TMP/wrongpin"; rm -rf "$TOPO_TMP/wrongpin/state" "$TOPO_TMP/wrongpin/sandboxes.d"/*
-sed -i "s|$(pin box)|$(pin stranger)|" "$TOPO_TMP/wrongpin/moat.conf"
+sed -i "s|$(sbox_pin box)|$(sbox_pin stranger)|" "$TOPO_TMP/wrongpin/moat.conf"
 n0=$(grep -c . "$GW_AUDIT")
 out=$(pvh "$SB_NS_A" "$TOPO_TMP/wrongpin" create w1 $(kargs) open 2>&1); rc=$?
 expect_eq "a box whose key is not the pinned one: provision create fails" 1 "$rc"

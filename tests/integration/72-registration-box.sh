@@ -31,16 +31,8 @@ topo_link "$NS_GW" mg-b "$SB_NS_B" mgmt0 && ip -n "$NS_GW" link set mg-b master 
 ip -n "$SB_NS_A" addr add 192.168.200.2/24 dev mgmt0
 ip -n "$SB_NS_B" addr add 192.168.200.3/24 dev mgmt0
 
-PKI=$TOPO_TMP/pki; mkdir -p "$PKI"
-mkcert() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-subj "/CN=$1" -days 2 -keyout "$PKI/$1.key" -out "$PKI/$1.crt" 2>/dev/null
-}
-pin() {
-	echo "sha256:$(openssl x509 -in "$PKI/$1.crt" -pubkey -noout |
-		openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)"
-}
-for n in box hostA hostB hostC stranger; do mkcert $n; done
+PKI=$TOPO_TMP/pki; mkdir -p "$PKI"	# sbox_mkcert, sbox_pin
+for n in box hostA hostB hostC stranger; do sbox_mkcert $n; done
 install -m 0600 /dev/null "$TOPO_TMP/openai"; echo sk-test-value >"$TOPO_TMP/openai"
 
 conf() {	# conf LISTEN -- the box's config
@@ -59,10 +51,10 @@ secrets = (
     header = "Authorization"; placeholder = "moat-openai-PLACEHOLDER"; }
 );
 hosts = (
-  { name = "hostA"; key = "$(pin hostA)"; pool = "10.77.0.16/28"; trunk = "$SB_GW_IF";
+  { name = "hostA"; key = "$(sbox_pin hostA)"; pool = "10.77.0.16/28"; trunk = "$SB_GW_IF";
     max_egress = "open"; secrets = [ "openai" ]; },
-  { name = "hostB"; key = "$(pin hostB)"; pool = "10.77.0.32/28"; trunk = "$SB_GW_IF"; },
-  { name = "hostC"; key = "$(pin hostC)"; pool = "10.77.0.48/28"; trunk = "$SB_GW_IF"; }
+  { name = "hostB"; key = "$(sbox_pin hostB)"; pool = "10.77.0.32/28"; trunk = "$SB_GW_IF"; },
+  { name = "hostC"; key = "$(sbox_pin hostC)"; pool = "10.77.0.48/28"; trunk = "$SB_GW_IF"; }
 );
 sandboxes = (
   { name = "st"; mac = "52:54:00:00:0f:01"; address = "10.77.0.30"; tap = "st0";
@@ -212,7 +204,7 @@ expect_eq "... host B has 0 sandboxes and 5 refusals" "0 5" \
 expect_eq "... host A and B were seen, host C never" "True True None" \
 	"$(hosts "h['hostA']['last_seen'] is not None, h['hostB']['last_seen'] is not None, h['hostC']['last_seen']")"
 expect_eq "... each with its pool, trunk and a short key fingerprint" \
-	"10.77.0.16/28 sb0 $(pin hostA | cut -c1-23)" \
+	"10.77.0.16/28 sb0 $(sbox_pin hostA | cut -c1-23)" \
 	"$(hosts "h['hostA']['pool'], h['hostA']['trunk'], h['hostA']['key']")"
 text=$(gw_ctl hosts)
 expect_match "ctl hosts (text) shows host C as never seen" "^hostC .* never +0 +0$" "$text"

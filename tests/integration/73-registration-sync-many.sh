@@ -21,16 +21,8 @@ SB_POOL_A=10.77.0.128/25
 sbox_up_trunks || { not_ok "separate-box topology with trunks comes up"; tap_done; exit 1; }
 topo_services || { not_ok "test services start"; tap_done; exit 1; }
 
-PKI=$TOPO_TMP/pki; mkdir -p "$PKI"
-mkcert() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-subj "/CN=$1" -days 2 -keyout "$PKI/$1.key" -out "$PKI/$1.crt" 2>/dev/null
-}
-pin() {
-	echo "sha256:$(openssl x509 -in "$PKI/$1.crt" -pubkey -noout |
-		openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)"
-}
-for n in box hostA hostB; do mkcert $n; done
+PKI=$TOPO_TMP/pki; mkdir -p "$PKI"	# sbox_mkcert, sbox_pin
+for n in box hostA hostB; do sbox_mkcert $n; done
 cat >"$GW_CONF" <<CONF
 gateway: {
   uplink  = "up0";
@@ -42,8 +34,8 @@ gateway: {
   registration: { listen = "$SB_MGMT:7443"; cert = "$PKI/box.crt"; key = "$PKI/box.key"; };
 };
 hosts = (
-  { name = "hostA"; key = "$(pin hostA)"; pool = "$SB_POOL_A"; trunk = "trA"; max_egress = "open"; },
-  { name = "hostB"; key = "$(pin hostB)"; pool = "$SB_POOL_B"; trunk = "trB"; max_egress = "open"; }
+  { name = "hostA"; key = "$(sbox_pin hostA)"; pool = "$SB_POOL_A"; trunk = "trA"; max_egress = "open"; },
+  { name = "hostB"; key = "$(sbox_pin hostB)"; pool = "$SB_POOL_B"; trunk = "trB"; max_egress = "open"; }
 );
 sandboxes = ();
 CONF
@@ -58,7 +50,7 @@ gateway: {
   dns:   { upstream = [ "$GW_ADDR" ]; };
   state_dir = "$HA/state";
 };
-box: { address = "$SB_MGMT:7443"; pin = "$(pin box)"; cert = "$PKI/hostA.crt";
+box: { address = "$SB_MGMT:7443"; pin = "$(sbox_pin box)"; cert = "$PKI/hostA.crt";
        key = "$PKI/hostA.key"; pool = "$SB_POOL_A"; };
 CONF
 # host A's 80 sandboxes, as provision writes their drop-ins: 15-character
