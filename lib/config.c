@@ -23,12 +23,10 @@ strlist_free(struct moat_strlist *l)
 }
 
 void
-config_free(struct moat_config *cfg)
+config_free_sandboxes(struct moat_config *cfg)
 {
 	size_t i;
 
-	if (cfg == NULL)
-		return;
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		struct moat_sandbox *x = &cfg->sandboxes[i];
 		free(x->name);
@@ -39,6 +37,19 @@ config_free(struct moat_config *cfg)
 		strlist_free(&x->bypass);
 		free(x->allow_ports);
 	}
+	free(cfg->sandboxes);
+	cfg->sandboxes = NULL;
+	cfg->nsandboxes = 0;
+}
+
+void
+config_free(struct moat_config *cfg)
+{
+	size_t i;
+
+	if (cfg == NULL)
+		return;
+	config_free_sandboxes(cfg);
 	for (i = 0; i < cfg->nsecrets; i++) {
 		struct moat_secret *x = &cfg->secrets[i];
 		free(x->name);
@@ -78,7 +89,6 @@ config_free(struct moat_config *cfg)
 	free(cfg->gw.upstream);
 	free(cfg->gw.state_dir);
 	free(cfg->gw.proxy_upstream_ca);
-	free(cfg->sandboxes);
 	free(cfg->secrets);
 	free(cfg->files);
 	free(cfg->path);

@@ -210,6 +210,8 @@ struct moat_config *config_load_normalised(const char *name, int fd,
 struct moat_config *config_load_buffer(const char *name, const char *text,
 	    const char *sandboxes_dir, struct moat_errors *errs);
 void	config_free(struct moat_config *);
+/* Only its sandboxes (none left after). */
+void	config_free_sandboxes(struct moat_config *);
 void	config_errors_free(struct moat_errors *);
 void	config_errors_print(FILE *, const struct moat_errors *);
 void	config_warnings_print(FILE *, const struct moat_errors *);

@@ -292,6 +292,15 @@ release_generation(void *arg)
 	secrets_release(arg);
 }
 
+/* The old sandboxes of a configuration retired with a generation: freed
+ * once this turn's closed connections are, not kept as long as the
+ * generation (which needs only the old secrets' definitions). */
+static void
+free_sandboxes(void *arg)
+{
+	config_free_sandboxes(arg);
+}
+
 /*
  * A reload, with the new configuration.  First every open connection the
  * new one no longer allows is cut.  Then, when gatewayd says only
@@ -358,13 +367,15 @@ reconfigure(int fd, bool keep)
 		ev_defer(free_config, ncfg);
 	} else {
 		/* The old definitions go with the old generation: ncfg keeps
-		 * them (and the old sandboxes) until its last holder, and this
-		 * turn's closed connections, let go. */
+		 * them until its last holder lets go.  Its old sandboxes go
+		 * after this turn's closed connections, first (the proxy's own
+		 * hold on og is let go after them). */
 		SWAP(live_cfg->secrets, ncfg->secrets);
 		SWAP(live_cfg->nsecrets, ncfg->nsecrets);
 		og = proxy.secrets;
 		secrets_retire(og, ncfg);
 		proxy.secrets = ng;
+		ev_defer(free_sandboxes, ncfg);
 		ev_defer(release_generation, og);
 		log_info("reload: %zu secret(s) changed, new values and "
 		    "definitions taken in place", nchanged);
