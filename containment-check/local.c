@@ -132,7 +132,7 @@ passwordless_sudo(const struct cc_disc *d, char *ev, size_t len)
 }
 
 /* Values shaped like real provider keys.  Placeholders say PLACEHOLDER
- * (DESIGN.md: the guest only ever holds those). */
+ * (a guest only ever holds those; real values stay on the gateway). */
 static const struct keyshape {
 	const char	*prefix;
 	size_t		 minlen;

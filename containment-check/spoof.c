@@ -5,7 +5,7 @@
  * the address to forge.  The engine (engine.c) does the socket work.
  *
  * A guest's port must pass only frames carrying that guest's MAC and IPv4
- * address, ARP included (DESIGN.md, anti-spoofing).  The probe sends
+ * address, ARP included (the gateway's anti-spoofing).  The probe sends
  *   SP_IP   its own MAC and an unused address of its subnet,
  *   SP_MAC  a forged MAC and its own address,
  *   SP_ARP  an ARP who-has for the gateway from the unused address,

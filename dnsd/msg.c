@@ -87,13 +87,6 @@ dq_clear(struct dq *q)
 	q->pkt = NULL;
 }
 
-void
-dq_move(struct dq *to, struct dq *from)
-{
-	*to = *from;
-	from->pkt = NULL;
-}
-
 char *
 dq_name(const struct dq *q, char *buf, size_t len)
 {
@@ -332,18 +325,6 @@ answer_clear(struct answer *a)
 	ldns_rr_list_deep_free(a->an);
 	ldns_rr_list_deep_free(a->ns);
 	memset(a, 0, sizeof(*a));
-}
-
-const char *
-da_status_name(enum da_status s)
-{
-	static const char *const names[] = {
-		[DA_OK] = "ok", [DA_TRUNCATED] = "truncated",
-		[DA_MISMATCH] = "does not match the question",
-		[DA_BAD] = "malformed", [DA_FAIL] = "upstream failure",
-	};
-
-	return names[s];
 }
 
 static bool

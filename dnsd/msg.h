@@ -49,7 +49,6 @@ enum dq_status dq_parse(const uint8_t *buf, size_t len, bool tcp,
 	    struct dq *);
 void	dq_clear(struct dq *);
 /* Move a parsed query (the destination takes ownership of pkt). */
-void	dq_move(struct dq *to, struct dq *from);
 /* The name as text for logs, "example.com." (into buf; returns buf). */
 char	*dq_name(const struct dq *, char *buf, size_t len);
 
@@ -89,7 +88,6 @@ struct dquestion {
 enum da_status da_parse(const uint8_t *buf, size_t len,
 	    const struct dquestion *q, const struct moat_rangeset *priv,
 	    struct answer *out);
-const char *da_status_name(enum da_status);
 
 /* The query dnsd sends upstream: our own random id, RD, EDNS0 with
  * DNSD_EDNS_SIZE and no DO.  Returns malloc'd wire (caller frees) or

@@ -344,7 +344,7 @@ ipc_cb(struct ev *h, uint32_t events)
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n == -2)
-		fatalx("ipc: %s", err);	/* STYLE.md 4: fatal to us */
+		fatalx("ipc: %s", err);	/* a malformed message is fatal to us */
 	if (n == -1)
 		fatal("ipc");
 	if (n == 0 && hdr.type == 0) {

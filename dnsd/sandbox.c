@@ -1,7 +1,7 @@
 /*
  * sandbox.c -- the resolver parses hostile packets, so it runs as its own
  * user with no capabilities, no_new_privs, and a seccomp allowlist whose
- * default is to kill the process.  Order (STYLE.md 2): everything is
+ * default is to kill the process.  Order: everything is
  * opened first, then the user is dropped, then the filter goes on.
  */
 #include <sys/prctl.h>

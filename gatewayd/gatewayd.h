@@ -1,7 +1,8 @@
 /*
  * gatewayd.h -- the moat appliance daemon, shared between its modules.
  *
- * Process model (STYLE.md points 2-4):
+ * Process model (the parent touches no hostile input; keys stay where
+ * the network is not; messages are typed and size-checked):
  *
  *   parent (root, CAP_NET_ADMIN)  applies the policy, binds the control
  *        |                        socket, owns the audit log; parses no

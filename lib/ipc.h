@@ -5,7 +5,7 @@
  * framing cannot drift.  Every message is a struct ipc_hdr followed by
  * exactly hdr.len bytes of payload.  ipc_recv() checks the total size, the
  * type and the payload's shape against one table; anything wrong is a
- * protocol violation, which is fatal to the receiver (STYLE.md point 4):
+ * protocol violation, which is fatal to the receiver:
  * the caller logs it and exits (or, in gatewayd's parent, kills the child).
  */
 #ifndef MOAT_IPC_H

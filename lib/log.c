@@ -31,12 +31,6 @@ log_setverbose(int v)
 	log_verbose = v;
 }
 
-int
-log_getverbose(void)
-{
-	return log_verbose;
-}
-
 static void
 vlog(int pri, const char *fmt, va_list ap, int with_errno)
 {

@@ -1,6 +1,7 @@
 /*
  * ranges.h -- the one canonical table of non-public address ranges
- * (DESIGN.md "Policy semantics") and fast lookup in it.
+ * (IANA's IPv4 and IPv6 special-purpose registries, every block that is
+ * not globally reachable) and fast lookup in it.
  *
  * Addresses are handled as struct moat_addr: family plus 16 bytes in
  * network order (IPv4 uses the first 4).  A rangeset is the private table

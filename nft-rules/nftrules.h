@@ -1,7 +1,7 @@
 /*
  * nftrules.h -- moat's packet policy as one nftables transaction.
  *
- * The policy of DESIGN.md "Policy semantics" is compiled from a
+ * The packet policy (moat.conf(5): egress modes, PRIVATE RANGES) is compiled from a
  * struct moat_config into a ruleset object (nftr_build), which can be
  * rendered as nft syntax (nftr_render), applied as one acked netlink
  * batch (nftr_apply), compared with the kernel's state (nftr_verify) and

@@ -1,5 +1,5 @@
 /*
- * nr_policy.c -- DESIGN.md "Policy semantics" as nftables objects.
+ * nr_policy.c -- the packet policy as nftables objects.
  *
  * inet moat (the gateway, routed traffic)
  *   raw_pre   prerouting/raw: sandbox-network sources only from the

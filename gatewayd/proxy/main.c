@@ -1,5 +1,6 @@
 /*
- * moat-proxy -- gatewayd's secret-injecting proxy (DESIGN.md "Secrets").
+ * moat-proxy -- gatewayd's secret-injecting proxy: guests hold placeholders,
+ * and the real value goes on the wire only to the host it is bound to.
  *
  * Start-up order is open, drop, narrow: read the config and the secret
  * values, load or create the gateway CA and bind (or receive) the

@@ -38,8 +38,3 @@ pipe_put(int p[2])
 	p[0] = p[1] = -1;
 }
 
-int
-pipe_pooled(void)
-{
-	return npool;
-}

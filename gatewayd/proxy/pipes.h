@@ -17,6 +17,5 @@ int	pipe_get(int p[2]);
 /* Give back p, which must be empty; p becomes { -1, -1 }. */
 void	pipe_put(int p[2]);
 /* Empty pipes held by the pool (tests). */
-int	pipe_pooled(void);
 
 #endif

@@ -1,5 +1,7 @@
 /*
- * policy.c -- refuse, splice or intercept (DESIGN.md "Policy semantics").
+ * policy.c -- refuse, splice or intercept: a connection is refused unless
+ * the sandbox could reach its destination directly, intercepted only for a
+ * host a secret the sandbox holds is bound to, and spliced otherwise.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -61,15 +61,6 @@ take(struct cur *c, size_t n)
 	return s;
 }
 
-const char *
-sni_strret(enum sni_ret r)
-{
-	static const char *const s[] = { "found", "absent", "incomplete",
-	    "not TLS", "malformed" };
-
-	return (size_t)r < sizeof(s) / sizeof(s[0]) ? s[r] : "?";
-}
-
 /* Concatenate handshake-record payloads into hs; returns the bytes
  * gathered, or -1 for something that is not a handshake record stream. */
 static long

@@ -23,6 +23,5 @@ enum sni_ret {
 /* name must hold at least 256 bytes. */
 enum sni_ret	sni_parse(const uint8_t *buf, size_t len, char *name,
 		    size_t namelen);
-const char	*sni_strret(enum sni_ret);
 
 #endif

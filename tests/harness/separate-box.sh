@@ -1,4 +1,4 @@
-# separate-box.sh -- DESIGN.md's "separate box" deployment in network
+# separate-box.sh -- the "separate box" deployment in network
 # namespaces (sourced after topology.sh, whose topo_ns, topo_link and
 # topo_down it uses, so teardown covers every namespace made here).
 #

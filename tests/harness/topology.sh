@@ -1,4 +1,4 @@
-# topology.sh -- DESIGN.md's test topology in network namespaces (sourced).
+# topology.sh -- the test topology in network namespaces (sourced).
 #
 #   guest nss (eth0 10.77.0.x) --veth "tap"--> [gw ns: bridge moat0 10.77.0.1/24]
 #   gw ns up0 203.0.113.1/24  <---veth--->  inet ns eth0 203.0.113.2/24

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Separate gateway box (DESIGN.md "Deployments"): two KVM hosts run only
+# Separate gateway box (docs/separate-box.md): two KVM hosts run only
 # nft-rules --host-only on their own bridges, a plain switch joins their
 # trunks to the gateway box's sandbox-side NIC, and gatewayd on the box
 # enforces the routing policy, DNS and the proxy for the guests of both.

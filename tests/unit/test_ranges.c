@@ -3,7 +3,8 @@
  *
  * Every row is checked at its first and last address and just outside
  * both ends, against an independent oracle (a linear scan of the table
- * with prefix_contains), plus hand-written boundary facts from DESIGN.md.
+ * with prefix_contains), plus hand-written boundary facts from the IANA
+ * special-purpose registries.
  */
 #include <arpa/inet.h>
 #include <setjmp.h>
