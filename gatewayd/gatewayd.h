@@ -99,12 +99,12 @@ void	proc_reaped(struct gw *, pid_t, int status);
 void	proc_tick(struct gw *, time_t now);
 int	proc_next_timeout(struct gw *, time_t now);	/* ms, -1 none */
 void	proc_ipc_readable(struct gw *, enum gw_proc_id);
-/* After a reload: children re-read the config by being started again
- * (they hold no privilege to read root-only files any more).  dnsd is
- * restarted at once.  The proxy takes the new sandboxes in place when
- * nothing else it was started on changed (settings, secrets' files);
- * otherwise it is told to drain its open connections while a new one
- * takes the listening socket. */
+/* After a reload: each child gets the new configuration from the parent
+ * (they hold no privilege to read root-only files any more).  dnsd takes
+ * it in place (IPC_DNS_CONFIG); the nflog reader is started again.  A
+ * proxy worker takes the new sandboxes and secrets in place when nothing
+ * else it was started on changed; otherwise it is told to drain its open
+ * connections while a new one takes the listening socket. */
 void	proc_reload(struct gw *);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);

@@ -1,5 +1,5 @@
 /*
- * budget.c -- the parent keeps every secret's request budget.
+ * parent_budget.c -- the parent keeps every secret's request budget.
  *
  * The proxy asks before it sends a request that carries a budgeted
  * secret; the counts live here so that neither a reload nor a proxy
