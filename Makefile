@@ -33,8 +33,12 @@ override CFLAGS += -D_FORTIFY_SOURCE=2
 endif
 
 PKGS_CORE = libconfig
-pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
-pkglibs   = $(shell pkg-config --libs $(1) 2>/dev/null)
+# Every library's flags come from pkg-config; a missing .pc file stops the
+# build with its name (these expand only where a recipe uses them, so
+# `make check` on a fresh machine installs the packages first).
+pkgok     = $(if $(shell pkg-config --exists $(1) && echo y),,$(error pkg-config does not know $(1): run "sudo make deps"))
+pkgcflags = $(call pkgok,$(1))$(shell pkg-config --cflags $(1))
+pkglibs   = $(call pkgok,$(1))$(shell pkg-config --libs $(1))
 
 PROGRAMS   :=
 UNIT_TESTS :=

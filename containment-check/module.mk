@@ -5,7 +5,7 @@ CC_SRCS := $(addprefix containment-check/,main.c args.c discover.c plan.c \
 	engine.c dns.c local.c report.c spoof.c)
 CC_OBJS := $(CC_SRCS:%.c=$(OBJ)/%.o)
 CC_LIBOBJS := $(filter-out $(OBJ)/containment-check/main.o,$(CC_OBJS))
-CC_STATIC_LIBS = -lldns -lcrypto
+CC_STATIC_LIBS = $(call pkgok,ldns libcrypto)$(shell pkg-config --libs --static ldns libcrypto)
 # -static-pie with the -fPIE objects; not $(LDHARDEN), whose -pie conflicts.
 CC_LDFLAGS = -static-pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 
@@ -28,4 +28,4 @@ UNIT_TESTS += $(CC_TESTS)
 
 $(CC_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CC_LIBOBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) -lldns $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(call pkglibs,ldns) $(CMOCKA_LIBS)

@@ -6,8 +6,8 @@ DNSD_SRCS := dnsd/main.c dnsd/resolver.c dnsd/frontend.c dnsd/query.c \
 	$(DNSD_CORE_SRCS)
 DNSD_OBJS := $(DNSD_SRCS:%.c=$(OBJ)/%.o)
 DNSD_CORE_OBJS := $(DNSD_CORE_SRCS:%.c=$(OBJ)/%.o)
-EXTRA_CFLAGS_dnsd = $(call pkgcflags,libldns libseccomp) -Inft-rules
-DNSD_LIBS = -lldns $(call pkglibs,libseccomp)
+EXTRA_CFLAGS_dnsd = $(call pkgcflags,ldns libseccomp) -Inft-rules
+DNSD_LIBS = $(call pkglibs,ldns libseccomp)
 
 PROGRAMS += $(BUILD)/dnsd
 INSTALL_SBIN += $(BUILD)/dnsd
@@ -22,4 +22,4 @@ UNIT_TESTS += $(DNSD_TESTS)
 $(OBJ)/tests/unit/test_dnsd_%.o: EXTRA_CFLAGS_tests += -Idnsd
 $(DNSD_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(DNSD_CORE_OBJS) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ -lldns $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(call pkglibs,ldns) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

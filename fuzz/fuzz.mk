@@ -11,7 +11,7 @@ FCC	 = clang
 FBUILD	 = build-fuzz
 FCFLAGS	 = -g -O1 -std=c17 -D_GNU_SOURCE -Ilib -Igatewayd -Inft-rules -fsanitize=fuzzer,address,undefined \
 	   -fno-sanitize-recover=undefined $(shell pkg-config --cflags libconfig)
-FLIBS	 = $(shell pkg-config --libs libconfig) -lldns -lssl -lcrypto -lmnl -lnftnl -lseccomp
+FLIBS	 = $(shell pkg-config --libs libconfig ldns libssl libcrypto libmnl libnftnl libseccomp)
 LIBSRC	 = $(wildcard lib/*.c)
 
 FUZZ_SRCS_fuzz_config =

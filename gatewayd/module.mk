@@ -9,7 +9,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_register.c parent_pool.c parent_promise.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
-GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto
+GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
 PROGRAMS += $(BUILD)/gatewayd
 INSTALL_SBIN += $(BUILD)/gatewayd
 

@@ -8,7 +8,7 @@ PROVISION_LIB_SRCS := provision/guest.c provision/alloc.c provision/dropin.c \
 PROVISION_SRCS := provision/main.c $(PROVISION_LIB_SRCS)
 PROVISION_OBJS := $(PROVISION_SRCS:%.c=$(OBJ)/%.o)
 PROVISION_LIB_OBJS := $(PROVISION_LIB_SRCS:%.c=$(OBJ)/%.o)
-PROVISION_LIBS := $(call pkglibs,libmnl) -lssl -lcrypto
+PROVISION_LIBS = $(call pkglibs,libmnl libssl libcrypto)
 EXTRA_CFLAGS_provision = $(call pkgcflags,libconfig) $(call pkgcflags,libmnl)
 PROGRAMS += $(BUILD)/provision
 INSTALL_SBIN += $(BUILD)/provision

@@ -15,4 +15,4 @@ $(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)
 UNIT_TESTS += $(BUILD)/tests/test_regclient
 $(BUILD)/tests/test_regclient: $(OBJ)/tests/unit/test_regclient.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS) -lssl -lcrypto
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS) $(call pkglibs,libssl libcrypto)
