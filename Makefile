@@ -118,7 +118,7 @@ install: all
 	$(if $(INSTALL_BIN),install -m 0755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/)
 	for c in $(MEMBER_CMDS); do ln -sf $(SBINDIR)/$$c $(DESTDIR)$(BINDIR)/$$c; done
 	install -d $(DESTDIR)$(DOCDIR)
-	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/*.md examples/grafana-moat.json $(DESTDIR)$(DOCDIR)/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
 	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
 	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets

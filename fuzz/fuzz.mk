@@ -19,6 +19,7 @@ FUZZ_SRCS_fuzz_ipc =
 FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c gatewayd/nflog_seccomp.c
 FUZZ_SRCS_fuzz_control = gatewayd/control.c
 FUZZ_SRCS_fuzz_register = gatewayd/register.c
+FUZZ_SRCS_fuzz_metrics = gatewayd/metrics.c gatewayd/metrics_series.c
 FUZZ_SRCS_fuzz_pathmatch =
 FUZZ_SRCS_fuzz_dnsd_query = dnsd/msg.c dnsd/policy.c dnsd/cache.c
 FUZZ_SRCS_fuzz_dnsd_answer = dnsd/msg.c dnsd/policy.c dnsd/cache.c

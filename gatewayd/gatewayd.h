@@ -68,7 +68,8 @@ struct gw_opts {
 
 /* The proxy is a pool: worker i is PROC_PROXY + i. */
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
-    PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_MAX };
+    PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_METRICS,
+    PROC_MAX };
 #define PROC_IS_PROXY(id)	((id) >= PROC_PROXY && (id) < PROC_CONTROL)
 
 struct gw_proc {
@@ -141,6 +142,7 @@ void	audit_event(struct gw *, const char *event, ...)
 /* --- registration of KVM hosts' sandboxes (parent_register.c) --- */
 struct reg_pem;
 int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
+int	gw_listen_tcp(const char *addrport, const char *what);
 /* The box's certificate and key for a new registration process. */
 int	reg_pem_read(const struct gw *, struct reg_pem *);
 /* An IPC_REG_REQ from the registration process (shape-checked); the
@@ -273,6 +275,9 @@ void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
+typedef void policy_counter_fn(void *arg, const char *family, const char *name,
+    const char *what, uint64_t packets);
+int	policy_counters_each(struct gw *, policy_counter_fn *, void *arg);
 
 /* --- nflog child (nflog.c) --- */
 
@@ -393,6 +398,11 @@ struct gw {
 	}			*hoststats;
 	size_t			 nhoststats;
 	uint64_t		 reg_unknown;	/* connections with unknown keys */
+	struct metrics		*metrics;	/* parent_metrics.c */
+	int			 metricsfd;	/* metrics.listen, or -1 */
+	time_t			 metrics_due;	/* next rendering */
+	time_t			 metrics_sent;	/* to the metrics process */
+	double			 reload_ms;	/* the last reload took */
 	bool			 quit;
 };
 
@@ -404,6 +414,13 @@ time_t	gw_budget_now(const struct gw *);
 
 
 int	gw_run(struct gw_opts *);
+int	gw_sealed_memfd(const char *name, const char *text, size_t len);
+
+/* parent_metrics.c */
+int	metrics_listen(struct gw *);	/* bind gateway.metrics.listen */
+void	metrics_tick(struct gw *, time_t now);
+int	metrics_next_timeout(const struct gw *, time_t now);	/* ms, -1 */
+char	*metrics_render(struct gw *, size_t *len);
 
 /* parent_reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */

@@ -22,6 +22,7 @@
 #include "ev.h"
 #include "gatewayd.h"
 #include "log.h"
+#include "metrics.h"
 #include "nftrules.h"
 
 static void
@@ -73,6 +74,9 @@ loop(struct gw *gw, int sfd)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
 		timeout = proc_next_timeout(gw, time(NULL));
+		i = metrics_next_timeout(gw, time(NULL));
+		if (i != -1 && (timeout == -1 || i < timeout))
+			timeout = i;
 		if (poll(pfd, FD_PROC0 + PROC_MAX, timeout) == -1 &&
 		    errno != EINTR)
 			fatal("poll");
@@ -85,6 +89,7 @@ loop(struct gw *gw, int sfd)
 			if (pfd[FD_PROC0 + i].revents && gw->procs[i].ipc != -1)
 				proc_ipc_readable(gw, (enum gw_proc_id)i);
 		proc_tick(gw, time(NULL));
+		metrics_tick(gw, time(NULL));
 	}
 }
 
@@ -126,7 +131,8 @@ startup(struct gw *gw)
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);
 	audit_open(gw);
-	if (control_listen(gw) == -1 || reg_listen(gw) == -1)
+	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
+	    metrics_listen(gw) == -1)
 		return -1;
 	return 0;
 }
@@ -139,7 +145,7 @@ gw_run(struct gw_opts *opts)
 
 	gw.opts = *opts;
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
-	gw.dns_udp = gw.dns_tcp = gw.regfd = -1;
+	gw.dns_udp = gw.dns_tcp = gw.regfd = gw.metricsfd = -1;
 	gw.started = time(NULL);
 	gw.on_ctl_msg = ctl_message;
 	gw.on_audit_line = ctl_log_line;
@@ -172,6 +178,9 @@ gw_run(struct gw_opts *opts)
 	free(gw.hoststats);
 	if (gw.regfd != -1)
 		close(gw.regfd);
+	if (gw.metricsfd != -1)
+		close(gw.metricsfd);
+	metrics_free(gw.metrics);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;
 }

@@ -269,6 +269,8 @@ struct counters {
 	const char *family;
 	bool	 json;
 	size_t	 n;		/* counters written so far */
+	policy_counter_fn *each;	/* or, instead of text, this */
+	void	*arg;
 };
 
 /* A counter's description: its name is reused across families (inet and
@@ -321,9 +323,16 @@ obj_cb(const struct nlmsghdr *nlh, void *data)
 	if (nftnl_obj_nlmsg_parse(nlh, o) == 0 &&
 	    nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) == NFT_OBJECT_COUNTER &&
 	    strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFTR_TABLE) == 0) {
-		counter_print(c, nftnl_obj_get_str(o, NFTNL_OBJ_NAME),
-		    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
-		    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES));
+		if (c->each != NULL)
+			c->each(c->arg, c->family,
+			    nftnl_obj_get_str(o, NFTNL_OBJ_NAME),
+			    counter_what(c->family,
+			    nftnl_obj_get_str(o, NFTNL_OBJ_NAME)),
+			    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS));
+		else
+			counter_print(c, nftnl_obj_get_str(o, NFTNL_OBJ_NAME),
+			    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
+			    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES));
 		c->n++;
 	}
 	nftnl_obj_free(o);
@@ -360,21 +369,39 @@ dump_counters(struct mnl_socket *nl, uint16_t family, struct counters *c)
 	return -1;
 }
 
-int
-policy_counters(struct gw *gw, bool json, char **out)
+static int
+counters_dump(struct counters *c)
 {
-	struct counters c = { NULL, 0, NULL, NULL, json, 0 };
 	struct mnl_socket *nl;
 	int rc = -1;
 
-	if ((c.fp = open_memstream(&c.text, &c.len)) == NULL)
-		return -1;
 	if ((nl = mnl_socket_open(NETLINK_NETFILTER)) != NULL &&
 	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0)
-		rc = dump_counters(nl, NFPROTO_INET, &c) == 0 &&
-		    dump_counters(nl, NFPROTO_BRIDGE, &c) == 0 ? 0 : -1;
+		rc = dump_counters(nl, NFPROTO_INET, c) == 0 &&
+		    dump_counters(nl, NFPROTO_BRIDGE, c) == 0 ? 0 : -1;
 	if (nl != NULL)
 		mnl_socket_close(nl);
+	return rc;
+}
+
+/* Each refusal counter of the policy's tables, for the metrics. */
+int
+policy_counters_each(struct gw *gw, policy_counter_fn *each, void *arg)
+{
+	struct counters c = { NULL, 0, NULL, NULL, false, 0, each, arg };
+
+	return counters_dump(&c);
+}
+
+int
+policy_counters(struct gw *gw, bool json, char **out)
+{
+	struct counters c = { NULL, 0, NULL, NULL, json, 0, NULL, NULL };
+	int rc;
+
+	if ((c.fp = open_memstream(&c.text, &c.len)) == NULL)
+		return -1;
+	rc = counters_dump(&c);
 	fclose(c.fp);
 	if (rc == -1) {
 		free(c.text);

@@ -31,6 +31,7 @@
 #include "secretfile.h"
 #include "signer.h"
 #include "ipc.h"
+#include "metrics.h"
 #include "log.h"
 #include "privdrop.h"
 
@@ -42,6 +43,7 @@
 static int start_nflog(struct gw *, int ipc);
 static int start_control(struct gw *, int ipc);
 static int start_register(struct gw *, int ipc);
+static int start_metrics(struct gw *, int ipc);
 static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
@@ -61,6 +63,7 @@ static const struct role {
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
 	    (1u << IPC_CTL_GONE) },
 	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ },
+	[PROC_METRICS] = { "metrics", start_metrics, 0 },	/* sends nothing */
 };
 
 /* Every proxy worker has the proxy's role: the same name, the same
@@ -116,6 +119,8 @@ proc_init(struct gw *gw)
 	gw->procs[PROC_CONTROL].enabled = true;	/* and so does ctl */
 	/* Only a separate box with gateway.registration listens. */
 	gw->procs[PROC_REGISTER].enabled = gw->regfd != -1;
+	/* And only gateway.metrics.listen serves metrics. */
+	gw->procs[PROC_METRICS].enabled = gw->metricsfd != -1;
 	pool_enable(gw);
 }
 
@@ -727,6 +732,8 @@ handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 	else
 		xasprintf(&line, "{\"source\":%s,%s", stamp, body + 1);
 	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
+	if (gw->metrics != NULL)
+		metrics_count(gw->metrics, p->name, body, len);
 	free(line);
 	free(body);
 }
@@ -898,6 +905,26 @@ start_register(struct gw *gw, int ipc)
 	return pid;
 }
 
+/* The metrics process gets the listening socket the parent bound on the
+ * management network, and each rendering as a sealed memory file. */
+static int
+start_metrics(struct gw *gw, int ipc)
+{
+	pid_t pid, parent = getpid();
+
+	if ((pid = fork()) == -1)
+		log_warn("metrics: fork");
+	if (pid == 0) {
+		int keep[2] = { gw->metricsfd, ipc };
+
+		child_signals();
+		child_fds(keep, 2);
+		metrics_main(3, 4, parent);
+	}
+	gw->metrics_sent = 0;	/* a new one has no rendering yet */
+	return pid;
+}
+
 /* Put fds at 3, 4, ... in the child, close everything else. */
 static void
 child_fds(int *fds, int n)
@@ -1015,13 +1042,23 @@ static int
 config_memfd(struct gw *gw)
 {
 	const char *text;
-	size_t len, off = 0;
-	ssize_t n;
-	int fd;
+	size_t len;
 
 	if ((text = config_text(gw, &len)) == NULL)
 		return -1;
-	if ((fd = memfd_create("moat.conf", MFD_CLOEXEC |
+	return gw_sealed_memfd("moat.conf", text, len);
+}
+
+/* text in a memory file sealed against every change, read from its
+ * start: what a child gets cannot change under it, nor can it write. */
+int
+gw_sealed_memfd(const char *name, const char *text, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = memfd_create(name, MFD_CLOEXEC |
 	    MFD_ALLOW_SEALING)) == -1)
 		return -1;
 	while (off < len) {

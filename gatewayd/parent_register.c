@@ -29,34 +29,51 @@
 
 #define DROPIN_MAX	8192
 
+/* A listening TCP socket on "ADDR:PORT" ("[V6]:PORT" too), which the
+ * config loader checked; -1 with the reason logged. */
 int
-reg_listen(struct gw *gw)
+gw_listen_tcp(const char *l, const char *what)
 {
-	const char *l = gw->cfg->gw.reg_listen, *colon;
+	const char *colon = strrchr(l, ':');
 	struct sockaddr_storage ss;
 	struct moat_addr a;
 	char host[64];
 	socklen_t sl;
-	int one = 1;
+	int fd, one = 1;
+
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - l), l);
+	if (host[0] == '[' && strlen(host) > 2) {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if (addr_parse(host, &a) == -1) {
+		log_warnx("%s.listen: cannot use \"%s\"", what, l);
+		return -1;
+	}
+	sl = addr_to_sockaddr(&a, (uint16_t)strtol(colon + 1, NULL, 10), &ss);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
+	    listen(fd, 16) == -1) {
+		log_warn("%s: listen on %s", what, l);
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+reg_listen(struct gw *gw)
+{
+	const char *l = gw->cfg->gw.reg_listen;
 
 	gw->regfd = -1;
 	if (l == NULL)
 		return 0;
-	colon = strrchr(l, ':');	/* checked by the config loader */
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - l), l);
-	if (addr_parse(host, &a) == -1) {
-		log_warnx("registration.listen: cannot use \"%s\"", l);
+	if ((gw->regfd = gw_listen_tcp(l, "registration")) == -1)
 		return -1;
-	}
-	sl = addr_to_sockaddr(&a, (uint16_t)strtol(colon + 1, NULL, 10), &ss);
-	gw->regfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (gw->regfd == -1 ||
-	    setsockopt(gw->regfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(gw->regfd, (struct sockaddr *)&ss, sl) == -1 ||
-	    listen(gw->regfd, 16) == -1) {
-		log_warn("registration: listen on %s", l);
-		return -1;
-	}
 	log_info("registration endpoint %s: %zu hosts", l, gw->cfg->nhosts);
 	return 0;
 }

@@ -46,9 +46,11 @@ gw_reload(struct gw *gw, char **errors)
 	struct moat_errors errs;
 	struct moat_config *cfg, *old = gw->cfg;
 	char err[1024], count[16];
+	struct timespec t0, t1;
 	int cut;
 
 	*errors = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cfg = config_load(old->path, NULL, &errs);
 	if (cfg == NULL) {
 		*errors = errors_text(&errs);
@@ -83,6 +85,9 @@ gw_reload(struct gw *gw, char **errors)
 	config_free(old);
 	gw->reloads++;
 	gw->last_reload = time(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	gw->reload_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
 	    cfg->nsandboxes, cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);

@@ -74,6 +74,8 @@ config_free(struct moat_config *cfg)
 	free(cfg->box.cert);
 	free(cfg->box.key);
 	free(cfg->gw.reg_listen);
+	free(cfg->gw.metrics_textfile);
+	free(cfg->gw.metrics_listen);
 	free(cfg->gw.reg_cert);
 	free(cfg->gw.reg_key);
 	free(cfg->gw.admin_group);

@@ -136,6 +136,10 @@ struct moat_gateway {
 	char		*reg_listen;	/* registration.listen "ADDR:PORT", or NULL */
 	char		*reg_cert, *reg_key;	/* its certificate and key (PEM) */
 	struct moat_where reg_where;	/* of listen, for messages */
+	char		*metrics_textfile;	/* metrics.textfile, or NULL */
+	char		*metrics_listen;	/* metrics.listen "ADDR:PORT", or NULL */
+	unsigned	 metrics_interval;	/* seconds between two writes */
+	struct moat_where metrics_where;	/* of listen, for messages */
 };
 
 /* A KVM host that may register sandboxes on a separate gateway box:

@@ -369,15 +369,16 @@ check_host_sandbox(struct loader *ld, const struct moat_sandbox *x)
 /* A separate box: each host's pool inside gateway.network, its secrets
  * defined; the registration endpoint off the sandbox network (guests
  * must never reach it); a sandbox's trunk one of the hosts'. */
+static void check_listen(struct loader *, const char *, const char *,
+    const char *, const struct moat_where *, const char *);
+
 static void
 check_hosts(struct loader *ld)
 {
 	const struct moat_config *cfg = ld->cfg;
 	const struct moat_gateway *gw = &cfg->gw;
 	const struct moat_host *h;
-	struct moat_addr a;
-	char host[64], net[64];
-	const char *colon;
+	char net[64];
 	size_t i, j;
 
 	check_hosts_apart(ld);
@@ -399,30 +400,54 @@ check_hosts(struct loader *ld)
 	}
 	for (i = 0; i < cfg->nsandboxes; i++)
 		check_host_sandbox(ld, &cfg->sandboxes[i]);
-	if (gw->reg_listen == NULL ||
-	    (colon = strrchr(gw->reg_listen, ':')) == NULL)
+	check_listen(ld, "gateway.registration", "the registration endpoint",
+	    gw->reg_listen, &gw->reg_where, "192.168.100.1:7443");
+}
+
+/* A listener for the management network only ("ADDR:PORT"): never every
+ * address, never one a guest could reach on the sandbox side. */
+static void
+check_listen(struct loader *ld, const char *key, const char *what,
+    const char *v, const struct moat_where *w, const char *example)
+{
+	const struct moat_gateway *gw = &ld->cfg->gw;
+	const char *colon;
+	struct moat_addr a;
+	char host[64], net[64];
+
+	if (v == NULL || (colon = strrchr(v, ':')) == NULL)
 		return;
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - gw->reg_listen),
-	    gw->reg_listen);
+	prefix_fmt(&gw->network, net, sizeof(net));
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - v), v);
+	if (host[0] == '[' && strlen(host) > 2 && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
 	if (addr_parse(host, &a) == -1 || strlen(colon + 1) > 5 ||
 	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
 	    strtol(colon + 1, NULL, 10) < 1 || strtol(colon + 1, NULL, 10) > 65535)
-		adderr(ld, gw->reg_where.file, gw->reg_where.line,
-		    "gateway.registration: listen: expected an IP address and a "
-		    "port 1-65535 like \"192.168.100.1:7443\", got \"%s\"",
-		    gw->reg_listen);
+		adderr(ld, w->file, w->line, "%s: listen: expected an IP address "
+		    "and a port 1-65535 like \"%s\", got \"%s\"", key, example,
+		    v);
 	else if (memcmp(a.a, (uint8_t[16]){ 0 }, a.family == AF_INET ? 4 : 16)
 	    == 0)
-		adderr(ld, gw->reg_where.file, gw->reg_where.line,
-		    "gateway.registration: listen: expected the box's address on "
-		    "the management network, not \"%s\" (every address, the "
-		    "sandbox side's among them)", host);
+		adderr(ld, w->file, w->line, "%s: listen: expected the gateway's "
+		    "address on the management network, not \"%s\" (every "
+		    "address, the sandbox side's among them)", key, host);
 	else if (a.family == AF_INET && gw->network.plen > 0 &&
 	    prefix_contains(&gw->network, &a))
-		adderr(ld, gw->reg_where.file, gw->reg_where.line,
-		    "gateway.registration: listen: expected an address on the "
-		    "management network, not inside gateway.network %s (guests "
-		    "must never reach the registration endpoint)", net);
+		adderr(ld, w->file, w->line, "%s: listen: expected an address on "
+		    "the management network, not inside gateway.network %s "
+		    "(guests must never reach %s)", key, net, what);
+}
+
+static void
+check_metrics(struct loader *ld)
+{
+	struct moat_gateway *gw = &ld->cfg->gw;
+
+	check_listen(ld, "gateway.metrics", "the metrics endpoint",
+	    gw->metrics_listen, &gw->metrics_where, "192.168.100.1:9477");
 }
 
 void
@@ -435,4 +460,5 @@ check_all(struct loader *ld)
 	check_quotas(ld);
 	check_exceptions(ld);
 	check_network(ld);
+	check_metrics(ld);
 }

@@ -147,6 +147,20 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		pstr(fp, gw->reg_key);
 		fputs("; };\n", fp);
 	}
+	if (gw->metrics_textfile != NULL || gw->metrics_listen != NULL) {
+		fputs("  metrics: { ", fp);
+		if (gw->metrics_textfile != NULL) {
+			fputs("textfile = ", fp);
+			pstr(fp, gw->metrics_textfile);
+			fputs("; ", fp);
+		}
+		if (gw->metrics_listen != NULL) {
+			fputs("listen = ", fp);
+			pstr(fp, gw->metrics_listen);
+			fputs("; ", fp);
+		}
+		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
+	}
 	fputs("};\n", fp);
 }
 

@@ -33,6 +33,7 @@ const struct irange config_ranges[] = {
 	{ "workers", 1, MOAT_PROXY_WORKERS_MAX, "", sizeof(unsigned) },
 	{ "audit_max_kb", 64, 16777216, "", sizeof(unsigned) },
 	{ "import_timeout", 10, 86400, "", sizeof(unsigned) },
+	{ "interval", 1, 3600, " (seconds)", sizeof(unsigned) },
 	{ "cache_size", 4096, 1073741824, " bytes", sizeof(long) },
 	{ "nflog_group", 0, 65535, "", sizeof(uint16_t) },
 	/* Below 1,000/s the cap itself would silence refusals of one guest. */
@@ -394,6 +395,50 @@ set_registration(struct loader *ld, const config_setting_t *s, void *obj,
 	    "gateway.registration");
 }
 
+/* metrics = { textfile; listen; interval; }: Prometheus text for
+ * node_exporter's textfile collector and/or a scrape endpoint on a
+ * management address (gatewayd/metrics.c). */
+static void
+set_metrics_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+	bool listen = strcmp(k->name, "listen") == 0;
+	char **f = listen ? &gw->metrics_listen : &gw->metrics_textfile;
+
+	if (!listen && (v[0] != '/' || strlen(v) < 7 ||
+	    strcmp(v + strlen(v) - 5, ".prom") != 0)) {
+		serr(ld, s, "%s: textfile: expected an absolute path ending in "
+		    "\".prom\" (node_exporter's textfile collector reads only "
+		    "those), got \"%s\"", ctx, v);
+		return;
+	}
+	if (listen && strrchr(v, ':') == NULL) {
+		serr(ld, s, "%s: listen: expected \"ADDRESS:PORT\", got \"%s\"",
+		    ctx, v);
+		return;
+	}
+	if (listen)
+		where(ld, s, &gw->metrics_where);
+	free(*f);
+	*f = xstrdup(v);
+}
+
+static const struct key metrics_keys[] = {
+	{ "textfile", K_STR, 0, set_metrics_str, 0 },
+	{ "listen", K_STR, 0, set_metrics_str, 0 },
+	{ "interval", K_INT, 0, set_int,
+	    offsetof(struct moat_gateway, metrics_interval) },
+};
+
+static void
+set_metrics(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, metrics_keys, NKEYS(metrics_keys), obj, "gateway.metrics");
+}
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -415,6 +460,7 @@ static const struct key gateway_keys[] = {
 	{ "import_timeout", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, import_timeout) },
 	{ "registration", K_GROUP, 0, set_registration, 0 },
+	{ "metrics", K_GROUP, 0, set_metrics, 0 },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -1056,6 +1102,7 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.guest_uid_first = MOAT_GUEST_UID_FIRST;
 	cfg->gw.guest_uid_last = MOAT_GUEST_UID_LAST;
 	cfg->gw.import_timeout = 300;
+	cfg->gw.metrics_interval = 15;
 	cfg->gw.dns_tcp_per_sandbox = 8;
 	cfg->gw.dns_tcp_lifetime = 30;
 	cfg->gw.proxy_per_sandbox = 64;

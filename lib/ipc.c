@@ -54,6 +54,7 @@ static const struct {
 	[IPC_REG_REPLY] = { "reg-reply", shape_reg_reply },
 	[IPC_DNS_CONFIG] = { "dns-config", shape_dns_config },
 	[IPC_DNS_CONFIG_ACK] = { "dns-config-ack", shape_dns_config_ack },
+	[IPC_METRICS] = { "metrics", shape_empty },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {

@@ -50,6 +50,8 @@ enum ipc_type {
 	IPC_REG_REPLY,		/* parent -> registration: its answer */
 	IPC_DNS_CONFIG,		/* parent -> dnsd: reconfigure from the memfd */
 	IPC_DNS_CONFIG_ACK,	/* dnsd -> parent: reconfigured, or not */
+	IPC_METRICS,		/* parent -> metrics: the latest rendering,
+				 * a sealed memfd attached, no payload */
 	IPC_TYPE_MAX
 };
 

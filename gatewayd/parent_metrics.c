@@ -1,0 +1,271 @@
+/*
+ * parent_metrics.c -- what gatewayd knows, as Prometheus text.
+ *
+ * Every gateway.metrics.interval seconds the parent renders its counters
+ * (the policy's refusal counters read from the kernel, its children's
+ * audit events counted per sandbox, restarts, reloads, set additions,
+ * budgets) and writes them atomically to gateway.metrics.textfile for
+ * node_exporter's textfile collector, and/or hands them to the metrics
+ * process that serves gateway.metrics.listen.  Label values are sandbox,
+ * secret and child names from the configuration, and words from the
+ * children's events that are checked before use; the table of counted
+ * series is bounded, so no guest can grow it.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "gatewayd.h"
+#include "ipc.h"
+#include "log.h"
+#include "metrics.h"
+#include "promise.h"
+
+/* --- rendering ----------------------------------------------------------- */
+
+/* A label value of our own text (a counter's description): escaped as the
+ * exposition format asks. */
+static void
+pesc(FILE *fp, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', fp);
+		if (*s == '\n')
+			fputs("\\n", fp);
+		else
+			fputc(*s, fp);
+	}
+}
+
+static void
+head(FILE *fp, const char *name, const char *type, const char *help)
+{
+	fprintf(fp, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+kernel_counter(void *arg, const char *family, const char *name,
+    const char *what, uint64_t packets)
+{
+	FILE *fp = arg;
+
+	fprintf(fp, "moat_refusals_total{family=\"%s\",counter=\"", family);
+	pesc(fp, name);
+	fputs("\",reason=\"", fp);
+	pesc(fp, what);
+	fprintf(fp, "\"} %llu\n", (unsigned long long)packets);
+}
+
+static void
+render_children(FILE *fp, const struct gw *gw)
+{
+	int i;
+
+	head(fp, "moat_child_up", "gauge", "Whether each child of gatewayd runs.");
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].enabled)
+			fprintf(fp, "moat_child_up{child=\"%s\",slot=\"%d\"} %d\n",
+			    gw->procs[i].name, i, gw->procs[i].pid > 0);
+	head(fp, "moat_child_restarts_total", "counter", "Restarts of each "
+	    "child after it died.");
+	for (i = 0; i < PROC_MAX; i++)
+		if (gw->procs[i].enabled)
+			fprintf(fp, "moat_child_restarts_total{child=\"%s\","
+			    "slot=\"%d\"} %u\n", gw->procs[i].name, i,
+			    gw->procs[i].restarts);
+}
+
+static void
+render_sandboxes(FILE *fp, const struct gw *gw)
+{
+	const struct moat_config *cfg = gw->cfg;
+	uint64_t minute, day;
+	size_t i;
+
+	head(fp, "moat_sandboxes", "gauge", "Sandboxes in the configuration.");
+	fprintf(fp, "moat_sandboxes %zu\n", cfg->nsandboxes);
+	head(fp, "moat_sandbox_info", "gauge", "Each sandbox and its egress.");
+	for (i = 0; i < cfg->nsandboxes; i++)
+		fprintf(fp, "moat_sandbox_info{sandbox=\"%s\",egress=\"%s\"} 1\n",
+		    cfg->sandboxes[i].name,
+		    egress_name(cfg->sandboxes[i].egress));
+	head(fp, "moat_dns_dropped_total", "counter", "DNS queries dnsd dropped "
+	    "over a sandbox's rate.");
+	for (i = 0; i < gw->ndnsdrops; i++)
+		fprintf(fp, "moat_dns_dropped_total{sandbox=\"%s\"} %llu\n",
+		    gw->dnsdrops[i].sandbox,
+		    (unsigned long long)gw->dnsdrops[i].count);
+	head(fp, "moat_budget_requests", "gauge", "Requests charged to each "
+	    "budgeted secret in the last minute and day.");
+	for (i = 0; i < gw->budgets.n; i++) {
+		budget_usage(&gw->budgets, gw->budgets.v[i].name,
+		    gw_budget_now(gw), &minute, &day);
+		fprintf(fp, "moat_budget_requests{secret=\"%s\",window=\"minute\"}"
+		    " %llu\nmoat_budget_requests{secret=\"%s\",window=\"day\"} "
+		    "%llu\n", gw->budgets.v[i].name,
+		    (unsigned long long)minute, gw->budgets.v[i].name,
+		    (unsigned long long)day);
+	}
+}
+
+static void
+render_gateway(FILE *fp, struct gw *gw)
+{
+	head(fp, "moat_up", "gauge", "gatewayd answers.");
+	fputs("moat_up 1\n", fp);
+	head(fp, "moat_start_time_seconds", "gauge", "When gatewayd started.");
+	fprintf(fp, "moat_start_time_seconds %lld\n", (long long)gw->started);
+	head(fp, "moat_reloads_total", "counter", "Reloads, by result.");
+	fprintf(fp, "moat_reloads_total{result=\"ok\"} %u\n"
+	    "moat_reloads_total{result=\"refused\"} %u\n", gw->reloads,
+	    gw->reload_failures);
+	head(fp, "moat_last_reload_timestamp_seconds", "gauge", "When the last "
+	    "reload took effect (0: none yet).");
+	fprintf(fp, "moat_last_reload_timestamp_seconds %lld\n",
+	    (long long)gw->last_reload);
+	head(fp, "moat_reload_duration_seconds", "gauge", "How long the last "
+	    "reload took in the parent (load, check, apply).");
+	fprintf(fp, "moat_reload_duration_seconds %.6f\n", gw->reload_ms / 1e3);
+	head(fp, "moat_set_additions_total", "counter", "Addresses added to "
+	    "allowlist sets for dnsd's answers, by result.");
+	fprintf(fp, "moat_set_additions_total{result=\"added\"} %llu\n"
+	    "moat_set_additions_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)gw->set_adds,
+	    (unsigned long long)gw->set_refused);
+	head(fp, "moat_allowlist_elements", "gauge", "Allowlist set elements "
+	    "the parent has promised and not yet seen expire.");
+	fprintf(fp, "moat_allowlist_elements %zu\n", gw->promises != NULL ?
+	    promises_count(gw->promises) : 0);
+	head(fp, "moat_audit_lines_total", "counter", "Audit log lines written.");
+	fprintf(fp, "moat_audit_lines_total %llu\n",
+	    (unsigned long long)gw->audit.lines);
+	head(fp, "moat_audit_suppressed_total", "counter", "Refusals left out "
+	    "of syslog by its rate limit (all are in the file).");
+	fprintf(fp, "moat_audit_suppressed_total %llu\n",
+	    (unsigned long long)gw->audit.suppressed);
+	head(fp, "moat_refusals_total", "counter", "Packets the policy refused, "
+	    "by counter (read from the kernel).");
+	(void)policy_counters_each(gw, kernel_counter, fp);
+}
+
+char *
+metrics_render(struct gw *gw, size_t *len)
+{
+	char *text = NULL;
+	FILE *fp;
+
+	if ((fp = open_memstream(&text, len)) == NULL)
+		return NULL;
+	render_gateway(fp, gw);
+	render_children(fp, gw);
+	render_sandboxes(fp, gw);
+	if (gw->metrics != NULL)
+		metrics_series_print(fp, gw->metrics);
+	if (fclose(fp) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* --- where it goes ------------------------------------------------------- */
+
+/* Replace path at once: a reader sees the old file or the new one. */
+static int
+textfile_write(const char *path, const char *text, size_t len)
+{
+	char tmp[4200];
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0644);
+	if (fd == -1)
+		return -1;
+	while (off < len) {
+		if ((n = write(fd, text + off, len - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (off < len || fchmod(fd, 0644) == -1 || close(fd) == -1 ||
+	    rename(tmp, path) == -1) {
+		if (off < len)
+			close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+void
+metrics_tick(struct gw *gw, time_t now)
+{
+	const struct moat_gateway *g = &gw->cfg->gw;
+	static bool warned;
+	size_t len;
+	char *text;
+	int fd;
+
+	if (g->metrics_textfile == NULL && gw->metricsfd == -1)
+		return;
+	if (now < gw->metrics_due && (gw->metricsfd == -1 ||
+	    gw->metrics_sent != 0 || gw->procs[PROC_METRICS].ipc == -1))
+		return;
+	gw->metrics_due = now + g->metrics_interval;
+	if ((text = metrics_render(gw, &len)) == NULL)
+		return;
+	if (g->metrics_textfile != NULL) {
+		if (textfile_write(g->metrics_textfile, text, len) == -1) {
+			if (!warned)
+				log_warn("metrics: %s", g->metrics_textfile);
+			warned = true;
+		} else
+			warned = false;
+	}
+	if (gw->procs[PROC_METRICS].ipc != -1 &&
+	    (fd = gw_sealed_memfd("moat-metrics", text, len)) != -1) {
+		if (ipc_send_fds(gw->procs[PROC_METRICS].ipc, IPC_METRICS, 0,
+		    NULL, 0, &fd, 1) == 0)
+			gw->metrics_sent = now;
+		close(fd);
+	}
+	free(text);
+}
+
+int
+metrics_next_timeout(const struct gw *gw, time_t now)
+{
+	if (gw->cfg->gw.metrics_textfile == NULL && gw->metricsfd == -1)
+		return -1;
+	return gw->metrics_due <= now ? 0 : (int)(gw->metrics_due - now) * 1000;
+}
+
+int
+metrics_listen(struct gw *gw)
+{
+	gw->metrics = metrics_new();
+	gw->metrics_due = 0;
+	gw->metricsfd = -1;
+	if (gw->cfg->gw.metrics_listen == NULL)
+		return 0;
+	if ((gw->metricsfd = gw_listen_tcp(gw->cfg->gw.metrics_listen,
+	    "metrics")) == -1)
+		return -1;
+	log_info("metrics endpoint http://%s/metrics",
+	    gw->cfg->gw.metrics_listen);
+	return 0;
+}
