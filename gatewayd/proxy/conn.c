@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ conn_close(struct conn *c)
 	    c->host[0] ? c->host : "-", c->port, c->st);
 	c->closed = true;
 	dns_cancel(c->dns);
+	tls_wait_cancel(&c->leafwait);
 	side_close(&c->g);
 	side_close(&c->u);
 	splice_close(&c->sp);
@@ -793,17 +795,50 @@ h_uptls(struct conn *c, struct side *s, uint32_t events)
 }
 
 static void
+leaf_ready(struct tls_wait *w, int ok)
+{
+	struct conn *c = (struct conn *)((char *)w -
+	    offsetof(struct conn, leafwait));
+
+	if (c->closed)
+		return;
+	if (!ok) {
+		log_warnx("%s: %s: no leaf from the signer", c->src, c->host);
+		refuse_tls(c);
+		return;
+	}
+	guesttls_start(c);
+}
+
+/* The guest's handshake needs the host's leaf: at once from the cache, or
+ * later from the signer while this connection waits in S_SIGNING and the
+ * others go on. */
+static void
 guesttls_start(struct conn *c)
 {
+	int r;
+
 	c->st = S_GUESTTLS;
 	conn_set_deadline(c, TIMEOUT_HEAD_S);
-	if ((c->g.ssl = tls_guest_ssl(c->g.fd, c->host)) == NULL) {
+	c->leafwait.done = leaf_ready;
+	if ((r = tls_leaf_want(c->host, &c->leafwait)) == 0) {
+		c->st = S_SIGNING;
+		ev_set(&c->g.ev, 0);
+		return;
+	}
+	if (r < 0 || (c->g.ssl = tls_guest_ssl(c->g.fd, c->host)) == NULL) {
 		log_warnx("%s: %s: cannot make a leaf: %s", c->src, c->host,
 		    tls_errstr());
 		refuse_tls(c);
 		return;
 	}
 	ev_set(&c->g.ev, EPOLLIN);
+}
+
+/* Nothing to do until the leaf comes: interest is off on both sides. */
+static void
+h_signing(struct conn *c, struct side *s, uint32_t events)
+{
 }
 
 static void
@@ -898,6 +933,7 @@ static const state_fn handlers[S_NSTATES] = {
 	[S_PEEK] = h_peek,
 	[S_DIAL] = h_dial,
 	[S_UPTLS] = h_uptls,
+	[S_SIGNING] = h_signing,
 	[S_GUESTTLS] = h_guesttls,
 	[S_SPLICE] = h_splice,
 	[S_HTTP] = h_http,

@@ -24,7 +24,9 @@
 #include "policy.h"
 #include "secret.h"
 #include "side.h"
+#include "tls.h"
 #include "splice.h"
+#include "tls.h"
 
 #define TIMEOUT_HEAD_S	15	/* first bytes / request head */
 #define TIMEOUT_DIAL_S	10
@@ -35,6 +37,7 @@ enum cstate {
 	S_PEEK,		/* waiting for a complete ClientHello */
 	S_DIAL,		/* resolving or connecting */
 	S_UPTLS,	/* handshake with the upstream */
+	S_SIGNING,	/* waiting for the signer's leaf for host */
 	S_GUESTTLS,	/* handshake with the guest */
 	S_SPLICE,
 	S_HTTP,
@@ -76,6 +79,7 @@ struct conn {
 	time_t		 deadline;
 	struct splice	 sp;
 	struct http	*h;
+	struct tls_wait	 leafwait;	/* in S_SIGNING */
 };
 
 struct proxy {

@@ -628,7 +628,7 @@ main(int argc, char *argv[])
 	if (tls_init(o.signer_fd, o.upstream_ca != NULL ? o.upstream_ca :
 	    cfg->gw.proxy_upstream_ca) < 0)
 		return EXIT_SYSTEM;
-	if (ev_init() == -1)
+	if (ev_init() == -1 || tls_start() == -1)
 		fatal("epoll_create1");
 	conn_init(&http_app);
 	setup_listeners(&o, cfg);

@@ -20,6 +20,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
+#include "ev.h"
 #include "ipc.h"
 #include "log.h"
 #include "policy.h"
@@ -28,6 +29,7 @@
 #define LEAF_CACHE	1024
 #define LEAF_REUSE_S	(24 * 3600)
 #define SIGNER_WAIT_S	5
+#define SIGN_PENDING_MAX 64	/* hosts being signed at once */
 
 struct leaf {
 	char		 host[256];
@@ -122,20 +124,44 @@ contexts(const char *upstream_ca)
 	return 0;
 }
 
+/* One signing request in flight: the connections waiting for its leaf.
+ * The worker's loop never waits for the signer: a connection that needs
+ * a leaf not in the cache waits in its own state (S_SIGNING) while every
+ * other connection goes on. */
+struct pending {
+	char		 host[256];	/* "": free */
+	uint32_t	 id;
+	uint64_t	 deadline;	/* ev clock, ms */
+	struct tls_wait	*waiters;
+};
+
+static struct pending pend[SIGN_PENDING_MAX];
+static struct ev signer_ev;
+static struct ev_timer signer_timer;
+
+static void on_signer(struct ev *, uint32_t);
+
 int
 tls_init(int signer, const char *upstream_ca)
 {
-	struct timeval tv = { SIGNER_WAIT_S, 0 };
+	int fl;
 
 	signer_fd = signer;
-	if (setsockopt(signer_fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
-	    sizeof(tv)) < 0) {
+	if ((fl = fcntl(signer_fd, F_GETFL)) == -1 ||
+	    fcntl(signer_fd, F_SETFL, fl | O_NONBLOCK) == -1) {
 		log_warn("tls: signer socket");
 		return -1;
 	}
 	if ((leaf_key = EVP_EC_gen("P-256")) == NULL)
 		return -1;
 	return contexts(upstream_ca);
+}
+
+/* After ev_init: the signer's answers arrive as events. */
+int
+tls_start(void)
+{
+	return ev_add(&signer_ev, signer_fd, EPOLLIN, on_signer, NULL);
 }
 
 int
@@ -161,73 +187,135 @@ tls_free(void)
 	ca_cert = NULL;
 }
 
-/* The signer's answer to request id; -1 on a timeout or a lost signer. */
-static int
-signer_answer(uint32_t id, struct ipc_sign_cert *m)
-{
-	struct ipc_hdr h;
-	char err[256];
-	ssize_t n;
+/* --- waiting connections ------------------------------------------------- */
 
-	for (;;) {
-		n = ipc_recv(signer_fd, &h, m, IPC_MAX_PAYLOAD, err,
-		    sizeof(err));
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			log_warnx("tls: the signer did not answer in %d s",
-			    SIGNER_WAIT_S);
-			return -1;
-		}
-		if (n <= 0 || (n > 0 && h.type != IPC_SIGN_CERT)) {
-			log_warnx("tls: the signer is gone%s%s", n == -2 ?
-			    ": " : "", n == -2 ? err : "");
-			signer_lost = 1;
-			return -1;
-		}
-		if (h.id == id)		/* else: a late answer to a timeout */
-			return 0;
+static void
+wait_link(struct pending *p, struct tls_wait *w)
+{
+	w->next = p->waiters;
+	w->pprev = &p->waiters;
+	if (p->waiters != NULL)
+		p->waiters->pprev = &w->next;
+	p->waiters = w;
+}
+
+void
+tls_wait_cancel(struct tls_wait *w)
+{
+	if (w->pprev == NULL)
+		return;
+	*w->pprev = w->next;
+	if (w->next != NULL)
+		w->next->pprev = w->pprev;
+	w->next = NULL;
+	w->pprev = NULL;
+}
+
+/* The request is answered (ok) or given up: free its slot, then tell
+ * every waiter, each of which may close or start its handshake. */
+static void
+pending_end(struct pending *p, int ok)
+{
+	struct tls_wait *w, *list = p->waiters;
+
+	p->host[0] = '\0';
+	p->waiters = NULL;
+	if (list != NULL)
+		list->pprev = &list;
+	while ((w = list) != NULL) {
+		tls_wait_cancel(w);
+		w->done(w, ok);
 	}
 }
 
+/* --- the leaf cache -------------------------------------------------------- */
+
 static X509 *
-leaf_make(const char *host)
+leaf_cached(const char *host)
+{
+	time_t now = time(NULL);
+	size_t i;
+
+	for (i = 0; i < LEAF_CACHE; i++)
+		if (leaves[i].cert && strcmp(leaves[i].host, host) == 0 &&
+		    now - leaves[i].made < LEAF_REUSE_S)
+			return leaves[i].cert;
+	return NULL;
+}
+
+static void
+leaf_put(const char *host, X509 *cert)
+{
+	struct leaf *victim = &leaves[0];
+	size_t i;
+
+	for (i = 0; i < LEAF_CACHE; i++)
+		if (leaves[i].made < victim->made)
+			victim = &leaves[i];
+	X509_free(victim->cert);
+	snprintf(victim->host, sizeof(victim->host), "%s", host);
+	victim->cert = cert;
+	victim->made = time(NULL);
+}
+
+/* --- the signer ------------------------------------------------------------ */
+
+static void
+signer_gone(const char *why)
+{
+	size_t i;
+
+	if (!signer_lost)
+		log_warnx("tls: the signer is gone%s", why);
+	signer_lost = 1;
+	ev_del(&signer_ev);
+	for (i = 0; i < SIGN_PENDING_MAX; i++)
+		if (pend[i].host[0] != '\0')
+			pending_end(&pend[i], 0);
+}
+
+static int
+sign_send(struct pending *p)
 {
 	static union {
 		struct ipc_sign_req req;
-		struct ipc_sign_cert cert;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
-	const unsigned char *p;
 	unsigned char *w;
-	X509 *leaf = NULL, *ca;
 	int klen;
 
-	if (signer_lost || strlen(host) >= sizeof(u.req.host))
-		return NULL;
 	memset(&u.req, 0, sizeof(u.req));
-	snprintf(u.req.host, sizeof(u.req.host), "%s", host);
+	memcpy(u.req.host, p->host, strlen(p->host) + 1);	/* < IPC_HOST_LEN */
 	if ((klen = i2d_PUBKEY(leaf_key, NULL)) <= 0 ||
 	    klen > IPC_SIGN_MAX_KEY)
-		return NULL;
+		return -1;
 	w = u.req.key;
 	i2d_PUBKEY(leaf_key, &w);
 	u.req.keylen = (uint16_t)klen;
-	if (ipc_send(signer_fd, IPC_SIGN_REQ, ++signer_id, &u.req,
+	p->id = ++signer_id;
+	if (ipc_send(signer_fd, IPC_SIGN_REQ, p->id, &u.req,
 	    sizeof(u.req) + (size_t)klen) == -1) {
-		log_warn("tls: the signer is gone");
-		signer_lost = 1;
-		return NULL;
+		signer_gone("");
+		return -1;
 	}
-	if (signer_answer(signer_id, &u.cert) == -1)
-		return NULL;
-	if (u.cert.status != 0) {
+	return 0;
+}
+
+static X509 *
+leaf_from(const struct ipc_sign_cert *m, const char *host)
+{
+	const unsigned char *p;
+	X509 *leaf, *ca;
+
+	if (m->status != 0) {
 		log_warnx("tls: the signer refused a leaf for %s", host);
 		return NULL;
 	}
-	p = u.cert.der;
-	if ((leaf = d2i_X509(NULL, &p, u.cert.leaflen)) == NULL)
+	p = m->der;
+	if ((leaf = d2i_X509(NULL, &p, m->leaflen)) == NULL)
 		return NULL;
 	if (ca_cert == NULL) {
-		if ((ca = d2i_X509(NULL, &p, u.cert.calen)) == NULL) {
+		if ((ca = d2i_X509(NULL, &p, m->calen)) == NULL) {
 			X509_free(leaf);
 			return NULL;
 		}
@@ -236,33 +324,98 @@ leaf_make(const char *host)
 	return leaf;
 }
 
-static X509 *
-leaf_get(const char *host)
+static void
+on_signer(struct ev *e, uint32_t events)
 {
-	struct leaf *victim = &leaves[0];
-	time_t now = time(NULL);
+	static union {
+		struct ipc_sign_cert cert;
+		uint8_t raw[IPC_MAX_PAYLOAD];
+	} u;
+	struct ipc_hdr h;
+	char err[256], why[300];
+	X509 *leaf;
+	ssize_t n;
 	size_t i;
 
-	for (i = 0; i < LEAF_CACHE; i++) {
-		if (leaves[i].cert && strcmp(leaves[i].host, host) == 0 &&
-		    now - leaves[i].made < LEAF_REUSE_S)
-			return leaves[i].cert;
-		if (leaves[i].made < victim->made)
-			victim = &leaves[i];
+	for (;;) {
+		n = ipc_recv(signer_fd, &h, &u, sizeof(u), err, sizeof(err));
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+		    errno == EINTR))
+			return;
+		if (n <= 0 || h.type != IPC_SIGN_CERT) {
+			snprintf(why, sizeof(why), "%s%s", n == -2 ? ": " : "",
+			    n == -2 ? err : "");
+			signer_gone(why);
+			return;
+		}
+		for (i = 0; i < SIGN_PENDING_MAX; i++)
+			if (pend[i].host[0] != '\0' && pend[i].id == h.id)
+				break;
+		if (i == SIGN_PENDING_MAX)
+			continue;	/* a late answer to a request given up */
+		if ((leaf = leaf_from(&u.cert, pend[i].host)) != NULL)
+			leaf_put(pend[i].host, leaf);
+		pending_end(&pend[i], leaf != NULL);
 	}
-	X509_free(victim->cert);
-	memset(victim, 0, sizeof(*victim));
-	if ((victim->cert = leaf_make(host)) == NULL)
-		return NULL;
-	snprintf(victim->host, sizeof(victim->host), "%s", host);
-	victim->made = now;
-	return victim->cert;
+}
+
+/* Requests the signer has not answered in time are given up. */
+static void
+signer_expire(void *arg)
+{
+	uint64_t now = ev_now(), next = 0;
+	size_t i;
+
+	for (i = 0; i < SIGN_PENDING_MAX; i++) {
+		if (pend[i].host[0] == '\0')
+			continue;
+		if (pend[i].deadline <= now) {
+			log_warnx("tls: the signer did not answer for %s in "
+			    "%d s", pend[i].host, SIGNER_WAIT_S);
+			pending_end(&pend[i], 0);
+		} else if (next == 0 || pend[i].deadline < next)
+			next = pend[i].deadline;
+	}
+	if (next != 0)
+		ev_timer_set(&signer_timer, next, signer_expire, NULL);
+}
+
+int
+tls_leaf_want(const char *host, struct tls_wait *w)
+{
+	struct pending *p = NULL;
+	size_t i;
+
+	if (leaf_cached(host) != NULL)
+		return 1;
+	if (signer_lost || strlen(host) >= IPC_HOST_LEN)
+		return -1;
+	for (i = 0; i < SIGN_PENDING_MAX; i++) {
+		if (strcmp(pend[i].host, host) == 0) {
+			wait_link(&pend[i], w);	/* asked already: join */
+			return 0;
+		}
+		if (p == NULL && pend[i].host[0] == '\0')
+			p = &pend[i];
+	}
+	if (p == NULL)
+		return -1;	/* SIGN_PENDING_MAX hosts at once */
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->deadline = ev_now() + SIGNER_WAIT_S * 1000;
+	if (sign_send(p) == -1) {
+		p->host[0] = '\0';
+		return -1;
+	}
+	wait_link(p, w);
+	if (signer_timer.slot == 0)
+		ev_timer_set(&signer_timer, p->deadline, signer_expire, NULL);
+	return 0;
 }
 
 SSL *
 tls_guest_ssl(int fd, const char *host)
 {
-	X509 *leaf = leaf_get(host);
+	X509 *leaf = leaf_cached(host);
 	SSL *ssl;
 
 	if (leaf == NULL || (ssl = SSL_new(guest_ctx)) == NULL)

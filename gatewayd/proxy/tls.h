@@ -11,11 +11,25 @@
 /* signer: the socket to the signer process (signer.h), which holds the
  * CA key; upstream_ca: an extra trust anchor file, or NULL.  0 or -1. */
 int	tls_init(int signer, const char *upstream_ca);
+/* After ev_init: take the signer's answers as events.  0 or -1. */
+int	tls_start(void);
 /* Has the signer gone away?  Then no new leaf can be made. */
 int	tls_signer_lost(void);
 void	tls_free(void);
-/* A server-side SSL on fd presenting a leaf for host (name or address
- * literal); NULL on failure. */
+/* A connection waiting for a leaf: done(w, ok) is called once, from the
+ * event loop, when the leaf is in the cache (ok) or cannot be had. */
+struct tls_wait {
+	struct tls_wait	 *next, **pprev;	/* pprev NULL: not waiting */
+	void		(*done)(struct tls_wait *, int ok);
+};
+/* Is host's leaf cached (1)?  Else ask the signer, or join a request
+ * for the same host already asked, and call w->done later (0); -1 when
+ * no leaf can be had (signer gone, too many at once). */
+int	tls_leaf_want(const char *host, struct tls_wait *w);
+/* Stop waiting (a connection closed meanwhile). */
+void	tls_wait_cancel(struct tls_wait *);
+/* A server-side SSL on fd presenting host's cached leaf (name or address
+ * literal); NULL on failure or when it is not cached. */
 SSL	*tls_guest_ssl(int fd, const char *host);
 /* A client-side SSL on fd that verifies host (TLS 1.2+); NULL on failure. */
 SSL	*tls_upstream_ssl(int fd, const char *host);
