@@ -122,9 +122,13 @@ expect_eq "member of group moat may use ctl" 0 $rc
 
 # Reload with a broken config: refused with file:line, old policy stays.
 sed -i 's|egress = "open"; owner = "bob";|egress = "opne"; owner = "bob";|' "$GW_CONF"
-out=$(gw_ctl reload 2>&1); rc=$?
+out=$(gw_ctl reload 2>"$TOPO_TMP/reload.err"); rc=$?
+err=$(cat "$TOPO_TMP/reload.err")
 expect_eq "broken reload: ctl exits 1" 1 $rc
-expect_match "broken reload: caller sees file:line" "$GW_CONF:19: sandbox \"dev\": egress: expected" "$out"
+expect_match "broken reload: caller sees file:line on stderr" "^$GW_CONF:19: sandbox \"dev\": egress: expected" "$err"
+expect_match "broken reload: ... and that the previous policy stays, on stderr" \
+	"^configuration not reloaded; the previous policy stays in force$" "$err"
+expect_eq "broken reload: nothing on stdout (gatewayd(8): errors on stderr)" "" "$out"
 expect_eq "broken reload: old policy still lets dev out" connected "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
 expect_eq "broken reload: old policy still refuses the LAN" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
 expect_match "broken reload audited" '"event":"reload","result":"refused"' "$(cat "$GW_AUDIT")"
