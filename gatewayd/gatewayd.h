@@ -305,6 +305,9 @@ void	net_print_warnings(FILE *, const struct gw_net *);
 void	net_status(struct ctl_req *, const struct gw_net *);
 /* gatewayd --teardown; refused while a gatewayd answers on sock. */
 int	net_teardown(const struct moat_config *, const char *sock);
+/* Record a sysctl's value before gatewayd changes it (one of the ICMP
+ * rate limits, refusals.h), for --teardown to set back. */
+void	net_undo_sysctl(const struct moat_config *, const char *name, long old);
 
 /* --- sandboxing helpers (nflog_seccomp.c) --- */
 
