@@ -123,7 +123,7 @@ install: all
 	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
 	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets
 	install -d $(DESTDIR)$(UNITDIR)
-	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' -e 's|/usr/local/share/doc|$(PREFIX)/share/doc|g' \
+	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' \
 	    examples/moat-gatewayd.service >$(DESTDIR)$(UNITDIR)/moat-gatewayd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/moat-gatewayd.service
 	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' \

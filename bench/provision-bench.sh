@@ -21,7 +21,7 @@ range() { sort -n | awk 'NR==1{lo=$1} {hi=$1} END {print lo "–" hi}'; }
 topo_up >/dev/null || { echo "bench: topology failed" >&2; exit 1; }
 topo_services >/dev/null
 guest_assets >/dev/null || { echo "bench: no guest kernel (apt access needed once)" >&2; exit 1; }
-topo_bg "$NS_GW" dns-gw $(as_dns_user) python3 tests/harness/cc-dns.py $GW_ADDR
+topo_bg "$NS_GW" dns-gw $(as_dns_user) python3 $(topo_pub tests/harness/cc-dns.py) $GW_ADDR
 topo_bg "$NS_INET" dns-inet python3 tests/harness/cc-dns.py 203.0.113.53
 pv_setup examples/demo.conf
 qemu-img create -q -f qcow2 "$TOPO_TMP/base.qcow2" 2G; chmod 0644 "$TOPO_TMP/base.qcow2"

@@ -1,7 +1,7 @@
 /*
  * ctl_client.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request
  * line to the control socket, print the body, exit 0 on "ok" and 1 on
- * "error:".
+ * "error:" (those lines, and any after them, go to stderr).
  *
  * Words are percent-encoded (space, '%' and control characters), so an
  * argument may hold spaces.  `secret set` sends the value read from
@@ -189,12 +189,14 @@ ctl_main(const char *sock, int argc, char *argv[])
 			rc = EXIT_OK;
 			break;
 		}
+		/* An error may span lines (a reload's FILE:LINE errors, one
+		 * a line); gatewayd closes the connection after the last. */
 		if (strncmp(line, "error: ", 7) == 0) {
 			fputs(line + 7, stderr);
 			rc = EXIT_FALSE;
-			break;
+			continue;
 		}
-		fputs(line, stdout);
+		fputs(line, rc == EXIT_FALSE ? stderr : stdout);
 	}
 	free(line);
 	fclose(fp);

@@ -203,6 +203,9 @@ void	ctl_req_flush(struct ctl_req *, enum ipc_ctl_end);
 void	ctl_reply(struct ctl_req *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
+/* Reply each line of a configuration's errors as "error: LINE": the
+ * client prints every error line on its stderr. */
+void	ctl_reply_errors(struct ctl_req *, const char *errors);
 /* Reply "error: MSG" and audit the refusal with the caller's identity. */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
@@ -308,6 +311,9 @@ void	net_print_warnings(FILE *, const struct gw_net *);
 void	net_status(struct ctl_req *, const struct gw_net *);
 /* gatewayd --teardown; refused while a gatewayd answers on sock. */
 int	net_teardown(const struct moat_config *, const char *sock);
+/* Record a sysctl's value before gatewayd changes it (one of the ICMP
+ * rate limits, refusals.h), for --teardown to set back. */
+void	net_undo_sysctl(const struct moat_config *, const char *name, long old);
 
 /* --- sandboxing helpers (nflog_seccomp.c) --- */
 

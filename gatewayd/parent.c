@@ -119,14 +119,15 @@ startup(struct gw *gw)
 		log_warnx("cannot open netlink to nf_tables");
 		return -1;
 	}
+	/* 0711: each guest's QEMU user passes through to its own folder,
+	 * 0710 root:its group; nobody may list this one.  Before the
+	 * policy: applying it records the sysctls it changes there. */
+	mkdir(gw->cfg->gw.state_dir, 0711);
 	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
 	}
 	policy_promises_seed(gw);
-	/* 0711: each guest's QEMU user passes through to its own folder,
-	 * 0710 root:its group; nobody may list this one. */
-	mkdir(gw->cfg->gw.state_dir, 0711);
 	/* The network after the policy: forwarding is never on unfiltered. */
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);

@@ -500,8 +500,9 @@ ctl_reload(struct ctl_req *r)
 		reply(r, "ok\n");
 		return;
 	}
-	reply(r, "%serror: configuration not reloaded; the previous policy "
-	    "stays in force\n", errors ? errors : "");
+	ctl_reply_errors(r, errors);
+	reply(r, "error: configuration not reloaded; the previous policy "
+	    "stays in force\n");
 	free(errors);
 }
 

@@ -106,6 +106,20 @@ ctl_reply_jstr(struct ctl_req *r, const char *s)
 }
 
 void
+ctl_reply_errors(struct ctl_req *r, const char *errors)
+{
+	const char *p;
+	size_t len;
+
+	for (p = errors ? errors : ""; *p != '\0'; p += len) {
+		len = strcspn(p, "\n");
+		ctl_reply(r, "error: %.*s\n", (int)len, p);
+		if (p[len] == '\n')
+			len++;
+	}
+}
+
+void
 ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
 {
 	char uid[16], *msg;

@@ -5,7 +5,8 @@
  * up, puts the gateway address on it and turns on IPv4 forwarding on the
  * bridge and the uplink only.  Every step is idempotent and each change is
  * written to STATE_DIR/network.undo, which `gatewayd --teardown` (and
- * nothing else) replays backwards.  Without manage_network, or for -n, the
+ * nothing else) replays backwards.  The ICMP rate-limit sysctls that fast
+ * refusals change (parent_policy.c) are recorded there too.  Without manage_network, or for -n, the
  * same walk only checks and warns.  The uplink's default route is always
  * the admin's: it is only checked.
  */
@@ -288,7 +289,59 @@ net_status(struct ctl_req *r, const struct gw_net *n)
 		    "", n->item[i].what, n->item[i].state);
 }
 
+void
+net_undo_sysctl(const struct moat_config *cfg, const char *name, long old)
+{
+	struct walk w = { .cfg = cfg };
+
+	undo_add(&w, "sysctl %s %ld", name, old);
+}
+
 /* --- teardown: replay network.undo ----------------------------------- */
+
+/* The only sysctls a record may set back: the ones gatewayd changes. */
+static const char *const undo_sysctls[] = {
+	"net.ipv4.icmp_ratelimit", "net.ipv6.icmp.ratelimit",
+	"net.ipv4.icmp_msgs_per_sec", "net.ipv4.icmp_msgs_burst",
+};
+
+static void
+undo_sysctl(const char *name, const char *value, int *rc)
+{
+	char path[96], *p, *end;
+	size_t i;
+	long v;
+	int fd, n;
+
+	for (i = 0; i < sizeof(undo_sysctls) / sizeof(undo_sysctls[0]); i++)
+		if (strcmp(name, undo_sysctls[i]) == 0)
+			break;
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (i == sizeof(undo_sysctls) / sizeof(undo_sysctls[0]) ||
+	    errno != 0 || *end != '\0' || v < 0) {
+		log_warnx("network.undo: ignored \"sysctl %s %s\"", name, value);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/sys/%s", name);
+	for (p = path + strlen("/proc/sys/"); *p != '\0'; p++)
+		if (*p == '.')
+			*p = '/';
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT) {	/* ENOENT: IPv6 is off here */
+			log_warn("%s", path);
+			*rc = -1;
+		}
+		return;
+	}
+	n = dprintf(fd, "%ld\n", v);
+	if (close(fd) == -1 || n < 0) {
+		log_warn("%s", path);
+		*rc = -1;
+		return;
+	}
+	printf("%s set back to %ld\n", name, v);
+}
 
 static void
 undo_line(struct rtnl *r, char *line, int *rc)
@@ -300,6 +353,10 @@ undo_line(struct rtnl *r, char *line, int *rc)
 
 	if (verb == NULL || ifn == NULL)
 		return;
+	if (strcmp(verb, "sysctl") == 0 && arg != NULL) {
+		undo_sysctl(ifn, arg, rc);
+		return;
+	}
 	if (strcmp(verb, "forwarding") == 0 && arg != NULL) {
 		if (fwd_set(ifn, atoi(arg)) == 0)
 			printf("forwarding on %s set back to %s\n", ifn, arg);

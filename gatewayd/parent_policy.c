@@ -89,16 +89,41 @@ policy_update(struct gw *gw, struct nftr_ruleset *rs)
 	return 0;
 }
 
+/* Record a value gatewayd is about to change, for --teardown.  A later
+ * change (a reload with another global_rate) records moat's own value;
+ * the record is replayed backwards, so the first value found wins. */
+static void
+refusals_record(const struct moat_config *cfg, const char *name, long now,
+    long want)
+{
+	if (now >= 0 && now != want)	/* -1: no IPv6 here */
+		net_undo_sysctl(cfg, name, now);
+}
+
 /*
  * Refusals must reach a guest at once, whatever its rate: lift the
  * kernel's per-host ICMP limit (refusals.h).  A failure leaves the policy
  * in force and refusals slow, so it is a warning, shown by ctl status.
+ * The values it replaces go to network.undo: `gatewayd --teardown` sets
+ * them back.
  */
 void
 policy_refusals(const struct moat_config *cfg)
 {
+	struct refusal_sysctls now, want;
 	char err[256];
 
+	if (cfg->gw.fast_refusals && refusals_read(&now, err, sizeof(err)) == 0) {
+		refusals_want(&cfg->gw, &want);
+		refusals_record(cfg, "net.ipv4.icmp_ratelimit",
+		    now.v4_ratelimit, want.v4_ratelimit);
+		refusals_record(cfg, "net.ipv6.icmp.ratelimit",
+		    now.v6_ratelimit, want.v6_ratelimit);
+		refusals_record(cfg, "net.ipv4.icmp_msgs_per_sec",
+		    now.msgs_per_sec, want.msgs_per_sec);
+		refusals_record(cfg, "net.ipv4.icmp_msgs_burst",
+		    now.msgs_burst, want.msgs_burst);
+	}
 	if (refusals_apply(&cfg->gw, err, sizeof(err)) == -1)
 		log_warnx("refusals stay rate-limited by the kernel: %s", err);
 }

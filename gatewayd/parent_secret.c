@@ -301,7 +301,7 @@ secret_set(struct ctl_req *r)
 	audit_event(r->gw, "secret-set", "uid", uid, "user", r->user, "secret",
 	    q.name, "rotated", old ? "yes" : "no", NULL);
 	if (gw_reload(r->gw, &errors) == -1) {
-		ctl_reply(r, "%s", errors ? errors : "");
+		ctl_reply_errors(r, errors);
 		ctl_refuse(r, NULL, "secret \"%s\" was stored but the "
 		    "configuration was not reloaded", q.name);
 	} else

@@ -5,7 +5,7 @@
 bold "10. containment-check inside guest web (10.77.0.10)"
 if ! in_ns "$NS_GW" ss -Hlun "sport = :53" 2>/dev/null | grep -q .; then
 	echo "  (no resolver listens on the gateway yet: starting the test stub)"
-	topo_bg "$NS_GW" cc-demo-dns $(as_dns_user) python3 tests/harness/cc-dns.py $GW_ADDR \
+	topo_bg "$NS_GW" cc-demo-dns $(as_dns_user) python3 $(topo_pub tests/harness/cc-dns.py) $GW_ADDR \
 		--lifetime 120
 	topo_wait_port "$NS_GW" $GW_ADDR 53
 fi

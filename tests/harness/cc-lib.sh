@@ -14,7 +14,7 @@ cc_topo() {
 	topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web || return 1
 	topo_guest g2 10.77.0.11 52:54:00:00:00:0b mt-g2 || return 1
 	topo_services || return 1
-	topo_bg "$NS_GW" cc-dns-gw $(as_dns_user) python3 tests/harness/cc-dns.py $GW_ADDR \
+	topo_bg "$NS_GW" cc-dns-gw $(as_dns_user) python3 $(topo_pub tests/harness/cc-dns.py) $GW_ADDR \
 		allowed.test=$INET_HTTP rebind.test=$LAN_HOST --refuse denied.test
 	topo_bg "$NS_INET" cc-dns-inet python3 tests/harness/cc-dns.py \
 		203.0.113.53 denied.test=$INET_HTTP

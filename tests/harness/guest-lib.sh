@@ -15,7 +15,8 @@ PV_USER=${PV_USER:-nobody}
 guest_assets() {
 	local tree
 	tree=$(bash tests/harness/guest-kernel.sh "$GUEST_CACHE") || return 1
-	GUEST_KERNEL=$(ls "$tree"/boot/vmlinuz-*-cloud-amd64 | head -1)
+	# QEMU's user reads it: a copy outside the checkout (see topo_pub).
+	GUEST_KERNEL=$(topo_pub "$(ls "$tree"/boot/vmlinuz-*-cloud-amd64 | head -1)") || return 1
 	GUEST_INITRD=$TOPO_TMP/initrd.gz
 	bash tests/harness/guest-initramfs.sh "$GUEST_INITRD" "$tree" \
 		build/containment-check || return 1

@@ -10,8 +10,21 @@ GW_PID=
 
 gw_ctl() { build/gatewayd ctl -s "$GW_SOCK" "$@"; }
 
+# gw_own_state -- give $GW_CONF this run's state folder unless it names
+# one: the default (/var/lib/moat) is the host's, and a test must never
+# leave a network.undo record, a CA or guests' files there.  Added on the
+# "gateway: {" line itself, so the file:line numbers tests expect hold.
+gw_own_state() {
+	local re='^[^#]*state_dir[[:space:]]*='
+	grep -qE "$re" "$GW_CONF" && return 0
+	sed -i "0,/^gateway *[:=] *{/s||& state_dir = \"$TOPO_TMP/state\";|" "$GW_CONF"
+	grep -qE "$re" "$GW_CONF" ||
+		{ echo "gw_own_state: no gateway section in $GW_CONF" >&2; return 1; }
+}
+
 gw_start() {	# gw_start [extra gatewayd args]
 	[ -e "$GW_CONF" ] || cp examples/demo.conf "$GW_CONF"
+	gw_own_state || return 1
 	bash gatewayd/install-users.sh
 	ip netns exec "$NS_GW" build/gatewayd -d -c "$GW_CONF" -s "$GW_SOCK" \
 	    -a "$GW_AUDIT" "$@" >>"$GW_LOG" 2>&1 &

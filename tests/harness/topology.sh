@@ -18,6 +18,10 @@ NS_LAN=$TOPO-lan
 TOPO_NSES=()
 TOPO_PIDS=()
 TOPO_TMP=$(mktemp -d /tmp/$TOPO.XXXXXX)
+# What runs as another user (stand-in resolvers, members, QEMU's user)
+# takes its files from here, never from the checkout: a checkout may sit
+# in a folder only root can pass (/root is 0700), and $TOPO_TMP is 0700.
+TOPO_PUB=$(mktemp -d /tmp/$TOPO-pub.XXXXXX) && chmod 755 "$TOPO_PUB"
 GW_ADDR=10.77.0.1
 INET_ADDR=203.0.113.2
 INET_HTTP=203.0.113.10
@@ -44,7 +48,7 @@ topo_down() {
 	# A test's own mounts (a FUSE filesystem) go before its files do.
 	awk -v d="$TOPO_TMP/" 'index($2, d) == 1 { print $2 }' /proc/mounts 2>/dev/null |
 		while read -r m; do umount -l "$m"; done
-	rm -rf "$TOPO_TMP"
+	rm -rf "$TOPO_TMP" "$TOPO_PUB"
 }
 
 topo_trap() {
@@ -122,6 +126,19 @@ as_dns_user() {
 	echo setpriv --reuid moat-dns --regid moat-dns --clear-groups \
 		--inh-caps +net_bind_service --ambient-caps +net_bind_service \
 		env PATH=/usr/sbin:/usr/bin:/sbin:/bin
+}
+
+# topo_pub FILE... -- copy FILEs (scripts, build/ programs) into the run's
+# world-readable folder and print their new paths, one a line:
+#   topo_bg "$NS_GW" dns $(as_dns_user) python3 $(topo_pub tests/harness/cc-dns.py)
+#   runuser -u alice -- "$(topo_pub build/provision)" ...
+# A copy keeps its name and is made again on every call.
+topo_pub() {
+	local f
+	for f; do
+		install -m 0755 "$f" "$TOPO_PUB/" || return 1
+		echo "$TOPO_PUB/${f##*/}"
+	done
 }
 
 topo_bg() {	# topo_bg NS LOGNAME cmd... -- background process, reaped by topo_down

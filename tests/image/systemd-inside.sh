@@ -162,6 +162,10 @@ phase1() {
 	    'zcat /usr/share/man/man8/gatewayd.8.gz | grep -q "^.TH \"GATEWAYD\" \"8\"" && test -f /usr/share/man/man5/moat.conf.5.gz'
 	chk "unit installed and enabled by the package" systemctl is-enabled moat-gatewayd
 	nchk "not started before it is configured" systemctl is-active moat-gatewayd
+	nchk "moat-sync-box is not enabled by the package (only a KVM host with a box)" \
+	    systemctl is-enabled moat-sync-box
+	chk "the units' Documentation= are man pages man finds" sh -c \
+	    'systemctl show -p Documentation --value moat-gatewayd | grep -qx "man:gatewayd(8) man:moat.conf(5)" && man -w gatewayd && man -w moat.conf'
 	topology; conf
 	# Control: before any policy, the address-only host is reachable, so
 	# the refusals below are the policy's doing.

@@ -28,6 +28,18 @@ expect_match "the guest unit runs provision from PREFIX" \
 expect_match "the box sync unit runs provision sync-box from PREFIX" \
 	'ExecStart=/opt/moat/sbin/provision sync-box' \
 	"$(cat "$D/lib/systemd/system/moat-sync-box.service" 2>/dev/null)"
+# Documentation= names man pages that are installed (the Markdown is
+# installed compressed by the .deb, so a file: link to it would be dead).
+for u in moat-gatewayd moat-guest@ moat-sync-box; do
+	docs=$(sed -n 's/^Documentation=//p' "$D/lib/systemd/system/$u.service")
+	expect_match "$u.service: Documentation= is man pages only" '^man:[^ ]+( man:[^ ]+)*$' "$docs"
+	for m in $docs; do
+		m=${m#man:}; n=${m%(*}; s=${m#*(}; s=${s%)}
+		expect_ok "$u.service: $m is installed" test -f "$D/opt/moat/share/man/man$s/$n.$s"
+	done
+done
+expect_match "moat-sync-box does not retry a host without a box section (exit 2)" \
+	'^RestartPreventExitStatus=2$' "$(cat "$D/lib/systemd/system/moat-sync-box.service")"
 expect_ok "secrets.d exists (gatewayd's unit makes it writable)" test -d "$D/etc/moat/secrets.d"
 expect_match "a logrotate snippet rotates the audit log and signals gatewayd" \
 	'/var/log/moat/audit.log \{' "$(cat "$D/etc/logrotate.d/moat" 2>/dev/null)"

@@ -5,6 +5,7 @@ cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/gw.sh
+MEMBER_GATEWAYD=$(topo_pub build/gatewayd)	# run as a member or nobody: a copy anyone can run
 
 topo_up || { not_ok "topology"; exit 1; }
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
@@ -105,25 +106,29 @@ else not_ok "killed child restarted" "$(gw_ctl status)"; fi
 expect_match "child restart is audited" '"event":"child-restart","child":"nflog","status":"killed by signal 9"' "$(cat "$GW_AUDIT")"
 
 # Control socket: not root, not in group moat -> refused.
-out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
+out=$(runuser -u nobody -- "$MEMBER_GATEWAYD" ctl -s "$GW_SOCK" status 2>&1); rc=$?
 expect_eq "user outside group moat cannot connect (exit 3)" 3 $rc
 expect_match "a non-member is told they are not in group moat" "not in group moat" "$out"
 expect_fail "a non-member is not asked whether gatewayd runs" grep -q "is gatewayd running" <<<"$out"
 chmod 0666 "$GW_SOCK"	# even if the file mode is loosened, SO_PEERCRED holds
-out=$(runuser -u nobody -- build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
+out=$(runuser -u nobody -- "$MEMBER_GATEWAYD" ctl -s "$GW_SOCK" status 2>&1); rc=$?
 chmod 0660 "$GW_SOCK"
 expect_eq "SO_PEERCRED check refuses a non-member (exit 1)" 1 $rc
 expect_match "refusal says why" "permission denied: you are not in group moat" "$out"
 useradd -M -N -G moat moattest$$ 2>/dev/null
-out=$(runuser -u moattest$$ -- build/gatewayd ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
+out=$(runuser -u moattest$$ -- "$MEMBER_GATEWAYD" ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
 userdel moattest$$ 2>/dev/null
 expect_eq "member of group moat may use ctl" 0 $rc
 
 # Reload with a broken config: refused with file:line, old policy stays.
 sed -i 's|egress = "open"; owner = "bob";|egress = "opne"; owner = "bob";|' "$GW_CONF"
-out=$(gw_ctl reload 2>&1); rc=$?
+out=$(gw_ctl reload 2>"$TOPO_TMP/reload.err"); rc=$?
+err=$(cat "$TOPO_TMP/reload.err")
 expect_eq "broken reload: ctl exits 1" 1 $rc
-expect_match "broken reload: caller sees file:line" "$GW_CONF:19: sandbox \"dev\": egress: expected" "$out"
+expect_match "broken reload: caller sees file:line on stderr" "^$GW_CONF:19: sandbox \"dev\": egress: expected" "$err"
+expect_match "broken reload: ... and that the previous policy stays, on stderr" \
+	"^configuration not reloaded; the previous policy stays in force$" "$err"
+expect_eq "broken reload: nothing on stdout (gatewayd(8): errors on stderr)" "" "$out"
 expect_eq "broken reload: old policy still lets dev out" connected "$(tcp_probe $TOPO-dev $INET_HTTP 80)"
 expect_eq "broken reload: old policy still refuses the LAN" unreachable "$(tcp_probe $TOPO-dev $LAN_HOST 22)"
 expect_match "broken reload audited" '"event":"reload","result":"refused"' "$(cat "$GW_AUDIT")"

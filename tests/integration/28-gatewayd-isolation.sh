@@ -16,6 +16,7 @@ cd "$(dirname "$0")/../.."
 . tests/harness/topology.sh
 . tests/harness/gw.sh
 . tests/harness/guest-lib.sh
+MEMBER_PROVISION=$(topo_pub build/provision)	# run as a member or nobody: a copy anyone can run
 
 UA=mia$$ UB=mib$$
 iso_cleanup() {
@@ -52,8 +53,8 @@ CONF
 gw_start; expect_eq "gatewayd starts" 0 $?
 
 as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
-apv() { as $UA build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
-bpv() { as $UB build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+apv() { as $UA "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+bpv() { as $UB "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 rpv() { ip netns exec "$NS_GW" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 # nothing NAME -- every trace a create of NAME could leave: none.
 nothing() {
@@ -109,7 +110,7 @@ out=$(timeout 60 build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" create x4 \
 	--image "$A/fifo" --ssh-key "$A/key.pub" --egress none 2>&1 </dev/null)
 rc=$?
 expect_match "root's own provision refuses a FIFO at once" "rc=[12] .*not a regular file" "rc=$rc $out"
-out=$(timeout 60 runuser -u $UA -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+out=$(timeout 60 runuser -u $UA -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" \
 	create x4 --image "$A/fifo" --ssh-key "$A/key.pub" --egress none --disk 1G 2>&1 </dev/null)
 rc=$?
 expect_match "a member's FIFO is refused at once" "rc=1 .*not a regular file" "rc=$rc $out"
@@ -227,7 +228,7 @@ F=$TOPO_TMP/fuse; mkdir -p "$F"
 FUSE_PID=$!; TOPO_PIDS+=("$FUSE_PID")
 if wait_for 30 mountpoint -q "$F"; then
 	t0=$SECONDS
-	out=$(timeout 150 runuser -u $UA -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	out=$(timeout 150 runuser -u $UA -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" \
 		create f1 --image "$A/good.qcow2" --ssh-key "$F/stuck.txt" --egress none --disk 1G 2>&1 </dev/null)
 	expect_match "an --ssh-key that never answers is given up at gateway.import_timeout" \
 		"--ssh-key /dev/fd/[0-9]+: not read within 20 s" "$out"

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.."
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
 . tests/harness/gw.sh
+MEMBER_GATEWAYD=$(topo_pub build/gatewayd)	# run as a member or nobody: a copy anyone can run
+MEMBER_PROVISION=$(topo_pub build/provision)	# run as a member or nobody: a copy anyone can run
 
 UA=mta$$ UB=mtb$$
 team_cleanup() {
@@ -28,10 +30,10 @@ for u in $UA $UB; do
 done
 UIDA=$(id -u $UA)
 as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
-actl() { as $UA build/gatewayd ctl -s "$GW_SOCK" "$@"; }
-bctl() { as $UB build/gatewayd ctl -s "$GW_SOCK" "$@"; }
-bpv() { as $UB build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
-apv() { as $UA build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+actl() { as $UA "$MEMBER_GATEWAYD" ctl -s "$GW_SOCK" "$@"; }
+bctl() { as $UB "$MEMBER_GATEWAYD" ctl -s "$GW_SOCK" "$@"; }
+bpv() { as $UB "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+apv() { as $UA "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 
 # --- configuration: two sandboxes made by an admin, quotas --------------
 chmod 711 "$TOPO_TMP"

@@ -87,7 +87,7 @@ cc_mut "proxy dials the gateway host (transparent)" gateway "gateway host, trans
 cc_mut "proxy dials the sandbox network" guests "sandbox network through the proxy"
 # The same naive proxy as the proxy's user: the output chain holds it.
 proxy_up setpriv --reuid=nobody --regid=nogroup --clear-groups \
-	/usr/bin/python3 tests/harness/naive-proxy.py $GW_ADDR 3128 || not_ok "naive proxy starts as nobody"
+	/usr/bin/python3 "$(topo_pub tests/harness/naive-proxy.py)" $GW_ADDR 3128 || not_ok "naive proxy starts as nobody"
 cc_scan web "${SCAN[@]}"
 expect_eq "naive proxy as the proxy's user: the kernel still contains it" 0 \
 	"$(cc_q "sum(1 for x in rs if x['outcome']=='BREACH' and x['class']=='gateway')")"

@@ -17,7 +17,7 @@ done
 topo_up || { not_ok "topology comes up"; exit 1; }
 topo_services || not_ok "services start"
 # The gateway's resolver (a stub) and a "public" one for bypass probes.
-topo_bg "$NS_GW" dns-gw $(as_dns_user) python3 tests/harness/cc-dns.py $GW_ADDR \
+topo_bg "$NS_GW" dns-gw $(as_dns_user) python3 $(topo_pub tests/harness/cc-dns.py) $GW_ADDR \
 	allowed.test=$INET_HTTP rebind.test=$LAN_HOST --refuse denied.test
 topo_bg "$NS_INET" dns-inet python3 tests/harness/cc-dns.py \
 	203.0.113.53 denied.test=$INET_HTTP

@@ -82,9 +82,11 @@ expect_match "gatewayd -n warns: bridge missing" "warning: network: bridge moat0
 expect_match "gatewayd -n warns: forwarding off" "warning: network: forwarding up0: off" "$out"
 expect_fail "gatewayd -n changed nothing" ip -n "$NS_GW" link show moat0
 
-# Step 2: start gatewayd (the unit runs exactly this, in the foreground).
+# Step 2: start gatewayd (the unit runs this, in the foreground; the audit
+# log is the run's own, not the host's /var/log/moat).
 mkdir -p "$RUN"
-ip netns exec "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" >"$TOPO_TMP/gw.log" 2>&1 &
+ip netns exec "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" \
+	>"$TOPO_TMP/gw.log" 2>&1 &
 GWPID=$!
 TOPO_PIDS+=($GWPID)
 for i in $(seq 100); do gatewayd ctl -s "$RUN/gatewayd.sock" status >/dev/null 2>&1 && break; sleep 0.2; done
@@ -174,7 +176,7 @@ expect_match "a second teardown has nothing to undo" "nothing to undo" \
 # nothing and says exactly what is wrong, at start and on reload.
 sed -i 's|^  state_dir|  manage_network = false;\n  state_dir|' "$CONF"
 ip -n "$NS_GW" route del default
-ip netns exec "$NS_GW" gatewayd -d -X -c "$CONF" -s "$RUN/gatewayd.sock" >"$TOPO_TMP/gw2.log" 2>&1 &
+ip netns exec "$NS_GW" gatewayd -d -X -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" >"$TOPO_TMP/gw2.log" 2>&1 &
 GWPID=$!
 TOPO_PIDS+=($GWPID)
 for i in $(seq 100); do gatewayd ctl -s "$RUN/gatewayd.sock" status >/dev/null 2>&1 && break; sleep 0.2; done

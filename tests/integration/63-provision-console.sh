@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.."
 . tests/harness/topology.sh
 . tests/harness/gw.sh
 . tests/harness/guest-lib.sh
+MEMBER_PROVISION=$(topo_pub build/provision)	# run as a member or nobody: a copy anyone can run
 
 UA=mca$$ UB=mcb$$
 CPID=
@@ -31,7 +32,7 @@ as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
 # Root's provision, with gatewayd's run directory (where it looks for
 # guests' console sockets), in the gateway namespace (the taps' bridge).
 pvr() { ip netns exec "$NS_GW" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
-mpv() { local u=$1; shift; as "$u" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+mpv() { local u=$1; shift; as "$u" "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 
 chmod 0755 "$TOPO_TMP"		# QEMU (nobody) reaches the kernel and initramfs
 tree=$(bash tests/harness/guest-kernel.sh "$GUEST_CACHE") &&
@@ -91,12 +92,12 @@ kill "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; CPID=
 exec 7>&-
 
 # Bob's: refused, with the answer a missing sandbox gets.
-out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+out=$(timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" \
 	console c-b </dev/null 2>&1); rc=$?
 expect_eq "$UA's console c-b (owned by $UB) fails" 1 "$rc"
 expect_match "refused: no sandbox \"c-b\" owned by $UA" "no sandbox \"c-b\" owned by $UA" "$out"
 expect_fail "nothing of c-b's console reached $UA" grep -q MOAT-TICK <<<"$out"
-out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+out=$(timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" \
 	console nosuch </dev/null 2>&1)
 expect_match "a sandbox that does not exist gets the same answer" \
 	"no sandbox \"nosuch\" owned by $UA" "$out"
@@ -117,14 +118,14 @@ exec 7>&-
 # socket for a symlink to gatewayd's control socket.  gatewayd connects as
 # that QEMU user, never as root, so the owner gets no root control session.
 as nobody ln -sf "$TOPO_TMP/gatewayd.sock" "$TOPO_TMP/guests/c-a/console.sock"
-out=$(printf 'status\n' | timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" \
+out=$(printf 'status\n' | timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" \
 	--run-dir "$TOPO_TMP" console c-a 2>&1)
 expect_match "console symlinked by its QEMU to the control socket: refused" \
 	"guest \"c-a\" is not running" "$out"
 expect_fail "... and no control session as root came through" grep -q "uptime" <<<"$out"
 
 pvr stop --force c-a >/dev/null 2>&1
-out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+out=$(timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" \
 	console c-a </dev/null 2>&1)
 expect_match "a stopped guest's console: not running" "guest \"c-a\" is not running" "$out"
 tap_done
