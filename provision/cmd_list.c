@@ -26,32 +26,26 @@ struct row {
 	char	 egress[12];
 	char	 mode[8];
 	char	 state[12];
-	char	 verdict[16];	/* first-boot containment-check, or "" */
+	enum verdict verdict;	/* first-boot containment-check, by the guest */
 	long	 uptime;
 	int	 pid;
 	char	 accel[8];		/* running guests: accelerator, why */
 	char	 accel_why[256];
 };
 
-/* The last verdict an image guest's first-boot check printed on its
- * serial console ("MOAT-VERDICT: contained" or "... NOT CONTAINED"). */
-static void
-verdict_read(const char *log, char *out, size_t len)
-{
-	static const char tag[] = "MOAT-VERDICT: ";
-	char *line = NULL, *t;
-	size_t cap = 0;
-	FILE *f;
+/* How far into an old console log (from before the verdict had a file of
+ * its own) the first-boot verdict is looked for. */
+#define VERDICT_SCAN_MAX	(4u << 20)
 
-	out[0] = '\0';
-	if ((f = fopen(log, "re")) == NULL)
-		return;
-	while (getline(&line, &cap, f) != -1)
-		if ((t = strstr(line, tag)) != NULL)
-			snprintf(out, len, "%.*s", (int)strcspn(t + sizeof(tag)
-			    - 1, "\r\n"), t + sizeof(tag) - 1);
-	free(line);
-	fclose(f);
+/* The guest's own report (serial.c): the recorded word, else the first
+ * verdict line of its console log.  Never the log's text itself. */
+static enum verdict
+verdict_read(const struct gpaths *p)
+{
+	enum verdict v = verdict_file_read(p->verdict);
+
+	return v != VERDICT_NONE ? v : verdict_log_scan(p->log,
+	    VERDICT_SCAN_MAX);
 }
 
 static void
@@ -105,7 +99,7 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 			accel_read(&p, r);
 		}
 		if (g.mode == MODE_IMAGE)
-			verdict_read(p.log, r->verdict, sizeof(r->verdict));
+			r->verdict = verdict_read(&p);
 		guest_free(&g);
 	}
 	gpaths_free(&p);
@@ -135,7 +129,10 @@ row_json(const struct row *r, bool first)
 	field("egress", r->egress);
 	field("mode", r->mode);
 	field("state", r->state);
-	field("verdict", r->verdict);
+	/* Where the verdict came from: the guest said so. */
+	field("verdict", verdict_word(r->verdict) ? verdict_word(r->verdict) :
+	    "");
+	field("verdict_source", r->verdict != VERDICT_NONE ? "guest" : "");
 	printf(", \"accel\": ");
 	r->accel[0] ? json_fputs(stdout, r->accel) : (void)printf("null");
 	printf(", \"accel_reason\": ");
@@ -180,7 +177,7 @@ int
 cmd_list(struct pv *pv, int argc, char **argv)
 {
 	const char *owner = NULL;
-	char **names, up[32];
+	char **names, up[32], verdict[32];
 	struct row r;
 	size_t i, n, shown = 0;
 	int a;
@@ -201,7 +198,7 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	if (pv->json)
 		printf("[");
 	else
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-14s %s\n", "NAME",
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-21s %s\n", "NAME",
 		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "VERDICT",
 		    "ACCEL");
 	for (i = 0; i < n; i++) {
@@ -218,10 +215,13 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			    r.uptime / 3600, r.uptime / 60 % 60, r.uptime % 60);
 		else
 			snprintf(up, sizeof(up), "-");
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-14s %s%s%s%s\n",
+		snprintf(verdict, sizeof(verdict), "%s%s", verdict_word(
+		    r.verdict) ? verdict_word(r.verdict) : "-", r.verdict !=
+		    VERDICT_NONE ? " (guest)" : "");
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-21s %s%s%s%s\n",
 		    r.name, r.address[0] ? r.address : "-", r.mode[0] ? r.mode :
 		    "-", r.egress[0] ? r.egress : "-", r.state, up,
-		    r.verdict[0] ? r.verdict : "-", r.accel[0] ? r.accel : "-",
+		    verdict, r.accel[0] ? r.accel : "-",
 		    r.accel[0] ? " (" : "", r.accel[0] ? r.accel_why : "",
 		    r.accel[0] ? ")" : "");
 	}
