@@ -2,6 +2,7 @@
  * cmd_list.c -- `provision list [--json]` and `provision console NAME`.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <dirent.h>
@@ -267,13 +268,16 @@ relay(int sock)
 	}
 }
 
-/* Root connects to QEMU's socket itself; anyone else asks gatewayd, which
- * checks ownership and passes the connected socket back. */
+/* Root connects to QEMU's socket itself, but as its folder's owner (the
+ * QEMU user, see connect_as_start), never as root: the folder is QEMU's,
+ * so the socket may be a symlink put there by a guest that escaped into
+ * it.  Anyone else asks gatewayd, which does the same for the guest's
+ * owner and passes the connected socket back. */
 static int
 console_connect(struct pv *pv, const char *name)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct gpaths p;
+	struct stat st;
 	int fd = -1;
 
 	if (geteuid() != 0)
@@ -281,16 +285,11 @@ console_connect(struct pv *pv, const char *name)
 	if (pv_load(pv) == -1)
 		return -1;
 	gpaths_init(&p, pv, name);
-	if (strlen(p.console) < sizeof(sun.sun_path) &&
-	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) != -1) {
-		strcpy(sun.sun_path, p.console);
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-			log_warn("guest \"%s\" console %s (is it running?)",
-			    name, p.console);
-			close(fd);
-			fd = -1;
-		}
-	}
+	if (lstat(p.rdir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != 0)
+		fd = guest_connect(p.console, st.st_uid, st.st_gid);
+	if (fd == -1)
+		log_warnx("guest \"%s\" console %s: cannot connect as its "
+		    "QEMU user (is it running?)", name, p.console);
 	gpaths_free(&p);
 	return fd;
 }

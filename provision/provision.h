@@ -250,7 +250,13 @@ enum { CTL_OK = 0, CTL_ABSENT = 1, CTL_REFUSED = -1 };
 int	 ctl_reload(const struct pv *);
 int	 ctl_forward(const struct pv *, int argc, char **argv);
 int	 ctl_console(const struct pv *, const char *name);	/* fd or -1 */
-int	 qmp_command(const char *sock, const char *command);
+int	 qmp_command(const char *sock, const struct qemu_user *,
+	    const char *command);
+/* A socket in a guest's runtime folder (QEMU's user owns it, so it may be
+ * a symlink to anything that user can open): connected by a child that
+ * has become uid/gid, never by root, and only if its server runs as uid
+ * (connect_as_start, privdrop.h).  The connected socket, or -1. */
+int	 guest_connect(const char *path, uid_t uid, gid_t gid);
 
 /* box.c -- the separate gateway box (moat.conf's box section). */
 bool	 box_set(const struct pv *);
