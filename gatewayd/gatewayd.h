@@ -239,11 +239,20 @@ struct ctl_creds {
 	const char	*user;		/* login name, or "#UID" */
 	bool		 admin;		/* root or gateway.admin_group */
 };
-/* "console NAME": (request, caller) -> a connected socket to the guest's
- * serial console, or -1 with err set (one answer for missing and not
- * yours).  The caller passes the fd on (SCM_RIGHTS) and closes it. */
+/* Where a console is: its socket, to be connected as its folder's owner
+ * (connect_as_start, privdrop.h). */
+struct console_target {
+	char		 path[108];
+	uid_t		 uid;
+	gid_t		 gid;
+};
+/* "console NAME": (request, caller) -> where the guest's serial console
+ * is, or -1 with err set (one answer for missing and not yours). */
 int	console_verb(const struct moat_config *, const char *run_dir, int argc,
-	    char *const argv[], const struct ctl_creds *, char *err, size_t len);
+	    char *const argv[], const struct ctl_creds *,
+	    struct console_target *, char *err, size_t len);
+/* The answer for a guest whose console cannot be reached. */
+void	console_gone(const char *name, char *err, size_t len);
 
 /* --- client side (ctl_client.c) --- */
 
@@ -330,6 +339,9 @@ struct gw_job {
 	char		 user[33];	/* login name, for the job's audit */
 	char		 verb[16];
 	char		 sandbox[33];
+	bool		 console;	/* a console's connection, not provision */
+	int		 back;		/* its connect_as end */
+	uid_t		 peer;		/* its server's uid, the QEMU user */
 };
 
 struct gw {

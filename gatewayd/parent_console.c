@@ -8,16 +8,20 @@
  * is not in the path.  Anyone else gets the same answer as for a sandbox
  * that does not exist.
  *
- * The connection is made with the file-system identity of the runtime
- * folder's owner (the QEMU user), never as root: that folder is writable
- * by QEMU, so a guest that escaped into its QEMU could replace the socket
- * with a symlink to any socket root may open (another guest's console, the
- * control socket).  As its QEMU user it reaches only what it already could.
+ * The connection is made by a child that has become the runtime folder's
+ * owner (the QEMU user) for good, never by root, and the parent does not
+ * wait for it: the request is answered when the child exits (like a
+ * provision job).  That folder is writable by QEMU, so a guest that
+ * escaped into its QEMU could replace the socket with a symlink to any
+ * socket it may open: root's connection would reach it as root (a 0666
+ * system socket sees uid 0), the guest uid's reaches it as the guest uid,
+ * which the guest could do itself.  The socket handed on must also have
+ * QEMU's user as its server.
  *
- * console_verb() is the whole verb, (request, caller) -> fd or error, so
- * that it can move with the control protocol; control.c only sends the fd.
+ * console_verb() decides (request, caller) -> where, or error, so that it
+ * can move with the control protocol; parent_ctl.c runs the child and
+ * sends the fd.
  */
-#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,53 +44,15 @@ name_ok(const char *s)
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
 }
 
-/* connect(path) with fsuid/fsgid uid/gid and no supplementary groups;
- * root's identity is back before this returns. */
-static int
-connect_as(const char *path, uid_t uid, gid_t gid)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	gid_t saved[256];
-	int fd, n, rc, e;
-
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if ((n = getgroups(256, saved)) == -1 || setgroups(0, NULL) == -1) {
-		close(fd);
-		return -1;
-	}
-	setfsgid(gid);
-	setfsuid(uid);
-	if ((uid_t)setfsuid((uid_t)-1) != uid)
-		rc = -1, e = EPERM;
-	else
-		rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun)), e = errno;
-	setfsuid(0);
-	setfsgid(0);
-	if (setgroups((size_t)n, saved) == -1 ||
-	    (uid_t)setfsuid((uid_t)-1) != 0)
-		fatalx("console: cannot restore root's file-system identity");
-	if (rc == -1) {
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 int
 console_verb(const struct moat_config *cfg, const char *run_dir, int argc,
-    char *const argv[], const struct ctl_creds *who, char *err, size_t len)
+    char *const argv[], const struct ctl_creds *who, struct console_target *t,
+    char *err, size_t len)
 {
 	const struct moat_sandbox *s;
 	struct stat st;
-	char dir[4096], path[4200];
-	int fd;
+	char dir[4096];
+	int n;
 
 	if (argc != 2 || !name_ok(argv[1])) {
 		snprintf(err, len, "usage: console NAME");
@@ -101,14 +67,21 @@ console_verb(const struct moat_config *cfg, const char *run_dir, int argc,
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/guests/%s", run_dir, argv[1]);
-	snprintf(path, sizeof(path), "%s/console.sock", dir);
+	n = snprintf(t->path, sizeof(t->path), "%s/console.sock", dir);
 	/* The folder is made by provision (root) and given to the QEMU
 	 * user: its owner is who may open what is inside. */
-	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid == 0 ||
-	    (fd = connect_as(path, st.st_uid, st.st_gid)) == -1) {
-		snprintf(err, len, "console: guest \"%s\" is not running",
-		    argv[1]);
+	if (n < 0 || (size_t)n >= sizeof(t->path) || lstat(dir, &st) == -1 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid == 0 || st.st_gid == 0) {
+		console_gone(argv[1], err, len);
 		return -1;
 	}
-	return fd;
+	t->uid = st.st_uid;
+	t->gid = st.st_gid;
+	return 0;
+}
+
+void
+console_gone(const char *name, char *err, size_t len)
+{
+	snprintf(err, len, "console: guest \"%s\" is not running", name);
 }

@@ -27,6 +27,7 @@
 
 #include "gatewayd.h"
 #include "log.h"
+#include "privdrop.h"
 
 typedef void (*ctl_fn)(struct ctl_req *);
 
@@ -36,6 +37,7 @@ static void ctl_reload(struct ctl_req *);
 static void ctl_counters(struct ctl_req *);
 static void ctl_log(struct ctl_req *);
 static void ctl_console(struct ctl_req *);
+static bool console_reaped(struct gw *, struct gw_job *);
 
 /* admin: root or gateway.admin_group only.  json: the verb has a --json
  * form (for "secret", only "secret list" does; see parent_secret.c). */
@@ -285,6 +287,7 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 {
 	struct gw_job *j;
 	char uid[16], code[16], msg[96];
+	bool console;
 	int i, n;
 
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
@@ -293,12 +296,18 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 	if (i == GW_MAX_CLIENTS)
 		return false;
 	j = &gw->jobs[i];
+	console = j->console;
+	if (console && !console_reaped(gw, j))
+		status = 1 << 8;	/* no socket: it failed */
 	snprintf(uid, sizeof(uid), "%u", (unsigned)j->uid);
 	snprintf(code, sizeof(code), "%d", WIFEXITED(status) ?
 	    WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	audit_event(gw, "control-done", "uid", uid, "user", j->user, "verb",
 	    j->verb, "sandbox", j->sandbox, "result", WIFEXITED(status) &&
 	    WEXITSTATUS(status) == 0 ? "ok" : "failed", "exit", code, NULL);
+	j->pid = 0;
+	if (console)
+		return true;	/* answered */
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		n = snprintf(msg, sizeof(msg), "ok\n");
 	else
@@ -307,7 +316,6 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 	/* Only the control process that asked knows the request. */
 	if (j->gen == gw->ctl_gen)
 		ctl_send(gw, j->id, IPC_CTL_END, msg, (size_t)n, -1);
-	j->pid = 0;
 	return true;
 }
 
@@ -585,26 +593,70 @@ ctl_log(struct ctl_req *r)
 }
 
 /* "console NAME": the guest's serial console, connected as the guest's
- * own user (parent_console.c) and passed back with "ok", for its owner
- * (or an admin) only. */
+ * own user (parent_console.c) by a child the parent does not wait for;
+ * the fd goes back with "ok" when it exits (console_reaped), for its
+ * owner (or an admin) only. */
 static void
 ctl_console(struct ctl_req *r)
 {
 	struct ctl_creds who = { .uid = r->uid, .gid = r->gid,
 	    .user = r->user, .admin = r->admin };
+	struct console_target t;
+	struct gw_job *g = NULL;
 	char err[256], *run_dir, *slash;
-	int fd;
+	int i, rc, back;
+	pid_t pid;
 
 	run_dir = xstrdup(r->gw->opts.sock);
 	if ((slash = strrchr(run_dir, '/')) != NULL)
 		*slash = '\0';
-	fd = console_verb(r->gw->cfg, run_dir, r->argc, r->argv, &who, err,
-	    sizeof(err));
+	rc = console_verb(r->gw->cfg, run_dir, r->argc, r->argv, &who, &t,
+	    err, sizeof(err));
 	free(run_dir);
-	if (fd == -1) {
+	if (rc == -1) {
 		ctl_refuse(r, r->argc > 1 ? r->argv[1] : NULL, "%s", err);
 		return;
 	}
-	reply(r, "ok\n");
-	ctl_req_attach_fd(r, fd);
+	for (i = 0; i < GW_MAX_CLIENTS && g == NULL; i++)
+		if (r->gw->jobs[i].pid == 0)
+			g = &r->gw->jobs[i];
+	if (g == NULL || (pid = connect_as_start(t.path, t.uid, t.gid,
+	    &back)) == -1) {
+		ctl_refuse(r, r->argv[1], "console: busy, try again later");
+		return;
+	}
+	memset(g, 0, sizeof(*g));
+	g->pid = pid;
+	g->id = r->id;
+	g->gen = r->gw->ctl_gen;
+	g->uid = r->uid;
+	snprintf(g->user, sizeof(g->user), "%s", r->user);
+	snprintf(g->verb, sizeof(g->verb), "console");
+	snprintf(g->sandbox, sizeof(g->sandbox), "%s", r->argv[1]);
+	g->console = true;
+	g->back = back;
+	g->peer = t.uid;
+	r->job = true;
+}
+
+/* The console's child exited: its socket, if it made one whose server
+ * is the QEMU user, goes to the client with "ok". */
+static bool
+console_reaped(struct gw *gw, struct gw_job *j)
+{
+	char msg[128], err[100];
+	int fd = connect_as_take(j->back, j->peer);
+
+	close(j->back);
+	j->console = false;
+	console_gone(j->sandbox, err, sizeof(err));
+	if (fd == -1)
+		snprintf(msg, sizeof(msg), "error: %s\n", err);
+	else
+		snprintf(msg, sizeof(msg), "ok\n");
+	if (j->gen == gw->ctl_gen)
+		ctl_send(gw, j->id, IPC_CTL_END, msg, strlen(msg), fd);
+	if (fd != -1)
+		close(fd);
+	return fd != -1;
 }

@@ -1,6 +1,8 @@
 /*
  * smallfile.c -- see smallfile.h.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -41,14 +43,24 @@ read_small_fd(int fd, size_t max, size_t *len)
 	return buf;
 }
 
+/* Non-blocking, so that a FIFO or a device put where a file was expected
+ * cannot hold the open (a FIFO waits for a writer) or the read; then
+ * refused unless it is a regular file.  Regular files ignore O_NONBLOCK. */
 char *
 read_small_file(const char *path, size_t max, size_t *len)
 {
+	struct stat st;
 	char *buf;
 	int fd, e;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1)
 		return NULL;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
 	buf = read_small_fd(fd, max, len);
 	e = errno;
 	close(fd);

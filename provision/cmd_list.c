@@ -2,6 +2,7 @@
  * cmd_list.c -- `provision list [--json]` and `provision console NAME`.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <dirent.h>
@@ -26,32 +27,26 @@ struct row {
 	char	 egress[12];
 	char	 mode[8];
 	char	 state[12];
-	char	 verdict[16];	/* first-boot containment-check, or "" */
+	enum verdict verdict;	/* first-boot containment-check, by the guest */
 	long	 uptime;
 	int	 pid;
 	char	 accel[8];		/* running guests: accelerator, why */
 	char	 accel_why[256];
 };
 
-/* The last verdict an image guest's first-boot check printed on its
- * serial console ("MOAT-VERDICT: contained" or "... NOT CONTAINED"). */
-static void
-verdict_read(const char *log, char *out, size_t len)
-{
-	static const char tag[] = "MOAT-VERDICT: ";
-	char *line = NULL, *t;
-	size_t cap = 0;
-	FILE *f;
+/* How far into an old console log (from before the verdict had a file of
+ * its own) the first-boot verdict is looked for. */
+#define VERDICT_SCAN_MAX	(4u << 20)
 
-	out[0] = '\0';
-	if ((f = fopen(log, "re")) == NULL)
-		return;
-	while (getline(&line, &cap, f) != -1)
-		if ((t = strstr(line, tag)) != NULL)
-			snprintf(out, len, "%.*s", (int)strcspn(t + sizeof(tag)
-			    - 1, "\r\n"), t + sizeof(tag) - 1);
-	free(line);
-	fclose(f);
+/* The guest's own report (serial.c): the recorded word, else the first
+ * verdict line of its console log.  Never the log's text itself. */
+static enum verdict
+verdict_read(const struct gpaths *p)
+{
+	enum verdict v = verdict_file_read(p->verdict);
+
+	return v != VERDICT_NONE ? v : verdict_log_scan(p->log,
+	    VERDICT_SCAN_MAX);
 }
 
 static void
@@ -105,7 +100,7 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 			accel_read(&p, r);
 		}
 		if (g.mode == MODE_IMAGE)
-			verdict_read(p.log, r->verdict, sizeof(r->verdict));
+			r->verdict = verdict_read(&p);
 		guest_free(&g);
 	}
 	gpaths_free(&p);
@@ -135,7 +130,10 @@ row_json(const struct row *r, bool first)
 	field("egress", r->egress);
 	field("mode", r->mode);
 	field("state", r->state);
-	field("verdict", r->verdict);
+	/* Where the verdict came from: the guest said so. */
+	field("verdict", verdict_word(r->verdict) ? verdict_word(r->verdict) :
+	    "");
+	field("verdict_source", r->verdict != VERDICT_NONE ? "guest" : "");
 	printf(", \"accel\": ");
 	r->accel[0] ? json_fputs(stdout, r->accel) : (void)printf("null");
 	printf(", \"accel_reason\": ");
@@ -180,7 +178,7 @@ int
 cmd_list(struct pv *pv, int argc, char **argv)
 {
 	const char *owner = NULL;
-	char **names, up[32];
+	char **names, up[32], verdict[32];
 	struct row r;
 	size_t i, n, shown = 0;
 	int a;
@@ -201,7 +199,7 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	if (pv->json)
 		printf("[");
 	else
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-14s %s\n", "NAME",
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-21s %s\n", "NAME",
 		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "VERDICT",
 		    "ACCEL");
 	for (i = 0; i < n; i++) {
@@ -218,10 +216,13 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			    r.uptime / 3600, r.uptime / 60 % 60, r.uptime % 60);
 		else
 			snprintf(up, sizeof(up), "-");
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-14s %s%s%s%s\n",
+		snprintf(verdict, sizeof(verdict), "%s%s", verdict_word(
+		    r.verdict) ? verdict_word(r.verdict) : "-", r.verdict !=
+		    VERDICT_NONE ? " (guest)" : "");
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-21s %s%s%s%s\n",
 		    r.name, r.address[0] ? r.address : "-", r.mode[0] ? r.mode :
 		    "-", r.egress[0] ? r.egress : "-", r.state, up,
-		    r.verdict[0] ? r.verdict : "-", r.accel[0] ? r.accel : "-",
+		    verdict, r.accel[0] ? r.accel : "-",
 		    r.accel[0] ? " (" : "", r.accel[0] ? r.accel_why : "",
 		    r.accel[0] ? ")" : "");
 	}
@@ -267,13 +268,16 @@ relay(int sock)
 	}
 }
 
-/* Root connects to QEMU's socket itself; anyone else asks gatewayd, which
- * checks ownership and passes the connected socket back. */
+/* Root connects to QEMU's socket itself, but as its folder's owner (the
+ * QEMU user, see connect_as_start), never as root: the folder is QEMU's,
+ * so the socket may be a symlink put there by a guest that escaped into
+ * it.  Anyone else asks gatewayd, which does the same for the guest's
+ * owner and passes the connected socket back. */
 static int
 console_connect(struct pv *pv, const char *name)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct gpaths p;
+	struct stat st;
 	int fd = -1;
 
 	if (geteuid() != 0)
@@ -281,16 +285,11 @@ console_connect(struct pv *pv, const char *name)
 	if (pv_load(pv) == -1)
 		return -1;
 	gpaths_init(&p, pv, name);
-	if (strlen(p.console) < sizeof(sun.sun_path) &&
-	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) != -1) {
-		strcpy(sun.sun_path, p.console);
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-			log_warn("guest \"%s\" console %s (is it running?)",
-			    name, p.console);
-			close(fd);
-			fd = -1;
-		}
-	}
+	if (lstat(p.rdir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != 0)
+		fd = guest_connect(p.console, st.st_uid, st.st_gid);
+	if (fd == -1)
+		log_warnx("guest \"%s\" console %s: cannot connect as its "
+		    "QEMU user (is it running?)", name, p.console);
 	gpaths_free(&p);
 	return fd;
 }

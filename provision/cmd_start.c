@@ -405,10 +405,10 @@ stop_target(const struct target *t, int timeout_s, bool force)
 		clean_rundir(t);
 		return 0;
 	}
-	if (!force && qmp_command(t->p.qmp, "system_powerdown") == 0 &&
+	if (!force && qmp_command(t->p.qmp, &t->u, "system_powerdown") == 0 &&
 	    wait_gone(t, pid, timeout_s))
 		goto done;
-	if (qmp_command(t->p.qmp, "quit") == 0 && wait_gone(t, pid, 5))
+	if (qmp_command(t->p.qmp, &t->u, "quit") == 0 && wait_gone(t, pid, 5))
 		goto done;
 	kill(pid, SIGKILL);
 	if (!wait_gone(t, pid, 5)) {

@@ -9,6 +9,7 @@
  */
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include <sys/stat.h>
 
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privdrop.h"
 #include "provision.h"
 
 #define CTL_TIMEOUT_MS	15000
@@ -378,15 +380,31 @@ qmp_reply(int fd)
 	}
 }
 
-/* command: a QMP command name without arguments ("quit",
- * "system_powerdown").  0 if QEMU accepted it. */
 int
-qmp_command(const char *sock, const char *command)
+guest_connect(const char *path, uid_t uid, gid_t gid)
+{
+	int fd = -1, back, status;
+	pid_t pid;
+
+	if ((pid = connect_as_start(path, uid, gid, &back)) == -1)
+		return -1;
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	fd = connect_as_take(back, uid);
+	close(back);
+	return fd;
+}
+
+/* command: a QMP command name without arguments ("quit",
+ * "system_powerdown").  0 if QEMU accepted it.  The socket is in the
+ * QEMU user's folder: connected as that user (guest_connect). */
+int
+qmp_command(const char *sock, const struct qemu_user *u, const char *command)
 {
 	char line[4096], *req;
 	int fd, rc = -1, sent = 0;
 
-	if ((fd = unix_connect(sock)) == -1)
+	if ((fd = guest_connect(sock, u->uid, u->gid)) == -1)
 		return -1;
 	xasprintf(&req, "{\"execute\":\"%s\"}\n", command);
 	if (read_line(fd, line, sizeof(line), 5000) == 0 &&

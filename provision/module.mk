@@ -4,7 +4,7 @@ PROVISION_LIB_SRCS := provision/guest.c provision/alloc.c provision/dropin.c \
 	provision/ctl.c provision/accel.c provision/cmd_create.c \
 	provision/cmd_start.c provision/cmd_destroy.c provision/cmd_list.c \
 	provision/uids.c provision/import.c provision/qcow2.c \
-	provision/unit.c provision/box.c
+	provision/unit.c provision/box.c provision/serial.c
 PROVISION_SRCS := provision/main.c $(PROVISION_LIB_SRCS)
 PROVISION_OBJS := $(PROVISION_SRCS:%.c=$(OBJ)/%.o)
 PROVISION_LIB_OBJS := $(PROVISION_LIB_SRCS:%.c=$(OBJ)/%.o)

@@ -84,6 +84,7 @@ struct pv {
 struct gpaths {
 	char	*dir, *meta, *disk, *seed, *log, *qemu_log;	/* state */
 	char	*accel;	/* accelerator in use and why: written by start */
+	char	*verdict;	/* the first-boot verdict, one word */
 	char	*kernel, *initrd, *import;	/* imported copies, scratch */
 	char	*rdir, *qmp, *console, *pidfile;		/* runtime */
 	char	*dropin;
@@ -116,6 +117,27 @@ int	 dropin_render(FILE *, const struct dropin *);
 int	 dropin_prepare(struct pv *, const struct dropin *, char **tmp);
 int	 dropin_commit(struct pv *, const char *tmp, const char *final);
 int	 dir_lock(const char *dir);
+
+/* serial.c -- the guest's first-boot verdict, from its serial console. */
+enum verdict {
+	VERDICT_NONE, VERDICT_CONTAINED, VERDICT_NOT_CONTAINED, VERDICT_ERROR,
+	VERDICT_MAX
+};
+/* "contained", "NOT CONTAINED", "error"; NULL for none. */
+const char	*verdict_word(enum verdict);
+/* One line without its "\n": "MOAT-VERDICT: WORD" with a known word, or
+ * NONE. */
+enum verdict	 verdict_line(const char *line, size_t len);
+/* Lines fed in pieces: v is the first verdict line seen, then stays. */
+struct verdict_scan {
+	char		 line[40];
+	size_t		 len;
+	bool		 over;		/* the line is longer than that */
+	enum verdict	 v;
+};
+void		 verdict_feed(struct verdict_scan *, const char *, size_t);
+enum verdict	 verdict_file_read(const char *path);
+enum verdict	 verdict_log_scan(const char *path, size_t max);
 
 /* qemu.c -- the hardened command line (pure). */
 struct qemu_in {
@@ -228,7 +250,13 @@ enum { CTL_OK = 0, CTL_ABSENT = 1, CTL_REFUSED = -1 };
 int	 ctl_reload(const struct pv *);
 int	 ctl_forward(const struct pv *, int argc, char **argv);
 int	 ctl_console(const struct pv *, const char *name);	/* fd or -1 */
-int	 qmp_command(const char *sock, const char *command);
+int	 qmp_command(const char *sock, const struct qemu_user *,
+	    const char *command);
+/* A socket in a guest's runtime folder (QEMU's user owns it, so it may be
+ * a symlink to anything that user can open): connected by a child that
+ * has become uid/gid, never by root, and only if its server runs as uid
+ * (connect_as_start, privdrop.h).  The connected socket, or -1. */
+int	 guest_connect(const char *path, uid_t uid, gid_t gid);
 
 /* box.c -- the separate gateway box (moat.conf's box section). */
 bool	 box_set(const struct pv *);

@@ -13,9 +13,10 @@ cd "$(dirname "$0")/../.."
 MEMBER_PROVISION=$(topo_pub build/provision)	# run as a member or nobody: a copy anyone can run
 
 UA=mca$$ UB=mcb$$
-CPID=
+CPID= SPID=
 con_cleanup() {
 	[ -n "$CPID" ] && kill "$CPID" 2>/dev/null
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
 	userdel "$UA" 2>/dev/null
 	userdel "$UB" 2>/dev/null
 }
@@ -115,7 +116,41 @@ kill "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; CPID=
 exec 7>&-
 
 # A QEMU that was taken over owns its runtime folder: it swaps its console
-# socket for a symlink to gatewayd's control socket.  gatewayd connects as
+# socket for a symlink to a socket anyone may open (mode 0666, served by
+# root, like a system bus), whose server logs who connects (SO_PEERCRED).
+# The connection must come from the QEMU user, never from root, and the
+# socket must not be handed on (its server is not the QEMU user).
+python3 - "$TOPO_TMP/peer.sock" >"$TOPO_TMP/peer.log" 2>&1 <<'PY' &
+import os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    pid, uid, gid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET,
+        socket.SO_PEERCRED, struct.calcsize("3i")))
+    print("peer uid=%d" % uid, flush=True)
+    c.close()
+PY
+SPID=$!
+wait_for 30 seen listening "$TOPO_TMP/peer.log"
+NOBODY=$(id -u nobody)
+as nobody ln -sf "$TOPO_TMP/peer.sock" "$TOPO_TMP/guests/c-a/console.sock"
+out=$(timeout 30 runuser -u "$UA" -- build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" \
+	console c-a </dev/null 2>&1); rc=$?
+expect_eq "console symlinked by its QEMU to a root-served 0666 socket: refused" 1 "$rc"
+expect_match "... as not running" "guest \"c-a\" is not running" "$out"
+out=$(timeout 30 build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" console c-a </dev/null 2>&1); rc=$?
+expect_eq "root's own provision console through it: refused too" 1 "$rc"
+peers2() { [ "$(grep -c 'peer uid=' "$TOPO_TMP/peer.log")" -ge 2 ]; }
+wait_for 10 peers2
+expect_eq "the socket's server saw only the QEMU user (uid $NOBODY), twice" \
+	"peer uid=$NOBODY peer uid=$NOBODY" "$(grep 'peer uid=' "$TOPO_TMP/peer.log" | xargs)"
+expect_match "gatewayd audited the console as failed" \
+	'"control-done".*"verb":"console".*"sandbox":"c-a".*"result":"failed"' "$(cat "$GW_AUDIT")"
+kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=
+
+# The same with gatewayd's control socket (0660, group moat).  gatewayd connects as
 # that QEMU user, never as root, so the owner gets no root control session.
 as nobody ln -sf "$TOPO_TMP/gatewayd.sock" "$TOPO_TMP/guests/c-a/console.sock"
 out=$(printf 'status\n' | timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" \

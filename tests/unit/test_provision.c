@@ -469,6 +469,50 @@ t_qcow2_header(void **state)
 	    sizeof(why)), -1);
 }
 
+/* The verdict is the guest's claim in one exact shape: a whole line with
+ * a known word.  Escapes, a verdict inside another line, an unknown or
+ * longer word are none; the first verdict line wins, however the bytes
+ * are cut. */
+static void
+t_verdict(void **state)
+{
+	static const char log[] =
+	    "boot\r\nGOT:MOAT-VERDICT: contained\r\n"
+	    "MOAT-VERDICT: contained\x1b[2J\x1b]0;x\a\r\n"
+	    "MOAT-VERDICT: containedXX\r\n"
+	    "MOAT-VERDICT: NOT CONTAINED\r\r\n"
+	    "MOAT-VERDICT: contained\r\n";
+	struct verdict_scan vs;
+	size_t i, cut;
+
+	(void)state;
+	assert_int_equal(verdict_line("MOAT-VERDICT: contained", 23),
+	    VERDICT_CONTAINED);
+	assert_int_equal(verdict_line("MOAT-VERDICT: error\r", 20),
+	    VERDICT_ERROR);
+	assert_int_equal(verdict_line(" MOAT-VERDICT: error", 20),
+	    VERDICT_NONE);
+	assert_int_equal(verdict_line("MOAT-VERDICT: ", 14), VERDICT_NONE);
+	assert_string_equal(verdict_word(VERDICT_NOT_CONTAINED),
+	    "NOT CONTAINED");
+	assert_null(verdict_word(VERDICT_NONE));
+	for (cut = 1; cut < 40; cut++) {
+		memset(&vs, 0, sizeof(vs));
+		for (i = 0; i < sizeof(log) - 1; i += cut)
+			verdict_feed(&vs, log + i, sizeof(log) - 1 - i < cut ?
+			    sizeof(log) - 1 - i : cut);
+		assert_int_equal(vs.v, VERDICT_NOT_CONTAINED);
+	}
+	/* A long line that ends in a verdict is not one. */
+	memset(&vs, 0, sizeof(vs));
+	for (i = 0; i < 100; i++)
+		verdict_feed(&vs, "x", 1);
+	verdict_feed(&vs, "MOAT-VERDICT: contained\n", 24);
+	assert_int_equal(vs.v, VERDICT_NONE);
+	verdict_feed(&vs, "MOAT-VERDICT: contained\n", 24);
+	assert_int_equal(vs.v, VERDICT_CONTAINED);
+}
+
 int
 main(void)
 {
@@ -485,6 +529,7 @@ main(void)
 		cmocka_unit_test(t_env_names),
 		cmocka_unit_test(t_join),
 		cmocka_unit_test(t_qcow2_header),
+		cmocka_unit_test(t_verdict),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,11 @@
  * test_smallfile.c -- reading small files whole (lib/smallfile.c) and a
  * secret's file (lib/secretfile.c): short reads, symlinks, too long.
  */
+#include <sys/stat.h>
+
+#include <fcntl.h>
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -70,6 +74,36 @@ small_file(void **state)
 	assert_null(read_small_file("/nonexistent/x", 64, NULL));
 }
 
+/* A FIFO where a file was expected (a pidfile in a folder its guest's
+ * uid can write) is refused at once, with or without a writer: it must
+ * never make root wait.  A device and a folder are refused too.  On a
+ * hang the alarm kills the test. */
+static void
+not_regular(void **state)
+{
+	char fifo[300], *s;
+	int w;
+
+	(void)state;
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10);
+	assert_null(read_small_file(fifo, 64, NULL));
+	assert_int_equal(errno, EINVAL);
+	w = open(fifo, O_RDWR | O_CLOEXEC);	/* a writer that never writes */
+	assert_true(w != -1);
+	assert_null(read_small_file(fifo, 64, NULL));
+	close(w);
+	assert_null(read_small_file("/dev/zero", 64, NULL));
+	assert_null(read_small_file(dir, 64, NULL));
+	alarm(0);
+	unlink(fifo);
+	s = read_small_file("/proc/self/status", 4096, NULL);
+	assert_non_null(s);		/* /proc's files are regular */
+	assert_non_null(strstr(s, "Uid:"));
+	free(s);
+}
+
 /* The longest value, with or without CRLF, is read whole; one byte more,
  * or anything after the line end, is refused rather than cut short. */
 static void
@@ -107,6 +141,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(small_file),
+		cmocka_unit_test(not_regular),
 		cmocka_unit_test(secret_lengths),
 	};
 
