@@ -34,6 +34,55 @@ http_strerror(enum http_err e)
 	return http_errs[e];
 }
 
+/* RFC 9110's reason phrases.  The proxy sends these, never the upstream's
+ * own: a reason phrase is free text a server could fill with what it was
+ * sent. */
+static const struct {
+	int		 code;
+	const char	*reason;
+} reasons[] = {
+	{ 100, "Continue" }, { 101, "Switching Protocols" },
+	{ 103, "Early Hints" },
+	{ 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+	{ 203, "Non-Authoritative Information" }, { 204, "No Content" },
+	{ 205, "Reset Content" }, { 206, "Partial Content" },
+	{ 300, "Multiple Choices" }, { 301, "Moved Permanently" },
+	{ 302, "Found" }, { 303, "See Other" }, { 304, "Not Modified" },
+	{ 307, "Temporary Redirect" }, { 308, "Permanent Redirect" },
+	{ 400, "Bad Request" }, { 401, "Unauthorized" },
+	{ 402, "Payment Required" }, { 403, "Forbidden" },
+	{ 404, "Not Found" }, { 405, "Method Not Allowed" },
+	{ 406, "Not Acceptable" }, { 407, "Proxy Authentication Required" },
+	{ 408, "Request Timeout" }, { 409, "Conflict" }, { 410, "Gone" },
+	{ 411, "Length Required" }, { 412, "Precondition Failed" },
+	{ 413, "Content Too Large" }, { 414, "URI Too Long" },
+	{ 415, "Unsupported Media Type" }, { 416, "Range Not Satisfiable" },
+	{ 417, "Expectation Failed" }, { 421, "Misdirected Request" },
+	{ 422, "Unprocessable Content" }, { 425, "Too Early" },
+	{ 426, "Upgrade Required" }, { 428, "Precondition Required" },
+	{ 429, "Too Many Requests" },
+	{ 431, "Request Header Fields Too Large" },
+	{ 451, "Unavailable For Legal Reasons" },
+	{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
+	{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+	{ 504, "Gateway Timeout" }, { 505, "HTTP Version Not Supported" },
+};
+
+const char *
+http_reason(int code)
+{
+	static const char *const classes[] = { "Informational", "Success",
+	    "Redirection", "Client Error", "Server Error" };
+	size_t i;
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (reasons[i].code == code)
+			return reasons[i].reason;
+	if (code >= 100 && code < 600)
+		return classes[code / 100 - 1];
+	return "Unknown";
+}
+
 static bool
 is_tchar(unsigned char c)
 {

@@ -77,6 +77,9 @@ enum http_err	http_parse_request(const char *buf, size_t len,
 enum http_err	http_parse_response(const char *buf, size_t len,
 		    bool head_request, struct http_head *);
 const char	*http_strerror(enum http_err);
+/* The standard reason phrase of a status code ("Unauthorized"), or its
+ * class's ("Client Error") for a code without one. */
+const char	*http_reason(int code);
 
 bool	http_field_is(const struct http_field *, const char *name);
 /* Index of the first field called name, or -1. */

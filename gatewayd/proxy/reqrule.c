@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "audit.h"
 #include "budget.h"
 #include "conn.h"
 #include "engine.h"
+#include "hex.h"
 #include "http.h"
 #include "log.h"
 #include "reqrule.h"
@@ -25,33 +27,88 @@ reqrule_init(int ipcfd)
 	rr_ipc = ipcfd;
 }
 
-/* Would the injection put secret s into this head?  The same substitution
- * the injection makes, with the placeholder for its own value, so the two
- * can never disagree (raw, or inside Basic credentials). */
-static bool
-carried(const struct secret *s, const struct http_head *hd)
-{
-	static char scratch[HTTP_MAX_HEAD * 2];
-	const char *ph = s->cfg->placeholder;
-	struct subst sub = { ph, strlen(ph), ph, strlen(ph) };
-	size_t i;
-	int count;
-
-	for (i = 0; i < hd->nfields; i++)
-		if (http_field_is(&hd->fields[i], s->cfg->header) &&
-		    subst_header(hd->fields[i].value, hd->fields[i].valuelen,
-		    &sub, 1, scratch, sizeof(scratch), &count) >= 0 &&
-		    count > 0)
-			return true;
-	return false;
-}
-
 static void
 add_name(char *list, const char *name)
 {
 	size_t l = strlen(list);
 
 	snprintf(list + l, RR_NAMES_MAX - l, "%s%s", l ? "," : "", name);
+}
+
+/* --- requests that could do more than their rules were checked for ------ */
+
+/* Headers with which servers (and frameworks in front of them) let a
+ * request say it is really another method: a rule checked against GET
+ * would let DELETE through. */
+static const char *const override_fields[] = {
+	"x-http-method-override", "x-http-method", "x-method-override",
+};
+
+/* Is this query parameter name "_method" as a server may read it:
+ * percent-decoded, in any case, and with '.', ' ', '+' or '[' for the
+ * '_' (PHP reads those as '_')? */
+static bool
+method_param(const char *p, size_t len)
+{
+	char name[8];
+	size_t i, n = 0;
+	int hi, lo;
+	char ch;
+
+	for (i = 0; i < len; i++) {
+		ch = p[i];
+		if (ch == '%' && i + 2 < len && (hi = hex_digit(p[i + 1])) >= 0 &&
+		    (lo = hex_digit(p[i + 2])) >= 0) {
+			ch = (char)(hi * 16 + lo);
+			i += 2;
+		}
+		if (n == sizeof(name))
+			return false;
+		name[n++] = ch;
+	}
+	return n == 7 && name[0] != '\0' && strchr("_. +[", name[0]) != NULL &&
+	    strncasecmp(name + 1, "method", 6) == 0;
+}
+
+static bool
+query_overrides(const char *q, size_t ql)
+{
+	size_t i = 0, start, name;
+
+	while (i < ql) {
+		start = i;
+		while (i < ql && q[i] != '&' && q[i] != ';')
+			i++;
+		for (name = start; name < i && q[name] != '='; name++)
+			;
+		if (method_param(q + start, name - start))
+			return true;
+		i++;
+	}
+	return false;
+}
+
+const char *
+reqrule_sidestep(const struct http_head *hd, const char *path,
+    size_t pathlen)
+{
+	const char *q = memchr(path, '?', pathlen);
+	size_t i, plen = q ? (size_t)(q - path) : pathlen;
+
+	for (i = 0; i < sizeof(override_fields) / sizeof(override_fields[0]);
+	    i++)
+		if (http_field_find(hd, override_fields[i]) >= 0)
+			return "a method override header is not sent with a "
+			    "secret";
+	if (q != NULL && query_overrides(q + 1, pathlen - plen - 1))
+		return "a method override in the query (_method) is not sent "
+		    "with a secret";
+	/* An origin written in C may end the path at the NUL. */
+	for (i = 0; i + 2 < plen; i++)
+		if (path[i] == '%' && path[i + 1] == '0' && path[i + 2] == '0')
+			return "an encoded NUL (%00) in the path is not sent "
+			    "with a secret";
+	return NULL;
 }
 
 /* The path for audits and messages: normal form when it has one, else
@@ -99,6 +156,18 @@ refuse_rules(struct conn *c, struct rr_req *r, const struct moat_secret *s,
 	for (i = 0; i < s->requests.n && l < sizeof(msg); i++)
 		l += (size_t)snprintf(msg + l, sizeof(msg) - l, "%s %s",
 		    i ? "," : "", s->requests.v[i]);
+	conn_refuse_http(c, 403, msg);
+}
+
+static void
+refuse_sidestep(struct conn *c, struct rr_req *r, const char *why)
+{
+	char msg[512];
+
+	audit("request-refused", "sandbox", c->sbname, "src", c->src, "host",
+	    r->host, "secret", r->secrets, "method", r->method, "path", r->path,
+	    "status", "403", "reason", why, NULL);
+	snprintf(msg, sizeof(msg), "%s (secrets: %s)", why, r->secrets);
 	conn_refuse_http(c, 403, msg);
 }
 
@@ -154,25 +223,35 @@ charge(struct conn *c, struct rr_req *r, struct ipc_budget_req *m)
 	return 1;
 }
 
-/* Which secrets this head would carry: refuse on the first whose rules
- * do not allow it; list the budgeted ones in m. */
+/* For the secrets this head carries: refuse a request that could do more
+ * than the rules see, or one the first secret's rules do not allow; list
+ * the budgeted ones in m. */
 static int
 decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
-    const char *path, size_t pathlen, rr_injectable injectable,
+    const char *path, size_t pathlen, const bool *carried,
     struct ipc_budget_req *m)
 {
 	const struct secrets *ss = http_secrets(c);
 	char norm[PM_MAX_PATH];
 	const struct secret *s;
-	const char *q;
+	const char *q, *why;
 	size_t i, ql;
 	int nlen;
 
 	nlen = pm_normalise(path, pathlen, norm, sizeof(norm), &q, &ql);
 	audit_path(r, path, pathlen, norm, nlen);
+	for (i = 0; i < ss->n; i++)
+		if (carried[i])
+			add_name(r->secrets, ss->v[i].cfg->name);
+	if (r->secrets[0] == '\0')
+		return 0;
+	if ((why = reqrule_sidestep(hd, path, pathlen)) != NULL) {
+		refuse_sidestep(c, r, why);
+		return -1;
+	}
 	for (i = 0; i < ss->n; i++) {
 		s = &ss->v[i];
-		if (!injectable(c, s, r->host) || !carried(s, hd))
+		if (!carried[i])
 			continue;
 		if (!rules_allow(s->cfg, hd, norm, nlen, q, ql)) {
 			refuse_rules(c, r, s->cfg, nlen < 0 ? "the path has "
@@ -181,7 +260,6 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 			    "its rules");
 			return -1;
 		}
-		add_name(r->secrets, s->cfg->name);
 		if (s->cfg->per_minute == 0 && s->cfg->per_day == 0)
 			continue;
 		if (m->nsecret == IPC_BUDGET_MAX) {	/* never uncounted */
@@ -197,8 +275,7 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 
 int
 reqrule_check(struct conn *c, struct rr_req *r, const struct http_head *hd,
-    const char *host, const char *path, size_t pathlen,
-    rr_injectable injectable)
+    const char *host, const char *path, size_t pathlen, const bool *carried)
 {
 	struct ipc_budget_req m;
 
@@ -224,7 +301,7 @@ reqrule_check(struct conn *c, struct rr_req *r, const struct http_head *hd,
 	    PM_MAX_METHOD ? hd->methodlen : PM_MAX_METHOD), hd->method);
 	snprintf(r->host, sizeof(r->host), "%s", host);
 	r->c = c;
-	if (decide(c, r, hd, path, pathlen, injectable, &m) < 0)
+	if (decide(c, r, hd, path, pathlen, carried, &m) < 0)
 		return -1;
 	if (m.nsecret > 0 && charge(c, r, &m) != 0)
 		return -1;
