@@ -178,8 +178,10 @@ done
 expect_eq "none of them reached the server" 0 "$(requests | grep -c .)"
 
 # --- pipelining, keep-alive, smuggling (regression) ------------------------------
-# raw REQUESTS -- sent in one write over TLS to api.bound.test; prints
-# each response's status code, space-separated
+# raw REQUESTS -- sent over TLS to api.bound.test in one write, or, for
+# keep-alive, in parts split at "|NEXT|", each sent once the response to
+# the one before has ended; prints each response's status code,
+# space-separated
 raw() {
 	in_ns "$TOPO-agent" python3 - "$PX_DIR/bundle.crt" "$1" <<'PY'
 import socket, ssl, sys
@@ -187,8 +189,13 @@ s = socket.create_connection(("10.77.0.1", 3128), timeout=8)
 s.sendall(b"CONNECT api.bound.test:443 HTTP/1.1\r\nHost: api.bound.test:443\r\n\r\n")
 s.recv(4096)
 t = ssl.create_default_context(cafile=sys.argv[1]).wrap_socket(s, server_hostname="api.bound.test")
-t.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+parts = sys.argv[2].encode().decode("unicode_escape").encode("latin-1").split(b"|NEXT|")
 data = b""
+for p in parts[:-1]:
+    t.sendall(p)
+    while not data.endswith(b"0\r\n\r\n"):    # a response re-chunked by the proxy
+        data += t.recv(65536)
+t.sendall(parts[-1])
 try:
     while True:
         d = t.recv(65536)
@@ -206,6 +213,10 @@ out=$(raw "GET /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\n\r\nDELET
 expect_eq "pipelined: the allowed GET is served, the DELETE after it refused" "200 403" "$out"
 out=$(raw "GET /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\n\r\nGET /repos/acme/../../admin HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\nConnection: close\r\n\r\n")
 expect_eq "pipelined: a trick after an allowed request is refused" "200 403" "$out"
+out=$(raw "GET /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\n\r\n|NEXT|DELETE /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\nConnection: close\r\n\r\n")
+expect_eq "keep-alive: a DELETE after a served GET on the same connection is refused" "200 403" "$out"
+out=$(raw "GET /echo HTTP/1.1\r\nHost: api.bound.test\r\n\r\n|NEXT|GET /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\nX-HTTP-Method-Override: DELETE\r\nConnection: close\r\n\r\n")
+expect_eq "keep-alive: an override after a request without a secret is refused" "200 403" "$out"
 out=$(raw "POST /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nDELETE /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\n\r\n")
 expect_eq "Content-Length with Transfer-Encoding is refused (400), nothing after it read" "400" "$out"
 out=$(raw "GET /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n$A\r\nContent-Length: 55\r\n\r\nDELETE /repos/acme/x HTTP/1.1\r\nHost: api.bound.test\r\n\r\nGET /repos/acme/y HTTP/1.1\r\nHost: api.bound.test\r\nConnection: close\r\n\r\n")
