@@ -56,13 +56,6 @@ void	reqrule_init(int ipcfd);
 int	reqrule_check(struct conn *, struct rr_req *, const struct http_head *,
 	    const char *host, const char *path, size_t pathlen,
 	    const bool *carried);
-/* Could this request make the server do more than its method and path
- * say, past the rules checked on them?  A method override (a header
- * X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override, or a query
- * parameter _method) or an encoded NUL (%00) in the path.  Why, or NULL.
- * Refused on every request that carries a secret. */
-const char *reqrule_sidestep(const struct http_head *, const char *path,
-	    size_t pathlen);
 void	reqrule_status(struct rr_req *, int status);
 void	reqrule_bytes(struct rr_req *, size_t);
 void	reqrule_done(struct rr_req *);		/* the response ended */

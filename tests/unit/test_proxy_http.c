@@ -15,7 +15,6 @@
 #include <cmocka.h>
 
 #include "../../gatewayd/proxy/http.h"
-#include "../../gatewayd/proxy/reqrule.h"
 
 static struct http_head h;
 
@@ -223,7 +222,7 @@ test_reason(void **state)
 	assert_string_equal(http_reason(999), "Unknown");
 }
 
-/* sidestep TARGET [EXTRA FIELD LINE] -- reqrule_sidestep's answer for a
+/* sidestep TARGET [EXTRA FIELD LINE] -- http_sidestep's answer for a
  * GET of target. */
 static const char *
 sidestep(const char *target, const char *field)
@@ -233,7 +232,7 @@ sidestep(const char *target, const char *field)
 	snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\r\nHost: a\r\n%s\r\n",
 	    target, field);
 	assert_int_equal(req(buf), HTTP_OK);
-	return reqrule_sidestep(&h, h.target, h.targetlen);
+	return http_sidestep(&h, h.target, h.targetlen);
 }
 
 static void
