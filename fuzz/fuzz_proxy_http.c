@@ -1,6 +1,7 @@
 /*
  * fuzz_proxy_http.c -- the proxy's HTTP/1.1 request and response head
- * parsers, and the authority / absolute-URI splitters they feed.
+ * parsers, and the authority / absolute-URI splitters and the method
+ * override / %00 check they feed.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 			__builtin_trap();
 		if (http_absolute(h.target, h.targetlen, &a, &al, &p, &pl) == 0)
 			(void)http_authority(a, al, host, sizeof(host), &port, 80);
+		(void)http_sidestep(&h, h.target, h.targetlen);
 		for (i = 0; i < h.nfields; i++)
 			(void)http_authority(h.fields[i].value,
 			    h.fields[i].valuelen, host, sizeof(host), &port, 443);

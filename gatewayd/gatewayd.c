@@ -183,6 +183,9 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* Here the values are read as root anyway: a value that holds a
+	 * placeholder is a configuration error, with its file and line. */
+	config_check_values(true);
 	if (checkonly || teardown)
 		return check(o.conf, o.verbose, teardown ? o.sock : NULL);
 	if (o.bindir == NULL)

@@ -25,6 +25,7 @@
 
 #include "gatewayd.h"
 #include "log.h"
+#include "secretfile.h"
 
 #define MAX_HOSTS	16
 
@@ -284,6 +285,11 @@ secret_set(struct ctl_req *r)
 		ctl_refuse(r, NULL, "secret set: expected the value on standard "
 		    "input: 1 to %d printable characters on one line",
 		    GW_SECRET_MAX);
+		return;
+	}
+	if (secret_value_placeholder(r->gw->cfg, r->body, strlen(r->body))) {
+		ctl_refuse(r, NULL, "secret set: the value contains the "
+		    "placeholder of a secret; a value may hold no placeholder");
 		return;
 	}
 	old = config_secret_by_name(r->gw->cfg, q.name);

@@ -201,6 +201,11 @@ struct moat_errors {
  * from beside path. */
 struct moat_config *config_load(const char *path, const char *sandboxes_dir,
 	    struct moat_errors *errs);
+/* From now on, config_load also reads each secret's value and refuses one
+ * that holds a placeholder (secret_value_placeholder in secretfile.h),
+ * naming the secret's file:line.  Only gatewayd turns this on: it reads
+ * the values as root anyway; no other program needs to hold one. */
+void	config_check_values(bool on);
 /* The same, with the main file's text given in memory (NUL-terminated);
  * name is used in messages.  For fuzzing and for tests. */
 /*

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "config_int.h"
 #include "log.h"
+#include "secretfile.h"
 
 
 /* Per-sandbox checks that need only the sandbox and the gateway. */
@@ -191,6 +192,43 @@ check_secrets(struct loader *ld)
 				    "\"%s\"'s and not contain it", a->name ?
 				    a->name : "?", b->name ? b->name : "?");
 		}
+}
+
+static bool check_values;
+
+void
+config_check_values(bool on)
+{
+	check_values = on;
+}
+
+/* A value holding a placeholder (secretfile.h), when the caller asked for
+ * the values to be read.  A file that cannot be read is left to the check
+ * of its key and to the proxy's start, which report it. */
+static void
+check_secret_values(struct loader *ld)
+{
+	const struct moat_config *cfg = ld->cfg;
+	const struct moat_secret *x, *o;
+	char buf[SECRET_FILE_MAX + 2], err[512];
+	size_t i, len;
+
+	if (!check_values || ld->normalised)
+		return;
+	for (i = 0; i < cfg->nsecrets; i++) {
+		x = &cfg->secrets[i];
+		if (x->file == NULL || secret_file_read(x, buf, &len, err,
+		    sizeof(err)) == -1)
+			continue;
+		if ((o = secret_value_placeholder(cfg, buf, len)) != NULL)
+			adderr(ld, x->where.file, x->where.line, "secret \"%s\": "
+			    "its value (%s) contains the placeholder of secret "
+			    "\"%s\"; a value may hold no placeholder, or the "
+			    "proxy would send that secret in its place",
+			    x->name ? x->name : "?", x->file,
+			    o->name ? o->name : "?");
+	}
+	explicit_bzero(buf, sizeof(buf));
 }
 
 /* A sandbox with an owner may carry only secrets its owner may use, so a
@@ -456,6 +494,7 @@ check_all(struct loader *ld)
 	check_hosts(ld);
 	check_unique(ld);
 	check_secrets(ld);
+	check_secret_values(ld);
 	check_secret_owners(ld);
 	check_quotas(ld);
 	check_exceptions(ld);

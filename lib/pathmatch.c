@@ -68,12 +68,32 @@ norm_chars(const char *s, size_t len, char *out, size_t cap, bool query)
 	return (int)o;
 }
 
-/* ".", ".." and their Tomcat-style "..;x" forms. */
+/* An encoded '%' that starts another escape, as "%252e" (also spelled
+ * "%25%32%65"): an origin that decodes twice reads another path. */
+static bool
+double_escape(const char *norm, size_t len)
+{
+	const char *p = norm;
+
+	while ((p = memmem(p, len - (size_t)(p - norm), "%25", 3)) != NULL) {
+		if ((size_t)(p - norm) + 5 <= len && hex_digit(p[3]) >= 0 &&
+		    hex_digit(p[4]) >= 0)
+			return true;
+		p += 3;
+	}
+	return false;
+}
+
+/* ".", ".." and their Tomcat-style "..;x" forms, the ';' also encoded
+ * (normal form: "%3B"). */
 static bool
 dot_segment(const char *p, size_t len)
 {
 	const char *semi = memchr(p, ';', len);
+	const char *esc = memmem(p, len, "%3B", 3);
 
+	if (esc != NULL && (semi == NULL || esc < semi))
+		semi = esc;
 	if (semi != NULL)
 		len = (size_t)(semi - p);
 	return (len == 1 && p[0] == '.') ||
@@ -135,7 +155,8 @@ pm_normalise(const char *target, size_t len, char *out, size_t cap,
 	}
 	if (memchr(target, '#', len) != NULL || cap < 2)
 		return -1;
-	if ((n = norm_chars(target, plen, out, cap, false)) < 0)
+	if ((n = norm_chars(target, plen, out, cap, false)) < 0 ||
+	    double_escape(out, (size_t)n))
 		return -1;
 	if (split(out, (size_t)n, v, false) < 0)
 		return -1;

@@ -11,8 +11,10 @@
  * A request's path is matched only in normal form: percent-encoded
  * unreserved characters decoded, other escapes kept with upper-case hex.
  * A path the origin could read differently from the proxy (".", "..",
- * an empty segment from "//", an encoded '/' or '\\', a raw '\\', a
- * malformed escape) has no normal form and matches no rule.  The proxy
+ * also with a ";param" after them, the ';' raw or encoded; an empty
+ * segment from "//"; an encoded '/' or '\\', a raw '\\'; an encoded '%'
+ * that starts another escape, as "%252e"; a malformed escape) has no
+ * normal form and matches no rule.  The proxy
  * forwards the path the guest sent, so it refuses instead of rewriting.
  *
  * Everything here is pure over (buffer, length) and fuzzed.

@@ -53,3 +53,17 @@ secret_file_read(const struct moat_secret *s, char *buf, size_t *len, char *err,
 	*len = (size_t)n;
 	return 0;
 }
+
+const struct moat_secret *
+secret_value_placeholder(const struct moat_config *cfg, const char *v,
+    size_t len)
+{
+	const char *ph;
+	size_t i;
+
+	for (i = 0; i < cfg->nsecrets; i++)
+		if ((ph = cfg->secrets[i].placeholder) != NULL &&
+		    memmem(v, len, ph, strlen(ph)) != NULL)
+			return &cfg->secrets[i];
+	return NULL;
+}

@@ -23,4 +23,14 @@
 int	secret_file_read(const struct moat_secret *s, char *buf, size_t *len,
 	    char *err, size_t errlen);
 
+/*
+ * The secret whose placeholder the value v (len bytes) holds, or NULL.  A
+ * value may hold no placeholder, its own or another's: it would ask for
+ * that secret where the proxy injects it, past the other secret's request
+ * rules and budget.  `gatewayd ctl secret set`, the configuration's load
+ * in gatewayd and the proxy's own load all refuse such a value.
+ */
+const struct moat_secret *secret_value_placeholder(
+	    const struct moat_config *cfg, const char *v, size_t len);
+
 #endif

@@ -223,22 +223,6 @@ conn_audit_refuse(struct conn *c, const char *reason)
 	    "reason", reason, NULL);
 }
 
-static const char *
-status_text(int code)
-{
-	switch (code) {
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 421: return "Misdirected Request";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Error";
-	}
-}
-
 void
 conn_refuse_http(struct conn *c, int code, const char *reason)
 {
@@ -253,7 +237,7 @@ conn_refuse_http_hdr(struct conn *c, int code, const char *hdr,
 	buf_free(&c->g.out);		/* nothing half-sent goes after it */
 	buf_printf(&c->g.out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: %zu\r\n%sConnection: close\r\nX-Moat-Refused: %s"
-	    "\r\n\r\nmoat: %s\n", code, status_text(code), strlen(reason) + 7,
+	    "\r\n\r\nmoat: %s\n", code, http_reason(code), strlen(reason) + 7,
 	    hdr, reason, reason);
 	c->st = S_DRAIN;
 	conn_set_deadline(c, 5);

@@ -4,11 +4,13 @@
  * One request at a time per connection: its head is parsed strictly,
  * routed (every request names its host; an intercepted one must name the
  * host its TLS did, or 421), checked for placeholders that do not belong
- * to that host, rewritten with the real values where they do, and
- * forwarded with its body framed exactly as the guest framed it.  The
- * response is streamed back as it arrives, re-framed as chunked so that
- * the real value, wherever it appears, can be turned back into the
- * placeholder even when the lengths differ.
+ * to that host, rewritten with the real values where they do (in one
+ * pass over the guest's bytes, so a value is never scanned for another
+ * placeholder), and forwarded with its body framed exactly as the guest
+ * framed it.  The response is streamed back as it arrives, with the
+ * standard reason phrase, re-framed as chunked so that the real value,
+ * wherever it appears, can be turned back into the placeholder even when
+ * the lengths differ.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +27,6 @@
 
 enum rq_state { RQ_HEAD, RQ_BODY, RQ_DONE };
 enum rs_state { RS_IDLE, RS_HEAD, RS_BODY };
-
-#define MAX_SECRETS_PER_REQ	64
 
 struct http {
 	enum rq_state	 rq;
@@ -45,6 +45,9 @@ struct http {
 	struct subst	*needles;	/* placeholders that do not belong */
 	size_t		 nneedles;
 	int		*needle_secret;	/* index into secrets */
+	bool		*carried;	/* by index: injected into this head */
+	struct subst	*fsub;		/* one field's substitutions */
+	int		*fidx, *fhits;	/* ... their secrets, their matches */
 	struct phwatch	 watch;
 	struct secrets	*ss;		/* the generation it started with */
 	struct scrub	 scrub;		/* what responses are scrubbed of */
@@ -69,6 +72,10 @@ http_free(struct http *h)
 	phwatch_free(&h->watch);
 	free(h->needles);
 	free(h->needle_secret);
+	free(h->carried);
+	free(h->fsub);
+	free(h->fidx);
+	free(h->fhits);
 	if (h->dec)
 		explicit_bzero(h->dec, REDACT_CHUNK);
 	free(h->dec);
@@ -88,6 +95,10 @@ http_start(struct conn *c)
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 	h->needles = xcalloc(ss->n + 1, sizeof(*h->needles));
 	h->needle_secret = xcalloc(ss->n + 1, sizeof(int));
+	h->carried = xcalloc(ss->n + 1, sizeof(bool));
+	h->fsub = xcalloc(ss->n + 1, sizeof(*h->fsub));
+	h->fidx = xcalloc(ss->n + 1, sizeof(int));
+	h->fhits = xcalloc(ss->n + 1, sizeof(int));
 	h->dec = xmalloc(REDACT_CHUNK);
 	conn_set_deadline(c, TIMEOUT_HEAD_S);
 	http_pump(c);
@@ -230,57 +241,9 @@ hop_by_hop_request(const struct http_field *f)
 	    http_field_is(f, "keep-alive");
 }
 
-/* Write one field to out, with the real values of the secrets that may be
- * injected into it, one secret at a time so each injection is audited by
- * name.  -1 if out is full, -2 if the connection holds too many
- * credential forms to scrub. */
-static int
-put_field(struct conn *c, const struct http_field *f, const char *host)
-{
-	static char bufs[2][HTTP_MAX_HEAD + SECRET_MAX_LEN * 4];
-	struct secrets *ss = c->h->ss;
-	const char *cur = f->value;
-	size_t i, cl = f->valuelen;
-	struct subst sub;
-	ssize_t vl;
-	int count, k = 0, rc;
-
-	for (i = 0; i < ss->n; i++) {
-		if (!http_field_is(f, ss->v[i].cfg->header) ||
-		    !injectable(c, &ss->v[i], host))
-			continue;
-		sub = (struct subst){ ss->v[i].cfg->placeholder,
-		    strlen(ss->v[i].cfg->placeholder), ss->v[i].value,
-		    ss->v[i].len };
-		vl = subst_header(cur, cl, &sub, 1, bufs[k], sizeof(bufs[k]),
-		    &count);
-		if (vl < 0)
-			return -1;
-		if (count == 0)
-			continue;
-		audit("inject", "sandbox", c->sbname, "src", c->src, "host",
-		    host, "secret", ss->v[i].cfg->name, "header",
-		    ss->v[i].cfg->header, NULL);
-		cur = bufs[k];
-		cl = (size_t)vl;
-		k ^= 1;
-		c->h->injected = true;
-	}
-	/* A Basic pair sent re-encoded is a new form of the value. */
-	if (cur != f->value && scrub_add_basic(&c->h->scrub, cur, cl,
-	    f->value, f->valuelen) < 0)
-		rc = -2;
-	else
-		rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen,
-		    f->name, (int)cl, cur);
-	/* both scratch buffers may hold a real value */
-	explicit_bzero(bufs, sizeof(bufs));
-	return rc;
-}
-
 /* Fields that only go up a connection that has carried no secret: a
  * compressed echo could not be scrubbed, and after a protocol switch
- * nothing is. */
+ * nothing is.  No secret is ever injected into them. */
 static bool
 withheld_after_secret(const struct http_field *f)
 {
@@ -288,10 +251,115 @@ withheld_after_secret(const struct http_field *f)
 	    http_field_is(f, "upgrade");
 }
 
+/* The substitutions for field f: every secret that travels in a field of
+ * that name and may be injected here (only those in only, if given), each
+ * placeholder to its real value, or to itself when real is false.  Their
+ * indexes go to h->fidx.  How many. */
+static size_t
+field_substs(struct conn *c, const struct http_field *f, const char *host,
+    const bool *only, bool real)
+{
+	struct http *h = c->h;
+	const struct secret *s;
+	size_t i, n = 0;
+
+	if (hop_by_hop_request(f) || withheld_after_secret(f))
+		return 0;
+	for (i = 0; i < h->ss->n; i++) {
+		s = &h->ss->v[i];
+		if (!http_field_is(f, s->cfg->header) ||
+		    (only != NULL && !only[i]) || !injectable(c, s, host))
+			continue;
+		h->fidx[n] = (int)i;
+		h->fsub[n++] = (struct subst){ s->cfg->placeholder,
+		    strlen(s->cfg->placeholder), real ? s->value :
+		    s->cfg->placeholder, real ? s->len :
+		    strlen(s->cfg->placeholder) };
+	}
+	return n;
+}
+
+/*
+ * Which secrets this head carries: h->carried[i] for secret i.  It is the
+ * injection's own pass (put_field) with each placeholder put for itself,
+ * so the request rules and budgets are checked for exactly the secrets
+ * that will be injected.  The pass runs once over the guest's bytes: a
+ * secret whose value holds another's placeholder sends that placeholder,
+ * never the other secret.
+ */
+static void
+head_carried(struct conn *c, const struct http_head *hd, const char *host)
+{
+	static char scratch[HTTP_MAX_HEAD * 2];
+	struct http *h = c->h;
+	const struct http_field *f;
+	size_t i, j, n;
+	int count;
+
+	memset(h->carried, 0, h->ss->n * sizeof(bool));
+	for (i = 0; i < hd->nfields; i++) {
+		f = &hd->fields[i];
+		if ((n = field_substs(c, f, host, NULL, false)) == 0 ||
+		    subst_header_hits(f->value, f->valuelen, h->fsub, n,
+		    scratch, sizeof(scratch), &count, h->fhits) < 0)
+			continue;
+		for (j = 0; j < n; j++)
+			if (h->fhits[j] > 0)
+				h->carried[h->fidx[j]] = true;
+	}
+}
+
+/* Write one field to out, with the real values of the secrets it carries,
+ * in one pass over the guest's bytes; each injection is audited by name.
+ * -1 if out is full, -2 if the connection holds too many credential forms
+ * to scrub. */
+static int
+put_field(struct conn *c, const struct http_field *f, const char *host)
+{
+	static char buf[HTTP_MAX_HEAD + SECRET_MAX_LEN * 4];
+	struct http *h = c->h;
+	const struct moat_secret *sc;
+	const char *cur = f->value;
+	size_t j, n, cl = f->valuelen;
+	ssize_t vl;
+	int count = 0, rc;
+
+	if ((n = field_substs(c, f, host, h->carried, true)) > 0) {
+		if ((vl = subst_header_hits(f->value, f->valuelen, h->fsub, n,
+		    buf, sizeof(buf), &count, h->fhits)) < 0) {
+			explicit_bzero(buf, sizeof(buf));
+			return -1;
+		}
+		if (count > 0) {
+			cur = buf;
+			cl = (size_t)vl;
+			h->injected = true;
+		}
+		for (j = 0; j < n; j++) {
+			sc = h->ss->v[h->fidx[j]].cfg;
+			if (h->fhits[j] > 0)
+				audit("inject", "sandbox", c->sbname, "src",
+				    c->src, "host", host, "secret", sc->name,
+				    "header", sc->header, NULL);
+		}
+	}
+	/* A Basic pair sent re-encoded is a new form of the value. */
+	if (cur != f->value && scrub_add_basic(&h->scrub, cur, cl,
+	    f->value, f->valuelen) < 0)
+		rc = -2;
+	else
+		rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen,
+		    f->name, (int)cl, cur);
+	if (n > 0)
+		explicit_bzero(buf, sizeof(buf));	/* held a real value */
+	return rc;
+}
+
 static int
 put_head(struct conn *c, const struct http_head *hd, const char *host,
     const char *path, size_t pathlen)
 {
+	const struct http_field *f;
 	size_t i;
 	int rc;
 
@@ -306,10 +374,13 @@ put_head(struct conn *c, const struct http_head *hd, const char *host,
 			return rc;
 	}
 	/* Only now is it known whether a secret went into this head. */
-	for (i = 0; i < hd->nfields && !c->h->injected; i++)
-		if (withheld_after_secret(&hd->fields[i]) &&
-		    put_field(c, &hd->fields[i], host) < 0)
+	for (i = 0; i < hd->nfields && !c->h->injected; i++) {
+		f = &hd->fields[i];
+		if (withheld_after_secret(f) && buf_printf(&c->u.out,
+		    "%.*s: %.*s\r\n", (int)f->namelen, f->name,
+		    (int)f->valuelen, f->value) < 0)
 			return -1;
+	}
 	return buf_put(&c->u.out, "\r\n", 2);
 }
 
@@ -360,7 +431,8 @@ request_head(struct conn *c)
 		refuse_placeholder(c, r, host);
 		return false;
 	}
-	if (reqrule_check(c, &h->rr, hd, host, path, pathlen, injectable) < 0)
+	head_carried(c, hd, host);
+	if (reqrule_check(c, &h->rr, hd, host, path, pathlen, h->carried) < 0)
 		return false;		/* refused, or waiting for a budget */
 	if ((r = put_head(c, hd, host, path, pathlen)) < 0) {
 		buf_free(&c->u.out);
@@ -444,12 +516,22 @@ request_step(struct conn *c)
 
 /* --- response --------------------------------------------------------------- */
 
+/* A field is passed on with every form of a value in it turned back into
+ * the guest's; one whose name holds a value (any token can be a header
+ * name) is dropped, since a placeholder need not be a valid name. */
 static int
 put_redacted_field(struct conn *c, const struct http_field *f)
 {
 	char val[HTTP_MAX_HEAD * 2];
 	ssize_t vl;
+	int count;
 
+	if (subst_all(f->name, f->namelen, c->h->scrub.s, c->h->scrub.n, val,
+	    sizeof(val), &count) < 0 || count > 0) {
+		log_info("%s: %s: a response header's name held a secret's "
+		    "value: dropped", c->src, c->host);
+		return 0;
+	}
 	vl = subst_all(f->value, f->valuelen, c->h->scrub.s, c->h->scrub.n,
 	    val, sizeof(val), NULL);
 	if (vl < 0)
@@ -470,15 +552,14 @@ static int
 put_response_head(struct conn *c, const struct http_head *hd)
 {
 	struct http *h = c->h;
-	const char *line = (char *)c->u.in.d + c->u.in.off;
-	const char *eol = memchr(line, '\r', hd->headlen);
 	bool passthrough = hd->status < 200 || hd->status == 101;
 	size_t i;
 
 	/* Our side of the guest's connection speaks HTTP/1.1 whatever the
-	 * upstream spoke; the reason phrase is kept. */
-	if (buf_printf(&c->g.out, "HTTP/1.1 %.*s\r\n", (int)(eol - line - 9),
-	    line + 9) < 0)
+	 * upstream spoke, with the standard reason phrase: the upstream's
+	 * could echo anything it was sent. */
+	if (buf_printf(&c->g.out, "HTTP/1.1 %03d %s\r\n", hd->status,
+	    http_reason(hd->status)) < 0)
 		return -1;
 	for (i = 0; i < hd->nfields; i++) {
 		if (!passthrough && framing_field(&hd->fields[i]))

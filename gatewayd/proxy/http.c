@@ -34,6 +34,55 @@ http_strerror(enum http_err e)
 	return http_errs[e];
 }
 
+/* RFC 9110's reason phrases.  The proxy sends these, never the upstream's
+ * own: a reason phrase is free text a server could fill with what it was
+ * sent. */
+static const struct {
+	int		 code;
+	const char	*reason;
+} reasons[] = {
+	{ 100, "Continue" }, { 101, "Switching Protocols" },
+	{ 103, "Early Hints" },
+	{ 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+	{ 203, "Non-Authoritative Information" }, { 204, "No Content" },
+	{ 205, "Reset Content" }, { 206, "Partial Content" },
+	{ 300, "Multiple Choices" }, { 301, "Moved Permanently" },
+	{ 302, "Found" }, { 303, "See Other" }, { 304, "Not Modified" },
+	{ 307, "Temporary Redirect" }, { 308, "Permanent Redirect" },
+	{ 400, "Bad Request" }, { 401, "Unauthorized" },
+	{ 402, "Payment Required" }, { 403, "Forbidden" },
+	{ 404, "Not Found" }, { 405, "Method Not Allowed" },
+	{ 406, "Not Acceptable" }, { 407, "Proxy Authentication Required" },
+	{ 408, "Request Timeout" }, { 409, "Conflict" }, { 410, "Gone" },
+	{ 411, "Length Required" }, { 412, "Precondition Failed" },
+	{ 413, "Content Too Large" }, { 414, "URI Too Long" },
+	{ 415, "Unsupported Media Type" }, { 416, "Range Not Satisfiable" },
+	{ 417, "Expectation Failed" }, { 421, "Misdirected Request" },
+	{ 422, "Unprocessable Content" }, { 425, "Too Early" },
+	{ 426, "Upgrade Required" }, { 428, "Precondition Required" },
+	{ 429, "Too Many Requests" },
+	{ 431, "Request Header Fields Too Large" },
+	{ 451, "Unavailable For Legal Reasons" },
+	{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
+	{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+	{ 504, "Gateway Timeout" }, { 505, "HTTP Version Not Supported" },
+};
+
+const char *
+http_reason(int code)
+{
+	static const char *const classes[] = { "Informational", "Success",
+	    "Redirection", "Client Error", "Server Error" };
+	size_t i;
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (reasons[i].code == code)
+			return reasons[i].reason;
+	if (code >= 100 && code < 600)
+		return classes[code / 100 - 1];
+	return "Unknown";
+}
+
 static bool
 is_tchar(unsigned char c)
 {
@@ -537,4 +586,80 @@ chunked_feed(struct chunked *c, const uint8_t *in, size_t len, uint8_t *out,
 	if (c->st == CH_ERROR)
 		return CHUNK_ERROR;
 	return c->st == CH_DONE ? CHUNK_DONE : CHUNK_MORE;
+}
+
+/* --- requests that could do more than their method and path say ------- */
+
+/* Headers with which servers (and frameworks in front of them) let a
+ * request say it is really another method: a rule checked against GET
+ * would let DELETE through. */
+static const char *const override_fields[] = {
+	"x-http-method-override", "x-http-method", "x-method-override",
+};
+
+/* Is this query parameter name "_method" as a server may read it:
+ * percent-decoded, in any case, and with '.', ' ', '+' or '[' for the
+ * '_' (PHP reads those as '_')? */
+static bool
+method_param(const char *p, size_t len)
+{
+	char name[8];
+	size_t i, n = 0;
+	int hi, lo;
+	char ch;
+
+	for (i = 0; i < len; i++) {
+		ch = p[i];
+		if (ch == '%' && i + 2 < len && (hi = hex_digit(p[i + 1])) >= 0 &&
+		    (lo = hex_digit(p[i + 2])) >= 0) {
+			ch = (char)(hi * 16 + lo);
+			i += 2;
+		}
+		if (n == sizeof(name))
+			return false;
+		name[n++] = ch;
+	}
+	return n == 7 && name[0] != '\0' && strchr("_. +[", name[0]) != NULL &&
+	    strncasecmp(name + 1, "method", 6) == 0;
+}
+
+static bool
+query_overrides(const char *q, size_t ql)
+{
+	size_t i = 0, start, name;
+
+	while (i < ql) {
+		start = i;
+		while (i < ql && q[i] != '&' && q[i] != ';')
+			i++;
+		for (name = start; name < i && q[name] != '='; name++)
+			;
+		if (method_param(q + start, name - start))
+			return true;
+		i++;
+	}
+	return false;
+}
+
+const char *
+http_sidestep(const struct http_head *hd, const char *path,
+    size_t pathlen)
+{
+	const char *q = memchr(path, '?', pathlen);
+	size_t i, plen = q ? (size_t)(q - path) : pathlen;
+
+	for (i = 0; i < sizeof(override_fields) / sizeof(override_fields[0]);
+	    i++)
+		if (http_field_find(hd, override_fields[i]) >= 0)
+			return "a method override header is not sent with a "
+			    "secret";
+	if (q != NULL && query_overrides(q + 1, pathlen - plen - 1))
+		return "a method override in the query (_method) is not sent "
+		    "with a secret";
+	/* An origin written in C may end the path at the NUL. */
+	for (i = 0; i + 2 < plen; i++)
+		if (path[i] == '%' && path[i + 1] == '0' && path[i + 2] == '0')
+			return "an encoded NUL (%00) in the path is not sent "
+			    "with a secret";
+	return NULL;
 }

@@ -77,10 +77,21 @@ enum http_err	http_parse_request(const char *buf, size_t len,
 enum http_err	http_parse_response(const char *buf, size_t len,
 		    bool head_request, struct http_head *);
 const char	*http_strerror(enum http_err);
+/* The standard reason phrase of a status code ("Unauthorized"), or its
+ * class's ("Client Error") for a code without one. */
+const char	*http_reason(int code);
 
 bool	http_field_is(const struct http_field *, const char *name);
 /* Index of the first field called name, or -1. */
 int	http_field_find(const struct http_head *, const char *name);
+
+/* Could this request make the server do more than its method and path
+ * say, past request rules checked on them?  A method override (a header
+ * X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override, or a query
+ * parameter _method) or an encoded NUL (%00) in the path.  Why, or NULL.
+ * The proxy refuses such a request when it carries a secret. */
+const char *http_sidestep(const struct http_head *, const char *path,
+	    size_t pathlen);
 
 /* Split an authority "host[:port]" (IPv6 in brackets).  The host is copied
  * lower-cased into host (hostlen bytes incl. NUL); port defaults to dport.

@@ -25,27 +25,6 @@ reqrule_init(int ipcfd)
 	rr_ipc = ipcfd;
 }
 
-/* Would the injection put secret s into this head?  The same substitution
- * the injection makes, with the placeholder for its own value, so the two
- * can never disagree (raw, or inside Basic credentials). */
-static bool
-carried(const struct secret *s, const struct http_head *hd)
-{
-	static char scratch[HTTP_MAX_HEAD * 2];
-	const char *ph = s->cfg->placeholder;
-	struct subst sub = { ph, strlen(ph), ph, strlen(ph) };
-	size_t i;
-	int count;
-
-	for (i = 0; i < hd->nfields; i++)
-		if (http_field_is(&hd->fields[i], s->cfg->header) &&
-		    subst_header(hd->fields[i].value, hd->fields[i].valuelen,
-		    &sub, 1, scratch, sizeof(scratch), &count) >= 0 &&
-		    count > 0)
-			return true;
-	return false;
-}
-
 static void
 add_name(char *list, const char *name)
 {
@@ -102,6 +81,18 @@ refuse_rules(struct conn *c, struct rr_req *r, const struct moat_secret *s,
 	conn_refuse_http(c, 403, msg);
 }
 
+static void
+refuse_sidestep(struct conn *c, struct rr_req *r, const char *why)
+{
+	char msg[512];
+
+	audit("request-refused", "sandbox", c->sbname, "src", c->src, "host",
+	    r->host, "secret", r->secrets, "method", r->method, "path", r->path,
+	    "status", "403", "reason", why, NULL);
+	snprintf(msg, sizeof(msg), "%s (secrets: %s)", why, r->secrets);
+	conn_refuse_http(c, 403, msg);
+}
+
 /* 429 with Retry-After, then close, as conn_refuse_http does. */
 static void
 refuse_budget(struct conn *c, struct rr_req *r)
@@ -154,25 +145,35 @@ charge(struct conn *c, struct rr_req *r, struct ipc_budget_req *m)
 	return 1;
 }
 
-/* Which secrets this head would carry: refuse on the first whose rules
- * do not allow it; list the budgeted ones in m. */
+/* For the secrets this head carries: refuse a request that could do more
+ * than the rules see, or one the first secret's rules do not allow; list
+ * the budgeted ones in m. */
 static int
 decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
-    const char *path, size_t pathlen, rr_injectable injectable,
+    const char *path, size_t pathlen, const bool *carried,
     struct ipc_budget_req *m)
 {
 	const struct secrets *ss = http_secrets(c);
 	char norm[PM_MAX_PATH];
 	const struct secret *s;
-	const char *q;
+	const char *q, *why;
 	size_t i, ql;
 	int nlen;
 
 	nlen = pm_normalise(path, pathlen, norm, sizeof(norm), &q, &ql);
 	audit_path(r, path, pathlen, norm, nlen);
+	for (i = 0; i < ss->n; i++)
+		if (carried[i])
+			add_name(r->secrets, ss->v[i].cfg->name);
+	if (r->secrets[0] == '\0')
+		return 0;
+	if ((why = http_sidestep(hd, path, pathlen)) != NULL) {
+		refuse_sidestep(c, r, why);
+		return -1;
+	}
 	for (i = 0; i < ss->n; i++) {
 		s = &ss->v[i];
-		if (!injectable(c, s, r->host) || !carried(s, hd))
+		if (!carried[i])
 			continue;
 		if (!rules_allow(s->cfg, hd, norm, nlen, q, ql)) {
 			refuse_rules(c, r, s->cfg, nlen < 0 ? "the path has "
@@ -181,7 +182,6 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 			    "its rules");
 			return -1;
 		}
-		add_name(r->secrets, s->cfg->name);
 		if (s->cfg->per_minute == 0 && s->cfg->per_day == 0)
 			continue;
 		if (m->nsecret == IPC_BUDGET_MAX) {	/* never uncounted */
@@ -197,8 +197,7 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 
 int
 reqrule_check(struct conn *c, struct rr_req *r, const struct http_head *hd,
-    const char *host, const char *path, size_t pathlen,
-    rr_injectable injectable)
+    const char *host, const char *path, size_t pathlen, const bool *carried)
 {
 	struct ipc_budget_req m;
 
@@ -224,7 +223,7 @@ reqrule_check(struct conn *c, struct rr_req *r, const struct http_head *hd,
 	    PM_MAX_METHOD ? hd->methodlen : PM_MAX_METHOD), hd->method);
 	snprintf(r->host, sizeof(r->host), "%s", host);
 	r->c = c;
-	if (decide(c, r, hd, path, pathlen, injectable, &m) < 0)
+	if (decide(c, r, hd, path, pathlen, carried, &m) < 0)
 		return -1;
 	if (m.nsecret > 0 && charge(c, r, &m) != 0)
 		return -1;

@@ -2,8 +2,10 @@
  * reqrule.h -- what a secret may be used for, decided on the request head.
  *
  * A request that carries a secret's placeholder where the proxy would
- * inject it must match one of the secret's request rules (403 otherwise)
- * and fit in its budget (429 with Retry-After otherwise).  The budget is
+ * inject it (the engine says which: the same pass as the injection) must
+ * not override its method or put %00 in its path (403), must match one of
+ * the secret's request rules (403 otherwise) and fit in its budget (429
+ * with Retry-After otherwise), for every secret it carries.  The budget is
  * charged by gatewayd's parent over IPC, so the connection waits for the
  * answer; a proxy run on its own counts by itself.  Every injected
  * request is audited once its response ends: method, normalised path
@@ -45,16 +47,15 @@ struct rr_req {
 	uint64_t	 bytes;
 };
 
-typedef bool (*rr_injectable)(const struct conn *, const struct secret *,
-	    const char *host);
-
 /* gatewayd's IPC socket, or -1 when the proxy runs on its own. */
 void	reqrule_init(int ipcfd);
-/* 0: send the request on; -1: refused (answered) or waiting for the
- * parent (the engine is pumped again when it answers). */
+/* For a head that carries the secrets marked in carried (by index in the
+ * connection's generation): 0: send the request on; -1: refused
+ * (answered) or waiting for the parent (the engine is pumped again when
+ * it answers). */
 int	reqrule_check(struct conn *, struct rr_req *, const struct http_head *,
 	    const char *host, const char *path, size_t pathlen,
-	    rr_injectable);
+	    const bool *carried);
 void	reqrule_status(struct rr_req *, int status);
 void	reqrule_bytes(struct rr_req *, size_t);
 void	reqrule_done(struct rr_req *);		/* the response ended */

@@ -38,6 +38,7 @@ secrets_load_from(struct secrets *ss, const struct moat_config *cfg,
     secret_getter get, void *arg, char *err, size_t errlen)
 {
 	char buf[SECRET_MAX_LEN + 2];
+	const struct moat_secret *o;
 	size_t i, len, off = 0, pg = (size_t)sysconf(_SC_PAGESIZE);
 	int rc = 0;
 
@@ -53,6 +54,13 @@ secrets_load_from(struct secrets *ss, const struct moat_config *cfg,
 		s->cfg = &cfg->secrets[i];
 		if ((rc = get(arg, s->cfg, buf, &len, err, errlen)) < 0)
 			break;
+		if ((o = secret_value_placeholder(cfg, buf, len)) != NULL) {
+			snprintf(err, errlen, "secret \"%s\": its value "
+			    "contains the placeholder of secret \"%s\"; a value "
+			    "may hold no placeholder", s->cfg->name, o->name);
+			rc = -1;
+			break;
+		}
 		s->value = (char *)ss->arena + off;
 		memcpy(s->value, buf, len);
 		s->len = len;
@@ -298,14 +306,20 @@ match_at(const char *p, size_t left, const struct subst *s, size_t n)
 	return NULL;
 }
 
-ssize_t
-subst_all(const char *src, size_t len, const struct subst *s, size_t n,
-    char *dst, size_t cap, int *count)
+/* One pass over src: at each position the first subst whose from starts
+ * there is replaced and the walk goes on after it, so what a replacement
+ * wrote is never looked at again.  hits (n entries, may be NULL) counts
+ * each subst's replacements. */
+static ssize_t
+subst_run(const char *src, size_t len, const struct subst *s, size_t n,
+    char *dst, size_t cap, int *count, int *hits)
 {
 	const struct subst *m;
 	size_t i = 0, o = 0;
 	int c = 0;
 
+	if (hits != NULL)
+		memset(hits, 0, n * sizeof(*hits));
 	while (i < len) {
 		if ((m = match_at(src + i, len - i, s, n)) != NULL) {
 			if (cap - o < m->tolen)
@@ -314,6 +328,8 @@ subst_all(const char *src, size_t len, const struct subst *s, size_t n,
 			o += m->tolen;
 			i += m->fromlen;
 			c++;
+			if (hits != NULL)
+				hits[m - s]++;
 			continue;
 		}
 		if (o == cap)
@@ -323,6 +339,13 @@ subst_all(const char *src, size_t len, const struct subst *s, size_t n,
 	if (count != NULL)
 		*count = c;
 	return (ssize_t)o;
+}
+
+ssize_t
+subst_all(const char *src, size_t len, const struct subst *s, size_t n,
+    char *dst, size_t cap, int *count)
+{
+	return subst_run(src, len, s, n, dst, cap, count, NULL);
 }
 
 static const char b64chars[] =
@@ -383,10 +406,11 @@ b64_decode(const char *in, size_t len, uint8_t *out)
 }
 
 /* "Basic <b64>": substitute inside the decoded credentials.  Returns the
- * new length, 0 if the value is not Basic, -1 if it does not fit. */
+ * new length, 0 if the value is not Basic or nothing matched inside, -1
+ * if it does not fit. */
 static ssize_t
 subst_basic(const char *src, size_t len, const struct subst *s, size_t n,
-    char *dst, size_t cap, int *count)
+    char *dst, size_t cap, int *count, int *hits)
 {
 	uint8_t dec[3 * 1024], rep[3 * 1024 + 4096];
 	ssize_t dl, rl;
@@ -397,8 +421,8 @@ subst_basic(const char *src, size_t len, const struct subst *s, size_t n,
 		return 0;
 	if ((dl = b64_decode(src + 6, len - 6, dec)) < 0)
 		return 0;
-	rl = subst_all((char *)dec, (size_t)dl, s, n, (char *)rep,
-	    sizeof(rep), count);
+	rl = subst_run((char *)dec, (size_t)dl, s, n, (char *)rep,
+	    sizeof(rep), count, hits);
 	explicit_bzero(dec, sizeof(dec));
 	if (rl < 0 || *count == 0) {
 		explicit_bzero(rep, sizeof(rep));
@@ -416,18 +440,25 @@ subst_basic(const char *src, size_t len, const struct subst *s, size_t n,
 }
 
 ssize_t
-subst_header(const char *src, size_t len, const struct subst *s, size_t n,
-    char *dst, size_t cap, int *count)
+subst_header_hits(const char *src, size_t len, const struct subst *s,
+    size_t n, char *dst, size_t cap, int *count, int *hits)
 {
 	ssize_t r;
 	int c = 0;
 
-	if ((r = subst_basic(src, len, s, n, dst, cap, &c)) != 0) {
+	if ((r = subst_basic(src, len, s, n, dst, cap, &c, hits)) != 0) {
 		if (count != NULL)
 			*count = c;
 		return r;
 	}
-	return subst_all(src, len, s, n, dst, cap, count);
+	return subst_run(src, len, s, n, dst, cap, count, hits);
+}
+
+ssize_t
+subst_header(const char *src, size_t len, const struct subst *s, size_t n,
+    char *dst, size_t cap, int *count)
+{
+	return subst_header_hits(src, len, s, n, dst, cap, count, NULL);
 }
 
 /* --- what responses are scrubbed of ------------------------------------- */

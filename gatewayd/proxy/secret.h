@@ -94,9 +94,11 @@ void	secrets_retire(struct secrets *g, struct moat_config *cfg);
 
 const struct secret *secrets_by_name(const struct secrets *, const char *);
 
-/* Replace every occurrence of each subst's from in src by its to.  Writes
- * at most cap bytes to dst; returns the length or -1 if it would not fit.
- * *count (may be NULL) gets the number of replacements. */
+/* Replace every occurrence of each subst's from in src by its to, in one
+ * pass over src: what a replacement wrote is never scanned again, so a to
+ * that holds another subst's from is sent as it is.  Writes at most cap
+ * bytes to dst; returns the length or -1 if it would not fit.  *count (may
+ * be NULL) gets the number of replacements. */
 ssize_t	subst_all(const char *src, size_t len, const struct subst *, size_t n,
 	    char *dst, size_t cap, int *count);
 /* Like subst_all, and inside an "Authorization: Basic" style value
@@ -104,6 +106,10 @@ ssize_t	subst_all(const char *src, size_t len, const struct subst *, size_t n,
  * re-encoded. */
 ssize_t	subst_header(const char *src, size_t len, const struct subst *,
 	    size_t n, char *dst, size_t cap, int *count);
+/* The same, and hits[i] (n entries) gets how many times subst i was
+ * replaced: which secrets a request header actually carries. */
+ssize_t	subst_header_hits(const char *src, size_t len, const struct subst *,
+	    size_t n, char *dst, size_t cap, int *count, int *hits);
 
 size_t	b64_encode(const uint8_t *in, size_t len, char *out);	/* out: 4*ceil(len/3)+1 */
 /* -1 on invalid input; out needs 3*len/4 bytes. */

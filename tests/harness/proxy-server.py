@@ -21,6 +21,10 @@ Runs inside a test namespace only.  Paths:
                bytes of --leak FILE many times over, with Content-Length
                or in chunks of random sizes
   /small       "ok\\n" with Content-Length (benchmarks)
+  ?echo=reason on an echo path: status "401 bad key <Authorization>", the
+               reason phrase echoing the header the server got
+  ?echo=name   on an echo path: a header named after the last word of
+               Authorization (an API key is a valid header name)
 Keep-alive (HTTP/1.1).  Stops by itself after --lifetime seconds.
 """
 import argparse
@@ -65,6 +69,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return body
             body += self.rfile.read(size)
             self.rfile.readline()
+
+    def echo_quirk(self, body):
+        """A bound server that reflects Authorization where the scrubber
+        might not look: the reason phrase, or a header's name."""
+        q = self.path.split("?", 1)[1] if "?" in self.path else ""
+        auth = self.headers.get("Authorization", "")
+        if "echo=reason" in q:
+            self.send_response(401, "bad key " + auth)
+        elif "echo=name" in q:
+            self.send_response(200)
+            self.send_header(auth.split()[-1], "1")
+        else:
+            return False
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
 
     def send_gzip(self, body):
         z = gzip.compress(body)
@@ -114,6 +135,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.server.log:
                 with open(self.server.log, "a") as f:
                     f.write(text + "----\n")
+            if self.echo_quirk(text.encode()):
+                return None
             if path == "/gzalways" or (path == "/gzecho" and "gzip" in
                                        self.headers.get("Accept-Encoding", "")):
                 return self.send_gzip(text.encode())

@@ -40,6 +40,9 @@ test_normal_form(void **state)
 		{ "/a%20b", "/a%20b" },
 		{ "/repos/acme/?x=1", "/repos/acme/" },
 		{ "/a/.b/..c", "/a/.b/..c" },	/* not dot segments */
+		{ "/a/%3b..", "/a/%3B.." },
+		{ "/a/100%25", "/a/100%25" },	/* a '%' itself is fine */
+		{ "/a/%25zz", "/a/%25zz" },
 	};
 	static const char *bad[] = {
 		"/repos/acme/../other", "/repos/acme/%2e%2e/other",
@@ -47,6 +50,12 @@ test_normal_form(void **state)
 		"/repos//other", "/repos/acme%2fother", "/repos/acme%2Fx",
 		"/a\\b", "/a%5cb", "/a%zz", "/a%2", "/a%", "/a b", "/a#f",
 		"repos", "", "/a/..;/b", "/a/.", "/..",
+		/* an encoded ';' before Tomcat-style path parameters */
+		"/a/..%3b/b", "/a/..%3B", "/a/%2e%2e%3bx/b", "/a/.%3b",
+		/* an escape of '%' that starts another escape: an origin
+		 * that decodes twice reads "..", '/' or a NUL */
+		"/a/%252e%252e", "/a/%252E%252E/b", "/a%252fb", "/a/%2500",
+		"/a/%255c", "/a/%25%32%65",
 	};
 	char out[PM_MAX_PATH];
 	const char *q;
@@ -103,6 +112,23 @@ test_issue_examples(void **state)
 	assert_false(allows(get, "GET", "/Repos/acme/x"));
 	assert_false(allows(get, "GET", "/repos/ACME/x"));
 	assert_false(allows(get, "GET", "/repos/acme%2fother"));
+	/* the tricks that held: a '*' never takes a dot segment, whatever
+	 * its spelling */
+	assert_false(allows(get, "GET", "/repos/acme/.."));
+	assert_false(allows(get, "GET", "/repos/acme/%2E%2E"));
+	assert_false(allows(get, "GET", "/repos/acme/.%2e"));
+	assert_false(allows(get, "GET", "/repos/acme/..;"));
+	assert_false(allows(get, "GET", "/repos/acme/..;x"));
+	assert_false(allows(get, "GET", "/repos/acme/..%3b"));
+	assert_false(allows(get, "GET", "/repos/acme/%252e%252e"));
+	assert_false(allows(get, "GET", "/repos/acme%5cother"));
+	assert_false(allows(get, "GET", "/repos/acme/x%5c..%5c..%5cadmin"));
+	assert_false(allows(get, "GET", "/repos/acme\\x"));
+	assert_false(allows(get, "GET", "/repos//acme/x"));
+	assert_false(allows(get, "GET", "/repos/acme/x/"));
+	assert_false(allows(get, "GET", "/REPOS/acme/x"));
+	assert_false(allows(get, "GET", "/repos/acme/x#frag"));
+	assert_true(allows(get, "GET", "/repos/acme/%2E%2Ex"));	/* not dots */
 	assert_true(allows(post, "POST", "/repos/acme/w/issues/12/comments"));
 	assert_false(allows(post, "POST", "/repos/acme/w/issues/12/comments/1"));
 	assert_false(allows(post, "POST", "/repos/acme/w/pulls/12/comments"));

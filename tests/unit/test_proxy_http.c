@@ -1,7 +1,9 @@
 /*
  * test_proxy_http.c -- the strict HTTP/1.1 head parser and the chunked
  * decoder: good shapes parse with the right framing, every smuggling
- * shape is refused with its specific error.
+ * shape is refused with its specific error.  The reason phrases the proxy
+ * sends, and the requests it never sends with a secret (method overrides,
+ * an encoded NUL in the path).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,6 +184,93 @@ test_chunked(void **state)
 	assert_int_equal(feed_all("5\r\nhel", out, &ol, 64), CHUNK_MORE);
 }
 
+/* Pipelined requests: each head parses on its own, its length says where
+ * the next starts, and a body hides no request. */
+static void
+test_pipelined(void **state)
+{
+	const char *two = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n"
+	    "DELETE /a HTTP/1.1\r\nHost: a\r\n\r\n";
+	const char *body = "POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 31"
+	    "\r\n\r\nDELETE /a HTTP/1.1\r\nHost: a\r\n\r\n";
+	size_t first;
+
+	(void)state;
+	assert_int_equal(req(two), HTTP_OK);
+	assert_memory_equal(h.method, "GET", 3);
+	first = h.headlen;
+	assert_int_equal(http_parse_request(two + first, strlen(two) - first,
+	    &h), HTTP_OK);
+	assert_int_equal(h.methodlen, 6);
+	assert_int_equal(first + h.headlen, strlen(two));
+	assert_int_equal(req(body), HTTP_OK);
+	assert_int_equal(h.body, BODY_LENGTH);
+	assert_int_equal(h.headlen + h.length, strlen(body));
+}
+
+static void
+test_reason(void **state)
+{
+	(void)state;
+	assert_string_equal(http_reason(200), "OK");
+	assert_string_equal(http_reason(401), "Unauthorized");
+	assert_string_equal(http_reason(429), "Too Many Requests");
+	assert_string_equal(http_reason(101), "Switching Protocols");
+	assert_string_equal(http_reason(299), "Success");
+	assert_string_equal(http_reason(499), "Client Error");
+	assert_string_equal(http_reason(599), "Server Error");
+	assert_string_equal(http_reason(999), "Unknown");
+}
+
+/* sidestep TARGET [EXTRA FIELD LINE] -- http_sidestep's answer for a
+ * GET of target. */
+static const char *
+sidestep(const char *target, const char *field)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\r\nHost: a\r\n%s\r\n",
+	    target, field);
+	assert_int_equal(req(buf), HTTP_OK);
+	return http_sidestep(&h, h.target, h.targetlen);
+}
+
+static void
+test_sidestep(void **state)
+{
+	static const char *fields[] = {
+		"X-HTTP-Method-Override: DELETE\r\n",
+		"x-http-method: DELETE\r\n",
+		"X-Method-Override: PUT\r\n",
+		"X-HTTP-METHOD-OVERRIDE: GET\r\n",
+	};
+	static const char *queries[] = {
+		"/a?_method=DELETE", "/a?x=1&_method=DELETE", "/a?x;_method=PUT",
+		"/a?_method", "/a?%5Fmethod=DELETE", "/a?%5fMETHOD=x",
+		"/a?_%6Dethod=x", "/a?.method=x", "/a?+method=x", "/a?%20method=x",
+		"/a?[method=x",
+	};
+	static const char *fine[] = {
+		"/a", "/a?method=DELETE", "/a?_methods=x", "/a?x_method=x",
+		"/a?q=_method", "/a?%00=_method", "/a?q=%00", "/a%20b",
+		"/a?_method%00=x",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		assert_non_null(strstr(sidestep("/a", fields[i]),
+		    "method override header"));
+	for (i = 0; i < sizeof(queries) / sizeof(queries[0]); i++)
+		if (sidestep(queries[i], "") == NULL)
+			fail_msg("%s: not refused", queries[i]);
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+		if (sidestep(fine[i], "X-HTTP-Method-Overrides: x\r\n") != NULL)
+			fail_msg("%s: refused", fine[i]);
+	assert_non_null(strstr(sidestep("/a%00/b", ""), "%00"));
+	assert_non_null(strstr(sidestep("/a/x%00.json?q=1", ""), "%00"));
+}
+
 int
 main(void)
 {
@@ -193,6 +282,9 @@ main(void)
 		cmocka_unit_test(test_response),
 		cmocka_unit_test(test_authority),
 		cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_pipelined),
+		cmocka_unit_test(test_reason),
+		cmocka_unit_test(test_sidestep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

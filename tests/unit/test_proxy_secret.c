@@ -45,6 +45,88 @@ test_inject(void **state)
 	    &count), -1);
 }
 
+/* One pass over the guest's bytes: a value that holds another secret's
+ * placeholder (raw, or inside Basic credentials) goes up as it is, and
+ * only the secrets whose placeholders the guest wrote count as carried. */
+static void
+test_inject_one_pass(void **state)
+{
+	char chained[256], b64[128], out[512], want[512];
+	struct subst s[2] = {
+		{ "moat-mine-PH", 12, NULL, 0 },	/* the member's */
+		{ PH, sizeof(PH) - 1, VAL, sizeof(VAL) - 1 },	/* shared */
+	};
+	int count, hits[2];
+	ssize_t n;
+
+	(void)state;
+	s[0].to = PH;				/* raw chain */
+	s[0].tolen = sizeof(PH) - 1;
+	n = subst_header_hits("Bearer moat-mine-PH", 19, s, 2, out,
+	    sizeof(out), &count, hits);
+	assert_int_equal(count, 1);
+	assert_int_equal(hits[0], 1);
+	assert_int_equal(hits[1], 0);
+	assert_int_equal(n, 7 + sizeof(PH) - 1);
+	assert_memory_equal(out, "Bearer " PH, (size_t)n);
+	b64_encode((const uint8_t *)"u:" PH, 2 + sizeof(PH) - 1, b64);
+	snprintf(chained, sizeof(chained), "Basic %s", b64);
+	s[0].to = chained;			/* chain through Basic */
+	s[0].tolen = strlen(chained);
+	n = subst_header_hits("moat-mine-PH", 12, s, 2, out, sizeof(out),
+	    &count, hits);
+	assert_int_equal(n, strlen(chained));
+	assert_memory_equal(out, chained, (size_t)n);
+	assert_int_equal(hits[1], 0);
+	/* both written by the guest: each replaced once, both carried */
+	snprintf(want, sizeof(want), "%s %s", chained, VAL);
+	n = subst_header_hits("moat-mine-PH " PH, 13 + sizeof(PH) - 1, s, 2,
+	    out, sizeof(out), &count, hits);
+	assert_int_equal(count, 2);
+	assert_int_equal(hits[0], 1);
+	assert_int_equal(hits[1], 1);
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(out, want, (size_t)n);
+	/* inside the guest's Basic pair: counted there */
+	b64_encode((const uint8_t *)"u:moat-mine-PH", 14, b64);
+	snprintf(want, sizeof(want), "Basic %s", b64);
+	n = subst_header_hits(want, strlen(want), s, 2, out, sizeof(out),
+	    &count, hits);
+	assert_int_equal(hits[0], 1);
+	assert_int_equal(hits[1], 0);
+}
+
+static int chained_value(void *, const struct moat_secret *, char *,
+    size_t *, char *, size_t);
+
+/* A value may hold no placeholder: secret_value_placeholder names the
+ * secret whose placeholder it holds. */
+static void
+test_value_placeholder(void **state)
+{
+	struct moat_secret sec[2] = {
+		{ .name = "a", .placeholder = "moat-a-PH" },
+		{ .name = "b", .placeholder = "moat-b-PH" },
+	};
+	struct moat_config cfg = { .secrets = sec, .nsecrets = 2 };
+	struct secrets ss;
+	char err[256];
+
+	(void)state;
+	assert_null(secret_value_placeholder(&cfg, "sk-x", 4));
+	assert_null(secret_value_placeholder(&cfg, "moat-b-P", 8));
+	assert_ptr_equal(secret_value_placeholder(&cfg, "Bearer moat-b-PH", 16),
+	    &sec[1]);
+	assert_ptr_equal(secret_value_placeholder(&cfg, "xmoat-a-PHx", 11),
+	    &sec[0]);
+	/* the proxy's own load refuses it too, naming both secrets */
+	assert_int_equal(secrets_load_from(&ss, &cfg, chained_value, NULL, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "secret \"b\": its value contains the "
+	    "placeholder of secret \"a\""));
+	assert_null(strstr(err, "moat-a-PH"));
+}
+
 /* A bound host that echoes the Authorization it got hands back the base64
  * of "user:VAL": the scrubber turns it into the guest's own "user:PH"
  * form, at every split of the body, and the raw value too. */
@@ -271,6 +353,21 @@ test_placeholder_spotting(void **state)
 	}
 }
 
+/* b's value holds a's placeholder. */
+static int
+chained_value(void *arg, const struct moat_secret *s, char *buf,
+    size_t *len, char *err, size_t errlen)
+{
+	const char *v = strcmp(s->name, "a") == 0 ? "va-1" : "x moat-a-PH";
+
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	*len = strlen(v);
+	memcpy(buf, v, *len);
+	return 0;
+}
+
 /* Values and definitions changed in place: the new generation has the
  * staged value and every other one by name; the old one stays whole for
  * the connections that hold it. */
@@ -354,6 +451,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inject),
+		cmocka_unit_test(test_inject_one_pass),
+		cmocka_unit_test(test_value_placeholder),
 		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_b64),
 		cmocka_unit_test(test_scrub_basic_echo),
