@@ -185,6 +185,8 @@ struct ctl_req {
 	char		*body;		/* "secret set": the value line */
 	const char	*user;		/* the caller's login name */
 	bool		 admin;		/* root or gateway.admin_group */
+	bool		 has_login;	/* the uid has a passwd entry */
+	bool		 may_own;	/* its name is one the config takes */
 	char		 userbuf[33];
 	enum ipc_ctl_end end;		/* how the reply ends */
 	bool		 job;		/* a provision job answers later */
@@ -204,6 +206,15 @@ void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 bool	ctl_may_see(const struct ctl_req *, const char *owner);
+/* Whether the caller's login name can own a sandbox or secret (the
+ * configuration would hold it); if not, refuse with the reason. */
+bool	ctl_may_own(struct ctl_req *, const char *sandbox);
+/* A refused configuration's errors (lines "file:line: message"): all of
+ * them for admins; a member sees only the lines about their own drop-ins
+ * or the files given (those their request wrote), and a pointer to the
+ * journal for the rest. */
+void	ctl_reply_errors(struct ctl_req *, const char *errors,
+	    const char *const *mine, size_t nmine);
 /* Hand the client fd (ours to close) with the reply; the reply must
  * have some text, which the descriptor travels with. */
 void	ctl_req_attach_fd(struct ctl_req *, int fd);

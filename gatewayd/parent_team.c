@@ -315,6 +315,8 @@ check_create(struct ctl_req *r, struct job *j, const char **owner)
 {
 	*owner = r->admin && j->owner ? j->owner :
 	    r->uid == 0 && j->owner == NULL ? NULL : r->user;
+	if (*owner == r->user && !ctl_may_own(r, j->name))
+		return -1;
 	if (config_sandbox_by_name(r->gw->cfg, j->name) != NULL) {
 		ctl_refuse(r, j->name, "create: a sandbox named \"%s\" already "
 		    "exists", j->name);
