@@ -141,6 +141,29 @@ expect_match "\"$UD\" cannot create a sandbox" "cannot own" "$out"
 expect_ok "they may still look (sandboxes)" nctl sandboxes
 expect_ok "the configuration on disk still loads (gatewayd -n)" gw_check
 
+# --- 4: destroy cannot leave a configuration that does not load ------------
+bpv() { as $UB build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+out=$(bpv create b-x --kernel "$TOPO_TMP/vmlinuz" --egress open 2>&1)
+expect_match "$UB creates b-x" "created b-x" "$out"
+# An admin opens a LAN host to b-x.
+cp "$GW_CONF" "$TOPO_TMP/moat.conf.saved"
+sed -i 's|^  exceptions = ( );|  exceptions = ( { to = "192.168.77.5/32"; sandboxes = [ "b-x" ]; } );|' "$GW_CONF"
+expect_ok "the admin's exception for b-x loads" gw_ctl reload
+bx=$TOPO_TMP/sandboxes.d/b-x.conf; bxt=$(cat "$bx")
+out=$(bpv destroy b-x 2>&1); rc=$?
+expect_eq "destroying a sandbox an exception names is refused (exit 1)" 1 "$rc"
+expect_match "... saying so" "not destroyed: the configuration would not load without it" "$out"
+expect_eq "... and the drop-in is put back" "$bxt" "$(cat "$bx" 2>/dev/null)"
+expect_ok "... and the guest's folder is kept" test -d "$STATE/guests/b-x"
+expect_ok "the configuration on disk still loads (gatewayd -n)" gw_check
+expect_match "b-x is still configured" "^b-x " "$(gw_ctl sandboxes)"
+cp "$TOPO_TMP/moat.conf.saved" "$GW_CONF"
+expect_ok "the admin takes the exception back" gw_ctl reload
+out=$(bpv destroy b-x 2>&1)
+expect_match "then $UB destroys b-x" "destroyed b-x" "$out"
+expect_fail "... and its drop-in is gone" test -e "$bx"
+expect_ok "the configuration on disk still loads (gatewayd -n)" gw_check
+
 # --- 8: a member cannot exhaust the control socket --------------------------
 hold=$TOPO_TMP/hold.out
 as $UA python3 - "$GW_SOCK" 40 >"$hold" 2>&1 <<'EOF' &
