@@ -26,6 +26,7 @@ struct item {
 	char	*tmp;		/* the staged file; NULL: remove path */
 	char	*old;		/* the old file's hidden link; NULL: none */
 	bool	 remove;
+	bool	 create;	/* never overwrite path */
 	bool	 done;		/* in place */
 };
 
@@ -106,11 +107,12 @@ write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-int
-cfgtxn_stage_write(struct cfgtxn *t, const char *path, const void *data,
-    size_t len, mode_t mode, uid_t uid, gid_t gid)
+static int
+stage(struct cfgtxn *t, const char *path, const void *data, size_t len,
+    mode_t mode, uid_t uid, gid_t gid, bool create)
 {
 	char *tmp = hidden_name(path, "new.XXXXXX");
+	struct item *it;
 	int fd, saved;
 
 	if (t->state != TXN_STAGED) {
@@ -138,8 +140,24 @@ cfgtxn_stage_write(struct cfgtxn *t, const char *path, const void *data,
 		errno = saved;
 		return -1;
 	}
-	add_item(t, path)->tmp = tmp;
+	it = add_item(t, path);
+	it->tmp = tmp;
+	it->create = create;
 	return 0;
+}
+
+int
+cfgtxn_stage_write(struct cfgtxn *t, const char *path, const void *data,
+    size_t len, mode_t mode, uid_t uid, gid_t gid)
+{
+	return stage(t, path, data, len, mode, uid, gid, false);
+}
+
+int
+cfgtxn_stage_create(struct cfgtxn *t, const char *path, const void *data,
+    size_t len, mode_t mode, uid_t uid, gid_t gid)
+{
+	return stage(t, path, data, len, mode, uid, gid, true);
 }
 
 int
@@ -183,6 +201,15 @@ keep_old(struct item *it)
 static int
 put_in_place(struct item *it)
 {
+	if (it->create) {
+		if (renameat2(AT_FDCWD, it->tmp, AT_FDCWD, it->path,
+		    RENAME_NOREPLACE) == -1)
+			return -1;
+		free(it->tmp);
+		it->tmp = NULL;
+		it->done = true;
+		return 0;
+	}
 	if (keep_old(it) == -1)
 		return -1;
 	if (it->tmp != NULL) {

@@ -41,6 +41,10 @@ struct cfgtxn	*cfgtxn_begin(const char *conf_path);
 /* 0, or -1 with errno set (the transaction is unchanged). */
 int	cfgtxn_stage_write(struct cfgtxn *, const char *path, const void *data,
 	    size_t len, mode_t mode, uid_t uid, gid_t gid);
+/* The same for a file that must not exist: the commit fails, changing
+ * nothing, if path appeared meanwhile (it is never overwritten). */
+int	cfgtxn_stage_create(struct cfgtxn *, const char *path, const void *data,
+	    size_t len, mode_t mode, uid_t uid, gid_t gid);
 int	cfgtxn_stage_remove(struct cfgtxn *, const char *path);
 /* Put every staged change in place and run check (NULL: the loader on
  * conf_path).  0: done, or -1: every file is as it was and *errors says

@@ -238,6 +238,45 @@ loader_check(void **state)
 	assert_no_dotfiles();
 }
 
+/* A file to create is never written over: if it exists by the commit,
+ * nothing changes; else a rollback removes it. */
+static void
+create_never_clobbers(void **state)
+{
+	struct cfgtxn *t;
+	char *errors = NULL;
+	int calls = 0;
+
+	(void)state;
+	put(a, "old a\n", 0640);
+	unlink(b);
+	put(c, "theirs\n", 0644);
+	t = cfgtxn_begin(conf);
+	assert_int_equal(cfgtxn_stage_write(t, a, "new a\n", 6, 0644,
+	    getuid(), getgid()), 0);
+	assert_int_equal(cfgtxn_stage_create(t, c, "mine\n", 5, 0644,
+	    getuid(), getgid()), 0);
+	assert_int_equal(cfgtxn_commit_and_check(t, check_yes, &calls, &errors),
+	    -1);
+	assert_int_equal(calls, 0);
+	assert_non_null(strstr(errors, "File exists"));
+	free(errors);
+	cfgtxn_end(t);
+	assert_file(a, "old a\n", 0640);
+	assert_file(c, "theirs\n", 0644);
+	assert_no_dotfiles();
+	t = cfgtxn_begin(conf);
+	assert_int_equal(cfgtxn_stage_create(t, b, "mine\n", 5, 0600,
+	    getuid(), getgid()), 0);
+	assert_int_equal(cfgtxn_commit_and_check(t, check_yes, &calls, &errors),
+	    0);
+	assert_file(b, "mine\n", 0600);
+	assert_int_equal(cfgtxn_rollback(t), 0);
+	cfgtxn_end(t);
+	assert_int_equal(access(b, F_OK), -1);
+	assert_no_dotfiles();
+}
+
 /* --- conftext ------------------------------------------------------------ */
 
 static void
@@ -319,6 +358,7 @@ main(void)
 		cmocka_unit_test(rollback_after_commit),
 		cmocka_unit_test(abandoned),
 		cmocka_unit_test(loader_check),
+		cmocka_unit_test(create_never_clobbers),
 		cmocka_unit_test(set_keeps_the_rest),
 		cmocka_unit_test(set_appends),
 		cmocka_unit_test(set_refuses_what_it_cannot_scan),
