@@ -117,6 +117,9 @@ expect_match "... showing the error in $UA's own drop-in" \
 expect_match "... with a message for members" "an administrator" "$out"
 expect_fail "... and nothing of $UB's drop-ins, sandboxes or secrets" \
 	grep -qE "b-bad|$UB|sideways" <<<"$out"
+out=$(as $UA build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" list 2>&1)
+expect_match "$UA's provision list (run by gatewayd) says an administrator must fix it" "an administrator" "$out"
+expect_fail "... and names nothing of $UB's" grep -qE "b-bad|$UB|sideways" <<<"$out"
 out=$(gw_ctl reload 2>&1)
 expect_match "root's reload names the file, line and error" "sandboxes.d/b-bad.conf:5: .*egress" "$out"
 expect_match "the journal has the full text" "b-bad.conf:5: .*egress" "$(cat "$GW_LOG")"
