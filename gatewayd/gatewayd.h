@@ -417,6 +417,10 @@ int	gw_run(struct gw_opts *);
 
 /* parent_reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
+/* gw_reload as a transaction's check (lib/cfgtxn.h), arg the gw: every
+ * verb that writes the configuration keeps its files only if the new
+ * configuration loads and applies. */
+int	gw_reload_check(void *gw, const char *conf_path, char **errors);
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 #endif

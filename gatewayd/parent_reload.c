@@ -96,3 +96,10 @@ gw_reload(struct gw *gw, char **errors)
 	proc_reload(gw);
 	return 0;
 }
+
+int
+gw_reload_check(void *gw, const char *conf_path, char **errors)
+{
+	(void)conf_path;
+	return gw_reload(gw, errors);
+}

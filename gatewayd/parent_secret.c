@@ -330,14 +330,6 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 	return rc;
 }
 
-/* The transaction's check: the new configuration must load and apply. */
-static int
-reload_check(void *arg, const char *conf_path, char **errors)
-{
-	(void)conf_path;
-	return gw_reload(arg, errors);
-}
-
 /* The files staged, which are the caller's to hear about. */
 static size_t
 staged(const struct cfgtxn *t, const char **v, size_t max)
@@ -381,7 +373,7 @@ secret_set(struct ctl_req *r)
 	rc = old ? stage_existing(r, &q, old, t) : stage_new(r, &q, t,
 	    placeholder);
 	/* From here on old may be freed: a reload replaces the config. */
-	if (rc == 0 && cfgtxn_commit_and_check(t, reload_check, r->gw,
+	if (rc == 0 && cfgtxn_commit_and_check(t, gw_reload_check, r->gw,
 	    &errors) == -1) {
 		ctl_reply_errors(r, errors, mine, staged(t, mine, 4));
 		ctl_refuse(r, NULL, "secret \"%s\" not set: the configuration "
