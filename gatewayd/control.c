@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hex.h"
@@ -231,9 +232,42 @@ client_write(struct ctlproc *st, int slot, const char *s, size_t n, int fd)
 	}
 }
 
+uint64_t
+ctlproc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+ctlproc_slot_for(const struct ctlproc *st, uid_t uid)
+{
+	int i, free_slot = -1, others = 0, mine = 0;
+
+	for (i = 0; i < CTL_MAX_CLIENTS; i++) {
+		if (st->c[i].fd == -1) {
+			if (free_slot == -1)
+				free_slot = i;
+			continue;
+		}
+		if (st->c[i].cred.uid != 0)
+			others++;
+		if (st->c[i].cred.uid == uid)
+			mine++;
+	}
+	if (uid == 0 || free_slot == -1)
+		return free_slot;
+	return mine < CTL_PER_UID &&
+	    others < CTL_MAX_CLIENTS - CTL_ROOT_RESERVE ? free_slot : -1;
+}
+
 void
 ctlproc_accept(struct ctlproc *st)
 {
+	static const char full[] = "error: too many connections to gatewayd "
+	    "from your user; try again when one is done\n";
 	socklen_t len = sizeof(struct ucred);
 	struct ucred cred;
 	int fd, i;
@@ -241,17 +275,56 @@ ctlproc_accept(struct ctlproc *st)
 	fd = accept4(st->listen, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd == -1)
 		return;
-	for (i = 0; i < CTL_MAX_CLIENTS; i++)
-		if (st->c[i].fd == -1)
-			break;
-	if (i == CTL_MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED,
-	    &cred, &len) == -1) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+		close(fd);
+		return;
+	}
+	if ((i = ctlproc_slot_for(st, cred.uid)) == -1) {
+		(void)!send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
 		close(fd);
 		return;
 	}
 	ctlproc_drop(st, i);
 	st->c[i].fd = fd;
 	st->c[i].cred = cred;
+	st->c[i].deadline = ctlproc_now_ms() + CTL_REQUEST_MS;
+}
+
+/* A client that has not yet handed over its request: the only state in
+ * which one could hold a slot by saying nothing. */
+static bool
+owes_request(const struct ctl_client *c)
+{
+	return c->fd != -1 && c->id == 0 && !c->follow;
+}
+
+int
+ctlproc_next_timeout(const struct ctlproc *st, uint64_t now)
+{
+	uint64_t first = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (owes_request(&st->c[i]) && st->c[i].deadline < first)
+			first = st->c[i].deadline;
+	if (first == UINT64_MAX)
+		return -1;
+	return first <= now ? 0 : (int)(first - now);
+}
+
+void
+ctlproc_expire(struct ctlproc *st, uint64_t now)
+{
+	static const char late[] = "error: no whole request within the time "
+	    "allowed\n";
+	int i;
+
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (owes_request(&st->c[i]) && st->c[i].deadline <= now) {
+			client_write(st, i, late, sizeof(late) - 1, -1);
+			ctlproc_drop(st, i);
+		}
 }
 
 /* Bytes, and any descriptors the client attached, into its buffer.
@@ -509,8 +582,10 @@ control_main(int listen, int ipc, pid_t parent)
 	ctlproc_init(&st, listen, ipc);
 	for (;;) {
 		n = poll_set(&st, pfd, slot);
-		if (poll(pfd, n, -1) == -1 && errno != EINTR)
+		if (poll(pfd, n, ctlproc_next_timeout(&st, ctlproc_now_ms())) ==
+		    -1 && errno != EINTR)
 			_exit(1);
+		ctlproc_expire(&st, ctlproc_now_ms());
 		if (pfd[0].revents && ctlproc_ipc_readable(&st) == -1)
 			_exit(0);	/* the parent is gone, or broken */
 		for (i = 2; i < n; i++)

@@ -18,11 +18,15 @@
 
 #define CTL_MAX_LINE		8192	/* request line, plus a secret's value */
 #define CTL_MAX_CLIENTS		32
+#define CTL_ROOT_RESERVE	4	/* of them, slots only root may take */
+#define CTL_PER_UID		8	/* connections one other uid may hold */
+#define CTL_REQUEST_MS		5000	/* to send a whole request */
 #define CTL_USER		"moat-ctl"
 
 struct ctl_client {
 	int		 fd;		/* -1: free */
 	struct ucred	 cred;		/* SO_PEERCRED at accept */
+	uint64_t	 deadline;	/* ms: a whole request by then */
 	uint32_t	 id;		/* the request the parent has, or 0 */
 	bool		 follow;	/* "log -f": gets IPC_CTL_LOG lines */
 	int		 fds[IPC_CTL_MAX_FDS];	/* the client attached these */
@@ -49,7 +53,22 @@ int	ctl_parse(char *buf, size_t len, bool full, struct ipc_ctl_req *m,
 	    size_t room, size_t *mlen, char *err, size_t errlen);
 
 void	ctlproc_init(struct ctlproc *, int listen, int ipc);
+/*
+ * A slot for a new client of uid, or -1: root always finds one while
+ * any is free (CTL_ROOT_RESERVE are kept for it); another uid gets one
+ * while it holds fewer than CTL_PER_UID and fewer than CTL_MAX_CLIENTS -
+ * CTL_ROOT_RESERVE slots are taken by uids other than root.  So no member
+ * can lock root (or, alone, everyone else) out of the control socket.
+ */
+int	ctlproc_slot_for(const struct ctlproc *, uid_t uid);
+/* Accept one client; refused (told why, closed) if it gets no slot. */
 void	ctlproc_accept(struct ctlproc *);
+/* Milliseconds until the first client still owing its request runs out
+ * of time (CTL_REQUEST_MS after it connected), or -1 if none does. */
+int	ctlproc_next_timeout(const struct ctlproc *, uint64_t now_ms);
+/* Answer and drop the clients whose time to send a request is over. */
+void	ctlproc_expire(struct ctlproc *, uint64_t now_ms);
+uint64_t ctlproc_now_ms(void);		/* CLOCK_MONOTONIC */
 /* 0, or -1 if the parent is gone (the process should exit). */
 int	ctlproc_client_readable(struct ctlproc *, int slot);
 /* 0, or -1 on the parent's EOF or a protocol violation. */

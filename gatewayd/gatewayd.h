@@ -188,6 +188,8 @@ struct ctl_req {
 	char		*body;		/* "secret set": the value line */
 	const char	*user;		/* the caller's login name */
 	bool		 admin;		/* root or gateway.admin_group */
+	bool		 has_login;	/* the uid has a passwd entry */
+	bool		 may_own;	/* its name is one the config takes */
 	char		 userbuf[33];
 	enum ipc_ctl_end end;		/* how the reply ends */
 	bool		 job;		/* a provision job answers later */
@@ -203,13 +205,20 @@ void	ctl_req_flush(struct ctl_req *, enum ipc_ctl_end);
 void	ctl_reply(struct ctl_req *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	ctl_reply_jstr(struct ctl_req *, const char *);	/* "..." or null */
-/* Reply each line of a configuration's errors as "error: LINE": the
- * client prints every error line on its stderr. */
-void	ctl_reply_errors(struct ctl_req *, const char *errors);
 /* Reply "error: MSG" and audit the refusal with the caller's identity. */
 void	ctl_refuse(struct ctl_req *, const char *sandbox, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 bool	ctl_may_see(const struct ctl_req *, const char *owner);
+/* Whether the caller's login name can own a sandbox or secret (the
+ * configuration would hold it); if not, refuse with the reason. */
+bool	ctl_may_own(struct ctl_req *, const char *sandbox);
+/* A refused configuration's errors (lines "file:line: message"), each
+ * replied as "error: LINE" (the client prints error lines on its stderr):
+ * all of them for admins; a member sees only the lines about their own
+ * drop-ins or the files given (those their request wrote), and a pointer
+ * to the journal for the rest. */
+void	ctl_reply_errors(struct ctl_req *, const char *errors,
+	    const char *const *mine, size_t nmine);
 /* Hand the client fd (ours to close) with the reply; the reply must
  * have some text, which the descriptor travels with. */
 void	ctl_req_attach_fd(struct ctl_req *, int fd);
@@ -442,6 +451,10 @@ char	*metrics_render(struct gw *, size_t *len);
 
 /* parent_reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
+/* gw_reload as a transaction's check (lib/cfgtxn.h), arg the gw: every
+ * verb that writes the configuration keeps its files only if the new
+ * configuration loads and applies. */
+int	gw_reload_check(void *gw, const char *conf_path, char **errors);
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 #endif

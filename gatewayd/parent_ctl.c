@@ -165,18 +165,23 @@ creds_match(const struct gw *gw, int fd, uid_t uid, gid_t gid, pid_t pid)
 }
 
 /* The caller's login name; a uid without one gets "#UID", which owns
- * nothing and matches no quota. */
+ * nothing and matches no quota.  Neither that nor a name the loader
+ * refuses (user@domain from a directory service) may be written as an
+ * owner: it would make the configuration unloadable (ctl_may_own). */
 static void
 identify(struct gw *gw, struct ctl_req *r)
 {
 	struct passwd *pw = getpwuid(r->uid);
 
+	r->has_login = pw != NULL;
 	if (pw != NULL && strlen(pw->pw_name) < sizeof(r->userbuf))
 		snprintf(r->userbuf, sizeof(r->userbuf), "%s", pw->pw_name);
 	else
 		snprintf(r->userbuf, sizeof(r->userbuf), "#%u",
 		    (unsigned)r->uid);
 	r->user = r->userbuf;
+	r->may_own = pw != NULL && strcmp(r->user, pw->pw_name) == 0 &&
+	    config_username_valid(r->user);
 	r->admin = team_is_admin(gw->cfg, r->uid, pw ? pw->pw_name : NULL);
 }
 
@@ -508,7 +513,7 @@ ctl_reload(struct ctl_req *r)
 		reply(r, "ok\n");
 		return;
 	}
-	ctl_reply_errors(r, errors);
+	ctl_reply_errors(r, errors, NULL, 0);
 	reply(r, "error: configuration not reloaded; the previous policy "
 	    "stays in force\n");
 	free(errors);

@@ -106,20 +106,6 @@ ctl_reply_jstr(struct ctl_req *r, const char *s)
 }
 
 void
-ctl_reply_errors(struct ctl_req *r, const char *errors)
-{
-	const char *p;
-	size_t len;
-
-	for (p = errors ? errors : ""; *p != '\0'; p += len) {
-		len = strcspn(p, "\n");
-		ctl_reply(r, "error: %.*s\n", (int)len, p);
-		if (p[len] == '\n')
-			len++;
-	}
-}
-
-void
 ctl_refuse(struct ctl_req *r, const char *sandbox, const char *fmt, ...)
 {
 	char uid[16], *msg;
@@ -141,4 +127,92 @@ bool
 ctl_may_see(const struct ctl_req *r, const char *owner)
 {
 	return r->admin || (owner != NULL && strcmp(owner, r->user) == 0);
+}
+
+bool
+ctl_may_own(struct ctl_req *r, const char *sandbox)
+{
+	if (r->may_own)
+		return true;
+	if (!r->has_login)
+		ctl_refuse(r, sandbox, "uid %u has no login name on this host, "
+		    "and only a named user can own a sandbox or secret; ask an "
+		    "administrator", (unsigned)r->uid);
+	else
+		ctl_refuse(r, sandbox, "your login name \"%s\" cannot own a "
+		    "sandbox or secret: the configuration takes 1 to 32 "
+		    "letters, digits, '.', '-' and '_'; ask an administrator",
+		    r->user);
+	return false;
+}
+
+/* A drop-in (never the main file) that holds a sandbox or secret the
+ * caller owns in the running configuration. */
+static bool
+owned_file(const struct ctl_req *r, const char *file, size_t len)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	size_t i;
+
+#define OWNED(x)	((x).owner != NULL && strcmp((x).owner, r->user) == 0 && \
+	    (x).where.file != NULL && strlen((x).where.file) == len && \
+	    strncmp((x).where.file, file, len) == 0)
+	if (strlen(cfg->path) == len && strncmp(cfg->path, file, len) == 0)
+		return false;
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (OWNED(cfg->sandboxes[i]))
+			return true;
+	for (i = 0; i < cfg->nsecrets; i++)
+		if (OWNED(cfg->secrets[i]))
+			return true;
+#undef OWNED
+	return false;
+}
+
+/* Is line ("file:line: message") about one of the caller's files, and
+ * about no other file? */
+static bool
+line_is_mine(const struct ctl_req *r, const char *line, size_t len,
+    const char *const *mine, size_t nmine)
+{
+	const char *colon = memchr(line, ':', len), *slash;
+	size_t flen, dlen, i;
+	bool ok = false;
+
+	if (colon == NULL)
+		return false;
+	flen = (size_t)(colon - line);
+	for (i = 0; i < nmine && !ok; i++)
+		ok = strlen(mine[i]) == flen && strncmp(mine[i], line, flen) == 0;
+	if (!ok && !owned_file(r, line, flen))
+		return false;
+	/* "(already used by ... other.conf:3)" names another's file. */
+	slash = strrchr(r->gw->cfg->path, '/');
+	dlen = slash ? (size_t)(slash - r->gw->cfg->path) + 1 : 0;
+	for (i = flen; dlen > 0 && i + dlen <= len; i++)
+		if (strncmp(line + i, r->gw->cfg->path, dlen) == 0)
+			return false;
+	return true;
+}
+
+void
+ctl_reply_errors(struct ctl_req *r, const char *errors,
+    const char *const *mine, size_t nmine)
+{
+	const char *line, *nl;
+	size_t len, hidden = 0;
+
+	for (line = errors; line != NULL && *line != '\0'; line = nl ? nl + 1 :
+	    NULL) {
+		nl = strchr(line, '\n');
+		len = nl ? (size_t)(nl - line) : strlen(line);
+		if (r->admin || line_is_mine(r, line, len, mine, nmine))
+			ctl_reply(r, "error: %.*s\n", (int)len, line);
+		else
+			hidden++;
+	}
+	if (hidden > 0)
+		ctl_reply(r, "error: the configuration is not valid in %zu place(s) "
+		    "that are not yours; an administrator sees the details in "
+		    "the journal\n", hidden);
 }

@@ -7,8 +7,9 @@
  * through admit_registration(), the drop-in is written atomically in
  * sandboxes.d with the host's mark, and the change is applied like a
  * reload (one transaction, deltas only).  "ok" goes back only after the
- * kernel has it; a failed apply puts the old drop-in back.  Refusals are
- * audited and counted per host.
+ * kernel has it; a failed apply puts the old drop-ins back exactly, as
+ * for every verb that writes the configuration (lib/cfgtxn.h).  Refusals
+ * are audited and counted per host.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "admit_reg.h"
+#include "cfgtxn.h"
 #include "gatewayd.h"
 #include "log.h"
 #include "smallfile.h"
@@ -174,51 +176,6 @@ reg_count(const struct gw *gw, const struct moat_host *h)
 	return n;
 }
 
-/* A drop-in's previous content, to put back if the apply fails. */
-struct saved {
-	char	 path[4096];
-	char	*data;		/* NULL: there was none */
-	size_t	 len;
-};
-
-static int
-write_atomic(const char *path, const char *data, size_t len)
-{
-	char tmp[4200];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640)) ==
-	    -1)
-		return -1;
-	if (write(fd, data, len) != (ssize_t)len || fsync(fd) == -1 ||
-	    close(fd) == -1 || rename(tmp, path) == -1) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-/* s->path set by the caller. */
-static void
-save(struct saved *s)
-{
-	if (slurp(s->path, &s->data, &s->len) == -1)
-		s->data = NULL;
-}
-
-static void
-restore(struct saved *s)
-{
-	if (s->data != NULL)
-		write_atomic(s->path, s->data, s->len);
-	else
-		unlink(s->path);
-	free(s->data);
-	s->data = NULL;
-}
-
 static void
 list_items(FILE *fp, const char *key, const char *list)
 {
@@ -260,19 +217,23 @@ dropin_text(const struct moat_host *h, const struct reg_claim *c, size_t *len)
 	return buf;
 }
 
-/* Apply what is on disk now: 0, or -1 with the first error in why. */
+/* Put the staged change in place and apply it like a reload: 0, or -1
+ * with the first error in why and the old files back (lib/cfgtxn.h). */
 static int
-apply(struct gw *gw, char *why, size_t len)
+apply(struct gw *gw, struct cfgtxn *t, char *why, size_t len)
 {
 	char *errors = NULL;
+	int rc = 0;
 
-	if (gw_reload(gw, &errors) == 0)
-		return 0;
-	snprintf(why, len, "the box could not apply it: %.*s",
-	    errors ? (int)strcspn(errors, "\n") : 7, errors ? errors :
-	    "unknown");
+	if (cfgtxn_commit_and_check(t, gw_reload_check, gw, &errors) == -1) {
+		snprintf(why, len, "the box could not apply it: %.*s",
+		    errors ? (int)strcspn(errors, "\n") : 7, errors ? errors :
+		    "unknown");
+		rc = -1;
+	}
 	free(errors);
-	return -1;
+	cfgtxn_end(t);
+	return rc;
 }
 
 /* --- the verbs -------------------------------------------------------------- */
@@ -292,38 +253,42 @@ do_register(struct reg_ctx *x)
 	const struct ipc_reg_req *m = x->m;
 	struct reg_claim c = { m->name, m->address, m->mac, m->egress,
 	    m->text, m->secrets };
-	struct saved old;
-	char *text;
-	size_t len;
-	int rc;
+	struct cfgtxn *t;
+	char path[4096], *text, *cur = NULL;
+	size_t len, clen = 0;
+	bool same;
 
 	if (admit_registration(x->gw->cfg, x->h, &c, x->why,
 	    sizeof(x->why)) == -1)
 		return -1;
 	text = dropin_text(x->h, &c, &len);
-	dropin_path(x->gw, m->name, old.path, sizeof(old.path));
-	save(&old);
-	if (old.data != NULL && old.len == len &&
-	    memcmp(old.data, text, len) == 0 &&
-	    config_sandbox_by_name(x->gw->cfg, m->name) != NULL) {
-		free(old.data);		/* already so, and applied */
-		free(text);
+	dropin_path(x->gw, m->name, path, sizeof(path));
+	if (slurp(path, &cur, &clen) == -1)
+		cur = NULL;
+	same = cur != NULL && clen == len && memcmp(cur, text, len) == 0 &&
+	    config_sandbox_by_name(x->gw->cfg, m->name) != NULL;
+	free(cur);
+	if (same) {
+		free(text);		/* already so, and applied */
 		return 0;
 	}
-	if ((rc = write_atomic(old.path, text, len)) == -1)
+	t = cfgtxn_begin(x->gw->cfg->path);
+	if (cfgtxn_stage_write(t, path, text, len, 0640, 0, 0) == -1) {
 		snprintf(x->why, sizeof(x->why), "cannot write the drop-in");
-	else if ((rc = apply(x->gw, x->why, sizeof(x->why))) == -1)
-		restore(&old);
-	free(old.data);
+		cfgtxn_end(t);
+		free(text);
+		return -1;
+	}
 	free(text);
-	return rc;
+	return apply(x->gw, t, x->why, sizeof(x->why));
 }
 
 static int
 do_remove(struct reg_ctx *x)
 {
 	const struct moat_sandbox *sb;
-	struct saved old;
+	struct cfgtxn *t;
+	char path[4096];
 
 	/* The name becomes a path: nothing but a sandbox name gets there. */
 	if (!reg_name_valid(x->m->name)) {
@@ -341,19 +306,10 @@ do_remove(struct reg_ctx *x)
 		snprintf(x->why, sizeof(x->why), "not this host's sandbox");
 		return -1;
 	}
-	dropin_path(x->gw, x->m->name, old.path, sizeof(old.path));
-	save(&old);
-	if (unlink(old.path) == -1) {
-		free(old.data);
-		snprintf(x->why, sizeof(x->why), "cannot remove the drop-in");
-		return -1;
-	}
-	if (apply(x->gw, x->why, sizeof(x->why)) == -1) {
-		restore(&old);
-		return -1;
-	}
-	free(old.data);
-	return 0;
+	dropin_path(x->gw, x->m->name, path, sizeof(path));
+	t = cfgtxn_begin(x->gw->cfg->path);
+	cfgtxn_stage_remove(t, path);
+	return apply(x->gw, t, x->why, sizeof(x->why));
 }
 
 /* The host's full list ("-" for none): every sandbox it registered that
@@ -363,8 +319,9 @@ static int
 do_sync(struct reg_ctx *x)
 {
 	const struct moat_config *cfg = x->gw->cfg;
-	struct saved *old = xcalloc(cfg->nsandboxes + 1, sizeof(*old));
+	struct cfgtxn *t = cfgtxn_begin(cfg->path);
 	char **gone = xcalloc(cfg->nsandboxes + 1, sizeof(*gone));
+	char path[4096];
 	size_t i, n = 0;
 	int rc = 0;
 
@@ -375,26 +332,20 @@ do_sync(struct reg_ctx *x)
 		    !reg_owned(&cfg->sandboxes[i], x->h) ||
 		    dropin_still_marked(x->gw, name, x->h->name) != 1)
 			continue;
-		dropin_path(x->gw, name, old[n].path, sizeof(old[n].path));
-		save(&old[n]);
-		gone[n] = xstrdup(name);
-		if (unlink(old[n++].path) == -1)
-			rc = -1;
+		dropin_path(x->gw, name, path, sizeof(path));
+		cfgtxn_stage_remove(t, path);
+		gone[n++] = xstrdup(name);
 	}
-	if (rc == -1)
-		snprintf(x->why, sizeof(x->why), "cannot remove a drop-in");
-	else if (n > 0)
-		rc = apply(x->gw, x->why, sizeof(x->why));
+	if (n > 0)
+		rc = apply(x->gw, t, x->why, sizeof(x->why));
+	else
+		cfgtxn_end(t);
 	for (i = 0; i < n; i++) {
-		if (rc == -1)
-			restore(&old[i]);
-		else
+		if (rc == 0)
 			audit_event(x->gw, "registration", "host", x->host,
 			    "request", "sync", "removed", gone[i], NULL);
-		free(old[i].data);
 		free(gone[i]);
 	}
-	free(old);
 	free(gone);
 	return rc;
 }

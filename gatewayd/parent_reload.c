@@ -47,6 +47,7 @@ gw_reload(struct gw *gw, char **errors)
 	struct moat_config *cfg, *old = gw->cfg;
 	char err[1024], count[16];
 	struct timespec t0, t1;
+	size_t i;
 	int cut;
 
 	*errors = NULL;
@@ -57,6 +58,10 @@ gw_reload(struct gw *gw, char **errors)
 		snprintf(count, sizeof(count), "%zu", errs.n);
 		log_warnx("reload refused: %zu error(s) in %s; the previous "
 		    "policy stays", errs.n, old->path);
+		/* The whole text is for admins; a member who asked sees only
+		 * what is about their own files (ctl_reply_errors). */
+		for (i = 0; i < errs.n; i++)
+			log_warnx("reload refused: %s", errs.msg[i]);
 		audit_event(gw, "reload", "result", "refused", "errors", count,
 		    "first_error", errs.msg[0], NULL);
 		config_errors_free(&errs);
@@ -95,4 +100,11 @@ gw_reload(struct gw *gw, char **errors)
 	 * restarted at once, the proxy after draining its connections. */
 	proc_reload(gw);
 	return 0;
+}
+
+int
+gw_reload_check(void *gw, const char *conf_path, char **errors)
+{
+	(void)conf_path;
+	return gw_reload(gw, errors);
 }

@@ -5,13 +5,20 @@
  *
  * The value arrives on the line after the request, read by the client
  * from its standard input; it is written once, to a root-only 0600 file
- * (state_dir/secrets/NAME, or the file an admin configured for a secret
- * the caller owns), and is never echoed, logged or audited.  The buffer
+ * (state_dir/secrets/NAME for a new secret, or the file the secret's
+ * definition names), and is never echoed, logged or audited.  The buffer
  * that held it is wiped once the request is handled (control.c,
- * parent_ctl.c).  The
- * definition goes to secrets.d/NAME.conf beside moat.conf, owned by the
- * caller, and the reload restarts the proxy, so new requests use the new
- * value while guests keep their placeholder.
+ * parent_ctl.c).  A new secret's definition goes to secrets.d/NAME.conf
+ * beside moat.conf, naming the caller as its owner; setting one that
+ * exists changes only what the request names (its hosts, and its header
+ * and shared_with when given) and keeps every other setting and comment
+ * an admin put in its drop-in.
+ *
+ * The files change all or nothing (lib/cfgtxn.h): if the configuration
+ * with them does not load or apply, the old files are put back and the
+ * caller is told; the configuration on disk always loads.  The reload
+ * restarts or reconfigures the proxy, so new requests use the new value
+ * while guests keep their placeholder.
  */
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -23,9 +30,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
+#include "conftext.h"
 #include "gatewayd.h"
 #include "log.h"
 #include "secretfile.h"
+#include "smallfile.h"
 
 #define MAX_HOSTS	16
 
@@ -119,34 +129,6 @@ mkdir_root(const char *dir, mode_t mode)
 	return chmod(dir, mode);
 }
 
-/* Write data to path through a temporary file in the same folder and a
- * rename, so readers see the old or the new file, never half of one. */
-static int
-write_atomic(const char *path, const char *data, size_t len, mode_t mode)
-{
-	char *tmp, *slash;
-	int fd, rc = -1;
-
-	slash = strrchr(path, '/');
-	xasprintf(&tmp, "%.*s/.%s.XXXXXX", (int)(slash - path), path,
-	    slash + 1);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
-		goto out;
-	if (fchown(fd, 0, 0) == 0 && fchmod(fd, mode) == 0 &&
-	    write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 &&
-	    close(fd) == 0) {
-		fd = -1;
-		rc = rename(tmp, path);
-	}
-	if (fd != -1)
-		close(fd);
-	if (rc == -1)
-		unlink(tmp);
-out:
-	free(tmp);
-	return rc;
-}
-
 static char *
 placeholder_new(const char *name)
 {
@@ -160,32 +142,84 @@ placeholder_new(const char *name)
 	return p;
 }
 
+/* A list's text, [ "a", "b" ]: each value was checked (host and user
+ * names), so none holds a quote or a backslash. */
+static char *
+list_text(const char *const *v, int n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+	int i;
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	fputc('[', fp);
+	for (i = 0; i < n; i++)
+		fprintf(fp, "%s \"%s\"", i ? "," : "", v[i]);
+	fputs(" ]", fp);
+	fclose(fp);
+	return buf;
+}
+
 static char *
 dropin_text(const struct secret_req *q, const char *file, const char *header,
     const char *placeholder, const char *owner)
 {
-	char *buf = NULL;
+	char *buf = NULL, *hosts, *share = NULL;
 	size_t len = 0;
-	int i;
 	FILE *fp = open_memstream(&buf, &len);
 
 	if (fp == NULL)
 		fatalx("out of memory");
+	hosts = list_text(q->hosts, q->nhosts);
 	fprintf(fp, "# written by gatewayd ctl secret set; the value is in "
-	    "%s\nname = \"%s\";\nfile = \"%s\";\nhosts = [", file, q->name,
-	    file);
-	for (i = 0; i < q->nhosts; i++)
-		fprintf(fp, "%s \"%s\"", i ? "," : "", q->hosts[i]);
-	fprintf(fp, " ];\nheader = \"%s\";\nplaceholder = \"%s\";\n"
-	    "owner = \"%s\";\n", header, placeholder, owner);
+	    "%s\nname = \"%s\";\nfile = \"%s\";\nhosts = %s;\nheader = \"%s\";\n"
+	    "placeholder = \"%s\";\nowner = \"%s\";\n", file, q->name, file,
+	    hosts, header, placeholder, owner);
 	if (q->nshare > 0) {
-		fputs("shared_with = [", fp);
-		for (i = 0; i < q->nshare; i++)
-			fprintf(fp, "%s \"%s\"", i ? "," : "", q->share[i]);
-		fputs(" ];\n", fp);
+		share = list_text(q->share, q->nshare);
+		fprintf(fp, "shared_with = %s;\n", share);
 	}
 	fclose(fp);
+	free(hosts);
+	free(share);
 	return buf;
+}
+
+/* The drop-in as it is on disk with hosts, and header and shared_with
+ * when the request names them, set: every other setting an admin added
+ * (requests, budget, comments) stays.  NULL if refused. */
+static char *
+dropin_edit(struct ctl_req *r, const struct secret_req *q, const char *path)
+{
+	char *text, *next, *val;
+	size_t len;
+
+	if ((text = read_small_file(path, 65536, &len)) == NULL) {
+		ctl_refuse(r, NULL, "cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	val = list_text(q->hosts, q->nhosts);
+	next = len < 65536 ? conftext_set(text, "hosts", val) : NULL;
+	free(val);
+	free(text);
+	if ((text = next) != NULL && q->header != NULL) {
+		xasprintf(&val, "\"%s\"", q->header);
+		text = conftext_set(next, "header", val);
+		free(val);
+		free(next);
+	}
+	if ((next = text) != NULL && q->nshare > 0) {
+		val = list_text(q->share, q->nshare);
+		text = conftext_set(next, "shared_with", val);
+		free(val);
+		free(next);
+	}
+	if (text == NULL)
+		ctl_refuse(r, NULL, "cannot change %s: it is not one setting "
+		    "after another; an administrator can edit it by hand", path);
+	return text;
 }
 
 static char *
@@ -221,14 +255,27 @@ same_hosts(const struct moat_secret *x, const struct secret_req *q)
 }
 
 static int
-store(struct ctl_req *r, const struct secret_req *q,
-    const struct moat_secret *old, char **placeholder)
+stage_file(struct ctl_req *r, struct cfgtxn *t, const char *path,
+    const char *data, mode_t mode, uid_t uid, gid_t gid)
 {
-	const struct moat_config *cfg = r->gw->cfg;
-	char *dir, *file, *dpath, *text;
-	int rc = -1;
+	if (cfgtxn_stage_write(t, path, data, strlen(data), mode, uid, gid) ==
+	    0)
+		return 0;
+	ctl_refuse(r, NULL, "cannot write %s: %s", path, strerror(errno));
+	return -1;
+}
 
-	if (old != NULL && !old->dropin) {
+/* The value of a secret that exists, and its drop-in (if it has one)
+ * edited; the drop-in keeps its mode and owner. */
+static int
+stage_existing(struct ctl_req *r, const struct secret_req *q,
+    const struct moat_secret *old, struct cfgtxn *t)
+{
+	struct stat st;
+	char *text;
+	int rc;
+
+	if (!old->dropin) {
 		if (!same_hosts(old, q) || (q->header && strcasecmp(q->header,
 		    old->header) != 0) || q->nshare > 0) {
 			ctl_refuse(r, NULL, "secret \"%s\" is defined in %s: "
@@ -236,40 +283,63 @@ store(struct ctl_req *r, const struct secret_req *q,
 			    old->where.file);
 			return -1;
 		}
-		*placeholder = xstrdup(old->placeholder);
-		if (write_atomic(old->file, r->body, strlen(r->body), 0600)) {
-			ctl_refuse(r, NULL, "cannot write the secret: %s",
-			    strerror(errno));
-			return -1;
-		}
-		return 0;
+		return stage_file(r, t, old->file, r->body, 0600, 0, 0);
 	}
+	if ((text = dropin_edit(r, q, old->where.file)) == NULL)
+		return -1;
+	if (stat(old->where.file, &st) == -1)
+		st = (struct stat){ .st_mode = 0644 };
+	rc = stage_file(r, t, old->file, r->body, 0600, 0, 0) == -1 ||
+	    stage_file(r, t, old->where.file, text, st.st_mode & 07777,
+	    st.st_uid, st.st_gid) == -1 ? -1 : 0;
+	free(text);
+	return rc;
+}
+
+/* A new secret: its value in state_dir/secrets/NAME, its definition in
+ * secrets.d/NAME.conf, owned by the caller. */
+static int
+stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
+    const char *placeholder)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	char *dir, *file, *ddir, *dpath, *text;
+	int rc = -1;
+
+	if (!ctl_may_own(r, NULL))
+		return -1;
 	xasprintf(&dir, "%s/secrets", cfg->gw.state_dir);
 	xasprintf(&file, "%s/%s", dir, q->name);
-	*placeholder = old ? xstrdup(old->placeholder) : placeholder_new(q->name);
-	text = dropin_text(q, file, q->header ? q->header : old ? old->header :
-	    "Authorization", *placeholder, old && old->owner ? old->owner :
-	    r->user);
-	if (mkdir_root(dir, 0700) == -1 ||
-	    write_atomic(file, r->body, strlen(r->body), 0600) == -1)
-		ctl_refuse(r, NULL, "cannot write the secret: %s",
+	ddir = secrets_d(cfg);
+	xasprintf(&dpath, "%s/%s.conf", ddir, q->name);
+	text = dropin_text(q, file, q->header ? q->header : "Authorization",
+	    placeholder, r->user);
+	if (access(dpath, F_OK) == 0)
+		ctl_refuse(r, NULL, "%s exists but defines no secret \"%s\"; "
+		    "choose another name", dpath, q->name);
+	else if (mkdir_root(dir, 0700) == -1 || mkdir_root(ddir, 0755) == -1)
+		ctl_refuse(r, NULL, "cannot make %s or %s: %s", dir, ddir,
 		    strerror(errno));
-	else {
-		free(dir);
-		dir = secrets_d(cfg);
-		xasprintf(&dpath, "%s/%s.conf", dir, q->name);
-		if (mkdir_root(dir, 0755) == -1 ||
-		    write_atomic(dpath, text, strlen(text), 0644) == -1)
-			ctl_refuse(r, NULL, "cannot write %s: %s", dpath,
-			    strerror(errno));
-		else
-			rc = 0;
-		free(dpath);
-	}
+	else if (stage_file(r, t, file, r->body, 0600, 0, 0) == 0 &&
+	    stage_file(r, t, dpath, text, 0644, 0, 0) == 0)
+		rc = 0;
 	free(text);
-	free(dir);
+	free(dpath);
+	free(ddir);
 	free(file);
+	free(dir);
 	return rc;
+}
+
+/* The files staged, which are the caller's to hear about. */
+static size_t
+staged(const struct cfgtxn *t, const char **v, size_t max)
+{
+	size_t i, n = cfgtxn_count(t);
+
+	for (i = 0; i < n && i < max; i++)
+		v[i] = cfgtxn_path(t, i);
+	return i;
 }
 
 static void
@@ -277,7 +347,11 @@ secret_set(struct ctl_req *r)
 {
 	struct secret_req q = { NULL };
 	const struct moat_secret *old;
+	struct cfgtxn *t;
+	const char *mine[4];
 	char *placeholder = NULL, *errors = NULL, uid[16];
+	bool rotated;
+	int rc;
 
 	if (parse_set(r, &q) == -1)
 		return;
@@ -299,20 +373,25 @@ secret_set(struct ctl_req *r)
 		    "choose another name", q.name);
 		return;
 	}
-	if (store(r, &q, old, &placeholder) == -1) {
-		free(placeholder);
-		return;
-	}
-	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
-	audit_event(r->gw, "secret-set", "uid", uid, "user", r->user, "secret",
-	    q.name, "rotated", old ? "yes" : "no", NULL);
-	if (gw_reload(r->gw, &errors) == -1) {
-		ctl_reply_errors(r, errors);
-		ctl_refuse(r, NULL, "secret \"%s\" was stored but the "
-		    "configuration was not reloaded", q.name);
-	} else
+	rotated = old != NULL;
+	placeholder = old ? xstrdup(old->placeholder) : placeholder_new(q.name);
+	t = cfgtxn_begin(r->gw->cfg->path);
+	rc = old ? stage_existing(r, &q, old, t) : stage_new(r, &q, t,
+	    placeholder);
+	/* From here on old may be freed: a reload replaces the config. */
+	if (rc == 0 && cfgtxn_commit_and_check(t, gw_reload_check, r->gw,
+	    &errors) == -1) {
+		ctl_reply_errors(r, errors, mine, staged(t, mine, 4));
+		ctl_refuse(r, NULL, "secret \"%s\" not set: the configuration "
+		    "would not load with it; nothing was changed", q.name);
+	} else if (rc == 0) {
+		snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
+		audit_event(r->gw, "secret-set", "uid", uid, "user", r->user,
+		    "secret", q.name, "rotated", rotated ? "yes" : "no", NULL);
 		ctl_reply(r, "secret %s: placeholder %s\nok\n", q.name,
 		    placeholder);
+	}
+	cfgtxn_end(t);
 	free(errors);
 	free(placeholder);
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
 #include "gatewayd.h"
 #include "guestacct.h"
 #include "log.h"
@@ -315,6 +316,8 @@ check_create(struct ctl_req *r, struct job *j, const char **owner)
 {
 	*owner = r->admin && j->owner ? j->owner :
 	    r->uid == 0 && j->owner == NULL ? NULL : r->user;
+	if (*owner == r->user && !ctl_may_own(r, j->name))
+		return -1;
 	if (config_sandbox_by_name(r->gw->cfg, j->name) != NULL) {
 		ctl_refuse(r, j->name, "create: a sandbox named \"%s\" already "
 		    "exists", j->name);
@@ -393,6 +396,23 @@ job_child(const struct ctl_req *c, struct job *j)
 	_exit(127);
 }
 
+/* provision, run as root, prints every error of a configuration that
+ * does not load, and its output goes to the caller: a member is told
+ * only what is about their own files (ctl_reply_errors) instead. */
+static bool
+config_loads_for(struct ctl_req *r)
+{
+	char *errors = NULL;
+
+	if (r->admin || cfgtxn_check_load(NULL, r->gw->cfg->path, &errors) == 0)
+		return true;
+	ctl_reply_errors(r, errors, NULL, 0);
+	free(errors);
+	ctl_refuse(r, NULL, "the configuration on disk does not load; an "
+	    "administrator must fix it first");
+	return false;
+}
+
 static void
 job_start(struct ctl_req *r, struct job *j)
 {
@@ -400,6 +420,8 @@ job_start(struct ctl_req *r, struct job *j)
 	pid_t pid;
 	int i;
 
+	if (!config_loads_for(r))
+		return;
 	j->argv[j->argc] = NULL;
 	for (i = 0; i < GW_MAX_CLIENTS && g == NULL; i++)
 		if (r->gw->jobs[i].pid == 0)

@@ -6,10 +6,11 @@
  * descriptors), then the guest folder is made (which claims the name), a
  * uid of its own is recorded in it, and the member's files are imported,
  * all with no lock held.  Only then, under the sandboxes.d lock, are the
- * address and tap picked, the seed written and the drop-in renamed into
- * place; then gatewayd is asked to reload.  Any failure after the folder
- * exists removes it (and so frees its uid); a refused reload also removes
- * the drop-in.
+ * address and tap picked, the seed written and the drop-in put in place,
+ * kept only if the whole configuration loads with it (dropin.c); then
+ * gatewayd is asked to reload.  Any failure after the folder exists
+ * removes it (and so frees its uid); a refused reload also takes the
+ * drop-in out again.
  */
 #include <sys/stat.h>
 
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
 #include "guestacct.h"
 #include "log.h"
 #include "provision.h"
@@ -665,13 +667,13 @@ create_parse(struct create_opts *o, int argc, char **argv)
 
 /* Under the sandboxes.d lock, and quick: the address, MAC and tap are
  * picked from the configuration as it is now, the seed (which carries
- * them) is written, and the drop-in is checked and renamed into place. */
+ * them) is written, and the drop-in is put in place if the configuration
+ * loads with it (*t: its transaction, for a later step that fails). */
 static int
 commit_locked(struct pv *pv, struct create_opts *o, const struct gpaths *p,
-    const struct qemu_user *u, struct dropin *d)
+    const struct qemu_user *u, struct dropin *d, struct cfgtxn **t)
 {
 	struct seed_in s = { 0 };
-	char *tmp = NULL;
 	int rc = -1;
 
 	if (pv_load(pv) == -1 || plan_sandbox(pv, o, d, &s) == -1)
@@ -679,15 +681,10 @@ commit_locked(struct pv *pv, struct create_opts *o, const struct gpaths *p,
 	if (o->g.mode == MODE_IMAGE && (seed_build(pv, &s, p->seed) == -1 ||
 	    give(p->seed, u) == -1))
 		goto out;
-	if (check_qemu_access(&o->g, p, u) == -1 ||
-	    dropin_prepare(pv, d, &tmp) == -1)
-		goto out;
-	rc = dropin_commit(pv, tmp, p->dropin);
+	if (check_qemu_access(&o->g, p, u) == 0 &&
+	    (*t = dropin_add(pv, d, p->dropin)) != NULL)
+		rc = 0;
 out:
-	if (tmp != NULL) {
-		unlink(tmp);
-		free(tmp);
-	}
 	strv_free(&s.env);
 	free(s.targets);
 	return rc;
@@ -699,6 +696,7 @@ create_guest(struct pv *pv, struct create_opts *o)
 	struct dropin d;
 	struct gpaths p;
 	struct qemu_user u = { 0 };
+	struct cfgtxn *t = NULL;
 	int rc = EXIT_FALSE, b, lockfd;
 
 	if (pv_load(pv) == -1 || read_inputs(o, pv) == -1 ||
@@ -720,14 +718,14 @@ create_guest(struct pv *pv, struct create_opts *o)
 		rm_rf_guest(&p);
 		goto out;
 	}
-	b = commit_locked(pv, o, &p, &u, &d);
+	b = commit_locked(pv, o, &p, &u, &d, &t);
 	/* A separate box must take the sandbox before it exists here; still
 	 * under the lock, so that a sync-box never sends a list without it
 	 * while it is being registered. */
 	if (b == 0 && box_set(pv) && box_register(pv, &(struct box_sandbox){
 	    o->g.name, d.address, d.mac, d.egress, o->allow.v, o->allow.n,
 	    o->secrets.v, o->secrets.n }) == -1) {
-		unlink(p.dropin);
+		cfgtxn_rollback(t);
 		log_warnx("guest \"%s\" not created: the gateway box did not "
 		    "take it", o->g.name);
 		b = -1;
@@ -738,7 +736,7 @@ create_guest(struct pv *pv, struct create_opts *o)
 		goto out;
 	}
 	if (ctl_reload(pv) == CTL_REFUSED) {
-		unlink(p.dropin);
+		cfgtxn_rollback(t);
 		rm_rf_guest(&p);
 		log_warnx("guest \"%s\" not created: gatewayd refused it",
 		    o->g.name);
@@ -750,6 +748,7 @@ create_guest(struct pv *pv, struct create_opts *o)
 	    d.tap, d.egress, (unsigned)u.uid);
 	rc = EXIT_OK;
 out:
+	cfgtxn_end(t);
 	gpaths_free(&p);
 	free(u.name);
 	return rc;

@@ -2,6 +2,11 @@
  * cmd_destroy.c -- `provision destroy NAME`: stop the guest, then remove its
  * tap (if one outlived QEMU), its folder, its runtime folder and its
  * drop-in, and ask gatewayd to reload.  Nothing of the guest is left.
+ *
+ * The drop-in goes first, through lib/cfgtxn.h: if the configuration
+ * does not load without it (an admin's exception names the sandbox, say)
+ * it is put back and nothing is destroyed; it is put back too if the
+ * guest cannot be stopped.  The configuration on disk always loads.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -10,13 +15,36 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
 #include "log.h"
 #include "provision.h"
+
+/* Remove the drop-in, and keep it removed only if the configuration
+ * loads without it: the open transaction, or NULL (nothing changed). */
+static struct cfgtxn *
+dropin_remove(const struct pv *pv, const char *name, const char *dropin)
+{
+	struct cfgtxn *t = cfgtxn_begin(pv->conf_path);
+	char *errors = NULL, *line, *save = NULL;
+
+	if (cfgtxn_stage_remove(t, dropin) == 0 &&
+	    cfgtxn_commit_and_check(t, NULL, NULL, &errors) == 0)
+		return t;
+	for (line = errors ? strtok_r(errors, "\n", &save) : NULL;
+	    line != NULL; line = strtok_r(NULL, "\n", &save))
+		log_warnx("%s", line);
+	log_warnx("guest \"%s\" not destroyed: the configuration would not "
+	    "load without it; nothing was changed", name);
+	free(errors);
+	cfgtxn_end(t);
+	return NULL;
+}
 
 static int
 destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 {
 	const struct moat_sandbox *sb;
+	struct cfgtxn *t = NULL;
 	struct gpaths p;
 	char tap[16] = "";
 	int rc = EXIT_FALSE;
@@ -32,20 +60,20 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 	}
 	if ((sb = config_sandbox_by_name(pv->cfg, name)) != NULL)
 		snprintf(tap, sizeof(tap), "%s", sb->tap);
+	if ((t = dropin_remove(pv, name, p.dropin)) == NULL)
+		goto out;
 	if (stop_guest(pv, name, timeout, force) == -1) {
 		log_warnx("guest \"%s\" is still running: not destroyed",
 		    name);
-		goto out;
+		goto put_back;
 	}
 	if (tap[0] != '\0' && tap_delete_stale(tap) == -1)
-		goto out;
+		goto put_back;
+	cfgtxn_end(t);			/* from here on the guest goes */
+	t = NULL;
 	unit_autostart_set(&p, false);	/* the marker is ours (unit.c) */
 	if (rm_rf_guest(&p) == -1)
 		goto out;
-	if (unlink(p.dropin) == -1 && errno != ENOENT) {
-		log_warn("remove %s", p.dropin);
-		goto out;
-	}
 	if (ctl_reload(pv) == CTL_REFUSED) {
 		log_warnx("guest \"%s\" removed, but gatewayd refused the "
 		    "reload: check its log", name);
@@ -58,7 +86,13 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 	}
 	printf("destroyed %s\n", name);
 	rc = EXIT_OK;
+	goto out;
+put_back:
+	/* A reload meanwhile may have dropped the guest's policy. */
+	if (cfgtxn_rollback(t) == 0)
+		(void)ctl_reload(pv);
 out:
+	cfgtxn_end(t);
 	gpaths_free(&p);
 	return rc;
 }

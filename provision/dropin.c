@@ -1,12 +1,11 @@
 /*
- * dropin.c -- write sandboxes.d/NAME.conf atomically, and only after the
- * whole configuration with the new file in it has passed the loader.
+ * dropin.c -- write sandboxes.d/NAME.conf, and keep it only if the whole
+ * configuration with it loads.
  *
- * The new text goes to a dot-file (the loader skips those), then a dot
- * folder inside sandboxes.d gets hard links of every existing drop-in plus
- * the new one under its final name, and config_load() reads main file and
- * that folder: exactly what gatewayd will read after the rename.  Only then
- * is the dot-file renamed into place (RENAME_NOREPLACE: never clobber).
+ * The file goes in through lib/cfgtxn.h, like every other change to the
+ * configuration: never over a file that exists, and taken out again (the
+ * caller's rollback) if the loader refuses the result, or if a later step
+ * of create fails.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
 #include "log.h"
 #include "provision.h"
 
@@ -75,182 +75,51 @@ dir_lock(const char *dir)
 	return fd;
 }
 
-static int
-write_tmp(const char *sbdir, const struct dropin *d, char **tmp)
+static void
+print_errors(char *errors)
 {
+	char *line, *save = NULL;
+
+	for (line = errors ? strtok_r(errors, "\n", &save) : NULL;
+	    line != NULL; line = strtok_r(NULL, "\n", &save))
+		log_warnx("%s", line);
+}
+
+struct cfgtxn *
+dropin_add(struct pv *pv, const struct dropin *d, const char *path)
+{
+	struct cfgtxn *t;
+	char *text = NULL, *errors = NULL;
+	size_t len = 0;
 	FILE *f;
-	int fd;
 
-	xasprintf(tmp, "%s/.%s.conf.XXXXXX", sbdir, d->name);
-	if ((fd = mkstemp(*tmp)) == -1) {
-		log_warn("%s", *tmp);
-		free(*tmp);
-		*tmp = NULL;
-		return -1;
+	if ((f = open_memstream(&text, &len)) == NULL)
+		fatalx("out of memory");
+	if (dropin_render(f, d) == -1 || fclose(f) == EOF) {
+		log_warnx("cannot render the drop-in of \"%s\"", d->name);
+		free(text);
+		return NULL;
 	}
+	if (access(path, F_OK) == 0) {
+		log_warnx("%s already exists: a sandbox of that name is "
+		    "configured", path);
+		free(text);
+		return NULL;
+	}
+	t = cfgtxn_begin(pv->conf_path);
 	/* Drop-ins hold no secret: world-readable like moat.conf. */
-	fchmod(fd, 0644);
-	if ((f = fdopen(fd, "w")) == NULL) {
-		close(fd);
-		goto fail;
-	}
-	if (dropin_render(f, d) == -1 || fflush(f) == EOF ||
-	    fsync(fileno(f)) == -1) {
-		fclose(f);
-		goto fail;
-	}
-	if (fclose(f) == EOF)
-		goto fail;
-	return 0;
-fail:
-	log_warn("%s", *tmp);
-	unlink(*tmp);
-	free(*tmp);
-	*tmp = NULL;
-	return -1;
-}
-
-static void
-rm_vdir(const char *vdir)
-{
-	DIR *dp;
-	struct dirent *de;
-	char *p;
-
-	if ((dp = opendir(vdir)) == NULL)
-		return;
-	while ((de = readdir(dp)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		xasprintf(&p, "%s/%s", vdir, de->d_name);
-		unlink(p);
-		free(p);
-	}
-	closedir(dp);
-	rmdir(vdir);
-}
-
-static int
-link_existing(const char *sbdir, const char *vdir, const char *newname)
-{
-	DIR *dp;
-	struct dirent *de;
-	char *a, *b;
-	size_t len;
-	int rc = 0;
-
-	if ((dp = opendir(sbdir)) == NULL) {
-		log_warn("%s", sbdir);
-		return -1;
-	}
-	while (rc == 0 && (de = readdir(dp)) != NULL) {
-		len = strlen(de->d_name);
-		if (de->d_name[0] == '.' || len < 6 ||
-		    strcmp(de->d_name + len - 5, ".conf") != 0)
-			continue;
-		if (strcmp(de->d_name, newname) == 0) {
-			log_warnx("%s/%s already exists: a sandbox of that "
-			    "name is configured", sbdir, newname);
-			rc = -1;
-			break;
-		}
-		xasprintf(&a, "%s/%s", sbdir, de->d_name);
-		xasprintf(&b, "%s/%s", vdir, de->d_name);
-		if (link(a, b) == -1) {
-			log_warn("link %s", a);
-			rc = -1;
-		}
-		free(a);
-		free(b);
-	}
-	closedir(dp);
-	return rc;
-}
-
-/* Print the loader's messages with the validation folder's name replaced
- * by the real sandboxes.d, which is where the file would have gone. */
-static void
-print_errors(const struct moat_errors *e, const char *vdir, const char *sbdir)
-{
-	size_t i, vl = strlen(vdir);
-	const char *m;
-
-	for (i = 0; i < e->n; i++) {
-		m = e->msg[i];
-		if (strncmp(m, vdir, vl) == 0)
-			log_warnx("%s%s", sbdir, m + vl);
-		else
-			log_warnx("%s", m);
-	}
-}
-
-static int
-validate(const struct pv *pv, const char *tmp, const char *name)
-{
-	struct moat_errors errs = { 0 };
-	struct moat_config *cfg;
-	char *vdir, *final, *b;
-	int rc = -1;
-
-	xasprintf(&vdir, "%s/.validate.XXXXXX", pv->sbdir);
-	if (mkdtemp(vdir) == NULL) {
-		log_warn("%s", vdir);
-		free(vdir);
-		return -1;
-	}
-	xasprintf(&final, "%s.conf", name);
-	xasprintf(&b, "%s/%s", vdir, final);
-	if (link_existing(pv->sbdir, vdir, final) == -1)
-		goto out;
-	if (link(tmp, b) == -1) {
-		log_warn("link %s", tmp);
-		goto out;
-	}
-	cfg = config_load(pv->conf_path, vdir, &errs);
-	if (cfg == NULL) {
+	if (cfgtxn_stage_create(t, path, text, len, 0644, 0, 0) == -1)
+		log_warn("%s", path);
+	else if (cfgtxn_commit_and_check(t, NULL, NULL, &errors) == 0) {
+		free(text);
+		return t;
+	} else {
 		log_warnx("the configuration with sandbox \"%s\" added does "
-		    "not validate:", name);
-		print_errors(&errs, vdir, pv->sbdir);
-	} else
-		rc = 0;
-	config_free(cfg);
-	config_errors_free(&errs);
-out:
-	rm_vdir(vdir);
-	free(b);
-	free(final);
-	free(vdir);
-	return rc;
-}
-
-/* Write and validate; *tmp is the dot-file to commit or remove. */
-int
-dropin_prepare(struct pv *pv, const struct dropin *d, char **tmp)
-{
-	if (write_tmp(pv->sbdir, d, tmp) == -1)
-		return -1;
-	if (validate(pv, *tmp, d->name) == -1) {
-		unlink(*tmp);
-		free(*tmp);
-		*tmp = NULL;
-		return -1;
+		    "not validate:", d->name);
+		print_errors(errors);
 	}
-	return 0;
-}
-
-/* RENAME_NOREPLACE: never clobber a drop-in that appeared meanwhile. */
-int
-dropin_commit(struct pv *pv, const char *tmp, const char *final)
-{
-	int dfd;
-
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == -1) {
-		log_warn("rename to %s", final);
-		return -1;
-	}
-	if ((dfd = open(pv->sbdir, O_RDONLY | O_DIRECTORY)) != -1) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	free(errors);
+	free(text);
+	cfgtxn_end(t);
+	return NULL;
 }

@@ -114,8 +114,12 @@ struct dropin {
 	const char	*owner;
 };
 int	 dropin_render(FILE *, const struct dropin *);
-int	 dropin_prepare(struct pv *, const struct dropin *, char **tmp);
-int	 dropin_commit(struct pv *, const char *tmp, const char *final);
+/* Write path (which must not exist) from d, kept only if the whole
+ * configuration loads with it: the open transaction, which the caller
+ * rolls back if a later step fails and ends either way; or NULL, nothing
+ * changed. */
+struct cfgtxn;
+struct cfgtxn *dropin_add(struct pv *, const struct dropin *, const char *path);
 int	 dir_lock(const char *dir);
 
 /* serial.c -- the guest's first-boot verdict, from its serial console. */

@@ -339,6 +339,88 @@ req_shapes(void **state)
 	assert_int_equal(ipc_check(&h, &u, len, err, sizeof(err)), -1);
 }
 
+/* Slots: a member gets at most CTL_PER_UID; members together never take
+ * the CTL_ROOT_RESERVE slots kept for root; root gets any free one. */
+static void
+slots_per_uid_and_root(void **state)
+{
+	static struct ctlproc st;
+	int i, nul = open("/dev/null", O_RDONLY);
+	uid_t uid;
+
+	(void)state;
+	assert_true(nul >= 0);
+	ctlproc_init(&st, -1, -1);
+	for (i = 0; i < CTL_PER_UID; i++) {
+		assert_true(ctlproc_slot_for(&st, 1000) >= 0);
+		st.c[i].fd = nul;
+		st.c[i].cred.uid = 1000;
+	}
+	assert_int_equal(ctlproc_slot_for(&st, 1000), -1);
+	assert_int_equal(ctlproc_slot_for(&st, 1001), CTL_PER_UID);
+	/* Other members fill what members may have. */
+	for (i = CTL_PER_UID, uid = 1001; i < CTL_MAX_CLIENTS -
+	    CTL_ROOT_RESERVE; i++) {
+		st.c[i].fd = nul;
+		st.c[i].cred.uid = uid;
+		if ((i + 1) % CTL_PER_UID == 0)
+			uid++;
+	}
+	assert_int_equal(ctlproc_slot_for(&st, 2000), -1);
+	for (i = 0; i < CTL_ROOT_RESERVE; i++) {
+		assert_int_equal(ctlproc_slot_for(&st, 0),
+		    CTL_MAX_CLIENTS - CTL_ROOT_RESERVE + i);
+		st.c[CTL_MAX_CLIENTS - CTL_ROOT_RESERVE + i].fd = nul;
+		st.c[CTL_MAX_CLIENTS - CTL_ROOT_RESERVE + i].cred.uid = 0;
+	}
+	assert_int_equal(ctlproc_slot_for(&st, 0), -1);	/* all taken */
+	/* A member leaves: the slot is for anyone again. */
+	st.c[0].fd = -1;
+	assert_int_equal(ctlproc_slot_for(&st, 2000), 0);
+	close(nul);
+}
+
+/* A client that says nothing is answered and dropped at its deadline;
+ * one whose request the parent has, or a follower, is not. */
+static void
+idle_deadline(void **state)
+{
+	static struct ctlproc st;
+	int idle[2], busy[2], slow[2];
+	char buf[128];
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, idle), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, busy), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, slow), 0);
+	ctlproc_init(&st, -1, -1);
+	assert_int_equal(ctlproc_next_timeout(&st, 1000), -1);
+	st.c[0] = (struct ctl_client){ .fd = idle[0], .deadline = 5000 };
+	st.c[1] = (struct ctl_client){ .fd = busy[0], .deadline = 3000,
+	    .id = 7 };
+	st.c[2] = (struct ctl_client){ .fd = slow[0], .deadline = 9000 };
+	assert_int_equal(ctlproc_next_timeout(&st, 1000), 4000);
+	ctlproc_expire(&st, 4999);
+	assert_int_equal(st.c[0].fd, idle[0]);
+	assert_int_equal(ctlproc_next_timeout(&st, 6000), 0);
+	ctlproc_expire(&st, 6000);
+	assert_int_equal(st.c[0].fd, -1);
+	assert_int_equal(st.c[1].fd, busy[0]);	/* the parent has it */
+	assert_int_equal(st.c[2].fd, slow[0]);
+	n = read(idle[1], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "error: no whole request"));
+	assert_int_equal(read(idle[1], buf, sizeof(buf)), 0);	/* closed */
+	assert_int_equal(ctlproc_next_timeout(&st, 6000), 3000);
+	close(idle[1]);
+	close(busy[0]);
+	close(busy[1]);
+	close(slow[0]);
+	close(slow[1]);
+}
+
 int
 main(void)
 {
@@ -350,6 +432,8 @@ main(void)
 		cmocka_unit_test(ipc_fds),
 		cmocka_unit_test(parent_busy),
 		cmocka_unit_test(req_shapes),
+		cmocka_unit_test(slots_per_uid_and_root),
+		cmocka_unit_test(idle_deadline),
 	};
 	return cmocka_run_group_tests_name("gatewayd control", tests, NULL,
 	    NULL);
