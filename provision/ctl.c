@@ -273,9 +273,11 @@ ctl_forward(const struct pv *pv, int argc, char **argv)
 			rc = EXIT_OK;
 			break;
 		}
+		/* An error may span lines (a configuration's FILE:LINE
+		 * errors, one a line); gatewayd closes after the last. */
 		if (strncmp(line, "error: ", 7) == 0) {
 			log_warnx("%s", line + 7);
-			break;
+			continue;
 		}
 		printf("%s\n", line);
 	}
