@@ -9,9 +9,10 @@
  * who exploits the packet parser the power to rewrite the whole ruleset
  * (nf_tables checks CAP_NET_ADMIN against the socket's opener).
  *
- * The parent checks every IPC_SET_ADD again: the sandbox must exist and
- * be in allowlist mode, only public IPv4 addresses are added, and the
- * timeout is capped.  SIGHUP: the parent loads the config; if it is valid
+ * The parent decides every IPC_SET_ADD with the same function as
+ * gatewayd's parent (nftr_allow_add): the sandbox must exist and be in
+ * allowlist mode, only public IPv4 addresses are added, the timeout is
+ * capped and never cuts short what an earlier answer was promised.  SIGHUP: the parent loads the config; if it is valid
  * the resolver is restarted with it (the sockets stay open, queries wait
  * in their buffers), otherwise nothing changes.  A resolver that dies is
  * restarted after a second; the firewall keeps its state meanwhile.
@@ -25,6 +26,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admit.h"
@@ -35,6 +37,7 @@
 #include "parent.h"
 #include "msg.h"
 #include "nftrules.h"
+#include "promise.h"
 
 struct priv {
 	const struct dnsd_opts *opts;
@@ -43,6 +46,8 @@ struct priv {
 	int		 udp, tcp, sfd;
 	pid_t		 child;
 	int		 ipc;
+	struct promises	*promises;
+	struct nftr_allow_stats st;
 };
 
 static void
@@ -87,29 +92,23 @@ stop_child(struct priv *p)
 	p->ipc = -1;
 }
 
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* The resolver asks; the parent decides what actually gets opened, with
- * the same admission check as gatewayd's parent (admit_set_add). */
+ * gatewayd's parent's own function.  Standalone, a reload restarts the
+ * resolver with the new allow lists, so no sandbox is ever frozen. */
 static int32_t
 set_add(struct priv *p, const struct ipc_set_add *m)
 {
-	struct moat_addr ok[IPC_SET_MAX_ADDRS];
-	uint32_t timeout = m->timeout_ms;
-	int n, r;
-
-	n = admit_set_add(p->cfg, m->sandbox, m->addr, m->naddr, ok, &timeout);
-	if (n < 0) {
-		log_warnx("set-add for \"%s\", which is not an allowlist "
-		    "sandbox: refused", m->sandbox);
-		return -1;
-	}
-	if (n == 0)
-		return 0;
-	if (p->nft == NULL)
-		return (int32_t)n;	/* --no-nft */
-	if ((r = nftr_set_add(p->nft, m->sandbox, ok, (size_t)n, timeout)) < 0)
-		log_warnx("sandbox %s: nftables: %s", m->sandbox,
-		    nftr_error(p->nft));
-	return r;
+	return nftr_allow_add(p->nft, p->promises, p->cfg, m->sandbox, m->addr,
+	    m->naddr, m->timeout_ms, false, mono_ms(), &p->st);
 }
 
 static void
@@ -162,6 +161,7 @@ reload(struct priv *p)
 		return;
 	}
 	stop_child(p);
+	promises_reload(p->promises, p->cfg, cfg);
 	config_free(p->cfg);
 	p->cfg = cfg;
 	spawn(p);
@@ -219,6 +219,7 @@ priv_run(const struct dnsd_opts *opts, struct moat_config *cfg, int udpfd,
 		    "--no-nft to run without set updates)");
 	if ((p.sfd = ev_signals_fd(true, SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
+	p.promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	spawn(&p);
 	for (;;) {
 		pfd[0] = (struct pollfd){ .fd = p.sfd, .events = POLLIN };
@@ -231,6 +232,7 @@ priv_run(const struct dnsd_opts *opts, struct moat_config *cfg, int udpfd,
 			ipc_in(&p);
 	}
 	stop_child(&p);
+	promises_free(p.promises);
 	nftr_ctx_free(p.nft);
 	config_free(p.cfg);
 	log_info("exiting");

@@ -274,9 +274,6 @@ void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
 int	policy_apply(struct gw *, const struct moat_config *, char *err,
 	    size_t errlen);
-/* timeouts_ms[i] for the i-th address. */
-int	policy_set_add(struct gw *, const char *sandbox,
-	    const struct moat_addr *, size_t, const uint32_t *timeouts_ms);
 /* Between a reload that narrowed a sandbox's allow list and dnsd taking
  * the new configuration, its additions were judged by the old list: they
  * are refused.  freeze at the reload, thaw once dnsd has the new config

@@ -6,7 +6,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_audit.c nflog.c parent_policy.c nflog_seccomp.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
 	parent_console.c parent_budget.c register.c register_client.c \
-	parent_register.c parent_pool.c parent_promise.c parent_metrics.c \
+	parent_register.c parent_pool.c parent_metrics.c \
 	metrics_series.c metrics.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
@@ -23,7 +23,7 @@ UNIT_TESTS += $(GATEWAYD_TESTS)
 # The parent's record of what it promised each allowlist set.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_promise
 $(BUILD)/tests/test_gatewayd_promise: $(OBJ)/tests/unit/test_gatewayd_promise.o \
-	    $(OBJ)/gatewayd/parent_promise.o $(LIBMOAT)
+	    $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/tests/unit/test_gatewayd_%.o: EXTRA_CFLAGS_tests += -Igatewayd

@@ -150,18 +150,6 @@ policy_refusals_state(const struct moat_config *cfg, char *buf, size_t len)
 	return false;
 }
 
-int
-policy_set_add(struct gw *gw, const char *sandbox,
-    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms)
-{
-	int rc = nftr_set_add_each(gw->nft, sandbox, addrs, n, timeouts_ms,
-	    true);
-
-	if (rc == -1)
-		log_warnx("allowlist %s: %s", sandbox, nftr_error(gw->nft));
-	return rc;
-}
-
 /*
  * A sandbox still in allowlist mode whose allow list lost a name: empty
  * its set, or the addresses of the name taken away would stay open until

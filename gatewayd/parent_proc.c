@@ -32,6 +32,7 @@
 #include "signer.h"
 #include "ipc.h"
 #include "metrics.h"
+#include "nftrules.h"
 #include "log.h"
 #include "privdrop.h"
 
@@ -661,41 +662,16 @@ static void
 handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
     const struct ipc_set_add *m)
 {
-	struct moat_addr ok[IPC_SET_MAX_ADDRS];
-	uint32_t tmo[IPC_SET_MAX_ADDRS], timeout = m->timeout_ms;
-	struct ipc_set_ack ack = { -1 };
-	uint64_t now = gw_mono_ms();
-	int n;
+	struct nftr_allow_stats st = { 0, 0 };
+	struct ipc_set_ack ack;
 
 	if (gw->promises == NULL)
 		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
-	n = admit_set_add(gw->cfg, m->sandbox, m->addr, m->naddr, ok,
-	    &timeout);
-	/* Judged by an allow list a reload has since narrowed. */
-	if (n > 0 && policy_dns_frozen(gw, m->sandbox))
-		n = -1;
-	if (n < 0)
-		gw->set_refused += m->naddr;
-	else if (n > 0 && promises_plan(gw->promises, m->sandbox, ok,
-	    (size_t)n, timeout, now, tmo) == -1) {
-		static time_t last;	/* a guest must not flood the log */
-
-		gw->set_refused += m->naddr;
-		if (time(NULL) - last >= 10) {
-			last = time(NULL);
-			log_warnx("allowlist %s: too many addresses promised; "
-			    "refused", m->sandbox);
-		}
-	} else {
-		gw->set_refused += m->naddr - (uint32_t)n;
-		ack.status = n == 0 ? 0 :
-		    policy_set_add(gw, m->sandbox, ok, (size_t)n, tmo);
-		if (ack.status > 0) {
-			gw->set_adds += (uint64_t)ack.status;
-			promises_commit(gw->promises, m->sandbox, ok, (size_t)n,
-			    tmo, now);
-		}
-	}
+	ack.status = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
+	    m->addr, m->naddr, m->timeout_ms, policy_dns_frozen(gw, m->sandbox),
+	    gw_mono_ms(), &st);
+	gw->set_adds += st.added;
+	gw->set_refused += st.refused;
 	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)
 		log_warn("%s: set-ack", p->name);
 }

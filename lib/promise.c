@@ -1,5 +1,5 @@
 /*
- * parent_promise.c -- the parent's record of what it promised each
+ * promise.c -- the privileged parent's record of what it promised each
  * allowlist set (promise.h): two chained hash tables, sandboxes by name
  * and (sandbox, address) entries, with a sweep that prunes expired
  * entries a few buckets at a time.

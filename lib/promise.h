@@ -1,6 +1,6 @@
 /*
- * promise.h -- what gatewayd's parent has promised each sandbox's
- * allowlist set: per (sandbox, IPv4 address), the latest moment an
+ * promise.h -- what the privileged parent (gatewayd's, or dnsd's when it
+ * runs alone) has promised each sandbox's allowlist set: per (sandbox, IPv4 address), the latest moment an
  * element it added lives until.
  *
  * An addition resets an existing element's timeout, so a short-TTL answer
@@ -14,8 +14,8 @@
  * refused (the answer gets SERVFAIL): a promise that could not be
  * recorded could not be kept.
  */
-#ifndef GATEWAYD_PROMISE_H
-#define GATEWAYD_PROMISE_H
+#ifndef MOAT_PROMISE_H
+#define MOAT_PROMISE_H
 
 #include <stdbool.h>
 #include <stddef.h>

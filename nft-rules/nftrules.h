@@ -160,4 +160,20 @@ int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
 	    bool each);
 
+/* The one privileged decision on a resolver's set addition (nr_allow.c):
+ * admit, respect frozen (the sandbox's allow list was narrowed and its
+ * resolver does not have the new one yet), raise each timeout to what p
+ * already promised, add to the kernel's set (nft NULL: decide only),
+ * record the promise.  The IPC_SET_ACK status: -1 refused, 0 nothing to
+ * add, else the number added; st counts what was added and refused. */
+#define NFTR_ALLOW_MAX	64	/* addresses in one request (IPC_SET_MAX_ADDRS) */
+struct promises;
+struct nftr_allow_stats {
+	uint64_t	added, refused;
+};
+int	nftr_allow_add(struct nftr_ctx *, struct promises *,
+	    const struct moat_config *, const char *sandbox,
+	    const struct moat_addr *addrs, size_t naddr, uint32_t timeout_ms,
+	    bool frozen, uint64_t now_ms, struct nftr_allow_stats *);
+
 #endif
