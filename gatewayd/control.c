@@ -8,7 +8,9 @@
  * the parent can read the peer's credentials itself.  The parent decides
  * everything (who may see and act on what) and answers with IPC_CTL_REPLY
  * chunks, which go to the client here.  Writes never block: a client that
- * cannot keep up is dropped.
+ * cannot keep up is dropped.  Nor can clients hold the process: each has
+ * CTL_REQUEST_MS to send its request, and the slots are shared out per
+ * uid with some kept for root (ctlproc_slot_for).
  *
  * Protocol: the client sends one line "VERB [--json] [ARGS]", words
  * percent-encoded (space, '%' and control characters as %XX); the answer

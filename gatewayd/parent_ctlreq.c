@@ -132,17 +132,22 @@ ctl_may_see(const struct ctl_req *r, const char *owner)
 bool
 ctl_may_own(struct ctl_req *r, const char *sandbox)
 {
+	char name[40] = "";
+
 	if (r->may_own)
 		return true;
-	if (!r->has_login)
+	if (!r->has_login) {
 		ctl_refuse(r, sandbox, "uid %u has no login name on this host, "
 		    "and only a named user can own a sandbox or secret; ask an "
 		    "administrator", (unsigned)r->uid);
-	else
-		ctl_refuse(r, sandbox, "your login name \"%s\" cannot own a "
-		    "sandbox or secret: the configuration takes 1 to 32 "
-		    "letters, digits, '.', '-' and '_'; ask an administrator",
-		    r->user);
+		return false;
+	}
+	/* A name too long for userbuf is held as "#UID": not shown. */
+	if (r->user[0] != '#')
+		snprintf(name, sizeof(name), " \"%s\"", r->user);
+	ctl_refuse(r, sandbox, "your login name%s cannot own a sandbox or "
+	    "secret: the configuration takes 1 to 32 letters, digits, '.', "
+	    "'-' and '_'; ask an administrator", name);
 	return false;
 }
 

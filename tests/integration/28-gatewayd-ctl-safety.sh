@@ -167,12 +167,13 @@ expect_match "then $UB destroys b-x" "destroyed b-x" "$out"
 expect_fail "... and its drop-in is gone" test -e "$bx"
 expect_ok "the configuration on disk still loads (gatewayd -n)" gw_check
 
-# --- 8: a member cannot exhaust the control socket --------------------------
-hold=$TOPO_TMP/hold.out
-as $UA python3 - "$GW_SOCK" 40 >"$hold" 2>&1 <<'EOF' &
+# --- 8: members cannot exhaust the control socket --------------------------
+# hold.py SOCKET N -- open N connections, say nothing, and report how many
+# the gateway still holds open after 1.5 s and after 11 s.
+cat >"$TOPO_TMP/hold.py" <<'PY'
 import socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
-socks = []
+t0, socks = time.time(), []
 for i in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -182,33 +183,44 @@ for i in range(n):
     s.setblocking(False)
     socks.append(s)
 print("connected", len(socks), flush=True)
-time.sleep(1)
-def closed(s):	# the gateway answered (an error line) or hung up
+def held(s):	# neither answered (an error line) nor hung up
     try:
         s.recv(100)
-        return True
-    except BlockingIOError:
         return False
-    except OSError:
+    except BlockingIOError:
         return True
-print("closed_at_1s", sum(closed(s) for s in socks), flush=True)
-time.sleep(9)
-print("closed_at_10s", sum(closed(s) for s in socks), flush=True)
-EOF
-hpid=$!
-TOPO_PIDS+=($hpid)
-wait_for 10 grep -q closed_at_1s "$hold"
+    except OSError:
+        return False
+time.sleep(max(0, t0 + 1.5 - time.time()))
+print("held_at_1s", sum(held(s) for s in socks), flush=True)
+time.sleep(max(0, t0 + 11 - time.time()))
+print("held_at_10s", sum(held(s) for s in socks), flush=True)
+PY
+chmod 644 "$TOPO_TMP/hold.py"
+hold() {	# hold USER N -- in the background, output in $TOPO_TMP/hold.USER
+	as "$1" python3 "$TOPO_TMP/hold.py" "$GW_SOCK" "$2" >"$TOPO_TMP/hold.$1" 2>&1 &
+	TOPO_PIDS+=($!)
+}
+held() { sed -n "s/^held_at_$2 //p" "$TOPO_TMP/hold.$1"; }
+hold $UA 40; hold $UB 10; hold $UC 10; hold "$UD" 10
+for u in $UA $UB $UC "$UD"; do wait_for 20 grep -q held_at_1s "$TOPO_TMP/hold.$u"; done
 out=$(timeout 5 build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
-expect_eq "root's ctl status works while $UA holds 40 connections" 0 "$rc"
+expect_eq "root's ctl status works while members hold 70 idle connections" 0 "$rc"
 out=$(timeout 5 build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
 expect_eq "... and again" 0 "$rc"
-n=$(sed -n 's/^closed_at_1s //p' "$hold")
-expect_ok "$UA's connections over the per-user cap are closed at once ($n of 40)" test "${n:-0}" -ge 30
-wait_for 20 grep -q closed_at_10s "$hold"
-expect_eq "$UA got all 40 connections (none left waiting)" "connected 40" "$(grep connected "$hold")"
-expect_eq "idle connections are closed after the deadline" "closed_at_10s 40" "$(grep closed_at_10s "$hold")"
+expect_eq "$UA's 40 connections are all answered (none left waiting)" \
+	"connected 40" "$(grep connected "$TOPO_TMP/hold.$UA")"
+expect_eq "$UA holds at most 8 (the rest are answered and closed at once)" 8 "$(held $UA 1s)"
+total=$(( $(held $UA 1s) + $(held $UB 1s) + $(held $UC 1s) + $(held "$UD" 1s) ))
+expect_eq "members together hold at most 28 of the 32 (4 kept for root)" 28 "$total"
 out=$(timeout 5 runuser -u $UB -- build/gatewayd ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
-expect_eq "another member's ctl works meanwhile" 0 "$rc"
+expect_eq "a member over the limit is refused with the reason" \
+	"1:too many connections to gatewayd from your user; try again when one is done" "$rc:$out"
+for u in $UA $UB $UC "$UD"; do wait_for 20 grep -q held_at_10s "$TOPO_TMP/hold.$u"; done
+expect_eq "idle connections are closed after the deadline" "0 0 0 0" \
+	"$(held $UA 10s) $(held $UB 10s) $(held $UC 10s) $(held "$UD" 10s)"
+out=$(timeout 5 runuser -u $UB -- build/gatewayd ctl -s "$GW_SOCK" sandboxes 2>&1); rc=$?
+expect_eq "then members' requests work again" 0 "$rc"
 a=$(cat "$GW_AUDIT")
 for v in "$VA" "$VA2" "$VA3"; do
 	expect_fail "no secret value in the audit log or gatewayd's log" \
