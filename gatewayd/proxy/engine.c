@@ -91,7 +91,7 @@ http_start(struct conn *c)
 	c->h = h;
 	c->st = S_HTTP;
 	h->ss = ss;
-	scrub_init(&h->scrub, ss);
+	scrub_init(&h->scrub, ss, c->sb);
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 	h->needles = xcalloc(ss->n + 1, sizeof(*h->needles));
 	h->needle_secret = xcalloc(ss->n + 1, sizeof(int));

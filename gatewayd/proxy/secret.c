@@ -463,14 +463,29 @@ subst_header(const char *src, size_t len, const struct subst *s, size_t n,
 
 /* --- what responses are scrubbed of ------------------------------------- */
 
-void
-scrub_init(struct scrub *sc, const struct secrets *ss)
+static bool
+holds(const struct moat_sandbox *sb, const char *name)
 {
-	sc->n = ss->n;
+	size_t i;
+
+	for (i = 0; i < sb->secrets.n; i++)
+		if (strcmp(sb->secrets.v[i], name) == 0)
+			return true;
+	return false;
+}
+
+void
+scrub_init(struct scrub *sc, const struct secrets *ss,
+    const struct moat_sandbox *sb)
+{
+	size_t i;
+
+	sc->n = 0;
 	sc->nextra = 0;
 	sc->s = xcalloc(ss->n + SCRUB_MAX_EXTRA + 1, sizeof(*sc->s));
-	if (ss->n > 0)
-		memcpy(sc->s, ss->redact, ss->n * sizeof(*sc->s));
+	for (i = 0; i < ss->n; i++)
+		if (sb == NULL || holds(sb, ss->v[i].cfg->name))
+			sc->s[sc->n++] = ss->redact[i];
 }
 
 void

@@ -126,7 +126,12 @@ struct scrub {
 					 * win), then the secrets' values */
 	size_t		 n, nextra;
 };
-void	scrub_init(struct scrub *, const struct secrets *);
+/* The values of the secrets sb holds (all, when sb is NULL): only those
+ * can have been put on this connection's wire by the proxy, and scrubbing
+ * another member's value would let that member rewrite this sandbox's
+ * responses by choosing a value that is ordinary text. */
+void	scrub_init(struct scrub *, const struct secrets *,
+	    const struct moat_sandbox *sb);
 void	scrub_free(struct scrub *);
 /* Record that "Basic <sent>" went upstream where the guest wrote "Basic
  * <orig>".  0 (added, or already known, or not Basic), -1 when the

@@ -149,7 +149,7 @@ test_scrub_basic_echo(void **state)
 	n = subst_header(orig, strlen(orig), &inj, 1, sent, sizeof(sent),
 	    &count);
 	assert_int_equal(count, 1);
-	scrub_init(&sc, &ss);
+	scrub_init(&sc, &ss, NULL);
 	assert_int_equal(scrub_add_basic(&sc, sent, (size_t)n, orig,
 	    strlen(orig)), 0);
 	assert_int_equal(sc.n, 2);
@@ -187,7 +187,7 @@ test_scrub_cap(void **state)
 	struct scrub sc;
 	int i;
 
-	scrub_init(&sc, &ss);
+	scrub_init(&sc, &ss, NULL);
 	assert_int_equal(scrub_add_basic(&sc, "Bearer x", 8, "Bearer y", 8),
 	    0);
 	assert_int_equal(sc.n, 0);
@@ -446,6 +446,43 @@ test_generations(void **state)
 	secrets_wipe_all();
 }
 
+/* A connection scrubs only the values of the secrets its sandbox holds:
+ * another member's value may be ordinary text ("e", "function"), and
+ * scrubbing it would let that member rewrite everyone's responses. */
+static void
+test_scrub_own(void **state)
+{
+	struct moat_secret sec[2] = {
+		{ .name = "a", .placeholder = "ph-a" },
+		{ .name = "b", .placeholder = "ph-b" },
+	};
+	struct moat_config cfg = { .secrets = sec, .nsecrets = 2 };
+	char *holds_b[] = { "b" };
+	struct moat_sandbox sb = { .name = "s" };
+	struct secrets ss, *g;
+	struct scrub sc;
+	char err[256];
+
+	sb.secrets.v = holds_b;
+	sb.secrets.n = 1;
+	assert_int_equal(secrets_load_from(&ss, &cfg, two_values, NULL, err,
+	    sizeof(err)), 0);
+	g = secrets_adopt(&ss);
+	scrub_init(&sc, g, &sb);
+	assert_int_equal(sc.n, 1);
+	assert_memory_equal(sc.s[0].from, "vb-1", 4);
+	scrub_free(&sc);
+	sb.secrets.n = 0;		/* holds none: scrubs none */
+	scrub_init(&sc, g, &sb);
+	assert_int_equal(sc.n, 0);
+	scrub_free(&sc);
+	scrub_init(&sc, g, NULL);	/* no sandbox: every value */
+	assert_int_equal(sc.n, 2);
+	scrub_free(&sc);
+	secrets_release(g);
+	secrets_wipe_all();
+}
+
 int
 main(void)
 {
@@ -457,6 +494,7 @@ main(void)
 		cmocka_unit_test(test_b64),
 		cmocka_unit_test(test_scrub_basic_echo),
 		cmocka_unit_test(test_scrub_cap),
+		cmocka_unit_test(test_scrub_own),
 		cmocka_unit_test(test_redact_splits),
 		cmocka_unit_test(test_redact_inmax),
 		cmocka_unit_test(test_redact_many_firsts),
