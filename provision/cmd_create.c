@@ -345,6 +345,36 @@ find_tools(struct pv *pv, enum pv_mode mode)
 	return 0;
 }
 
+/* A --secret that names no secret: say which ones it could name, only
+ * those the sandbox's owner may use (a member never learns the names of
+ * another member's secrets). */
+static void
+secret_unknown(const struct pv *pv, const char *name, const char *owner)
+{
+	char *list = NULL, *t;
+	size_t i;
+
+	for (i = 0; i < pv->cfg->nsecrets; i++) {
+		const struct moat_secret *x = &pv->cfg->secrets[i];
+
+		if (x->name == NULL || (owner != NULL && x->owner != NULL &&
+		    !secret_usable_by(x, owner)))
+			continue;
+		xasprintf(&t, "%s%s%s", list ? list : "", list ? ", " : "",
+		    x->name);
+		free(list);
+		list = t;
+	}
+	if (list != NULL)
+		log_warnx("--secret %s: no secret named \"%s\" is defined; "
+		    "defined: %s", name, name, list);
+	else
+		log_warnx("--secret %s: no secret named \"%s\" is defined, "
+		    "and there are none (\"secrets\" in moat.conf(5), or "
+		    "gatewayd ctl secret set)", name, name);
+	free(list);
+}
+
 /* Address, MAC and tap, and the drop-in that records them. */
 static int
 plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
@@ -397,11 +427,16 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 		    config_secret_by_name(pv->cfg, o->secrets.v[i]);
 		char var[64];
 
-		if (sec == NULL || sec->placeholder == NULL ||
+		if (sec == NULL) {
+			secret_unknown(pv, o->secrets.v[i], o->owner);
+			return -1;
+		}
+		if (sec->placeholder == NULL ||
 		    strchr(sec->placeholder, '\'') != NULL) {
-			log_warnx("--secret %s: expected a secret defined in "
-			    "\"secrets\" with a placeholder without quotes",
-			    o->secrets.v[i]);
+			log_warnx("--secret %s: its placeholder %s; the guest's "
+			    "environment gets it in single quotes", sec->name,
+			    sec->placeholder ? "holds a single quote" :
+			    "is not set");
 			return -1;
 		}
 		strv_addf(&s->env, "%s=%s", secret_env_name(sec->name, var,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,16 +77,27 @@ in_moat_group(void)
 	return getegid() == gr->gr_gid;
 }
 
-/* Root, or the moat group for the verbs that change nothing. */
+/* Root, or the moat group for the verbs that change nothing.  The verbs
+ * gatewayd does for members (create, start, ...) reach here only for a
+ * user outside the group: joining it is the answer, not becoming root. */
 static int
 permitted(const struct verb *v)
 {
+	struct passwd *pw;
+
 	if (geteuid() == 0)
 		return 0;
 	if (!v->needs_root && in_moat_group())
 		return 0;
-	log_warnx("%s: permission denied: provision %s needs root%s",
-	    v->name, v->name, v->needs_root ? "" : " or the moat group");
+	if (v->needs_root && !v->forward) {
+		log_warnx("%s: permission denied: provision %s needs root",
+		    v->name, v->name);
+		return -1;
+	}
+	pw = getpwuid(geteuid());
+	log_warnx("%s: permission denied: you are not in group moat; an "
+	    "admin adds you with: usermod -aG moat %s (then log in again)",
+	    v->name, pw != NULL ? pw->pw_name : "USER");
 	return -1;
 }
 

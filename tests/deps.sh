@@ -7,7 +7,7 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libcmocka-dev libseccomp-dev nftables iproute2 iputils-ping dnsutils curl
  ncat socat conntrack openssl python3 python3-fusepy procps strace
  qemu-system-x86 qemu-utils busybox-static cpio genisoimage xz-utils zstd
- lowdown mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev"
+ lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev"
 missing=$(dpkg-query -W -f='${Package} ${Status}\n' $PKGS 2>/dev/null |
 	awk '$NF != "installed" {print $1}')
 # dpkg-query prints nothing for packages it has never heard of.
