@@ -101,6 +101,7 @@ void		 model_free(struct nftr_ruleset *);
 #define NR_TYPE_IPADDR		7
 #define NR_TYPE_IP6ADDR		8
 #define NR_TYPE_ETHERADDR	9
+#define NR_TYPE_UID		24
 #define NR_TYPE_IFNAME		41
 #define NR_TYPE_BITS		6
 #define NR_CONCAT(a, b)		(((a) << NR_TYPE_BITS) | (b))
@@ -109,7 +110,7 @@ void		 model_free(struct nftr_ruleset *);
 enum nr_field {
 	F_IIFNAME, F_OIFNAME, F_ETHER_SADDR, F_IP_SADDR, F_IP_DADDR,
 	F_IP6_DADDR, F_ARP_SHA, F_ARP_SPA, F_TCP_DPORT, F_UDP_DPORT,
-	F_UDP_SPORT, F_ARP_TPA, F_NFIELDS
+	F_UDP_SPORT, F_ARP_TPA, F_SKUID, F_NFIELDS
 };
 
 /* Build one rule: rb_begin, any number of matches, one or more

@@ -20,7 +20,9 @@
  *   nat_post  masquerade out of the uplink
  *   output    packets of the proxy's and dnsd's users: the proxy never
  *             reaches the host, the sandbox network, IPv6 or a private
- *             range (but exceptions); dnsd only its upstreams on 53
+ *             range (but exceptions); dnsd only its upstreams on 53;
+ *             new connections of the host's own users to guests only
+ *             as gateway.host_access allows (root, owners to their own)
  * bridge moat (the guests' ports, layer 2)
  *   prerouting  a guest port may send only IPv4 with its own MAC and
  *               address and ARP that says the same; no DHCP server
@@ -70,6 +72,8 @@ static const struct nftr_reason reasons[] = {
 	{ "unknown", "inet", true, "source is not a configured sandbox" },
 	{ "egress", "inet", true, "the proxy or dnsd towards what no guest "
 	    "may reach" },
+	{ "hostuser", "inet", true, "new connection from a host user to a "
+	    "guest that gateway.host_access does not allow" },
 	{ "spoof", "inet", false, "sandbox-network source on the wrong side" },
 	{ "ipv6", "inet", false, "IPv6 from a guest" },
 	{ "inbound", "inet", false, "new connection towards a guest" },
@@ -860,6 +864,90 @@ dns_output(struct build *b, struct nr_table *t, struct nr_chain *c)
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "egress"));
 }
 
+static int
+owner_uid_sys(const char *name, uint32_t *uid)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw == NULL)
+		return -1;
+	*uid = (uint32_t)pw->pw_uid;
+	return 0;
+}
+
+/* host_owners: (uid . address) of each sandbox whose owner has an account
+ * here.  A sandbox registered by a KVM host has its owner on that host:
+ * the same name here may be someone else, so it gets no entry. */
+static void
+host_owner_set(struct build *b, struct nr_table *t)
+{
+	int (*lookup)(const char *, uint32_t *) = b->opts->owner_uid ?
+	    b->opts->owner_uid : owner_uid_sys;
+	struct nr_set *s;
+	uint8_t key[8];
+	char text[128], ip[64];
+	uint32_t uid;
+	size_t i;
+
+	s = model_set(t, "host_owners", NR_CONCAT(NR_TYPE_UID, NR_TYPE_IPADDR),
+	    8, per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type uid . ipv4_addr; flags constant;"));
+	for (i = 0; i < b->cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+
+		if (sb->owner == NULL || sb->registered_by != NULL ||
+		    lookup(sb->owner, &uid) == -1 || uid == 0)
+			continue;
+		memcpy(key, &uid, 4);	/* meta skuid: host byte order */
+		memcpy(key + 4, sb->address.a, 4);
+		fmt_ip(&sb->address, ip, sizeof(ip));
+		snprintf(text, sizeof(text), "%u . %s", uid, ip);
+		model_set_elem(s, key, 8, 0, 0, NULL, text);
+	}
+}
+
+/*
+ * gateway.host_access: a guest's services are its owner's, not every
+ * local user's (nor an escaped guest's, which runs as a uid of its own).
+ * A new connection from the host to a guest passes only from root and,
+ * with "owners", from the guest's owner; anything else is refused like a
+ * guest's refusal (EHOSTUNREACH for the caller).  Only new connections
+ * are judged: replies to guests' own connections and the errors the
+ * kernel sends them are established or related.  The gateway's own
+ * sandbox-side address is the host, not a guest.
+ */
+static void
+host_access(struct build *b, struct nr_table *t, struct nr_chain *out)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
+	static const enum nr_field k[] = { F_SKUID, F_IP_DADDR };
+	struct nr_chain *c;
+	struct nr_rb rb;
+
+	if (gw->host_access == HOST_ACCESS_OWNERS)
+		host_owner_set(b, t);
+	c = model_chain(t, "host_out", NULL, 0, 0, NULL);
+	rb_begin(&rb, t, c);
+	rb_skuid(&rb, 0);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	if (gw->host_access == HOST_ACCESS_OWNERS) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, k, 2, "host_owners", false);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "hostuser"));
+
+	rb_begin(&rb, t, out);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
+	rb_cmp_prefix(&rb, F_IP_DADDR, true, &me);
+	rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
+	rb_verdict(&rb, NFT_GOTO, "host_out");
+	rb_end(&rb);
+}
+
 static void
 inet_output(struct build *b, struct nr_table *t)
 {
@@ -867,7 +955,8 @@ inet_output(struct build *b, struct nr_table *t)
 	struct nr_chain *c, *pc = NULL, *dc = NULL;
 	struct nr_rb rb;
 
-	if (!o->has_proxy_uid && !o->has_dns_uid)
+	if (!o->has_proxy_uid && !o->has_dns_uid &&
+	    b->cfg->gw.host_access == HOST_ACCESS_ALL)
 		return;
 	if (o->has_proxy_uid)
 		proxy_output(b, t, pc = model_chain(t, "proxy_out", NULL, 0, 0,
@@ -895,6 +984,8 @@ inet_output(struct build *b, struct nr_table *t)
 		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "dnsreply"));
 		rb_end(&rb);
 	}
+	if (b->cfg->gw.host_access != HOST_ACCESS_ALL)
+		host_access(b, t, c);
 }
 
 void
