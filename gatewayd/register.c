@@ -396,10 +396,12 @@ arm(struct conn *c)
 	ev_timer_set(&c->timer, when, on_timer, c);
 }
 
+/* Bytes moved: the silence allowed starts again. */
 static void
 heard(struct conn *c)
 {
 	c->idle = ev_now() + REG_IO_TIMEOUT_S * 1000;
+	arm(c);
 }
 
 static void
@@ -539,7 +541,6 @@ on_parent(struct ev *e, uint32_t events)
 			consume(c, head_line(c));
 		c->state = hello && u.r.status != 0 ? C_DRAIN : C_LINES;
 		heard(c);
-		arm(c);
 		step(c);
 	}
 	ask_next();
@@ -620,7 +621,6 @@ lines(struct conn *c)
 			return want(c, r);
 		c->nin += (size_t)r;
 		heard(c);
-		arm(c);
 	}
 }
 
