@@ -188,6 +188,11 @@ expect_match "a line over the limit is refused, not served" "^error request too 
 		in_ns "$SB_NS_A" env -i timeout 30 openssl s_client -connect $MGMT:7443 \
 		-CAfile "$PKI/box.crt" -cert "$PKI/hostA.crt" -key "$PKI/hostA.key" \
 		-quiet -ign_eof 2>/dev/null)"
+expect_eq "requests sent at once are answered in order, each once" "ok ok error unknown request ok" \
+	"$(printf 'list\nlist\nbogus\nlist\nquit\nlist\n' |
+		in_ns "$SB_NS_B" env -i timeout 30 openssl s_client -connect $MGMT:7443 \
+		-CAfile "$PKI/box.crt" -cert "$PKI/hostB.crt" -key "$PKI/hostB.key" \
+		-quiet -ign_eof 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
 
 expect_match "a host with an unknown key is refused" "^error unknown host key" \
 	"$(reg "$SB_NS_A" stranger register s1 10.77.0.24 52:54:00:00:0c:01 none)"
