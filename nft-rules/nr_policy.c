@@ -58,6 +58,7 @@
 #include "admit.h"
 #include "log.h"
 #include "nr_int.h"
+#include "ranges.h"
 
 /* <linux/netfilter_bridge.h> clashes with <net/if.h>. */
 #define NF_BR_PRE_ROUTING	0
@@ -922,7 +923,7 @@ static void
 host_access(struct build *b, struct nr_table *t, struct nr_chain *out)
 {
 	const struct moat_gateway *gw = &b->cfg->gw;
-	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 }, mcast6;
 	static const enum nr_field k[] = { F_SKUID, F_IP_DADDR };
 	struct nr_chain *c;
 	struct nr_rb rb;
@@ -945,6 +946,17 @@ host_access(struct build *b, struct nr_table *t, struct nr_chain *out)
 	rb_begin(&rb, t, out);
 	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
 	rb_cmp_prefix(&rb, F_IP_DADDR, true, &me);
+	rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
+	rb_verdict(&rb, NFT_GOTO, "host_out");
+	rb_end(&rb);
+	/* A guest's kernel may still answer to its IPv6 link-local address
+	 * (the bridge drops what it sends back, not what reaches it): IPv6
+	 * unicast out of the sandbox side is root's only. */
+	if (prefix_parse("ff00::/8", &mcast6) == -1)
+		fatalx("%s: ff00::/8", __func__);
+	rb_begin(&rb, t, out);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, true, &mcast6);
 	rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
 	rb_verdict(&rb, NFT_GOTO, "host_out");
 	rb_end(&rb);

@@ -98,6 +98,20 @@ wait_for 10 grep -q from-root "$TOPO_TMP/udp-got" 2>/dev/null
 expect_eq "UDP: root's datagram arrives, uid 12345's does not" "from-root" \
 	"$(cat "$TOPO_TMP/udp-got" 2>/dev/null)"
 
+# IPv6: the bridge drops what a guest sends, so neighbour discovery fails
+# and the host has no way to a guest's link-local address; with one put
+# in by hand (root), uid 12345 still gets nothing through.
+topo_wait_dad "$TOPO-web" eth0 && topo_wait_dad "$NS_GW" moat0
+ll=$(ip -n "$TOPO-web" -6 addr show dev eth0 scope link | awk '/inet6/ {sub("/.*", "", $2); print $2; exit}')
+ip -n "$NS_GW" -6 neigh replace "$ll" dev moat0 lladdr 52:54:00:00:00:0a nud permanent
+topo_bg "$TOPO-web" udp6-sink socat -u UDP6-RECV:9998 OPEN:"$TOPO_TMP/udp6-got",creat,append
+wait_for 30 in_ns "$TOPO-web" sh -c "ss -Hlun 'sport = :9998' | grep -q ." || not_ok "UDP6 sink starts"
+as 12345 sh -c "echo from-12345 | socat -u - UDP6-SENDTO:[$ll%moat0]:9998" 2>/dev/null
+echo from-root | in_ns "$NS_GW" socat -u - "UDP6-SENDTO:[$ll%moat0]:9998"
+wait_for 10 grep -q from-root "$TOPO_TMP/udp6-got" 2>/dev/null
+expect_eq "IPv6 to a guest's link-local address: root's datagram arrives, uid 12345's does not" \
+	"from-root" "$(cat "$TOPO_TMP/udp6-got" 2>/dev/null)"
+
 # Replies to a guest's own connections pass, whoever answers: a service
 # on the gateway's sandbox-side address run by uid 12345 (the proxy's
 # port, which guest_in admits) answers the guest.
