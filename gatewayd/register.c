@@ -11,8 +11,9 @@
  * parses each (reg_parse, a pure function, fuzzed) and sends the parent
  * one typed IPC_REG_REQ, stamped with the key: the parent finds the host
  * itself, decides, applies, and only then answers.  It writes no file
- * and decides nothing; one connection at a time, with socket timeouts,
- * a bounded line and a bounded lifetime per connection.
+ * and decides nothing.  Many connections are served at once in one event
+ * loop (see "connections" below), each with a short deadline for its
+ * handshake, a bounded line and a bounded lifetime, and few per address.
  *
  * Protocol, one line each way:
  *   register NAME ADDRESS MAC EGRESS [allow=N,N...] [secrets=S,S...]
@@ -24,8 +25,10 @@
  */
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+
 #include <errno.h>
-#include <poll.h>
+#include <fcntl.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +44,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "ev.h"
 #include "log.h"
 #include "parent.h"
 #include "privdrop.h"
@@ -231,6 +235,8 @@ reg_ctx(const struct reg_pem *pem)
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
 	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, accept_any);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_num_tickets(ctx, 0);
 	return ctx;
 }
@@ -255,94 +261,251 @@ peer_key(SSL *ssl, uint8_t md[32])
 	return mdlen == 32 ? 0 : -1;
 }
 
-/* --- one connection ---------------------------------------------------------- */
+/* --- connections ------------------------------------------------------------ */
 
-/* The socket is non-blocking: every wait is a poll bounded by the
- * connection's deadline, the handshake's included, so that no peer holds
- * the endpoint longer than REG_CONN_MAX_S however it trickles bytes. */
+/*
+ * Every connection is a state in the one event loop, so that no peer
+ * holds the endpoint for anyone else: a TCP connection that never starts
+ * its handshake costs a slot for REG_HANDSHAKE_S, and one address holds
+ * at most REG_PER_SOURCE slots.  When all REG_CONNS_MAX are taken, the
+ * oldest connection still in its handshake makes room: a real host
+ * finishes its handshake in milliseconds.
+ *
+ *   HANDSHAKE  SSL_accept until done (REG_HANDSHAKE_S from accept), then
+ *              the peer's key goes to the parent as a HELLO
+ *   ASK        waiting for the parent: its answer goes out, then LINES
+ *              (or, for a key it does not know, DRAIN)
+ *   LINES      one request line at a time (REG_IO_TIMEOUT_S of silence
+ *              ends it), each parsed here and asked of the parent
+ *   DRAIN      after refusing a key: read what the host sent, a little,
+ *              as closing on unread data would reset the answer away
+ * A connection lives REG_CONN_MAX_S at most, all told.
+ *
+ * The parent answers requests one at a time in order: one is in flight,
+ * the others wait in a queue here, so a send never waits on the parent.
+ */
+enum cstate { C_HANDSHAKE, C_ASK, C_LINES, C_DRAIN };
+
 struct conn {
+	struct ev	 ev;
+	struct ev_timer	 timer;
 	SSL		*ssl;
 	int		 fd;
-	int		 ipc;
+	enum cstate	 state;
 	uint8_t		 key[32];
-	int64_t		 deadline;	/* CLOCK_MONOTONIC milliseconds */
+	uint8_t		 src[16];	/* the peer's address */
+	uint64_t	 start, deadline;	/* ev clock, ms */
+	uint64_t	 idle;		/* LINES, DRAIN: silence until */
+	char		 in[REG_LINE_MAX + 2];
+	size_t		 nin;
+	char		*out;		/* to send, from outoff */
+	size_t		 nout, outoff, capout;
+	bool		 hello;		/* the key is with the parent */
+	bool		 last;		/* close once out is sent */
+	int		 drains;
+	bool		 queued;	/* waiting for its turn to ask */
+	struct conn	*qnext;
+	struct conn	*prev, *next;	/* every connection */
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
+static struct {
+	SSL_CTX		*ctx;
+	int		 ipc;
+	struct ev	 listen, parent;
+	struct conn	*conns;
+	size_t		 nconns;
+	struct conn	*qhead, *qtail;	/* waiting to ask */
+	bool		 asking;	/* a request is with the parent */
+	struct conn	*asker;		/* its connection; NULL when gone */
+} R;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+static void	step(struct conn *);
+
+/* The length of the complete line at the head of in, newline included. */
+static size_t
+head_line(const struct conn *c)
+{
+	const char *nl = memchr(c->in, '\n', c->nin);
+
+	return nl ? (size_t)(nl - c->in) + 1 : 0;
 }
 
-/* After an SSL call returned r: wait for what OpenSSL wants, within the
- * deadline and REG_IO_TIMEOUT_S.  true: call it again. */
-static bool
-io_retry(struct conn *c, int r)
+static void
+conn_free(void *arg)
 {
-	struct pollfd p = { c->fd, 0, 0 };
-	int64_t left = c->deadline - now_ms();
+	struct conn *c = arg;
 
+	free(c->out);
+	free(c);
+}
+
+static void
+unqueue(struct conn *c)
+{
+	struct conn **p, *prev = NULL;
+
+	for (p = &R.qhead; *p != NULL; prev = *p, p = &(*p)->qnext)
+		if (*p == c) {
+			*p = c->qnext;
+			if (R.qtail == c)
+				R.qtail = prev;
+			break;
+		}
+	c->queued = false;
+	c->qnext = NULL;
+}
+
+static void
+conn_close(struct conn *c)
+{
+	if (c->queued)
+		unqueue(c);
+	if (R.asking && R.asker == c)
+		R.asker = NULL;	/* the answer still comes, to no one */
+	ev_del(&c->ev);
+	ev_timer_del(&c->timer);
+	if (c->state != C_HANDSHAKE)
+		SSL_shutdown(c->ssl);
+	SSL_free(c->ssl);
+	close(c->fd);
+	ERR_clear_error();
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		R.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	R.nconns--;
+	ev_defer(conn_free, c);
+}
+
+static void
+on_timer(void *arg)
+{
+	conn_close(arg);
+}
+
+/* The connection's timer: its end of life, or sooner its silence. */
+static void
+arm(struct conn *c)
+{
+	uint64_t when = c->deadline;
+
+	if ((c->state == C_LINES || c->state == C_DRAIN) && c->idle < when)
+		when = c->idle;
+	ev_timer_set(&c->timer, when, on_timer, c);
+}
+
+/* Bytes moved: the silence allowed starts again. */
+static void
+heard(struct conn *c)
+{
+	c->idle = ev_now() + REG_IO_TIMEOUT_S * 1000;
+	arm(c);
+}
+
+static void
+consume(struct conn *c, size_t len)
+{
+	memmove(c->in, c->in + len, c->nin - len);
+	c->nin -= len;
+}
+
+static void
+put_out(struct conn *c, const char *s, size_t n)
+{
+	if (c->nout + n > c->capout) {
+		c->capout = c->nout + n + 256;
+		c->out = xreallocarray(c->out, c->capout, 1);
+	}
+	memcpy(c->out + c->nout, s, n);
+	c->nout += n;
+}
+
+/* After an SSL call returned r: wait for what OpenSSL wants (true), or
+ * the connection is over (false). */
+static bool
+want(struct conn *c, int r)
+{
 	switch (SSL_get_error(c->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
-		p.events = POLLIN;
-		break;
+		ev_set(&c->ev, EPOLLIN);
+		return true;
 	case SSL_ERROR_WANT_WRITE:
-		p.events = POLLOUT;
-		break;
+		ev_set(&c->ev, EPOLLOUT);
+		return true;
 	default:
 		return false;
 	}
-	if (left <= 0)
-		return false;
-	if (left > REG_IO_TIMEOUT_S * 1000)
-		left = REG_IO_TIMEOUT_S * 1000;
-	return poll(&p, 1, (int)left) == 1;
 }
 
-static bool
-tls_accept(struct conn *c)
-{
-	int r;
-
-	while ((r = SSL_accept(c->ssl)) != 1)
-		if (!io_retry(c, r))
-			return false;
-	return true;
-}
-
+/* Send what is pending: 1 all sent, 0 waiting, -1 over. */
 static int
-tls_read(struct conn *c, char *buf, int n)
+flush(struct conn *c)
 {
 	int r;
 
-	while ((r = SSL_read(c->ssl, buf, n)) <= 0)
-		if (!io_retry(c, r))
-			return -1;
-	return r;
+	while (c->outoff < c->nout) {
+		r = SSL_write(c->ssl, c->out + c->outoff,
+		    (int)(c->nout - c->outoff));
+		if (r <= 0)
+			return want(c, r) ? 0 : -1;
+		c->outoff += (size_t)r;
+		heard(c);
+	}
+	c->outoff = c->nout = 0;
+	return 1;
 }
 
-static bool
-say(struct conn *c, const char *s, size_t n)
+static void
+enqueue(struct conn *c)
 {
-	int r;
-
-	if (n == 0)
-		return true;
-	while ((r = SSL_write(c->ssl, s, (int)n)) <= 0)
-		if (!io_retry(c, r))
-			return false;
-	return true;
+	c->state = C_ASK;
+	c->queued = true;
+	c->qnext = NULL;
+	if (R.qtail)
+		R.qtail->qnext = c;
+	else
+		R.qhead = c;
+	R.qtail = c;
+	ev_set(&c->ev, 0);
 }
 
-/* Ask the parent and wait for its answer; the host gets "ok" (after any
- * body) or "error REASON", but nothing for a HELLO the parent accepts.
- * 0 ok, 1 refused, -1 the host is gone.  The parent gone or broken ends
- * us. */
-static int
-ask(struct conn *c, struct ipc_reg_req *m, size_t mlen)
+/* The head of the queue asks the parent, if no request is with it. */
+static void
+ask_next(void)
+{
+	static union {
+		struct ipc_reg_req m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	char err[160];
+	size_t mlen;
+	struct conn *c;
+
+	if (R.asking || (c = R.qhead) == NULL)
+		return;
+	if ((R.qhead = c->qnext) == NULL)
+		R.qtail = NULL;
+	c->queued = false;
+	c->qnext = NULL;
+	if (c->hello) {		/* the key, right after the handshake */
+		memset(&u.m, 0, sizeof(u.m) + 1);
+		u.m.verb = REG_HELLO;
+		mlen = sizeof(u.m) + 1;
+	} else if (reg_parse(c->in, head_line(c), &u.m, sizeof(u.raw), &mlen,
+	    err, sizeof(err)) != 0)
+		_exit(1);	/* parsed once already: cannot differ */
+	memcpy(u.m.key, c->key, sizeof(u.m.key));
+	if (ipc_send(R.ipc, IPC_REG_REQ, 0, &u.m, mlen) == -1)
+		_exit(1);
+	R.asking = true;
+	R.asker = c;
+}
+
+/* The parent's answer to the request in flight. */
+static void
+on_parent(struct ev *e, uint32_t events)
 {
 	static union {
 		struct ipc_reg_reply r;
@@ -351,24 +514,42 @@ ask(struct conn *c, struct ipc_reg_req *m, size_t mlen)
 	struct ipc_hdr h;
 	char err[256];
 	ssize_t n;
+	struct conn *c;
+	bool hello;
 
-	memcpy(m->key, c->key, sizeof(m->key));
-	if (ipc_send(c->ipc, IPC_REG_REQ, 0, m, mlen) == -1)
-		_exit(1);
-	n = ipc_recv(c->ipc, &h, u.raw, sizeof(u.raw), err, sizeof(err));
-	if (n <= 0 || h.type != IPC_REG_REPLY)
+	(void)e;
+	(void)events;
+	n = ipc_recv(R.ipc, &h, u.raw, sizeof(u.raw), err, sizeof(err));
+	if (n <= 0 || h.type != IPC_REG_REPLY || !R.asking)
 		_exit(n == 0 ? 0 : 1);
 	n -= (ssize_t)sizeof(u.r);
-	if (u.r.status == 0 && m->verb == REG_HELLO)
-		return 0;
-	if (u.r.status == 0)
-		return say(c, u.r.text, (size_t)n) && say(c, "ok\n", 3) ? 0 : -1;
-	return say(c, "error ", 6) && say(c, u.r.text, (size_t)n) &&
-	    say(c, "\n", 1) ? 1 : -1;
+	c = R.asker;
+	R.asking = false;
+	R.asker = NULL;
+	if (c != NULL) {
+		hello = c->hello;
+		c->hello = false;
+		if (u.r.status == 0 && !hello) {
+			put_out(c, u.r.text, (size_t)n);
+			put_out(c, "ok\n", 3);
+		} else if (u.r.status != 0) {
+			put_out(c, "error ", 6);
+			put_out(c, u.r.text, (size_t)n);
+			put_out(c, "\n", 1);
+		}
+		if (!hello)			/* the line is answered */
+			consume(c, head_line(c));
+		c->state = hello && u.r.status != 0 ? C_DRAIN : C_LINES;
+		heard(c);
+		step(c);
+	}
+	ask_next();
 }
 
-static bool
-line(struct conn *c, const char *buf, size_t len)
+/* A complete line at the head of in: answer it here (a malformed line,
+ * quit) or queue it for the parent. */
+static void
+line(struct conn *c, size_t len)
 {
 	static union {
 		struct ipc_reg_req m;
@@ -378,73 +559,208 @@ line(struct conn *c, const char *buf, size_t len)
 	size_t mlen = 0;
 	int rc;
 
-	rc = reg_parse(buf, len, &u.m, sizeof(u.raw), &mlen, err, sizeof(err));
-	if (rc == REG_PARSE_QUIT)
-		return false;
-	if (rc == REG_PARSE_EMPTY)
-		return true;
-	if (rc == -1) {
-		snprintf(out, sizeof(out), "error %s\n", err);
-		return say(c, out, strlen(out));
+	rc = reg_parse(c->in, len, &u.m, sizeof(u.raw), &mlen, err,
+	    sizeof(err));
+	if (rc == 0) {
+		enqueue(c);
+		ask_next();
+		return;
 	}
-	return ask(c, &u.m, mlen) != -1;
+	consume(c, len);
+	if (rc == REG_PARSE_QUIT)
+		c->last = true;
+	else if (rc == -1) {
+		snprintf(out, sizeof(out), "error %s\n", err);
+		put_out(c, out, strlen(out));
+	}
 }
 
-/* Lines of at most REG_LINE_MAX bytes; a longer one, or the connection's
- * time running out, ends it. */
-static void
+static bool
+handshake(struct conn *c)
+{
+	int r = SSL_accept(c->ssl);
+
+	if (r != 1)
+		return want(c, r);
+	if (peer_key(c->ssl, c->key) == -1)
+		return false;
+	c->deadline = c->start + REG_CONN_MAX_S * 1000;
+	c->hello = true;
+	enqueue(c);
+	arm(c);
+	ask_next();
+	return true;
+}
+
+/* LINES: answer what is complete, else read more.  false: over. */
+static bool
 lines(struct conn *c)
 {
-	char buf[REG_LINE_MAX + 2];
-	size_t n = 0;
+	size_t len;
+	int r;
 
-	while (tls_read(c, buf + n, 1) == 1) {
-		if (buf[n] != '\n' && ++n <= REG_LINE_MAX + 1)
+	for (;;) {
+		if ((r = flush(c)) != 1)
+			return r == 0;
+		if (c->last)
+			return false;
+		if ((len = head_line(c)) > 0) {
+			line(c, len);
+			if (c->state == C_ASK)
+				return true;
 			continue;
-		if (buf[n > REG_LINE_MAX + 1 ? REG_LINE_MAX + 1 : n] != '\n') {
-			say(c, "error request too long\n", 23);
-			return;
 		}
-		if (!line(c, buf, n + 1))
-			return;
-		n = 0;
+		if (c->nin >= REG_LINE_MAX + 1) {
+			put_out(c, "error request too long\n", 23);
+			c->last = true;
+			continue;
+		}
+		r = SSL_read(c->ssl, c->in + c->nin, (int)(sizeof(c->in) - 1 -
+		    c->nin));
+		if (r <= 0)
+			return want(c, r);
+		c->nin += (size_t)r;
+		heard(c);
 	}
 }
 
-static void
-serve(SSL_CTX *ctx, int fd, int ipc)
+static bool
+drain(struct conn *c)
 {
-	union {
-		struct ipc_reg_req m;
-		char raw[sizeof(struct ipc_reg_req) + 1];	/* text "" */
-	} hello;
-	int64_t start = now_ms();
-	struct conn c = { .fd = fd, .ipc = ipc,
-	    .deadline = start + REG_IO_TIMEOUT_S * 1000 };	/* handshake */
-	char drain[256];
-	int i;
+	char buf[256];
+	int r;
 
-	memset(&hello, 0, sizeof(hello));
-	hello.m.verb = REG_HELLO;
-	if ((c.ssl = SSL_new(ctx)) == NULL || SSL_set_fd(c.ssl, fd) != 1 ||
-	    !tls_accept(&c) || peer_key(c.ssl, c.key) == -1)
-		goto out;
-	c.deadline = start + REG_CONN_MAX_S * 1000;
-	if (ask(&c, &hello.m, sizeof(hello.m) + 1) != 0) {
-		/* Unknown key: answered.  Read what it sent (bounded), as
-		 * closing on unread data would reset the answer away. */
-		for (i = 0; i < 8 && tls_read(&c, drain, sizeof(drain)) > 0;
-		    i++)
-			;
-		goto out;
+	if ((r = flush(c)) != 1)
+		return r == 0;
+	while (c->drains < 8) {
+		if ((r = SSL_read(c->ssl, buf, sizeof(buf))) <= 0)
+			return want(c, r);
+		c->drains++;
 	}
-	lines(&c);
-out:
-	if (c.ssl != NULL)
-		SSL_shutdown(c.ssl);
-	SSL_free(c.ssl);
-	close(fd);
-	ERR_clear_error();
+	return false;
+}
+
+/* Move the connection on as far as it goes without waiting. */
+static void
+step(struct conn *c)
+{
+	bool alive = true;
+
+	switch (c->state) {
+	case C_HANDSHAKE:
+		alive = handshake(c);
+		break;
+	case C_ASK:
+		break;
+	case C_LINES:
+		alive = lines(c);
+		break;
+	case C_DRAIN:
+		alive = drain(c);
+		break;
+	}
+	if (!alive)
+		conn_close(c);
+}
+
+static void
+on_conn(struct ev *e, uint32_t events)
+{
+	struct conn *c = e->arg;
+
+	/* Gone while its request is with the parent: no one to answer, and
+	 * a hang-up would be reported again and again until then. */
+	if (c->state == C_ASK && (events & (EPOLLERR | EPOLLHUP)))
+		conn_close(c);
+	else
+		step(c);
+}
+
+static void
+peer_addr(const struct sockaddr_storage *ss, uint8_t a[16])
+{
+	memset(a, 0, 16);
+	if (ss->ss_family == AF_INET)
+		memcpy(a, &((const struct sockaddr_in *)(const void *)ss)->
+		    sin_addr, 4);
+	else if (ss->ss_family == AF_INET6)
+		memcpy(a, &((const struct sockaddr_in6 *)(const void *)ss)->
+		    sin6_addr, 16);
+}
+
+/* Room for a connection from src: false to turn it away. */
+static bool
+admit(const uint8_t src[16])
+{
+	struct conn *c, *oldest = NULL;
+	size_t same = 0;
+
+	for (c = R.conns; c != NULL; c = c->next) {
+		if (memcmp(c->src, src, 16) == 0)
+			same++;
+		if (c->state == C_HANDSHAKE &&
+		    (oldest == NULL || c->start < oldest->start))
+			oldest = c;
+	}
+	if (same >= REG_PER_SOURCE)
+		return false;
+	if (R.nconns < REG_CONNS_MAX)
+		return true;
+	if (oldest == NULL)
+		return false;
+	conn_close(oldest);
+	return true;
+}
+
+static void
+on_accept(struct ev *e, uint32_t events)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct conn *c;
+	uint8_t src[16];
+	int fd;
+
+	(void)events;
+	for (;;) {
+		sl = sizeof(ss);
+		fd = accept4(e->fd, (struct sockaddr *)&ss, &sl,
+		    SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EAGAIN || errno == EMFILE ||
+			    errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				return;
+			_exit(1);
+		}
+		peer_addr(&ss, src);
+		if (!admit(src)) {
+			close(fd);
+			continue;
+		}
+		c = xcalloc(1, sizeof(*c));
+		c->fd = fd;
+		memcpy(c->src, src, 16);
+		c->start = ev_now_update();
+		c->deadline = c->start + REG_HANDSHAKE_S * 1000;
+		if ((c->ssl = SSL_new(R.ctx)) == NULL ||
+		    SSL_set_fd(c->ssl, fd) != 1 ||
+		    ev_add(&c->ev, fd, EPOLLIN, on_conn, c) == -1) {
+			SSL_free(c->ssl);
+			close(fd);
+			free(c);
+			ERR_clear_error();
+			continue;
+		}
+		if ((c->next = R.conns) != NULL)
+			c->next->prev = c;
+		R.conns = c;
+		R.nconns++;
+		arm(c);
+		step(c);
+	}
 }
 
 /* --- the process ----------------------------------------------------------- */
@@ -455,7 +771,8 @@ register_seccomp(void)
 	static const int allowed[] = {
 		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
 		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
-		SCMP_SYS(accept4), SCMP_SYS(poll), SCMP_SYS(ppoll),
+		SCMP_SYS(accept4), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
+		SCMP_SYS(epoll_ctl),
 		SCMP_SYS(getsockopt),
 		SCMP_SYS(close), SCMP_SYS(shutdown), SCMP_SYS(brk),
 		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap),
@@ -476,34 +793,32 @@ void
 regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
 {
 	unsigned char seed[16];
-	SSL_CTX *ctx;
-	int fd;
+	int fl;
 
 	OPENSSL_init_ssl(0, NULL);
-	ctx = reg_ctx(pem);
+	R.ctx = reg_ctx(pem);
 	reg_pem_wipe(pem);
-	if (ctx == NULL) {
+	if (R.ctx == NULL) {
 		log_warnx("registration: cannot use the box's certificate and "
 		    "key");
 		_exit(1);
 	}
 	/* A host gone mid-answer is an error from write(), not a signal. */
 	signal(SIGPIPE, SIG_IGN);
+	R.ipc = ipc;
+	if ((fl = fcntl(listen, F_GETFL)) == -1 ||
+	    fcntl(listen, F_SETFL, fl | O_NONBLOCK) == -1 || ev_init() == -1 ||
+	    ev_add(&R.listen, listen, EPOLLIN, on_accept, NULL) == -1 ||
+	    ev_add(&R.parent, ipc, EPOLLIN, on_parent, NULL) == -1)
+		_exit(1);
 	/* Seeded while getrandom's fallbacks are still allowed. */
 	if (RAND_bytes(seed, sizeof(seed)) != 1 || privdrop(REG_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
 	register_seccomp();
-	for (;;) {
-		fd = accept4(listen, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd == -1) {
-			if (errno != EINTR && errno != ECONNABORTED &&
-			    errno != EAGAIN)
-				_exit(1);
-			continue;
-		}
-		serve(ctx, fd, ipc);
-	}
+	for (;;)
+		if (ev_run_once(-1) == -1)
+			_exit(1);
 }
 
 void

@@ -15,8 +15,11 @@
 
 #define REG_USER		"moat-reg"
 #define REG_LINE_MAX		REG_REQUEST_MAX	/* a request line, without its newline */
-#define REG_IO_TIMEOUT_S	10	/* each read and write; the handshake */
+#define REG_HANDSHAKE_S		5	/* from accept to a finished TLS handshake */
+#define REG_IO_TIMEOUT_S	10	/* silence after the handshake */
 #define REG_CONN_MAX_S		60	/* one connection, all told */
+#define REG_CONNS_MAX		128	/* connections at once */
+#define REG_PER_SOURCE		8	/* connections at once from one address */
 
 /* The box's certificate chain and key, PEM, read by the parent. */
 struct reg_pem {
@@ -36,7 +39,7 @@ int	reg_parse(const char *line, size_t len, struct ipc_reg_req *m,
 	    size_t room, size_t *mlen, char *err, size_t errlen);
 
 /* In the forked child: build the TLS context, wipe pem, drop to
- * REG_USER, narrow, serve listen one connection at a time. */
+ * REG_USER, narrow, serve listen's connections in an event loop. */
 void	regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *)
 	    __attribute__((noreturn));
 void	reg_pem_wipe(struct reg_pem *);

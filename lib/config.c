@@ -239,3 +239,14 @@ egress_name(enum moat_egress e)
 	};
 	return (unsigned)e < 3 ? names[e] : "?";
 }
+
+const char *
+host_access_name(enum moat_host_access a)
+{
+	static const char *names[] = {
+		[HOST_ACCESS_OWNERS] = "owners",
+		[HOST_ACCESS_ROOT] = "root",
+		[HOST_ACCESS_ALL] = "all",
+	};
+	return (unsigned)a < 3 ? names[a] : "?";
+}

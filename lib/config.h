@@ -23,6 +23,13 @@
 #define MOAT_PROXY_WORKERS_MAX	16	/* gateway.proxy.workers */
 
 enum moat_egress { EGRESS_OPEN = 0, EGRESS_ALLOWLIST, EGRESS_NONE };
+/* gateway.host_access: which of the host's own users may open connections
+ * to guests.  Replies to guests' own connections are never affected. */
+enum moat_host_access {
+	HOST_ACCESS_OWNERS = 0,	/* root, and each owner to their own guests */
+	HOST_ACCESS_ROOT,	/* root only */
+	HOST_ACCESS_ALL,	/* every local user (no check) */
+};
 
 struct moat_where {		/* where a setting came from, for messages */
 	const char	*file;	/* points into config->files[] */
@@ -127,6 +134,7 @@ struct moat_gateway {
 	char		*admin_group;	/* members manage every sandbox */
 	bool		 fast_refusals;	/* lift the kernel's per-host ICMP limit */
 	uint32_t	 refusal_rate;	/* global ICMP errors/s kept as a flood guard */
+	enum moat_host_access host_access;	/* default HOST_ACCESS_OWNERS */
 	long		 dns_rate;	/* dns.rate: per sandbox, 0 = no limit */
 	long		 dns_burst;	/* dns.burst; -1: twice the rate */
 	long		 dns_cache_size;	/* dns.cache_size, bytes */
@@ -259,6 +267,7 @@ const struct moat_sandbox *config_sandbox_by_addr(const struct moat_config *,
 const struct moat_secret *config_secret_by_name(const struct moat_config *,
 	    const char *);
 const char *egress_name(enum moat_egress);
+const char *host_access_name(enum moat_host_access);
 /* The quota for user (their own entry, else "*"), or NULL for none. */
 const struct moat_quota *config_quota_for(const struct moat_config *,
 	    const char *user);

@@ -136,6 +136,8 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	    gw->guest_uid_last != MOAT_GUEST_UID_LAST)
 		fprintf(fp, "  guest_uids = \"%u-%u\";\n",
 		    (unsigned)gw->guest_uid_first, (unsigned)gw->guest_uid_last);
+	if (gw->host_access != HOST_ACCESS_OWNERS)
+		pkv(fp, "  ", "host_access", host_access_name(gw->host_access));
 	if (gw->import_timeout != 300)
 		fprintf(fp, "  import_timeout = %u;\n", gw->import_timeout);
 	if (gw->reg_listen != NULL) {

@@ -55,6 +55,9 @@ const struct kword config_words[] = {
 	{ "max_egress", "open", EGRESS_OPEN },
 	{ "max_egress", "allowlist", EGRESS_ALLOWLIST },
 	{ "max_egress", "none", EGRESS_NONE },
+	{ "host_access", "owners", HOST_ACCESS_OWNERS },
+	{ "host_access", "root", HOST_ACCESS_ROOT },
+	{ "host_access", "all", HOST_ACCESS_ALL },
 	{ NULL, NULL, 0 }
 };
 
@@ -452,6 +455,8 @@ static const struct key gateway_keys[] = {
 	    offsetof(struct moat_gateway, nflog_group) },
 	{ "admin_group", K_STR, 0, set_admin_group, 0 },
 	{ "refusals", K_GROUP, 0, set_refusals, 0 },
+	{ "host_access", K_STR, 0, set_word,
+	    offsetof(struct moat_gateway, host_access) },
 	{ "audit_max_kb", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, audit_max_kb) },
 	{ "manage_network", K_BOOL, 0, set_bool,
@@ -1098,6 +1103,7 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.nflog_group = 77;
 	cfg->gw.fast_refusals = true;
 	cfg->gw.refusal_rate = 100000;
+	cfg->gw.host_access = HOST_ACCESS_OWNERS;
 	cfg->gw.audit_max_kb = 65536;
 	cfg->gw.guest_uid_first = MOAT_GUEST_UID_FIRST;
 	cfg->gw.guest_uid_last = MOAT_GUEST_UID_LAST;

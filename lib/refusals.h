@@ -9,7 +9,10 @@
  * is dropped, and the guest waits for a TCP retransmission or timeout
  * instead of failing at once.  With fast refusals on, the per-destination
  * limit is lifted and the global cap is set from moat.conf: it stays as a
- * flood guard for the whole namespace.
+ * flood guard for the whole namespace.  The sysctls are the namespace's
+ * (the host's, co-located), so the gateway's policy puts the kernel's
+ * default limits back for ICMP errors leaving by any interface but the
+ * sandbox side (nft-rules, chain icmp_out).
  */
 #ifndef MOAT_REFUSALS_H
 #define MOAT_REFUSALS_H

@@ -57,6 +57,10 @@ struct nftr_opts {
 	 * user does not exist here, no rule for it. */
 	bool		 has_proxy_uid, has_dns_uid;
 	uint32_t	 proxy_uid, dns_uid;
+	/* The uid of a sandbox's owner, for gateway.host_access "owners":
+	 * 0 and *uid set, or -1 when the owner has no account here (no
+	 * access).  NULL: the system's user database (getpwnam). */
+	int		(*owner_uid)(const char *name, uint32_t *uid);
 	/* For nftr_update(): the sets holding one element per sandbox are
 	 * built without "constant", so one sandbox can change in place. */
 	bool		 incremental;

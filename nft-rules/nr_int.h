@@ -101,6 +101,7 @@ void		 model_free(struct nftr_ruleset *);
 #define NR_TYPE_IPADDR		7
 #define NR_TYPE_IP6ADDR		8
 #define NR_TYPE_ETHERADDR	9
+#define NR_TYPE_UID		24
 #define NR_TYPE_IFNAME		41
 #define NR_TYPE_BITS		6
 #define NR_CONCAT(a, b)		(((a) << NR_TYPE_BITS) | (b))
@@ -109,7 +110,8 @@ void		 model_free(struct nftr_ruleset *);
 enum nr_field {
 	F_IIFNAME, F_OIFNAME, F_ETHER_SADDR, F_IP_SADDR, F_IP_DADDR,
 	F_IP6_DADDR, F_ARP_SHA, F_ARP_SPA, F_TCP_DPORT, F_UDP_DPORT,
-	F_UDP_SPORT, F_ARP_TPA, F_NFIELDS
+	F_UDP_SPORT, F_ARP_TPA, F_SKUID, F_ICMP_TYPE, F_ICMP6_TYPE,
+	F_NFIELDS
 };
 
 /* Build one rule: rb_begin, any number of matches, one or more
@@ -128,8 +130,10 @@ void	rb_cmp_str(struct nr_rb *, enum nr_field, bool neq, const char *);
 void	rb_cmp_prefix(struct nr_rb *, enum nr_field, bool neq,
 	    const struct moat_prefix *);
 void	rb_cmp_port(struct nr_rb *, enum nr_field, uint16_t);
+void	rb_cmp_u8(struct nr_rb *, enum nr_field, uint8_t);
+void	rb_icmp_type_code(struct nr_rb *, uint8_t type, uint8_t code);
 void	rb_nfproto_ipv6(struct nr_rb *);
-void	rb_l4proto(struct nr_rb *, int proto);	/* IPPROTO_TCP/UDP */
+void	rb_l4proto(struct nr_rb *, int proto);	/* IPPROTO_TCP/UDP/ICMP/ICMPV6 */
 void	rb_ethertype(struct nr_rb *, uint16_t, const char *name);
 void	rb_lookup(struct nr_rb *, const enum nr_field *, size_t n,
 	    const char *set, bool neq);
@@ -144,6 +148,9 @@ void	rb_reject(struct nr_rb *);
 void	rb_verdict(struct nr_rb *, int verdict, const char *chain);
 void	rb_redirect(struct nr_rb *, uint16_t port);
 void	rb_masquerade(struct nr_rb *);
+void	rb_limit_over(struct nr_rb *, uint32_t rate, uint32_t burst);
+void	rb_meter_over(struct nr_rb *, enum nr_field, const char *set,
+	    uint32_t rate, uint32_t burst);
 
 /* Canonical text of kernel-side objects, for verify (nr_verify.c). */
 char	*canon_rule(const struct nftnl_rule *);

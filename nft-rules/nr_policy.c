@@ -20,7 +20,11 @@
  *   nat_post  masquerade out of the uplink
  *   output    packets of the proxy's and dnsd's users: the proxy never
  *             reaches the host, the sandbox network, IPv6 or a private
- *             range (but exceptions); dnsd only its upstreams on 53
+ *             range (but exceptions); dnsd only its upstreams on 53;
+ *             new connections of the host's own users to guests only
+ *             as gateway.host_access allows (root, owners to their own);
+ *             with fast refusals, ICMP errors to anywhere but the sandbox
+ *             side held to the kernel's default limits (icmp_out)
  * bridge moat (the guests' ports, layer 2)
  *   prerouting  a guest port may send only IPv4 with its own MAC and
  *               address and ARP that says the same; no DHCP server
@@ -54,6 +58,7 @@
 #include "admit.h"
 #include "log.h"
 #include "nr_int.h"
+#include "ranges.h"
 
 /* <linux/netfilter_bridge.h> clashes with <net/if.h>. */
 #define NF_BR_PRE_ROUTING	0
@@ -70,6 +75,8 @@ static const struct nftr_reason reasons[] = {
 	{ "unknown", "inet", true, "source is not a configured sandbox" },
 	{ "egress", "inet", true, "the proxy or dnsd towards what no guest "
 	    "may reach" },
+	{ "hostuser", "inet", true, "new connection from a host user to a "
+	    "guest that gateway.host_access does not allow" },
 	{ "spoof", "inet", false, "sandbox-network source on the wrong side" },
 	{ "ipv6", "inet", false, "IPv6 from a guest" },
 	{ "inbound", "inet", false, "new connection towards a guest" },
@@ -860,6 +867,191 @@ dns_output(struct build *b, struct nr_table *t, struct nr_chain *c)
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "egress"));
 }
 
+static int
+owner_uid_sys(const char *name, uint32_t *uid)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw == NULL)
+		return -1;
+	*uid = (uint32_t)pw->pw_uid;
+	return 0;
+}
+
+/* host_owners: (uid . address) of each sandbox whose owner has an account
+ * here.  A sandbox registered by a KVM host has its owner on that host:
+ * the same name here may be someone else, so it gets no entry. */
+static void
+host_owner_set(struct build *b, struct nr_table *t)
+{
+	int (*lookup)(const char *, uint32_t *) = b->opts->owner_uid ?
+	    b->opts->owner_uid : owner_uid_sys;
+	struct nr_set *s;
+	uint8_t key[8];
+	char text[128], ip[64];
+	uint32_t uid;
+	size_t i;
+
+	s = model_set(t, "host_owners", NR_CONCAT(NR_TYPE_UID, NR_TYPE_IPADDR),
+	    8, per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+	    "type uid . ipv4_addr; flags constant;"));
+	for (i = 0; i < b->cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+
+		if (sb->owner == NULL || sb->registered_by != NULL ||
+		    lookup(sb->owner, &uid) == -1 || uid == 0)
+			continue;
+		memcpy(key, &uid, 4);	/* meta skuid: host byte order */
+		memcpy(key + 4, sb->address.a, 4);
+		fmt_ip(&sb->address, ip, sizeof(ip));
+		snprintf(text, sizeof(text), "%u . %s", uid, ip);
+		model_set_elem(s, key, 8, 0, 0, NULL, text);
+	}
+}
+
+/*
+ * gateway.host_access: a guest's services are its owner's, not every
+ * local user's (nor an escaped guest's, which runs as a uid of its own).
+ * A new connection from the host to a guest passes only from root and,
+ * with "owners", from the guest's owner; anything else is refused like a
+ * guest's refusal (EHOSTUNREACH for the caller).  Only new connections
+ * are judged: replies to guests' own connections and the errors the
+ * kernel sends them are established or related.  The gateway's own
+ * sandbox-side address is the host, not a guest.
+ */
+static void
+host_access(struct build *b, struct nr_table *t, struct nr_chain *out)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 }, mcast6;
+	static const enum nr_field k[] = { F_SKUID, F_IP_DADDR };
+	struct nr_chain *c;
+	struct nr_rb rb;
+
+	if (gw->host_access == HOST_ACCESS_OWNERS)
+		host_owner_set(b, t);
+	c = model_chain(t, "host_out", NULL, 0, 0, NULL);
+	rb_begin(&rb, t, c);
+	rb_skuid(&rb, 0);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	if (gw->host_access == HOST_ACCESS_OWNERS) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, k, 2, "host_owners", false);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "hostuser"));
+
+	rb_begin(&rb, t, out);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
+	rb_cmp_prefix(&rb, F_IP_DADDR, true, &me);
+	rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
+	rb_verdict(&rb, NFT_GOTO, "host_out");
+	rb_end(&rb);
+	/* A guest's kernel may still answer to its IPv6 link-local address
+	 * (the bridge drops what it sends back, not what reaches it): IPv6
+	 * unicast out of the sandbox side is root's only. */
+	if (prefix_parse("ff00::/8", &mcast6) == -1)
+		fatalx("%s: ff00::/8", __func__);
+	rb_begin(&rb, t, out);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, true, &mcast6);
+	rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
+	rb_verdict(&rb, NFT_GOTO, "host_out");
+	rb_end(&rb);
+}
+
+/*
+ * Fast refusals lift the kernel's per-destination ICMP limit for the
+ * whole network namespace, which on a co-located gateway is the host's:
+ * without more, every closed UDP port of the host would answer a flood of
+ * spoofed datagrams with as many errors, towards whoever the flood names.
+ * The guests' refusals cannot be built where the kernel does not count
+ * them (the bridge table's own rejects) on a gateway, since the decisions
+ * are taken after routing; so the kernel's defaults come back here for
+ * every ICMP error leaving by any other interface than the sandbox side
+ * (and loopback, which the kernel never limits): per destination one a
+ * second after a burst of six (net.ipv4.icmp_ratelimit and its burst),
+ * and 1,000 a second after a burst of 50 in all (icmp_msgs_per_sec and
+ * icmp_msgs_burst).  A destination's bucket lives a minute after its
+ * last error; a table full of destinations leaves the cap in all.
+ * Fragmentation needed and IPv6 packet too big are never limited: path
+ * MTU discovery depends on them, and the kernel exempts them too.
+ */
+#define ICMP_PEER_RATE	1
+#define ICMP_PEER_BURST	6
+#define ICMP_ALL_RATE	1000
+#define ICMP_ALL_BURST	50
+#define ICMP_PEERS	65536
+#define ICMP_PEER_MS	60000
+
+static void
+icmp_err_chain(struct build *b, struct nr_table *t, int af)
+{
+	const char *set = af == AF_INET ? "icmp_peers4" : "icmp_peers6";
+	struct nr_chain *c;
+	struct nr_set *s;
+	struct nr_rb rb;
+
+	s = model_set(t, set, af == AF_INET ? NR_TYPE_IPADDR : NR_TYPE_IP6ADDR,
+	    af == AF_INET ? 4 : 16, NFT_SET_TIMEOUT | NFT_SET_EVAL,
+	    af == AF_INET ? "type ipv4_addr; size 65536; "
+	    "flags dynamic,timeout; timeout 60s;" : "type ipv6_addr; "
+	    "size 65536; flags dynamic,timeout; timeout 60s;");
+	nftnl_set_set_u64(s->nl, NFTNL_SET_TIMEOUT, ICMP_PEER_MS);
+	nftnl_set_set_u32(s->nl, NFTNL_SET_DESC_SIZE, ICMP_PEERS);
+	c = model_chain(t, af == AF_INET ? "icmp_err4" : "icmp_err6", NULL,
+	    0, 0, NULL);
+	rb_begin(&rb, t, c);
+	rb_meter_over(&rb, af == AF_INET ? F_IP_DADDR : F_IP6_DADDR, set,
+	    ICMP_PEER_RATE, ICMP_PEER_BURST);
+	rb_verdict(&rb, NF_DROP, NULL);
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_limit_over(&rb, ICMP_ALL_RATE, ICMP_ALL_BURST);
+	rb_verdict(&rb, NF_DROP, NULL);
+	rb_end(&rb);
+}
+
+static void
+icmp_limits(struct build *b, struct nr_table *t, struct nr_chain *out)
+{
+	static const uint8_t err4[] = { 3, 4, 11, 12 }, err6[] = { 1, 3, 4 };
+	struct nr_chain *c;
+	struct nr_rb rb;
+	size_t i;
+	int k;
+
+	icmp_err_chain(b, t, AF_INET);
+	icmp_err_chain(b, t, AF_INET6);
+	c = model_chain(t, "icmp_out", NULL, 0, 0, NULL);
+	rb_begin(&rb, t, c);
+	rb_icmp_type_code(&rb, 3, 4);		/* fragmentation needed */
+	rb_verdict(&rb, NFT_RETURN, NULL);
+	rb_end(&rb);
+	for (i = 0; i < sizeof(err4); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_u8(&rb, F_ICMP_TYPE, err4[i]);
+		rb_verdict(&rb, NFT_GOTO, "icmp_err4");
+		rb_end(&rb);
+	}
+	for (i = 0; i < sizeof(err6); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_u8(&rb, F_ICMP6_TYPE, err6[i]);
+		rb_verdict(&rb, NFT_GOTO, "icmp_err6");
+		rb_end(&rb);
+	}
+	for (k = 0; k < 2; k++) {
+		rb_begin(&rb, t, out);
+		rb_cmp_str(&rb, F_OIFNAME, true, "lo");
+		rb_sandbox_side(b, &rb, F_OIFNAME, true);
+		rb_l4proto(&rb, k == 0 ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+		rb_verdict(&rb, NFT_JUMP, "icmp_out");
+		rb_end(&rb);
+	}
+}
+
 static void
 inet_output(struct build *b, struct nr_table *t)
 {
@@ -867,7 +1059,9 @@ inet_output(struct build *b, struct nr_table *t)
 	struct nr_chain *c, *pc = NULL, *dc = NULL;
 	struct nr_rb rb;
 
-	if (!o->has_proxy_uid && !o->has_dns_uid)
+	if (!o->has_proxy_uid && !o->has_dns_uid &&
+	    b->cfg->gw.host_access == HOST_ACCESS_ALL &&
+	    !b->cfg->gw.fast_refusals)
 		return;
 	if (o->has_proxy_uid)
 		proxy_output(b, t, pc = model_chain(t, "proxy_out", NULL, 0, 0,
@@ -876,6 +1070,8 @@ inet_output(struct build *b, struct nr_table *t)
 		dns_output(b, t, dc = model_chain(t, "dns_out", NULL, 0, 0,
 		    NULL));
 	c = model_chain(t, "output", "filter", NF_INET_LOCAL_OUT, 0, "filter");
+	if (b->cfg->gw.fast_refusals)
+		icmp_limits(b, t, c);
 	if (pc) {
 		rb_begin(&rb, t, c);
 		rb_skuid(&rb, o->proxy_uid);
@@ -895,6 +1091,8 @@ inet_output(struct build *b, struct nr_table *t)
 		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "dnsreply"));
 		rb_end(&rb);
 	}
+	if (b->cfg->gw.host_access != HOST_ACCESS_ALL)
+		host_access(b, t, c);
 }
 
 void

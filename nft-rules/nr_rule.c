@@ -30,6 +30,7 @@
 
 enum {
 	G_IP4 = 0x1, G_IP6 = 0x2, G_ARP = 0x4, G_TCP = 0x8, G_UDP = 0x10,
+	G_ICMP = 0x20, G_ICMP6 = 0x40,
 };
 
 struct field {
@@ -63,6 +64,11 @@ static const struct field fields[F_NFIELDS] = {
 	    0, 2, G_UDP },
 	[F_ARP_TPA] = { "arp daddr ip", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    24, 4, G_ARP },
+	[F_SKUID] = { "meta skuid", true, NFT_META_SKUID, 0, 4, 0 },
+	[F_ICMP_TYPE] = { "icmp type", false, NFT_PAYLOAD_TRANSPORT_HEADER,
+	    0, 1, G_IP4 | G_ICMP },
+	[F_ICMP6_TYPE] = { "icmpv6 type", false, NFT_PAYLOAD_TRANSPORT_HEADER,
+	    0, 1, G_IP6 | G_ICMP6 },
 };
 
 /*
@@ -207,6 +213,11 @@ guard(struct nr_rb *rb, unsigned g)
 		meta_u8(rb, NFT_META_L4PROTO, IPPROTO_TCP, "meta l4proto tcp");
 	if (g & G_UDP)
 		meta_u8(rb, NFT_META_L4PROTO, IPPROTO_UDP, "meta l4proto udp");
+	if (g & G_ICMP)
+		meta_u8(rb, NFT_META_L4PROTO, IPPROTO_ICMP, "meta l4proto icmp");
+	if (g & G_ICMP6)
+		meta_u8(rb, NFT_META_L4PROTO, IPPROTO_ICMPV6,
+		    "meta l4proto ipv6-icmp");
 	rb->guards |= g;
 }
 
@@ -259,7 +270,19 @@ rb_ethertype(struct nr_rb *rb, uint16_t type, const char *name)
 void
 rb_l4proto(struct nr_rb *rb, int proto)
 {
-	guard(rb, proto == IPPROTO_TCP ? G_TCP : G_UDP);
+	static const struct { int proto; unsigned g; } l4[] = {
+		{ IPPROTO_TCP, G_TCP }, { IPPROTO_UDP, G_UDP },
+		{ IPPROTO_ICMP, G_IP4 | G_ICMP },
+		{ IPPROTO_ICMPV6, G_IP6 | G_ICMP6 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(l4) / sizeof(l4[0]); i++)
+		if (l4[i].proto == proto) {
+			guard(rb, l4[i].g);
+			return;
+		}
+	fatalx("%s: bad use", __func__);
 }
 
 void
@@ -344,6 +367,33 @@ rb_cmp_port(struct nr_rb *rb, enum nr_field fi, uint16_t port)
 	e_cmp(rb, NFT_CMP_EQ, &v, 2);
 	text_sp(rb);
 	buf_add(&rb->text, "%s %u", f->text, port);
+}
+
+/* A one-byte field (an ICMP type or code) equal to v. */
+void
+rb_cmp_u8(struct nr_rb *rb, enum nr_field fi, uint8_t v)
+{
+	const struct field *f = &fields[fi];
+
+	if (f->len != 1)
+		fatalx("%s: bad use", __func__);
+	guard(rb, f->guard);
+	load(rb, f, REG0);
+	e_cmp(rb, NFT_CMP_EQ, &v, 1);
+	text_sp(rb);
+	buf_add(&rb->text, "%s %u", f->text, v);
+}
+
+/* ICMP type and code together, loaded at once as nft(8) does. */
+void
+rb_icmp_type_code(struct nr_rb *rb, uint8_t type, uint8_t code)
+{
+	const uint8_t v[2] = { type, code };
+
+	guard(rb, G_IP4 | G_ICMP);
+	payload_eq(rb, NFT_PAYLOAD_TRANSPORT_HEADER, 0, v, 2);
+	text_sp(rb);
+	buf_add(&rb->text, "icmp type %u icmp code %u", type, code);
 }
 
 /* Registers are 4 bytes wide; each field of a concatenation starts on
@@ -537,6 +587,58 @@ rb_redirect(struct nr_rb *rb, uint16_t port)
 	e_add(rb, e);
 	text_sp(rb);
 	buf_add(&rb->text, "redirect to :%u", port);
+}
+
+static struct nftnl_expr *
+limit_over(uint32_t rate, uint32_t burst)
+{
+	struct nftnl_expr *e = expr_new("limit");
+
+	nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_RATE, rate);
+	nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_UNIT, 1);	/* per second */
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_BURST, burst);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_FLAGS, NFT_LIMIT_F_INV);
+	return e;
+}
+
+/* Matches once packets come faster than rate a second after a burst. */
+void
+rb_limit_over(struct nr_rb *rb, uint32_t rate, uint32_t burst)
+{
+	e_add(rb, limit_over(rate, burst));
+	text_sp(rb);
+	buf_add(&rb->text, "limit rate over %u/second burst %u packets", rate,
+	    burst);
+}
+
+/* The same, with one bucket per value of a field: an element of the
+ * dynamic set, made or refreshed by the packet. */
+void
+rb_meter_over(struct nr_rb *rb, enum nr_field fi, const char *set,
+    uint32_t rate, uint32_t burst)
+{
+	struct nftnl_expr *e;
+	struct nr_set *s = model_find_set(rb->t, set);
+
+	if (s == NULL || !s->dynamic)
+		fatalx("%s: no dynamic set %s", __func__, set);
+	guard(rb, fields[fi].guard);
+	load(rb, &fields[fi], REG0);
+	e = expr_new("dynset");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SREG_KEY, REG0);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
+	/* 0: the set's own timeout; said outright as the kernel reports it
+	 * back, so that verify compares like with like. */
+	nftnl_expr_set_u64(e, NFTNL_EXPR_DYNSET_TIMEOUT, 0);
+	nftnl_expr_set_str(e, NFTNL_EXPR_DYNSET_SET_NAME, set);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SET_ID,
+	    nftnl_set_get_u32(s->nl, NFTNL_SET_ID));
+	nftnl_expr_set(e, NFTNL_EXPR_DYNSET_EXPR, limit_over(rate, burst), 0);
+	e_add(rb, e);
+	text_sp(rb);
+	buf_add(&rb->text, "update @%s { %s limit rate over %u/second burst "
+	    "%u packets }", set, fields[fi].text, rate, burst);
 }
 
 void

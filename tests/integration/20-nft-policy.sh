@@ -165,6 +165,30 @@ expect_eq "100 refused connections in a row: 100 immediate EHOSTUNREACH" \
 	"$(in_ns "$TOPO-dev" python3 "$TOPO_TMP/burst.py" $LAN_HOST 22 100)"
 expect_eq "... each counted once: no SYN was retransmitted" $((c0 + 100)) \
 	"$(counter inet private)"
+# ... but the host's own ICMP errors to anywhere else keep the kernel's
+# default limits: 3,000 datagrams to closed ports of the gateway's uplink
+# address (a flood whose source could be spoofed) draw a handful of port
+# unreachables, not 3,000, while a guest's refusals stay immediate.
+cat >"$TOPO_TMP/udp-flood.py" <<'PYEOF'
+import socket, sys, time
+def unreach():
+    lines = [l.split() for l in open("/proc/net/snmp") if l.startswith("Icmp:")]
+    return int(dict(zip(lines[0], lines[1]))["InDestUnreachs"])
+addr, n = sys.argv[1], int(sys.argv[2])
+before = unreach()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(n):
+    s.sendto(b"x", (addr, 40000 + i % 1000))
+time.sleep(2)
+print(unreach() - before)
+PYEOF
+got=$(in_ns "$NS_INET" python3 "$TOPO_TMP/udp-flood.py" 203.0.113.1 3000)
+if [ "${got:-9999}" -le 12 ]; then ok "3000 datagrams to closed ports on the uplink: $got ICMP errors back (kernel default: about 6)"
+else not_ok "3000 datagrams to closed ports on the uplink draw at most 12 ICMP errors" "got ${got:-none}"; fi
+c0=$(counter inet private)
+expect_eq "... while a guest's 100 refusals in a row stay immediate" \
+	"EHOSTUNREACH 100 slow 0" \
+	"$(in_ns "$TOPO-dev" python3 "$TOPO_TMP/burst.py" $LAN_HOST 22 100)"
 in_ns "$NS_GW" sysctl -qw net.ipv4.icmp_ratelimit=1000
 out=$(nftr verify 2>&1); st=$?
 expect_eq "verify: the kernel's ICMP limit put back is drift (exit 1)" 1 "$st"

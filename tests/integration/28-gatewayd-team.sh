@@ -63,6 +63,18 @@ echo "# placeholder kernel" >"$TOPO_TMP/vmlinuz"; chmod 0644 "$TOPO_TMP/vmlinuz"
 
 gw_start; expect_eq "gatewayd starts" 0 $?
 
+# --- the host's users and the guests (gateway.host_access "owners") --------
+topo_banner "$TOPO-a-web" 10.77.0.10 8888 "a-web-service"
+cp tests/harness/probe.py "$TOPO_TMP/probe.py"; chmod 0644 "$TOPO_TMP/probe.py"
+from_host() {	# from_host UID -- one TCP connection from the host to a-web:8888
+	in_ns "$NS_GW" setpriv --reuid="$1" --regid=65534 --clear-groups \
+	    /usr/bin/python3 "$TOPO_TMP/probe.py" tcp 10.77.0.10 8888
+}
+expect_eq "a-web's owner $UA connects from the host to a-web" connected "$(from_host "$UA")"
+expect_eq "$UB, another member, is refused" EHOSTUNREACH "$(from_host "$UB")"
+expect_eq "uid 12345, not in group moat, is refused" EHOSTUNREACH "$(from_host 12345)"
+expect_eq "root connects" connected "$(from_host 0)"
+
 # --- visibility -----------------------------------------------------------
 out=$(actl sandboxes)
 expect_match "$UA sees their own sandbox" "^a-web " "$out"

@@ -85,13 +85,32 @@ slurp(const char *path)
 	return buf;
 }
 
+/* Owners' uids without the machine's user database: alice 1001, bob
+ * 1002, root 0; nobody else has an account. */
+static int
+fake_owner_uid(const char *name, uint32_t *uid)
+{
+	static const struct { const char *name; uint32_t uid; } users[] = {
+		{ "alice", 1001 }, { "bob", 1002 }, { "root", 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(users) / sizeof(users[0]); i++)
+		if (strcmp(users[i].name, name) == 0) {
+			*uid = users[i].uid;
+			return 0;
+		}
+	return -1;
+}
+
 static void
 golden(const char *conf, enum nftr_mode mode, const char *want_path)
 {
 	/* Fixed uids so the golden output chain does not depend on the
 	 * users of the machine running the test. */
 	struct nftr_opts opts = { .mode = mode, .has_proxy_uid = true,
-	    .proxy_uid = 990, .has_dns_uid = true, .dns_uid = 991 };
+	    .proxy_uid = 990, .has_dns_uid = true, .dns_uid = 991,
+	    .owner_uid = fake_owner_uid };
 	struct moat_config *cfg = load_file(conf);
 	struct nftr_ruleset *rs;
 	char err[256], *got, *want;
@@ -464,6 +483,56 @@ test_reasons(void **state)
 	config_free(cfg);
 }
 
+/* gateway.host_access: new connections from the host to a guest pass
+ * from root and, by default, from each owner to their own guests only;
+ * "root" has no owners' set, "all" no check at all. */
+static char *
+render_access(const char *access)
+{
+	struct nftr_opts opts = { .owner_uid = fake_owner_uid };
+	struct moat_config *cfg = load_file("examples/demo.conf");
+	struct nftr_ruleset *rs;
+	char *text;
+
+	if (access != NULL)
+		cfg->gw.host_access = strcmp(access, "root") == 0 ?
+		    HOST_ACCESS_ROOT : HOST_ACCESS_ALL;
+	rs = nftr_build(cfg, &opts, NULL, 0);
+	assert_non_null(rs);
+	text = render(rs);
+	nftr_ruleset_free(rs);
+	config_free(cfg);
+	return text;
+}
+
+static void
+test_host_access(void **state)
+{
+	static const char *want[] = {
+		"meta nfproto ipv4 ip daddr 10.77.0.0/24 ip daddr != 10.77.0.1 "
+		    "ct state new goto host_out",
+		"meta skuid 0 accept",
+		"meta nfproto ipv4 meta skuid . ip daddr @host_owners accept",
+		"goto refuse_hostuser",
+		"1001 . 10.77.0.10",
+		"1002 . 10.77.0.11",
+	};
+	char *text = render_access(NULL);
+	size_t i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strstr(text, want[i]) == NULL)
+			fail_msg("missing: %s", want[i]);
+	free(text);
+	text = render_access("root");
+	assert_non_null(strstr(text, "goto host_out"));
+	assert_null(strstr(text, "host_owners"));
+	free(text);
+	text = render_access("all");
+	assert_null(strstr(text, "host_out"));
+	free(text);
+}
+
 int
 main(void)
 {
@@ -478,6 +547,7 @@ main(void)
 		cmocka_unit_test(test_flat_per_packet),
 		cmocka_unit_test(test_set_name),
 		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_host_access),
 	};
 
 	log_init("test_nftrules", 0, 0);
