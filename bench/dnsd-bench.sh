@@ -19,9 +19,9 @@
 # The "-ct" rows are the same with the policy's two notrack rules removed:
 # guests' DNS to the gateway tracked by conntrack, as before they existed.
 #
-# Prints a Markdown table; with --write appends/replaces the "dnsd" section
-# of docs/benchmarks.md.  Nothing leaves the namespaces; loads stop by
-# themselves (dnsperf -l / -n).
+# Prints a Markdown table; with --write replaces the measured block of the
+# dnsd section of docs/benchmarks.md (between its markers).  Nothing leaves
+# the namespaces; loads stop by themselves (dnsperf -l / -n).
 set -u
 cd "$(dirname "$0")/.."
 SECONDS_RUN=${SECONDS_RUN:-10}
@@ -203,6 +203,7 @@ perf() {
 # of load from elsewhere on the machine hits every one alike; each cell of
 # the table is the median over the rounds.
 ROUNDS=${ROUNDS:-3}
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 RESOLVERS=${RESOLVERS:-dnsd dnsd-policy-ct dnsd-policy dnsd-allowlist-ct dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
@@ -242,36 +243,25 @@ out=$(table)
 echo "$out"
 
 if [ $WRITE -eq 1 ]; then
+	# Only the measured block between the markers is replaced; the text
+	# around it (what each row is, what limits it) is kept.
 	f=docs/benchmarks.md
 	[ -e $f ] || echo "# moat benchmarks" >$f
 	sec=$(mktemp)
 	{
-		echo "## dnsd"
-		echo
-		echo "bench/dnsd-bench.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), shared with other jobs."
-		echo "dnsperf $(dnsperf -h 2>&1 | sed -n 's/^Version //p' | head -1) from a guest namespace, 100 queries outstanding, $SECONDS_RUN s per throughput run;"
-		echo "latency percentiles from a separate 3 s run at a fixed $RATE q/s (per-query output on; the miss run's latency uses fresh names, too)."
-		[ "$PIN" = 1 ] && echo "the resolver pinned to CPU 0, dnsperf and the upstream to CPU 1;" || echo "nothing pinned (PIN=0);"
-		echo "upstream: dnsmasq (no cache, address=, TTL 300) in the internet namespace."
-		echo "hit: $NAMES names, warmed, queried round and round; miss: a new name every query (each forwarded)."
-		echo "dnsd: --rate 0, policy lookup and rebinding filter on; \"dnsd-allowlist\": sandbox in allowlist mode with nft-rules'"
-		echo "policy applied, so every answer's addresses are in allow_web before it is sent: through the parent, unless"
-		echo "dnsd's mirror shows them there for longer than the TTL told (then the hit needs no round trip)."
-		echo "\"-ct\" rows: the same policy without its notrack rules (guests' DNS tracked by conntrack)."
-		echo "\"dnsmasq-nftset\": dnsmasq filling the same allow_web set (--nftset=/bench.test/4#inet#moat#allow_web), the peer with that feature."
-		echo "Each cell: the median of $ROUNDS interleaved rounds. The machine is shared with other jobs: single rounds"
-		echo "vary by a third or more, so compare resolvers within one run, not across runs."
-		echo "dnsmasq $(dnsmasq --version | head -1 | awk '{print $3}') (--cache-size=10000), unbound $(unbound -V 2>/dev/null | sed -n 's/^Version //p') (1 thread, iterator only, forward-zone)."
+		echo "<!-- dnsd:begin -->"
+		echo "$(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) CPUs, load average $LOAD0 at the start and $(cut -d' ' -f1 /proc/loadavg) at the end;"
+		echo "dnsperf $(dnsperf -h 2>&1 | sed -n 's/^Version //p' | head -1), dnsmasq $(dnsmasq --version | head -1 | awk '{print $3}'), unbound $(unbound -V 2>/dev/null | sed -n 's/^Version //p');"
+		echo "SECONDS_RUN=$SECONDS_RUN ROUNDS=$ROUNDS PIN=$PIN."
 		echo
 		echo "$out"
-		echo
+		echo "<!-- dnsd:end -->"
 	} >$sec
-	# Replace our section (from "## dnsd" to the next "## "), keep the rest.
 	awk -v sec=$sec '
-		/^## dnsd$/ { skip = 1; while ((getline l < sec) > 0) print l; done = 1; next }
-		skip && /^## / { skip = 0 }
+		/^<!-- dnsd:begin -->$/ { skip = 1; while ((getline l < sec) > 0) print l; done = 1; next }
+		skip && /^<!-- dnsd:end -->$/ { skip = 0; next }
 		!skip { print }
-		END { if (!done) { print ""; while ((getline l < sec) > 0) print l } }' $f >$f.new && mv $f.new $f
+		END { if (!done) { print ""; print "## dnsd"; print ""; while ((getline l < sec) > 0) print l } }' $f >$f.new && mv $f.new $f
 	rm -f $sec
 	echo "bench: wrote the dnsd section of $f" >&2
 fi

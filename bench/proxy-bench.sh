@@ -23,8 +23,8 @@
 # MODES="..." picks a subset of the rows.
 # PIN=1 pins the client (curl) to CPU 0 and the server and every proxy to
 # CPU 1, the same placement for every row, so that a proxy competes with
-# the server it relays for, never with the client; unset, the scheduler
-# places all three.
+# the server it relays for, never with the client; unset or PIN=0, the
+# scheduler places all three.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -114,8 +114,8 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	local a urls=() i base
 	read -r -a a <<<"$(curl_args "$1")"
 	base=${a[-1]}; unset 'a[-1]'
-	# Interception used to cost ~44 ms a request (see docs/benchmarks.md);
-	# it gets NI (200) requests so that a round stays within seconds.
+	# Intercepted paths get NI (200) requests, so that a round stays within
+	# seconds even where interception is slow.
 	for i in $(seq "$([ "$1" = intercepted ] && echo "${NI:-200}" || echo "$N")"); do
 		urls+=(-o /dev/null "$base/small")
 	done
@@ -169,7 +169,7 @@ tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | he
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 ulimit -n 8192
 CPIN=
-if [ -n "${PIN:-}" ]; then
+if [ "${PIN:-0}" = 1 ]; then
 	CPIN="taskset -c 0"
 	for p in $pxpid $tppid $sqpid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		taskset -a -p -c 1 "$p" >/dev/null
