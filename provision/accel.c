@@ -98,7 +98,7 @@ kvm_qemu_probe(const struct pv *pv, const struct qemu_user *u)
 
 	if (pipe2(pfd, O_CLOEXEC) == -1)
 		return false;
-	pid = spawn_qemu(argv, u, -1, pfd[1], false);
+	pid = spawn_qemu(argv, u, -1, -1, pfd[1], false);
 	close(pfd[1]);
 	if (pid == -1) {
 		close(pfd[0]);

@@ -34,10 +34,6 @@ struct row {
 	char	 accel_why[256];
 };
 
-/* How far into an old console log (from before the verdict had a file of
- * its own) the first-boot verdict is looked for. */
-#define VERDICT_SCAN_MAX	(4u << 20)
-
 /* The guest's own report (serial.c): the recorded word, else the first
  * verdict line of its console log.  Never the log's text itself. */
 static enum verdict

@@ -74,6 +74,7 @@ qemu_in_fill(const struct pv *pv, const struct target *t, enum pv_accel a,
 	in->qemu = pv->qemu;
 	in->accel = a;
 	in->tapfd = 3;
+	in->logfd = 4;
 	mac_fmt(t->sb->mac, in->mac);
 	addr_fmt(&t->sb->address, in->address, sizeof(in->address));
 	addr_fmt(&pv->cfg->gw.address, in->gateway, sizeof(in->gateway));
@@ -241,7 +242,7 @@ launch(struct pv *pv, struct target *t, enum pv_accel accel)
 {
 	struct qemu_in in;
 	struct strv a = { 0 };
-	int tapfd, errfd, rc = -1;
+	int tapfd = -1, errfd, logfd = -1, rc = -1;
 	pid_t pid;
 
 	if ((errfd = open(t->p.qemu_log, O_WRONLY | O_CREAT | O_TRUNC |
@@ -249,17 +250,21 @@ launch(struct pv *pv, struct target *t, enum pv_accel accel)
 		log_warn("%s", t->p.qemu_log);
 		return -1;
 	}
+	if (serial_logger_start(&t->p, &t->u, &logfd) == -1)
+		goto out;
 	if ((tapfd = tap_open(t->sb->tap, t->u.uid, t->u.gid)) == -1)
 		goto out;
 	if (tap_attach(t->sb->tap, pv->cfg->gw.bridge) == -1)
 		goto out;
 	qemu_in_fill(pv, t, accel, &in);
 	qemu_argv(&in, &a);
-	pid = spawn_qemu(a.v, &t->u, tapfd, errfd, true);
-	/* Our copy goes now: from here the tap lives exactly as long as
-	 * QEMU does. */
+	pid = spawn_qemu(a.v, &t->u, tapfd, logfd, errfd, true);
+	/* Our copies go now: from here the tap lives exactly as long as
+	 * QEMU does, and the logger ends when QEMU does. */
 	close(tapfd);
 	tapfd = -1;
+	close(logfd);
+	logfd = -1;
 	if (pid <= 0 || wait_ready(t, pid) == -1) {
 		log_warnx("QEMU did not start; its messages (%s):",
 		    t->p.qemu_log);
@@ -275,6 +280,8 @@ launch(struct pv *pv, struct target *t, enum pv_accel accel)
 out:
 	if (tapfd != -1)
 		close(tapfd);
+	if (logfd != -1)
+		close(logfd);
 	close(errfd);
 	strv_free(&a);
 	return rc;

@@ -265,6 +265,7 @@ gpaths_init(struct gpaths *p, const struct pv *pv, const char *name)
 	xasprintf(&p->disk, "%s/disk.qcow2", p->dir);
 	xasprintf(&p->seed, "%s/seed.iso", p->dir);
 	xasprintf(&p->log, "%s/console.log", p->dir);
+	xasprintf(&p->log_old, "%s/console.log.1", p->dir);
 	xasprintf(&p->qemu_log, "%s/qemu.log", p->dir);
 	xasprintf(&p->accel, "%s/accel", p->dir);
 	xasprintf(&p->verdict, "%s/verdict", p->dir);
@@ -286,6 +287,7 @@ gpaths_free(struct gpaths *p)
 	free(p->disk);
 	free(p->seed);
 	free(p->log);
+	free(p->log_old);
 	free(p->qemu_log);
 	free(p->accel);
 	free(p->verdict);

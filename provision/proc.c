@@ -325,18 +325,24 @@ run_limited(const struct qemu_user *u, const struct run_limits *l,
 	return rc;
 }
 
-/* In the child: tap on fd 3, nothing else open, no way back to root. */
+/* In the child: the tap on fd 3 and the serial log's pipe on fd 4 (each
+ * when given), nothing else open, no way back to root. */
 static void
-child_drop(const struct qemu_user *u, int tapfd, int errfd)
+child_drop(const struct qemu_user *u, int tapfd, int logfd, int errfd)
 {
+	int keep[2] = { tapfd, logfd }, i;
+
 	child_stdio(errfd);
-	if (tapfd >= 0) {
-		if (tapfd == 3)
-			fcntl(3, F_SETFD, 0);
-		else if (dup2(tapfd, 3) == -1)
+	/* Out of the way first, so that neither lands on the other. */
+	for (i = 0; i < 2; i++)
+		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD, 64)) ==
+		    -1)
 			_exit(126);
-	}
-	if (close_range(tapfd >= 0 ? 4 : 3, ~0u, 0) == -1)
+	for (i = 0; i < 2; i++)
+		if (keep[i] >= 0 ? dup2(keep[i], 3 + i) == -1 :
+		    close(3 + i) == -1 && errno != EBADF)
+			_exit(126);
+	if (close_range(5, ~0u, 0) == -1)
 		_exit(126);
 	umask(077);
 	/* Guest memory never lands in a core file. */
@@ -351,7 +357,7 @@ child_drop(const struct qemu_user *u, int tapfd, int errfd)
  * outlives provision; the returned pid is QEMU's. */
 pid_t
 spawn_qemu(char *const argv[], const struct qemu_user *u, int tapfd,
-    int errfd, bool detach)
+    int logfd, int errfd, bool detach)
 {
 	int pfd[2], st;
 	pid_t pid, q = -1;
@@ -374,7 +380,7 @@ spawn_qemu(char *const argv[], const struct qemu_user *u, int tapfd,
 				_exit(q == -1);
 			}
 		}
-		child_drop(u, tapfd, errfd);
+		child_drop(u, tapfd, logfd, errfd);
 		execve(argv[0], argv, clean_env);
 		_exit(127);
 	}
@@ -583,7 +589,7 @@ int
 rm_rf_guest(const struct gpaths *p)
 {
 	const char *const files[] = { p->meta, p->disk, p->seed, p->log,
-	    p->qemu_log, p->accel, p->verdict, p->kernel, p->initrd,
+	    p->log_old, p->qemu_log, p->accel, p->verdict, p->kernel, p->initrd,
 	    p->import, p->qmp, p->console, p->pidfile };
 	size_t i;
 	int rc = 0;

@@ -83,6 +83,7 @@ struct pv {
 /* Per-guest paths. */
 struct gpaths {
 	char	*dir, *meta, *disk, *seed, *log, *qemu_log;	/* state */
+	char	*log_old;	/* console.log.1: the log's previous part */
 	char	*accel;	/* accelerator in use and why: written by start */
 	char	*verdict;	/* the first-boot verdict, one word */
 	char	*kernel, *initrd, *import;	/* imported copies, scratch */
@@ -122,7 +123,8 @@ struct cfgtxn;
 struct cfgtxn *dropin_add(struct pv *, const struct dropin *, const char *path);
 int	 dir_lock(const char *dir);
 
-/* serial.c -- the guest's first-boot verdict, from its serial console. */
+/* serial.c -- the guest's serial console: its log and first-boot verdict. */
+struct qemu_user;
 enum verdict {
 	VERDICT_NONE, VERDICT_CONTAINED, VERDICT_NOT_CONTAINED, VERDICT_ERROR,
 	VERDICT_MAX
@@ -142,6 +144,31 @@ struct verdict_scan {
 void		 verdict_feed(struct verdict_scan *, const char *, size_t);
 enum verdict	 verdict_file_read(const char *path);
 enum verdict	 verdict_log_scan(const char *path, size_t max);
+/* How far into a log from before the verdict had a file it is looked for:
+ * it is printed at first boot. */
+#define VERDICT_SCAN_MAX	(4u << 20)
+
+/* The serial console's log: console.log at most max bytes, the part
+ * before in console.log.1, the first verdict in the verdict file. */
+#define SERIAL_LOG_MAX	(1 << 20)
+#define SERIAL_LOG_MIN	65536
+struct serial_log {
+	int			 cur;		/* console.log, O_APPEND */
+	int			 old;		/* console.log.1 */
+	int			 verdict;	/* until one is recorded, else -1 */
+	off_t			 size;		/* of cur */
+	off_t			 max;
+	struct verdict_scan	 vs;
+};
+/* Opened by root, made root's 0600; max at least SERIAL_LOG_MIN. */
+int	 serial_log_open(const struct gpaths *, off_t max, struct serial_log *);
+void	 serial_log_write(struct serial_log *, const char *, size_t);
+void	 verdict_record(struct serial_log *);
+void	 serial_log_close(struct serial_log *);
+/* The logger process (as the QEMU user, detached), reading a pipe whose
+ * other end, *qemu_end, goes to QEMU as its chardev's logfile.  0 or -1. */
+int	 serial_logger_start(const struct gpaths *, const struct qemu_user *,
+	    int *qemu_end);
 
 /* qemu.c -- the hardened command line (pure). */
 struct qemu_in {
@@ -154,6 +181,7 @@ struct qemu_in {
 	char			 gateway[16];
 	char			 netmask[16];
 	int			 tapfd;
+	int			 logfd;		/* the serial logger's pipe */
 };
 void	 qemu_argv(const struct qemu_in *, struct strv *);
 const char *qemu_cpu_model(enum pv_accel);
@@ -220,8 +248,9 @@ int	 run_limited(const struct qemu_user *, const struct run_limits *,
 int	 as_qemu_user(const struct qemu_user *,
 	    int (*fn)(const void *, char *, size_t), const void *arg,
 	    char *why, size_t len);
+/* tapfd becomes QEMU's fd 3, logfd its fd 4 (each if >= 0). */
 pid_t	 spawn_qemu(char *const argv[], const struct qemu_user *, int tapfd,
-	    int errfd, bool detach);
+	    int logfd, int errfd, bool detach);
 pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
 long	 proc_uptime(pid_t);
 int	 rm_rf_guest(const struct gpaths *);

@@ -63,9 +63,13 @@ add_chardevs(struct strv *a, const struct qemu_in *in)
 	strv_addf(a, "socket,id=qmp0,path=%s,server=on,wait=off", in->p->qmp);
 	strv_add(a, "-mon");
 	strv_add(a, "chardev=qmp0,mode=control");
+	/* The serial log goes to a pipe (fd set 1), never to a file QEMU
+	 * opens: the logger on the other end keeps it within a size. */
+	strv_add(a, "-add-fd");
+	strv_addf(a, "fd=%d,set=1", in->logfd);
 	strv_add(a, "-chardev");
-	strv_addf(a, "socket,id=ser0,path=%s,server=on,wait=off,logfile=%s,"
-	    "logappend=on", in->p->console, in->p->log);
+	strv_addf(a, "socket,id=ser0,path=%s,server=on,wait=off,"
+	    "logfile=/dev/fdset/1,logappend=on", in->p->console);
 	strv_add(a, "-serial");
 	strv_add(a, "chardev:ser0");
 }

@@ -34,6 +34,9 @@ as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
 # guests' console sockets), in the gateway namespace (the taps' bridge).
 pvr() { ip netns exec "$NS_GW" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 mpv() { local u=$1; shift; as "$u" "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
+# A member's console in the background: exec, so that $! is runuser's pid,
+# which passes a kill on to provision (QEMU serves one console client at a
+# time: one left behind would hold the guest's console).
 
 chmod 0755 "$TOPO_TMP"		# QEMU (nobody) reaches the kernel and initramfs
 tree=$(bash tests/harness/guest-kernel.sh "$GUEST_CACHE") &&
@@ -79,7 +82,8 @@ expect_fail "$UA cannot open her console socket herself (QEMU's 0700 folder)" \
 # reaches it.  stdin is a FIFO held open here, so the console stays up.
 mkfifo "$TOPO_TMP/in"
 exec 7<>"$TOPO_TMP/in"
-mpv "$UA" console c-a <"$TOPO_TMP/in" >"$TOPO_TMP/con-a.out" 2>&1 &
+(exec runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" console c-a) \
+	<"$TOPO_TMP/in" >"$TOPO_TMP/con-a.out" 2>&1 &
 CPID=$!
 seen() { grep -aq "$1" "$2" 2>/dev/null; }
 if wait_for 60 seen MOAT-TICK "$TOPO_TMP/con-a.out"; then
@@ -107,7 +111,8 @@ expect_match "the refusal is audited" \
 
 # Control: the console of c-b works for its owner.
 exec 7<>"$TOPO_TMP/in"
-mpv "$UB" console c-b <"$TOPO_TMP/in" >"$TOPO_TMP/con-b.out" 2>&1 &
+(exec runuser -u "$UB" -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" console c-b) \
+	<"$TOPO_TMP/in" >"$TOPO_TMP/con-b.out" 2>&1 &
 CPID=$!
 if wait_for 60 seen MOAT-TICK "$TOPO_TMP/con-b.out"; then
 	ok "$UB reads c-b's console (the refusal was about ownership)"
@@ -158,6 +163,38 @@ out=$(printf 'status\n' | timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c 
 expect_match "console symlinked by its QEMU to the control socket: refused" \
 	"guest \"c-a\" is not running" "$out"
 expect_fail "... and no control session as root came through" grep -q "uptime" <<<"$out"
+
+# The serial log is capped: c-b prints 1.2 MB on its serial console (the
+# tick guest's "FLOOD N", read by a console client meanwhile, as QEMU
+# stalls its serial output while no client is connected), more than the
+# 1 MiB cap.  console.log stays at or under it, the part before is in
+# console.log.1 (also at most 1 MiB), the log goes on after the cut, and
+# the files are root's: QEMU's user (a guest that escaped) cannot write
+# them.
+LOGB=$TOPO_TMP/state/guests/c-b
+t0=$(now_ms)
+timeout 400 python3 - "$TOPO_TMP/guests/c-b/console.sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"FLOOD 1200000\n")
+tail = b""
+while b"FLOOD-DONE" not in tail:
+    d = s.recv(65536)
+    if not d: break
+    tail = (tail + d)[-64:]
+PY
+flooded() { grep -aq "FLOOD-DONE" "$LOGB/console.log" 2>/dev/null; }
+if wait_for 30 flooded; then ok "c-b printed 1.2 MB on its serial console"
+else not_ok "c-b printed 1.2 MB on its serial console" "$(ls -l "$LOGB")"; fi
+echo "# 1.2 MB out of the serial console (TCG): $(( $(now_ms) - t0 )) ms"
+cur=$(stat -c %s "$LOGB/console.log"); old=$(stat -c %s "$LOGB/console.log.1" 2>/dev/null || echo 0)
+expect_ok "console.log is at or under 1 MiB ($cur bytes)" test "$cur" -le 1048576
+expect_ok "console.log.1 holds the part before, at most 1 MiB ($old bytes)" \
+	test "$old" -gt 0 -a "$old" -le 1048576
+expect_ok "nothing lost at the cut: the two hold more than 1 MiB" test $((cur + old)) -gt 1048576
+expect_eq "console.log is root's, 0600" "0:0 600" "$(stat -c '%u:%g %a' "$LOGB/console.log")"
+expect_fail "QEMU's user cannot write its console log" \
+	runuser -u nobody -- sh -c "echo x >>'$LOGB/console.log'"
 
 pvr stop --force c-a >/dev/null 2>&1
 out=$(timeout 30 runuser -u "$UA" -- "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" \

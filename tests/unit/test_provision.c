@@ -4,6 +4,8 @@
  * golden copy), address/MAC/tap allocation, the drop-in (it must load),
  * and the cloud-init seed (no passwordless sudo, no default user, quoting).
  */
+#include <sys/stat.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "log.h"
 #include "provision.h"
 #include "qcow2.h"
 
@@ -43,7 +46,7 @@ qemu_line(enum pv_mode mode, enum pv_accel accel)
 	    .qmp = "/r/web/qmp.sock", .console = "/r/web/console.sock",
 	    .pidfile = "/r/web/qemu.pid" };
 	struct qemu_in in = { .g = &g, .p = &p, .accel = accel,
-	    .qemu = "/usr/bin/qemu-system-x86_64", .tapfd = 3,
+	    .qemu = "/usr/bin/qemu-system-x86_64", .tapfd = 3, .logfd = 4,
 	    .mac = "02:6d:74:00:00:0a", .address = "10.77.0.10",
 	    .gateway = "10.77.0.1", .netmask = "255.255.255.0" };
 	struct strv a = { 0 };
@@ -72,8 +75,9 @@ t_qemu_hardening(void **state)
 		" -device virtio-net-pci,netdev=net0,mac=02:6d:74:00:00:0a,"
 		    "romfile= ",
 		" -device virtio-rng-pci,",
-		"socket,id=ser0,path=/r/web/console.sock,server=on,wait=off,"
-		    "logfile=/s/web/console.log",
+		" -add-fd fd=4,set=1 -chardev socket,id=ser0,"
+		    "path=/r/web/console.sock,server=on,wait=off,"
+		    "logfile=/dev/fdset/1,",
 		" -serial chardev:ser0 ",
 		"socket,id=qmp0,path=/r/web/qmp.sock,server=on,wait=off",
 		" -mon chardev=qmp0,mode=control ",
@@ -88,6 +92,7 @@ t_qemu_hardening(void **state)
 		"-daemonize", "-runas", "ifname=", "script=", "-monitor",
 		"websocket", "vhost-user", "-chroot", "kvm-pit",
 		"elevateprivileges=allow", "spawn=allow", "smb=",
+		"logfile=/s/",	/* a file QEMU would fill (serial.c) */
 	};
 	enum pv_mode modes[] = { MODE_KERNEL, MODE_IMAGE };
 	enum pv_accel accels[] = { ACCEL_TCG, ACCEL_KVM };
@@ -127,9 +132,9 @@ t_qemu_golden(void **state)
 	    "-display none -vga none -msg timestamp=on "
 	    "-pidfile /r/web/qemu.pid "
 	    "-chardev socket,id=qmp0,path=/r/web/qmp.sock,server=on,wait=off "
-	    "-mon chardev=qmp0,mode=control "
+	    "-mon chardev=qmp0,mode=control -add-fd fd=4,set=1 "
 	    "-chardev socket,id=ser0,path=/r/web/console.sock,server=on,"
-	    "wait=off,logfile=/s/web/console.log,logappend=on "
+	    "wait=off,logfile=/dev/fdset/1,logappend=on "
 	    "-serial chardev:ser0 "
 	    "-object rng-random,id=rng0,filename=/dev/urandom "
 	    "-device virtio-rng-pci,rng=rng0,max-bytes=1048576,period=1000 "
@@ -513,6 +518,98 @@ t_verdict(void **state)
 	assert_int_equal(vs.v, VERDICT_CONTAINED);
 }
 
+static off_t
+fsize(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	char *s = read_small_file(path, 1 << 20, len);
+
+	assert_non_null(s);
+	return s;
+}
+
+/* The serial log never passes its cap: console.log at most max bytes,
+ * the part before in console.log.1, nothing lost between the two; an old
+ * log over the cap is cut at open; the first verdict is recorded once. */
+static void
+t_serial_log(void **state)
+{
+	char dir[] = "/tmp/moat-test-serial.XXXXXX", line[64], *all, *a, *b;
+	struct gpaths p = { 0 };
+	struct serial_log l;
+	size_t n = 0, la, lb, cap = 1 << 20;
+	FILE *f;
+	int i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	xasprintf(&p.log, "%s/console.log", dir);
+	xasprintf(&p.log_old, "%s/console.log.1", dir);
+	xasprintf(&p.verdict, "%s/verdict", dir);
+	/* An old log from before the cap, without a verdict file. */
+	assert_non_null(f = fopen(p.log, "w"));
+	fputs("MOAT-VERDICT: contained\r\n", f);
+	for (i = 0; i < 20000; i++)
+		fprintf(f, "old %d\n", i);
+	fclose(f);
+	assert_true(fsize(p.log) > SERIAL_LOG_MIN);
+	assert_int_equal(serial_log_open(&p, 1000, &l), 0);
+	assert_int_equal(l.max, SERIAL_LOG_MIN);
+	assert_int_equal(fsize(p.log), 0);
+	assert_int_equal(fsize(p.log_old), SERIAL_LOG_MIN);
+	/* Its verdict, from before it had a file, is the one kept. */
+	assert_int_equal(verdict_file_read(p.verdict), VERDICT_CONTAINED);
+	assert_int_equal(l.verdict, -1);
+	serial_log_close(&l);
+
+	unlink(p.log);
+	unlink(p.log_old);
+	unlink(p.verdict);
+	assert_int_equal(serial_log_open(&p, SERIAL_LOG_MIN, &l), 0);
+	all = xmalloc(cap);
+	for (i = 0; n + sizeof(line) < cap; i++) {
+		snprintf(line, sizeof(line), i == 50 ? "MOAT-VERDICT: NOT "
+		    "CONTAINED\r\n" : i == 60 ? "MOAT-VERDICT: contained\r\n" :
+		    "line %d of the guest's console\r\n", i);
+		memcpy(all + n, line, strlen(line));
+		n += strlen(line);
+		serial_log_write(&l, line, strlen(line));
+		assert_true(fsize(p.log) <= SERIAL_LOG_MIN);
+		assert_true(fsize(p.log_old) <= SERIAL_LOG_MIN);
+	}
+	serial_log_close(&l);
+	assert_int_equal(verdict_file_read(p.verdict), VERDICT_NOT_CONTAINED);
+	/* console.log.1 then console.log: the end of what was written. */
+	a = slurp(p.log_old, &la);
+	b = slurp(p.log, &lb);
+	assert_true(la > 0 && lb > 0);
+	assert_memory_equal(all + n - lb, b, lb);
+	assert_memory_equal(all + n - lb - la, a, la);
+	free(a);
+	free(b);
+	/* Reopened: the recorded verdict stays, whatever comes later. */
+	assert_int_equal(serial_log_open(&p, SERIAL_LOG_MIN, &l), 0);
+	assert_int_equal(l.verdict, -1);
+	serial_log_write(&l, "MOAT-VERDICT: contained\n", 24);
+	serial_log_close(&l);
+	assert_int_equal(verdict_file_read(p.verdict), VERDICT_NOT_CONTAINED);
+	free(all);
+	unlink(p.log);
+	unlink(p.log_old);
+	unlink(p.verdict);
+	rmdir(dir);
+	free(p.log);
+	free(p.log_old);
+	free(p.verdict);
+}
+
 int
 main(void)
 {
@@ -530,6 +627,7 @@ main(void)
 		cmocka_unit_test(t_join),
 		cmocka_unit_test(t_qcow2_header),
 		cmocka_unit_test(t_verdict),
+		cmocka_unit_test(t_serial_log),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
