@@ -33,7 +33,6 @@ as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
 # Root's provision, with gatewayd's run directory (where it looks for
 # guests' console sockets), in the gateway namespace (the taps' bridge).
 pvr() { ip netns exec "$NS_GW" build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
-mpv() { local u=$1; shift; as "$u" "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 # A member's console in the background: exec, so that $! is runuser's pid,
 # which passes a kill on to provision (QEMU serves one console client at a
 # time: one left behind would hold the guest's console).
