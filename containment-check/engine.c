@@ -7,6 +7,10 @@
  * the gateway (blocked) is told apart from port-unreachable or a RST
  * (closed: something is there) and from silence (filtered).
  *
+ * On a port the gateway's proxy may answer in the far end's stead, a TCP
+ * probe speaks once connected (plain HTTP, or TLS through tls.c) and
+ * intercept.c turns what came back into the verdict.
+ *
  * Timeouts: every probe of one timeout value is started later than the
  * ones before it, so per timeout value the deadlines are in start order
  * and a FIFO per value is a priority queue.  There are only a few values.
@@ -369,9 +373,10 @@ static void
 tls_begin(struct engine *e, struct cc_probe *p)
 {
 	if ((p->tls = tls_new(p->fd, p->sni)) == NULL) {
-		evidence(p, false, "connected; no TLS client: %s",
-		    "out of memory");
-		finish(e, p, V_SKIPPED);
+		/* Connected, and nothing to tell who answered: fail closed. */
+		evidence(p, false, "connected; could not start TLS");
+		p->verdict = V_CONNECTED;
+		finish(e, p, V_CONNECTED);
 		return;
 	}
 	p->rbuf = xmalloc(RBUF_MAX);
