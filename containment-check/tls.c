@@ -31,12 +31,25 @@ struct cc_tls {
 static SSL_CTX *ctx;
 static STACK_OF(X509) *gateway_cas;
 
+/* Before any other OpenSSL call: libcrypto's implicit start would read
+ * the system's openssl.cnf (and load what it names). */
+static void
+tls_init(void)
+{
+	static bool done;
+
+	if (!done && OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1)
+		fatalx("cannot start OpenSSL");
+	done = true;
+}
+
 int
 tls_set_gateway_ca(const char *path)
 {
 	X509 *x;
 	FILE *f;
 
+	tls_init();
 	if ((f = fopen(path, "re")) == NULL)
 		return -1;
 	if (gateway_cas == NULL)
@@ -53,8 +66,8 @@ tls_ctx(void)
 {
 	if (ctx != NULL)
 		return ctx;
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1 ||
-	    (ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+	tls_init();
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
 		fatalx("cannot start OpenSSL's TLS client");
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
 	/* Any server that answers counts; weak ones too. */

@@ -101,13 +101,13 @@ ip -n "$NS_GW" route replace default via $INET_ADDR	# went with the link
 # chain does not hold it).  The TLS handshake completes with the stand-in's
 # own certificate: the far end, a breach at each resolver.
 proxy_up python3 tests/harness/naive-proxy.py $GW_ADDR 3128 || not_ok "forwarding proxy starts"
-cc_scan web
+cc_scan web --timeout 3000	# room for the handshake and the DoH answer
 expect_eq "mutation 'proxy forwards TLS': exit 1" 1 "$CC_RC"
 for a in $PUBLIC_RESOLVERS; do
 	expect_eq "mutation 'proxy forwards TLS': $a:443 breach names the far end's certificate" True \
 		"$(cc_q "any(x['outcome']=='BREACH' and x['class']=='dns-bypass' and x['target']=='$a:443' and 'CN=public-resolver.test, not the gateway' in x['evidence'] for x in rs)")"
 done
 expect_eq "mutation 'proxy forwards TLS': the DoH answer is in the evidence" True \
-	"$(cc_q "any(x['target']=='9.9.9.9:443' and 'DoH answer: NOERROR' in x['evidence'] for x in rs)")"
+	"$(cc_q "any(x['target'].endswith(':443') and 'DoH answer: NOERROR' in x['evidence'] for x in rs)")"
 
 tap_done
