@@ -182,6 +182,7 @@ static void
 speak(struct cc_probe *p, const char *name)
 {
 	char host[300], req[400];
+	struct moat_addr lit;
 	enum cc_app app;
 	int len;
 
@@ -192,7 +193,9 @@ speak(struct cc_probe *p, const char *name)
 	len = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n"
 	    "Connection: close\r\n\r\n", host);
 	set_payload(p, app, req, (size_t)len);
-	p->sni = app == A_TLS ? name : NULL;
+	/* A server name is a name: never an address literal (RFC 6066). */
+	p->sni = app == A_TLS && name != NULL && addr_parse(name, &lit) == -1 ?
+	    name : NULL;
 }
 
 /* DNS over HTTPS to addr: a TLS handshake (no server name, as a client
