@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 runs=${1:-5}; [ "$runs" -ge 1 ] && [ "$runs" -le 20 ] || runs=5
 cc_topo >/dev/null || { echo "bench: topology failed" >&2; exit 1; }
 conf=$TOPO_TMP/bench.conf
-sed -n '/^gateway: {/,/^);/p' tests/integration/40-containment-policy.sh >"$conf"
+mkdir -p "$TOPO_TMP/state"
+sed -n '/^gateway: {/,/^);/p' tests/integration/40-containment-policy.sh |
+	sed "s|\$TOPO_TMP|$TOPO_TMP|" >"$conf"
 # The same policy with the kernel's ICMP rate limits left as they are.
 sed 's/^gateway: {/gateway: {\n  refusals: { fast = false; };/' "$conf" >"$conf.slow"
 # A fresh namespace starts at the kernel's default sysctls: say so.
@@ -29,9 +31,12 @@ series() {	# series LABEL -- RUNS scans, one markdown row
 }
 echo "| setup | probes | runs | median wall time | range |"
 echo "|---|---|---|---|---|"
-in_ns "$NS_GW" build/nft-rules -c "$conf.slow" apply >/dev/null || exit 1
+# The policy test's proxy behind interception (the default), as there.
+topo_bg "$NS_GW" moat-proxy build/moat-proxy -d -c "$conf" --user nobody
+topo_wait_port "$NS_GW" $GW_ADDR 3128 || exit 1
+in_ns "$NS_GW" build/nft-rules -c "$conf.slow" --proxy-user nobody apply >/dev/null || exit 1
 series "full policy, kernel default ICMP rate limits (\`refusals.fast = false\`)"
-in_ns "$NS_GW" build/nft-rules -c "$conf" apply >/dev/null || exit 1
+in_ns "$NS_GW" build/nft-rules -c "$conf" --proxy-user nobody apply >/dev/null || exit 1
 series "full policy as applied by default (fast refusals: per-host limit off, global cap 100,000/s)"
 in_ns "$NS_GW" build/nft-rules -c "$conf" flush >/dev/null
 ip -n "$NS_INET" route add 10.77.0.0/24 via 203.0.113.1

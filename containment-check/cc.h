@@ -8,7 +8,9 @@
  *   report.c    judges every probe against its expectation and prints
  * local.c holds the checks that read the guest itself (no packets),
  * dns.c the DNS wire format (ldns): query builder and the pure reply parser,
- * and spoof.c the anti-spoofing probe's frames and reply matching.
+ * spoof.c the anti-spoofing probe's frames and reply matching, intercept.c
+ * the pure rule that tells the gateway's proxy from the far end, and tls.c
+ * the TLS client (OpenSSL) that gathers its evidence.
  */
 #ifndef CC_H
 #define CC_H
@@ -35,6 +37,10 @@ enum cc_verdict {
 	V_CLOSED,	/* RST or port-unreachable: something is there */
 	V_BLOCKED,	/* ICMP administratively prohibited */
 	V_FILTERED,	/* no answer in time, or no route */
+	V_PROXY,	/* the gateway's proxy answered in the far end's stead
+			 * and refused (intercept.c) */
+	V_CONNECTED,	/* connected on a port the proxy may answer, but
+			 * nothing told the proxy from the far end */
 	V_SKIPPED,	/* could not be run here */
 	V_FOUND,	/* local check: the exposure exists */
 	V_ABSENT	/* local check: it does not */
@@ -57,8 +63,11 @@ enum cc_outcome { O_OK, O_PASS, O_INFO, O_BREACH, O_FAILED };
 
 enum cc_kind { K_TCP, K_UDP, K_ICMP6, K_LOCAL, K_SPOOF };
 
-/* What a TCP or UDP probe sends once connected and how it reads the answer. */
-enum cc_app { A_NONE, A_DNS, A_HTTP, A_RAW };
+/* What a TCP or UDP probe sends once connected and how it reads the answer.
+ * A_HTTP asks the explicit proxy; A_WEB (plain HTTP) and A_TLS (a TLS
+ * handshake, then an HTTP request inside) talk to the destination itself
+ * on a port the gateway's proxy may answer in its stead (intercept.c). */
+enum cc_app { A_NONE, A_DNS, A_HTTP, A_RAW, A_WEB, A_TLS };
 
 #define CC_DNS_MAXADDR	8
 
@@ -102,6 +111,7 @@ struct cc_probe {
 	enum cc_app	app;
 	enum cc_expect	expect;
 	const char	*what;		/* static text: why this probe exists */
+	const char	*sni;		/* A_TLS: the server name, or NULL */
 	union cc_sockaddr dst;
 	socklen_t	dstlen;
 	uint8_t		*payload;	/* owned; sent after connect */
@@ -111,7 +121,7 @@ struct cc_probe {
 
 	/* filled in by the engine */
 	enum cc_verdict	verdict;
-	char		evidence[88];
+	char		evidence[120];
 	uint32_t	rtt_us;
 	struct cc_dns_reply *dns;	/* owned; A_DNS replies only */
 	struct cc_spoof	*spoof;		/* owned; K_SPOOF only */
@@ -124,6 +134,7 @@ struct cc_probe {
 	uint8_t		*rbuf;
 	uint64_t	t0;
 	uint32_t	tq_next;
+	struct cc_tls	*tls;		/* A_TLS: the handshake (tls.c) */
 
 	enum cc_outcome	outcome;	/* set by report_judge */
 };
@@ -204,6 +215,7 @@ struct cc_opts {
 	struct moat_prefix pub[CC_MAXLIST];
 	size_t		npub;
 	uint16_t	proxy_port;
+	const char	*gateway_ca;	/* the proxy's CA certificate file */
 	unsigned	timeout_ms;
 	unsigned	concurrency;
 	int		host_checks;	/* -1: decide from the namespace */
@@ -221,6 +233,8 @@ const char *args_mode_name(enum cc_mode);
  * or "#" comment.  0 ok, -1 bad line, -2 list full. */
 int	 args_targets_line(const char *line, struct cc_opts *);
 #define CC_TARGETS_FILE	"/etc/moat/containment-targets"
+/* Where provision installs the gateway proxy's CA certificate. */
+#define CC_GATEWAY_CA	"/usr/local/share/ca-certificates/moat-gateway.crt"
 
 /* discover.c */
 void	 discover(struct cc_disc *, bool read_resolv);
@@ -271,6 +285,47 @@ enum spoof_rx spoof_classify(const struct cc_spoof *,
 int	 spoof_pick(const struct moat_addr *self, int plen,
 	    const struct moat_addr *gw, const struct moat_addr *taken,
 	    size_t ntaken, struct in_addr *);
+
+/* intercept.c: pure.  The gateway may redirect a port to its proxy
+ * (moat.conf proxy.intercept), which then answers in the far end's stead;
+ * a connection there proves nothing by itself.  What the probe saw: */
+struct cc_tls_seen {
+	bool		 server_hello;	/* a ServerHello arrived */
+	bool		 certificate;	/* a Certificate message arrived */
+	bool		 done;		/* the handshake completed */
+	bool		 gateway_cert;	/* a certificate from the gateway's CA */
+	bool		 not_tls;	/* a record header that is not TLS */
+	int		 alert;		/* the first alert received; -1 none */
+	char		 subject[40];	/* the leaf's CN, printable */
+};
+struct cc_http_reply {
+	int		 status;	/* 0: not (yet) an HTTP reply */
+	bool		 complete;	/* head and Content-Length body read */
+	bool		 moat_refused;	/* X-Moat-Refused: the proxy wrote it */
+	char		 reason[48];	/* its value, printable */
+	size_t		 body, bodylen;	/* the body read so far */
+};
+#define CC_ALERT_ACCESS_DENIED	49
+int	 cc_http_reply_parse(const uint8_t *, size_t, struct cc_http_reply *);
+enum cc_verdict cc_intercept_verdict(const struct cc_tls_seen *tls,
+	    const uint8_t *reply, size_t len, uint16_t dnsid, bool timedout,
+	    char *ev, size_t evlen);
+bool	 cc_intercept_port(uint16_t port, enum cc_app *);
+int	 cc_doh_request(const uint8_t *query, size_t qlen, const char *host,
+	    char *buf, size_t len);
+const char *cc_tls_alert_name(int);
+
+/* tls.c: the engine's TLS client; no verification: it gathers evidence. */
+int	 tls_set_gateway_ca(const char *path);	/* 0 ok, -1 unreadable */
+struct cc_tls *tls_new(int fd, const char *sni);
+/* 1 done (handshake over: ok or not), 0 wants POLLIN, 2 wants POLLOUT */
+int	 tls_handshake(struct cc_tls *);
+/* > 0 bytes, 0 end of stream or error, -1 wants POLLIN, -2 POLLOUT */
+int	 tls_write(struct cc_tls *, const void *, size_t);
+int	 tls_read(struct cc_tls *, void *, size_t);
+const struct cc_tls_seen *tls_seen(const struct cc_tls *);
+void	 tls_free(struct cc_tls *);
+void	 tls_cleanup(void);
 
 /* local.c: host-exposure checks, one K_LOCAL probe each. */
 void	 local_checks(struct cc_probes *, const struct cc_disc *, bool host);

@@ -7,6 +7,10 @@
  * the gateway (blocked) is told apart from port-unreachable or a RST
  * (closed: something is there) and from silence (filtered).
  *
+ * On a port the gateway's proxy may answer in the far end's stead, a TCP
+ * probe speaks once connected (plain HTTP, or TLS through tls.c) and
+ * intercept.c turns what came back into the verdict.
+ *
  * Timeouts: every probe of one timeout value is started later than the
  * ones before it, so per timeout value the deadlines are in start order
  * and a FIFO per value is a priority queue.  There are only a few values.
@@ -37,7 +41,7 @@
 #define RBUF_MAX	4096
 #define HARD_CAP_US	(60ULL * 1000 * 1000)	/* no scan runs longer */
 
-enum { S_IDLE, S_CONNECT, S_AWAIT, S_DONE };
+enum { S_IDLE, S_CONNECT, S_AWAIT, S_TLS, S_DONE };
 
 struct tq {
 	unsigned	timeout_ms;
@@ -100,6 +104,8 @@ finish(struct engine *e, struct cc_probe *p, enum cc_verdict v)
 	}
 	free(p->rbuf);
 	p->rbuf = NULL;
+	tls_free(p->tls);
+	p->tls = NULL;
 	p->state = S_DONE;
 	e->inflight--;
 	e->done++;
@@ -300,6 +306,85 @@ app_http_reply(struct cc_probe *p, const uint8_t *buf, size_t len)
 		evidence(p, false, "not an HTTP reply");
 }
 
+/* --- on ports the gateway's proxy may answer ------------------------------ */
+
+/* The probe ends with what intercept.c makes of what it saw. */
+static void
+intercept_done(struct engine *e, struct cc_probe *p, bool timedout)
+{
+	enum cc_verdict v;
+
+	v = cc_intercept_verdict(p->tls != NULL ? tls_seen(p->tls) : NULL,
+	    p->rbuf, p->rbuf != NULL ? p->rlen : 0, p->dnsid, timedout,
+	    p->evidence, sizeof(p->evidence));
+	p->verdict = v;
+	finish(e, p, v);
+}
+
+static bool
+http_complete(const struct cc_probe *p)
+{
+	struct cc_http_reply r;
+
+	return cc_http_reply_parse(p->rbuf, p->rlen, &r) == -1 || r.complete;
+}
+
+/* Handshake, the request, the reply: each step until it would block. */
+static void
+tls_drive(struct engine *e, struct cc_probe *p)
+{
+	int r;
+
+	if (p->state == S_TLS) {
+		if ((r = tls_handshake(p->tls)) != 1) {
+			watch(e, p, EPOLL_CTL_MOD, r == 2 ? EPOLLOUT : EPOLLIN);
+			return;
+		}
+		if (!tls_seen(p->tls)->done) {
+			intercept_done(e, p, false);
+			return;
+		}
+		if ((r = tls_write(p->tls, p->payload, p->paylen)) <= 0) {
+			if (r == 0)
+				intercept_done(e, p, false);
+			else
+				watch(e, p, EPOLL_CTL_MOD, r == -2 ? EPOLLOUT :
+				    EPOLLIN);
+			return;
+		}
+		p->state = S_AWAIT;
+	}
+	while (p->rlen < RBUF_MAX) {
+		r = tls_read(p->tls, p->rbuf + p->rlen, RBUF_MAX - p->rlen);
+		if (r < 0) {
+			watch(e, p, EPOLL_CTL_MOD, r == -2 ? EPOLLOUT : EPOLLIN);
+			return;
+		}
+		if (r == 0)
+			break;
+		p->rlen += (uint16_t)r;
+		if (http_complete(p))
+			break;
+	}
+	intercept_done(e, p, false);
+}
+
+static void
+tls_begin(struct engine *e, struct cc_probe *p)
+{
+	if ((p->tls = tls_new(p->fd, p->sni)) == NULL) {
+		/* Connected, and nothing to tell who answered: fail closed. */
+		evidence(p, false, "connected; could not start TLS");
+		p->verdict = V_CONNECTED;
+		finish(e, p, V_CONNECTED);
+		return;
+	}
+	p->rbuf = xmalloc(RBUF_MAX);
+	p->rlen = 0;
+	p->state = S_TLS;
+	tls_drive(e, p);
+}
+
 /* --- TCP ----------------------------------------------------------------- */
 
 static void
@@ -326,6 +411,10 @@ tcp_connected(struct engine *e, struct cc_probe *p)
 		finish(e, p, V_REACHABLE);
 		return;
 	}
+	if (p->app == A_TLS) {
+		tls_begin(e, p);
+		return;
+	}
 	if (p->app == A_DNS) {		/* RFC 1035 4.2.2 length prefix */
 		if (len > sizeof(buf) - 2) {
 			finish(e, p, V_REACHABLE);
@@ -339,6 +428,10 @@ tcp_connected(struct engine *e, struct cc_probe *p)
 	}
 	/* A fresh socket's send buffer takes a few hundred bytes at once. */
 	if (send(p->fd, out, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		if (p->app == A_WEB) {
+			intercept_done(e, p, false);
+			return;
+		}
 		evidence(p, true, ", send failed");
 		finish(e, p, V_REACHABLE);
 		return;
@@ -391,6 +484,8 @@ tcp_reply_complete(const struct cc_probe *p)
 	if (p->app == A_DNS)
 		return p->rlen >= 2 &&
 		    p->rlen >= 2 + ((p->rbuf[0] << 8) | p->rbuf[1]);
+	if (p->app == A_WEB)
+		return http_complete(p);
 	return memchr(p->rbuf, '\n', p->rlen) != NULL;
 }
 
@@ -406,6 +501,10 @@ tcp_read(struct engine *e, struct cc_probe *p)
 		return;
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (p->app == A_WEB) {
+		intercept_done(e, p, false);
+		return;
+	}
 	if (p->rlen == 0)
 		evidence(p, true, ", closed without a reply");
 	else if (p->app == A_DNS && p->rlen > 2)
@@ -421,6 +520,10 @@ tcp_io(struct engine *e, struct cc_probe *p, uint32_t ev)
 	int err = 0;
 	socklen_t len = sizeof(err);
 
+	if (p->app == A_TLS && (p->state == S_TLS || p->state == S_AWAIT)) {
+		tls_drive(e, p);
+		return;
+	}
 	if (p->state == S_AWAIT) {
 		tcp_read(e, p);
 		return;
@@ -436,6 +539,11 @@ tcp_io(struct engine *e, struct cc_probe *p, uint32_t ev)
 static void
 tcp_expire(struct engine *e, struct cc_probe *p)
 {
+	if (p->state == S_TLS || (p->state == S_AWAIT &&
+	    (p->app == A_WEB || p->app == A_TLS))) {
+		intercept_done(e, p, true);
+		return;
+	}
 	if (p->state == S_AWAIT) {
 		evidence(p, true, ", no reply in %u ms", p->timeout_ms);
 		finish(e, p, V_REACHABLE);

@@ -35,6 +35,8 @@ static const char usage_text[] =
 "                        9.9.9.9 1.1.1.1 8.8.8.8 and two IPv6 ones)\n"
 "  --treat-as-public CIDR  not private for DNS judgements (test labs)\n"
 "  --proxy-port N        the gateway's proxy port (3128; 0: none)\n"
+"  --gateway-ca FILE     the proxy's CA certificate (default\n"
+"                        " CC_GATEWAY_CA " if present)\n"
 "  --timeout MS          per-probe timeout (1500; the gateway sweep uses\n"
 "                        a fifth of it, at least 100)\n"
 "  --concurrency N       probes in flight (2048)\n"
@@ -52,7 +54,7 @@ enum {
 	OPT_GATEWAY = 256, OPT_EXPECT, OPT_ALLOW, OPT_DENY, OPT_REBIND,
 	OPT_INTERNET, OPT_TARGET, OPT_RESOLVER, OPT_PUBLIC, OPT_PROXY,
 	OPT_TIMEOUT, OPT_CONC, OPT_HOSTCHK, OPT_NOHOSTCHK, OPT_INGUEST,
-	OPT_JSON, OPT_TFILE,
+	OPT_JSON, OPT_TFILE, OPT_GWCA,
 };
 
 static const struct option longopts[] = {
@@ -67,6 +69,7 @@ static const struct option longopts[] = {
 	{ "resolver",		required_argument, NULL, OPT_RESOLVER },
 	{ "treat-as-public",	required_argument, NULL, OPT_PUBLIC },
 	{ "proxy-port",		required_argument, NULL, OPT_PROXY },
+	{ "gateway-ca",		required_argument, NULL, OPT_GWCA },
 	{ "timeout",		required_argument, NULL, OPT_TIMEOUT },
 	{ "concurrency",	required_argument, NULL, OPT_CONC },
 	{ "host-checks",	no_argument,	   NULL, OPT_HOSTCHK },
@@ -137,6 +140,9 @@ set_option(struct cc_opts *o, int ch, const char *arg)
 	case OPT_TFILE:
 		o->targets_file = arg;
 		break;
+	case OPT_GWCA:
+		o->gateway_ca = arg;
+		break;
 	case OPT_TARGET:
 		if (o->ntargets == CC_MAXLIST ||
 		    args_target(arg, &o->targets[o->ntargets++]) == -1)
@@ -196,6 +202,18 @@ read_targets(struct cc_opts *o)
 	fclose(f);
 }
 
+/* The CA the proxy signs with when it terminates TLS: a handshake with a
+ * certificate from it is the proxy, not the far end.  A missing default
+ * file is fine (no interception of TLS, or a guest not made by provision). */
+static void
+read_gateway_ca(const struct cc_opts *o)
+{
+	const char *path = o->gateway_ca ? o->gateway_ca : CC_GATEWAY_CA;
+
+	if (tls_set_gateway_ca(path) == -1 && o->gateway_ca != NULL)
+		usage("no certificate in --gateway-ca", path);
+}
+
 static void
 parse_args(int argc, char **argv, struct cc_opts *o)
 {
@@ -238,6 +256,7 @@ parse_args(int argc, char **argv, struct cc_opts *o)
 	if (optind != argc)
 		usage("unexpected argument", argv[optind]);
 	read_targets(o);
+	read_gateway_ca(o);
 }
 
 /*
@@ -354,5 +373,6 @@ main(int argc, char **argv)
 		rc = report_human(all.v, all.n, &d, &o, engine_now_us() - t0);
 	probes_free(&all);
 	rangeset_free(priv);
+	tls_cleanup();
 	return rc;
 }

@@ -155,6 +155,66 @@ set_dns(struct cc_probe *p, const char *name, uint16_t qtype)
 	set_payload(p, A_DNS, buf, (size_t)n);
 }
 
+/* The Host (and server name) a probe on an intercepted port names: the
+ * name given, or the destination's address. */
+static void
+host_of(const struct cc_probe *p, const char *name, char *buf, size_t len)
+{
+	struct moat_addr a;
+	char ab[INET6_ADDRSTRLEN];
+
+	if (name != NULL) {
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	if (addr_from_sockaddr((const struct sockaddr_storage *)(const void *)
+	    &p->dst, &a) == -1)
+		fatalx("plan: a probe without an address");
+	addr_fmt(&a, ab, sizeof(ab));
+	snprintf(buf, len, a.family == AF_INET6 ? "[%s]" : "%s", ab);
+}
+
+/* On a port the gateway's proxy may answer, a TCP probe speaks, so that
+ * the answer tells the proxy from the far end (intercept.c): a plain GET,
+ * or a TLS handshake with one inside.  name: the host as the user gave it
+ * (a control's), sent as Host and TLS server name; else the address. */
+static void
+speak(struct cc_probe *p, const char *name)
+{
+	char host[300], req[400];
+	struct moat_addr lit;
+	enum cc_app app;
+	int len;
+
+	if (p->kind != K_TCP || p->app != A_NONE ||
+	    !cc_intercept_port(ntohs(p->dst.sin.sin_port), &app))
+		return;
+	host_of(p, name, host, sizeof(host));
+	len = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n"
+	    "Connection: close\r\n\r\n", host);
+	set_payload(p, app, req, (size_t)len);
+	/* A server name is a name: never an address literal (RFC 6066). */
+	p->sni = app == A_TLS && name != NULL && addr_parse(name, &lit) == -1 ?
+	    name : NULL;
+}
+
+/* DNS over HTTPS to addr: a TLS handshake (no server name, as a client
+ * given only the address) and an RFC 8484 query for ". NS". */
+static void
+set_doh(struct cc_probe *p)
+{
+	uint8_t q[512];
+	char host[64], req[1024];
+	int n, len;
+
+	p->dnsid = random16();
+	host_of(p, NULL, host, sizeof(host));
+	if ((n = cc_dns_query(".", 2, p->dnsid, q, sizeof(q))) < 0 ||
+	    (len = cc_doh_request(q, (size_t)n, host, req, sizeof(req))) < 0)
+		fatalx("cannot build a DoH query");
+	set_payload(p, A_TLS, req, (size_t)len);
+}
+
 static void
 parse_or_die(const char *s, struct moat_addr *a)
 {
@@ -271,10 +331,11 @@ plan_controls(struct cc_probes *v, const struct cc_opts *o,
 		else
 			n = resolved(ph1, o->internet[i].host, a, 1);
 		for (j = 0; j < n; j++)
-			add(v, C_CONTROL, K_TCP, ex, &a[j],
+			speak(add(v, C_CONTROL, K_TCP, ex, &a[j],
 			    o->internet[i].port, 0, o->mode == M_NONE ?
 			    "the internet is NOT reachable (--expect none)" :
-			    "the internet is reachable", o->timeout_ms);
+			    "the internet is reachable", o->timeout_ms),
+			    o->internet[i].host);
 	}
 }
 
@@ -460,8 +521,8 @@ via_proxy(struct cc_probes *v, const struct cc_opts *o,
 	set_payload(p, A_HTTP, req, (size_t)len);
 }
 
-/* Transparent: tcp 80 to addr is redirected to the proxy; a plain GET
- * answered 2xx/3xx means the proxy fetched from addr. */
+/* Transparent: tcp 80 to addr is redirected to the proxy; an answer the
+ * proxy did not write means it fetched from addr (intercept.c). */
 static void
 via_redirect(struct cc_probes *v, const struct cc_opts *o,
     enum cc_class cls, const struct moat_addr *a, const char *what)
@@ -476,7 +537,7 @@ via_redirect(struct cc_probes *v, const struct cc_opts *o,
 	len = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n"
 	    "Connection: close\r\n\r\n", ab);
 	p = add(v, cls, K_TCP, E_DENY, a, 80, 0, what, o->timeout_ms);
-	set_payload(p, A_HTTP, req, (size_t)len);
+	set_payload(p, A_WEB, req, (size_t)len);
 }
 
 static const char WHAT_GWADDR[] = "an address of the gateway host";
@@ -731,8 +792,9 @@ plan_bypass_one(struct cc_probes *v, const struct cc_opts *o,
 	set_dns(p, ".", 2);
 	add(v, C_DNSBYPASS, K_TCP, E_DENY, a, 853, 0, "DNS over TLS",
 	    o->timeout_ms);
-	add(v, C_DNSBYPASS, K_TCP, doh, a, 443, 0, "DNS over HTTPS (port)",
+	p = add(v, C_DNSBYPASS, K_TCP, doh, a, 443, 0, "DNS over HTTPS (port)",
 	    o->timeout_ms);
+	set_doh(p);
 	p = add(v, C_DNSBYPASS, K_UDP, doh, a, 443, 0, "QUIC / DoH3 (port)",
 	    o->timeout_ms);
 	set_payload(p, A_RAW, quic, sizeof(quic));
@@ -893,6 +955,8 @@ void
 plan_phase2(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const struct cc_probes *ph1)
 {
+	size_t i;
+
 	plan_controls(v, o, ph1);
 	plan_spoof(v, o, d, ph1);
 	plan_metadata(v, o, d, ph1);
@@ -901,6 +965,9 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 	plan_bypass(v, o, d);
 	plan_ipv6(v, o, d, ph1);
 	plan_guests(v, o, d);
+	for (i = 0; i < v->n; i++)
+		if (v->v[i].expect == E_DENY)
+			speak(&v->v[i], NULL);
 	/* Last: the sweep of 65535 short probes fills the gaps while the
 	 * long ones above wait for their timeouts. */
 	if (d->gateway.family == AF_INET || d->gateway.family == AF_INET6)

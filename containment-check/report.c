@@ -37,7 +37,8 @@ static const char *const class_titles[C_NCLASS] = {
 static const char *const verdict_names[] = {
 	[V_PENDING] = "pending", [V_REACHABLE] = "reachable",
 	[V_CLOSED] = "answered-closed", [V_BLOCKED] = "blocked",
-	[V_FILTERED] = "filtered", [V_SKIPPED] = "not-run",
+	[V_FILTERED] = "filtered", [V_PROXY] = "proxy-refused",
+	[V_CONNECTED] = "connected", [V_SKIPPED] = "not-run",
 	[V_FOUND] = "found", [V_ABSENT] = "absent",
 };
 
@@ -135,7 +136,10 @@ static enum cc_outcome
 judge_one(struct cc_probe *p, const struct moat_rangeset *priv)
 {
 	bool reached = p->verdict == V_REACHABLE;
-	bool answered = reached || p->verdict == V_CLOSED;
+	/* Connected where the proxy may answer, without telling who did:
+	 * not proof of reach for a control, a breach where it must fail. */
+	bool answered = reached || p->verdict == V_CLOSED ||
+	    p->verdict == V_CONNECTED;
 
 	if (p->app == A_HTTP)
 		return judge_http(p);

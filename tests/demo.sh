@@ -22,12 +22,29 @@ GW_SOCK=$TOPO_TMP/run/gatewayd.sock
 GW_AUDIT=$DEMO_STATE/audit.log
 bold() { printf '\n\033[1m== %s ==\033[0m\n' "$*"; }
 
+# demo_http GUEST ADDR -- who answered a plain GET to ADDR:80: with
+# interception on the gateway's proxy takes the connection and refuses with
+# a reply of its own (header X-Moat-Refused), as containment-check tells.
+demo_http() {
+	local head why
+	head=$(in_ns "$TOPO-$1" curl -s --max-time 3 -o /dev/null -D - "http://$2/" | tr -d '\r')
+	why=$(printf '%s\n' "$head" | sed -n 's/^[Xx]-[Mm]oat-[Rr]efused: //p')
+	if [ -n "$why" ]; then
+		echo "REFUSED   (by the gateway's proxy: $why)"
+	elif [ -n "$head" ]; then
+		echo "ALLOWED   ($(printf '%s\n' "$head" | head -1 | cut -d' ' -f1-3) from the server)"
+	else
+		echo "ALLOWED   (connected)"
+	fi
+}
+
 # demo_probe GUEST ADDR PORT WHAT -- one TCP connection from a guest,
 # classified the way containment-check does.
 demo_probe() {
 	local verdict
 	case $(tcp_probe "$TOPO-$1" "$2" "$3") in
-	connected)	verdict="ALLOWED   (connected)" ;;
+	connected)	[ "$3" = 80 ] && verdict=$(demo_http "$1" "$2") ||
+			    verdict="ALLOWED   (connected)" ;;
 	unreachable)	verdict="REFUSED   (ICMP admin-prohibited from the gateway)" ;;
 	refused)	verdict="CLOSED    (a host answered: port closed)" ;;
 	*)		verdict="NO ANSWER (dropped or timed out)" ;;
@@ -52,7 +69,7 @@ demo_config() {
 	mkdir -p "$DEMO_DIR/sandboxes.d" "$DEMO_STATE" "$TOPO_TMP/run" &&
 	proxy_certs && proxy_conf "$TOPO_TMP/proxy-unused.conf" || return 1
 	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";|" \
-	    -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
+	    -e "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = true; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
 	    -e 's|allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"; },|allow = [ "pypi.org", "*.github.test", "api.bound.test", "other.test", "lan.test" ];\n    secrets = [ "api", "gh" ]; owner = "alice"; },|' \
 	    examples/demo.conf >"$DEMO_CONF"
 	cat >>"$DEMO_CONF" <<CONF

@@ -6,9 +6,10 @@ CC_BIN=${CC_BIN:-build/containment-check}
 CC_OUT=
 CC_RC=
 
-# cc_topo -- the namespace topology with two guests, its services, a stub
-# of the gateway's resolver (10.77.0.1:53) and a "public" resolver on the
-# internet side (203.0.113.53:53) for the bypass probes to find.
+# cc_topo -- the namespace topology with two guests, its services (with the
+# public resolvers' stand-ins on 9.9.9.9, 1.1.1.1 and 8.8.8.8 for the
+# bypass probes to find), a stub of the gateway's resolver (10.77.0.1:53)
+# and the gateway's upstream on the internet side (203.0.113.53:53).
 cc_topo() {
 	topo_up || return 1
 	topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web || return 1
@@ -17,7 +18,7 @@ cc_topo() {
 	topo_bg "$NS_GW" cc-dns-gw $(as_dns_user) python3 $(topo_pub tests/harness/cc-dns.py) $GW_ADDR \
 		allowed.test=$INET_HTTP rebind.test=$LAN_HOST --refuse denied.test
 	topo_bg "$NS_INET" cc-dns-inet python3 tests/harness/cc-dns.py \
-		203.0.113.53 denied.test=$INET_HTTP
+		203.0.113.53 denied.test=$INET_HTTP allowed.test=$INET_HTTP
 	topo_wait_port "$NS_GW" $GW_ADDR 53 &&
 		topo_wait_port "$NS_INET" 203.0.113.53 53 &&
 		topo_wait_dad "$NS_GW" moat0 &&
@@ -25,11 +26,13 @@ cc_topo() {
 		topo_wait_dad "$TOPO-g2" eth0
 }
 
-# The options every test scan uses: the test LAN host as a target, the
-# internet namespace's resolver instead of real public ones (so no packet
-# is ever addressed outside this run's namespaces), TEST-NET-3 public.
+# The options every test scan uses: the test LAN host as a target,
+# TEST-NET-3 public.  The bypass probes go to the built-in public
+# resolvers, whose IPv4 addresses are the internet namespace's stand-ins
+# (topo_resolvers) and whose IPv6 ones have no route from a guest: no
+# packet is ever addressed outside this run's namespaces.
 CC_ARGS=(--internet $INET_HTTP:80 --target $LAN_HOST
-	--resolver 203.0.113.53 --treat-as-public 203.0.113.0/24
+	--treat-as-public 203.0.113.0/24
 	--allow-name allowed.test --deny-name denied.test
 	--rebind-name safe.test)
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 # naive-proxy.py ADDR PORT -- a deliberately broken stand-in for moat-proxy,
 # for containment-check's mutation tests only: it dials whatever it is
-# asked (CONNECT, absolute URI, or the Host of a redirected request), as
-# a proxy without an admission check would.  Never installed.
-import socket, sys, threading
+# asked (CONNECT, absolute URI, or the Host of a redirected request), and
+# splices redirected TLS to the connection's original destination, as a
+# proxy without an admission check would.  What it refuses itself carries
+# X-Moat-Refused, as moat-proxy's own replies do.  Never installed.
+import socket, struct, sys, threading
+
+SO_ORIGINAL_DST = 80
 
 def dial(host, port):
     host = host.strip("[]")
@@ -20,8 +24,37 @@ def hostport(hp, default):
     h, _, p = hp.partition(":")
     return h, int(p) if p else default
 
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(16384)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        try:
+            b.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+def splice_original(c):
+    """Redirected TLS: straight on to where the guest was going."""
+    raw = c.getsockopt(socket.SOL_IP, SO_ORIGINAL_DST, 16)
+    port = struct.unpack("!H", raw[2:4])[0]
+    u = dial(socket.inet_ntoa(raw[4:8]), port)
+    t = threading.Thread(target=pump, args=(u, c), daemon=True)
+    t.start()
+    pump(c, u)
+    t.join(5)
+    u.close()
+
 def serve(c):
     try:
+        if c.recv(1, socket.MSG_PEEK) == b"\x16":
+            splice_original(c)
+            return
         head = b""
         while b"\r\n\r\n" not in head:
             d = c.recv(4096)
@@ -48,9 +81,11 @@ def serve(c):
             if not d:
                 break
             c.sendall(d)
-    except Exception:
+    except Exception as e:
+        print("naive-proxy: %r" % e, file=sys.stderr, flush=True)
         try:
-            c.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            c.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n"
+                      b"X-Moat-Refused: dial failed\r\n\r\n")
         except Exception:
             pass
     finally:

@@ -2,7 +2,8 @@
 #
 #   guest nss (eth0 10.77.0.x) --veth "tap"--> [gw ns: bridge moat0 10.77.0.1/24]
 #   gw ns up0 203.0.113.1/24  <---veth--->  inet ns eth0 203.0.113.2/24
-#                                             (+ .10 http, .53 dns, ...)
+#                                             (+ .10 http, .53 dns, ...;
+#                                             lo: 9.9.9.9 1.1.1.1 8.8.8.8)
 #   gw ns lan0 192.168.77.1/24 <---veth--->  lan ns eth0 192.168.77.2/24
 #
 # Every name carries a per-run prefix, every interface is created inside a
@@ -26,6 +27,10 @@ GW_ADDR=10.77.0.1
 INET_ADDR=203.0.113.2
 INET_HTTP=203.0.113.10
 LAN_HOST=192.168.77.2
+# The public resolvers a guest might try to reach past the gateway: in the
+# internet namespace, reached only through the gateway namespace's default
+# route into it (the topology has no global IPv6, so only their IPv4).
+PUBLIC_RESOLVERS="9.9.9.9 1.1.1.1 8.8.8.8"
 
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
@@ -186,10 +191,29 @@ topo_banner() {
 	topo_wait_port "$1" "$2" "$3"
 }
 
-# topo_services -- the standard servers: HTTP on the internet, SSH-like and
-# HTTP services on the LAN host that must stay unreachable from guests.
+# topo_resolvers -- stand-ins for the public resolvers on their own
+# addresses in the internet namespace: DNS on udp/tcp 53, DoT on 853 and a
+# DoH responder on 443, with a self-signed certificate of their own
+# ($TOPO_TMP/resolver.crt), so that a probe past the gateway meets a real
+# far end.  The addresses exist only inside the namespaces of this run.
+topo_resolvers() {
+	local a
+	for a in $PUBLIC_RESOLVERS; do
+		ip -n "$NS_INET" addr add "$a"/32 dev lo || return 1
+	done
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes 		-subj /CN=public-resolver.test -days 2 		-keyout "$TOPO_TMP/resolver.key" -out "$TOPO_TMP/resolver.crt" 		>/dev/null 2>&1 || return 1
+	topo_bg "$NS_INET" public-resolvers python3 tests/harness/public-resolver.py 		--cert "$TOPO_TMP/resolver.crt" --key "$TOPO_TMP/resolver.key" 		--lifetime 1800 $PUBLIC_RESOLVERS
+	for a in $PUBLIC_RESOLVERS; do
+		topo_wait_port "$NS_INET" "$a" 443 || return 1
+	done
+}
+
+# topo_services -- the standard servers: HTTP on the internet, the public
+# resolvers' stand-ins, SSH-like and HTTP services on the LAN host that
+# must stay unreachable from guests.
 topo_services() {
 	topo_http "$NS_INET" $INET_HTTP 80 "hello from the internet" || return 1
+	topo_resolvers || return 1
 	topo_banner "$NS_LAN" $LAN_HOST 22 "SSH-2.0-moat-lan-host" || return 1
 	topo_banner "$NS_LAN" $LAN_HOST 80 "lan-http" || return 1
 }

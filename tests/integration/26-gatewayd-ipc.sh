@@ -13,6 +13,9 @@ topo_services
 chmod 711 "$TOPO_TMP"
 mkdir -p "$TOPO_TMP/bin"
 cp examples/demo.conf "$GW_CONF"
+# Interception off: the tcp 80 probes here test the forward chain (the
+# sandboxes' sets), which interception would hand to the proxy instead.
+sed -i 's/intercept = true;/intercept = false;/' "$GW_CONF"
 
 # The stand-in reads its script from $TOPO_TMP/script.py each start.
 cat >"$TOPO_TMP/bin/dnsd" <<SH

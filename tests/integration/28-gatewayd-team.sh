@@ -39,7 +39,8 @@ apv() { as $UA "$MEMBER_PROVISION" -c "$GW_CONF" --run-dir "$TOPO_TMP" "$@"; }
 chmod 711 "$TOPO_TMP"
 proxy_certs || not_ok "test certificates"
 mkdir -p "$TOPO_TMP/sandboxes.d" "$PX_DIR/state"
-sed -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
+# Interception off as before: every request here goes to the explicit proxy.
+sed -e "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
     -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$PX_DIR/state\";|" \
     -e '/^sandboxes = (/,$d' examples/demo.conf >"$GW_CONF"
 cat >>"$GW_CONF" <<CONF

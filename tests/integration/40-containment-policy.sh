@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # containment-check with moat's full policy (nft-rules apply in the
-# gateway namespace): 0 breaches and every control passes.  Then one
+# gateway namespace, moat-proxy behind interception, the shipped default):
+# 0 breaches and every control passes.  Then one
 # policy element at a time is broken (mutation tests) and the scan must
 # name that specific breach and exit 1.  A dead uplink fails the control.
 cd "$(dirname "$0")/../.."
@@ -8,20 +9,24 @@ cd "$(dirname "$0")/../.."
 . tests/harness/topology.sh
 . tests/harness/cc-lib.sh
 
-for b in "$CC_BIN" build/nft-rules; do
+for b in "$CC_BIN" build/nft-rules build/moat-proxy; do
 	[ -x "$b" ] || { not_ok "$b is built" "run make"; tap_done; exit 1; }
 done
 cc_topo || { not_ok "topology comes up"; exit 1; }
 CONF=$TOPO_TMP/cc-policy.conf
+mkdir -p "$TOPO_TMP/state"
+# proxy.intercept is left out: the shipped default (on) applies, so the
+# guests' tcp 80 and 443 to the internet go to moat-proxy.
 cat >"$CONF" <<CONF
 gateway: {
   uplink  = "up0";
   network = "10.77.0.0/24";
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
-  proxy: { port = 3128; intercept = false; };
+  proxy: { port = 3128; };
   treat_as_public = [ "203.0.113.0/24" ];
   exceptions = ( );
+  state_dir = "$TOPO_TMP/state";
 };
 sandboxes = (
   { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10";
@@ -40,7 +45,7 @@ topo_banner "$TOPO-g2" 10.77.0.11 22 "SSH-2.0-guest-g2"
 # gateway gets admin-prohibited, not silence.
 
 policy() {	# a fresh copy of the full policy
-	in_ns "$NS_GW" build/nft-rules -c "$CONF" apply >/dev/null 2>&1
+	in_ns "$NS_GW" build/nft-rules -c "$CONF" --proxy-user nobody apply >/dev/null 2>&1
 }
 nftm() {	# nftm RULE... -- one mutation, with nft itself
 	in_ns "$NS_GW" nft "$@"
@@ -48,6 +53,8 @@ nftm() {	# nftm RULE... -- one mutation, with nft itself
 
 policy || { not_ok "nft-rules applies the policy" "$(in_ns "$NS_GW" build/nft-rules -c "$CONF" apply 2>&1)"; tap_done; exit 1; }
 ok "nft-rules applies the policy"
+topo_bg "$NS_GW" moat-proxy build/moat-proxy -d -c "$CONF" --user nobody
+topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "moat-proxy starts"
 
 cc_scan web
 expect_eq "full policy: contained, exit 0" 0 "$CC_RC"
@@ -56,6 +63,8 @@ expect_eq "full policy: 0 breaches" 0 "$(cc_q 'r["breaches"]')"
 expect_eq "full policy: 0 failed controls" 0 "$(cc_q 'r["failed_controls"]')"
 expect_eq "full policy: both controls pass" 2 \
 	"$(cc_q "sum(1 for x in rs if x['class']=='controls' and x['outcome']=='pass')")"
+expect_eq "full policy: the internet control passed on the far end's answer, through the proxy" True \
+	"$(cc_q "any(x['class']=='controls' and x['target']=='$INET_HTTP:80' and 'HTTP 200, not written by' in x['evidence'] for x in rs)")"
 expect_eq "full policy: LAN host blocked by admin-prohibited from the gateway" True \
 	"$(cc_q "r['ok_counts']['private'].get('blocked', 0) >= 6")"
 expect_eq "full policy: gateway sweep refused with admin-prohibited" True \
@@ -109,7 +118,7 @@ v6_open()   { nftm insert rule bridge moat from_guest ether type ip6 accept &&
 
 mutation "LAN deny removed" private '^192\.168\.77\.2:22$' lan_open
 mutation "host protection removed" gateway '^10\.77\.0\.1:22$' host_open
-mutation "DNS lock off" dns-bypass '^203\.0\.113\.53:53$' dns_open
+mutation "DNS lock off" dns-bypass '^9\.9\.9\.9:53$' dns_open
 mutation "guest isolation off" guests '^10\.77\.0\.11:22$' iso_off
 iso_on
 mutation "IPv6 let through" ipv6 'fe80::|ff02::1' v6_open
@@ -129,7 +138,8 @@ expect_eq "mutation 'private answer let through': breach named" True \
 	"$(cc_q "any(x['outcome']=='BREACH' and x['class']=='dns-policy' and x['what']=='rebind.test' and '192.168.77.2' in x['evidence'] for x in rs)")"
 
 # Dead uplink under the full policy: contained-looking, but the control
-# fails, so the scan does not pass.
+# fails, so the scan does not pass, although the proxy still accepts the
+# control's connection (and refuses it for want of an upstream).
 ip -n "$NS_GW" link set up0 down
 cc_scan web
 expect_eq "dead uplink: exit 1" 1 "$CC_RC"

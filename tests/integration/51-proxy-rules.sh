@@ -26,7 +26,8 @@ mkdir -p "$PX_DIR/state" "$PX_DIR/secrets" && chmod 0700 "$PX_DIR/secrets"
 printf '%s\n' "$PX_SECRET" >"$PX_DIR/secrets/api"
 printf '%s\n' "$GH_REAL" >"$PX_DIR/secrets/gh"
 chmod 0600 "$PX_DIR/secrets/api" "$PX_DIR/secrets/gh"
-sed -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
+# Interception off as before: every request here goes to the explicit proxy.
+sed -e "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = false; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
     -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$PX_DIR/state\";|" \
     -e '/^sandboxes = (/,$d' examples/demo.conf >"$GW_CONF"
 cat >>"$GW_CONF" <<CONF

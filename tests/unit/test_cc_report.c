@@ -33,20 +33,26 @@ transport_table(void **state)
 {
 	static const struct {
 		enum cc_expect	e;
-		enum cc_outcome	o[4];	/* reachable closed blocked filtered */
+		/* reachable closed blocked filtered proxy-refused connected:
+		 * a connection where the gateway's proxy may answer, without
+		 * telling who did, is no proof of reach and no refusal. */
+		enum cc_outcome	o[6];
 	} rows[] = {
-		{ E_DENY, { O_BREACH, O_BREACH, O_OK, O_OK } },
-		{ E_REACH, { O_PASS, O_FAILED, O_FAILED, O_FAILED } },
-		{ E_UNREACH, { O_BREACH, O_BREACH, O_PASS, O_PASS } },
-		{ E_INFO, { O_INFO, O_INFO, O_INFO, O_INFO } },
+		{ E_DENY, { O_BREACH, O_BREACH, O_OK, O_OK, O_OK, O_BREACH } },
+		{ E_REACH, { O_PASS, O_FAILED, O_FAILED, O_FAILED, O_FAILED,
+		    O_FAILED } },
+		{ E_UNREACH, { O_BREACH, O_BREACH, O_PASS, O_PASS, O_PASS,
+		    O_BREACH } },
+		{ E_INFO, { O_INFO, O_INFO, O_INFO, O_INFO, O_INFO, O_INFO } },
 	};
-	static const enum cc_verdict vs[4] = {
-		V_REACHABLE, V_CLOSED, V_BLOCKED, V_FILTERED,
+	static const enum cc_verdict vs[6] = {
+		V_REACHABLE, V_CLOSED, V_BLOCKED, V_FILTERED, V_PROXY,
+		V_CONNECTED,
 	};
 	size_t i, j;
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		for (j = 0; j < 4; j++)
+		for (j = 0; j < 6; j++)
 			if (judge(rows[i].e, vs[j]) != rows[i].o[j])
 				fail_msg("expect %d verdict %s", rows[i].e,
 				    verdict_name(vs[j]));
