@@ -37,6 +37,7 @@
 #include "control.h"
 #include "ipc.h"
 #include "promise.h"
+#include "seen.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
@@ -273,6 +274,23 @@ int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 
+/* --- what sandboxes were refused and resolved (parent_refused.c) --- */
+
+void	refused_dns_name(struct gw *, const struct ipc_dns_name *);
+/* An audit line from a child (its source stamped): kept if a refusal. */
+void	refused_audit(struct gw *, const char *line);
+void	refused_prune(struct gw *);	/* after a reload */
+void	refused_free(struct gw *);
+void	ctl_refused(struct ctl_req *);	/* refused [SANDBOX] [--since D] */
+void	ctl_names(struct ctl_req *);	/* names SANDBOX [--as-allow] */
+/* "90s", "10m", "2h", "1d" or plain seconds, at most a year; -1 if not. */
+int	gw_duration(const char *, long *secs);
+
+/* --- grants: allow and unallow (parent_grant.c) --- */
+
+void	ctl_allow(struct ctl_req *);
+void	ctl_unallow(struct ctl_req *);
+
 /* --- nflog child (nflog.c) --- */
 
 int	nflog_open(uint16_t group);		/* parent, privileged */
@@ -392,6 +410,8 @@ struct gw {
 	}			*hoststats;
 	size_t			 nhoststats;
 	uint64_t		 reg_unknown;	/* connections with unknown keys */
+	struct seen_set		 seen_refused;	/* ctl refused (parent_refused.c) */
+	struct seen_set		 seen_names;	/* ctl names */
 	bool			 quit;
 };
 

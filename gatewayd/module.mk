@@ -6,7 +6,8 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_audit.c nflog.c parent_policy.c nflog_seccomp.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
 	parent_console.c parent_budget.c register.c register_client.c \
-	parent_register.c parent_pool.c parent_promise.c)
+	parent_register.c parent_pool.c parent_promise.c parent_seen.c \
+	parent_refused.c parent_grant.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp) -lssl -lcrypto
@@ -30,6 +31,13 @@ $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	    $(OBJ)/gatewayd/nflog.o $(OBJ)/gatewayd/nflog_seccomp.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+
+# The bounded views behind ctl refused and ctl names.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_seen
+$(BUILD)/tests/test_gatewayd_seen: $(OBJ)/tests/unit/test_gatewayd_seen.o \
+	    $(OBJ)/gatewayd/parent_seen.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
 # The control process's parser and descriptor passing; the parent's
 # handler driven with forged requests (needs root: it becomes nobody).

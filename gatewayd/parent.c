@@ -170,6 +170,7 @@ gw_run(struct gw_opts *opts)
 	config_free(gw.cfg);
 	free(gw.dnsdrops);
 	free(gw.hoststats);
+	refused_free(&gw);
 	if (gw.regfd != -1)
 		close(gw.regfd);
 	log_info("stopped; the policy stays in the kernel");

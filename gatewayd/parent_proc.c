@@ -55,7 +55,8 @@ static const struct role {
 } roles[PROC_MAX] = {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
-	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) },
+	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) |
+	    (1u << IPC_DNS_NAME) },
 	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
 	    (1u << IPC_BUDGET_REQ) },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
@@ -727,6 +728,7 @@ handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 	else
 		xasprintf(&line, "{\"source\":%s,%s", stamp, body + 1);
 	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
+	refused_audit(gw, line);
 	free(line);
 	free(body);
 }
@@ -812,6 +814,9 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		    (void *)buf.raw);
 	else if (h.type == IPC_AUDIT)
 		handle_audit(gw, p, buf.raw, (size_t)n);
+	else if (h.type == IPC_DNS_NAME)
+		refused_dns_name(gw, (const struct ipc_dns_name *)(void *)
+		    buf.raw);
 	else if (h.type == IPC_CTL_REQ || h.type == IPC_CTL_GONE)
 		gw->on_ctl_msg(gw, &h, buf.raw, (size_t)n, fds, nfds);
 	else if (h.type == IPC_BUDGET_REQ)

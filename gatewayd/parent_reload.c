@@ -72,6 +72,7 @@ gw_reload(struct gw *gw, char **errors)
 		return -1;
 	}
 	gw->cfg = cfg;
+	refused_prune(gw);
 	policy_flush_narrowed(gw, old, cfg);
 	/* What was promised to sets the reload deleted or emptied is void. */
 	if (gw->promises != NULL)

@@ -31,6 +31,7 @@ static int shape_reg_req(const void *, size_t, char *, size_t);
 static int shape_reg_reply(const void *, size_t, char *, size_t);
 static int shape_dns_config(const void *, size_t, char *, size_t);
 static int shape_dns_config_ack(const void *, size_t, char *, size_t);
+static int shape_dns_name(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -54,6 +55,7 @@ static const struct {
 	[IPC_REG_REPLY] = { "reg-reply", shape_reg_reply },
 	[IPC_DNS_CONFIG] = { "dns-config", shape_dns_config },
 	[IPC_DNS_CONFIG_ACK] = { "dns-config-ack", shape_dns_config_ack },
+	[IPC_DNS_NAME] = { "dns-name", shape_dns_name },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -63,6 +65,8 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_CREATE] = "create", [CTL_START] = "start", [CTL_STOP] = "stop",
 	[CTL_DESTROY] = "destroy", [CTL_SECRET] = "secret",
 	[CTL_CONSOLE] = "console", [CTL_HOSTS] = "hosts",
+	[CTL_REFUSED] = "refused", [CTL_NAMES] = "names",
+	[CTL_ALLOW] = "allow", [CTL_UNALLOW] = "unallow",
 };
 
 const char *
@@ -232,6 +236,37 @@ shape_dns_config_ack(const void *p, size_t len, char *err, size_t errlen)
 	    (m->status != 0 && m->status != -1)) {
 		snprintf(err, errlen, "dns-config-ack: %zu bytes (expected %zu), "
 		    "generation 0 or status out of range", len, sizeof(*m));
+		return -1;
+	}
+	return 0;
+}
+
+/* A printable name, not empty, NUL-terminated inside the field. */
+static bool
+field_printable(const char *s, size_t cap)
+{
+	const char *nul = memchr(s, '\0', cap);
+	const char *q;
+
+	if (nul == NULL || nul == s)
+		return false;
+	for (q = s; q < nul; q++)
+		if (*q <= ' ' || *q > '~')
+			return false;
+	return true;
+}
+
+static int
+shape_dns_name(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_name *m = p;
+
+	if (len != sizeof(*m) || m->kind > IPC_DNS_RESOLVED ||
+	    m->reason >= IPC_DNS_WHY_MAX || m->pad != 0 || m->count == 0 ||
+	    !field_printable(m->sandbox, sizeof(m->sandbox)) ||
+	    !field_printable(m->name, sizeof(m->name))) {
+		snprintf(err, errlen, "dns-name: %zu bytes (expected %zu), or "
+		    "a field out of range", len, sizeof(*m));
 		return -1;
 	}
 	return 0;
