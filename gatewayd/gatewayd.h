@@ -106,6 +106,9 @@ void	proc_ipc_readable(struct gw *, enum gw_proc_id);
  * otherwise it is told to drain its open connections while a new one
  * takes the listening socket. */
 void	proc_reload(struct gw *);
+/* A grant changed gw->cfg's allow lists in place: dnsd and the proxy
+ * take them in place, nothing is restarted. */
+void	proc_reload_sandboxes(struct gw *);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
@@ -265,6 +268,9 @@ bool	policy_dns_frozen(const struct gw *, const char *sandbox);
 void	policy_promises_seed(struct gw *);
 /* CLOCK_MONOTONIC in milliseconds (promises, set additions). */
 uint64_t gw_mono_ms(void);
+/* Its allow list lost a name: empty its set, and refuse dnsd's additions
+ * until dnsd has the new list. */
+void	policy_flush_sandbox(struct gw *, const char *sandbox);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
 void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 	    const struct moat_config *new);
@@ -288,8 +294,28 @@ int	gw_duration(const char *, long *secs);
 
 /* --- grants: allow and unallow (parent_grant.c) --- */
 
+/* A grant for a while (--for): kept in memory, laid over every
+ * configuration loaded until it expires. */
+struct gw_grant {
+	char		 sandbox[IPC_NAME_LEN];
+	char		*name;		/* normalised, checked */
+	uint64_t	 until_ms;	/* gw_mono_ms() */
+	time_t		 until;		/* the same, wall clock, for ctl */
+	bool		 added;		/* it added name to the list (the
+					   file did not have it) */
+	char		 by[33];
+};
+#define GW_GRANTS_MAX		4096
+#define GW_GRANTS_PER_SANDBOX	64
+
 void	ctl_allow(struct ctl_req *);
 void	ctl_unallow(struct ctl_req *);
+/* After a reload loaded cfg (not yet in force): lay the grants over it. */
+void	grants_overlay(struct gw *, struct moat_config *cfg);
+/* ms until the next grant expires, capped at timeout (ms, -1: none). */
+int	grants_timeout(const struct gw *, int timeout);
+void	grants_tick(struct gw *);	/* expire what is due */
+void	grants_free(struct gw *);
 
 /* --- nflog child (nflog.c) --- */
 
@@ -412,6 +438,8 @@ struct gw {
 	uint64_t		 reg_unknown;	/* connections with unknown keys */
 	struct seen_set		 seen_refused;	/* ctl refused (parent_refused.c) */
 	struct seen_set		 seen_names;	/* ctl names */
+	struct gw_grant		*grants;	/* parent_grant.c */
+	size_t			 ngrants;
 	bool			 quit;
 };
 

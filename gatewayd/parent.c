@@ -72,7 +72,8 @@ loop(struct gw *gw, int sfd)
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		timeout = proc_next_timeout(gw, time(NULL));
+		timeout = grants_timeout(gw, proc_next_timeout(gw,
+		    time(NULL)));
 		if (poll(pfd, FD_PROC0 + PROC_MAX, timeout) == -1 &&
 		    errno != EINTR)
 			fatal("poll");
@@ -85,6 +86,7 @@ loop(struct gw *gw, int sfd)
 			if (pfd[FD_PROC0 + i].revents && gw->procs[i].ipc != -1)
 				proc_ipc_readable(gw, (enum gw_proc_id)i);
 		proc_tick(gw, time(NULL));
+		grants_tick(gw);
 	}
 }
 
@@ -171,6 +173,7 @@ gw_run(struct gw_opts *opts)
 	free(gw.dnsdrops);
 	free(gw.hoststats);
 	refused_free(&gw);
+	grants_free(&gw);
 	if (gw.regfd != -1)
 		close(gw.regfd);
 	log_info("stopped; the policy stays in the kernel");

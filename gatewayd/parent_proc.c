@@ -591,14 +591,33 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
 	proc_restart(gw, PROC_DNSD);
 }
 
+static void reload_children(struct gw *, bool nflog);
+
 void
 proc_reload(struct gw *gw)
+{
+	reload_children(gw, true);
+}
+
+/* Only sandboxes' allow lists changed, in gw->cfg itself (a grant): the
+ * nflog reader (which knows sandboxes by address) is left alone, dnsd and
+ * every proxy worker take the new lists in place. */
+void
+proc_reload_sandboxes(struct gw *gw)
+{
+	gw->cfgtext.of = NULL;		/* the same struct, changed */
+	reload_children(gw, false);
+}
+
+static void
+reload_children(struct gw *gw, bool nflog)
 {
 	char *basis, *defs, *ids;
 	int w;
 
 	dnsd_reconfigure(gw);
-	proc_restart(gw, PROC_NFLOG);
+	if (nflog)
+		proc_restart(gw, PROC_NFLOG);
 	if (gw->opts.no_children)
 		return;
 	pool_enable(gw);

@@ -63,6 +63,7 @@ gw_reload(struct gw *gw, char **errors)
 	}
 	gw_log_warnings(cfg, &errs);
 	config_errors_free(&errs);
+	grants_overlay(gw, cfg);
 	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
 		xasprintf(errors, "%s: %s\n", old->path, err);
 		log_warnx("reload refused by the kernel: %s", err);
