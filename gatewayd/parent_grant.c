@@ -224,6 +224,8 @@ grants_free(struct gw *gw)
 	gw->ngrants = 0;
 }
 
+static int add_name(struct ctl_req *, struct grant_req *, const char *);
+
 /* --- the request ----------------------------------------------------------- */
 
 static int
@@ -235,12 +237,42 @@ usage(struct ctl_req *r, bool allow)
 	return -1;
 }
 
+/* "@NAME": the names of that baseline list, each checked like any. */
+static int
+add_list(struct ctl_req *r, struct grant_req *g, const char *arg)
+{
+	struct moat_strlist l = { NULL, 0 };
+	char err[768];
+	size_t i;
+	int rc = 0;
+
+	if (config_allow_list(r->gw->cfg->path, arg, &l, err, sizeof(err)) ==
+	    -1) {
+		ctl_reply(r, "error: %s; nothing changed\n", err);
+		rc = -1;
+	}
+	for (i = 0; i < l.n; i++) {
+		if (rc == 0 && add_name(r, g, l.v[i]) == -1)
+			rc = -1;
+		free(l.v[i]);
+	}
+	free(l.v);
+	return rc;
+}
+
 static int
 add_name(struct ctl_req *r, struct grant_req *g, const char *arg)
 {
 	char *v, why[384];
 	size_t i;
 
+	if (arg[0] == '@')
+		return add_list(r, g, arg);
+	if (g->n >= IPC_CTL_MAX_ARGS) {
+		ctl_reply(r, "error: at most %d names at once; nothing "
+		    "changed\n", IPC_CTL_MAX_ARGS);
+		return -1;
+	}
 	v = xstrdup(arg);
 	if (!config_allow_entry(v, why, sizeof(why))) {
 		ctl_reply(r, "error: %.260s: %s; nothing changed\n", arg, why);

@@ -268,6 +268,13 @@ bool	hostpattern_valid(const char *);	/* name or "*.name" */
  * with why set when it is not a host name or "*." and one, or when the
  * wildcard covers a whole top-level domain ("*.com"). */
 bool	config_allow_entry(char *v, char *why, size_t whylen);
+/* The names of the baseline list ref ("@NAME", allowlists.c) appended to
+ * out (without repeats): NAME.list from allow.d beside confpath, else
+ * from config_allow_datadir().  -1 with err set ("no list ...", or
+ * "FILE:LINE: why" for a bad line). */
+int	config_allow_list(const char *confpath, const char *ref,
+	    struct moat_strlist *out, char *err, size_t errlen);
+const char *config_allow_datadir(void);
 /* Does the allow list l (names and "*.x" patterns) cover name (or, for
  * a pattern, every name it matches)? */
 bool	config_allow_covers(const struct moat_strlist *l, const char *name);

@@ -347,6 +347,38 @@ config_allow_covers(const struct moat_strlist *l, const char *name)
 	return false;
 }
 
+/* "@NAME" in a list: its names, each once (a name both listed and in the
+ * list is fine); an unknown or bad list is an error at e's line. */
+static void
+expand_list(struct loader *ld, const config_setting_t *e,
+    struct moat_strlist *l, const char *v, const char *ctx,
+    const struct key *k)
+{
+	struct moat_strlist got = { NULL, 0 };
+	char err[768];
+	size_t i, j;
+
+	if (config_allow_list(ld->cfg->path, v, &got, err, sizeof(err)) == -1) {
+		serr(ld, e, "%s: %s: %s", ctx, k->name, err);
+		for (i = 0; i < got.n; i++)
+			free(got.v[i]);
+		free(got.v);
+		return;
+	}
+	for (i = 0; i < got.n; i++) {
+		for (j = 0; j < l->n; j++)
+			if (strcmp(l->v[j], got.v[i]) == 0)
+				break;
+		if (j < l->n) {
+			free(got.v[i]);
+			continue;
+		}
+		l->v = xreallocarray(l->v, l->n + 1, sizeof(char *));
+		l->v[l->n++] = got.v[i];
+	}
+	free(got.v);
+}
+
 /* A list of host names or "*.name" patterns, normalised and de-duplicated. */
 static void
 set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
@@ -357,10 +389,17 @@ set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
 	char *v, why[384];
 	size_t i, j;
 	int n = config_setting_length(s);
+	bool lists = false;
 
 	for (i = 0; i < (size_t)n; i++) {
 		e = config_setting_get_elem(s, (unsigned int)i);
 		v = xstrdup(config_setting_get_string(e));
+		if (wildcards && v[0] == '@') {
+			expand_list(ld, e, l, v, ctx, k);
+			lists = true;
+			free(v);
+			continue;
+		}
 		if (wildcards ? !config_allow_entry(v, why, sizeof(why)) :
 		    (hostname_normalise(v), !hostname_valid(v))) {
 			if (!wildcards)
@@ -375,8 +414,9 @@ set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
 			if (strcmp(l->v[j], v) == 0)
 				break;
 		if (j < l->n) {
-			serr(ld, e, "%s: %s: \"%s\" is listed twice", ctx,
-			    k->name, v);
+			if (!lists)	/* else it may come from a list */
+				serr(ld, e, "%s: %s: \"%s\" is listed twice",
+				    ctx, k->name, v);
 			free(v);
 			continue;
 		}
