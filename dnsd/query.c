@@ -417,11 +417,40 @@ audit(const char *event, const char *sandbox, const char *name,
 	json_free(&j);
 }
 
+/*
+ * The EDE text of a refusal, for an agent reading its own error: which
+ * sandbox, which name, and for a name the allow list lacks, who can
+ * change that.  name as dq_name wrote it (printable, the root's dot
+ * dropped here).
+ */
+static const char *
+told(const char *who, char *name, const char *reason, enum ipc_dns_why why,
+    char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n > 1 && name[n - 1] == '.')
+		name[--n] = '\0';
+	if (n > 100)		/* keep the answer small: the reason only */
+		snprintf(buf, len, "%s", reason);
+	else if (why == IPC_DNS_WHY_LIST)
+		snprintf(buf, len, "sandbox %s may not resolve %s (%s); ask the "
+		    "operator: gatewayd ctl allow %s %s", who, name, reason,
+		    who, name);
+	else if (why == IPC_DNS_WHY_EGRESS)
+		snprintf(buf, len, "sandbox %s may not resolve %s (%s)", who,
+		    name, reason);
+	else
+		snprintf(buf, len, "%s", reason);
+	return buf;
+}
+
 static void
 refuse(struct client *c, const char *who, const char *reason,
     enum ipc_dns_why why)
 {
 	char name[LDNS_MAX_DOMAINLEN * 4 + 8], t[16];
+	char text[LDNS_MAX_DOMAINLEN * 8 + 256];
 
 	R.c.refused++;
 	dq_name(&c->q, name, sizeof(name));
@@ -432,7 +461,8 @@ refuse(struct client *c, const char *who, const char *reason,
 		    reason);
 		audit("dns-refused", who, name, t, reason);
 	}
-	respond(c, LDNS_RCODE_REFUSED, EDE_BLOCKED, reason);
+	respond(c, LDNS_RCODE_REFUSED, EDE_BLOCKED, told(who, name, reason,
+	    why, text, sizeof(text)));
 }
 
 /* --rate for every sandbox if given, else moat.conf's rate for this one. */

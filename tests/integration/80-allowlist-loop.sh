@@ -44,7 +44,10 @@ within_1s() { local d=$1 t0 i; shift; t0=$(ms)
 	else not_ok "$d" "$(( $(ms) - t0 )) ms"; fi; }
 
 # --- ctl refused ------------------------------------------------------------
-expect_match "web is refused open.test (REFUSED)" 'status: REFUSED' "$(dig_in web open.test)"
+out=$(dig_in web open.test)
+expect_match "web is refused open.test (REFUSED)" 'status: REFUSED' "$out"
+expect_match "the refusal's EDE text says which sandbox, which name and how to ask" \
+	'EDE: 15 \(Blocked\): \(sandbox web may not resolve open\.test \(not on the allow list\); ask the operator: gatewayd ctl allow web open\.test\)' "$out"
 shows() { gw_ctl refused "$1" | grep -qE "$2"; }
 within_1s "the refused name shows in ctl refused within a second" \
 	shows web '^web +open\.test +1 .* dns +not on the allow list$'
@@ -66,6 +69,11 @@ print("ok" if e["open.test"]["count"]==4 and e["open.test"]["source"]=="dns" els
 expect_eq "--since 1h keeps them" 1 "$(gw_ctl refused web --since 1h | grep -cE '^web +open\.test')"
 expect_fail "--since takes a duration" gw_ctl refused web --since soon
 expect_match "...and says what one looks like" 'expected a duration' "$(gw_ctl refused web --since soon 2>&1)"
+body=$(in_ns "$TOPO-web" curl -s -m 5 -x "http://$GW_ADDR:3128" http://open.test/)
+expect_eq "the proxy's 403 says the same" \
+	'moat: sandbox web may not reach open.test (name not on the allowlist); ask the operator: gatewayd ctl allow web open.test' "$body"
+within_1s "the proxy's refusal shows in ctl refused" \
+	shows web '^web +open\.test .* proxy +not on the allow list$'
 
 # --- ctl names ----------------------------------------------------------------
 expect_match "dev (open) resolves open.test" 'status: NOERROR' "$(dig_in dev open.test)"
