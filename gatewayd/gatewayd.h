@@ -303,6 +303,9 @@ struct gw_grant {
 	time_t		 until;		/* the same, wall clock, for ctl */
 	bool		 added;		/* it added name to the list (the
 					   file did not have it) */
+	bool		 next_added;	/* the same for a configuration a
+					   reload is trying (grants_overlay) */
+	bool		 next_gone;	/* its sandbox is not in that one */
 	char		 by[33];
 };
 #define GW_GRANTS_MAX		4096
@@ -310,8 +313,11 @@ struct gw_grant {
 
 void	ctl_allow(struct ctl_req *);
 void	ctl_unallow(struct ctl_req *);
-/* After a reload loaded cfg (not yet in force): lay the grants over it. */
+/* After a reload loaded cfg (not yet in force): lay the grants over it;
+ * grants_commit once cfg is in force (a reload that fails leaves the
+ * grants as they were for the configuration still in force). */
 void	grants_overlay(struct gw *, struct moat_config *cfg);
+void	grants_commit(struct gw *);
 /* ms until the next grant expires, capped at timeout (ms, -1: none). */
 int	grants_timeout(const struct gw *, int timeout);
 void	grants_tick(struct gw *);	/* expire what is due */

@@ -156,6 +156,7 @@ gw_run(struct gw_opts *opts)
 	if (!opts->foreground && daemon(0, 0) == -1)
 		fatal("daemon");
 	proc_init(&gw);
+	refused_prune(&gw);		/* sizes the views for the sandboxes */
 	audit_event(&gw, "start", "config", gw.cfg->path, NULL);
 	proc_start_all(&gw);
 	log_info("running: %zu sandboxes, control socket %s",

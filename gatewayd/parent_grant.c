@@ -137,22 +137,35 @@ void
 grants_overlay(struct gw *gw, struct moat_config *cfg)
 {
 	struct moat_sandbox *sb;
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++) {
+		struct gw_grant *x = &gw->grants[i];
+
+		sb = sandbox_rw(cfg, x->sandbox);
+		x->next_gone = sb == NULL || sb->egress != EGRESS_ALLOWLIST;
+		x->next_added = !x->next_gone && !list_has(&sb->allow, x->name);
+		if (x->next_added)
+			list_add(&sb->allow, x->name);
+	}
+}
+
+void
+grants_commit(struct gw *gw)
+{
 	size_t i = 0;
 
 	while (i < gw->ngrants) {
 		struct gw_grant *x = &gw->grants[i];
 
-		sb = sandbox_rw(cfg, x->sandbox);
-		if (sb == NULL || sb->egress != EGRESS_ALLOWLIST) {
+		if (x->next_gone) {
 			log_info("grant of %s to %s ends: the sandbox is gone "
 			    "or no longer in allowlist mode", x->name,
 			    x->sandbox);
 			grant_drop(gw, x);
 			continue;
 		}
-		x->added = !list_has(&sb->allow, x->name);
-		if (x->added)
-			list_add(&sb->allow, x->name);
+		x->added = x->next_added;
 		i++;
 	}
 }

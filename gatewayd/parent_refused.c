@@ -63,6 +63,8 @@ refused_prune(struct gw *gw)
 {
 	seen_prune(&gw->seen_refused, configured, gw->cfg);
 	seen_prune(&gw->seen_names, configured, gw->cfg);
+	seen_limit(&gw->seen_refused, gw->cfg->nsandboxes);
+	seen_limit(&gw->seen_names, gw->cfg->nsandboxes);
 }
 
 void
@@ -227,7 +229,7 @@ show_json(struct ctl_req *r, const struct seen_view *v, time_t cutoff,
 
 static void
 show_text(struct ctl_req *r, const struct seen_view *v, time_t cutoff,
-    bool *first)
+    size_t per, bool *first)
 {
 	const struct seen_entry **e;
 	char f[32], l[32];
@@ -247,7 +249,7 @@ show_text(struct ctl_req *r, const struct seen_view *v, time_t cutoff,
 		ctl_reply(r, "%s: %llu older entr%s dropped (the view keeps "
 		    "the %d most recent)\n", v->sandbox,
 		    (unsigned long long)v->dropped, v->dropped == 1 ? "y" :
-		    "ies", SEEN_PER_SANDBOX);
+		    "ies", (int)per);
 	*first = false;
 	free(e);
 }
@@ -299,7 +301,7 @@ show(struct ctl_req *r, struct seen_set *set, bool names)
 		else if (r->json)
 			show_json(r, v, cutoff, &first);
 		else
-			show_text(r, v, cutoff, &first);
+			show_text(r, v, cutoff, seen_per(set), &first);
 		if (a.sandbox != NULL)
 			break;
 	}

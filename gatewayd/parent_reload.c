@@ -73,6 +73,7 @@ gw_reload(struct gw *gw, char **errors)
 		return -1;
 	}
 	gw->cfg = cfg;
+	grants_commit(gw);
 	refused_prune(gw);
 	policy_flush_narrowed(gw, old, cfg);
 	/* What was promised to sets the reload deleted or emptied is void. */

@@ -89,7 +89,7 @@ view_get(struct seen_set *set, const char *sandbox)
 /* An entry for what: the one there is, a new one, or, in a full view,
  * the one met least recently, given over (and counted as dropped). */
 static struct seen_entry *
-entry_get(struct seen_view *v, const char *what, bool *fresh)
+entry_get(struct seen_view *v, size_t per, const char *what, bool *fresh)
 {
 	size_t i, old = 0;
 
@@ -98,11 +98,11 @@ entry_get(struct seen_view *v, const char *what, bool *fresh)
 		if (v->e[i].what[0] == what[0] && strcmp(v->e[i].what, what) == 0)
 			return &v->e[i];
 	*fresh = true;
-	if (v->n < SEEN_PER_SANDBOX) {
+	if (v->n < per) {
 		if (v->n == v->cap) {
 			v->cap = v->cap ? v->cap * 2 : 8;
-			if (v->cap > SEEN_PER_SANDBOX)
-				v->cap = SEEN_PER_SANDBOX;
+			if (v->cap > per)
+				v->cap = per;
 			v->e = xreallocarray(v->e, v->cap, sizeof(*v->e));
 		}
 		return &v->e[v->n++];
@@ -126,7 +126,7 @@ seen_add(struct seen_set *set, const char *sandbox, const char *what,
 	    what[0] == '\0' || count == 0)
 		return;
 	v = view_get(set, sandbox);
-	e = entry_get(v, what, &fresh);
+	e = entry_get(v, seen_per(set), what, &fresh);
 	if (fresh) {
 		memset(e, 0, sizeof(*e));
 		snprintf(e->what, sizeof(e->what), "%s", what);
@@ -136,6 +136,42 @@ seen_add(struct seen_set *set, const char *sandbox, const char *what,
 	e->why = (uint8_t)why;
 	e->count += count;
 	e->last = now;
+}
+
+size_t
+seen_per(const struct seen_set *set)
+{
+	return set->per ? set->per : SEEN_PER_SANDBOX;
+}
+
+static int
+by_last_desc(const void *a, const void *b)
+{
+	const struct seen_entry *x = a, *y = b;
+
+	return x->last < y->last ? 1 : x->last > y->last ? -1 : 0;
+}
+
+void
+seen_limit(struct seen_set *set, size_t nsandboxes)
+{
+	size_t i, per = nsandboxes ? SEEN_TOTAL / nsandboxes : SEEN_PER_SANDBOX;
+	struct seen_view *v;
+
+	if (per > SEEN_PER_SANDBOX)
+		per = SEEN_PER_SANDBOX;
+	if (per < SEEN_PER_SANDBOX_MIN)
+		per = SEEN_PER_SANDBOX_MIN;
+	set->per = per;
+	for (i = 0; i < set->n; i++) {
+		v = &set->v[i];
+		if (v->n <= per)
+			continue;
+		qsort(v->e, v->n, sizeof(*v->e), by_last_desc);
+		v->dropped += v->n - per;
+		v->n = v->cap = per;
+		v->e = xreallocarray(v->e, per, sizeof(*v->e));
+	}
 }
 
 void

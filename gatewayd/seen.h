@@ -8,9 +8,10 @@
  * the last time it was met, where it was met (dnsd, the kernel, the
  * proxy) and why.  When a sandbox's view is full, the entry met least
  * recently makes room and is counted as dropped.  Views exist only for
- * sandboxes the caller names as configured (seen_prune), so nothing a
- * guest sends can grow the memory past SEEN_PER_SANDBOX entries for each
- * configured sandbox and view.
+ * sandboxes the caller names as configured (seen_prune), and a set of
+ * views holds about SEEN_TOTAL entries at most: with many sandboxes each
+ * keeps fewer (seen_limit, never under SEEN_PER_SANDBOX_MIN).  Nothing a
+ * guest sends can grow the memory past that.
  */
 #ifndef GATEWAYD_SEEN_H
 #define GATEWAYD_SEEN_H
@@ -21,6 +22,8 @@
 #include <time.h>
 
 #define SEEN_PER_SANDBOX	256
+#define SEEN_PER_SANDBOX_MIN	16
+#define SEEN_TOTAL		65536	/* per set, with many sandboxes */
 #define SEEN_WHAT_LEN		264	/* a DNS name, or "host:port" */
 
 enum seen_source { SEEN_DNS = 0, SEEN_KERNEL, SEEN_PROXY, SEEN_NSOURCES };
@@ -58,6 +61,7 @@ struct seen_view {
 struct seen_set {
 	struct seen_view *v;
 	size_t		 n;
+	size_t		 per;		/* entries per view; 0: SEEN_PER_SANDBOX */
 };
 
 const char *seen_why_str(enum seen_why);
@@ -66,6 +70,11 @@ const char *seen_source_str(enum seen_source);
 void	seen_add(struct seen_set *, const char *sandbox, const char *what,
 	    enum seen_source, enum seen_why, uint64_t count, time_t now);
 struct seen_view *seen_find(struct seen_set *, const char *sandbox);
+/* Entries per view for nsandboxes configured: SEEN_TOTAL shared, between
+ * SEEN_PER_SANDBOX_MIN and SEEN_PER_SANDBOX; views over it keep their
+ * most recent entries. */
+void	seen_limit(struct seen_set *, size_t nsandboxes);
+size_t	seen_per(const struct seen_set *);
 /* Drop the views of sandboxes keep() says are gone. */
 void	seen_prune(struct seen_set *, bool (*keep)(void *, const char *),
 	    void *arg);

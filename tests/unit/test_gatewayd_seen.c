@@ -22,7 +22,7 @@
 static void
 groups(void **state)
 {
-	struct seen_set s = { NULL, 0 };
+	struct seen_set s = { NULL, 0, 0 };
 	struct seen_view *v;
 
 	(void)state;
@@ -49,7 +49,7 @@ groups(void **state)
 static void
 oldest_dropped(void **state)
 {
-	struct seen_set s = { NULL, 0 };
+	struct seen_set s = { NULL, 0, 0 };
 	struct seen_view *v;
 	char name[64];
 	size_t i;
@@ -81,7 +81,7 @@ oldest_dropped(void **state)
 static void
 flood_bounded(void **state)
 {
-	struct seen_set s = { NULL, 0 };
+	struct seen_set s = { NULL, 0, 0 };
 	char name[64];
 	size_t i, bytes;
 
@@ -101,6 +101,36 @@ flood_bounded(void **state)
 	seen_clear(&s);
 }
 
+/* With many sandboxes each view keeps fewer, the most recent. */
+static void
+limited(void **state)
+{
+	struct seen_set s = { NULL, 0, 0 };
+	char name[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < SEEN_PER_SANDBOX; i++) {
+		snprintf(name, sizeof(name), "n%zu.example", i);
+		seen_add(&s, "web", name, SEEN_DNS, SEEN_WHY_LIST, 1, (time_t)i);
+	}
+	seen_limit(&s, 5000);		/* 65536 / 5000: 13, so the floor */
+	assert_int_equal(seen_per(&s), SEEN_PER_SANDBOX_MIN);
+	assert_int_equal(seen_find(&s, "web")->n, SEEN_PER_SANDBOX_MIN);
+	assert_int_equal(seen_find(&s, "web")->dropped,
+	    SEEN_PER_SANDBOX - SEEN_PER_SANDBOX_MIN);
+	for (i = 0; i < SEEN_PER_SANDBOX_MIN; i++)
+		assert_true(seen_find(&s, "web")->e[i].last >=
+		    SEEN_PER_SANDBOX - SEEN_PER_SANDBOX_MIN);
+	seen_add(&s, "web", "new.example", SEEN_DNS, SEEN_WHY_LIST, 1, 9999);
+	assert_int_equal(seen_find(&s, "web")->n, SEEN_PER_SANDBOX_MIN);
+	seen_limit(&s, 500);		/* 131 */
+	assert_int_equal(seen_per(&s), 131);
+	seen_limit(&s, 3);
+	assert_int_equal(seen_per(&s), SEEN_PER_SANDBOX);
+	seen_clear(&s);
+}
+
 static bool
 keep_web(void *arg, const char *sandbox)
 {
@@ -111,7 +141,7 @@ keep_web(void *arg, const char *sandbox)
 static void
 pruned(void **state)
 {
-	struct seen_set s = { NULL, 0 };
+	struct seen_set s = { NULL, 0, 0 };
 
 	(void)state;
 	seen_add(&s, "web", "a.example", SEEN_DNS, SEEN_WHY_LIST, 1, 1);
@@ -223,6 +253,7 @@ main(void)
 		cmocka_unit_test(oldest_dropped),
 		cmocka_unit_test(flood_bounded),
 		cmocka_unit_test(pruned),
+		cmocka_unit_test(limited),
 		cmocka_unit_test(audit_events),
 		cmocka_unit_test(json_fields),
 	};
