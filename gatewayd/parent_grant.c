@@ -535,9 +535,9 @@ ctl_allow(struct ctl_req *r)
 	}
 	proc_reload_sandboxes(r->gw);
 	audit_grant(r, "allow", &g);
+	ctl_reply(r, "%s may reach ", g.sb->name);
 	for (i = 0; i < g.n; i++)
-		ctl_reply(r, "%s may reach %s", i ? "," : g.sb->name,
-		    g.names[i]);
+		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
 	if (g.secs > 0) {
 		t = time(NULL) + g.secs;
 		gmtime_r(&t, &tm);
@@ -605,9 +605,9 @@ ctl_unallow(struct ctl_req *r)
 		narrowed(r->gw, g.sb->name);
 	proc_reload_sandboxes(r->gw);
 	audit_grant(r, "unallow", &g);
+	ctl_reply(r, "%s no longer reaches ", g.sb->name);
 	for (i = 0; i < g.n; i++)
-		ctl_reply(r, "%s no longer reaches %s", i ? "," : g.sb->name,
-		    g.names[i]);
+		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
 	ctl_reply(r, "\nok\n");
 	req_free(&g);
 }
