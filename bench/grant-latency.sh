@@ -60,3 +60,9 @@ echo "$N sandboxes, $W proxy workers, $RUNS runs each:"
 echo "  allow --for:  ctl round trip $(cut -d' ' -f1 "$D/allow" | median), dnsd has it $(cut -d' ' -f2 "$D/allow" | median)"
 echo "  unallow:      ctl round trip $(cut -d' ' -f1 "$D/unallow" | median), dnsd has it $(cut -d' ' -f2 "$D/unallow" | median)"
 [ "$(pids)" = "$before" ] && echo "  dnsd and every proxy worker kept their pids" || echo "  CHILDREN RESTARTED: $before -> $(pids)"
+# For scale: a control request that changes nothing, on the same gateway.
+: >"$D/poll"
+for i in $(seq "$RUNS"); do
+	t0=$(ms); ctl counters >/dev/null; echo $(( $(ms) - t0 )) >>"$D/poll"
+done
+echo "  (ctl counters, which changes nothing: $(median <"$D/poll"))"

@@ -106,9 +106,10 @@ void	proc_ipc_readable(struct gw *, enum gw_proc_id);
  * otherwise it is told to drain its open connections while a new one
  * takes the listening socket. */
 void	proc_reload(struct gw *);
-/* A grant changed gw->cfg's allow lists in place: dnsd and the proxy
- * take them in place, nothing is restarted. */
-void	proc_reload_sandboxes(struct gw *);
+/* A grant changed the allow lists of the n sandboxes named in gw->cfg
+ * itself: dnsd takes each list alone (IPC_DNS_ALLOW), the proxy workers
+ * the configuration in place; nothing is restarted. */
+void	proc_reload_sandboxes(struct gw *, const char *const *names, size_t n);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */

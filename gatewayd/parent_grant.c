@@ -4,8 +4,8 @@
  *
  * A grant changes one sandbox's allow list in the configuration in force,
  * in place, and dnsd and every proxy worker take the new list in place
- * (proc_reload_sandboxes): nothing is restarted and no other sandbox is
- * touched.  Widening asks nothing of the kernel: the sandbox's set fills
+ * (proc_reload_sandboxes: dnsd gets that sandbox's list alone): nothing
+ * is restarted and no other sandbox is touched.  Widening asks nothing of the kernel: the sandbox's set fills
  * as dnsd answers the new names.  Narrowing (unallow, a grant that
  * expires) empties the sandbox's set, as a reload that narrows does; the
  * next answer of each name still allowed puts its addresses back.
@@ -201,8 +201,8 @@ grants_tick(struct gw *gw)
 {
 	uint64_t now = gw_mono_ms();
 	struct moat_sandbox *sb;
-	bool changed = false;
-	size_t i = 0;
+	const char **changed = NULL;
+	size_t i = 0, j, n = 0;
 
 	while (i < gw->ngrants) {
 		struct gw_grant *x = &gw->grants[i];
@@ -216,13 +216,20 @@ grants_tick(struct gw *gw)
 		sb = sandbox_rw(gw->cfg, x->sandbox);
 		if (x->added && sb != NULL && list_del(&sb->allow, x->name)) {
 			narrowed(gw, x->sandbox);
-			changed = true;
+			for (j = 0; j < n && changed[j] != sb->name; j++)
+				;
+			if (j == n) {
+				changed = xreallocarray(changed, n + 1,
+				    sizeof(*changed));
+				changed[n++] = sb->name;
+			}
 		}
 		log_info("grant of %s to %s expired", x->name, x->sandbox);
 		grant_drop(gw, x);
 	}
-	if (changed)
-		proc_reload_sandboxes(gw);
+	if (n > 0)
+		proc_reload_sandboxes(gw, changed, n);
+	free(changed);
 }
 
 void
@@ -533,7 +540,7 @@ ctl_allow(struct ctl_req *r)
 		req_free(&g);
 		return;
 	}
-	proc_reload_sandboxes(r->gw);
+	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "allow", &g);
 	ctl_reply(r, "%s may reach ", g.sb->name);
 	for (i = 0; i < g.n; i++)
@@ -603,7 +610,7 @@ ctl_unallow(struct ctl_req *r)
 	}
 	if (narrow)
 		narrowed(r->gw, g.sb->name);
-	proc_reload_sandboxes(r->gw);
+	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);
 	for (i = 0; i < g.n; i++)

@@ -51,6 +51,7 @@ enum ipc_type {
 	IPC_DNS_CONFIG,		/* parent -> dnsd: reconfigure from the memfd */
 	IPC_DNS_CONFIG_ACK,	/* dnsd -> parent: reconfigured, or not */
 	IPC_DNS_NAME,		/* dnsd -> parent: a name refused or resolved */
+	IPC_DNS_ALLOW,		/* parent -> dnsd: one sandbox's new allow list */
 	IPC_TYPE_MAX
 };
 
@@ -83,6 +84,21 @@ struct ipc_set_ack {
  */
 struct ipc_dns_config {
 	uint32_t	gen;		/* >= 1, echoed in the ack */
+};
+
+/*
+ * A grant (gatewayd ctl allow/unallow) changed one allowlist sandbox's
+ * allow list, and only that: dnsd takes it without a whole configuration
+ * and answers IPC_DNS_CONFIG_ACK with the same gen.  names: len bytes,
+ * each name or "*.name" NUL-terminated, printable.
+ */
+#define IPC_DNS_ALLOW_MAX	1024	/* names; more go as IPC_DNS_CONFIG */
+struct ipc_dns_allow {
+	uint32_t	gen;		/* >= 1, echoed in the ack */
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[3];
+	uint32_t	len;		/* bytes of names */
+	char		names[];
 };
 
 struct ipc_dns_config_ack {

@@ -75,6 +75,9 @@ if [ $dt -le 1000 ]; then ok "web resolves and connects within a second ($dt ms)
 else not_ok "web resolves and connects within a second" "$dt ms"; fi
 expect_match "its address is in web's set" "$INET_HTTP timeout" "$(set_of web)"
 expect_eq "dnsd was not restarted" "$DNSD" "$(gw_child_pid dnsd)"
+expect_match "dnsd was sent web's new list alone, not a whole configuration" \
+	"dnsd: sandbox web's allow list sent alone \\(3 names\\)" "$(cat "$GW_LOG")"
+expect_eq "...and took it (no restart, no refusal)" "" "$(grep -E 'dnsd could not|restarting' "$GW_LOG")"
 expect_eq "the proxy workers were not restarted (same pids)" "$PROXY" "$(gw_proxy_pids)"
 expect_eq "dev's connection is untouched" 1 "$(dev_flow)"
 expect_match "the grant is audited: who, what, how long" \
