@@ -27,9 +27,12 @@ char	*dropin_allow_edit(const char *text, const char *const *add,
  * Replace path's contents with text, keeping its owner and mode, and load
  * the whole configuration mainconf with it: if that fails, the old file is
  * put back and *errors holds the loader's messages (malloc'ed).  The new
- * text goes in by rename and so does the old one on failure.  0 or -1.
+ * text goes in by rename and so does the old one on failure.  0 or -1;
+ * on success *loaded (if not NULL) is the configuration as loaded, the
+ * caller's to free.
  */
+struct moat_config;
 int	dropin_replace_checked(const char *mainconf, const char *path,
-	    const char *text, char **errors);
+	    const char *text, char **errors, struct moat_config **loaded);
 
 #endif

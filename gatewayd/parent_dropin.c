@@ -315,7 +315,7 @@ fail:
 
 int
 dropin_replace_checked(const char *mainconf, const char *path,
-    const char *text, char **errors)
+    const char *text, char **errors, struct moat_config **loaded)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
@@ -346,7 +346,10 @@ dropin_replace_checked(const char *mainconf, const char *path,
 		goto out;
 	}
 	config_errors_free(&errs);
-	config_free(cfg);
+	if (loaded != NULL)
+		*loaded = cfg;
+	else
+		config_free(cfg);
 	(void)unlink(old);
 	rc = 0;
 out:

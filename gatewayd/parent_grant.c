@@ -37,6 +37,8 @@ struct grant_req {
 	size_t		 n;
 	long		 secs;		/* 0: for good */
 	char		 secsbuf[24];	/* as given, for messages */
+	char		*lists[IPC_CTL_MAX_ARGS];	/* "@NAME" as given */
+	size_t		 nlists;
 };
 
 static void
@@ -46,7 +48,9 @@ req_free(struct grant_req *g)
 
 	for (i = 0; i < g->n; i++)
 		free(g->names[i]);
-	g->n = 0;
+	for (i = 0; i < g->nlists; i++)
+		free(g->lists[i]);
+	g->n = g->nlists = 0;
 }
 
 /* --- the allow list in force ------------------------------------------- */
@@ -270,7 +274,8 @@ add_list(struct ctl_req *r, struct grant_req *g, const char *arg)
 	    -1) {
 		ctl_reply(r, "error: %s; nothing changed\n", err);
 		rc = -1;
-	}
+	} else if (g->nlists < IPC_CTL_MAX_ARGS)
+		g->lists[g->nlists++] = xstrdup(arg);
 	for (i = 0; i < l.n; i++) {
 		if (rc == 0 && add_name(r, g, l.v[i]) == -1)
 			rc = -1;
@@ -415,29 +420,35 @@ dropin_path(struct ctl_req *r, const struct moat_sandbox *sb, bool quiet)
 	return want;
 }
 
-/* Write the change to the drop-in, checked; found[i]: del[i] was there. */
+/*
+ * Change the drop-in's allow list: add and del as dropin_allow_edit takes
+ * them (found[i]: del[i] was there).  With write false, only find out.
+ * Written, checked, and *loaded the configuration loaded with it.
+ */
 static int
-dropin_change(struct ctl_req *r, const struct grant_req *g, bool add,
-    bool *found)
+dropin_change(struct ctl_req *r, const struct moat_sandbox *sb,
+    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
+    bool *found, bool write, struct moat_config **loaded)
 {
 	char *path, *text, *out, *errors = NULL, why[256];
 	size_t len;
 	int rc = -1;
 
-	if ((path = dropin_path(r, g->sb, false)) == NULL)
+	if ((path = dropin_path(r, sb, false)) == NULL)
 		return -1;
 	if ((text = read_small_file(path, DROPIN_MAX, &len)) == NULL) {
 		ctl_reply(r, "error: %s: cannot read it\n", path);
 		free(path);
 		return -1;
 	}
-	out = dropin_allow_edit(text, add ? (const char *const *)g->names :
-	    NULL, add ? g->n : 0, add ? NULL : (const char *const *)g->names,
-	    add ? 0 : g->n, found, why, sizeof(why));
+	out = dropin_allow_edit(text, add, nadd, del, ndel, found, why,
+	    sizeof(why));
 	if (out == NULL)
 		ctl_reply(r, "error: %s: %s; nothing changed\n", path, why);
+	else if (!write)
+		rc = 0;
 	else if (dropin_replace_checked(r->gw->cfg->path, path, out,
-	    &errors) == -1)
+	    &errors, loaded) == -1)
 		ctl_reply(r, "%serror: %s not changed: the configuration "
 		    "would not load with it\n", errors ? errors : "", path);
 	else
@@ -447,6 +458,52 @@ dropin_change(struct ctl_req *r, const struct grant_req *g, bool add,
 	free(text);
 	free(path);
 	return rc;
+}
+
+/*
+ * sb's list in force becomes base (its file's list, as loaded) with the
+ * grants for a while laid over it; the set is emptied if that loses a
+ * name.
+ */
+static void
+list_replace(struct gw *gw, struct moat_sandbox *sb,
+    const struct moat_strlist *base)
+{
+	struct moat_strlist l = { NULL, 0 };
+	bool lost = false;
+	size_t i;
+
+	for (i = 0; i < base->n; i++)
+		list_add(&l, base->v[i]);
+	for (i = 0; i < gw->ngrants; i++) {
+		struct gw_grant *x = &gw->grants[i];
+
+		if (strcmp(x->sandbox, sb->name) != 0)
+			continue;
+		x->added = !list_has(&l, x->name);
+		if (x->added)
+			list_add(&l, x->name);
+	}
+	for (i = 0; i < sb->allow.n && !lost; i++)
+		lost = !list_has(&l, sb->allow.v[i]);
+	for (i = 0; i < sb->allow.n; i++)
+		free(sb->allow.v[i]);
+	free(sb->allow.v);
+	sb->allow = l;
+	if (lost)
+		narrowed(gw, sb->name);
+}
+
+/* The file's list as the configuration just loaded has it. */
+static void
+list_from(struct gw *gw, struct moat_sandbox *sb, struct moat_config *loaded)
+{
+	const struct moat_sandbox *f = config_sandbox_by_name(loaded,
+	    sb->name);
+	struct moat_strlist none = { NULL, 0 };
+
+	list_replace(gw, sb, f != NULL ? &f->allow : &none);
+	config_free(loaded);
 }
 
 static void
@@ -507,18 +564,14 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 static int
 allow_for_good(struct ctl_req *r, struct grant_req *g)
 {
-	struct gw_grant *x;
-	size_t i;
+	struct moat_config *loaded = NULL;
 
-	if (dropin_change(r, g, true, NULL) == -1)
+	if (dropin_change(r, g->sb, (const char *const *)g->names, g->n, NULL,
+	    0, NULL, true, &loaded) == -1)
 		return -1;
-	for (i = 0; i < g->n; i++) {
-		if (!list_has(&g->sb->allow, g->names[i]))
-			list_add(&g->sb->allow, g->names[i]);
-		/* The file has it now: its expiry takes nothing away. */
-		if ((x = grant_find(r->gw, g->sb->name, g->names[i])) != NULL)
-			x->added = false;
-	}
+	/* The file has them now: a grant for a while of one of them takes
+	 * nothing away when it expires. */
+	list_from(r->gw, g->sb, loaded);
 	return 0;
 }
 
@@ -559,62 +612,71 @@ void
 ctl_unallow(struct ctl_req *r)
 {
 	struct grant_req g;
-	bool in_file[IPC_CTL_MAX_ARGS] = { false }, any_file = false;
+	const char *del[2 * IPC_CTL_MAX_ARGS];
+	bool found[2 * IPC_CTL_MAX_ARGS] = { false }, in_file = false;
+	bool list_in_file = false;
+	struct moat_config *loaded = NULL;
+	struct moat_strlist rest = { NULL, 0 };
 	struct gw_grant *x;
-	bool narrow = false, from_dropin;
+	size_t i, ndel = 0;
 	char *path;
-	size_t i;
 
-	if (parse(r, false, &g) == -1) {
-		req_free(&g);
-		return;
+	if (parse(r, false, &g) == -1)
+		goto out;
+	/* First where each name is: a grant for a while, the sandbox's file
+	 * (itself or through a list named there), or neither (then nothing
+	 * changes). */
+	for (i = 0; i < g.n; i++)
+		del[ndel++] = g.names[i];
+	for (i = 0; i < g.nlists; i++)
+		del[ndel++] = g.lists[i];
+	if ((path = dropin_path(r, g.sb, true)) != NULL) {
+		free(path);
+		if (dropin_change(r, g.sb, NULL, 0, del, ndel, found, false,
+		    NULL) == -1)
+			goto out;
 	}
-	/* First what each name is: a grant for a while, in the file, or
-	 * neither (then nothing changes). */
-	from_dropin = (path = dropin_path(r, g.sb, true)) != NULL;
-	free(path);
-	for (i = 0; i < g.n; i++) {
-		x = grant_find(r->gw, g.sb->name, g.names[i]);
-		in_file[i] = from_dropin && list_has(&g.sb->allow,
-		    g.names[i]) && (x == NULL || !x->added);
-		any_file |= in_file[i];
-		if (x == NULL && !in_file[i]) {
+	for (i = 0; i < g.nlists; i++)
+		list_in_file |= found[g.n + i];
+	for (i = 0; i < ndel; i++)
+		in_file |= found[i];
+	for (i = 0; i < g.n; i++)
+		if (grant_find(r->gw, g.sb->name, g.names[i]) == NULL &&
+		    !found[i] && !list_in_file) {
 			ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
 			    "changed\n", g.names[i], g.sb->name,
-			    list_has(&g.sb->allow, g.names[i]) ? " (it is in "
-			    "moat.conf: change it there)" : "");
-			req_free(&g);
-			return;
+			    list_has(&g.sb->allow, g.names[i]) ? " (it comes "
+			    "from a list or from moat.conf: change it there)" :
+			    "");
+			goto out;
 		}
+	if (in_file && dropin_change(r, g.sb, NULL, 0, del, ndel, found, true,
+	    &loaded) == -1)
+		goto out;
+	/* Without the file: the list in force less what grants added (the
+	 * grants that stay add theirs again, list_replace). */
+	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
+		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i]);
+		if (x == NULL || !x->added)
+			list_add(&rest, g.sb->allow.v[i]);
 	}
-	if (any_file) {
-		struct grant_req f = g;
-		bool found[IPC_CTL_MAX_ARGS];
-
-		for (f.n = 0, i = 0; i < g.n; i++)
-			if (in_file[i])
-				f.names[f.n++] = g.names[i];
-		if (dropin_change(r, &f, false, found) == -1) {
-			req_free(&g);
-			return;
-		}
-	}
-	for (i = 0; i < g.n; i++) {
-		if ((x = grant_find(r->gw, g.sb->name, g.names[i])) != NULL) {
-			if (x->added)
-				in_file[i] = true;	/* ours to take away */
+	for (i = 0; i < g.n; i++)
+		if ((x = grant_find(r->gw, g.sb->name, g.names[i])) != NULL)
 			grant_drop(r->gw, x);
-		}
-		if (in_file[i] && list_del(&g.sb->allow, g.names[i]))
-			narrow = true;
+	if (loaded != NULL)
+		list_from(r->gw, g.sb, loaded);
+	else {
+		list_replace(r->gw, g.sb, &rest);
+		for (i = 0; i < rest.n; i++)
+			free(rest.v[i]);
+		free(rest.v);
 	}
-	if (narrow)
-		narrowed(r->gw, g.sb->name);
 	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);
 	for (i = 0; i < g.n; i++)
 		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
 	ctl_reply(r, "\nok\n");
+out:
 	req_free(&g);
 }

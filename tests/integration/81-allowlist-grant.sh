@@ -131,6 +131,29 @@ expect_match "...from the file" 'allow = \[ "pypi.org" \];' "$(cat "$LAB")"
 expect_eq "...and from lab" "status: REFUSED" "$(status_in lab short.test)"
 expect_fail "unallow of a name never granted changes nothing" gw_ctl unallow lab never.test
 
+# --- lists in the file, and grants for a while beside it ------------------------
+mkdir -p "$TOPO_TMP/allow.d"; cp data/allow.d/pypi.list "$TOPO_TMP/allow.d/"
+sed -i 's|allow = \[ "pypi.org" \];|allow = [ "@pypi" ];|' "$LAB"
+expect_ok "reload with lab's file naming @pypi" gw_ctl reload
+out=$(gw_ctl unallow lab files.pythonhosted.org 2>&1)
+expect_match "unallow of a name the file has through a list says so" 'comes from a list' "$out"
+expect_match "...and changes nothing" 'allow = \[ "@pypi" \];' "$(cat "$LAB")"
+expect_match "a grant for a while beside it" 'lab may reach b\.member\.test for 1m' \
+	"$(gw_ctl allow lab b.member.test --for 1m 2>&1)"
+expect_match "...and a short one" 'lab may reach c\.member\.test for 8s' \
+	"$(gw_ctl allow lab c.member.test --for 8s 2>&1)"
+expect_match "unallow @pypi takes the list out of the file" 'lab no longer reaches pypi\.org, files\.pythonhosted\.org' \
+	"$(gw_ctl unallow lab @pypi 2>&1)"
+expect_match "...leaving the file's list empty" 'allow = \[ \];' "$(cat "$LAB")"
+expect_eq "...and lab refused pypi.org" "status: REFUSED" "$(status_in lab pypi.org)"
+expect_match "ending one grant for a while" 'lab no longer reaches b\.member\.test' "$(gw_ctl unallow lab b.member.test 2>&1)"
+expect_eq "...leaves the short one answered" "status: NXDOMAIN" "$(status_in lab c.member.test)"
+c_refused() { [ "$(status_in lab c.member.test)" = "status: REFUSED" ]; }
+wait_for 15 c_refused
+expect_ok "...until it ends by itself" c_refused
+sed -i 's|allow = \[ \];|allow = [ "pypi.org" ];|' "$LAB"
+expect_ok "reload" gw_ctl reload
+
 # --- a grant the whole configuration refuses is rolled back ------------------------
 cp "$LAB" "$TOPO_TMP/lab.before"
 sed -i 's/mac = "52:54:00:00:00:0d"/mac = "52:54:00:00:00:0a"/' "$LAB"	# web's MAC: invalid
