@@ -39,6 +39,7 @@ struct grant_req {
 	char		 secsbuf[24];	/* as given, for messages */
 	char		*lists[IPC_CTL_MAX_ARGS];	/* "@NAME" as given */
 	size_t		 nlists;
+	bool		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from one */
 };
 
 static void
@@ -277,8 +278,12 @@ add_list(struct ctl_req *r, struct grant_req *g, const char *arg)
 	} else if (g->nlists < IPC_CTL_MAX_ARGS)
 		g->lists[g->nlists++] = xstrdup(arg);
 	for (i = 0; i < l.n; i++) {
+		size_t before = g->n;
+
 		if (rc == 0 && add_name(r, g, l.v[i]) == -1)
 			rc = -1;
+		if (g->n > before)
+			g->listed[before] = true;
 		free(l.v[i]);
 	}
 	free(l.v);
@@ -561,13 +566,22 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 	return 0;
 }
 
+/* The file gets the names given and the lists as named ("@pypi"), not
+ * the lists' names, so that it follows the lists as they change. */
 static int
 allow_for_good(struct ctl_req *r, struct grant_req *g)
 {
 	struct moat_config *loaded = NULL;
+	const char *add[2 * IPC_CTL_MAX_ARGS];
+	size_t i, n = 0;
 
-	if (dropin_change(r, g->sb, (const char *const *)g->names, g->n, NULL,
-	    0, NULL, true, &loaded) == -1)
+	for (i = 0; i < g->n; i++)
+		if (!g->listed[i])
+			add[n++] = g->names[i];
+	for (i = 0; i < g->nlists; i++)
+		add[n++] = g->lists[i];
+	if (dropin_change(r, g->sb, add, n, NULL, 0, NULL, true,
+	    &loaded) == -1)
 		return -1;
 	/* The file has them now: a grant for a while of one of them takes
 	 * nothing away when it expires. */

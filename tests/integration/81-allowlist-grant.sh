@@ -133,11 +133,13 @@ expect_fail "unallow of a name never granted changes nothing" gw_ctl unallow lab
 
 # --- lists in the file, and grants for a while beside it ------------------------
 mkdir -p "$TOPO_TMP/allow.d"; cp data/allow.d/pypi.list "$TOPO_TMP/allow.d/"
-sed -i 's|allow = \[ "pypi.org" \];|allow = [ "@pypi" ];|' "$LAB"
-expect_ok "reload with lab's file naming @pypi" gw_ctl reload
+expect_match "allow lab @pypi (for good)" 'lab may reach pypi\.org, files\.pythonhosted\.org \(written' \
+	"$(gw_ctl allow lab @pypi 2>&1)"
+expect_match "...writes the list as named, to follow it" 'allow = \[ "pypi.org", "@pypi" \];' "$(cat "$LAB")"
+expect_match "...and lab resolves its names" 'status: NOERROR' "$(in_ns "$TOPO-lab" dig +time=2 +tries=1 @$GW_ADDR files.pythonhosted.org A)"
 out=$(gw_ctl unallow lab files.pythonhosted.org 2>&1)
 expect_match "unallow of a name the file has through a list says so" 'comes from a list' "$out"
-expect_match "...and changes nothing" 'allow = \[ "@pypi" \];' "$(cat "$LAB")"
+expect_match "...and changes nothing" 'allow = \[ "pypi.org", "@pypi" \];' "$(cat "$LAB")"
 expect_match "a grant for a while beside it" 'lab may reach b\.member\.test for 1m' \
 	"$(gw_ctl allow lab b.member.test --for 1m 2>&1)"
 expect_match "...and a short one" 'lab may reach c\.member\.test for 8s' \
