@@ -18,6 +18,16 @@
 #include "json.h"
 #include "log.h"
 
+/* A view exists only for a configured sandbox (pruned at each reload):
+ * found by a binary search, the configuration's linear one only for a
+ * sandbox's first entry. */
+static bool
+known(struct gw *gw, struct seen_set *set, const char *sandbox)
+{
+	return seen_find(set, sandbox) != NULL ||
+	    config_sandbox_by_name(gw->cfg, sandbox) != NULL;
+}
+
 void
 refused_dns_name(struct gw *gw, const struct ipc_dns_name *m)
 {
@@ -27,7 +37,8 @@ refused_dns_name(struct gw *gw, const struct ipc_dns_name *m)
 		[IPC_DNS_WHY_EGRESS] = SEEN_WHY_EGRESS_NONE,
 	};
 
-	if (config_sandbox_by_name(gw->cfg, m->sandbox) == NULL)
+	if (!known(gw, m->kind == IPC_DNS_RESOLVED ? &gw->seen_names :
+	    &gw->seen_refused, m->sandbox))
 		return;
 	if (m->kind == IPC_DNS_RESOLVED)
 		seen_add(&gw->seen_names, m->sandbox, m->name, SEEN_DNS,
@@ -47,7 +58,7 @@ refused_audit(struct gw *gw, const char *line)
 
 	if (seen_parse_audit(line, sandbox, sizeof(sandbox), what,
 	    sizeof(what), &src, &why) &&
-	    config_sandbox_by_name(gw->cfg, sandbox) != NULL)
+	    known(gw, &gw->seen_refused, sandbox))
 		seen_add(&gw->seen_refused, sandbox, what, src, why, 1,
 		    time(NULL));
 }
