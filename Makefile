@@ -119,6 +119,9 @@ install: all
 	for c in $(MEMBER_CMDS); do ln -sf $(SBINDIR)/$$c $(DESTDIR)$(BINDIR)/$$c; done
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 README.md docs/*.md examples/grafana-moat.json $(DESTDIR)$(DOCDIR)/
+	# The baseline lists allow = [ "@NAME" ] names (lib/allowlists.c).
+	install -d $(DESTDIR)$(PREFIX)/share/moat/allow.d $(DESTDIR)$(SYSCONFDIR)/moat/allow.d
+	install -m 0644 data/allow.d/*.list $(DESTDIR)$(PREFIX)/share/moat/allow.d/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
 	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
 	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets

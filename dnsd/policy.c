@@ -210,6 +210,21 @@ policy_new(const struct moat_config *cfg)
 }
 
 void
+policy_update(struct policy *p, size_t i)
+{
+	struct sbpolicy *sp = &p->sb[i];
+	double tokens = sp->tokens;
+	uint64_t last = sp->last_ms, dropped = sp->dropped;
+
+	nameset_free(sp->exact);
+	nameset_free(sp->wild);
+	sbpolicy_init(sp, sp->sb, i);
+	sp->tokens = tokens;
+	sp->last_ms = last;
+	sp->dropped = dropped;
+}
+
+void
 policy_free(struct policy *p)
 {
 	size_t i;

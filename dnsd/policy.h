@@ -49,6 +49,10 @@ struct sbpolicy {
 struct policy;
 
 struct policy *policy_new(const struct moat_config *);
+/* The sandbox at index changed its allow list (in the configuration the
+ * policy points into): its name sets are built again; its rate state
+ * stays. */
+void	 policy_update(struct policy *, size_t index);
 void	 policy_free(struct policy *);
 /* The sandbox whose address is addr (IPv4 or IPv4-mapped), or NULL. */
 struct sbpolicy *policy_sandbox(const struct policy *,

@@ -328,6 +328,10 @@ deliver(struct client *c, const struct answer *a, uint32_t age,
 	size_t len;
 	char name[LDNS_MAX_DOMAINLEN * 4 + 8];
 
+	if (a->rcode == LDNS_RCODE_NOERROR && a->an != NULL &&
+	    ldns_rr_list_rr_count(a->an) > 0)
+		names_report(c->sandbox, IPC_DNS_RESOLVED, IPC_DNS_WHY_NONE,
+		    &c->q);
 	if (a->removed > 0 && log_budget())
 		log_info("sandbox %s: %s: %zu private record(s) removed "
 		    "(rebinding)", c->sandbox, dq_name(&c->q, name,
@@ -413,20 +417,52 @@ audit(const char *event, const char *sandbox, const char *name,
 	json_free(&j);
 }
 
+/*
+ * The EDE text of a refusal, for an agent reading its own error: which
+ * sandbox, which name, and for a name the allow list lacks, who can
+ * change that.  name as dq_name wrote it (printable, the root's dot
+ * dropped here).
+ */
+static const char *
+told(const char *who, char *name, const char *reason, enum ipc_dns_why why,
+    char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n > 1 && name[n - 1] == '.')
+		name[--n] = '\0';
+	if (n > 100)		/* keep the answer small: the reason only */
+		snprintf(buf, len, "%s", reason);
+	else if (why == IPC_DNS_WHY_LIST)
+		snprintf(buf, len, "sandbox %s may not resolve %s (%s); ask the "
+		    "operator: gatewayd ctl allow %s %s", who, name, reason,
+		    who, name);
+	else if (why == IPC_DNS_WHY_EGRESS)
+		snprintf(buf, len, "sandbox %s may not resolve %s (%s)", who,
+		    name, reason);
+	else
+		snprintf(buf, len, "%s", reason);
+	return buf;
+}
+
 static void
-refuse(struct client *c, const char *who, const char *reason)
+refuse(struct client *c, const char *who, const char *reason,
+    enum ipc_dns_why why)
 {
 	char name[LDNS_MAX_DOMAINLEN * 4 + 8], t[16];
+	char text[LDNS_MAX_DOMAINLEN * 8 + 256];
 
 	R.c.refused++;
 	dq_name(&c->q, name, sizeof(name));
+	names_report(who, IPC_DNS_REFUSED, why, &c->q);
 	qtype_str(c->q.qtype, t, sizeof(t));
 	if (log_budget()) {
 		log_info("sandbox %s: refused %s %s: %s", who, t, name,
 		    reason);
 		audit("dns-refused", who, name, t, reason);
 	}
-	respond(c, LDNS_RCODE_REFUSED, EDE_BLOCKED, reason);
+	respond(c, LDNS_RCODE_REFUSED, EDE_BLOCKED, told(who, name, reason,
+	    why, text, sizeof(text)));
 }
 
 /* --rate for every sandbox if given, else moat.conf's rate for this one. */
@@ -460,7 +496,7 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 	if (addr_from_sockaddr(&c->ss, &peer) == -1 ||
 	    (sb = policy_sandbox(R.pol, &peer)) == NULL) {
 		R.c.unknown_src++;
-		refuse(c, "?", "source is not a sandbox");
+		refuse(c, "?", "source is not a sandbox", IPC_DNS_WHY_NONE);
 		return;
 	}
 	snprintf(c->sandbox, sizeof(c->sandbox), "%s", sb->sb->name);
@@ -479,7 +515,8 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 		return;
 	}
 	if ((v = policy_check(sb, c->q.name, c->q.namelen)) != V_ALLOW) {
-		refuse(c, c->sandbox, verdict_reason(v));
+		refuse(c, c->sandbox, verdict_reason(v), v == V_DENY_NONE ?
+		    IPC_DNS_WHY_EGRESS : IPC_DNS_WHY_LIST);
 		return;
 	}
 	if (c->q.qtype == LDNS_RR_TYPE_AAAA) {

@@ -200,6 +200,79 @@ swap_config(struct moat_config *cfg)
 	config_free(old);
 }
 
+/* The names of an IPC_DNS_ALLOW, checked again as the loader checks
+ * them (the parent did; this is a second line of defence). */
+static int
+allow_names(const struct ipc_dns_allow *m, struct moat_strlist *l)
+{
+	const char *s = m->names, *end = m->names + m->len;
+	char why[384], *v;
+
+	for (; s < end; s += strlen(s) + 1) {
+		v = xstrdup(s);
+		if (!config_allow_entry(v, why, sizeof(why))) {
+			log_warnx("gatewayd's allow list: %s", why);
+			free(v);
+			return -1;
+		}
+		l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
+		l->v[l->n++] = v;
+	}
+	return 0;
+}
+
+static void
+strlist_clear(struct moat_strlist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+/*
+ * A grant: one allowlist sandbox's new allow list, nothing else.  The
+ * parent emptied its set if the list lost a name (then what the mirror
+ * knows of it is gone); a list that only grew has its answers judged
+ * anew.  The cache stays: answers do not depend on allow lists.
+ */
+static void
+take_allow(const struct ipc_dns_allow *m)
+{
+	struct ipc_dns_config_ack ack = { m->gen, -1 };
+	struct moat_strlist l = { NULL, 0 };
+	struct moat_sandbox *sb = NULL, next;
+	struct fate one;
+	struct fates fs = { &one, 0 };
+	size_t i;
+
+	for (i = 0; i < R.cfg->nsandboxes; i++)
+		if (strcmp(R.cfg->sandboxes[i].name, m->sandbox) == 0)
+			sb = &R.cfg->sandboxes[i];
+	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST ||
+	    allow_names(m, &l) == -1) {
+		log_warnx("gatewayd's allow list for %s does not fit the "
+		    "configuration", m->sandbox);
+		strlist_clear(&l);
+	} else {
+		next = *sb;
+		next.allow = l;
+		fate_of(sb, &next, &fs);
+		mirror_forget(R.mirror, judge, &fs);
+		strlist_clear(&sb->allow);
+		sb->allow = l;
+		policy_update(R.pol, (size_t)(sb - R.cfg->sandboxes));
+		log_info("sandbox %s: allow list taken in place (%zu names)",
+		    sb->name, sb->allow.n);
+		ack.status = 0;
+	}
+	if (ipc_send(R.ipcfd, IPC_DNS_CONFIG_ACK, 0, &ack, sizeof(ack)) == -1)
+		fatal("ipc: dns-config-ack");
+}
+
 /* Run with --ipc-fd but without --config-fd (SIGHUP or IPC_RELOAD):
  * re-read our own file.  Nothing tells us what became of the sets, so
  * forget what they hold, and the cache with it. */
@@ -331,6 +404,7 @@ ipc_cb(struct ev *h, uint32_t events)
 	static union {
 		struct ipc_set_ack ack;
 		struct ipc_dns_config cfg;
+		struct ipc_dns_allow allow;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
 	struct ipc_hdr hdr;
@@ -365,6 +439,9 @@ ipc_cb(struct ev *h, uint32_t events)
 		break;
 	case IPC_DNS_CONFIG:
 		reconfigure(fd, u.cfg.gen);
+		break;
+	case IPC_DNS_ALLOW:
+		take_allow(&u.allow);
 		break;
 	default:
 		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));

@@ -87,6 +87,11 @@ void	query_expire(uint64_t now);
 uint64_t query_next(void);
 void	query_close_all(void);
 
+/* names.c: a name refused or resolved, for gatewayd's views. */
+void	names_report(const char *sandbox, enum ipc_dns_name_kind,
+	    enum ipc_dns_why, const struct dq *);
+uint64_t names_dropped(void);
+
 /* upstream.c */
 void	upstream_init(const struct moat_config *);
 void	upstreams_set(const struct moat_config *);

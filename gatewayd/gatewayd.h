@@ -38,6 +38,7 @@
 #include "control.h"
 #include "ipc.h"
 #include "promise.h"
+#include "seen.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
@@ -107,6 +108,10 @@ void	proc_ipc_readable(struct gw *, enum gw_proc_id);
  * else it was started on changed; otherwise it is told to drain its open
  * connections while a new one takes the listening socket. */
 void	proc_reload(struct gw *);
+/* A grant changed the allow lists of the n sandboxes named in gw->cfg
+ * itself: dnsd takes each list alone (IPC_DNS_ALLOW), the proxy workers
+ * the configuration in place; nothing is restarted. */
+void	proc_reload_sandboxes(struct gw *, const char *const *names, size_t n);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
@@ -285,6 +290,9 @@ bool	policy_dns_frozen(const struct gw *, const char *sandbox);
 void	policy_promises_seed(struct gw *);
 /* CLOCK_MONOTONIC in milliseconds (promises, set additions). */
 uint64_t gw_mono_ms(void);
+/* Its allow list lost a name: empty its set, and refuse dnsd's additions
+ * until dnsd has the new list. */
+void	policy_flush_sandbox(struct gw *, const char *sandbox);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
 void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 	    const struct moat_config *new);
@@ -296,6 +304,49 @@ int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 typedef void policy_counter_fn(void *arg, const char *family, const char *name,
     const char *what, uint64_t packets);
 int	policy_counters_each(struct gw *, policy_counter_fn *, void *arg);
+
+/* --- what sandboxes were refused and resolved (parent_refused.c) --- */
+
+void	refused_dns_name(struct gw *, const struct ipc_dns_name *);
+/* An audit line from a child (its source stamped): kept if a refusal. */
+void	refused_audit(struct gw *, const char *line);
+void	refused_prune(struct gw *);	/* after a reload */
+void	refused_free(struct gw *);
+void	ctl_refused(struct ctl_req *);	/* refused [SANDBOX] [--since D] */
+void	ctl_names(struct ctl_req *);	/* names SANDBOX [--as-allow] */
+/* "90s", "10m", "2h", "1d" or plain seconds, at most a year; -1 if not. */
+int	gw_duration(const char *, long *secs);
+
+/* --- grants: allow and unallow (parent_grant.c) --- */
+
+/* A grant for a while (--for): kept in memory, laid over every
+ * configuration loaded until it expires. */
+struct gw_grant {
+	char		 sandbox[IPC_NAME_LEN];
+	char		*name;		/* normalised, checked */
+	uint64_t	 until_ms;	/* gw_mono_ms() */
+	time_t		 until;		/* the same, wall clock, for ctl */
+	bool		 added;		/* it added name to the list (the
+					   file did not have it) */
+	bool		 next_added;	/* the same for a configuration a
+					   reload is trying (grants_overlay) */
+	bool		 next_gone;	/* its sandbox is not in that one */
+	char		 by[33];
+};
+#define GW_GRANTS_MAX		4096
+#define GW_GRANTS_PER_SANDBOX	64
+
+void	ctl_allow(struct ctl_req *);
+void	ctl_unallow(struct ctl_req *);
+/* After a reload loaded cfg (not yet in force): lay the grants over it;
+ * grants_commit once cfg is in force (a reload that fails leaves the
+ * grants as they were for the configuration still in force). */
+void	grants_overlay(struct gw *, struct moat_config *cfg);
+void	grants_commit(struct gw *);
+/* ms until the next grant expires, capped at timeout (ms, -1: none). */
+int	grants_timeout(const struct gw *, int timeout);
+void	grants_tick(struct gw *);	/* expire what is due */
+void	grants_free(struct gw *);
 
 /* --- nflog child (nflog.c) --- */
 
@@ -427,6 +478,10 @@ struct gw {
 	time_t			 metrics_due;	/* next rendering */
 	time_t			 metrics_sent;	/* to the metrics process */
 	double			 reload_ms;	/* the last reload took */
+	struct seen_set		 seen_refused;	/* ctl refused (parent_refused.c) */
+	struct seen_set		 seen_names;	/* ctl names */
+	struct gw_grant		*grants;	/* parent_grant.c */
+	size_t			 ngrants;
 	bool			 quit;
 };
 

@@ -73,7 +73,8 @@ loop(struct gw *gw, int sfd)
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		timeout = proc_next_timeout(gw, time(NULL));
+		timeout = grants_timeout(gw, proc_next_timeout(gw,
+		    time(NULL)));
 		i = metrics_next_timeout(gw, time(NULL));
 		if (i != -1 && (timeout == -1 || i < timeout))
 			timeout = i;
@@ -90,6 +91,7 @@ loop(struct gw *gw, int sfd)
 				proc_ipc_readable(gw, (enum gw_proc_id)i);
 		proc_tick(gw, time(NULL));
 		metrics_tick(gw, time(NULL));
+		grants_tick(gw);
 	}
 }
 
@@ -161,6 +163,7 @@ gw_run(struct gw_opts *opts)
 	if (!opts->foreground && daemon(0, 0) == -1)
 		fatal("daemon");
 	proc_init(&gw);
+	refused_prune(&gw);		/* sizes the views for the sandboxes */
 	audit_event(&gw, "start", "config", gw.cfg->path, NULL);
 	proc_start_all(&gw);
 	log_info("running: %zu sandboxes, control socket %s",
@@ -177,6 +180,8 @@ gw_run(struct gw_opts *opts)
 	config_free(gw.cfg);
 	free(gw.dnsdrops);
 	free(gw.hoststats);
+	refused_free(&gw);
+	grants_free(&gw);
 	if (gw.regfd != -1)
 		close(gw.regfd);
 	if (gw.metricsfd != -1)

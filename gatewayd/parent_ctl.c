@@ -59,6 +59,10 @@ static const struct {
 	[CTL_SECRET] = { team_secret, false, true },
 	[CTL_CONSOLE] = { ctl_console, false, false },
 	[CTL_HOSTS] = { ctl_hosts, true, true },
+	[CTL_REFUSED] = { ctl_refused, false, true },
+	[CTL_NAMES] = { ctl_names, false, false },
+	[CTL_ALLOW] = { ctl_allow, false, false },
+	[CTL_UNALLOW] = { ctl_unallow, false, false },
 };
 
 #define reply ctl_reply

@@ -166,12 +166,18 @@ flush_if_narrowed(const struct moat_sandbox *o, const struct moat_sandbox *n,
 	if (n == NULL || o->egress != EGRESS_ALLOWLIST ||
 	    n->egress != EGRESS_ALLOWLIST || admit_set_kept(o, n))
 		return;
-	policy_dns_freeze(gw, n->name);
-	if (nftr_set_flush(gw->nft, n->name) == -1)
+	policy_flush_sandbox(gw, n->name);
+}
+
+void
+policy_flush_sandbox(struct gw *gw, const char *sandbox)
+{
+	policy_dns_freeze(gw, sandbox);
+	if (nftr_set_flush(gw->nft, sandbox) == -1)
 		log_warnx("allowlist %s: narrowed, but its set could not be "
-		    "emptied: %s", n->name, nftr_error(gw->nft));
+		    "emptied: %s", sandbox, nftr_error(gw->nft));
 	else
-		log_info("allowlist %s: narrowed; its set emptied", n->name);
+		log_info("allowlist %s: narrowed; its set emptied", sandbox);
 }
 
 void

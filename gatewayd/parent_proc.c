@@ -58,7 +58,8 @@ static const struct role {
 } roles[PROC_MAX] = {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
-	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) },
+	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) |
+	    (1u << IPC_DNS_NAME) },
 	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
 	    (1u << IPC_BUDGET_REQ) },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
@@ -596,14 +597,83 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
 	proc_restart(gw, PROC_DNSD);
 }
 
+static void reload_children(struct gw *, bool nflog, bool dnsd);
+
 void
 proc_reload(struct gw *gw)
+{
+	reload_children(gw, true, true);
+}
+
+/* One sandbox's allow list to dnsd alone; -1 if it does not fit one
+ * message (then the whole configuration goes). */
+static int
+dnsd_allow(struct gw *gw, const char *sandbox)
+{
+	static union {
+		struct ipc_dns_allow m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	const struct moat_sandbox *sb = config_sandbox_by_name(gw->cfg,
+	    sandbox);
+	size_t i, off = 0, len;
+
+	if (sb == NULL || sb->allow.n > IPC_DNS_ALLOW_MAX)
+		return -1;
+	memset(&u.m, 0, sizeof(u.m));
+	for (i = 0; i < sb->allow.n; i++) {
+		len = strlen(sb->allow.v[i]) + 1;
+		if (sizeof(u.m) + off + len > sizeof(u.raw))
+			return -1;
+		memcpy(u.m.names + off, sb->allow.v[i], len);
+		off += len;
+	}
+	if (++gw->dns_gen == 0)
+		gw->dns_gen = 1;
+	u.m.gen = gw->dns_gen;
+	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", sb->name);
+	u.m.len = (uint32_t)off;
+	if (ipc_send(gw->procs[PROC_DNSD].ipc, IPC_DNS_ALLOW, 0, &u.m,
+	    sizeof(u.m) + off) == -1) {
+		log_warn("dnsd: sending %s's allow list; restarting it", sandbox);
+		proc_restart(gw, PROC_DNSD);
+	} else
+		log_info("dnsd: sandbox %s's allow list sent alone (%zu names)",
+		    sb->name, sb->allow.n);
+	return 0;
+}
+
+/* Only sandboxes' allow lists changed, in gw->cfg itself (a grant): the
+ * nflog reader (which knows sandboxes by address) is left alone; dnsd
+ * takes each sandbox's list alone, and every proxy worker the new
+ * configuration in place. */
+void
+proc_reload_sandboxes(struct gw *gw, const char *const *names, size_t n)
+{
+	struct gw_proc *p = &gw->procs[PROC_DNSD];
+	size_t i;
+
+	gw->cfgtext.of = NULL;		/* the same struct, changed */
+	for (i = 0; p->pid > 0 && p->ipc != -1 && i < n; i++)
+		if (dnsd_allow(gw, names[i]) == -1) {
+			dnsd_reconfigure(gw);
+			break;
+		}
+	if (p->pid > 0 && p->ipc == -1)
+		proc_restart(gw, PROC_DNSD);
+	reload_children(gw, false, false);
+}
+
+static void
+reload_children(struct gw *gw, bool nflog, bool dnsd)
 {
 	char *basis, *defs, *ids;
 	int w;
 
-	dnsd_reconfigure(gw);
-	proc_restart(gw, PROC_NFLOG);
+	if (dnsd)
+		dnsd_reconfigure(gw);
+	if (nflog)
+		proc_restart(gw, PROC_NFLOG);
 	if (gw->opts.no_children)
 		return;
 	pool_enable(gw);
@@ -710,6 +780,7 @@ handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
 	if (gw->metrics != NULL)
 		metrics_count(gw->metrics, p->name, body, len);
+	refused_audit(gw, line);
 	free(line);
 	free(body);
 }
@@ -795,6 +866,9 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		    (void *)buf.raw);
 	else if (h.type == IPC_AUDIT)
 		handle_audit(gw, p, buf.raw, (size_t)n);
+	else if (h.type == IPC_DNS_NAME)
+		refused_dns_name(gw, (const struct ipc_dns_name *)(void *)
+		    buf.raw);
 	else if (h.type == IPC_CTL_REQ || h.type == IPC_CTL_GONE)
 		gw->on_ctl_msg(gw, &h, buf.raw, (size_t)n, fds, nfds);
 	else if (h.type == IPC_BUDGET_REQ)

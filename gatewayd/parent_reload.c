@@ -70,6 +70,7 @@ gw_reload(struct gw *gw, char **errors)
 	}
 	gw_log_warnings(cfg, &errs);
 	config_errors_free(&errs);
+	grants_overlay(gw, cfg);
 	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
 		xasprintf(errors, "%s: %s\n", old->path, err);
 		log_warnx("reload refused by the kernel: %s", err);
@@ -79,6 +80,8 @@ gw_reload(struct gw *gw, char **errors)
 		return -1;
 	}
 	gw->cfg = cfg;
+	grants_commit(gw);
+	refused_prune(gw);
 	policy_flush_narrowed(gw, old, cfg);
 	/* What was promised to sets the reload deleted or emptied is void. */
 	if (gw->promises != NULL)

@@ -65,7 +65,7 @@ struct job {
 	int		 npaths;
 	const char	*name;
 	const char	*owner;			/* --owner given by an admin */
-	const char	*cpus, *memory, *disk, *kernel, *image;
+	const char	*cpus, *memory, *disk, *kernel, *image, *egress;
 	const char	*secrets[GW_CTL_MAX_ARGS];
 	int		 nsecrets;
 	const int	*fds;		/* one per path, in order */
@@ -169,6 +169,7 @@ job_note(struct job *j, const char *opt, const char *val)
 		{ "--disk", offsetof(struct job, disk) },
 		{ "--kernel", offsetof(struct job, kernel) },
 		{ "--image", offsetof(struct job, image) },
+		{ "--egress", offsetof(struct job, egress) },
 	};
 	size_t i;
 
@@ -311,6 +312,32 @@ create_running(const struct gw *gw, const char *user)
 	return false;
 }
 
+/* How wide an egress mode is: none < allowlist < open. */
+static int
+egress_width(enum moat_egress e)
+{
+	return e == EGRESS_OPEN ? 2 : e == EGRESS_ALLOWLIST ? 1 : 0;
+}
+
+/* A member creates nothing wider than gateway.member_max_egress. */
+static int
+check_egress(struct ctl_req *r, const struct job *j)
+{
+	enum moat_egress max = r->gw->cfg->gw.member_max_egress;
+	enum moat_egress want = j->egress == NULL ? EGRESS_NONE :
+	    strcmp(j->egress, "open") == 0 ? EGRESS_OPEN :
+	    strcmp(j->egress, "allowlist") == 0 ? EGRESS_ALLOWLIST : EGRESS_NONE;
+
+	if (r->admin || egress_width(want) <= egress_width(max))
+		return 0;
+	ctl_refuse(r, j->name, "create: --egress %s is wider than members may "
+	    "create here (gateway.member_max_egress = \"%s\"); root%s%s can "
+	    "create it", egress_name(want), egress_name(max),
+	    r->gw->cfg->gw.admin_group ? " or a member of group " : "",
+	    r->gw->cfg->gw.admin_group ? r->gw->cfg->gw.admin_group : "");
+	return -1;
+}
+
 static int
 check_create(struct ctl_req *r, struct job *j, const char **owner)
 {
@@ -328,7 +355,7 @@ check_create(struct ctl_req *r, struct job *j, const char **owner)
 		    "still running; try again when it is done");
 		return -1;
 	}
-	if (check_secrets(r, j, *owner) == -1)
+	if (check_secrets(r, j, *owner) == -1 || check_egress(r, j) == -1)
 		return -1;
 	return *owner != NULL ? quota_check(r, j, *owner) : 0;
 }

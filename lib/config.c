@@ -79,6 +79,7 @@ config_free(struct moat_config *cfg)
 	free(cfg->gw.reg_cert);
 	free(cfg->gw.reg_key);
 	free(cfg->gw.admin_group);
+	strlist_free(&cfg->gw.member_allow);
 	for (i = 0; i < cfg->gw.nexceptions; i++) {
 		free(cfg->gw.exceptions[i].ports);
 		strlist_free(&cfg->gw.exceptions[i].sandboxes);

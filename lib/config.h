@@ -132,6 +132,9 @@ struct moat_gateway {
 	unsigned	 proxy_per_sandbox;	/* proxy connections per sandbox */
 	unsigned	 proxy_workers;	/* proxy processes; 0: config_proxy_workers */
 	char		*admin_group;	/* members manage every sandbox */
+	struct moat_strlist member_allow; /* what a member may grant on their
+					   own sandboxes (names, "*.x") */
+	enum moat_egress member_max_egress; /* the widest a member creates */
 	bool		 fast_refusals;	/* lift the kernel's per-host ICMP limit */
 	uint32_t	 refusal_rate;	/* global ICMP errors/s kept as a flood guard */
 	enum moat_host_access host_access;	/* default HOST_ACCESS_OWNERS */
@@ -279,5 +282,19 @@ bool	config_username_valid(const char *);
 /* Host-name helpers shared by the loader, dnsd and the proxy. */
 bool	hostname_valid(const char *);		/* RFC 1123, no wildcard */
 bool	hostpattern_valid(const char *);	/* name or "*.name" */
+/* An allow entry as the loader takes it: v is normalised in place; false
+ * with why set when it is not a host name or "*." and one, or when the
+ * wildcard covers a whole top-level domain ("*.com"). */
+bool	config_allow_entry(char *v, char *why, size_t whylen);
+/* The names of the baseline list ref ("@NAME", allowlists.c) appended to
+ * out (without repeats): NAME.list from allow.d beside confpath, else
+ * from config_allow_datadir().  -1 with err set ("no list ...", or
+ * "FILE:LINE: why" for a bad line). */
+int	config_allow_list(const char *confpath, const char *ref,
+	    struct moat_strlist *out, char *err, size_t errlen);
+const char *config_allow_datadir(void);
+/* Does the allow list l (names and "*.x" patterns) cover name (or, for
+ * a pattern, every name it matches)? */
+bool	config_allow_covers(const struct moat_strlist *l, const char *name);
 
 #endif

@@ -362,7 +362,8 @@ load_dropins(struct loader *ld, const char *dir,
 		names[n++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(char *), namecmp);	/* stable order */
+	if (n > 1)	/* stable order; qsort may not be given NULL */
+		qsort(names, n, sizeof(char *), namecmp);
 	for (i = 0; i < n; i++) {
 		xasprintf(&path, "%s/%s", dir, names[i]);
 		stem = xstrdup(names[i]);

@@ -131,6 +131,11 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	    "false");
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
+	if (gw->member_allow.n > 0)
+		plist(fp, "  ", "member_allow", &gw->member_allow);
+	if (gw->member_max_egress != EGRESS_ALLOWLIST)
+		pkv(fp, "  ", "member_max_egress",
+		    egress_name(gw->member_max_egress));
 	/* Only when changed: the defaults keep older golden dumps valid. */
 	if (gw->guest_uid_first != MOAT_GUEST_UID_FIRST ||
 	    gw->guest_uid_last != MOAT_GUEST_UID_LAST)

@@ -58,6 +58,9 @@ const struct kword config_words[] = {
 	{ "host_access", "owners", HOST_ACCESS_OWNERS },
 	{ "host_access", "root", HOST_ACCESS_ROOT },
 	{ "host_access", "all", HOST_ACCESS_ALL },
+	{ "member_max_egress", "open", EGRESS_OPEN },
+	{ "member_max_egress", "allowlist", EGRESS_ALLOWLIST },
+	{ "member_max_egress", "none", EGRESS_NONE },
 	{ NULL, NULL, 0 }
 };
 
@@ -454,6 +457,10 @@ static const struct key gateway_keys[] = {
 	{ "nflog_group", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, nflog_group) },
 	{ "admin_group", K_STR, 0, set_admin_group, 0 },
+	{ "member_allow", K_STRLIST, 0, set_patterns,
+	    offsetof(struct moat_gateway, member_allow) },
+	{ "member_max_egress", K_STR, 0, set_word,
+	    offsetof(struct moat_gateway, member_max_egress) },
 	{ "refusals", K_GROUP, 0, set_refusals, 0 },
 	{ "host_access", K_STR, 0, set_word,
 	    offsetof(struct moat_gateway, host_access) },
@@ -1116,5 +1123,6 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.dns_rate = 500;
 	cfg->gw.dns_burst = -1;
 	cfg->gw.dns_cache_size = 8L << 20;
+	cfg->gw.member_max_egress = EGRESS_ALLOWLIST;
 }
 

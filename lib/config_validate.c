@@ -302,6 +302,83 @@ set_owner(struct loader *ld, const config_setting_t *s, void *obj,
 	*FIELD(obj, k, char *) = xstrdup(v);
 }
 
+bool
+config_allow_entry(char *v, char *why, size_t whylen)
+{
+	char orig[300];
+
+	snprintf(orig, sizeof(orig), "%s", v);
+	hostname_normalise(v);
+	if (strncmp(v, "*.", 2) == 0 && label_valid(v + 2, strlen(v + 2)) &&
+	    strchr(v + 2, '.') == NULL) {
+		snprintf(why, whylen, "wildcard \"%s\" is too broad: it covers "
+		    "a whole top-level domain", v);
+		return false;
+	}
+	if (!hostpattern_valid(v)) {
+		snprintf(why, whylen, "expected a fully qualified host name or "
+		    "\"*.\" followed by one, got \"%s\"", orig);
+		return false;
+	}
+	return true;
+}
+
+/* "*.x" covers x's subdomains (not x itself), as dnsd and the proxy
+ * match it. */
+static bool
+pattern_covers(const char *pat, const char *name)
+{
+	size_t pl, nl = strlen(name);
+
+	if (strncmp(pat, "*.", 2) != 0)
+		return strcmp(pat, name) == 0;
+	pl = strlen(pat + 1);		/* ".x" */
+	return nl > pl && strcmp(name + nl - pl, pat + 1) == 0;
+}
+
+bool
+config_allow_covers(const struct moat_strlist *l, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (pattern_covers(l->v[i], name))
+			return true;
+	return false;
+}
+
+/* "@NAME" in a list: its names, each once (a name both listed and in the
+ * list is fine); an unknown or bad list is an error at e's line. */
+static void
+expand_list(struct loader *ld, const config_setting_t *e,
+    struct moat_strlist *l, const char *v, const char *ctx,
+    const struct key *k)
+{
+	struct moat_strlist got = { NULL, 0 };
+	char err[768];
+	size_t i, j;
+
+	if (config_allow_list(ld->cfg->path, v, &got, err, sizeof(err)) == -1) {
+		serr(ld, e, "%s: %s: %s", ctx, k->name, err);
+		for (i = 0; i < got.n; i++)
+			free(got.v[i]);
+		free(got.v);
+		return;
+	}
+	for (i = 0; i < got.n; i++) {
+		for (j = 0; j < l->n; j++)
+			if (strcmp(l->v[j], got.v[i]) == 0)
+				break;
+		if (j < l->n) {
+			free(got.v[i]);
+			continue;
+		}
+		l->v = xreallocarray(l->v, l->n + 1, sizeof(char *));
+		l->v[l->n++] = got.v[i];
+	}
+	free(got.v);
+}
+
 /* A list of host names or "*.name" patterns, normalised and de-duplicated. */
 static void
 set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
@@ -309,27 +386,27 @@ set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
 {
 	struct moat_strlist *l = FIELD(obj, k, struct moat_strlist);
 	const config_setting_t *e;
-	char *v;
+	char *v, why[384];
 	size_t i, j;
 	int n = config_setting_length(s);
+	bool lists = false;
 
 	for (i = 0; i < (size_t)n; i++) {
 		e = config_setting_get_elem(s, (unsigned int)i);
 		v = xstrdup(config_setting_get_string(e));
-		hostname_normalise(v);
-		if (wildcards && strncmp(v, "*.", 2) == 0 &&
-		    label_valid(v + 2, strlen(v + 2)) &&
-		    strchr(v + 2, '.') == NULL) {
-			serr(ld, e, "%s: %s: wildcard \"%s\" is too broad: it "
-			    "covers a whole top-level domain", ctx, k->name, v);
+		if (wildcards && v[0] == '@') {
+			expand_list(ld, e, l, v, ctx, k);
+			lists = true;
 			free(v);
 			continue;
 		}
-		if (!(wildcards ? hostpattern_valid(v) : hostname_valid(v))) {
-			serr(ld, e, "%s: %s: expected a fully qualified host "
-			    "name%s, got \"%s\"", ctx, k->name, wildcards ?
-			    " or \"*.\" followed by one" : "",
-			    config_setting_get_string(e));
+		if (wildcards ? !config_allow_entry(v, why, sizeof(why)) :
+		    (hostname_normalise(v), !hostname_valid(v))) {
+			if (!wildcards)
+				snprintf(why, sizeof(why), "expected a fully "
+				    "qualified host name, got \"%s\"",
+				    config_setting_get_string(e));
+			serr(ld, e, "%s: %s: %s", ctx, k->name, why);
 			free(v);
 			continue;
 		}
@@ -337,8 +414,9 @@ set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
 			if (strcmp(l->v[j], v) == 0)
 				break;
 		if (j < l->n) {
-			serr(ld, e, "%s: %s: \"%s\" is listed twice", ctx,
-			    k->name, v);
+			if (!lists)	/* else it may come from a list */
+				serr(ld, e, "%s: %s: \"%s\" is listed twice",
+				    ctx, k->name, v);
 			free(v);
 			continue;
 		}

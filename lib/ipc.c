@@ -31,6 +31,8 @@ static int shape_reg_req(const void *, size_t, char *, size_t);
 static int shape_reg_reply(const void *, size_t, char *, size_t);
 static int shape_dns_config(const void *, size_t, char *, size_t);
 static int shape_dns_config_ack(const void *, size_t, char *, size_t);
+static int shape_dns_name(const void *, size_t, char *, size_t);
+static int shape_dns_allow(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -55,6 +57,8 @@ static const struct {
 	[IPC_DNS_CONFIG] = { "dns-config", shape_dns_config },
 	[IPC_DNS_CONFIG_ACK] = { "dns-config-ack", shape_dns_config_ack },
 	[IPC_METRICS] = { "metrics", shape_empty },
+	[IPC_DNS_NAME] = { "dns-name", shape_dns_name },
+	[IPC_DNS_ALLOW] = { "dns-allow", shape_dns_allow },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -64,6 +68,8 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_CREATE] = "create", [CTL_START] = "start", [CTL_STOP] = "stop",
 	[CTL_DESTROY] = "destroy", [CTL_SECRET] = "secret",
 	[CTL_CONSOLE] = "console", [CTL_HOSTS] = "hosts",
+	[CTL_REFUSED] = "refused", [CTL_NAMES] = "names",
+	[CTL_ALLOW] = "allow", [CTL_UNALLOW] = "unallow",
 };
 
 const char *
@@ -236,6 +242,62 @@ shape_dns_config_ack(const void *p, size_t len, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* A printable name, not empty, NUL-terminated inside the field. */
+static bool
+field_printable(const char *s, size_t cap)
+{
+	const char *nul = memchr(s, '\0', cap);
+	const char *q;
+
+	if (nul == NULL || nul == s)
+		return false;
+	for (q = s; q < nul; q++)
+		if (*q <= ' ' || *q > '~')
+			return false;
+	return true;
+}
+
+static int
+shape_dns_name(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_name *m = p;
+
+	if (len != sizeof(*m) || m->kind > IPC_DNS_RESOLVED ||
+	    m->reason >= IPC_DNS_WHY_MAX || m->pad != 0 || m->count == 0 ||
+	    !field_printable(m->sandbox, sizeof(m->sandbox)) ||
+	    !field_printable(m->name, sizeof(m->name))) {
+		snprintf(err, errlen, "dns-name: %zu bytes (expected %zu), or "
+		    "a field out of range", len, sizeof(*m));
+		return -1;
+	}
+	return 0;
+}
+
+/* Names: each printable, not empty, NUL-terminated; none past len. */
+static int
+shape_dns_allow(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_dns_allow *m = p;
+	const char *s, *end;
+	size_t n = 0;
+
+	if (len < sizeof(*m) || m->gen == 0 || m->len != len - sizeof(*m) ||
+	    m->pad[0] || m->pad[1] || m->pad[2] ||
+	    !field_printable(m->sandbox, sizeof(m->sandbox)))
+		goto bad;
+	for (s = m->names, end = m->names + m->len; s < end; n++) {
+		if (n >= IPC_DNS_ALLOW_MAX ||
+		    !field_printable(s, (size_t)(end - s)))
+			goto bad;
+		s += strlen(s) + 1;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "dns-allow: %zu bytes: a field out of range or "
+	    "names not terminated", len);
+	return -1;
 }
 
 static int

@@ -52,6 +52,8 @@ enum ipc_type {
 	IPC_DNS_CONFIG_ACK,	/* dnsd -> parent: reconfigured, or not */
 	IPC_METRICS,		/* parent -> metrics: the latest rendering,
 				 * a sealed memfd attached, no payload */
+	IPC_DNS_NAME,		/* dnsd -> parent: a name refused or resolved */
+	IPC_DNS_ALLOW,		/* parent -> dnsd: one sandbox's new allow list */
 	IPC_TYPE_MAX
 };
 
@@ -86,9 +88,44 @@ struct ipc_dns_config {
 	uint32_t	gen;		/* >= 1, echoed in the ack */
 };
 
+/*
+ * A grant (gatewayd ctl allow/unallow) changed one allowlist sandbox's
+ * allow list, and only that: dnsd takes it without a whole configuration
+ * and answers IPC_DNS_CONFIG_ACK with the same gen.  names: len bytes,
+ * each name or "*.name" NUL-terminated, printable.
+ */
+#define IPC_DNS_ALLOW_MAX	1024	/* names; more go as IPC_DNS_CONFIG */
+struct ipc_dns_allow {
+	uint32_t	gen;		/* >= 1, echoed in the ack */
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[3];
+	uint32_t	len;		/* bytes of names */
+	char		names[];
+};
+
 struct ipc_dns_config_ack {
 	uint32_t	gen;
 	int32_t		status;		/* 0 or -1 */
+};
+
+/*
+ * What a sandbox asked dnsd for, for `gatewayd ctl refused` and `ctl
+ * names`: one message per name refused or resolved, sent at most once a
+ * second per name (count: the queries since the last) and within a rate
+ * for all names together, so that a guest cannot make dnsd flood its
+ * parent.  reason: for REFUSED, enum ipc_dns_why.
+ */
+enum ipc_dns_name_kind { IPC_DNS_REFUSED = 0, IPC_DNS_RESOLVED };
+enum ipc_dns_why { IPC_DNS_WHY_NONE = 0, IPC_DNS_WHY_LIST, IPC_DNS_WHY_EGRESS,
+	IPC_DNS_WHY_MAX };
+#define IPC_DNS_NAME_LEN	256
+struct ipc_dns_name {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		kind;		/* enum ipc_dns_name_kind */
+	uint8_t		reason;		/* enum ipc_dns_why */
+	uint8_t		pad;
+	uint32_t	count;		/* >= 1 */
+	char		name[IPC_DNS_NAME_LEN];	/* printable, NUL-terminated */
 };
 
 #define IPC_HOST_LEN		254	/* a DNS name or an address literal */
@@ -137,7 +174,7 @@ struct ipc_dns_dropped {
 enum ipc_ctl_verb {
 	CTL_STATUS = 1, CTL_SANDBOXES, CTL_LIST, CTL_RELOAD, CTL_COUNTERS,
 	CTL_LOG, CTL_CREATE, CTL_START, CTL_STOP, CTL_DESTROY, CTL_SECRET,
-	CTL_CONSOLE, CTL_HOSTS,
+	CTL_CONSOLE, CTL_HOSTS, CTL_REFUSED, CTL_NAMES, CTL_ALLOW, CTL_UNALLOW,
 	CTL_VERB_MAX
 };
 #define IPC_CTL_MAX_ARGS	64

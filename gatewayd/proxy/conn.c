@@ -278,6 +278,30 @@ conn_refuse(struct conn *c, int code, const char *reason)
 		refuse_tls(c);
 }
 
+/* A refusal of the sandbox's policy.  Where it is a name the sandbox's
+ * allow list lacks, the guest (an agent reading its own error) is told
+ * which sandbox, which name, and who can change that. */
+void
+conn_refuse_policy(struct conn *c, const char *reason)
+{
+	char told[640];
+
+	if (c->sb == NULL || c->sb->egress != EGRESS_ALLOWLIST || c->literal ||
+	    c->host[0] == '\0' || !hostname_valid(c->host) ||
+	    strstr(reason, "not on the allowlist") == NULL) {
+		conn_refuse(c, 403, reason);
+		return;
+	}
+	snprintf(told, sizeof(told), "sandbox %s may not reach %s (%s); ask "
+	    "the operator: gatewayd ctl allow %s %s", c->sbname, c->host,
+	    reason, c->sbname, c->host);
+	conn_audit_refuse(c, reason);
+	if (guest_waits_http(c))
+		conn_refuse_http(c, 403, told);
+	else
+		refuse_tls(c);
+}
+
 /* --- accept ------------------------------------------------------------- */
 
 static void side_cb(struct ev *, uint32_t);
@@ -408,7 +432,7 @@ connect_request(struct conn *c, const struct http_head *h)
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host, &c->literal,
 	    &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
-		conn_refuse(c, 403, reason);
+		conn_refuse_policy(c, reason);
 		return;
 	}
 	c->after = AD_CONNECT_OK;
@@ -462,7 +486,7 @@ peek_decide(struct conn *c, enum sni_ret r, const char *sni)
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
 	    NULL, &c->literal, &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
-		conn_refuse(c, 403, reason);
+		conn_refuse_policy(c, reason);
 		return;
 	}
 	c->after = AD_GUEST_TLS;
@@ -705,7 +729,7 @@ conn_route(struct conn *c, const char *host, uint16_t port)
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
 	    NULL, &c->literal, &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
-		conn_refuse(c, 403, reason);
+		conn_refuse_policy(c, reason);
 		return -1;
 	}
 	c->after = AD_HTTP;

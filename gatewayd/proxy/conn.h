@@ -123,6 +123,8 @@ void	conn_audit_refuse(struct conn *, const char *reason);
 int	conn_route(struct conn *, const char *host, uint16_t port);
 void	conn_set_deadline(struct conn *, int seconds);
 void	conn_refuse(struct conn *, int code, const char *reason);
+/* The same for a policy refusal (403), telling the guest how to ask. */
+void	conn_refuse_policy(struct conn *, const char *reason);
 
 /*
  * What runs a connection once it carries HTTP: the engine (engine.h).

@@ -42,6 +42,8 @@ def zone(base):
     pub = "203.0.113.%d" % base
     z = {
         ("pypi.org", A): [("pypi.org", A, 300, ipv4(pub))],
+        ("files.pythonhosted.org", A): [
+            ("files.pythonhosted.org", A, 300, ipv4(pub))],
         ("github.test", A): [("github.test", A, 300, ipv4("203.0.113.12"))],
         ("a.github.test", A): [("a.github.test", A, 300, ipv4(pub))],
         ("deep.x.github.test", A): [

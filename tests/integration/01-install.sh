@@ -7,7 +7,8 @@ trap 'rm -rf "$D"' EXIT
 make --no-print-directory install DESTDIR="$D" PREFIX=/opt/moat >"$D.log" 2>&1
 expect_eq "make install exits 0" 0 $?
 for f in sbin/gatewayd sbin/nft-rules bin/containment-check share/doc/moat/moat.conf.5.md \
-	share/doc/moat/gatewayd.8.md lib/moat/install-users.sh; do
+	share/doc/moat/gatewayd.8.md lib/moat/install-users.sh share/moat/allow.d/pypi.list \
+	share/moat/allow.d/huggingface.list; do
 	expect_ok "installs /opt/moat/$f" test -f "$D/opt/moat/$f"
 done
 for c in provision gatewayd; do	# members' commands, on a user's PATH

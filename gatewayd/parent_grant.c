@@ -1,0 +1,696 @@
+/*
+ * parent_grant.c -- `gatewayd ctl allow SANDBOX NAME... [--for DURATION]`
+ * and `gatewayd ctl unallow SANDBOX NAME...`.
+ *
+ * A grant changes one sandbox's allow list in the configuration in force,
+ * in place, and dnsd and every proxy worker take the new list in place
+ * (proc_reload_sandboxes: dnsd gets that sandbox's list alone): nothing
+ * is restarted and no other sandbox is touched.  Widening asks nothing of the kernel: the sandbox's set fills
+ * as dnsd answers the new names.  Narrowing (unallow, a grant that
+ * expires) empties the sandbox's set, as a reload that narrows does; the
+ * next answer of each name still allowed puts its addresses back.
+ *
+ * A grant --for lives in memory only and is laid over every configuration
+ * loaded until it expires.  A grant for good is written to the sandbox's
+ * drop-in first, and only if the whole configuration loads with it.
+ *
+ * Who: root and gateway.admin_group grant anything; a member grants on
+ * their own sandboxes only what gateway.member_allow covers, and may take
+ * back any grant of their own sandboxes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "dropin.h"
+#include "gatewayd.h"
+#include "log.h"
+#include "smallfile.h"
+
+#define DROPIN_MAX	(64 * 1024)
+
+struct grant_req {
+	struct moat_sandbox *sb;
+	char		*names[IPC_CTL_MAX_ARGS];	/* normalised, ours */
+	size_t		 n;
+	long		 secs;		/* 0: for good */
+	char		 secsbuf[24];	/* as given, for messages */
+	char		*lists[IPC_CTL_MAX_ARGS];	/* "@NAME" as given */
+	size_t		 nlists;
+	bool		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from one */
+};
+
+static void
+req_free(struct grant_req *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		free(g->names[i]);
+	for (i = 0; i < g->nlists; i++)
+		free(g->lists[i]);
+	g->n = g->nlists = 0;
+}
+
+/* --- the allow list in force ------------------------------------------- */
+
+static bool
+list_has(const struct moat_strlist *l, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void
+list_add(struct moat_strlist *l, const char *name)
+{
+	l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
+	l->v[l->n++] = xstrdup(name);
+}
+
+static bool
+list_del(struct moat_strlist *l, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], name) == 0) {
+			free(l->v[i]);
+			memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) *
+			    sizeof(*l->v));
+			l->n--;
+			return true;
+		}
+	return false;
+}
+
+/* The sandbox in cfg, to change its list (config_sandbox_by_name is
+ * for readers). */
+static struct moat_sandbox *
+sandbox_rw(struct moat_config *cfg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (strcmp(cfg->sandboxes[i].name, name) == 0)
+			return &cfg->sandboxes[i];
+	return NULL;
+}
+
+/* --- grants for a while ---------------------------------------------------- */
+
+static size_t
+grants_of(const struct gw *gw, const char *sandbox)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < gw->ngrants; i++)
+		n += strcmp(gw->grants[i].sandbox, sandbox) == 0;
+	return n;
+}
+
+static struct gw_grant *
+grant_find(struct gw *gw, const char *sandbox, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++)
+		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
+		    strcmp(gw->grants[i].name, name) == 0)
+			return &gw->grants[i];
+	return NULL;
+}
+
+static void
+grant_drop(struct gw *gw, struct gw_grant *x)
+{
+	size_t i = (size_t)(x - gw->grants);
+
+	free(x->name);
+	memmove(&gw->grants[i], &gw->grants[i + 1], (gw->ngrants - i - 1) *
+	    sizeof(*gw->grants));
+	gw->ngrants--;
+}
+
+void
+grants_overlay(struct gw *gw, struct moat_config *cfg)
+{
+	struct moat_sandbox *sb;
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++) {
+		struct gw_grant *x = &gw->grants[i];
+
+		sb = sandbox_rw(cfg, x->sandbox);
+		x->next_gone = sb == NULL || sb->egress != EGRESS_ALLOWLIST;
+		x->next_added = !x->next_gone && !list_has(&sb->allow, x->name);
+		if (x->next_added)
+			list_add(&sb->allow, x->name);
+	}
+}
+
+void
+grants_commit(struct gw *gw)
+{
+	size_t i = 0;
+
+	while (i < gw->ngrants) {
+		struct gw_grant *x = &gw->grants[i];
+
+		if (x->next_gone) {
+			log_info("grant of %s to %s ends: the sandbox is gone "
+			    "or no longer in allowlist mode", x->name,
+			    x->sandbox);
+			grant_drop(gw, x);
+			continue;
+		}
+		x->added = x->next_added;
+		i++;
+	}
+}
+
+int
+grants_timeout(const struct gw *gw, int timeout)
+{
+	uint64_t now = gw_mono_ms(), next = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++)
+		if (gw->grants[i].until_ms < next)
+			next = gw->grants[i].until_ms;
+	if (next == UINT64_MAX)
+		return timeout;
+	next = next <= now ? 0 : next - now;
+	if (timeout >= 0 && (uint64_t)timeout < next)
+		return timeout;
+	return next > INT32_MAX ? INT32_MAX : (int)next;
+}
+
+/* Take names away from sb in force and empty its set; children next. */
+static void
+narrowed(struct gw *gw, const char *sandbox)
+{
+	policy_flush_sandbox(gw, sandbox);
+	if (gw->promises != NULL)
+		promises_forget(gw->promises, sandbox);
+}
+
+void
+grants_tick(struct gw *gw)
+{
+	uint64_t now = gw_mono_ms();
+	struct moat_sandbox *sb;
+	const char **changed = NULL;
+	size_t i = 0, j, n = 0;
+
+	while (i < gw->ngrants) {
+		struct gw_grant *x = &gw->grants[i];
+
+		if (x->until_ms > now) {
+			i++;
+			continue;
+		}
+		audit_event(gw, "grant-expired", "sandbox", x->sandbox, "name",
+		    x->name, "by", x->by, NULL);
+		sb = sandbox_rw(gw->cfg, x->sandbox);
+		if (x->added && sb != NULL && list_del(&sb->allow, x->name)) {
+			narrowed(gw, x->sandbox);
+			for (j = 0; j < n && changed[j] != sb->name; j++)
+				;
+			if (j == n) {
+				changed = xreallocarray(changed, n + 1,
+				    sizeof(*changed));
+				changed[n++] = sb->name;
+			}
+		}
+		log_info("grant of %s to %s expired", x->name, x->sandbox);
+		grant_drop(gw, x);
+	}
+	if (n > 0)
+		proc_reload_sandboxes(gw, changed, n);
+	free(changed);
+}
+
+void
+grants_free(struct gw *gw)
+{
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++)
+		free(gw->grants[i].name);
+	free(gw->grants);
+	gw->grants = NULL;
+	gw->ngrants = 0;
+}
+
+static int add_name(struct ctl_req *, struct grant_req *, const char *);
+
+/* --- the request ----------------------------------------------------------- */
+
+static int
+usage(struct ctl_req *r, bool allow)
+{
+	ctl_reply(r, "error: usage: %s\n", allow ?
+	    "allow SANDBOX NAME... [--for DURATION]" :
+	    "unallow SANDBOX NAME...");
+	return -1;
+}
+
+/* "@NAME": the names of that baseline list, each checked like any. */
+static int
+add_list(struct ctl_req *r, struct grant_req *g, const char *arg)
+{
+	struct moat_strlist l = { NULL, 0 };
+	char err[768];
+	size_t i;
+	int rc = 0;
+
+	if (config_allow_list(r->gw->cfg->path, arg, &l, err, sizeof(err)) ==
+	    -1) {
+		ctl_reply(r, "error: %s; nothing changed\n", err);
+		rc = -1;
+	} else if (g->nlists < IPC_CTL_MAX_ARGS)
+		g->lists[g->nlists++] = xstrdup(arg);
+	for (i = 0; i < l.n; i++) {
+		size_t before = g->n;
+
+		if (rc == 0 && add_name(r, g, l.v[i]) == -1)
+			rc = -1;
+		if (g->n > before)
+			g->listed[before] = true;
+		free(l.v[i]);
+	}
+	free(l.v);
+	return rc;
+}
+
+static int
+add_name(struct ctl_req *r, struct grant_req *g, const char *arg)
+{
+	char *v, why[384];
+	size_t i;
+
+	if (arg[0] == '@')
+		return add_list(r, g, arg);
+	if (g->n >= IPC_CTL_MAX_ARGS) {
+		ctl_reply(r, "error: at most %d names at once; nothing "
+		    "changed\n", IPC_CTL_MAX_ARGS);
+		return -1;
+	}
+	v = xstrdup(arg);
+	if (!config_allow_entry(v, why, sizeof(why))) {
+		ctl_reply(r, "error: %.260s: %s; nothing changed\n", arg, why);
+		free(v);
+		return -1;
+	}
+	for (i = 0; i < g->n; i++)
+		if (strcmp(g->names[i], v) == 0) {
+			free(v);
+			return 0;
+		}
+	g->names[g->n++] = v;
+	return 0;
+}
+
+static int
+parse(struct ctl_req *r, bool allow, struct grant_req *g)
+{
+	const char *sandbox = NULL;
+	int i;
+
+	memset(g, 0, sizeof(*g));
+	for (i = 1; i < r->argc; i++) {
+		if (allow && strcmp(r->argv[i], "--for") == 0 &&
+		    i + 1 < r->argc) {
+			snprintf(g->secsbuf, sizeof(g->secsbuf), "%s",
+			    r->argv[++i]);
+			if (gw_duration(r->argv[i], &g->secs) == -1) {
+				ctl_reply(r, "error: --for: expected a duration "
+				    "such as 90s, 10m, 2h or 1d (at most a "
+				    "year), got \"%.32s\"\n", r->argv[i]);
+				return -1;
+			}
+		} else if (allow && strcmp(r->argv[i], "--ports") == 0) {
+			ctl_reply(r, "error: --ports: not available yet; a "
+			    "sandbox's allow_ports (in its file) say which "
+			    "ports its allowed names open\n");
+			return -1;
+		} else if (r->argv[i][0] == '-')
+			return usage(r, allow);
+		else if (sandbox == NULL)
+			sandbox = r->argv[i];
+		else if (add_name(r, g, r->argv[i]) == -1)
+			return -1;
+	}
+	if (sandbox == NULL || g->n == 0)
+		return usage(r, allow);
+	g->sb = sandbox_rw(r->gw->cfg, sandbox);
+	if (g->sb == NULL || !ctl_may_see(r, g->sb->owner)) {
+		ctl_reply(r, "error: no sandbox %.32s (or not yours)\n", sandbox);
+		return -1;
+	}
+	if (g->sb->egress != EGRESS_ALLOWLIST) {
+		ctl_reply(r, "error: sandbox %s has egress \"%s\": %s\n",
+		    g->sb->name, egress_name(g->sb->egress),
+		    g->sb->egress == EGRESS_OPEN ? "it reaches every public "
+		    "name already" : "it reaches nothing; an allow list needs "
+		    "egress \"allowlist\" (in its file)");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The one decision of who may grant what: root and the admin group
+ * anything, a member (on their own sandboxes, checked by parse) only
+ * names gateway.member_allow covers.  false with the refusal replied.
+ */
+static bool
+may_grant(struct ctl_req *r, const struct grant_req *g)
+{
+	const struct moat_gateway *gwc = &r->gw->cfg->gw;
+	size_t i;
+
+	if (r->admin)
+		return true;
+	for (i = 0; i < g->n; i++)
+		if (!config_allow_covers(&gwc->member_allow, g->names[i])) {
+			ctl_refuse(r, g->sb->name, "%s is not in gateway."
+			    "member_allow, so members may not grant it; root%s%s"
+			    " can: gatewayd ctl allow %s %s", g->names[i],
+			    gwc->admin_group ? " or a member of group " : "",
+			    gwc->admin_group ? gwc->admin_group : "",
+			    g->sb->name, g->names[i]);
+			return false;
+		}
+	return true;
+}
+
+/* The sandbox's own drop-in, if grants for good may be written there;
+ * NULL with the reason replied (unless quiet). */
+static char *
+dropin_path(struct ctl_req *r, const struct moat_sandbox *sb, bool quiet)
+{
+	const char *conf = r->gw->cfg->path, *slash = strrchr(conf, '/');
+	char *want;
+
+	if (slash == NULL)
+		xasprintf(&want, "sandboxes.d/%s.conf", sb->name);
+	else
+		xasprintf(&want, "%.*s/sandboxes.d/%s.conf",
+		    (int)(slash - conf), conf, sb->name);
+	if (sb->where.file == NULL || strcmp(sb->where.file, want) != 0) {
+		if (!quiet)
+			ctl_reply(r, "error: sandbox %s is defined in %s, not in a "
+		    "file of its own; change its allow list there, or grant "
+		    "for a while with --for\n", sb->name,
+		    sb->where.file ? sb->where.file : conf);
+		free(want);
+		return NULL;
+	}
+	if (sb->registered_by != NULL) {
+		if (!quiet)
+			ctl_reply(r, "error: sandbox %s was registered by KVM host %s, "
+		    "which writes its allow list; grant for a while with "
+		    "--for\n", sb->name, sb->registered_by);
+		free(want);
+		return NULL;
+	}
+	return want;
+}
+
+/*
+ * Change the drop-in's allow list: add and del as dropin_allow_edit takes
+ * them (found[i]: del[i] was there).  With write false, only find out.
+ * Written, checked, and *loaded the configuration loaded with it.
+ */
+static int
+dropin_change(struct ctl_req *r, const struct moat_sandbox *sb,
+    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
+    bool *found, bool write, struct moat_config **loaded)
+{
+	char *path, *text, *out, *errors = NULL, why[256];
+	size_t len;
+	int rc = -1;
+
+	if ((path = dropin_path(r, sb, false)) == NULL)
+		return -1;
+	if ((text = read_small_file(path, DROPIN_MAX, &len)) == NULL) {
+		ctl_reply(r, "error: %s: cannot read it\n", path);
+		free(path);
+		return -1;
+	}
+	out = dropin_allow_edit(text, add, nadd, del, ndel, found, why,
+	    sizeof(why));
+	if (out == NULL)
+		ctl_reply(r, "error: %s: %s; nothing changed\n", path, why);
+	else if (!write)
+		rc = 0;
+	else if (dropin_replace_checked(r->gw->cfg->path, path, out,
+	    &errors, loaded) == -1)
+		ctl_reply(r, "%serror: %s not changed: the configuration "
+		    "would not load with it\n", errors ? errors : "", path);
+	else
+		rc = 0;
+	free(errors);
+	free(out);
+	free(text);
+	free(path);
+	return rc;
+}
+
+/*
+ * sb's list in force becomes base (its file's list, as loaded) with the
+ * grants for a while laid over it; the set is emptied if that loses a
+ * name.
+ */
+static void
+list_replace(struct gw *gw, struct moat_sandbox *sb,
+    const struct moat_strlist *base)
+{
+	struct moat_strlist l = { NULL, 0 };
+	bool lost = false;
+	size_t i;
+
+	for (i = 0; i < base->n; i++)
+		list_add(&l, base->v[i]);
+	for (i = 0; i < gw->ngrants; i++) {
+		struct gw_grant *x = &gw->grants[i];
+
+		if (strcmp(x->sandbox, sb->name) != 0)
+			continue;
+		x->added = !list_has(&l, x->name);
+		if (x->added)
+			list_add(&l, x->name);
+	}
+	for (i = 0; i < sb->allow.n && !lost; i++)
+		lost = !list_has(&l, sb->allow.v[i]);
+	for (i = 0; i < sb->allow.n; i++)
+		free(sb->allow.v[i]);
+	free(sb->allow.v);
+	sb->allow = l;
+	if (lost)
+		narrowed(gw, sb->name);
+}
+
+/* The file's list as the configuration just loaded has it. */
+static void
+list_from(struct gw *gw, struct moat_sandbox *sb, struct moat_config *loaded)
+{
+	const struct moat_sandbox *f = config_sandbox_by_name(loaded,
+	    sb->name);
+	struct moat_strlist none = { NULL, 0 };
+
+	list_replace(gw, sb, f != NULL ? &f->allow : &none);
+	config_free(loaded);
+}
+
+static void
+audit_grant(struct ctl_req *r, const char *event, const struct grant_req *g)
+{
+	char uid[16], *names = NULL;
+	size_t len = 0, i;
+	FILE *fp = open_memstream(&names, &len);
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < g->n; i++)
+		fprintf(fp, "%s%s", i ? "," : "", g->names[i]);
+	fclose(fp);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
+	audit_event(r->gw, event, "uid", uid, "user", r->user, "sandbox",
+	    g->sb->name, "names", names, "for", g->secs ? g->secsbuf :
+	    "permanent", NULL);
+	free(names);
+}
+
+static int
+allow_for_a_while(struct ctl_req *r, struct grant_req *g)
+{
+	struct gw *gw = r->gw;
+	struct gw_grant *x;
+	size_t i;
+
+	if (gw->ngrants + g->n > GW_GRANTS_MAX ||
+	    grants_of(gw, g->sb->name) + g->n > GW_GRANTS_PER_SANDBOX) {
+		ctl_reply(r, "error: too many grants for a while (at most %d "
+		    "per sandbox, %d in all); write them to the sandbox's "
+		    "file instead (allow without --for)\n",
+		    GW_GRANTS_PER_SANDBOX, GW_GRANTS_MAX);
+		return -1;
+	}
+	for (i = 0; i < g->n; i++) {
+		if ((x = grant_find(gw, g->sb->name, g->names[i])) == NULL) {
+			gw->grants = xreallocarray(gw->grants, gw->ngrants + 1,
+			    sizeof(*gw->grants));
+			x = &gw->grants[gw->ngrants++];
+			memset(x, 0, sizeof(*x));
+			snprintf(x->sandbox, sizeof(x->sandbox), "%s",
+			    g->sb->name);
+			x->name = xstrdup(g->names[i]);
+			x->added = !list_has(&g->sb->allow, x->name);
+			if (x->added)
+				list_add(&g->sb->allow, x->name);
+		}
+		/* Granted again: the new time counts, longer or shorter. */
+		x->until_ms = gw_mono_ms() + (uint64_t)g->secs * 1000;
+		x->until = time(NULL) + g->secs;
+		snprintf(x->by, sizeof(x->by), "%s", r->user);
+	}
+	return 0;
+}
+
+/* The file gets the names given and the lists as named ("@pypi"), not
+ * the lists' names, so that it follows the lists as they change. */
+static int
+allow_for_good(struct ctl_req *r, struct grant_req *g)
+{
+	struct moat_config *loaded = NULL;
+	const char *add[2 * IPC_CTL_MAX_ARGS];
+	size_t i, n = 0;
+
+	for (i = 0; i < g->n; i++)
+		if (!g->listed[i])
+			add[n++] = g->names[i];
+	for (i = 0; i < g->nlists; i++)
+		add[n++] = g->lists[i];
+	if (dropin_change(r, g->sb, add, n, NULL, 0, NULL, true,
+	    &loaded) == -1)
+		return -1;
+	/* The file has them now: a grant for a while of one of them takes
+	 * nothing away when it expires. */
+	list_from(r->gw, g->sb, loaded);
+	return 0;
+}
+
+void
+ctl_allow(struct ctl_req *r)
+{
+	struct grant_req g;
+	char until[32];
+	struct tm tm;
+	time_t t;
+	size_t i;
+
+	if (parse(r, true, &g) == -1 || !may_grant(r, &g)) {
+		req_free(&g);
+		return;
+	}
+	if ((g.secs > 0 ? allow_for_a_while(r, &g) :
+	    allow_for_good(r, &g)) == -1) {
+		req_free(&g);
+		return;
+	}
+	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
+	audit_grant(r, "allow", &g);
+	ctl_reply(r, "%s may reach ", g.sb->name);
+	for (i = 0; i < g.n; i++)
+		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
+	if (g.secs > 0) {
+		t = time(NULL) + g.secs;
+		gmtime_r(&t, &tm);
+		strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ctl_reply(r, " for %s (until %s)\nok\n", g.secsbuf, until);
+	} else
+		ctl_reply(r, " (written to its file)\nok\n");
+	req_free(&g);
+}
+
+void
+ctl_unallow(struct ctl_req *r)
+{
+	struct grant_req g;
+	const char *del[2 * IPC_CTL_MAX_ARGS];
+	bool found[2 * IPC_CTL_MAX_ARGS] = { false }, in_file = false;
+	bool list_in_file = false;
+	struct moat_config *loaded = NULL;
+	struct moat_strlist rest = { NULL, 0 };
+	struct gw_grant *x;
+	size_t i, ndel = 0;
+	char *path;
+
+	if (parse(r, false, &g) == -1)
+		goto out;
+	/* First where each name is: a grant for a while, the sandbox's file
+	 * (itself or through a list named there), or neither (then nothing
+	 * changes). */
+	for (i = 0; i < g.n; i++)
+		del[ndel++] = g.names[i];
+	for (i = 0; i < g.nlists; i++)
+		del[ndel++] = g.lists[i];
+	if ((path = dropin_path(r, g.sb, true)) != NULL) {
+		free(path);
+		if (dropin_change(r, g.sb, NULL, 0, del, ndel, found, false,
+		    NULL) == -1)
+			goto out;
+	}
+	for (i = 0; i < g.nlists; i++)
+		list_in_file |= found[g.n + i];
+	for (i = 0; i < ndel; i++)
+		in_file |= found[i];
+	for (i = 0; i < g.n; i++)
+		if (grant_find(r->gw, g.sb->name, g.names[i]) == NULL &&
+		    !found[i] && !list_in_file) {
+			ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
+			    "changed\n", g.names[i], g.sb->name,
+			    list_has(&g.sb->allow, g.names[i]) ? " (it comes "
+			    "from a list or from moat.conf: change it there)" :
+			    "");
+			goto out;
+		}
+	if (in_file && dropin_change(r, g.sb, NULL, 0, del, ndel, found, true,
+	    &loaded) == -1)
+		goto out;
+	/* Without the file: the list in force less what grants added (the
+	 * grants that stay add theirs again, list_replace). */
+	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
+		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i]);
+		if (x == NULL || !x->added)
+			list_add(&rest, g.sb->allow.v[i]);
+	}
+	for (i = 0; i < g.n; i++)
+		if ((x = grant_find(r->gw, g.sb->name, g.names[i])) != NULL)
+			grant_drop(r->gw, x);
+	if (loaded != NULL)
+		list_from(r->gw, g.sb, loaded);
+	else {
+		list_replace(r->gw, g.sb, &rest);
+		for (i = 0; i < rest.n; i++)
+			free(rest.v[i]);
+		free(rest.v);
+	}
+	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
+	audit_grant(r, "unallow", &g);
+	ctl_reply(r, "%s no longer reaches ", g.sb->name);
+	for (i = 0; i < g.n; i++)
+		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
+	ctl_reply(r, "\nok\n");
+out:
+	req_free(&g);
+}
