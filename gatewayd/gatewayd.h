@@ -114,6 +114,34 @@ void	proc_reload(struct gw *);
 void	proc_reload_sandboxes(struct gw *, const char *const *names, size_t n);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
+const char *proc_label(struct gw *, const struct gw_proc *);	/* "proxy 1" */
+/* The configuration as printed for children, in a sealed memfd. */
+int	proc_config_memfd(struct gw *);
+
+/* One message from a child, already checked against its role: each
+ * role's dispatch function (roles[] in parent_proc.c) lives beside the
+ * code that speaks to that child; fd is the channel to answer on. */
+struct gw_msg {
+	const struct ipc_hdr	*h;
+	void			*data;
+	size_t			 len;
+	int			*fds;
+	size_t			 nfds;
+};
+typedef void gw_dispatch_fn(struct gw *, struct gw_proc *, int fd,
+    const struct gw_msg *);
+
+/* parent_dnsd.c */
+gw_dispatch_fn dnsd_dispatch;
+void	dnsd_reconfigure(struct gw *);	/* a reload's configuration, in place */
+int	dnsd_allow(struct gw *, const char *sandbox);	/* -1: send it all */
+
+/* parent_proxy.c */
+gw_dispatch_fn proxy_dispatch;
+int	proxy_send_secrets(struct gw *, int fd);	/* at a worker's start */
+char	*proxy_basis(const struct moat_config *);
+char	*proxy_secret_ids(const struct moat_config *);
+void	proxy_reload(struct gw *);	/* every worker, in place or drained */
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 
 /* --- the proxy's workers' listening sockets (parent_pool.c) --- */
@@ -139,6 +167,8 @@ void	audit_write(struct gw *, const char *json);
 char	*audit_counters(const struct gw *);
 enum audit_syslog { AUDIT_SYSLOG, AUDIT_SYSLOG_LIMITED, AUDIT_NO_SYSLOG };
 void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
+/* A child's audit event, stamped with its source (parent_audit.c). */
+void	audit_child(struct gw *, struct gw_proc *, const char *json, size_t);
 /* Build and write an event: fields as alternating key, value strings,
  * NULL-terminated; values are JSON-escaped here. */
 void	audit_event(struct gw *, const char *event, ...)
@@ -153,6 +183,7 @@ int	reg_pem_read(const struct gw *, struct reg_pem *);
 /* An IPC_REG_REQ from the registration process (shape-checked); the
  * answer goes back on fd. */
 void	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
+gw_dispatch_fn reg_dispatch;
 /* Sandboxes host has registered (drop-ins with its mark). */
 size_t	reg_count(const struct gw *, const struct moat_host *);
 struct ctl_req;
@@ -301,6 +332,9 @@ void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
+/* dnsd's IPC_SET_ADD, decided by nftr_allow_add, answered on p->ipc. */
+void	policy_set_add_request(struct gw *, struct gw_proc *, uint32_t id,
+	    const struct ipc_set_add *);
 typedef void policy_counter_fn(void *arg, const char *family, const char *name,
     const char *what, uint64_t packets);
 int	policy_counters_each(struct gw *, policy_counter_fn *, void *arg);

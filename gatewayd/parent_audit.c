@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "metrics.h"
 #include "json.h"
 #include "log.h"
 
@@ -299,4 +300,43 @@ audit_event(struct gw *gw, const char *event, ...)
 	free(buf);
 	audit_write_to(gw, tmp, to);
 	free(tmp);
+}
+
+/* Stamp the source so that a child cannot pass itself off as another: a
+ * child's own "source" key is dropped when it names the child itself and
+ * renamed otherwise. */
+void
+audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+{
+	char self[64], stamp[64], *body, *line, *k;
+	size_t n;
+
+	/* A proxy worker's lines say which worker: "source":"proxy","worker":N */
+	if (PROC_IS_PROXY(p - gw->procs))
+		snprintf(stamp, sizeof(stamp), "\"%s\",\"worker\":%d", p->name,
+		    (int)(p - gw->procs - PROC_PROXY));
+	else
+		snprintf(stamp, sizeof(stamp), "\"%s\"", p->name);
+	n = (size_t)snprintf(self, sizeof(self), "{\"source\":\"%s\",", p->name);
+	if (len > n && strncmp(json, self, n) == 0) {
+		json += n - 1;		/* keep a "{" */
+		len -= n - 1;
+	}
+	body = xmalloc(len + 1);
+	memcpy(body, json, len);
+	body[len] = '\0';
+	while ((k = strstr(body, "\"source\":")) != NULL)
+		memcpy(k + 1, "SOURCE", 6);	/* not ours to say */
+	while ((k = strstr(body, "\"worker\":")) != NULL)
+		memcpy(k + 1, "WORKER", 6);
+	if (len <= 2)	/* "{}" */
+		xasprintf(&line, "{\"source\":%s}", stamp);
+	else
+		xasprintf(&line, "{\"source\":%s,%s", stamp, body + 1);
+	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
+	if (gw->metrics != NULL)
+		metrics_count(gw->metrics, p->name, body, len);
+	refused_audit(gw, line);
+	free(line);
+	free(body);
 }

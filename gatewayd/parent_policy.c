@@ -279,6 +279,29 @@ policy_promises_seed(struct gw *gw)
 		    "promised until they expire", total);
 }
 
+/* dnsd asks to open addresses for a sandbox: the same admission check
+ * dnsd's own parent applies (admit_set_add: only that sandbox's own set,
+ * only in allowlist mode, only public IPv4, the timeout capped).  No
+ * timeout sent ends before one this parent already promised for the same
+ * address (promise.h), whatever dnsd remembers. */
+void
+policy_set_add_request(struct gw *gw, struct gw_proc *p, uint32_t id,
+    const struct ipc_set_add *m)
+{
+	struct nftr_allow_stats st = { 0, 0 };
+	struct ipc_set_ack ack;
+
+	if (gw->promises == NULL)
+		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
+	ack.status = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
+	    m->addr, m->naddr, m->timeout_ms, policy_dns_frozen(gw, m->sandbox),
+	    gw_mono_ms(), &st);
+	gw->set_adds += st.added;
+	gw->set_refused += st.refused;
+	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)
+		log_warn("%s: set-ack", p->name);
+}
+
 /* --- counters ------------------------------------------------------------ */
 
 struct counters {

@@ -45,27 +45,33 @@ static int start_nflog(struct gw *, int ipc);
 static int start_control(struct gw *, int ipc);
 static int start_register(struct gw *, int ipc);
 static int start_metrics(struct gw *, int ipc);
-static void handle_audit(struct gw *, struct gw_proc *, const char *, size_t);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
-static int config_memfd(struct gw *);
 
+static gw_dispatch_fn audit_dispatch, control_dispatch;
+
+/* Each child's role: how it starts (NULL: exec'ed, start_exec), which
+ * messages it may send (anything else gets it killed), and the one
+ * function that handles them, next to the code that speaks to it. */
 static const struct role {
 	const char	*name;
 	int		(*start)(struct gw *, int ipc);
 	unsigned	 may_send;	/* bit mask of IPC types */
+	gw_dispatch_fn	*dispatch;
 } roles[PROC_MAX] = {
-	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT },
+	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT,
+	    audit_dispatch },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
 	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) |
-	    (1u << IPC_DNS_NAME) },
+	    (1u << IPC_DNS_NAME), dnsd_dispatch },
 	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
-	    (1u << IPC_BUDGET_REQ) },
+	    (1u << IPC_BUDGET_REQ), proxy_dispatch },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
-	    (1u << IPC_CTL_GONE) },
-	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ },
-	[PROC_METRICS] = { "metrics", start_metrics, 0 },	/* sends nothing */
+	    (1u << IPC_CTL_GONE), control_dispatch },
+	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ,
+	    reg_dispatch },
+	[PROC_METRICS] = { "metrics", start_metrics, 0, NULL },	/* sends nothing */
 };
 
 /* Every proxy worker has the proxy's role: the same name, the same
@@ -77,8 +83,8 @@ role(enum gw_proc_id id)
 }
 
 /* "proxy 1" for a worker, else the child's name: for the log. */
-static const char *
-label(struct gw *gw, const struct gw_proc *p)
+const char *
+proc_label(struct gw *gw, const struct gw_proc *p)
 {
 	static char buf[32];
 	int id = (int)(p - gw->procs);
@@ -126,123 +132,6 @@ proc_init(struct gw *gw)
 	pool_enable(gw);
 }
 
-/* One secret's value, read here as root, to a proxy.  0 or -1. */
-static int
-send_secret(int fd, const struct moat_secret *s)
-{
-	static union {
-		struct ipc_secret m;
-		uint8_t raw[IPC_MAX_PAYLOAD];
-	} u;
-	char err[256];
-	size_t len;
-	int rc = -1;
-
-	memset(&u.m, 0, sizeof(u.m));
-	snprintf(u.m.name, sizeof(u.m.name), "%s", s->name);
-	if (secret_file_read(s, u.m.value, &len, err, sizeof(err)) == -1)
-		log_warnx("proxy: %s", err);
-	else if (fd == -1)	/* only checked */
-		rc = 0;
-	else {
-		u.m.len = (uint32_t)len;
-		if ((rc = ipc_send(fd, IPC_SECRET, 0, &u.m,
-		    sizeof(u.m) + len)) == -1)
-			log_warn("proxy: sending secret %s", s->name);
-	}
-	explicit_bzero(&u, sizeof(u));
-	return rc;
-}
-
-/*
- * The proxy's secret values: read here, as root, and sent at its start, in
- * the configuration's order.  The proxy never opens a secret file.
- */
-static int
-send_secrets(struct gw *gw, int fd)
-{
-	size_t i;
-
-	for (i = 0; i < gw->cfg->nsecrets; i++)
-		if (send_secret(fd, &gw->cfg->secrets[i]) == -1)
-			return -1;
-	return 0;
-}
-
-/*
- * What a proxy is started on besides its sandboxes and secrets: the rest
- * of the configuration (with the number of workers).  Secret values are
- * followed by each secret file's identity and age, one line each by name
- * (secret_ids), taken before its value is read, so a file changed
- * meanwhile only makes the next reload send it again.  No value is kept
- * here.
- */
-static char *
-proxy_basis(const struct moat_config *cfg)
-{
-	return config_text_but_sandboxes_secrets(cfg);
-}
-
-static char *
-secret_ids(const struct moat_config *cfg)
-{
-	char *buf = NULL;
-	size_t i, len = 0;
-	struct stat st;
-	FILE *fp;
-
-	if ((fp = open_memstream(&buf, &len)) == NULL)
-		fatalx("out of memory");
-	for (i = 0; i < cfg->nsecrets; i++) {
-		if (stat(cfg->secrets[i].file, &st) == -1)
-			fprintf(fp, "%s -\n", cfg->secrets[i].name);
-		else
-			fprintf(fp, "%s %ju %ju %jd.%09ld %jd\n",
-			    cfg->secrets[i].name, (uintmax_t)st.st_dev,
-			    (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
-			    st.st_mtim.tv_nsec, (intmax_t)st.st_size);
-	}
-	if (fclose(fp) != 0)
-		fatalx("out of memory");
-	return buf;
-}
-
-/* Does had (secret_ids) hold the same line for secret name as ids? */
-static bool
-same_id(const char *ids, const char *had, const char *name)
-{
-	size_t nl = strlen(name), la, lb;
-	const char *a = NULL, *b = NULL, *p;
-
-	for (p = ids; *p != '\0'; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0'))
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			a = p;
-	for (p = had; *p != '\0'; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0'))
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			b = p;
-	if (a == NULL || b == NULL)
-		return false;
-	la = strcspn(a, "\n");
-	lb = strcspn(b, "\n");
-	return la == lb && memcmp(a, b, la) == 0;
-}
-
-/* Can every secret that is new or whose file changed since the worker
- * got its values be read now?  If not, the worker drains instead, as for
- * any reload it cannot take in place. */
-static bool
-changed_secrets_readable(const struct gw *gw, const char *ids,
-    const char *had)
-{
-	size_t i;
-
-	for (i = 0; i < gw->cfg->nsecrets; i++)
-		if (!same_id(ids, had, gw->cfg->secrets[i].name) &&
-		    send_secret(-1, &gw->cfg->secrets[i]) == -1)
-			return false;
-	return true;
-}
-
 static void
 proc_start(struct gw *gw, enum gw_proc_id id)
 {
@@ -265,16 +154,16 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	p->ipc = fds[0];
 	p->started = time(NULL);
 	p->restart_at = 0;
-	log_info("%s started, pid %d", label(gw, p), (int)pid);
+	log_info("%s started, pid %d", proc_label(gw, p), (int)pid);
 	if (PROC_IS_PROXY(id)) {
 		free(p->basis);
 		free(p->defs);
 		free(p->secret_ids);
 		p->basis = proxy_basis(gw->cfg);
 		p->defs = config_text_but_sandboxes(gw->cfg);
-		p->secret_ids = secret_ids(gw->cfg);
+		p->secret_ids = proxy_secret_ids(gw->cfg);
 	}
-	if (PROC_IS_PROXY(id) && send_secrets(gw, fds[0]) == -1)
+	if (PROC_IS_PROXY(id) && proxy_send_secrets(gw, fds[0]) == -1)
 		proc_kill(gw, id, "its secrets could not be sent");
 	return;
 later:
@@ -313,7 +202,7 @@ proc_kill(struct gw *gw, enum gw_proc_id id, const char *why)
 
 	if (p->pid <= 0)
 		return;
-	log_warnx("%s (pid %d): %s; killing it", label(gw, p), (int)p->pid,
+	log_warnx("%s (pid %d): %s; killing it", proc_label(gw, p), (int)p->pid,
 	    why);
 	audit_event(gw, "child-killed", "child", p->name, "reason", why, NULL);
 	kill(p->pid, SIGKILL);
@@ -413,7 +302,7 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 	p->restarts++;
 	p->restart_at = now + p->backoff_s;
 	snprintf(next, sizeof(next), "%u", p->backoff_s);
-	log_warnx("%s (pid %d) %s; restarting in %us", label(gw, p), (int)pid,
+	log_warnx("%s (pid %d) %s; restarting in %us", proc_label(gw, p), (int)pid,
 	    how, p->backoff_s);
 	snprintf(worker, sizeof(worker), "%d", (int)(p - gw->procs - PROC_PROXY));
 	audit_event(gw, "child-restart", "child", p->name, "status", how,
@@ -451,196 +340,12 @@ proc_next_timeout(struct gw *gw, time_t now)
 	return best;
 }
 
-/* A free draining slot, or the oldest drain's, ended. */
-static int
-drain_slot(struct gw *gw)
-{
-	int i, old = 0;
-
-	for (i = 0; i < GW_MAX_DRAINING; i++) {
-		if (gw->draining[i].pid <= 0)
-			return i;
-		if (gw->draining[i].since < gw->draining[old].since)
-			old = i;
-	}
-	kill(gw->draining[old].pid, SIGKILL);
-	if (gw->draining[old].ipc != -1)
-		close(gw->draining[old].ipc);
-	return old;
-}
-
-/* IPC_RELOAD to a proxy with the new configuration attached (a memfd of
- * its own: a shared one would share its read offset); without one if the
- * memfd cannot be made, which only drains. */
-static int
-send_reload(struct gw *gw, int ipc, uint32_t how)
-{
-	int conf = config_memfd(gw), rc;
-
-	if (conf == -1)
-		return ipc_send(ipc, IPC_RELOAD, IPC_RELOAD_DRAIN, NULL, 0);
-	rc = ipc_send_fds(ipc, IPC_RELOAD, how, NULL, 0, &conf, 1);
-	close(conf);
-	return rc;
-}
-
-/*
- * A reload reaches a worker: with the new configuration it cuts every open
- * connection the new one no longer allows.  When only sandboxes and
- * secrets changed for it (proxy_basis: the rest of the configuration, the
- * number of workers with it) it goes on in place, keeping its connections
- * and its signer.  Each secret that is new or whose file changed
- * (secret_ids) is sent to it first, as its value (IPC_SECRET); the worker
- * keeps them aside and takes them with the reload, cutting only the
- * connections that could carry an old value or binding (reconfigure in
- * moat-proxy).  Otherwise it drains them and finishes, and a new one takes
- * its listening socket at once (proc_tick).
- */
-static void
-reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis,
-    const char *defs, const char *ids)
-{
-	struct gw_proc *p = &gw->procs[id];
-	bool keep;
-	size_t i, nsent = 0;
-	int slot;
-
-	if (p->pid > 0) {
-		keep = p->enabled && p->basis != NULL && p->secret_ids != NULL &&
-		    strcmp(basis, p->basis) == 0 &&
-		    changed_secrets_readable(gw, ids, p->secret_ids);
-		for (i = 0; keep && i < gw->cfg->nsecrets; i++) {
-			if (same_id(ids, p->secret_ids, gw->cfg->secrets[i].name))
-				continue;
-			if (send_secret(p->ipc, &gw->cfg->secrets[i]) == -1) {
-				proc_kill(gw, id, "a secret's new value could "
-				    "not be sent");
-				return;
-			}
-			nsent++;
-		}
-		if (send_reload(gw, p->ipc, keep ? IPC_RELOAD_KEEP :
-		    IPC_RELOAD_DRAIN) == -1)
-			kill(p->pid, SIGTERM);
-		else if (keep) {
-			free(p->secret_ids);
-			p->secret_ids = xstrdup(ids);
-			if (nsent > 0)
-				log_info("%s: %zu new secret value(s) sent, "
-				    "reconfigured in place", label(gw, p),
-				    nsent);
-			else if (p->defs == NULL || strcmp(defs, p->defs) != 0)
-				log_info("%s: secret definitions changed, "
-				    "reconfigured in place", label(gw, p));
-			else
-				log_info("%s: only sandboxes changed, "
-				    "reconfigured in place", label(gw, p));
-			free(p->defs);
-			p->defs = xstrdup(defs);
-			return;
-		}
-		slot = drain_slot(gw);
-		gw->draining[slot].pid = p->pid;
-		gw->draining[slot].ipc = p->ipc;
-		gw->draining[slot].worker = (int)(id - PROC_PROXY);
-		gw->draining[slot].since = time(NULL);
-		p->pid = -1;
-		p->ipc = -1;
-	}
-	p->restart_at = p->enabled ? time(NULL) : 0;
-}
-
-/*
- * dnsd takes a reload in place: the new configuration goes to it in a
- * fresh sealed memfd, as at its start, and it swaps its policy while
- * keeping its cache and what it knows of the sets wherever the reload
- * left them true (IPC_DNS_CONFIG).  A dnsd that cannot be told, or that
- * answers it could not (handle_dns_config_ack), is restarted with it.
- */
-static void
-dnsd_reconfigure(struct gw *gw)
-{
-	struct gw_proc *p = &gw->procs[PROC_DNSD];
-	struct ipc_dns_config m;
-	int fd;
-
-	if (p->pid <= 0)
-		return;		/* it starts with the new configuration */
-	if (p->ipc == -1 || (fd = config_memfd(gw)) == -1) {
-		proc_restart(gw, PROC_DNSD);
-		return;
-	}
-	if (++gw->dns_gen == 0)
-		gw->dns_gen = 1;
-	m.gen = gw->dns_gen;
-	if (ipc_send_fds(p->ipc, IPC_DNS_CONFIG, 0, &m, sizeof(m), &fd,
-	    1) == -1) {
-		log_warn("dnsd: sending the new configuration; restarting it");
-		proc_restart(gw, PROC_DNSD);
-	}
-	close(fd);
-}
-
-static void
-handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
-{
-	if (m->status == 0) {
-		log_info("dnsd took the new configuration in place");
-		if (m->gen == gw->dns_gen)
-			policy_dns_thaw(gw);
-		return;
-	}
-	/* A later configuration is on its way; its answer decides. */
-	if (m->gen != gw->dns_gen)
-		return;
-	log_warnx("dnsd could not take the new configuration; restarting it");
-	proc_restart(gw, PROC_DNSD);
-}
-
 static void reload_children(struct gw *, bool nflog, bool dnsd);
 
 void
 proc_reload(struct gw *gw)
 {
 	reload_children(gw, true, true);
-}
-
-/* One sandbox's allow list to dnsd alone; -1 if it does not fit one
- * message (then the whole configuration goes). */
-static int
-dnsd_allow(struct gw *gw, const char *sandbox)
-{
-	static union {
-		struct ipc_dns_allow m;
-		char raw[IPC_MAX_PAYLOAD];
-	} u;
-	const struct moat_sandbox *sb = config_sandbox_by_name(gw->cfg,
-	    sandbox);
-	size_t i, off = 0, len;
-
-	if (sb == NULL || sb->allow.n > IPC_DNS_ALLOW_MAX)
-		return -1;
-	memset(&u.m, 0, sizeof(u.m));
-	for (i = 0; i < sb->allow.n; i++) {
-		len = strlen(sb->allow.v[i]) + 1;
-		if (sizeof(u.m) + off + len > sizeof(u.raw))
-			return -1;
-		memcpy(u.m.names + off, sb->allow.v[i], len);
-		off += len;
-	}
-	if (++gw->dns_gen == 0)
-		gw->dns_gen = 1;
-	u.m.gen = gw->dns_gen;
-	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", sb->name);
-	u.m.len = (uint32_t)off;
-	if (ipc_send(gw->procs[PROC_DNSD].ipc, IPC_DNS_ALLOW, 0, &u.m,
-	    sizeof(u.m) + off) == -1) {
-		log_warn("dnsd: sending %s's allow list; restarting it", sandbox);
-		proc_restart(gw, PROC_DNSD);
-	} else
-		log_info("dnsd: sandbox %s's allow list sent alone (%zu names)",
-		    sb->name, sb->allow.n);
-	return 0;
 }
 
 /* Only sandboxes' allow lists changed, in gw->cfg itself (a grant): the
@@ -667,9 +372,6 @@ proc_reload_sandboxes(struct gw *gw, const char *const *names, size_t n)
 static void
 reload_children(struct gw *gw, bool nflog, bool dnsd)
 {
-	char *basis, *defs, *ids;
-	int w;
-
 	if (dnsd)
 		dnsd_reconfigure(gw);
 	if (nflog)
@@ -677,137 +379,23 @@ reload_children(struct gw *gw, bool nflog, bool dnsd)
 	if (gw->opts.no_children)
 		return;
 	pool_enable(gw);
-	/* Workers still draining cut what the new configuration refuses. */
-	for (w = 0; w < GW_MAX_DRAINING; w++)
-		if (gw->draining[w].pid > 0 && gw->draining[w].ipc != -1)
-			(void)send_reload(gw, gw->draining[w].ipc,
-			    IPC_RELOAD_DRAIN);
-	basis = proxy_basis(gw->cfg);	/* the same for every worker */
-	defs = config_text_but_sandboxes(gw->cfg);	/* for the log */
-	ids = secret_ids(gw->cfg);
-	for (w = 0; w < GW_PROXY_MAX; w++)
-		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), basis,
-		    defs, ids);
-	free(basis);
-	free(defs);
-	free(ids);
+	proxy_reload(gw);
 }
 
-void
-proc_drain_readable(struct gw *gw, int slot)
-{
-	static char buf[IPC_MAX_PAYLOAD + 1];
-	struct ipc_hdr h;
-	char err[256];
-	ssize_t n;
-
-	n = ipc_recv(gw->draining[slot].ipc, &h, buf, IPC_MAX_PAYLOAD, err,
-	    sizeof(err));
-	if (n == -1 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n > 0 && h.type == IPC_AUDIT) {
-		handle_audit(gw, &gw->procs[PROC_PROXY +
-		    gw->draining[slot].worker], buf, (size_t)n);
-		return;
-	}
-	if (n > 0 && h.type == IPC_BUDGET_REQ) {	/* a draining proxy's */
-		struct ipc_budget_req m;
-
-		memcpy(&m, buf, sizeof(m));
-		gw_budget_answer(gw, gw->draining[slot].ipc, h.id, &m);
-		return;
-	}
-	if (n == -2 || n > 0)		/* malformed, or not its to send */
-		kill(gw->draining[slot].pid, SIGKILL);
-	close(gw->draining[slot].ipc);
-	gw->draining[slot].ipc = -1;
-}
-
-/* dnsd asks to open addresses for a sandbox: the same admission check
- * dnsd's own parent applies (admit_set_add: only that sandbox's own set,
- * only in allowlist mode, only public IPv4, the timeout capped).  No
- * timeout sent ends before one this parent already promised for the same
- * address (promise.h), whatever dnsd remembers. */
+/* The nflog reader sends only audit events. */
 static void
-handle_set_add(struct gw *gw, struct gw_proc *p, uint32_t id,
-    const struct ipc_set_add *m)
+audit_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
 {
-	struct nftr_allow_stats st = { 0, 0 };
-	struct ipc_set_ack ack;
-
-	if (gw->promises == NULL)
-		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
-	ack.status = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
-	    m->addr, m->naddr, m->timeout_ms, policy_dns_frozen(gw, m->sandbox),
-	    gw_mono_ms(), &st);
-	gw->set_adds += st.added;
-	gw->set_refused += st.refused;
-	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)
-		log_warn("%s: set-ack", p->name);
+	audit_child(gw, p, m->data, m->len);
 }
 
-/* Stamp the source so that a child cannot pass itself off as another: a
- * child's own "source" key is dropped when it names the child itself and
- * renamed otherwise. */
+/* The control process's requests, to the control module wired in
+ * gw_run (it sits above this one). */
 static void
-handle_audit(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+control_dispatch(struct gw *gw, struct gw_proc *p, int fd,
+    const struct gw_msg *m)
 {
-	char self[64], stamp[64], *body, *line, *k;
-	size_t n;
-
-	/* A proxy worker's lines say which worker: "source":"proxy","worker":N */
-	if (PROC_IS_PROXY(p - gw->procs))
-		snprintf(stamp, sizeof(stamp), "\"%s\",\"worker\":%d", p->name,
-		    (int)(p - gw->procs - PROC_PROXY));
-	else
-		snprintf(stamp, sizeof(stamp), "\"%s\"", p->name);
-	n = (size_t)snprintf(self, sizeof(self), "{\"source\":\"%s\",", p->name);
-	if (len > n && strncmp(json, self, n) == 0) {
-		json += n - 1;		/* keep a "{" */
-		len -= n - 1;
-	}
-	body = xmalloc(len + 1);
-	memcpy(body, json, len);
-	body[len] = '\0';
-	while ((k = strstr(body, "\"source\":")) != NULL)
-		memcpy(k + 1, "SOURCE", 6);	/* not ours to say */
-	while ((k = strstr(body, "\"worker\":")) != NULL)
-		memcpy(k + 1, "WORKER", 6);
-	if (len <= 2)	/* "{}" */
-		xasprintf(&line, "{\"source\":%s}", stamp);
-	else
-		xasprintf(&line, "{\"source\":%s,%s", stamp, body + 1);
-	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
-	if (gw->metrics != NULL)
-		metrics_count(gw->metrics, p->name, body, len);
-	refused_audit(gw, line);
-	free(line);
-	free(body);
-}
-
-/* Queries dnsd dropped over a sandbox's rate: kept per sandbox name for
- * `ctl counters`, for the sandboxes the configuration has. */
-static void
-handle_dns_dropped(struct gw *gw, const struct ipc_dns_dropped *m)
-{
-	size_t i;
-
-	if (config_sandbox_by_name(gw->cfg, m->sandbox) == NULL)
-		return;
-	for (i = 0; i < gw->ndnsdrops; i++)
-		if (strcmp(gw->dnsdrops[i].sandbox, m->sandbox) == 0)
-			break;
-	if (i == gw->ndnsdrops) {
-		if (gw->ndnsdrops >= MOAT_MAX_SANDBOXES)
-			return;
-		gw->dnsdrops = xreallocarray(gw->dnsdrops, gw->ndnsdrops + 1,
-		    sizeof(*gw->dnsdrops));
-		snprintf(gw->dnsdrops[i].sandbox, sizeof(gw->dnsdrops[i].sandbox),
-		    "%s", m->sandbox);
-		gw->dnsdrops[i].count = 0;
-		gw->ndnsdrops++;
-	}
-	gw->dnsdrops[i].count += m->count;
+	gw->on_ctl_msg(gw, m->h, m->data, m->len, m->fds, m->nfds);
 }
 
 /* A request from the control process must come with the client's
@@ -857,26 +445,11 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		proc_kill(gw, id, err);
 		return;
 	}
-	if (h.type == IPC_SET_ADD)
-		handle_set_add(gw, p, h.id, &buf.m);
-	else if (h.type == IPC_DNS_DROPPED)
-		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)buf.raw);
-	else if (h.type == IPC_DNS_CONFIG_ACK)
-		handle_dns_config_ack(gw, (const struct ipc_dns_config_ack *)
-		    (void *)buf.raw);
-	else if (h.type == IPC_AUDIT)
-		handle_audit(gw, p, buf.raw, (size_t)n);
-	else if (h.type == IPC_DNS_NAME)
-		refused_dns_name(gw, (const struct ipc_dns_name *)(void *)
-		    buf.raw);
-	else if (h.type == IPC_CTL_REQ || h.type == IPC_CTL_GONE)
-		gw->on_ctl_msg(gw, &h, buf.raw, (size_t)n, fds, nfds);
-	else if (h.type == IPC_BUDGET_REQ)
-		gw_budget_answer(gw, p->ipc, h.id,
-		    (const struct ipc_budget_req *)(void *)buf.raw);
-	else if (h.type == IPC_REG_REQ)
-		reg_message(gw, p->ipc, (const struct ipc_reg_req *)(void *)
-		    buf.raw);
+	if (role(id)->dispatch != NULL) {
+		struct gw_msg m = { &h, buf.raw, (size_t)n, fds, nfds };
+
+		role(id)->dispatch(gw, p, p->ipc, &m);
+	}
 }
 
 /* --- starting ---------------------------------------------------------- */
@@ -1088,8 +661,8 @@ config_text(struct gw *gw, size_t *len)
 	return gw->cfgtext.text;
 }
 
-static int
-config_memfd(struct gw *gw)
+int
+proc_config_memfd(struct gw *gw)
 {
 	const char *text;
 	size_t len;
@@ -1146,7 +719,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		return -1;
 	if (id == PROC_DNSD)
 		policy_dns_thaw(gw);	/* it starts with the config */
-	if ((conf = config_memfd(gw)) == -1) {
+	if ((conf = proc_config_memfd(gw)) == -1) {
 		log_warn("%s: configuration memfd", gw->procs[id].name);
 		return -1;
 	}

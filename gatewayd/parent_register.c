@@ -428,6 +428,12 @@ unknown_key(struct gw *gw, int fd, const struct ipc_reg_req *m)
 }
 
 void
+reg_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
+{
+	reg_message(gw, fd, (const struct ipc_reg_req *)m->data);
+}
+
+void
 reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 {
 	struct reg_ctx x = { .gw = gw, .m = m };

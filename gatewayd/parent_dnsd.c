@@ -1,0 +1,151 @@
+/*
+ * parent_dnsd.c -- the parent's side of dnsd: a reload's configuration
+ * taken in place (IPC_DNS_CONFIG and its acknowledgement), one sandbox's
+ * allow list after a grant (IPC_DNS_ALLOW), and the messages dnsd may
+ * send: set additions (decided beside the policy), queries dropped over a
+ * rate, names refused or resolved, audit events.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gatewayd.h"
+#include "ipc.h"
+#include "log.h"
+
+/*
+ * dnsd takes a reload in place: the new configuration goes to it in a
+ * fresh sealed memfd, as at its start, and it swaps its policy while
+ * keeping its cache and what it knows of the sets wherever the reload
+ * left them true (IPC_DNS_CONFIG).  A dnsd that cannot be told, or that
+ * answers it could not (handle_dns_config_ack), is restarted with it.
+ */
+void
+dnsd_reconfigure(struct gw *gw)
+{
+	struct gw_proc *p = &gw->procs[PROC_DNSD];
+	struct ipc_dns_config m;
+	int fd;
+
+	if (p->pid <= 0)
+		return;		/* it starts with the new configuration */
+	if (p->ipc == -1 || (fd = proc_config_memfd(gw)) == -1) {
+		proc_restart(gw, PROC_DNSD);
+		return;
+	}
+	if (++gw->dns_gen == 0)
+		gw->dns_gen = 1;
+	m.gen = gw->dns_gen;
+	if (ipc_send_fds(p->ipc, IPC_DNS_CONFIG, 0, &m, sizeof(m), &fd,
+	    1) == -1) {
+		log_warn("dnsd: sending the new configuration; restarting it");
+		proc_restart(gw, PROC_DNSD);
+	}
+	close(fd);
+}
+
+static void
+handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
+{
+	if (m->status == 0) {
+		log_info("dnsd took the new configuration in place");
+		if (m->gen == gw->dns_gen)
+			policy_dns_thaw(gw);
+		return;
+	}
+	/* A later configuration is on its way; its answer decides. */
+	if (m->gen != gw->dns_gen)
+		return;
+	log_warnx("dnsd could not take the new configuration; restarting it");
+	proc_restart(gw, PROC_DNSD);
+}
+
+/* One sandbox's allow list to dnsd alone; -1 if it does not fit one
+ * message (then the whole configuration goes). */
+int
+dnsd_allow(struct gw *gw, const char *sandbox)
+{
+	static union {
+		struct ipc_dns_allow m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	const struct moat_sandbox *sb = config_sandbox_by_name(gw->cfg,
+	    sandbox);
+	size_t i, off = 0, len;
+
+	if (sb == NULL || sb->allow.n > IPC_DNS_ALLOW_MAX)
+		return -1;
+	memset(&u.m, 0, sizeof(u.m));
+	for (i = 0; i < sb->allow.n; i++) {
+		len = strlen(sb->allow.v[i]) + 1;
+		if (sizeof(u.m) + off + len > sizeof(u.raw))
+			return -1;
+		memcpy(u.m.names + off, sb->allow.v[i], len);
+		off += len;
+	}
+	if (++gw->dns_gen == 0)
+		gw->dns_gen = 1;
+	u.m.gen = gw->dns_gen;
+	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", sb->name);
+	u.m.len = (uint32_t)off;
+	if (ipc_send(gw->procs[PROC_DNSD].ipc, IPC_DNS_ALLOW, 0, &u.m,
+	    sizeof(u.m) + off) == -1) {
+		log_warn("dnsd: sending %s's allow list; restarting it", sandbox);
+		proc_restart(gw, PROC_DNSD);
+	} else
+		log_info("dnsd: sandbox %s's allow list sent alone (%zu names)",
+		    sb->name, sb->allow.n);
+	return 0;
+}
+
+/* Queries dnsd dropped over a sandbox's rate: kept per sandbox name for
+ * `ctl counters`, for the sandboxes the configuration has. */
+static void
+handle_dns_dropped(struct gw *gw, const struct ipc_dns_dropped *m)
+{
+	size_t i;
+
+	if (config_sandbox_by_name(gw->cfg, m->sandbox) == NULL)
+		return;
+	for (i = 0; i < gw->ndnsdrops; i++)
+		if (strcmp(gw->dnsdrops[i].sandbox, m->sandbox) == 0)
+			break;
+	if (i == gw->ndnsdrops) {
+		if (gw->ndnsdrops >= MOAT_MAX_SANDBOXES)
+			return;
+		gw->dnsdrops = xreallocarray(gw->dnsdrops, gw->ndnsdrops + 1,
+		    sizeof(*gw->dnsdrops));
+		snprintf(gw->dnsdrops[i].sandbox, sizeof(gw->dnsdrops[i].sandbox),
+		    "%s", m->sandbox);
+		gw->dnsdrops[i].count = 0;
+		gw->ndnsdrops++;
+	}
+	gw->dnsdrops[i].count += m->count;
+}
+
+void
+dnsd_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
+{
+	switch (m->h->type) {
+	case IPC_SET_ADD:
+		policy_set_add_request(gw, p, m->h->id,
+		    (const struct ipc_set_add *)m->data);
+		break;
+	case IPC_DNS_DROPPED:
+		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)m->data);
+		break;
+	case IPC_DNS_CONFIG_ACK:
+		handle_dns_config_ack(gw,
+		    (const struct ipc_dns_config_ack *)m->data);
+		break;
+	case IPC_DNS_NAME:
+		refused_dns_name(gw, (const struct ipc_dns_name *)m->data);
+		break;
+	case IPC_AUDIT:
+		audit_child(gw, p, m->data, m->len);
+		break;
+	}
+}
