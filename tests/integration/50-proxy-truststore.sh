@@ -44,7 +44,8 @@ expect_eq "the proxy runs under a seccomp filter" "2" \
 strace -f -qq -e trace=open,openat,creat,socket -o "$TOPO_TMP/strace.out" -p "$pid" &
 st=$!
 TOPO_PIDS+=($st)
-wait_for 10 grep -q . /proc/$st/status && sleep 1
+traced() { awk '/^TracerPid:/ { exit !($2 > 0) }' /proc/$pid/status; }
+wait_for 20 traced || not_ok "strace attaches to the proxy"
 
 out=$(px_curl inspect https://api.bound.test/echo)
 expect_match "an upstream the hashed directory's CA signed is verified and served" \
