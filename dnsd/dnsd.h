@@ -1,8 +1,9 @@
 /*
  * dnsd.h -- what dnsd's parts share: options and the entry points of
- * the resolver (resolver.c, with the parts resolver.h lists), the
- * privileged parent of standalone mode (priv.c) and the sandboxing of
- * the resolver process (sandbox.c).
+ * the resolver (resolver.c, with the parts resolver.h lists) and the
+ * privileged parent of standalone mode (priv.c).  The resolver drops
+ * privileges with lib/privdrop.c and narrows itself with lib/sandbox.c's
+ * dnsd list.
  *
  * Process layout:
  *   standalone   dnsd -c FILE: a parent that keeps root (config reading,
@@ -48,12 +49,6 @@ int	resolver_run(const struct dnsd_opts *, struct moat_config *cfg,
 /* priv.c: standalone mode's privileged parent. */
 int	priv_run(const struct dnsd_opts *, struct moat_config *cfg,
 	    int udpfd, int tcpfd);
-
-/* sandbox.c: become user (if not NULL and we are root), no new privs;
- * then, separately, the seccomp allowlist (allow_open: the resolver
- * re-reads the config on reload). */
-void	sandbox_drop(const char *user);
-void	sandbox_narrow(bool allow_open);
 
 /* main.c: bind the UDP and TCP sockets for addr:port. */
 int	bind_sockets(const char *addr, uint16_t port, const char *user,

@@ -223,7 +223,7 @@ main(int argc, char *argv[])
 		fatal("daemon");
 	if (o.ipc_fd != -1) {
 		/* Under gatewayd: it is the privileged side. */
-		sandbox_drop(o.user);
+		privdrop_daemon(o.user, NULL);
 		die_with_parent(parent);
 		return resolver_run(&o, cfg, udp, tcp, o.ipc_fd);
 	}

@@ -2,7 +2,7 @@
 # cache.c) is also linked by the unit tests and the fuzz harnesses.
 DNSD_CORE_SRCS := dnsd/msg.c dnsd/policy.c dnsd/cache.c dnsd/mirror.c
 DNSD_SRCS := dnsd/main.c dnsd/resolver.c dnsd/frontend.c dnsd/query.c \
-	dnsd/upstream.c dnsd/priv.c dnsd/sandbox.c dnsd/names.c \
+	dnsd/upstream.c dnsd/priv.c dnsd/names.c \
 	$(DNSD_CORE_SRCS)
 DNSD_OBJS := $(DNSD_SRCS:%.c=$(OBJ)/%.o)
 DNSD_CORE_OBJS := $(DNSD_CORE_SRCS:%.c=$(OBJ)/%.o)

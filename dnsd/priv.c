@@ -35,6 +35,7 @@
 #include "ipc.h"
 #include "log.h"
 #include "parent.h"
+#include "privdrop.h"
 #include "msg.h"
 #include "nftrules.h"
 #include "promise.h"
@@ -69,7 +70,7 @@ spawn(struct priv *p)
 		nftr_ctx_free(p->nft);	/* the netlink socket stays here */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		sandbox_drop(p->opts->user);
+		privdrop_daemon(p->opts->user, NULL);
 		die_with_parent(parent);
 		exit(resolver_run(p->opts, p->cfg, p->udp, p->tcp, fds[1]));
 	}

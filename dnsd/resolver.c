@@ -17,6 +17,7 @@
 #include "ev.h"
 #include "log.h"
 #include "resolver.h"
+#include "sandbox.h"
 
 #define MIRROR_SLOTS	65536	/* (sandbox, address) pairs remembered */
 
@@ -494,7 +495,9 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 	}
 	/* Everything is open: from here on only the syscalls of the loop. */
 	/* Only a dnsd that re-reads its own file may open files. */
-	sandbox_narrow(opts->ipc_fd != -1 && opts->config_fd == -1);
+	if (sandbox_narrow(opts->ipc_fd != -1 && opts->config_fd == -1 ?
+	    SANDBOX_DNSD_REREAD : SANDBOX_DNSD) == -1)
+		fatalx("seccomp: cannot install the filter");
 	log_info("resolving for %zu sandboxes, %u upstreams%s",
 	    cfg->nsandboxes, upstream_count(),
 	    ipcfd == -1 ? " (no set updates)" : "");

@@ -16,7 +16,7 @@ LIBSRC	 = $(wildcard lib/*.c)
 
 FUZZ_SRCS_fuzz_config =
 FUZZ_SRCS_fuzz_ipc =
-FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c gatewayd/nflog_seccomp.c
+FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c
 FUZZ_SRCS_fuzz_control = gatewayd/control.c
 FUZZ_SRCS_fuzz_register = gatewayd/register.c
 FUZZ_SRCS_fuzz_metrics = gatewayd/metrics.c gatewayd/metrics_series.c

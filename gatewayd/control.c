@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +36,7 @@
 #include "control.h"
 #include "parent.h"
 #include "privdrop.h"
-#include "seccomp_allow.h"
+#include "sandbox.h"
 
 /* --- parsing ------------------------------------------------------------ */
 
@@ -528,25 +527,6 @@ ctlproc_ipc_readable(struct ctlproc *st)
 
 /* --- the process ----------------------------------------------------------- */
 
-static void
-control_seccomp(void)
-{
-	static const int allowed[] = {
-		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
-		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
-		SCMP_SYS(accept4), SCMP_SYS(getsockopt), SCMP_SYS(poll),
-		SCMP_SYS(ppoll), SCMP_SYS(close), SCMP_SYS(brk),
-		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap),
-		SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
-		SCMP_SYS(getpid), SCMP_SYS(exit), SCMP_SYS(exit_group),
-		SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
-		SCMP_SYS(fstat), SCMP_SYS(newfstatat),
-	};
-
-	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
-		_exit(1);
-}
-
 static nfds_t
 poll_set(struct ctlproc *st, struct pollfd *pfd, int *slot)
 {
@@ -580,7 +560,8 @@ control_main(int listen, int ipc, pid_t parent)
 	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 || privdrop(CTL_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
-	control_seccomp();
+	if (sandbox_narrow(SANDBOX_CONTROL) == -1)
+		_exit(1);
 	ctlproc_init(&st, listen, ipc);
 	for (;;) {
 		n = poll_set(&st, pfd, slot);

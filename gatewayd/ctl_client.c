@@ -1,15 +1,13 @@
 /*
  * ctl_client.c -- `gatewayd ctl VERB [--json] [ARGS]`: send one request
  * line to the control socket, print the body, exit 0 on "ok" and 1 on
- * "error:" (those lines, and any after them, go to stderr).
+ * "error:" (those lines, and any after them, go to stderr).  The protocol
+ * is lib/ctlclient.c's, shared with provision.
  *
  * Words are percent-encoded (space, '%' and control characters), so an
  * argument may hold spaces.  `secret set` sends the value read from
  * standard input as a second line; it never appears in argv.
  */
-#include <sys/socket.h>
-#include <sys/un.h>
-
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,27 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctlclient.h"
 #include "exitcodes.h"
 #include "gatewayd.h"
 #include "log.h"
-
-static int
-ctl_connect(const char *path)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -1;
-	strcpy(sun.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 /* Say why we cannot connect in the caller's terms: a socket we may not
  * open means "not a member", not "the daemon is down". */
@@ -53,25 +34,6 @@ ctl_connect_failed(const char *sock, int err)
 		    sock, strerror(err));
 	else
 		fprintf(stderr, "gatewayd ctl: %s: %s\n", sock, strerror(err));
-}
-
-/* Append word to req at *len, percent-encoded; -1 if it does not fit. */
-static int
-encode_word(char *req, size_t cap, size_t *len, const char *w)
-{
-	const unsigned char *p = (const unsigned char *)w;
-	int n;
-
-	for (; *p; p++) {
-		if (*p <= ' ' || *p == '%' || *p == 0x7f)
-			n = snprintf(req + *len, cap - *len, "%%%02X", *p);
-		else
-			n = snprintf(req + *len, cap - *len, "%c", *p);
-		if (n < 0 || (size_t)n >= cap - *len)
-			return -1;
-		*len += (size_t)n;
-	}
-	return 0;
 }
 
 /* The secret's value: all of standard input, one line, its final newline
@@ -148,63 +110,64 @@ ctl_usage(FILE *fp)
 "daemon.\n");
 }
 
+/* Body lines to stdout; an error, and anything after it, to stderr. */
+static void
+print_line(const char *line, bool error, bool after_error, void *arg)
+{
+	fprintf(after_error ? stderr : stdout, "%s\n", line);
+}
+
+/* The request in req (cap bytes), the secret's value after it: its
+ * length, or -1 after saying why not. */
+static int
+build(char *req, size_t cap, int argc, char *argv[], size_t *len)
+{
+	char *line = ctlc_request(argc, argv, len);
+
+	if (line == NULL || *len >= cap) {
+		fprintf(stderr, "gatewayd ctl: request too long or an "
+		    "empty argument\n");
+		free(line);
+		return -1;
+	}
+	memcpy(req, line, *len);
+	free(line);
+	if (argc >= 2 && strcmp(argv[0], "secret") == 0 &&
+	    strcmp(argv[1], "set") == 0 && read_value(req, cap, len) == -1)
+		return -1;
+	return 0;
+}
+
 int
 ctl_main(const char *sock, int argc, char *argv[])
 {
-	char req[GW_CTL_MAX_LINE], *line = NULL;
-	size_t cap = 0, len = 0;
-	ssize_t n;
-	FILE *fp;
-	int fd, i, rc = EXIT_SYSTEM;
+	static const int exits[] = { [CTLC_OK] = EXIT_OK,
+	    [CTLC_REFUSED] = EXIT_FALSE, [CTLC_UNANSWERED] = EXIT_SYSTEM };
+	char req[GW_CTL_MAX_LINE];
+	struct ctlc c;
+	size_t len = 0;
+	int rc;
 
 	if (argc < 1) {
 		ctl_usage(stderr);
 		return EXIT_USAGE;
 	}
-	for (i = 0; i < argc; i++) {
-		if (i > 0 && len + 1 < sizeof(req))
-			req[len++] = ' ';
-		if (argv[i][0] == '\0' ||
-		    encode_word(req, sizeof(req) - 1, &len, argv[i]) == -1) {
-			fprintf(stderr, "gatewayd ctl: request too long or an "
-			    "empty argument\n");
-			return EXIT_USAGE;
-		}
-	}
-	req[len++] = '\n';
-	if (argc >= 2 && strcmp(argv[0], "secret") == 0 &&
-	    strcmp(argv[1], "set") == 0 &&
-	    read_value(req, sizeof(req), &len) == -1)
+	if (build(req, sizeof(req), argc, argv, &len) == -1) {
+		explicit_bzero(req, sizeof(req));
 		return EXIT_USAGE;
-	if ((fd = ctl_connect(sock)) == -1) {
+	}
+	if (ctlc_open(&c, sock) == -1) {
+		explicit_bzero(req, sizeof(req));
 		ctl_connect_failed(sock, errno);
 		return EXIT_SYSTEM;
 	}
 	/* The daemon may refuse us before reading the request; its answer
 	 * is still there to read, so a failed write is not the end. */
 	signal(SIGPIPE, SIG_IGN);
-	(void)!write(fd, req, len);
+	(void)ctlc_send(&c, req, len, NULL, 0);
 	explicit_bzero(req, sizeof(req));
-	if ((fp = fdopen(fd, "r")) == NULL) {
-		close(fd);
-		return EXIT_SYSTEM;
-	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((n = getline(&line, &cap, fp)) > 0) {
-		if (strcmp(line, "ok\n") == 0) {
-			rc = EXIT_OK;
-			break;
-		}
-		/* An error may span lines (a reload's FILE:LINE errors, one
-		 * a line); gatewayd closes the connection after the last. */
-		if (strncmp(line, "error: ", 7) == 0) {
-			fputs(line + 7, stderr);
-			rc = EXIT_FALSE;
-			continue;
-		}
-		fputs(line, rc == EXIT_FALSE ? stderr : stdout);
-	}
-	free(line);
-	fclose(fp);
+	rc = exits[ctlc_answer(&c, print_line, NULL)];
+	ctlc_close(&c);
 	return rc;
 }

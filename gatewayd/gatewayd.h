@@ -415,10 +415,6 @@ int	net_teardown(const struct moat_config *, const char *sock);
  * rate limits, refusals.h), for --teardown to set back. */
 void	net_undo_sysctl(const struct moat_config *, const char *name, long old);
 
-/* --- sandboxing helpers (nflog_seccomp.c) --- */
-
-int	seccomp_nflog(void);			/* allowlist for nflog child */
-
 /* --- the daemon's state --- */
 
 /* A provision job run for a control client (parent_team.c). */

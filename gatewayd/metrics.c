@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +29,7 @@
 #include "metrics.h"
 #include "parent.h"
 #include "privdrop.h"
-#include "seccomp_allow.h"
+#include "sandbox.h"
 
 #define METRICS_CLIENTS	16
 #define METRICS_HEAD_MAX 2048
@@ -208,24 +207,6 @@ ipc_read(int ipc)
 	M.textfd = fds[0];
 }
 
-static void
-metrics_seccomp(void)
-{
-	static const int allowed[] = {
-		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(pread64),
-		SCMP_SYS(recvmsg), SCMP_SYS(accept4), SCMP_SYS(poll),
-		SCMP_SYS(ppoll), SCMP_SYS(setsockopt), SCMP_SYS(fcntl),
-		SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap),
-		SCMP_SYS(munmap), SCMP_SYS(clock_gettime), SCMP_SYS(getpid),
-		SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(restart_syscall), SCMP_SYS(fstat),
-		SCMP_SYS(newfstatat),
-	};
-
-	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
-		_exit(1);
-}
-
 void
 metrics_main(int lfd, int ipc, pid_t parent)
 {
@@ -236,7 +217,8 @@ metrics_main(int lfd, int ipc, pid_t parent)
 	if (privdrop(METRICS_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
-	metrics_seccomp();
+	if (sandbox_narrow(SANDBOX_METRICS) == -1)
+		_exit(1);
 	for (i = 0; i < METRICS_CLIENTS; i++)
 		M.c[i].fd = -1;
 	for (;;) {

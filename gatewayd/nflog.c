@@ -31,6 +31,7 @@
 #include "log.h"
 #include "parent.h"
 #include "privdrop.h"
+#include "sandbox.h"
 #include "nflog.h"
 
 static int
@@ -385,7 +386,7 @@ nflog_child(int nlfd, int ipc, const struct moat_config *cfg, pid_t parent)
 	 * a restarted gatewayd would start a second one.  Asked after the
 	 * drop, which clears any earlier request. */
 	die_with_parent(parent);
-	if (seccomp_nflog() == -1)
+	if (sandbox_narrow(SANDBOX_NFLOG) == -1)
 		_exit(1);
 	for (;;) {
 		n = recv(nlfd, buf, sizeof(buf), 0);

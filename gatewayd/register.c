@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +48,7 @@
 #include "parent.h"
 #include "privdrop.h"
 #include "register.h"
-#include "seccomp_allow.h"
+#include "sandbox.h"
 
 /* --- parsing ------------------------------------------------------------ */
 
@@ -765,27 +764,6 @@ on_accept(struct ev *e, uint32_t events)
 
 /* --- the process ----------------------------------------------------------- */
 
-static void
-register_seccomp(void)
-{
-	static const int allowed[] = {
-		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
-		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
-		SCMP_SYS(accept4), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
-		SCMP_SYS(epoll_ctl),
-		SCMP_SYS(getsockopt),
-		SCMP_SYS(close), SCMP_SYS(shutdown), SCMP_SYS(brk),
-		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap),
-		SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
-		SCMP_SYS(getrandom), SCMP_SYS(getpid), SCMP_SYS(exit),
-		SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(restart_syscall), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
-	};
-
-	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
-		_exit(1);
-}
-
 /* Nothing is logged once narrowed: the filter allows no socket for
  * syslog.  What goes wrong ends the process; the parent logs it and
  * starts another. */
@@ -815,7 +793,8 @@ regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
 	if (RAND_bytes(seed, sizeof(seed)) != 1 || privdrop(REG_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
-	register_seccomp();
+	if (sandbox_narrow(SANDBOX_REGISTER) == -1)
+		_exit(1);
 	for (;;)
 		if (ev_run_once(-1) == -1)
 			_exit(1);

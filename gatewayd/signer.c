@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 
 #include <errno.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +22,8 @@
 #include "log.h"
 #include "parent.h"
 #include "privdrop.h"
-#include "seccomp_allow.h"
+#include "sandbox.h"
 #include "signer.h"
-
-static void
-signer_seccomp(void)
-{
-	static const int allowed[] = {
-		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg),
-		SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
-		SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap),
-		SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
-		SCMP_SYS(getrandom), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
-		SCMP_SYS(gettimeofday), SCMP_SYS(time), SCMP_SYS(getpid),
-		SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(newfstatat), SCMP_SYS(fstat),
-	};
-
-	if (seccomp_allow(allowed, sizeof(allowed) / sizeof(allowed[0])) == -1)
-		fatalx("signer: cannot install its seccomp filter");
-}
 
 /* One request, one answer.  A refused request gets status -1. */
 static void
@@ -105,7 +86,8 @@ serve(int fd, const struct ca *ca, const char *user, pid_t parent)
 		fatalx("signer: cannot sign");
 	X509_free(x);
 	EVP_PKEY_free(probe);
-	signer_seccomp();
+	if (sandbox_narrow(SANDBOX_SIGNER) == -1)
+		fatalx("signer: cannot install its seccomp filter");
 	for (;;) {
 		n = ipc_recv(fd, &h, in.raw, sizeof(in.raw), err, sizeof(err));
 		if (n == 0 || (n == -1 && errno != EINTR))

@@ -31,6 +31,12 @@ log_setverbose(int v)
 	log_verbose = v;
 }
 
+int
+log_is_syslog(void)
+{
+	return log_syslog;
+}
+
 static void
 vlog(int pri, const char *fmt, va_list ap, int with_errno)
 {

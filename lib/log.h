@@ -20,6 +20,8 @@ enum log_level { LOG_LVL_WARN = 0, LOG_LVL_INFO = 1, LOG_LVL_DEBUG = 2 };
 /* name: program name for messages; to_syslog: 0 stderr, 1 syslog (daemon). */
 void	log_init(const char *name, int to_syslog, int verbosity);
 void	log_setverbose(int verbosity);
+/* Whether messages go to syslog (else to stderr). */
+int	log_is_syslog(void);
 
 void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

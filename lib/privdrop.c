@@ -33,6 +33,13 @@ privdrop(const char *user)
 int
 privdrop_ids(uid_t uid, gid_t gid, const char *who)
 {
+	return privdrop_groups(uid, gid, NULL, 0, who);
+}
+
+int
+privdrop_groups(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups,
+    const char *who)
+{
 	struct rlimit nocore = { 0, 0 };
 	uid_t r, e, s;
 
@@ -41,8 +48,8 @@ privdrop_ids(uid_t uid, gid_t gid, const char *who)
 		    who);
 		return -1;
 	}
-	if (setgroups(0, NULL) == -1 || setresgid(gid, gid, gid) == -1 ||
-	    setresuid(uid, uid, uid) == -1) {
+	if (setgroups(ngroups, groups) == -1 ||
+	    setresgid(gid, gid, gid) == -1 || setresuid(uid, uid, uid) == -1) {
 		log_warn("dropping to %s", who);
 		return -1;
 	}
@@ -59,6 +66,27 @@ privdrop_ids(uid_t uid, gid_t gid, const char *who)
 		return -1;
 	}
 	return 0;
+}
+
+void
+privdrop_daemon(const char *user, const char *fallback)
+{
+	const char *who = user != NULL ? user : fallback;
+
+	if (geteuid() == 0 && who == NULL)
+		log_warnx("running as root: pass -u USER");
+	else if (geteuid() == 0) {
+		if (getpwnam(who) == NULL)
+			fatalx("user \"%s\" does not exist (create it, e.g. "
+			    "useradd --system --no-create-home --shell "
+			    "/usr/sbin/nologin %s, or name another)", who, who);
+		/* Every uid away from 0 clears every capability; privdrop
+		 * makes sure there is no way back. */
+		if (chdir("/") == -1 || privdrop(who) == -1)
+			fatalx("cannot drop privileges to %s", who);
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		fatal("no_new_privs");
 }
 
 int

@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <stddef.h>
+
 /*
  * Drop to user: no supplementary groups, every uid and gid the user's,
  * no way back to root, no_new_privs, no core dumps and not dumpable (a
@@ -16,6 +18,17 @@ int	privdrop(const char *user);
 /* The same for a uid and gid that may have no passwd entry; who names
  * them in messages.  Refuses uid or gid 0. */
 int	privdrop_ids(uid_t uid, gid_t gid, const char *who);
+/* The same, keeping exactly groups[0..ngroups-1] as supplementary groups
+ * (a guest's QEMU keeps the kvm group). */
+int	privdrop_groups(uid_t uid, gid_t gid, const gid_t *groups,
+	    size_t ngroups, const char *who);
+
+/*
+ * A daemon's -u USER: as root, chdir to / and privdrop to user (NULL:
+ * fallback; both NULL: stay root, with a warning).  As anyone,
+ * no_new_privs.  Exits with a message naming the user on failure.
+ */
+void	privdrop_daemon(const char *user, const char *fallback);
 
 /*
  * socket(2) made as if by user (by root: only its file system uid is

@@ -1,6 +1,7 @@
 /*
- * ctl.c -- line protocols over unix sockets: gatewayd's control socket and
- * QEMU's QMP.
+ * ctl.c -- line protocols over unix sockets: gatewayd's control socket
+ * (its client is lib/ctlclient.c, shared with `gatewayd ctl`) and QEMU's
+ * QMP.
  *
  * gatewayd: connect to RUN_DIR/gatewayd.sock (SOCK_STREAM), send "reload\n",
  * read one line: "ok..." means the new configuration is applied, "error:
@@ -21,36 +22,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctlclient.h"
 #include "log.h"
 #include "privdrop.h"
 #include "provision.h"
 
 #define CTL_TIMEOUT_MS	15000
-
-static int
-unix_connect(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
 
 /* Read one line (without the newline) within the timeout. */
 static int
@@ -94,11 +71,12 @@ write_all(int fd, const char *s)
 int
 ctl_reload(const struct pv *pv)
 {
-	char *path, line[512];
-	int fd, rc;
+	struct ctlc c;
+	char *path;
+	int rc;
 
 	xasprintf(&path, "%s/gatewayd.sock", pv->run_dir);
-	if ((fd = unix_connect(path)) == -1) {
+	if (ctlc_open(&c, path) == -1) {
 		if (errno == ENOENT || errno == ECONNREFUSED) {
 			log_info("no gatewayd is running (%s): it will read "
 			    "the configuration when it starts", path);
@@ -109,35 +87,21 @@ ctl_reload(const struct pv *pv)
 		free(path);
 		return CTL_REFUSED;
 	}
-	if (write_all(fd, "reload\n") == -1 ||
-	    read_line(fd, line, sizeof(line), CTL_TIMEOUT_MS) == -1) {
+	if (ctlc_send(&c, "reload\n", 7, NULL, 0) == -1 ||
+	    ctlc_getline(&c, CTL_TIMEOUT_MS) == -1) {
 		log_warnx("gatewayd did not answer the reload request on %s",
 		    path);
 		rc = CTL_REFUSED;
-	} else if (strncmp(line, "ok", 2) == 0) {
+	} else if (strncmp(c.line, "ok", 2) == 0) {
 		log_info("gatewayd reloaded the configuration");
 		rc = CTL_OK;
 	} else {
-		log_warnx("gatewayd refused the reload: %s", line);
+		log_warnx("gatewayd refused the reload: %s", c.line);
 		rc = CTL_REFUSED;
 	}
-	close(fd);
+	ctlc_close(&c);
 	free(path);
 	return rc;
-}
-
-/* Percent-encode one word of a control request (gatewayd's ctl.c does
- * the same): space, '%' and control characters become %XX. */
-static void
-encode_word(FILE *fp, const char *w)
-{
-	const unsigned char *p = (const unsigned char *)w;
-
-	for (; *p; p++)
-		if (*p <= ' ' || *p == '%' || *p == 0x7f)
-			fprintf(fp, "%%%02X", *p);
-		else
-			fputc(*p, fp);
 }
 
 /* The options whose value is a file: the member's provision opens it. */
@@ -190,34 +154,25 @@ open_files(int argc, char **argv, int *fds, int *nfds)
 	return 0;
 }
 
-/* The request, with the files' descriptors on its first byte. */
-static int
-send_request(int fd, const char *req, const int *fds, int nfds)
+/* A member of group moat: gatewayd does the privileged work.  Send the
+ * verb and its arguments (and a create's files, opened here), copy the
+ * answer's body to stdout, its error to stderr.  gatewayd decides what
+ * the caller may do. */
+/* The answer's body to stdout, its errors to stderr. */
+static void
+print_line(const char *line, bool error, bool after_error, void *arg)
 {
-	union {
-		char		buf[CMSG_SPACE(PV_MAX_FILES * sizeof(int))];
-		struct cmsghdr	align;
-	} cbuf;
-	struct iovec iov = { (void *)req, strlen(req) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-	ssize_t n;
+	if (error)
+		log_warnx("%s", line);
+	else
+		printf("%s\n", line);
+}
 
-	if (nfds == 0)
-		return write_all(fd, req);
-	memset(&cbuf, 0, sizeof(cbuf));
-	m.msg_control = cbuf.buf;
-	m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-	while ((n = sendmsg(fd, &m, MSG_NOSIGNAL)) == -1 && errno == EINTR)
-		;
-	if (n <= 0)
-		return -1;
-	return write_all(fd, req + n);
+static void
+close_all(int *fds, int nfds)
+{
+	while (nfds > 0)
+		close(fds[--nfds]);
 }
 
 /* A member of group moat: gatewayd does the privileged work.  Send the
@@ -227,104 +182,39 @@ send_request(int fd, const char *req, const int *fds, int nfds)
 int
 ctl_forward(const struct pv *pv, int argc, char **argv)
 {
-	char *path, *req = NULL, line[4096];
+	char *path, *req;
 	size_t len = 0;
-	int fd, i, rc = EXIT_FALSE, fds[PV_MAX_FILES], nfds = 0;
-	FILE *fp;
+	int rc, fds[PV_MAX_FILES], nfds = 0;
+	struct ctlc c;
 
 	if (open_files(argc, argv, fds, &nfds) == -1) {
-		while (nfds > 0)
-			close(fds[--nfds]);
+		close_all(fds, nfds);
 		return EXIT_FALSE;
 	}
-
-	if ((fp = open_memstream(&req, &len)) == NULL)
-		fatal("open_memstream");
-	for (i = 0; i < argc; i++) {
-		if (argv[i][0] == '\0') {
-			fclose(fp);
-			free(req);
-			log_warnx("empty argument");
-			return EXIT_USAGE;
-		}
-		if (i > 0)
-			fputc(' ', fp);
-		encode_word(fp, argv[i]);
+	if ((req = ctlc_request(argc, argv, &len)) == NULL) {
+		close_all(fds, nfds);
+		log_warnx("empty argument");
+		return EXIT_USAGE;
 	}
-	fputc('\n', fp);
-	fclose(fp);
 	xasprintf(&path, "%s/gatewayd.sock", pv->run_dir);
-	if ((fd = unix_connect(path)) == -1) {
+	if (ctlc_open(&c, path) == -1) {
 		log_warn("%s: gatewayd runs privileged work for group moat, "
 		    "and its control socket %s", argv[0], path);
 		free(path);
 		free(req);
-		while (nfds > 0)
-			close(fds[--nfds]);
+		close_all(fds, nfds);
 		return EXIT_FALSE;
 	}
-	if (send_request(fd, req, fds, nfds) == -1)
+	if (ctlc_send(&c, req, len, fds, nfds) == -1)
 		log_warn("%s", path);
-	while (nfds > 0)
-		close(fds[--nfds]);
+	close_all(fds, nfds);
 	/* A create may take minutes (qemu-img, the seed): no timeout. */
-	while (read_line(fd, line, sizeof(line), -1) == 0) {
-		if (strcmp(line, "ok") == 0) {
-			rc = EXIT_OK;
-			break;
-		}
-		/* An error may span lines (a configuration's FILE:LINE
-		 * errors, one a line); gatewayd closes after the last. */
-		if (strncmp(line, "error: ", 7) == 0) {
-			log_warnx("%s", line + 7);
-			continue;
-		}
-		printf("%s\n", line);
-	}
-	close(fd);
+	rc = ctlc_answer(&c, print_line, NULL) == CTLC_OK ? EXIT_OK :
+	    EXIT_FALSE;
+	ctlc_close(&c);
 	free(path);
 	free(req);
 	return rc;
-}
-
-/* One line, a byte at a time (nothing past it is consumed); a descriptor
- * that came with it (SCM_RIGHTS) goes to *rfd. */
-static int
-read_line_fd(int fd, char *buf, size_t len, int *rfd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov;
-	struct msghdr m;
-	struct cmsghdr *cm;
-	size_t n = 0;
-	int got;
-
-	while (n + 1 < len) {
-		iov.iov_base = buf + n;
-		iov.iov_len = 1;
-		memset(&m, 0, sizeof(m));
-		m.msg_iov = &iov;
-		m.msg_iovlen = 1;
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		if (recvmsg(fd, &m, MSG_CMSG_CLOEXEC) <= 0)
-			return -1;
-		for (cm = CMSG_FIRSTHDR(&m); cm != NULL;
-		    cm = CMSG_NXTHDR(&m, cm))
-			if (cm->cmsg_level == SOL_SOCKET &&
-			    cm->cmsg_type == SCM_RIGHTS &&
-			    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-				memcpy(&got, CMSG_DATA(cm), sizeof(int));
-				if (*rfd != -1)
-					close(*rfd);
-				*rfd = got;
-			}
-		if (buf[n] == '\n')
-			break;
-		n++;
-	}
-	buf[n] = '\0';
-	return 0;
 }
 
 /* A member's console: gatewayd opens the guest's console socket if the
@@ -333,37 +223,40 @@ read_line_fd(int fd, char *buf, size_t len, int *rfd)
 int
 ctl_console(const struct pv *pv, const char *name)
 {
-	char *path, line[512];
-	int fd, cfd = -1;
+	char *path, *argv[] = { "console", (char *)name }, *req;
+	struct ctlc c;
+	size_t len;
+	int cfd = -1;
 
 	xasprintf(&path, "%s/gatewayd.sock", pv->run_dir);
-	if ((fd = unix_connect(path)) == -1) {
+	if (ctlc_open(&c, path) == -1) {
 		log_warn("console: gatewayd opens consoles for group moat, and "
 		    "its control socket %s", path);
 		free(path);
 		return -1;
 	}
 	free(path);
-	if (write_all(fd, "console ") == -1 || write_all(fd, name) == -1 ||
-	    write_all(fd, "\n") == -1) {
+	if ((req = ctlc_request(2, argv, &len)) == NULL ||
+	    ctlc_send(&c, req, len, NULL, 0) == -1) {
 		log_warn("console");
-		close(fd);
+		free(req);
+		ctlc_close(&c);
 		return -1;
 	}
-	while (read_line_fd(fd, line, sizeof(line), &cfd) == 0) {
-		if (strcmp(line, "ok") == 0 && cfd != -1) {
-			close(fd);
-			return cfd;
+	free(req);
+	while (ctlc_getline(&c, -1) == 0) {
+		if (strcmp(c.line, "ok") == 0 && c.rfd != -1) {
+			cfd = c.rfd;
+			c.rfd = -1;
+			break;
 		}
-		if (strncmp(line, "error: ", 7) == 0) {
-			log_warnx("%s", line + 7);
+		if (strncmp(c.line, "error: ", 7) == 0) {
+			log_warnx("%s", c.line + 7);
 			break;
 		}
 	}
-	if (cfd != -1)
-		close(cfd);
-	close(fd);
-	return -1;
+	ctlc_close(&c);
+	return cfd;
 }
 
 /* Wait for a line holding "return" (or "error"), skipping events. */

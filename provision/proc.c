@@ -3,7 +3,6 @@
  * path with an argument vector and a fixed environment), starting QEMU as
  * the unprivileged user, and finding a running guest.
  */
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privdrop.h"
 #include "provision.h"
 
 static const char *const search_path[] = {
@@ -166,15 +166,13 @@ guest_user(const struct guest *g, struct qemu_user *u)
 	return qemu_user_lookup(g->user, u);
 }
 
+/* lib/privdrop.c's drop, keeping the user's groups (kvm): no way back
+ * to root, no_new_privs, no core file. */
 int
 become(const struct qemu_user *u)
 {
-	if (setgroups((size_t)u->ngroups, u->groups) == -1 ||
-	    setresgid(u->gid, u->gid, u->gid) == -1 ||
-	    setresuid(u->uid, u->uid, u->uid) == -1 ||
-	    getuid() != u->uid || geteuid() != u->uid)
-		return -1;
-	return 0;
+	return privdrop_groups(u->uid, u->gid, u->groups,
+	    (size_t)u->ngroups, u->name);
 }
 
 int
@@ -224,7 +222,6 @@ limited_child(const struct qemu_user *u, const struct run_limits *l,
 {
 	struct rlimit as = { l->as_bytes, l->as_bytes };
 	struct rlimit fs = { l->fsize_bytes, l->fsize_bytes };
-	struct rlimit nocore = { 0, 0 };
 	int fd = open("/dev/null", O_RDWR);
 
 	setpgid(0, 0);
@@ -238,9 +235,7 @@ limited_child(const struct qemu_user *u, const struct run_limits *l,
 		_exit(126);
 	signal(SIGXFSZ, SIG_IGN);	/* past the limit: EFBIG, not death */
 	if (setrlimit(RLIMIT_AS, &as) == -1 || setrlimit(RLIMIT_FSIZE,
-	    &fs) == -1 || setrlimit(RLIMIT_CORE, &nocore) == -1 ||
-	    chdir("/") == -1 || become(u) == -1 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+	    &fs) == -1 || chdir("/") == -1 || become(u) == -1)
 		_exit(126);
 	_exit(fn(arg) == 0 ? 0 : 1);
 }
@@ -345,11 +340,8 @@ child_drop(const struct qemu_user *u, int tapfd, int logfd, int errfd)
 	if (close_range(5, ~0u, 0) == -1)
 		_exit(126);
 	umask(077);
-	/* Guest memory never lands in a core file. */
-	struct rlimit nocore = { 0, 0 };
-
-	if (setrlimit(RLIMIT_CORE, &nocore) == -1 || chdir("/") == -1 ||
-	    become(u) == -1 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+	/* become() also keeps guest memory out of any core file. */
+	if (chdir("/") == -1 || become(u) == -1)
 		_exit(126);
 }
 
@@ -420,9 +412,8 @@ reader_child(int fd, size_t max, int out)
 
 	if ((lo > 3 && close_range(3, lo - 1, 0) == -1) ||
 	    (hi > lo + 1 && close_range(lo + 1, hi - 1, 0) == -1) ||
-	    close_range(hi + 1, ~0U, 0) == -1 || setgroups(0, NULL) == -1 ||
-	    setresgid(65534, 65534, 65534) == -1 ||
-	    setresuid(65534, 65534, 65534) == -1)
+	    close_range(hi + 1, ~0U, 0) == -1 ||
+	    privdrop_ids(65534, 65534, "nobody") == -1)
 		_exit(1);
 	if ((s = read_small_fd(fd, max, NULL)) == NULL)
 		_exit(1);

@@ -229,7 +229,8 @@ int	 qemu_user_lookup(const char *, struct qemu_user *);
  * the groups /dev/kvm needs (moat-qemu's supplementary groups, or kvm). */
 void	 sandbox_user(uid_t id, const char *name, struct qemu_user *);
 int	 guest_user(const struct guest *, struct qemu_user *);
-/* The one place a child becomes a guest's user: groups, gid, uid. */
+/* The one place a child becomes a guest's user: groups, gid, uid, for
+ * good (privdrop_groups).  -1 with a message logged on failure. */
 int	 become(const struct qemu_user *);
 /* Run fn in a child that has become u, under limits: no network (a new,
  * empty network namespace), at most as_bytes of address space and

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "parent.h"
 #include "../signer.h"
+#include "privdrop.h"
 #include "sandbox.h"
 #include "tls.h"
 
@@ -596,6 +597,33 @@ setup_listeners(const struct options *o, const struct moat_config *cfg)
 	}
 }
 
+/* Before anything is read: this process will hold secrets, which must
+ * never reach a core file or another process of the same user through
+ * ptrace or /proc/PID/mem. */
+static void
+nodump(void)
+{
+	struct rlimit rl = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &rl) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fatal("cannot disable core dumps");
+}
+
+/* Raise the descriptor limit to its hard limit (at most 65536); returns
+ * it. */
+static int
+maxfiles(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+	return (int)rl.rlim_cur;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -605,8 +633,7 @@ main(int argc, char *argv[])
 	pid_t parent = getppid();	/* gatewayd, when it started us */
 	char err[512];
 
-	/* Before anything is read: this process will hold secrets. */
-	sandbox_nodump();
+	nodump();
 	if (parse_args(argc, argv, &o) < 0) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -639,12 +666,12 @@ main(int argc, char *argv[])
 	reqrule_init(o.ipc_fd);
 	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
 	setup_hostaddr();
-	proxy.maxconns = sandbox_maxfiles() / 3 - 16;
-	sandbox_drop(o.user);
+	proxy.maxconns = maxfiles() / 3 - 16;
+	privdrop_daemon(o.user, "nobody");
 	if (o.ipc_fd >= 0)
 		die_with_parent(parent);
-	if (!o.no_seccomp)
-		sandbox_seccomp();
+	if (!o.no_seccomp && sandbox_narrow(SANDBOX_PROXY) == -1)
+		fatalx("cannot install the seccomp filter");
 	signals();
 	proxy.cfg = live_cfg = cfg;
 	conf_name = o.conf;

@@ -8,9 +8,13 @@
  */
 #include <sys/socket.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +75,74 @@ alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 	return SSL_TLSEXT_ERR_OK;
 }
 
+/* A name OpenSSL's c_rehash gives a certificate: 8 hex digits, a dot,
+ * a number (".rN" names are revocation lists, not read). */
+static int
+hashed_name(const char *s)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return 0;
+	if (s[8] != '.' || s[9] == '\0')
+		return 0;
+	for (s += 9; *s != '\0'; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* Every certificate of one hashed directory; how many files loaded. */
+static int
+load_dir(X509_STORE *st, const char *dir, size_t len)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%.*s", (int)len, dir);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		if (hashed_name(e->d_name) && snprintf(path, sizeof(path),
+		    "%.*s/%s", (int)len, dir, e->d_name) < (int)sizeof(path) &&
+		    X509_STORE_load_file(st, path) == 1)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * The system's trust store, read whole now: OpenSSL's default file and
+ * hashed directories (or $SSL_CERT_FILE and $SSL_CERT_DIR, a list split
+ * by ':').  SSL_CTX_set_default_verify_paths would instead open a
+ * directory's files while verifying, and once the proxy has narrowed
+ * itself it may open no file (lib/sandbox.c).  How many files loaded.
+ */
+static int
+system_trust(X509_STORE *st)
+{
+	const char *file = getenv(X509_get_default_cert_file_env());
+	const char *dirs = getenv(X509_get_default_cert_dir_env());
+	size_t len;
+	int n = 0;
+
+	if (file == NULL)
+		file = X509_get_default_cert_file();
+	if (dirs == NULL)
+		dirs = X509_get_default_cert_dir();
+	if (X509_STORE_load_file(st, file) == 1)
+		n++;
+	for (; *dirs != '\0'; dirs += len + (dirs[len] == ':')) {
+		len = strcspn(dirs, ":");
+		n += load_dir(st, dirs, len);
+	}
+	ERR_clear_error();	/* a missing file or directory is no error */
+	return n;
+}
+
 #define TLS13_SUITES	"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:" \
 			"TLS_CHACHA20_POLY1305_SHA256"
 
@@ -112,7 +184,7 @@ contexts(const char *upstream_ca)
 	SSL_CTX_set_default_read_buffer_len(up_ctx, 64 * 1024);
 	SSL_CTX_set_alpn_select_cb(guest_ctx, alpn_select, NULL);
 	SSL_CTX_set_verify(up_ctx, SSL_VERIFY_PEER, NULL);
-	if (SSL_CTX_set_default_verify_paths(up_ctx) != 1)
+	if (system_trust(SSL_CTX_get_cert_store(up_ctx)) == 0)
 		log_warnx("tls: no system trust store");
 	if (upstream_ca != NULL &&
 	    SSL_CTX_load_verify_locations(up_ctx, upstream_ca, NULL) != 1) {
