@@ -136,6 +136,7 @@ struct moat_gateway {
 	char		*reg_listen;	/* registration.listen "ADDR:PORT", or NULL */
 	char		*reg_cert, *reg_key;	/* its certificate and key (PEM) */
 	struct moat_where reg_where;	/* of listen, for messages */
+	struct moat_where uplink_where, network_where;	/* for messages */
 };
 
 /* A KVM host that may register sandboxes on a separate gateway box:
@@ -240,6 +241,21 @@ bool	config_secret_same(const struct moat_secret *,
 /* Do two sandboxes have the same settings (config_print's text of each)? */
 bool	config_sandbox_same(const struct moat_sandbox *,
 	    const struct moat_sandbox *);
+/* One of the host's interfaces, once per IPv4 address it has (net.plen 0:
+ * an interface without one). */
+struct moat_hostif {
+	char		 name[IFNAMSIZ];
+	struct moat_addr addr;		/* IPv4, or family 0 */
+	struct moat_prefix net;		/* the network addr is on */
+};
+/* The host's interfaces (getifaddrs).  0, or -1 with errno. */
+int	config_host_read(struct moat_hostif **, size_t *n);
+/* Check a loaded config against a host's interfaces: gateway.uplink is
+ * one of them, and gateway.network overlaps no network on any but the
+ * bridge.  Adds "file:line: message" errors to errs; returns how many. */
+size_t	config_check_host(const struct moat_config *,
+	    const struct moat_hostif *, size_t n, struct moat_errors *errs);
+
 /* A short summary for humans: sandboxes, modes, secrets by name only. */
 void	config_summary(FILE *, const struct moat_config *);
 
@@ -261,5 +277,8 @@ bool	config_username_valid(const char *);
 /* Host-name helpers shared by the loader, dnsd and the proxy. */
 bool	hostname_valid(const char *);		/* RFC 1123, no wildcard */
 bool	hostpattern_valid(const char *);	/* name or "*.name" */
+/* The same; when false and why is not NULL, why says what is wrong
+ * ("wildcard \"*.com\" is too broad: ..."), for every caller's message. */
+bool	hostpattern_why(const char *, char *why, size_t len);
 
 #endif
