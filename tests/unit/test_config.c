@@ -393,7 +393,7 @@ static void
 parse_ifs(const char *spec, struct moat_hostif *v, size_t *n)
 {
 	char buf[256], *tok, *save = NULL, *eq, *slash;
-	struct moat_prefix p;
+	int b;
 
 	snprintf(buf, sizeof(buf), "%s", spec);
 	*n = 0;
@@ -409,10 +409,9 @@ parse_ifs(const char *spec, struct moat_hostif *v, size_t *n)
 			/* The network: the address with its host bits off. */
 			v[*n].net.addr = v[*n].addr;
 			v[*n].net.plen = atoi(slash + 1);
-			for (int b = v[*n].net.plen; b < 32; b++)
+			for (b = v[*n].net.plen; b < 32; b++)
 				v[*n].net.addr.a[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
-			p = v[*n].net;
-			assert_int_equal(p.addr.family, AF_INET);
+			assert_int_equal(v[*n].addr.family, AF_INET);
 		}
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", tok);
 		(*n)++;
