@@ -347,10 +347,7 @@ decompile(const struct nftnl_rule *r, const char *canon)
 			    NFTNL_EXPR_IMM_CHAIN) ? nftnl_expr_get_str(e,
 			    NFTNL_EXPR_IMM_CHAIN) : "";
 			buf_add(&b, "%s%s%s%s", b.len ? " " : "",
-			    v == NF_ACCEPT ? "accept" : v == NF_DROP ? "drop" :
-			    v == NFT_RETURN ? "return" : v == NFT_JUMP ? "jump" :
-			    v == NFT_GOTO ? "goto" : "continue", ch[0] ? " " : "",
-			    ch);
+			    verdict_text(v), ch[0] ? " " : "", ch);
 		} else
 			plain = false;
 	}
