@@ -61,7 +61,9 @@ check(const char *conf, int verbose, const char *teardown_sock)
 	struct gw_net net;
 	int rc;
 
-	cfg = config_load(conf, NULL, &errs);
+	/* --teardown undoes what was recorded whatever the host has now. */
+	cfg = teardown_sock ? config_load(conf, NULL, &errs) :
+	    net_config_load(conf, &errs);
 	if (cfg == NULL) {
 		config_errors_print(stderr, &errs);
 		fprintf(stderr, "%s: configuration invalid (%zu error%s)\n",

@@ -405,6 +405,7 @@ struct gw_net {
 
 /* Walk bridge, address, forwarding and uplink; with apply (and
  * manage_network) make what is missing, else only report it. */
+struct moat_config *net_config_load(const char *path, struct moat_errors *);
 void	net_walk(const struct moat_config *, bool apply, struct gw_net *);
 void	net_log(const struct gw_net *);
 void	net_print_warnings(FILE *, const struct gw_net *);

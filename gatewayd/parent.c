@@ -102,7 +102,7 @@ startup(struct gw *gw)
 	struct group *gr;
 	char err[1024];
 
-	gw->cfg = config_load(gw->opts.conf, NULL, &errs);
+	gw->cfg = net_config_load(gw->opts.conf, &errs);
 	if (gw->cfg == NULL) {
 		config_errors_print(stderr, &errs);
 		log_warnx("%s: configuration invalid (%zu errors); not starting",

@@ -219,6 +219,31 @@ walk_uplink(struct walk *w)
 		    "guests cannot reach the internet");
 }
 
+/* The config as gatewayd takes it: valid, and valid on this host (its
+ * uplink here, its sandbox network not already in use here).  NULL with
+ * errs, as config_load. */
+struct moat_config *
+net_config_load(const char *path, struct moat_errors *errs)
+{
+	struct moat_config *cfg = config_load(path, NULL, errs);
+	struct moat_hostif *ifs = NULL;
+	size_t n = 0;
+
+	if (cfg == NULL)
+		return NULL;
+	if (config_host_read(&ifs, &n) == -1) {
+		log_warn("cannot list this host's interfaces to check %s "
+		    "against them", path);
+		return cfg;
+	}
+	config_check_host(cfg, ifs, n, errs);
+	free(ifs);
+	if (errs->n == 0)
+		return cfg;
+	config_free(cfg);
+	return NULL;
+}
+
 void
 net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
 {

@@ -52,7 +52,7 @@ gw_reload(struct gw *gw, char **errors)
 
 	*errors = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cfg = config_load(old->path, NULL, &errs);
+	cfg = net_config_load(old->path, &errs);
 	if (cfg == NULL) {
 		*errors = errors_text(&errs);
 		snprintf(count, sizeof(count), "%zu", errs.n);

@@ -151,6 +151,7 @@ struct moat_gateway {
 	char		*metrics_listen;	/* metrics.listen "ADDR:PORT", or NULL */
 	unsigned	 metrics_interval;	/* seconds between two writes */
 	struct moat_where metrics_where;	/* of listen, for messages */
+	struct moat_where uplink_where, network_where;	/* for messages */
 };
 
 /* A KVM host that may register sandboxes on a separate gateway box:
@@ -260,6 +261,21 @@ bool	config_secret_same(const struct moat_secret *,
 /* Do two sandboxes have the same settings (config_print's text of each)? */
 bool	config_sandbox_same(const struct moat_sandbox *,
 	    const struct moat_sandbox *);
+/* One of the host's interfaces, once per IPv4 address it has (net.plen 0:
+ * an interface without one). */
+struct moat_hostif {
+	char		 name[IFNAMSIZ];
+	struct moat_addr addr;		/* IPv4, or family 0 */
+	struct moat_prefix net;		/* the network addr is on */
+};
+/* The host's interfaces (getifaddrs).  0, or -1 with errno. */
+int	config_host_read(struct moat_hostif **, size_t *n);
+/* Check a loaded config against a host's interfaces: gateway.uplink is
+ * one of them, and gateway.network overlaps no network on any but the
+ * bridge.  Adds "file:line: message" errors to errs; returns how many. */
+size_t	config_check_host(const struct moat_config *,
+	    const struct moat_hostif *, size_t n, struct moat_errors *errs);
+
 /* A short summary for humans: sandboxes, modes, secrets by name only. */
 void	config_summary(FILE *, const struct moat_config *);
 
@@ -296,5 +312,8 @@ const char *config_allow_datadir(void);
 /* Does the allow list l (names and "*.x" patterns) cover name (or, for
  * a pattern, every name it matches)? */
 bool	config_allow_covers(const struct moat_strlist *l, const char *name);
+/* The same; when false and why is not NULL, why says what is wrong
+ * ("wildcard \"*.com\" is too broad: ..."), for every caller's message. */
+bool	hostpattern_why(const char *, char *why, size_t len);
 
 #endif

@@ -13,17 +13,11 @@
 #include "log.h"
 #include "secretfile.h"
 
-
-/* Per-sandbox checks that need only the sandbox and the gateway. */
-void
-check_sandbox(struct loader *ld, const config_setting_t *grp,
+/* Keys that only mean something with one egress mode. */
+static void
+check_egress_keys(struct loader *ld, const config_setting_t *grp,
     const struct moat_sandbox *x, const char *ctx)
 {
-	const struct moat_gateway *gw = &ld->cfg->gw;
-	const config_setting_t *a = config_setting_get_member(grp, "address");
-	struct moat_addr bcast;
-	char net[64];
-
 	if (x->allow.n > 0 && x->egress != EGRESS_ALLOWLIST)
 		serr(ld, config_setting_get_member(grp, "allow"), "%s: allow "
 		    "only applies with egress = \"allowlist\" (egress is \"%s\")",
@@ -36,6 +30,23 @@ check_sandbox(struct loader *ld, const config_setting_t *grp,
 		serr(ld, config_setting_get_member(grp, "allow_ports"), "%s: "
 		    "allow_ports only applies with egress = \"allowlist\" "
 		    "(egress is \"%s\")", ctx, egress_name(x->egress));
+}
+
+/* Per-sandbox checks that need only the sandbox and the gateway.  Keys
+ * are judged against egress only when every key was read (keys_ok): after
+ * a typo such as "egres", egress is not what the user meant, and the
+ * unknown key is the one error worth showing. */
+void
+check_sandbox(struct loader *ld, const config_setting_t *grp,
+    const struct moat_sandbox *x, const char *ctx, bool keys_ok)
+{
+	const struct moat_gateway *gw = &ld->cfg->gw;
+	const config_setting_t *a = config_setting_get_member(grp, "address");
+	struct moat_addr bcast;
+	char net[64];
+
+	if (keys_ok)
+		check_egress_keys(ld, grp, x, ctx);
 	if (a == NULL || x->address.family != AF_INET ||
 	    gw->network.addr.family != AF_INET)
 		return;

@@ -134,7 +134,7 @@ void	set_prefixes(struct loader *, const config_setting_t *,
 
 /* config_check.c */
 void	check_sandbox(struct loader *, const config_setting_t *,
-	    const struct moat_sandbox *, const char *ctx);
+	    const struct moat_sandbox *, const char *ctx, bool keys_ok);
 void	check_all(struct loader *);
 
 #endif

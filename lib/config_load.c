@@ -152,6 +152,48 @@ ktype_ok(const config_setting_t *s, enum ktype t)
 	return false;
 }
 
+/* Is a one edit (a letter missing, added, changed or two swapped) away
+ * from b?  An unknown key that close to a required one is a typo of it. */
+static bool
+near_miss(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i = 0;
+
+	if (la > lb)
+		return near_miss(b, a);
+	if (lb - la > 1)
+		return false;
+	while (i < la && a[i] == b[i])
+		i++;
+	if (la == lb)
+		return i == la || strcmp(a + i + 1, b + i + 1) == 0 ||
+		    (i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i] &&
+		    strcmp(a + i + 2, b + i + 2) == 0);
+	return strcmp(a + i, b + i + 1) == 0;
+}
+
+/* Was a misspelling of key given in grp?  Then "unknown key" says it,
+ * and "missing" would be the same mistake told twice. */
+static bool
+misspelt(const config_setting_t *grp, const struct key *keys, size_t nkeys,
+    const char *key)
+{
+	const char *name;
+	size_t k;
+	int i, n = config_setting_length(grp);
+
+	for (i = 0; i < n; i++) {
+		name = config_setting_name(config_setting_get_elem(grp,
+		    (unsigned int)i));
+		for (k = 0; k < nkeys; k++)
+			if (strcmp(keys[k].name, name) == 0)
+				break;
+		if (k == nkeys && near_miss(name, key))
+			return true;
+	}
+	return false;
+}
+
 /* Check every member of grp against keys and call the setters.  A key
  * named in optional is not required even if the table says so. */
 static void
@@ -188,7 +230,8 @@ walk_opt(struct loader *ld, const config_setting_t *grp, const struct key *keys,
 	for (k = 0; k < nkeys; k++)
 		if (keys[k].required && (optional == NULL ||
 		    strcmp(optional, keys[k].name) != 0) &&
-		    config_setting_get_member(grp, keys[k].name) == NULL)
+		    config_setting_get_member(grp, keys[k].name) == NULL &&
+		    !misspelt(grp, keys, nkeys, keys[k].name))
 			serr(ld, grp, "%s: missing \"%s\" (%s)", ctx,
 			    keys[k].name, ktype_name(keys[k].type));
 }

@@ -756,6 +756,7 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	struct moat_config *cfg = ld->cfg;
 	struct moat_sandbox *x;
 	char ctx[96];
+	size_t nerr;
 
 	if (cfg->nsandboxes >= MOAT_MAX_SANDBOXES) {
 		serr(ld, grp, "too many sandboxes (at most %d)",
@@ -768,10 +769,11 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	memset(x, 0, sizeof(*x));
 	x->dns_rate = x->dns_burst = -1;
 	where(ld, grp, &x->where);
+	nerr = ld->errs->n;
 	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,
 	    sandbox_keys, NKEYS(sandbox_keys), x,
 	    &x->name, ctx, sizeof(ctx));
-	check_sandbox(ld, grp, x, ctx);
+	check_sandbox(ld, grp, x, ctx, ld->errs->n == nerr);
 	if (default_name != NULL)
 		x->registered_by = reg_mark_host(ld->first_line);
 	if (x->nallow_ports == 0 && x->egress == EGRESS_ALLOWLIST) {
@@ -787,8 +789,14 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 static void
 load_gateway(struct loader *ld, const config_setting_t *s)
 {
+	const config_setting_t *m;
+
 	walk(ld, s, gateway_keys, NKEYS(gateway_keys),
 	    &ld->cfg->gw, "gateway");
+	if ((m = config_setting_get_member(s, "uplink")) != NULL)
+		where(ld, m, &ld->cfg->gw.uplink_where);
+	if ((m = config_setting_get_member(s, "network")) != NULL)
+		where(ld, m, &ld->cfg->gw.network_where);
 }
 
 void

@@ -14,6 +14,10 @@
 
 /* --- value validators ------------------------------------------------- */
 
+/* A plausible interface name: what the kernel takes (1 to IFNAMSIZ - 1
+ * bytes, not "." or "..") narrowed to the characters interfaces are
+ * really named with, so that a pattern ("eth*") or a stray quote is an
+ * error here rather than a rule that matches nothing. */
 bool
 ifname_valid(const char *s)
 {
@@ -22,11 +26,8 @@ ifname_valid(const char *s)
 	if (n == 0 || n >= IFNAMSIZ || strcmp(s, ".") == 0 ||
 	    strcmp(s, "..") == 0)
 		return false;
-	for (; *s; s++)
-		if (*s == '/' || *s == ':' || isspace((unsigned char)*s) ||
-		    !isprint((unsigned char)*s))
-			return false;
-	return true;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789-_.") == n;
 }
 
 bool
@@ -107,9 +108,34 @@ hostname_valid(const char *s)
 bool
 hostpattern_valid(const char *s)
 {
-	if (strncmp(s, "*.", 2) == 0)
-		return hostname_valid(s + 2);
-	return hostname_valid(s);
+	return hostpattern_why(s, NULL, 0);
+}
+
+/*
+ * The one rule for allow lists (the config, provision --allow, a KVM
+ * host's registration): a host name, or "*." and a host name of two or
+ * more labels.  "*.com" would open a whole top-level domain, so it is
+ * refused, and the reason says so.
+ */
+bool
+hostpattern_why(const char *s, char *why, size_t len)
+{
+	const char *name = strncmp(s, "*.", 2) == 0 ? s + 2 : s;
+
+	if (hostname_valid(name))
+		return true;
+	if (why == NULL)
+		return false;
+	if (name != s && label_valid(name, strlen(name)) &&
+	    strspn(name, "0123456789") != strlen(name))
+		snprintf(why, len, "wildcard \"%s\" is too broad: it covers the "
+		    "whole top-level domain \"%s\" (a wildcard needs at least "
+		    "two labels after \"*.\", like \"*.example.%s\")", s, name,
+		    name);
+	else
+		snprintf(why, len, "expected a fully qualified host name or "
+		    "\"*.\" followed by one, got \"%s\"", s);
+	return false;
 }
 
 /* Lower-case and drop one trailing dot, in place. */
@@ -193,7 +219,7 @@ set_ifname(struct loader *ld, const config_setting_t *s, void *obj,
 
 	if (!ifname_valid(v)) {
 		serr(ld, s, "%s: %s: expected an interface name of 1 to %d "
-		    "characters without '/', ':' or spaces, got \"%s\"", ctx,
+		    "letters, digits, '-', '_' or '.', got \"%s\"", ctx,
 		    k->name, IFNAMSIZ - 1, v);
 		return;
 	}
@@ -307,20 +333,14 @@ config_allow_entry(char *v, char *why, size_t whylen)
 {
 	char orig[300];
 
+	/* Checked as normalised, named as written (hostpattern_why). */
 	snprintf(orig, sizeof(orig), "%s", v);
 	hostname_normalise(v);
-	if (strncmp(v, "*.", 2) == 0 && label_valid(v + 2, strlen(v + 2)) &&
-	    strchr(v + 2, '.') == NULL) {
-		snprintf(why, whylen, "wildcard \"%s\" is too broad: it covers "
-		    "a whole top-level domain", v);
-		return false;
-	}
-	if (!hostpattern_valid(v)) {
-		snprintf(why, whylen, "expected a fully qualified host name or "
-		    "\"*.\" followed by one, got \"%s\"", orig);
-		return false;
-	}
-	return true;
+	if (hostpattern_valid(v))
+		return true;
+	if (hostpattern_why(orig, why, whylen))
+		hostpattern_why("", why, whylen);
+	return false;
 }
 
 /* "*.x" covers x's subdomains (not x itself), as dnsd and the proxy

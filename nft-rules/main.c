@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pwd.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct cli {
 	struct moat_config *cfg;
 	struct nftr_ruleset *rs;
 	struct nftr_ctx	*ctx;
+	int		 owned;		/* nftr_owned(), for verify's advice */
 };
 
 static int	cmd_check(struct cli *);
@@ -142,6 +144,23 @@ refusals_set(struct cli *c)
 	return 0;
 }
 
+/* What repairs drift: while gatewayd holds the tables (flag owner),
+ * only it may change them, and a reload makes it replace what differs. */
+static const char *
+repair(struct cli *c)
+{
+	static char buf[PATH_MAX + 64];
+
+	if (c->owned)
+		return "gatewayd ctl reload (gatewayd holds these tables: "
+		    "nothing else may change them)";
+	snprintf(buf, sizeof(buf), "nft-rules -c %s%s%s%s apply", c->conf,
+	    c->opts.mode == NFTR_MODE_HOST_ONLY ? " --host-only" : "",
+	    c->opts.trunk ? " --trunk " : "", c->opts.trunk ? c->opts.trunk :
+	    "");
+	return buf;
+}
+
 static int
 refusals_check(struct cli *c)
 {
@@ -156,7 +175,8 @@ refusals_check(struct cli *c)
 	}
 	if (refusals_fast(&c->cfg->gw, &now, why, sizeof(why)))
 		return 0;
-	printf("refusals: not fast: %s (repair: nft-rules apply)\n", why);
+	printf("refusals: not fast: %s (repair: %s)\n", why, c->owned ?
+	    "gatewayd ctl reload" : "nft-rules apply");
 	return 1;
 }
 
@@ -175,6 +195,10 @@ cmd_apply(struct cli *c)
 static int
 cmd_verify(struct cli *c)
 {
+	if ((c->owned = nftr_owned(c->ctx)) == -1) {
+		log_warnx("verify: %s", nftr_error(c->ctx));
+		return EXIT_SYSTEM;
+	}
 	switch (nftr_verify(c->ctx, c->rs, stdout)) {
 	case 0:
 		switch (refusals_check(c)) {
@@ -190,10 +214,7 @@ cmd_verify(struct cli *c)
 		fflush(stdout);		/* the diff, then what to do about it */
 		log_warnx("kernel state differs from %s (- the policy, + the "
 		    "kernel)", c->conf);
-		log_warnx("to repair: nft-rules -c %s%s%s%s apply", c->conf,
-		    c->opts.mode == NFTR_MODE_HOST_ONLY ? " --host-only" : "",
-		    c->opts.trunk ? " --trunk " : "",
-		    c->opts.trunk ? c->opts.trunk : "");
+		log_warnx("to repair: %s", repair(c));
 		return EXIT_FALSE;
 	default:
 		log_warnx("verify: %s", nftr_error(c->ctx));

@@ -139,6 +139,10 @@ int	nftr_update(struct nftr_ctx *, const struct nftr_ruleset *old,
  * "-expected / +found" diff is written to out if non-NULL), -1 error.
  * Elements of allow_* sets are runtime state and not compared. */
 int	nftr_verify(struct nftr_ctx *, const struct nftr_ruleset *, FILE *out);
+/* Does a running program hold moat's tables (table flag owner; on this
+ * gateway that is gatewayd)?  Then nothing else may change them.  1 yes,
+ * 0 no (or no tables), -1 error. */
+int	nftr_owned(struct nftr_ctx *);
 /* Delete "inet moat" and "bridge moat" (whichever exist), atomically. */
 int	nftr_flush(struct nftr_ctx *);
 /* Add IPv4 addresses to sandbox's allowlist set with a timeout, in one

@@ -55,6 +55,8 @@ struct nr_set {
 	size_t		 nnle, capnle;
 	bool		 dynamic;	/* runtime elements: not verified */
 	bool		 map;		/* verdict map: created after chains */
+	bool		 per_sandbox;	/* one element per sandbox: "constant"
+					 * or not (gatewayd), both the policy */
 };
 
 struct nr_table {

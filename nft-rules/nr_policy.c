@@ -130,6 +130,19 @@ per_sandbox_decl(const struct build *b, const char *decl)
 	return buf;
 }
 
+/* Such a set, marked so: with "constant" or without it, it is the
+ * policy, and verify accepts both. */
+static struct nr_set *
+sandbox_set(const struct build *b, struct nr_table *t, const char *name,
+    uint32_t keytype, uint32_t keylen, uint32_t flags, const char *decl)
+{
+	struct nr_set *s = model_set(t, name, keytype, keylen,
+	    per_sandbox(b, flags), per_sandbox_decl(b, decl));
+
+	s->per_sandbox = true;
+	return s;
+}
+
 /* Characters nft(8) accepts in an identifier after our prefixes. */
 static bool
 name_ok(const char *s)
@@ -297,12 +310,10 @@ sandbox_map(struct build *b, struct nr_table *t)
 	char setname[256], chain[256], ip[64], text[600];
 	size_t i;
 
-	icpt = model_set(t, "intercept", NR_TYPE_IPADDR, 4,
-	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type ipv4_addr; flags constant;"));
-	map = model_set(t, "sandboxes", NR_TYPE_IPADDR, 4,
-	    per_sandbox(b, NFT_SET_MAP | NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type ipv4_addr : verdict; flags constant;"));
+	icpt = sandbox_set(b, t, "intercept", NR_TYPE_IPADDR, 4,
+	    NFT_SET_CONSTANT, "type ipv4_addr; flags constant;");
+	map = sandbox_set(b, t, "sandboxes", NR_TYPE_IPADDR, 4,
+	    NFT_SET_MAP | NFT_SET_CONSTANT, "type ipv4_addr : verdict; flags constant;");
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &cfg->sandboxes[i];
 		struct nr_chain *c;
@@ -422,9 +433,8 @@ trunk_sets(struct build *b, struct nr_table *t)
 
 	if (!has_trunks(b))
 		return;
-	ifs = model_set(t, "sb_ifs", NR_TYPE_IFNAME, 16,
-	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type ifname; flags constant;"));
+	ifs = sandbox_set(b, t, "sb_ifs", NR_TYPE_IFNAME, 16,
+	    NFT_SET_CONSTANT, "type ifname; flags constant;");
 	n = sb_ifnames(b, &v);
 	for (i = 0; i < n; i++) {
 		memset(key, 0, sizeof(key));
@@ -433,12 +443,11 @@ trunk_sets(struct build *b, struct nr_table *t)
 		model_set_elem(ifs, key, 16, 0, 0, NULL, text);
 	}
 	free(v);
-	trunked = model_set(t, "trunked", NR_TYPE_IPADDR, 4,
-	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type ipv4_addr; flags constant;"));
-	pairs = model_set(t, "sb_trunk", NR_CONCAT(NR_TYPE_IPADDR,
-	    NR_TYPE_IFNAME), 20, per_sandbox(b, NFT_SET_CONSTANT),
-	    per_sandbox_decl(b, "type ipv4_addr . ifname; flags constant;"));
+	trunked = sandbox_set(b, t, "trunked", NR_TYPE_IPADDR, 4,
+	    NFT_SET_CONSTANT, "type ipv4_addr; flags constant;");
+	pairs = sandbox_set(b, t, "sb_trunk", NR_CONCAT(NR_TYPE_IPADDR,
+	    NR_TYPE_IFNAME), 20, NFT_SET_CONSTANT,
+	    "type ipv4_addr . ifname; flags constant;");
 	for (i = 0; i < b->cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
 
@@ -559,9 +568,8 @@ exception_set(struct build *b, struct nr_table *t, size_t i)
 		if (!admit_exception_applies(x, sb))
 			continue;
 		if (set == NULL)
-			set = model_set(t, name, NR_TYPE_IPADDR, 4,
-			    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-			    "type ipv4_addr; flags constant;"));
+			set = sandbox_set(b, t, name, NR_TYPE_IPADDR, 4,
+			    NFT_SET_CONSTANT, "type ipv4_addr; flags constant;");
 		addr_fmt(&sb->address, ip, sizeof(ip));
 		model_set_elem(set, sb->address.a, 4, 0, 0, NULL, ip);
 	}
@@ -1136,18 +1144,16 @@ guest_sets(struct build *b, struct nr_table *t)
 	char text[200], mac[18], a[64];
 	size_t i;
 
-	ports = model_set(t, "guest_ports", NR_TYPE_IFNAME, 16,
-	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type ifname; flags constant;"));
-	ip = model_set(t, "guest_ip", NR_CONCAT(NR_CONCAT(NR_TYPE_IFNAME,
+	ports = sandbox_set(b, t, "guest_ports", NR_TYPE_IFNAME, 16,
+	    NFT_SET_CONSTANT, "type ifname; flags constant;");
+	ip = sandbox_set(b, t, "guest_ip", NR_CONCAT(NR_CONCAT(NR_TYPE_IFNAME,
 	    NR_TYPE_ETHERADDR), NR_TYPE_IPADDR), 28,
-	    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type ifname . ether_addr . ipv4_addr; flags constant;"));
-	arp = model_set(t, "guest_arp", NR_CONCAT(NR_CONCAT(NR_CONCAT(
+	    NFT_SET_CONSTANT, "type ifname . ether_addr . ipv4_addr; flags constant;");
+	arp = sandbox_set(b, t, "guest_arp", NR_CONCAT(NR_CONCAT(NR_CONCAT(
 	    NR_TYPE_IFNAME, NR_TYPE_ETHERADDR), NR_TYPE_ETHERADDR),
-	    NR_TYPE_IPADDR), 36, per_sandbox(b, NFT_SET_CONSTANT),
-	    per_sandbox_decl(b, "type ifname . ether_addr . ether_addr . "
-	    "ipv4_addr; flags constant;"));
+	    NR_TYPE_IPADDR), 36, NFT_SET_CONSTANT,
+	    "type ifname . ether_addr . ether_addr . "
+	    "ipv4_addr; flags constant;");
 	for (i = 0; i < b->cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
 		const uint8_t *m = sb->mac;

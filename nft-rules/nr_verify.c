@@ -11,6 +11,8 @@
  * text, a found line borrows it when its bytecode is one the policy
  * makes, and anything else is spelled out as far as it can be.
  */
+#include <arpa/inet.h>
+
 #include <errno.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -41,6 +43,7 @@ struct line {
 	char	*key;		/* canonical: what is compared */
 	char	*show;		/* nft syntax: what is printed */
 	char	*text;		/* rules: the policy's nft text of the rule */
+	char	*chain;		/* rules: "FAMILY CHAIN", compared in order */
 };
 
 struct lines {
@@ -70,6 +73,7 @@ lines_add(struct lines *l, const char *fmt, ...)
 	l->v[l->n].key = s;
 	l->v[l->n].show = NULL;
 	l->v[l->n].text = NULL;
+	l->v[l->n].chain = NULL;
 	l->n++;
 }
 
@@ -97,6 +101,7 @@ lines_free(struct lines *l)
 		free(l->v[i].key);
 		free(l->v[i].show);
 		free(l->v[i].text);
+		free(l->v[i].chain);
 	}
 	free(l->v);
 }
@@ -149,7 +154,16 @@ struct elem_arg {
 	struct lines	*l;
 	const char	*prefix;
 	const char	*show;		/* "inet moat SET" */
+	bool		 ipv4;		/* keyed on ipv4_addr: shown dotted */
 };
+
+static const char *
+verdict_text(int v)
+{
+	return v == NF_ACCEPT ? "accept" : v == NF_DROP ? "drop" :
+	    v == NFT_RETURN ? "return" : v == NFT_JUMP ? "jump" :
+	    v == NFT_GOTO ? "goto" : "continue";
+}
 
 static int
 elem_line(struct nftnl_set_elem *e, void *arg)
@@ -161,38 +175,122 @@ elem_line(struct nftnl_set_elem *e, void *arg)
 	uint32_t flags = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS) ?
 	    nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS) : 0;
 
+	const char *ch = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN) ?
+	    nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN) : "";
+	char shown[2 * 64 + 3];
+	int v;
+
 	if (key && len <= 64)
 		hex(k, key, len);
-	if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_VERDICT))
-		lines_add(a->l, "%s %s flags %u : verdict %d %s", a->prefix, k,
-		    flags, (int)nftnl_set_elem_get_u32(e,
-		    NFTNL_SET_ELEM_VERDICT),
-		    nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN) ?
-		    nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN) : "");
+	if (a->ipv4 && key && len == 4)
+		inet_ntop(AF_INET, key, shown, sizeof(shown));
 	else
-		lines_add(a->l, "%s %s flags %u", a->prefix, k, flags);
-	lines_show(a->l, "element %s { 0x%s }", a->show, k);
+		snprintf(shown, sizeof(shown), "0x%.*s", (int)sizeof(shown) - 3,
+		    k);
+	if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_VERDICT)) {
+		v = (int)nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_VERDICT);
+		lines_add(a->l, "%s %s flags %u : verdict %d %s", a->prefix, k,
+		    flags, v, ch);
+		lines_show(a->l, "element %s { %s : %s%s%s }", a->show, shown,
+		    verdict_text(v), ch[0] ? " " : "", ch);
+		return 0;
+	}
+	lines_add(a->l, "%s %s flags %u", a->prefix, k, flags);
+	lines_show(a->l, "element %s { %s }", a->show, shown);
 	return 0;
 }
 
+/* nft's name of a data type (its datatype.h numbers), for the ones a
+ * set may be keyed on. */
+static const char *
+type_name(uint32_t t)
+{
+	static const struct { uint32_t t; const char *name; } names[] = {
+		{ 1, "verdict" }, { 7, "ipv4_addr" }, { 8, "ipv6_addr" },
+		{ 9, "ether_addr" }, { 12, "inet_proto" },
+		{ 13, "inet_service" }, { 19, "mark" }, { 20, "iface_index" },
+		{ 24, "uid" }, { 25, "gid" }, { 41, "ifname" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].t == t)
+			return names[i].name;
+	return NULL;
+}
+
+/* "ipv4_addr . ifname": a concatenation packs one type per 6 bits, the
+ * first type highest. */
+static void
+key_text(uint32_t type, char *buf, size_t len)
+{
+	uint32_t part[6];
+	size_t n = 0, used = 0;
+	const char *name;
+
+	do
+		part[n++] = type & ((1u << NR_TYPE_BITS) - 1);
+	while ((type >>= NR_TYPE_BITS) != 0 && n < 6);
+	buf[0] = '\0';
+	while (n-- > 0 && used < len) {
+		name = type_name(part[n]);
+		used += (size_t)(name ? snprintf(buf + used, len - used, "%s%s",
+		    used ? " . " : "", name) : snprintf(buf + used, len - used,
+		    "%stype %u", used ? " . " : "", part[n]));
+	}
+}
+
+/* A set's declaration in nft syntax, as the kernel or the policy has it:
+ * "map inet moat sandboxes { type ipv4_addr : verdict; flags constant; }". */
+static void
+set_show(struct lines *l, const char *fname, const struct nftnl_set *s)
+{
+	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS), dt;
+	char key[128], data[128] = "", fl[64] = "";
+
+	key_text(nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE), key, sizeof(key));
+	if (flags & NFT_SET_MAP) {
+		dt = nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE);
+		if (dt == NFT_DATA_VERDICT)
+			snprintf(data, sizeof(data), " : verdict");
+		else {
+			data[0] = ' ', data[1] = ':', data[2] = ' ';
+			key_text(dt, data + 3, sizeof(data) - 3);
+		}
+	}
+	snprintf(fl, sizeof(fl), "%s%s%s%s", flags & NFT_SET_CONSTANT ?
+	    ", constant" : "", flags & NFT_SET_INTERVAL ? ", interval" : "",
+	    flags & NFT_SET_TIMEOUT ? ", timeout" : "", flags & NFT_SET_EVAL ?
+	    ", dynamic" : "");
+	lines_show(l, "%s %s %s %s { type %s%s;%s%s%s }", flags & NFT_SET_MAP ?
+	    "map" : "set", fname, NFTR_TABLE, nftnl_set_get_str(s,
+	    NFTNL_SET_NAME), key, data, fl[0] ? " flags " : "", fl[0] ? fl + 2 :
+	    "", fl[0] ? ";" : "");
+}
+
+/*
+ * A set and, with elems, its elements.  either: a set with one element
+ * per sandbox, which gatewayd makes without the flag constant so that it
+ * can change one sandbox in place, and nft-rules apply with it; both are
+ * the policy, so the flag is left out of what is compared.
+ */
 static void
 set_lines(struct lines *l, const char *fname, struct nftnl_set *s,
-    bool elems)
+    bool elems, bool either)
 {
 	const char *name = nftnl_set_get_str(s, NFTNL_SET_NAME);
 	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
 	char prefix[400], show[400];
-	struct elem_arg a = { l, prefix, show };
+	struct elem_arg a = { l, prefix, show, nftnl_set_get_u32(s,
+	    NFTNL_SET_KEY_TYPE) == NR_TYPE_IPADDR };
 
 	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u", fname, name,
-	    flags, nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
+	    either ? flags & ~(uint32_t)NFT_SET_CONSTANT : flags,
+	    nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN),
 	    (flags & NFT_SET_MAP) ? nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) :
 	    0);
-	lines_show(l, "set %s %s %s { flags 0x%x; key type %u, %u bytes }",
-	    fname, NFTR_TABLE, name, flags,
-	    nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
-	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
+	set_show(l, fname, s);
 	if (!elems)
 		return;
 	snprintf(prefix, sizeof(prefix), "elem %s %s", fname, name);
@@ -249,10 +347,7 @@ decompile(const struct nftnl_rule *r, const char *canon)
 			    NFTNL_EXPR_IMM_CHAIN) ? nftnl_expr_get_str(e,
 			    NFTNL_EXPR_IMM_CHAIN) : "";
 			buf_add(&b, "%s%s%s%s", b.len ? " " : "",
-			    v == NF_ACCEPT ? "accept" : v == NF_DROP ? "drop" :
-			    v == NFT_RETURN ? "return" : v == NFT_JUMP ? "jump" :
-			    v == NFT_GOTO ? "goto" : "continue", ch[0] ? " " : "",
-			    ch);
+			    verdict_text(v), ch[0] ? " " : "", ch);
 		} else
 			plain = false;
 	}
@@ -271,8 +366,9 @@ rule_line(struct lines *l, const char *fname, const char *chain, size_t i,
 {
 	char *c = canon_rule(r);
 
-	/* Zero-padded so that sorting keeps a chain's rules in order. */
-	lines_add(l, "rule %s %s #%06zu %s", fname, chain, i, c);
+	/* Compared in their chain's order, not sorted (diff_rules). */
+	lines_add(l, "%s", c);
+	xasprintf(&l->v[l->n - 1].chain, "%s %s", fname, chain);
 	if (text != NULL) {
 		lines_show(l, "rule %s %s %s #%zu: %s", fname, NFTR_TABLE,
 		    chain, i, text);
@@ -309,7 +405,7 @@ expected_lines(struct lines *l, const struct nftr_ruleset *rs,
 		}
 		for (j = 0; j < t->nsets; j++)
 			set_lines(l, t->fname, t->sets[j]->nl,
-			    !t->sets[j]->dynamic);
+			    !t->sets[j]->dynamic, t->sets[j]->per_sandbox);
 		for (j = 0; j < t->nchains; j++) {
 			const struct nr_chain *c = t->chains[j];
 
@@ -384,10 +480,13 @@ set_cb(const struct nlmsghdr *nlh, void *arg)
 {
 	struct kdump *k = arg;
 	struct nftnl_set *s = nftnl_set_alloc();
+	const struct nr_set *mine;
 
 	if (s == NULL || nftnl_set_nlmsg_parse(nlh, s) == -1)
 		fatalx("%s: cannot parse", __func__);
-	set_lines(k->l, k->fname, s, false);
+	mine = model_find_set((struct nr_table *)k->t, nftnl_set_get_str(s,
+	    NFTNL_SET_NAME));
+	set_lines(k->l, k->fname, s, false, mine != NULL && mine->per_sandbox);
 	k->sets = xreallocarray(k->sets, k->nsets + 1, sizeof(char *));
 	k->sets[k->nsets++] = xstrdup(nftnl_set_get_str(s, NFTNL_SET_NAME));
 	nftnl_set_free(s);
@@ -523,7 +622,11 @@ kernel_table(struct nftr_ctx *ctx, const struct nr_table *t,
 		struct nftnl_set *s = nftnl_set_alloc();
 		struct nlmsghdr *nlh;
 		char prefix[400], show[400];
-		struct elem_arg a = { l, prefix, show };
+		const struct nr_set *mine = model_find_set((struct nr_table *)t,
+		    k.sets[i]);
+		struct elem_arg a = { l, prefix, show, mine != NULL &&
+		    nftnl_set_get_u32(mine->nl, NFTNL_SET_KEY_TYPE) ==
+		    NR_TYPE_IPADDR };
 
 		if (s == NULL)
 			fatalx("out of memory");
@@ -558,6 +661,13 @@ cmp_line(const void *a, const void *b)
 	    ((const struct line *)b)->key);
 }
 
+static void
+print_line(FILE *out, char sign, const struct line *x)
+{
+	if (out != NULL)
+		fprintf(out, "%c%s\n", sign, x->show ? x->show : x->key);
+}
+
 /* Merge two sorted lists; print what only one side has. */
 static int
 diff(const struct lines *want, const struct lines *got, FILE *out)
@@ -577,11 +687,8 @@ diff(const struct lines *want, const struct lines *got, FILE *out)
 			continue;
 		}
 		drift = 1;
-		if (out) {
-			const struct line *x = c < 0 ? &want->v[i] : &got->v[j];
-			fprintf(out, "%c%s\n", c < 0 ? '-' : '+',
-			    x->show ? x->show : x->key);
-		}
+		print_line(out, c < 0 ? '-' : '+', c < 0 ? &want->v[i] :
+		    &got->v[j]);
 		if (c < 0)
 			i++;
 		else
@@ -590,10 +697,137 @@ diff(const struct lines *want, const struct lines *got, FILE *out)
 	return drift;
 }
 
+/* The rules of one chain, in order: a run of lines (a chain's rules are
+ * added, and dumped by the kernel, one chain after the other). */
+struct seq {
+	const struct line *v;
+	size_t		 n;
+	bool		 used;
+};
+
+static size_t
+runs_of(const struct lines *l, struct seq **out)
+{
+	struct seq *r = xcalloc(l->n + 1, sizeof(*r));
+	size_t i, n = 0;
+
+	for (i = 0; i < l->n; i++) {
+		if (n == 0 || strcmp(r[n - 1].v->chain, l->v[i].chain) != 0)
+			r[n++] = (struct seq){ &l->v[i], 0, false };
+		r[n - 1].n++;
+	}
+	*out = r;
+	return n;
+}
+
+static int
+seq_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct seq *)a)->v->chain,
+	    ((const struct seq *)b)->v->chain);
+}
+
+#define LCS_MAX_CELLS	(4u << 20)
+
+/*
+ * One chain's rules, policy against kernel, as the shortest edit: a rule
+ * deleted by hand is one "-" line, one inserted one "+" line, and the
+ * rules around them, in the same order, are not drift.  A moved rule is
+ * a "-" where it belongs and a "+" where it is.  (Past LCS_MAX_CELLS the
+ * chains are compared position by position.)
+ */
+static int
+diff_chain(const struct seq *a, const struct seq *b, FILE *out)
+{
+	size_t i, j, w = b->n + 1;
+	uint32_t *t;
+	int drift = 0;
+
+	if ((a->n + 1) * w > LCS_MAX_CELLS) {
+		for (i = 0; i < a->n || i < b->n; i++)
+			if (i >= a->n || i >= b->n ||
+			    strcmp(a->v[i].key, b->v[i].key) != 0) {
+				drift = 1;
+				if (i < a->n)
+					print_line(out, '-', &a->v[i]);
+				if (i < b->n)
+					print_line(out, '+', &b->v[i]);
+			}
+		return drift;
+	}
+	t = xcalloc((a->n + 1) * w, sizeof(*t));
+	for (i = a->n; i-- > 0;)
+		for (j = b->n; j-- > 0;)
+			t[i * w + j] = strcmp(a->v[i].key, b->v[j].key) == 0 ?
+			    t[(i + 1) * w + j + 1] + 1 :
+			    t[(i + 1) * w + j] > t[i * w + j + 1] ?
+			    t[(i + 1) * w + j] : t[i * w + j + 1];
+	for (i = j = 0; i < a->n || j < b->n;) {
+		if (i < a->n && j < b->n &&
+		    strcmp(a->v[i].key, b->v[j].key) == 0)
+			i++, j++;
+		else if (j == b->n || (i < a->n &&
+		    t[(i + 1) * w + j] >= t[i * w + j + 1])) {
+			print_line(out, '-', &a->v[i++]);
+			drift = 1;
+		} else {
+			print_line(out, '+', &b->v[j++]);
+			drift = 1;
+		}
+	}
+	free(t);
+	return drift;
+}
+
+/* Every chain's rules: the policy's chains in order, then any chain
+ * only the kernel has. */
+static int
+diff_rules(const struct lines *want, const struct lines *got, FILE *out)
+{
+	static const struct seq none;
+	struct seq *a, *b, *m;
+	size_t na = runs_of(want, &a), nb = runs_of(got, &b), i;
+	int drift = 0;
+
+	qsort(b, nb, sizeof(*b), seq_cmp);
+	for (i = 0; i < na; i++) {
+		m = bsearch(&a[i], b, nb, sizeof(*b), seq_cmp);
+		drift |= diff_chain(&a[i], m ? m : &none, out);
+		if (m != NULL)
+			m->used = true;
+	}
+	for (i = 0; i < nb; i++)
+		if (!b[i].used)
+			drift |= diff_chain(&none, &b[i], out);
+	free(a);
+	free(b);
+	return drift;
+}
+
+/* Move the rules out of l into r, keeping their order. */
+static void
+split_rules(struct lines *l, struct lines *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < l->n; i++) {
+		if (l->v[i].chain == NULL) {
+			l->v[n++] = l->v[i];
+			continue;
+		}
+		if (r->n == r->cap) {
+			r->cap = r->cap ? r->cap * 2 : 256;
+			r->v = xreallocarray(r->v, r->cap, sizeof(*r->v));
+		}
+		r->v[r->n++] = l->v[i];
+	}
+	l->n = n;
+}
+
 int
 nftr_verify(struct nftr_ctx *ctx, const struct nftr_ruleset *rs, FILE *out)
 {
-	struct lines want = { 0 }, got = { 0 };
+	struct lines want = { 0 }, got = { 0 }, wrules = { 0 }, grules = { 0 };
 	unsigned f;
 	size_t i;
 	int r = 0;
@@ -604,11 +838,49 @@ nftr_verify(struct nftr_ctx *ctx, const struct nftr_ruleset *rs, FILE *out)
 	for (i = 0; i < rs->ntables && r == 0; i++)
 		r = kernel_table(ctx, &rs->tables[i], &got);
 	if (r == 0) {
+		split_rules(&want, &wrules);
+		split_rules(&got, &grules);
 		qsort(want.v, want.n, sizeof(*want.v), cmp_line);
 		qsort(got.v, got.n, sizeof(*got.v), cmp_line);
 		r = diff(&want, &got, out);
+		r |= diff_rules(&wrules, &grules, out);
 	}
 	lines_free(&want);
 	lines_free(&got);
+	lines_free(&wrules);
+	lines_free(&grules);
 	return r;
+}
+
+static int
+owner_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	bool *owned = arg;
+	struct nftnl_table *t = nftnl_table_alloc();
+
+	if (t == NULL || nftnl_table_nlmsg_parse(nlh, t) == -1)
+		fatalx("%s: cannot parse", __func__);
+	if (nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS) & NFT_TABLE_F_OWNER)
+		*owned = true;
+	nftnl_table_free(t);
+	return MNL_CB_OK;
+}
+
+int
+nftr_owned(struct nftr_ctx *ctx)
+{
+	static const uint16_t families[] = { NFPROTO_INET, NFPROTO_BRIDGE };
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	bool owned = false;
+	size_t i;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, families[i],
+		    NLM_F_ACK, ctx->seq++);
+		mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, NFTR_TABLE);
+		if (nl_dump(ctx, nlh, owner_cb, &owned) == -1 && errno != ENOENT)
+			return -1;
+	}
+	return owned;
 }

@@ -217,6 +217,7 @@ read_input(const char *opt, const char *path, size_t max, unsigned secs)
 static int
 check_lists(struct create_opts *o)
 {
+	char why[256];
 	size_t i;
 
 	if (o->egress == NULL) {
@@ -231,9 +232,8 @@ check_lists(struct create_opts *o)
 		return -1;
 	}
 	for (i = 0; i < o->allow.n; i++)
-		if (!hostpattern_valid(o->allow.v[i])) {
-			log_warnx("--allow: expected a host name or *.name, "
-			    "got \"%s\"", o->allow.v[i]);
+		if (!hostpattern_why(o->allow.v[i], why, sizeof(why))) {
+			log_warnx("--allow: %s", why);
 			return -1;
 		}
 	for (i = 0; i < o->secrets.n; i++)

@@ -91,10 +91,13 @@ bold "1. Configuration"
 topo_trap
 demo_config || { echo "demo: could not write the configuration" >&2; exit 1; }
 echo "  examples/demo.conf, plus a secret bound to api.bound.test -> $DEMO_CONF"
-$BIN/gatewayd -n -c "$DEMO_CONF" | sed 's/^/  /' || exit 1
 
 bold "2. Topology (network namespaces, prefix $TOPO)"
 topo_up || { echo "demo: could not build the topology" >&2; exit 1; }
+# -n checks the config against the host's interfaces (the uplink, the
+# networks already in use), so it runs on the gateway.
+echo "  \$ gatewayd -n -c moat.conf   (on the gateway)"
+in_ns "$NS_GW" $BIN/gatewayd -n -c "$DEMO_CONF" | sed 's/^/  /' || exit 1
 chmod 711 "$TOPO_TMP"
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev

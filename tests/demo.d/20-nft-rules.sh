@@ -7,8 +7,17 @@ in_ns "$NS_GW" $BIN/nft-rules -c "$DEMO_CONF" render |
 	grep -E -A4 'map sandboxes \{' | head -6 | sed 's/^[[:space:]]*/    /'
 in_ns "$NS_GW" $BIN/nft-rules -c "$DEMO_CONF" render |
 	grep -E -A1 'chain refuse_private \{' | sed 's/^[[:space:]]*/    /'
-in_ns "$NS_GW" $BIN/nft-rules -c "$DEMO_CONF" verify >/dev/null &&
-	echo "  \$ nft-rules verify: the kernel's tables match the config"
+# verify compares what gatewayd applied with the config: drift here is a
+# failure of the demo, shown whole, never skipped.
+out=$(in_ns "$NS_GW" $BIN/nft-rules -c "$DEMO_CONF" verify 2>&1); rc=$?
+if [ $rc = 0 ]; then
+	echo "  \$ nft-rules verify: the kernel's tables match the config (exit 0)"
+else
+	echo "  \$ nft-rules verify: FAILED (exit $rc)"
+	printf '%s\n' "$out" | sed 's/^/    /'
+	echo "demo: nft-rules verify disagrees with what gatewayd applied" >&2
+	exit 1
+fi
 
 bold "6. Probes from the guests with moat running"
 demo_probes

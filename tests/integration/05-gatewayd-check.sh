@@ -4,21 +4,29 @@
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 T=$(mktemp -d /tmp/moat-check.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+# -n checks the config against the host's interfaces too: run it in a
+# namespace of ours that has the demo's uplink (up0) and a LAN.
+NS=moat$$-check
+trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$T"' EXIT
+ip netns add "$NS" && ip -n "$NS" link set lo up &&
+	ip -n "$NS" link add up0 type bridge && ip -n "$NS" link add lan0 type bridge &&
+	ip -n "$NS" addr add 203.0.113.1/24 dev up0 &&
+	ip -n "$NS" addr add 192.168.77.1/24 dev lan0 || not_ok "namespace for -n"
+gwd() { ip netns exec "$NS" build/gatewayd "$@"; }
 
-out=$(build/gatewayd -n -c examples/demo.conf 2>&1); rc=$?
+out=$(gwd -n -c examples/demo.conf 2>&1); rc=$?
 expect_eq "valid config: exit 0" 0 $rc
 expect_match "summary lists each sandbox with its mode" \
 	'web +10\.77\.0\.10 +allowlist' "$out"
 expect_match "summary says OK" 'config examples/demo.conf: OK' "$out"
 
 # stdout only: warnings (owners unknown on this host, the network) go to stderr.
-out=$(build/gatewayd -nv -c examples/demo.conf 2>"$T/nv.err")
+out=$(gwd -nv -c examples/demo.conf 2>"$T/nv.err")
 expect_eq "-nv prints the normalised config (golden)" \
 	"$(cat tests/golden/demo.conf.nv)" "$out"
 printf '%s\n' "$out" >"$T/again.conf"
 expect_eq "-nv output is itself a valid config printing the same" \
-	"$out" "$(build/gatewayd -nv -c "$T/again.conf" 2>/dev/null)"
+	"$out" "$(gwd -nv -c "$T/again.conf" 2>/dev/null)"
 
 # A secret is summarised by name; its value never appears anywhere.
 printf 'sk-live-DO-NOT-PRINT-4242' >"$T/openai"; chmod 600 "$T/openai"
@@ -27,17 +35,17 @@ cat >>"$T/s.conf" <<CONF
 secrets = ( { name = "openai"; file = "$T/openai"; hosts = [ "api.openai.com" ];
               placeholder = "moat-openai-PLACEHOLDER"; } );
 CONF
-out=$(build/gatewayd -n -c "$T/s.conf" 2>&1); rc=$?
+out=$(gwd -n -c "$T/s.conf" 2>&1); rc=$?
 expect_eq "config with a secret: exit 0" 0 $rc
 expect_match "secret listed by name" 'secrets \(1\): openai' "$out"
-out="$out$(build/gatewayd -nv -c "$T/s.conf" 2>&1)"
+out="$out$(gwd -nv -c "$T/s.conf" 2>&1)"
 case "$out" in *DO-NOT-PRINT*) not_ok "secret value never printed" "$out" ;;
 	*) ok "secret value never printed (-n and -nv)" ;; esac
 
 # A broken config: exit 1, every error as FILE:LINE on stderr, nothing on stdout.
 sed -e 's|address = "10.77.0.11"|address = "10.78.0.11"|' \
     -e 's|egress = "none"|egress = "closed"|' examples/demo.conf >"$T/bad.conf"
-build/gatewayd -n -c "$T/bad.conf" >"$T/out" 2>"$T/err"; rc=$?
+gwd -n -c "$T/bad.conf" >"$T/out" 2>"$T/err"; rc=$?
 expect_eq "invalid config: exit 1" 1 $rc
 expect_eq "invalid config: nothing on stdout" "" "$(cat "$T/out")"
 expect_match "error names file and line of the bad address" \
@@ -48,7 +56,7 @@ expect_match "second error reported too" \
 	"$(cat "$T/err")"
 expect_match "error count" "configuration invalid \(2 errors\)" "$(cat "$T/err")"
 
-build/gatewayd -n -c "$T/missing.conf" 2>"$T/err"; rc=$?
+gwd -n -c "$T/missing.conf" 2>"$T/err"; rc=$?
 expect_eq "missing file: exit 1" 1 $rc
 expect_match "missing file: says so, without a line number" \
 	"missing.conf: cannot read file: No such file" "$(cat "$T/err")"
@@ -58,7 +66,7 @@ expect_fail "missing file: no fake :0: line" grep -q ':0:' "$T/err"
 # not a group.  A warning on stderr, exit 0.
 sed -e 's|owner = "bob"|owner = "nosuchuser-moat"|' examples/demo.conf >"$T/typo.conf"
 sed -i '0,/^gateway *[:=] *{/s||&\n  admin_group = "nosuchgroup-moat";|' "$T/typo.conf"
-build/gatewayd -n -c "$T/typo.conf" >"$T/out" 2>"$T/err"; rc=$?
+gwd -n -c "$T/typo.conf" >"$T/out" 2>"$T/err"; rc=$?
 expect_eq "unknown owner / admin_group: still valid (exit 0)" 0 $rc
 expect_match "unknown owner: a warning with file:line" \
 	"^$T/typo.conf:[0-9]+: warning: sandbox \"dev\": owner \"nosuchuser-moat\" is not a user" "$(cat "$T/err")"
@@ -75,12 +83,53 @@ secrets = ( { name = "k"; file = "$T/secrets/k"; hosts = [ "api.example.com" ];
               placeholder = "moat-k-PLACEHOLDER"; } );
 CONF
 chmod 755 "$T"; chmod 644 "$T/m.conf"
-out=$(runuser -u nobody -- build/gatewayd -n -c "$T/m.conf" 2>&1); rc=$?
+out=$(ip netns exec "$NS" runuser -u nobody -- build/gatewayd -n -c "$T/m.conf" 2>&1); rc=$?
 expect_eq "non-root -n with an unreadable secret file: exit 0" 0 $rc
 expect_match "non-root -n: the secret file is a warning" \
 	"m.conf:[0-9]+: warning: secret \"k\": file: $T/secrets/k is not readable by uid" "$out"
-out=$(build/gatewayd -n -c "$T/m.conf" 2>&1); rc=$?
+out=$(gwd -n -c "$T/m.conf" 2>&1); rc=$?
 expect_eq "root -n checks the same secret file: exit 0" 0 $rc
+
+# The config against this host: the uplink must be one of its interfaces
+# (the error lists them), and the sandbox network no network it already
+# has, except on the bridge.  Each an error with file:line, exit 1.
+sed -e 's|uplink  = "up0"|uplink  = "upO"|' examples/demo.conf >"$T/upO.conf"
+gwd -n -c "$T/upO.conf" >"$T/out" 2>"$T/err"; rc=$?
+expect_eq "an uplink this host lacks: exit 1" 1 $rc
+expect_match "... file:line, and the interfaces there are" \
+	"^$T/upO.conf:6: gateway: uplink: no interface \"upO\" on this host \(it has: lo, up0, lan0\); set uplink to the interface towards the internet" \
+	"$(cat "$T/err")"
+# (its own state_dir: were it to start, nothing of it lands on the host)
+sed "0,/^};/s|^};|  state_dir = \"$T/state\";\n};|" "$T/upO.conf" >"$T/upO-start.conf"
+out=$(timeout 20 ip netns exec "$NS" build/gatewayd -d -c "$T/upO-start.conf" -s "$T/gw.sock" -a "$T/audit.log" 2>&1); rc=$?
+expect_eq "gatewayd started with that uplink: exit 1" 1 $rc
+expect_match "... the same error, naming the interfaces there are" \
+	'upO-start.conf:6: gateway: uplink: no interface "upO" on this host \(it has: lo, up0, lan0\)' "$out"
+expect_match "... and it does not start" "not starting" "$out"
+sed -e 's|10\.77\.0\.|192.168.77.|g' examples/demo.conf >"$T/lan.conf"
+gwd -n -c "$T/lan.conf" >"$T/out" 2>"$T/err"; rc=$?
+expect_eq "a sandbox network equal to the LAN's: exit 1" 1 $rc
+expect_match "... file:line, the interface and its network" \
+	"^$T/lan.conf:7: gateway: network: 192.168.77.0/24 overlaps 192.168.77.0/24, the network of 192.168.77.1/24 on interface lan0 \(expected a sandbox network that no interface but the bridge moat0 uses\)" \
+	"$(cat "$T/err")"
+ip -n "$NS" link add moat0 type bridge
+ip -n "$NS" addr add 10.77.0.1/24 dev moat0
+expect_ok "the sandbox network on the bridge itself is fine" gwd -n -c examples/demo.conf
+ip -n "$NS" link del moat0
+
+# The shipped config: closed (no sandbox, no exception) and valid once
+# uplink names an interface; until then the error says what to fill in.
+out=$(gwd -n -c examples/moat.conf 2>&1); rc=$?
+expect_eq "shipped moat.conf on a host without eth0: exit 1" 1 $rc
+expect_match "... names uplink and the interfaces to choose from" \
+	'examples/moat.conf:[0-9]+: gateway: uplink: no interface "eth0" on this host \(it has: lo, up0, lan0\)' "$out"
+sed -e 's|"eth0"|"up0"|' examples/moat.conf >"$T/shipped.conf"
+out=$(gwd -n -c "$T/shipped.conf" 2>/dev/null); rc=$?
+expect_eq "shipped moat.conf with uplink filled in: exit 0" 0 $rc
+expect_match "... no exception" "^0 exception\(s\)" "$out"
+expect_match "... no sandbox" "^sandboxes \(0\):" "$out"
+expect_eq "... and the uplink is the only line that changed" 1 \
+	"$(diff examples/moat.conf "$T/shipped.conf" | grep -c '^>')"
 
 # Conventions shared by every program.
 for p in gatewayd dnsd nft-rules provision moat-proxy containment-check; do

@@ -292,8 +292,8 @@ out=$(nftr verify 2>&1); st=$?
 expect_eq "verify exits 1 on drift" 1 "$st"
 expect_match "verify shows the extra rule in nft syntax, with its handle" \
 	'^\+rule inet moat guest_fwd #0: accept \(handle [0-9]+\)$' "$out"
-expect_match "verify shows the moved policy rule in nft syntax" \
-	'^\+rule inet moat guest_fwd #1: [a-z].* (accept|drop|reject|jump [a-z_]+|counter name [a-z]+)' "$out"
+expect_eq "verify shows that rule alone: the policy's rules after it are in their order" \
+	1 "$(grep -c '^[-+]' <<<"$out")"
 expect_fail "verify prints no raw bytecode for rules the policy makes" \
 	grep -qE '^[-+]rule .*\[ (immediate|payload|cmp) ' <<<"$out"
 expect_match "verify names the command that repairs the drift" \

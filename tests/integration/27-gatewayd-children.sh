@@ -71,7 +71,7 @@ for pid in $signers; do
 	expect_match "the signer runs under seccomp" 'Seccomp:\s+2' "$st"
 	expect_eq "the signer has no socket but its one to the proxy" 1 \
 		"$(ls -l /proc/$pid/fd | grep -c 'socket:')"
-	sdir=$(build/gatewayd -nv -c "$GW_CONF" 2>/dev/null | awk -F'"' '/^  state_dir/ {print $2}')
+	sdir=$(in_ns "$NS_GW" build/gatewayd -nv -c "$GW_CONF" 2>/dev/null | awk -F'"' '/^  state_dir/ {print $2}')
 	key=$(openssl ec -in "$sdir/proxy-ca.key" \
 		-noout -text 2>/dev/null | sed -n '/^priv:/,/^pub:/p' | grep -v '^p' | tr -d ' :\n' | tail -c 64)
 	expect_match "the CA key's private scalar is read" '^[0-9a-f]{64}$' "$key"
@@ -140,7 +140,7 @@ expect_eq "the proxy still listens on the gateway" "LISTEN" \
 # DNS rate from moat.conf: "locked" gets 5 queries a second (burst 5);
 # dnsd drops the rest and gatewayd counts them per sandbox.
 sed -i 's|egress = "none"; }|egress = "none"; dns_rate = 5; dns_burst = 5; }|' "$GW_CONF"
-expect_match "the sandbox's dns_rate is in the config" 'dns_rate = 5;' "$(build/gatewayd -nv -c "$GW_CONF" 2>/dev/null)"
+expect_match "the sandbox's dns_rate is in the config" 'dns_rate = 5;' "$(in_ns "$NS_GW" build/gatewayd -nv -c "$GW_CONF" 2>/dev/null)"
 n=$(taken)
 expect_ok "reload with a per-sandbox DNS rate accepted" gw_ctl reload
 wait_for 30 reconfigured "$n"

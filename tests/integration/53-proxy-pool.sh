@@ -26,7 +26,7 @@ proxy_conf "$GW_CONF"
 sed -i "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = true; workers = 2; per_sandbox = $PER; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
 	"$GW_CONF"
 expect_match "the config asks for two workers" "workers = 2;" \
-	"$(build/gatewayd -nv -c "$GW_CONF" 2>&1)"
+	"$(in_ns "$NS_GW" build/gatewayd -nv -c "$GW_CONF" 2>&1)"
 proxy_servers || not_ok "test servers start"
 gw_start; expect_eq "gatewayd starts" 0 $?
 cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" >"$PX_DIR/bundle.crt"

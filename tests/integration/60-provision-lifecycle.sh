@@ -31,7 +31,7 @@ leftovers() {
 	qemu_of "$1"
 	ip -n "$NS_GW" -br link show 2>/dev/null | grep -o "^mt-$1[^ @]*"
 }
-valid() { build/gatewayd -n -c "$PV_CONF" >/dev/null 2>&1; }
+valid() { in_ns "$NS_GW" build/gatewayd -n -c "$PV_CONF" >/dev/null 2>&1; }
 kcreate() { pv create "$@" --kernel "$GUEST_KERNEL" --initrd "$GUEST_INITRD" \
 	--egress none --user "$PV_USER" --accel tcg --memory 128; }
 
@@ -66,6 +66,10 @@ expect_eq "unknown QEMU user: nothing left" "" "$(leftovers bad3)"
 out=$(pv create bad4 --kernel "$GUEST_KERNEL" --egress open --allow x.test --user "$PV_USER" 2>&1)
 expect_match "config rejects allow with egress open: loader's message" "allow only applies" "$out"
 expect_eq "invalid drop-in: nothing left" "" "$(leftovers bad4)"
+out=$(pv create bad7 --kernel "$GUEST_KERNEL" --egress allowlist --allow '*.com' --user "$PV_USER" 2>&1)
+expect_match "--allow '*.com': says why it is refused" \
+	"--allow: wildcard \"\*\.com\" is too broad: it covers the whole top-level domain \"com\" \(a wildcard needs at least two labels after \"\*\.\", like \"\*\.example\.com\"\)" "$out"
+expect_eq "--allow '*.com': nothing left" "" "$(leftovers bad7)"
 out=$(pv --qemu-img /bin/false create bad5 --kernel "$GUEST_KERNEL" --egress open --user "$PV_USER" 2>&1)
 expect_match "qemu-img fails midway: says why" "qemu-img could not create" "$out"
 expect_eq "qemu-img fails midway: nothing left" "" "$(leftovers bad5)"

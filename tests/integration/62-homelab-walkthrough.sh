@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# docs/provision.homelab.md, followed as written, in network namespaces:
+# Around docs/provision.homelab.md (whose commands 64-docs-homelab.sh runs
+# as written): what the page only describes, in network namespaces.
 # `make install` to a temporary PREFIX, the members' commands from its bin
 # on PATH, an empty state directory and no bridge.  gatewayd creates the
 # bridge, its address and forwarding inside the test's gateway namespace;
-# provision creates and starts a guest whose QEMU runs as a uid of its
-# own, with moat-qemu's kvm group (install made both) under TCG, with the reason KVM was not used shown;
-# the guest reaches the internet namespace and containment-check inside
-# it says "contained".  Then destroy, stop and `gatewayd --teardown`.
+# provision refuses a guest whose QEMU user cannot pass the state
+# directory (the page's example error), then creates and starts a guest
+# whose QEMU runs as a uid of its own, with moat-qemu's kvm group (install
+# made both), with the accelerator and the reason shown; the guest
+# reaches the internet namespace and containment-check inside it says
+# "contained".  The proxy intercepts, as shipped (intercept = true).
+# Then destroy, stop, `gatewayd --teardown`, and a bridge the admin
+# manages (manage_network = false): warnings only.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -71,7 +76,6 @@ gateway: {
   network = "10.77.0.0/24";
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
-  proxy: { port = 3128; intercept = false; };
   treat_as_public = [ "203.0.113.0/24" ];
   state_dir = "$STATE";
 };

@@ -114,7 +114,7 @@ expect_ok "host B: nft-rules --host-only apply" host_rules "$SB_NS_B" "$TOPO_TMP
 expect_ok "host A: verify" host_rules "$SB_NS_A" "$TOPO_TMP/hostA.conf" verify
 expect_eq "host A has only bridge moat" "table bridge moat" "$(in_ns "$SB_NS_A" nft list tables)"
 expect_ok "gateway config with a plain NIC as the sandbox side checks" \
-	build/gatewayd -n -c "$GW_CONF"
+	in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF"
 gw_start; expect_eq "gatewayd starts on the gateway box" 0 $?
 children_up() { [ -n "$(gw_child_pid dnsd)" ] && [ -n "$(gw_child_pid proxy)" ]; }
 wait_for 30 children_up

@@ -126,7 +126,7 @@ cc() {	# cc GUEST -- containment-check's exit status inside a guest namespace
 }
 
 expect_ok "box config with registration on the management address checks" \
-	build/gatewayd -n -c "$GW_CONF"
+	in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF"
 gw_start; expect_eq "gatewayd starts on the gateway box" 0 $?
 topo_wait_port "$NS_GW" $SB_MGMT 7443
 

@@ -3,12 +3,15 @@
  *
  * tests/configs/bad/ holds one broken config per file (or per NAME.d
  * folder with a moat.conf and sandboxes.d/); its first line says the exact
- * first error expected:  "# expect: @FILE@:LINE: message".  @FILE@ is the
+ * first error expected:  "# expect: @FILE@:LINE: message", or with
+ * "# expect-only:" the one error expected (no other may follow).  @FILE@ is the
  * config's path, @CASE@ the case folder, @DIR@ the scratch folder where
  * the secret files live.  tests/configs/good/ must load, and print as a
  * normalised config that loads again to the same output.
  */
 #include <sys/stat.h>
+
+#include <sys/socket.h>
 
 #include <dirent.h>
 #include <ftw.h>
@@ -22,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "addr.h"
 #include "config.h"
 
 static char scratch[] = "/tmp/moat-test-config.XXXXXX";
@@ -114,6 +118,7 @@ bad_case(void **state)
 	struct moat_config *cfg;
 	size_t len = strlen(name);
 	int isdir = len > 2 && strcmp(name + len - 2, ".d") == 0;
+	bool only;
 
 	snprintf(src, sizeof(src), "%s/bad/%s", corpus, name);
 	snprintf(dst, sizeof(dst), "%s/%s", scratch, name);
@@ -122,11 +127,12 @@ bad_case(void **state)
 	    isdir ? "/moat.conf" : "");
 
 	text = slurp(main_conf);
-	assert_int_equal(strncmp(text, "# expect: ", 10), 0);
+	only = strncmp(text, "# expect-only: ", 15) == 0;
+	assert_true(only || strncmp(text, "# expect: ", 10) == 0);
 	nl = strchr(text, '\n');
 	assert_non_null(nl);
 	*nl = '\0';
-	t1 = subst(text + 10, "@FILE@", main_conf);
+	t1 = subst(text + (only ? 15 : 10), "@FILE@", main_conf);
 	t2 = subst(t1, "@CASE@", dst);
 	want = subst(t2, "@DIR@", scratch);
 
@@ -136,6 +142,9 @@ bad_case(void **state)
 	assert_true(errs.n >= 1);
 	if (strcmp(errs.msg[0], want) != 0)
 		fail_msg("%s:\n  want: %s\n  got:  %s", name, want, errs.msg[0]);
+	if (only && errs.n != 1)
+		fail_msg("%s: expected that error only, then also: %s", name,
+		    errs.msg[1]);
 	config_errors_free(&errs);
 	free(text);
 	free(t1);
@@ -346,6 +355,104 @@ all_errors_reported(void **state)
 	config_errors_free(&errs);
 }
 
+/*
+ * The config against a host's interfaces (config_check_host): one row per
+ * host, "NAME" for an interface without an IPv4 address or
+ * "NAME=ADDR/PLEN", and the one error expected (NULL: none).  The config
+ * is line 1 uplink, line 2 network, line 3 bridge.
+ */
+static const struct host_case {
+	const char	*uplink, *network, *ifs, *want;
+} host_cases[] = {
+	{ "eth0", "10.77.0.0/24", "lo=127.0.0.1/8 eth0=192.168.1.10/24", NULL },
+	/* The bridge may (and once gatewayd ran, does) have it. */
+	{ "eth0", "10.77.0.0/24", "eth0=192.168.1.10/24 moat0=10.77.0.1/24",
+	    NULL },
+	{ "eth0", "192.168.1.0/24", "lo=127.0.0.1/8 eth0=192.168.1.10/24",
+	    "host.conf:2: gateway: network: 192.168.1.0/24 overlaps "
+	    "192.168.1.0/24, the network of 192.168.1.10/24 on interface eth0 "
+	    "(expected a sandbox network that no interface but the bridge "
+	    "moat0 uses)" },
+	/* Wider or narrower on the host: an overlap either way. */
+	{ "eth0", "10.77.0.0/24", "eth0=192.168.1.10/24 wg0=10.0.0.5/8",
+	    "host.conf:2: gateway: network: 10.77.0.0/24 overlaps 10.0.0.0/8, "
+	    "the network of 10.0.0.5/8 on interface wg0 (expected a sandbox "
+	    "network that no interface but the bridge moat0 uses)" },
+	{ "eth0", "10.77.0.0/16", "eth0 lan0=10.77.3.1/28",
+	    "host.conf:2: gateway: network: 10.77.0.0/16 overlaps "
+	    "10.77.3.0/28, the network of 10.77.3.1/28 on interface lan0 "
+	    "(expected a sandbox network that no interface but the bridge "
+	    "moat0 uses)" },
+	{ "upO", "10.77.0.0/24", "lo=127.0.0.1/8 up0=203.0.113.1/24 up0 lan0",
+	    "host.conf:1: gateway: uplink: no interface \"upO\" on this host "
+	    "(it has: lo, up0, lan0); set uplink to the interface towards the "
+	    "internet, the one `ip route show default` names" },
+};
+
+static void
+parse_ifs(const char *spec, struct moat_hostif *v, size_t *n)
+{
+	char buf[256], *tok, *save = NULL, *eq, *slash;
+	int b;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	*n = 0;
+	for (tok = strtok_r(buf, " ", &save); tok != NULL;
+	    tok = strtok_r(NULL, " ", &save)) {
+		memset(&v[*n], 0, sizeof(v[*n]));
+		if ((eq = strchr(tok, '=')) != NULL) {
+			*eq = '\0';
+			slash = strchr(eq + 1, '/');
+			assert_non_null(slash);
+			*slash = '\0';
+			assert_int_equal(addr_parse(eq + 1, &v[*n].addr), 0);
+			/* The network: the address with its host bits off. */
+			v[*n].net.addr = v[*n].addr;
+			v[*n].net.plen = atoi(slash + 1);
+			for (b = v[*n].net.plen; b < 32; b++)
+				v[*n].net.addr.a[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+			assert_int_equal(v[*n].addr.family, AF_INET);
+		}
+		snprintf(v[*n].name, sizeof(v[*n].name), "%s", tok);
+		(*n)++;
+	}
+}
+
+static void
+host_checks(void **state)
+{
+	struct moat_hostif ifs[8];
+	struct moat_errors errs;
+	struct moat_config *cfg;
+	char text[512];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(host_cases) / sizeof(host_cases[0]); i++) {
+		const struct host_case *c = &host_cases[i];
+
+		snprintf(text, sizeof(text), "gateway: { uplink = \"%s\";\n"
+		    "network = \"%s\";\nbridge = \"moat0\";\n"
+		    "dns: { upstream = [ \"203.0.113.53\" ]; }; };\n",
+		    c->uplink, c->network);
+		cfg = config_load_buffer("host.conf", text, "/nonexistent", &errs);
+		if (cfg == NULL)
+			fail_msg("case %zu: %s", i, errs.msg[0]);
+		config_errors_free(&errs);
+		parse_ifs(c->ifs, ifs, &n);
+		config_check_host(cfg, ifs, n, &errs);
+		if (c->want == NULL && errs.n != 0)
+			fail_msg("case %zu: want no error, got: %s", i,
+			    errs.msg[0]);
+		if (c->want != NULL && errs.n != 1)
+			fail_msg("case %zu: want one error, got %zu", i, errs.n);
+		if (c->want != NULL)
+			assert_string_equal(errs.msg[0], c->want);
+		config_errors_free(&errs);
+		config_free(cfg);
+	}
+}
+
 static int
 add_tests(struct CMUnitTest **t, size_t *n, const char *sub,
     void (*fn)(void **))
@@ -407,7 +514,8 @@ main(void)
 		fprintf(stderr, "cannot read corpus %s\n", corpus);
 		return 1;
 	}
-	t = realloc(t, (n + 4) * sizeof(*t));
+	t = realloc(t, (n + 5) * sizeof(*t));
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(host_checks);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(full_model);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(allow_normalised);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(text_but_sandboxes);

@@ -1,0 +1,167 @@
+/*
+ * config_host.c -- a valid configuration checked against the host that is
+ * to run it: the uplink is one of the host's interfaces, and the sandbox
+ * network is not a network the host already has on an interface other
+ * than the bridge (guests would then shadow the LAN, or the LAN the
+ * guests, and the private-range rules would judge the wrong hosts).
+ *
+ * config_check_host() is pure: the interfaces come as an argument, so a
+ * test hands it any host it likes; config_host_read() reads this host's.
+ * gatewayd runs both for -n, at start and on every reload.
+ */
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+static void host_err(struct moat_errors *, const struct moat_where *,
+    const char *, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+host_err(struct moat_errors *e, const struct moat_where *w, const char *fmt,
+    ...)
+{
+	char *msg;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	e->msg = xreallocarray(e->msg, e->n + 1, sizeof(char *));
+	xasprintf(&e->msg[e->n++], "%s:%d: %s", w->file ? w->file : "?",
+	    w->line, msg);
+	free(msg);
+}
+
+/* "lo, eth0, wlan0": each interface once, in the order given. */
+static void
+if_names(const struct moat_hostif *ifs, size_t n, char *buf, size_t len)
+{
+	size_t i, j, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && used < len; i++) {
+		for (j = 0; j < i; j++)
+			if (strcmp(ifs[i].name, ifs[j].name) == 0)
+				break;
+		if (j == i)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+			    used ? ", " : "", ifs[i].name);
+	}
+	if (used == 0)
+		snprintf(buf, len, "none");
+}
+
+static void
+check_uplink(const struct moat_config *cfg, const struct moat_hostif *ifs,
+    size_t n, struct moat_errors *e)
+{
+	const struct moat_gateway *gw = &cfg->gw;
+	char names[512];
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(ifs[i].name, gw->uplink) == 0)
+			return;
+	if_names(ifs, n, names, sizeof(names));
+	host_err(e, &gw->uplink_where, "gateway: uplink: no interface \"%s\" "
+	    "on this host (it has: %s); set uplink to the interface towards "
+	    "the internet, the one `ip route show default` names", gw->uplink,
+	    names);
+}
+
+static void
+check_network(const struct moat_config *cfg, const struct moat_hostif *ifs,
+    size_t n, struct moat_errors *e)
+{
+	const struct moat_gateway *gw = &cfg->gw;
+	char net[64], theirs[64], addr[INET6_ADDRSTRLEN];
+	size_t i;
+
+	if (gw->network.plen == 0)
+		return;
+	prefix_fmt(&gw->network, net, sizeof(net));
+	for (i = 0; i < n; i++) {
+		if (ifs[i].net.plen == 0 || strcmp(ifs[i].name, gw->bridge) == 0 ||
+		    !prefix_overlaps(&ifs[i].net, &gw->network))
+			continue;
+		prefix_fmt(&ifs[i].net, theirs, sizeof(theirs));
+		addr_fmt(&ifs[i].addr, addr, sizeof(addr));
+		host_err(e, &gw->network_where, "gateway: network: %s overlaps "
+		    "%s, the network of %s/%d on interface %s (expected a "
+		    "sandbox network that no interface but the bridge %s uses)",
+		    net, theirs, addr, ifs[i].net.plen, ifs[i].name, gw->bridge);
+	}
+}
+
+static const struct host_check {
+	const char	*what;
+	void		(*fn)(const struct moat_config *,
+			    const struct moat_hostif *, size_t,
+			    struct moat_errors *);
+} host_checks[] = {
+	{ "the uplink exists", check_uplink },
+	{ "the sandbox network is the bridge's alone", check_network },
+};
+
+size_t
+config_check_host(const struct moat_config *cfg,
+    const struct moat_hostif *ifs, size_t n, struct moat_errors *e)
+{
+	size_t i, before = e->n;
+
+	for (i = 0; i < sizeof(host_checks) / sizeof(host_checks[0]); i++)
+		host_checks[i].fn(cfg, ifs, n, e);
+	return e->n - before;
+}
+
+/* The network of an IPv4 address with prefix length plen. */
+static void
+network_of(const struct moat_addr *a, int plen, struct moat_prefix *p)
+{
+	uint32_t v, m = plen == 0 ? 0 : ~0u << (32 - plen);
+
+	memcpy(&v, a->a, 4);
+	v = htonl(ntohl(v) & m);
+	memset(p, 0, sizeof(*p));
+	p->addr.family = AF_INET;
+	memcpy(p->addr.a, &v, 4);
+	p->plen = plen;
+}
+
+int
+config_host_read(struct moat_hostif **out, size_t *nout)
+{
+	struct ifaddrs *ifa, *i;
+	struct moat_hostif *v = NULL, *h;
+	size_t n = 0;
+	int plen;
+
+	if (getifaddrs(&ifa) == -1)
+		return -1;
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		h = &v[n++];
+		memset(h, 0, sizeof(*h));
+		snprintf(h->name, sizeof(h->name), "%s", i->ifa_name);
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		    addr_from_sockaddr((const struct sockaddr_storage *)
+		    (const void *)i->ifa_addr, &h->addr) == -1 ||
+		    (plen = addr_mask_plen(i->ifa_netmask, AF_INET)) < 0)
+			continue;
+		network_of(&h->addr, plen, &h->net);
+	}
+	freeifaddrs(ifa);
+	*out = v;
+	*nout = n;
+	return 0;
+}
