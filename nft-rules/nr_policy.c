@@ -900,9 +900,9 @@ host_owner_set(struct build *b, struct nr_table *t)
 	uint32_t uid;
 	size_t i;
 
-	s = model_set(t, "host_owners", NR_CONCAT(NR_TYPE_UID, NR_TYPE_IPADDR),
-	    8, per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
-	    "type uid . ipv4_addr; flags constant;"));
+	s = sandbox_set(b, t, "host_owners", NR_CONCAT(NR_TYPE_UID,
+	    NR_TYPE_IPADDR), 8, NFT_SET_CONSTANT,
+	    "type uid . ipv4_addr; flags constant;");
 	for (i = 0; i < b->cfg->nsandboxes; i++) {
 		const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
 

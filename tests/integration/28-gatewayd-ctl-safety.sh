@@ -36,7 +36,7 @@ actl() { as $UA build/gatewayd ctl -s "$GW_SOCK" "$@"; }
 bctl() { as $UB build/gatewayd ctl -s "$GW_SOCK" "$@"; }
 dctl() { as "$UD" build/gatewayd ctl -s "$GW_SOCK" "$@"; }
 nctl() { setpriv --reuid=$NOUID --regid=$MOATGID --clear-groups build/gatewayd ctl -s "$GW_SOCK" "$@"; }
-gw_check() { build/gatewayd -n -c "$GW_CONF" >/dev/null 2>&1; }
+gw_check() { in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF" >/dev/null 2>&1; }
 fileid() { stat -c '%a %U %G %s %Y' "$1"; }
 
 chmod 711 "$TOPO_TMP"

@@ -40,7 +40,7 @@ sandboxes = (
 );
 CONF
 expect_match "the config has interception on (the default)" 'intercept = true' \
-	"$(build/gatewayd -nv -c "$CONF" 2>&1)"
+	"$(in_ns "$NS_GW" build/gatewayd -nv -c "$CONF" 2>&1)"
 # The stand-ins are real: DoH on 9.9.9.9 answers from the gateway's side.
 out=$(in_ns "$NS_GW" curl -sk --max-time 5 https://9.9.9.9/ 2>&1)
 expect_match "the resolver stand-in on 9.9.9.9:443 answers HTTPS" \

@@ -122,7 +122,7 @@ out=$(gw_ctl reload 2>&1); rc=$?
 expect_eq "a reload whose secret value holds a placeholder is refused (exit 1)" 1 $rc
 expect_match "... naming file, line and both secrets" \
 	"moat.conf:[0-9]+: secret \"raw\": its value \\($S/raw\\) contains the placeholder of secret \"metered\"" "$out"
-out=$(build/gatewayd -n -c "$GW_CONF" 2>&1); rc=$?
+out=$(in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF" 2>&1); rc=$?
 expect_eq "gatewayd -n refuses it too (exit 1)" 1 $rc
 expect_match "... with the same message" 'secret "raw": its value .* contains the placeholder of secret "metered"' "$out"
 cp "$TOPO_TMP/good.conf" "$GW_CONF"

@@ -64,7 +64,7 @@ CONF
 }
 
 conf "10.77.0.1:7443" >"$TOPO_TMP/bad.conf"
-out=$(build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)
+out=$(in_ns "$NS_GW" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)
 expect_match "a listen address inside gateway.network is refused with file:line" \
 	"bad.conf:8: gateway.registration: listen: expected an address on the management network" "$out"
 

@@ -121,7 +121,7 @@ expect_match "the file has it" 'allow = \[ "pypi.org", "short.test" \];   # and 
 expect_match "its comments are kept" '^# lab: written by hand; this comment stays' "$(cat "$LAB")"
 expect_eq "its mode is kept" 640 "$(stat -c %a "$LAB")"
 expect_eq "no temporary file is left" "" "$(ls -A "$TOPO_TMP/sandboxes.d" | grep -v '^lab.conf$')"
-expect_ok "the configuration on disk still loads" build/gatewayd -n -c "$GW_CONF"
+expect_ok "the configuration on disk still loads" in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF"
 out=$(as $UA allow lab a.member.test --for 1m 2>&1)
 expect_match "a wildcard in member_allow covers names under it" 'lab may reach a\.member\.test for 1m' "$out"
 expect_ok "reload" gw_ctl reload

@@ -17,11 +17,11 @@ mkdir -p "$TOPO_TMP/textfile"
 # The LAN side's 192.168.77.1 stands in for the management network.
 sed "s|^gateway: {|gateway: {\n  metrics: { textfile = \"$PROM\"; listen = \"192.168.77.1:9477\"; interval = 1; };|" \
 	examples/demo.conf >"$GW_CONF"
-expect_match "the config with metrics is valid" "OK" "$(build/gatewayd -n -c "$GW_CONF" 2>&1)"
+expect_match "the config with metrics is valid" "OK" "$(in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF" 2>&1)"
 
 # Wrong places for the listener are config errors.
 bad() { sed "s|^gateway: {|gateway: {\n  metrics: { listen = \"$1\"; };|" examples/demo.conf >"$TOPO_TMP/bad.conf"
-	build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1; }
+	in_ns "$NS_GW" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1; }
 expect_match "listen inside the sandbox network is refused, with file:line" \
 	"bad.conf:[0-9]+: gateway.metrics: listen: expected an address on the management network, not inside gateway.network 10.77.0.0/24" \
 	"$(bad 10.77.0.1:9477)"
@@ -30,9 +30,9 @@ expect_match "listen on every address is refused" \
 	"$(bad 0.0.0.0:9477)"
 sed "s|^gateway: {|gateway: {\n  metrics: { textfile = \"/tmp/x.txt\"; };|" examples/demo.conf >"$TOPO_TMP/bad.conf"
 expect_match "a textfile not ending in .prom is refused" 'textfile: expected an absolute path ending in ".prom"' \
-	"$(build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)"
+	"$(in_ns "$NS_GW" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)"
 
-expect_match "-nv prints the metrics settings" "metrics: \{ textfile = \"$PROM\"; listen = \"192.168.77.1:9477\"; interval = 1; \};" "$(build/gatewayd -nv -c "$GW_CONF" 2>&1)"
+expect_match "-nv prints the metrics settings" "metrics: \{ textfile = \"$PROM\"; listen = \"192.168.77.1:9477\"; interval = 1; \};" "$(in_ns "$NS_GW" build/gatewayd -nv -c "$GW_CONF" 2>&1)"
 gw_start; expect_eq "gatewayd starts with metrics" 0 $?
 scrape() { in_ns "$1" env -i curl -s --max-time 3 "http://$2/metrics"; }
 got_up() { scrape "$NS_LAN" 192.168.77.1:9477 | grep -q '^moat_up 1$'; }
