@@ -36,7 +36,9 @@ printf '%s\n' "$CO_REAL" >"$S/company"
 printf '%s\n' "$MINE_VAL" >"$S/mine"
 printf '%s\n' "$MT_REAL" >"$S/metered"
 chmod 0600 "$S"/*
-sed -e "s|proxy: { port = 3128; intercept = false; };|proxy: { port = 3128; intercept = false; workers = 2; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
+# Interception off: every request here names the proxy (curl -x), and the
+# test's counts of what reached the server assume nothing else is proxied.
+sed -e "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = false; workers = 2; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
     -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$PX_DIR/state\";|" \
     -e '/^sandboxes = (/,$d' examples/demo.conf >"$GW_CONF"
 cat >>"$GW_CONF" <<CONF
