@@ -409,7 +409,14 @@ reader_child(int fd, size_t max, int out)
 	size_t n, off = 0;
 	ssize_t w;
 	char *s;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+	/* Not even our stdout and stderr: a child stuck in a read nobody
+	 * answers would hold them open, and whoever reads our output
+	 * (gatewayd, for a member's create) would wait for it too. */
+	if (null == -1 || null <= 2 || dup2(null, 0) == -1 ||
+	    dup2(null, 1) == -1 || dup2(null, 2) == -1)
+		_exit(1);
 	if ((lo > 3 && close_range(3, lo - 1, 0) == -1) ||
 	    (hi > lo + 1 && close_range(lo + 1, hi - 1, 0) == -1) ||
 	    close_range(hi + 1, ~0U, 0) == -1 ||
