@@ -95,6 +95,8 @@ ctl_usage(FILE *fp)
 "                          provision's verbs, run for you by gatewayd\n"
 "  secret set NAME --host H [--header X] [--share USER] <VALUE\n"
 "  secret list             secrets you own or that are shared with you\n"
+"  secret attach|detach SANDBOX NAME\n"
+"                          put a secret on your sandbox, or take it off\n"
 "  refused [SANDBOX] [--since DURATION]\n"
 "                          what your sandboxes were refused, grouped\n"
 "  names SANDBOX [--since DURATION] [--as-allow]\n"

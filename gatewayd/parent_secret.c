@@ -499,7 +499,11 @@ team_secret(struct ctl_req *r)
 		secret_set(r);
 	else if (r->argc == 2 && strcmp(r->argv[1], "list") == 0)
 		secret_list(r);
+	else if (r->argc >= 2 && (strcmp(r->argv[1], "attach") == 0 ||
+	    strcmp(r->argv[1], "detach") == 0))
+		secret_attach(r);
 	else
 		ctl_refuse(r, NULL, "usage: secret set NAME --host HOST "
-		    "[--header NAME] [--share USER] | secret list");
+		    "[--header NAME] [--share USER] | secret list | secret "
+		    "attach|detach SANDBOX NAME");
 }

@@ -3,6 +3,7 @@
  */
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -66,4 +67,37 @@ secret_value_placeholder(const struct moat_config *cfg, const char *v,
 		    memmem(v, len, ph, strlen(ph)) != NULL)
 			return &cfg->secrets[i];
 	return NULL;
+}
+
+/* The variable names tools look for; anything else NAME_API_KEY. */
+static const struct {
+	const char *secret, *var;
+} env_names[] = {
+	{ "openai", "OPENAI_API_KEY" },
+	{ "anthropic", "ANTHROPIC_API_KEY" },
+	{ "github", "GITHUB_TOKEN" },
+	{ "gitlab", "GITLAB_TOKEN" },
+	{ "huggingface", "HF_TOKEN" },
+	{ "hf", "HF_TOKEN" },
+	{ "gemini", "GEMINI_API_KEY" },
+	{ "google", "GOOGLE_API_KEY" },
+	{ "mistral", "MISTRAL_API_KEY" },
+	{ "groq", "GROQ_API_KEY" },
+	{ "openrouter", "OPENROUTER_API_KEY" },
+};
+
+const char *
+secret_env_name(const char *secret, char *buf, size_t len)
+{
+	size_t i, j;
+
+	for (i = 0; i < sizeof(env_names) / sizeof(env_names[0]); i++)
+		if (strcmp(secret, env_names[i].secret) == 0) {
+			snprintf(buf, len, "%s", env_names[i].var);
+			return buf;
+		}
+	snprintf(buf, len, "%s_API_KEY", secret);
+	for (j = 0; buf[j] != '\0'; j++)
+		buf[j] = buf[j] == '-' ? '_' : (char)toupper((unsigned char)buf[j]);
+	return buf;
 }

@@ -33,4 +33,8 @@ int	secret_file_read(const struct moat_secret *s, char *buf, size_t *len,
 const struct moat_secret *secret_value_placeholder(
 	    const struct moat_config *cfg, const char *v, size_t len);
 
+/* The environment variable a guest gets a secret's placeholder in: the
+ * name tools look for (OPENAI_API_KEY for "openai"), else NAME_API_KEY. */
+const char *secret_env_name(const char *secret, char *buf, size_t len);
+
 #endif

@@ -27,6 +27,7 @@
 #include "guestacct.h"
 #include "log.h"
 #include "provision.h"
+#include "secretfile.h"
 
 struct create_opts {
 	struct guest	 g;

@@ -211,7 +211,6 @@ char	*targets_text(const struct moat_config *, const char *name,
 int	 seed_meta_data(FILE *, const struct seed_in *);
 int	 seed_network_config(FILE *, const struct seed_in *);
 int	 seed_build(const struct pv *, const struct seed_in *, const char *iso);
-const char *secret_env_name(const char *secret, char *buf, size_t len);
 
 /* proc.c -- running helpers without a shell. */
 const char *tool_find(const char *name, const char *override);

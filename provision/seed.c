@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "provision.h"
+#include "secretfile.h"
 
 #define CA_PATH		"/usr/local/share/ca-certificates/moat-gateway.crt"
 #define BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
@@ -45,39 +46,6 @@ static const char first_check[] =
     "grep -E '^ *(BREACH|FAIL)' \"$log\"; "
     "grep -E ' probes in |^verdict:' \"$log\" || tail -n 3 \"$log\"; "
     "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
-
-/* The variable names tools look for; anything else NAME_API_KEY. */
-static const struct {
-	const char *secret, *var;
-} env_names[] = {
-	{ "openai", "OPENAI_API_KEY" },
-	{ "anthropic", "ANTHROPIC_API_KEY" },
-	{ "github", "GITHUB_TOKEN" },
-	{ "gitlab", "GITLAB_TOKEN" },
-	{ "huggingface", "HF_TOKEN" },
-	{ "hf", "HF_TOKEN" },
-	{ "gemini", "GEMINI_API_KEY" },
-	{ "google", "GOOGLE_API_KEY" },
-	{ "mistral", "MISTRAL_API_KEY" },
-	{ "groq", "GROQ_API_KEY" },
-	{ "openrouter", "OPENROUTER_API_KEY" },
-};
-
-const char *
-secret_env_name(const char *secret, char *buf, size_t len)
-{
-	size_t i, j;
-
-	for (i = 0; i < sizeof(env_names) / sizeof(env_names[0]); i++)
-		if (strcmp(secret, env_names[i].secret) == 0) {
-			snprintf(buf, len, "%s", env_names[i].var);
-			return buf;
-		}
-	snprintf(buf, len, "%s_API_KEY", secret);
-	for (j = 0; buf[j] != '\0'; j++)
-		buf[j] = buf[j] == '-' ? '_' : (char)toupper((unsigned char)buf[j]);
-	return buf;
-}
 
 static void
 env_lines(FILE *f, const struct seed_in *in, bool shell)

@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "provision.h"
+#include "secretfile.h"
 #include "qcow2.h"
 
 static const char base_conf[] =
