@@ -35,7 +35,7 @@
 #include "cc.h"
 #include "log.h"
 
-#define NQ		4
+#define NQ		6
 #define QNONE		UINT32_MAX
 #define MAXEV		256
 #define RBUF_MAX	4096
