@@ -90,6 +90,7 @@ void		 model_set_elem(struct nr_set *, const void *key,
 		    uint32_t keylen, uint32_t elflags, int verdict,
 		    const char *chain, const char *text);
 void		 model_set_elem_text(struct nr_set *, const char *text);
+void		 model_set_counter(struct nr_set *);
 void		 model_counter(struct nr_table *, const char *name);
 struct nr_chain	*model_find_chain(struct nr_table *, const char *);
 struct nr_set	*model_find_set(struct nr_table *, const char *);

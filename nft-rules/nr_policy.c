@@ -18,6 +18,11 @@
  *             address -> accept / allowlist chain / refusal); towards
  *             guests only replies
  *   nat_post  masquerade out of the uplink
+ *   acct_pre, acct_post
+ *             per-sandbox traffic: what each guest sends (prerouting,
+ *             after conntrack) and receives (postrouting), bytes and the
+ *             packets that open a connection, kept in the counters of the
+ *             elements of four sets keyed by the guest's address
  *   output    packets of the proxy's and dnsd's users: the proxy never
  *             reaches the host, the sandbox network, IPv6 or a private
  *             range (but exceptions); dnsd only its upstreams on 53;
@@ -121,12 +126,14 @@ per_sandbox(const struct build *b, uint32_t flags)
 static const char *
 per_sandbox_decl(const struct build *b, const char *decl)
 {
+	static const char cst[] = " flags constant;";
 	static char buf[128];
-	const char *c = strstr(decl, " flags constant;");
+	const char *c = strstr(decl, cst);
 
 	if (!b->opts->incremental || c == NULL)
 		return decl;
-	snprintf(buf, sizeof(buf), "%.*s", (int)(c - decl), decl);
+	snprintf(buf, sizeof(buf), "%.*s%s", (int)(c - decl), decl,
+	    c + sizeof(cst) - 1);
 	return buf;
 }
 
@@ -1095,6 +1102,61 @@ inet_output(struct build *b, struct nr_table *t)
 		host_access(b, t, c);
 }
 
+/*
+ * Traffic accounting: per sandbox, the bytes and packets its guest sends
+ * and receives, and the packets that open a connection (conntrack state
+ * new) either way.  Each is the counter of the guest's element in one of
+ * four sets, updated by the lookup that finds it, so a packet costs one
+ * hash lookup per direction whatever the number of sandboxes, adding a
+ * sandbox adds four elements, and the counters of the others are not
+ * touched.  The guest's side is counted, not the uplink: traffic through
+ * the proxy, dnsd's answers and refused packets count too (refused ones
+ * also in their reason's counter).  acct_pre runs after conntrack (its
+ * state is known) and before destination NAT; acct_post after routing,
+ * so replies that masquerade has translated back carry the guest's
+ * address.  Packets raw_pre drops (spoofed, IPv6) are not counted.
+ */
+static const struct { const char *set; enum nr_field f; bool new; } acct[] = {
+	{ NFTR_ACCT_OUT, F_IP_SADDR, false },
+	{ NFTR_ACCT_NEW_OUT, F_IP_SADDR, true },
+	{ NFTR_ACCT_IN, F_IP_DADDR, false },
+	{ NFTR_ACCT_NEW_IN, F_IP_DADDR, true },
+};
+
+static void
+accounting(struct build *b, struct nr_table *t)
+{
+	struct nr_chain *pre, *post;
+	struct nr_set *s;
+	struct nr_rb rb;
+	char ip[64];
+	size_t i, k;
+
+	for (k = 0; k < sizeof(acct) / sizeof(acct[0]); k++) {
+		s = model_set(t, acct[k].set, NR_TYPE_IPADDR, 4,
+		    per_sandbox(b, NFT_SET_CONSTANT), per_sandbox_decl(b,
+		    "type ipv4_addr; flags constant; counter;"));
+		model_set_counter(s);
+		for (i = 0; i < b->cfg->nsandboxes; i++) {
+			const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+
+			fmt_ip(&sb->address, ip, sizeof(ip));
+			model_set_elem(s, sb->address.a, 4, 0, 0, NULL, ip);
+		}
+	}
+	pre = model_chain(t, "acct_pre", "filter", NF_INET_PRE_ROUTING, -150,
+	    "mangle");
+	post = model_chain(t, "acct_post", "filter", NF_INET_POST_ROUTING, 0,
+	    "filter");
+	for (k = 0; k < sizeof(acct) / sizeof(acct[0]); k++) {
+		rb_begin(&rb, t, acct[k].f == F_IP_SADDR ? pre : post);
+		if (acct[k].new)
+			rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
+		rb_lookup(&rb, &acct[k].f, 1, acct[k].set, false);
+		rb_end(&rb);
+	}
+}
+
 void
 nftr_opts_users(struct nftr_opts *o)
 {
@@ -1124,6 +1186,7 @@ build_inet(struct build *b)
 	guest_forward(b, t);
 	inet_base_chains(b, t);
 	inet_output(b, t);
+	accounting(b, t);
 }
 
 /* ---- bridge moat ---------------------------------------------------- */

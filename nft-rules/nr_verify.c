@@ -175,6 +175,16 @@ elem_line(struct nftnl_set_elem *e, void *arg)
 	return 0;
 }
 
+/* The names of a set's expressions (" counter"): whether its elements
+ * carry counters is part of the policy; their values are not, and are
+ * never compared (elem_line leaves them out). */
+static int
+set_expr_name(struct nftnl_expr *e, void *arg)
+{
+	buf_add(arg, " %s", nftnl_expr_get_str(e, NFTNL_EXPR_NAME));
+	return 0;
+}
+
 static void
 set_lines(struct lines *l, const char *fname, struct nftnl_set *s,
     bool elems)
@@ -183,16 +193,22 @@ set_lines(struct lines *l, const char *fname, struct nftnl_set *s,
 	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
 	char prefix[400], show[400];
 	struct elem_arg a = { l, prefix, show };
+	struct nr_buf ex = { 0 };
+	char *exprs;
 
-	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u", fname, name,
+	nftnl_set_expr_foreach(s, set_expr_name, &ex);
+	exprs = buf_take(&ex);
+	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u%s%s", fname, name,
 	    flags, nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN),
 	    (flags & NFT_SET_MAP) ? nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) :
-	    0);
-	lines_show(l, "set %s %s %s { flags 0x%x; key type %u, %u bytes }",
+	    0, exprs[0] ? " expr" : "", exprs);
+	lines_show(l, "set %s %s %s { flags 0x%x; key type %u, %u bytes%s%s }",
 	    fname, NFTR_TABLE, name, flags,
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
-	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
+	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN), exprs[0] ? ";" : "",
+	    exprs);
+	free(exprs);
 	if (!elems)
 		return;
 	snprintf(prefix, sizeof(prefix), "elem %s %s", fname, name);
