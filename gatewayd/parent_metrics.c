@@ -146,9 +146,9 @@ render_traffic(FILE *fp, struct gw *gw)
 		    "\"%s\",direction=\"out\"} %llu\n", cfg->sandboxes[i].name,
 		    (unsigned long long)t[i].packets_in, cfg->sandboxes[i].name,
 		    (unsigned long long)t[i].packets_out);
-	head(fp, "moat_sandbox_connections_total", "counter", "Packets that "
-	    "opened a connection from each sandbox's guest (out, refused ones "
-	    "too) and to it (in).");
+	head(fp, "moat_sandbox_connections_total", "counter", "Connections "
+	    "each sandbox's guest opened (out, refused attempts too) and that "
+	    "were opened to it (in).");
 	for (i = 0; ok && i < cfg->nsandboxes; i++)
 		fprintf(fp, "moat_sandbox_connections_total{sandbox=\"%s\","
 		    "direction=\"in\"} %llu\nmoat_sandbox_connections_total{"

@@ -24,8 +24,8 @@
  *   set  acct_out, acct_in ipv4_addr, one element per sandbox with a
  *                          counter: what its guest sent and received;
  *        acct_new_out, acct_new_in
- *                          the same for packets that open a connection
- *                          (conntrack state new); see nftr_acct_read().
+ *                          the same for the first packets of connections
+ *                          (entry not yet confirmed); see nftr_acct_read().
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -176,9 +176,9 @@ int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
 /* One sandbox's traffic since its accounting elements were created (a
  * full replacement of the tables starts them again; nftr_update keeps
  * those of sandboxes whose address did not change).  out: sent by the
- * guest, in: sent to it.  conns_*: packets that opened a connection, so
- * a retransmitted SYN or a UDP flow's datagrams before the first reply
- * count again; attempts the policy refused count too. */
+ * guest, in: sent to it.  conns_*: connections opened, counted at their
+ * first packet (conntrack entry not yet confirmed), once each; an attempt
+ * the policy refused is never confirmed, so each of its packets counts. */
 struct nftr_acct {
 	uint64_t	bytes_out, packets_out, conns_out;
 	uint64_t	bytes_in, packets_in, conns_in;

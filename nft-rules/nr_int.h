@@ -140,6 +140,7 @@ void	rb_lookup(struct nr_rb *, const enum nr_field *, size_t n,
 	    const char *set, bool neq);
 void	rb_vmap(struct nr_rb *, enum nr_field, const char *set);
 void	rb_ct_state(struct nr_rb *, uint32_t mask, const char *text);
+void	rb_ct_unconfirmed(struct nr_rb *);
 void	rb_skuid(struct nr_rb *, uint32_t uid);
 void	rb_fib_daddr_local(struct nr_rb *);
 void	rb_notrack(struct nr_rb *);

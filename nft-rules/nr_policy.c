@@ -1104,15 +1104,18 @@ inet_output(struct build *b, struct nr_table *t)
 
 /*
  * Traffic accounting: per sandbox, the bytes and packets its guest sends
- * and receives, and the packets that open a connection (conntrack state
- * new) either way.  Each is the counter of the guest's element in one of
+ * and receives, and the connections opened either way: the packets whose
+ * conntrack entry is not confirmed yet, so a connection counts once (its
+ * retransmitted SYN or its next unanswered datagrams do not count again;
+ * a refused attempt's entry is never confirmed, so each of its packets
+ * does).  Each is the counter of the guest's element in one of
  * four sets, updated by the lookup that finds it, so a packet costs one
  * hash lookup per direction whatever the number of sandboxes, adding a
  * sandbox adds four elements, and the counters of the others are not
  * touched.  The guest's side is counted, not the uplink: traffic through
  * the proxy, dnsd's answers and refused packets count too (refused ones
  * also in their reason's counter).  acct_pre runs after conntrack (its
- * state is known) and before destination NAT; acct_post after routing,
+ * entry exists) and before destination NAT; acct_post after routing,
  * so replies that masquerade has translated back carry the guest's
  * address.  Packets raw_pre drops (spoofed, IPv6) are not counted.
  */
@@ -1151,7 +1154,7 @@ accounting(struct build *b, struct nr_table *t)
 	for (k = 0; k < sizeof(acct) / sizeof(acct[0]); k++) {
 		rb_begin(&rb, t, acct[k].f == F_IP_SADDR ? pre : post);
 		if (acct[k].new)
-			rb_ct_state(&rb, NF_CT_STATE_BIT(IP_CT_NEW), "new");
+			rb_ct_unconfirmed(&rb);
 		rb_lookup(&rb, &acct[k].f, 1, acct[k].set, false);
 		rb_end(&rb);
 	}

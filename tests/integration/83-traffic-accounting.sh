@@ -55,6 +55,13 @@ expect_ok "after an upload of $N bytes, dev's bytes_out ($bout) >= $N" test "${b
 for i in 1 2 3; do in_ns "$TOPO-dev" curl -s --max-time 5 -o /dev/null "http://$INET_HTTP/"; done
 c=$(field dev conns_out)
 expect_ok "four connections more are counted ($conns1 -> $c)" test "${c:-0}" -ge $((conns1 + 4))
+# A connection counts once: five datagrams of one UDP flow are one.
+c=$(field dev conns_out)
+in_ns "$TOPO-dev" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(5): s.sendto(b"x", ("'$INET_HTTP'", 9001))'
+expect_eq "five datagrams of one UDP flow count as one connection" $((c + 1)) "$(field dev conns_out)"
 # A refused attempt counts as well (it is also in the refusal counter).
 c=$(field locked conns_out)
 tcp_probe $TOPO-locked $INET_HTTP 80 >/dev/null
