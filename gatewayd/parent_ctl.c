@@ -27,6 +27,7 @@
 
 #include "gatewayd.h"
 #include "log.h"
+#include "nftrules.h"
 #include "privdrop.h"
 
 typedef void (*ctl_fn)(struct ctl_req *);
@@ -476,18 +477,30 @@ ctl_status(struct ctl_req *r)
 	reply(r, "ok\n");
 }
 
-/* A member sees only the sandboxes they own; admins see all. */
+/* A member sees only the sandboxes they own; admins see all.  Each with
+ * its traffic, read from the kernel's accounting counters (zero where
+ * they cannot be read: the listing is still worth having). */
 static void
 ctl_sandboxes(struct ctl_req *r)
 {
 	const struct moat_config *cfg = r->gw->cfg;
+	struct nftr_acct *acct;
 	char a[64];
 	size_t i, shown = 0;
 
+	acct = xcalloc(cfg->nsandboxes ? cfg->nsandboxes : 1, sizeof(*acct));
+	if (r->gw->nft == NULL || nftr_acct_read(r->gw->nft, cfg, acct) == -1) {
+		log_warnx("traffic accounting: %s", r->gw->nft ?
+		    nftr_error(r->gw->nft) : "no netlink socket");
+		memset(acct, 0, (cfg->nsandboxes ? cfg->nsandboxes : 1) *
+		    sizeof(*acct));
+	}
 	if (r->json)
 		reply(r, "[");
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const struct moat_sandbox *s = &cfg->sandboxes[i];
+		const struct nftr_acct *t = &acct[i];
+
 		if (!ctl_may_see(r, s->owner))
 			continue;
 		addr_fmt(&s->address, a, sizeof(a));
@@ -497,14 +510,29 @@ ctl_sandboxes(struct ctl_req *r)
 			    shown ? "," : "", s->name, a, s->tap,
 			    egress_name(s->egress));
 			ctl_reply_jstr(r, s->owner);
-			reply(r, ",\"allow\":%zu,\"secrets\":%zu}", s->allow.n,
-			    s->secrets.n);
+			reply(r, ",\"allow\":%zu,\"secrets\":%zu,"
+			    "\"bytes_in\":%llu,\"bytes_out\":%llu,"
+			    "\"packets_in\":%llu,\"packets_out\":%llu,"
+			    "\"conns_in\":%llu,\"conns_out\":%llu}", s->allow.n,
+			    s->secrets.n, (unsigned long long)t->bytes_in,
+			    (unsigned long long)t->bytes_out,
+			    (unsigned long long)t->packets_in,
+			    (unsigned long long)t->packets_out,
+			    (unsigned long long)t->conns_in,
+			    (unsigned long long)t->conns_out);
 		}
 		else
-			reply(r, "%-16s %-15s %-10s %-9s %s\n", s->name, a, s->tap,
-			    egress_name(s->egress), s->owner ? s->owner : "-");
+			reply(r, "%-16s %-15s %-10s %-9s %-10s in %llu B, out "
+			    "%llu B, connections out %llu, in %llu\n", s->name,
+			    a, s->tap, egress_name(s->egress),
+			    s->owner ? s->owner : "-",
+			    (unsigned long long)t->bytes_in,
+			    (unsigned long long)t->bytes_out,
+			    (unsigned long long)t->conns_out,
+			    (unsigned long long)t->conns_in);
 		shown++;
 	}
+	free(acct);
 	reply(r, r->json ? "]\nok\n" : "ok\n");
 }
 

@@ -27,6 +27,7 @@
 #include "ipc.h"
 #include "log.h"
 #include "metrics.h"
+#include "nftrules.h"
 #include "promise.h"
 
 /* --- rendering ----------------------------------------------------------- */
@@ -117,6 +118,46 @@ render_sandboxes(FILE *fp, const struct gw *gw)
 	}
 }
 
+/* Each sandbox's traffic from the kernel's accounting counters; nothing
+ * (the HELP lines alone) when they cannot be read. */
+static void
+render_traffic(FILE *fp, struct gw *gw)
+{
+	const struct moat_config *cfg = gw->cfg;
+	struct nftr_acct *t;
+	size_t i;
+	bool ok;
+
+	t = xcalloc(cfg->nsandboxes ? cfg->nsandboxes : 1, sizeof(*t));
+	ok = gw->nft != NULL && nftr_acct_read(gw->nft, cfg, t) == 0;
+	head(fp, "moat_sandbox_bytes_total", "counter", "Bytes each sandbox's "
+	    "guest sent (out) and received (in), counted by the kernel.");
+	for (i = 0; ok && i < cfg->nsandboxes; i++)
+		fprintf(fp, "moat_sandbox_bytes_total{sandbox=\"%s\","
+		    "direction=\"in\"} %llu\nmoat_sandbox_bytes_total{sandbox="
+		    "\"%s\",direction=\"out\"} %llu\n", cfg->sandboxes[i].name,
+		    (unsigned long long)t[i].bytes_in, cfg->sandboxes[i].name,
+		    (unsigned long long)t[i].bytes_out);
+	head(fp, "moat_sandbox_packets_total", "counter", "Packets each "
+	    "sandbox's guest sent (out) and received (in).");
+	for (i = 0; ok && i < cfg->nsandboxes; i++)
+		fprintf(fp, "moat_sandbox_packets_total{sandbox=\"%s\","
+		    "direction=\"in\"} %llu\nmoat_sandbox_packets_total{sandbox="
+		    "\"%s\",direction=\"out\"} %llu\n", cfg->sandboxes[i].name,
+		    (unsigned long long)t[i].packets_in, cfg->sandboxes[i].name,
+		    (unsigned long long)t[i].packets_out);
+	head(fp, "moat_sandbox_connections_total", "counter", "Connections "
+	    "each sandbox's guest opened (out, refused attempts too) and that "
+	    "were opened to it (in).");
+	for (i = 0; ok && i < cfg->nsandboxes; i++)
+		fprintf(fp, "moat_sandbox_connections_total{sandbox=\"%s\","
+		    "direction=\"in\"} %llu\nmoat_sandbox_connections_total{"
+		    "sandbox=\"%s\",direction=\"out\"} %llu\n",
+		    cfg->sandboxes[i].name, (unsigned long long)t[i].conns_in,
+		    cfg->sandboxes[i].name, (unsigned long long)t[i].conns_out);
+	free(t);
+}
+
 static void
 render_gateway(FILE *fp, struct gw *gw)
 {
@@ -168,6 +209,7 @@ metrics_render(struct gw *gw, size_t *len)
 	render_gateway(fp, gw);
 	render_children(fp, gw);
 	render_sandboxes(fp, gw);
+	render_traffic(fp, gw);
 	if (gw->metrics != NULL)
 		metrics_series_print(fp, gw->metrics);
 	if (fclose(fp) != 0) {

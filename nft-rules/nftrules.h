@@ -21,6 +21,11 @@
  *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
  *   set  exc_<n>           ipv4_addr: the sandboxes exception n applies to
  *   counter <reason>       one per refusal reason, see nftr_reasons().
+ *   set  acct_out, acct_in ipv4_addr, one element per sandbox with a
+ *                          counter: what its guest sent and received;
+ *        acct_new_out, acct_new_in
+ *                          the same for the first packets of connections
+ *                          (entry not yet confirmed); see nftr_acct_read().
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -41,6 +46,10 @@
 #define NFTR_TABLE		"moat"
 #define NFTR_ALLOW_PREFIX	"allow_"
 #define NFTR_LOG_PREFIX		"moat:"
+#define NFTR_ACCT_OUT		"acct_out"
+#define NFTR_ACCT_IN		"acct_in"
+#define NFTR_ACCT_NEW_OUT	"acct_new_out"
+#define NFTR_ACCT_NEW_IN	"acct_new_in"
 
 enum nftr_mode {
 	NFTR_MODE_GATEWAY = 0,	/* both tables: co-located gateway */
@@ -167,6 +176,21 @@ int	nftr_set_flush(struct nftr_ctx *, const char *sandbox);
 int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
 	    bool each);
+
+/* One sandbox's traffic since its accounting elements were created (a
+ * full replacement of the tables starts them again; nftr_update keeps
+ * those of sandboxes whose address did not change).  out: sent by the
+ * guest, in: sent to it.  conns_*: connections opened, counted at their
+ * first packet (conntrack entry not yet confirmed), once each; an attempt
+ * the policy refused is never confirmed, so each of its packets counts. */
+struct nftr_acct {
+	uint64_t	bytes_out, packets_out, conns_out;
+	uint64_t	bytes_in, packets_in, conns_in;
+};
+/* Read every sandbox's counters from the kernel: out[i] for
+ * cfg->sandboxes[i] (zero where the kernel has no element).  0 or -1. */
+int	nftr_acct_read(struct nftr_ctx *, const struct moat_config *,
+	    struct nftr_acct *out);
 
 /* The one privileged decision on a resolver's set addition (nr_allow.c):
  * admit, respect frozen (the sandbox's allow list was narrowed and its

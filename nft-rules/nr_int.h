@@ -92,6 +92,7 @@ void		 model_set_elem(struct nr_set *, const void *key,
 		    uint32_t keylen, uint32_t elflags, int verdict,
 		    const char *chain, const char *text);
 void		 model_set_elem_text(struct nr_set *, const char *text);
+void		 model_set_counter(struct nr_set *);
 void		 model_counter(struct nr_table *, const char *name);
 struct nr_chain	*model_find_chain(struct nr_table *, const char *);
 struct nr_set	*model_find_set(struct nr_table *, const char *);
@@ -141,6 +142,7 @@ void	rb_lookup(struct nr_rb *, const enum nr_field *, size_t n,
 	    const char *set, bool neq);
 void	rb_vmap(struct nr_rb *, enum nr_field, const char *set);
 void	rb_ct_state(struct nr_rb *, uint32_t mask, const char *text);
+void	rb_ct_unconfirmed(struct nr_rb *);
 void	rb_skuid(struct nr_rb *, uint32_t uid);
 void	rb_fib_daddr_local(struct nr_rb *);
 void	rb_notrack(struct nr_rb *);

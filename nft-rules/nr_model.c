@@ -6,6 +6,7 @@
 #include <linux/netfilter/nf_tables.h>
 
 #include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
@@ -173,6 +174,17 @@ model_set_elem(struct nr_set *s, const void *key, uint32_t keylen,
 	s->nle[s->nnle++] = e;		/* owned by s->nl */
 	if (text)
 		model_set_elem_text(s, text);
+}
+
+/* Give each element of s a counter of its own (the set's "counter"). */
+void
+model_set_counter(struct nr_set *s)
+{
+	struct nftnl_expr *e;
+
+	if ((e = nftnl_expr_alloc("counter")) == NULL)
+		fatalx("out of memory");
+	nftnl_set_add_expr(s->nl, e);
 }
 
 void

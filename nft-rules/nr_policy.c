@@ -18,6 +18,10 @@
  *             address -> accept / allowlist chain / refusal); towards
  *             guests only replies
  *   nat_post  masquerade out of the uplink
+ *   acct_post postrouting: what each guest receives; with the end of
+ *             raw_pre (what it sends) and rules in guest_in and guest_fwd
+ *             (connections it opens), per-sandbox traffic, kept in the
+ *             counters of four sets' elements keyed by guest address
  *   output    packets of the proxy's and dnsd's users: the proxy never
  *             reaches the host, the sandbox network, IPv6 or a private
  *             range (but exceptions); dnsd only its upstreams on 53;
@@ -121,12 +125,14 @@ per_sandbox(const struct build *b, uint32_t flags)
 static const char *
 per_sandbox_decl(const struct build *b, const char *decl)
 {
+	static const char cst[] = " flags constant;";
 	static char buf[128];
-	const char *c = strstr(decl, " flags constant;");
+	const char *c = strstr(decl, cst);
 
 	if (!b->opts->incremental || c == NULL)
 		return decl;
-	snprintf(buf, sizeof(buf), "%.*s", (int)(c - decl), decl);
+	snprintf(buf, sizeof(buf), "%.*s%s", (int)(c - decl), decl,
+	    c + sizeof(cst) - 1);
 	return buf;
 }
 
@@ -531,6 +537,79 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
 #define CT_EST_REL	(NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | \
 			 NF_CT_STATE_BIT(IP_CT_RELATED))
 
+/*
+ * Traffic accounting: per sandbox, the bytes and packets its guest sends
+ * and receives, and the connections opened either way.  Each is the
+ * counter of the guest's element in one of four sets, updated by the
+ * lookup that finds it: a packet costs at most one lookup per direction
+ * whatever the number of sandboxes, and adding a sandbox adds four
+ * elements and touches no other's counters.  What a guest sends is
+ * counted at the end of raw_pre (every packet that passed the source
+ * checks), in a chain every packet walks anyway; the connections it opens
+ * in guest_in and guest_fwd right after established traffic is accepted,
+ * so that only packets that may open one are looked at: those whose
+ * conntrack entry is not confirmed yet, the first of each connection (a
+ * retransmitted SYN or a UDP flow's next datagrams find it confirmed; a
+ * refused attempt's never is, so each try counts).  What a guest
+ * receives, and connections towards it, in acct_post after routing,
+ * where replies that masquerade translated back carry its address.  The
+ * guest's side is counted, not the uplink: traffic through the proxy and
+ * dnsd counts, and so do refused packets (also in their reason's
+ * counter).
+ */
+enum { ACCT_OUT, ACCT_NEW_OUT, ACCT_IN, ACCT_NEW_IN };
+
+static const struct { const char *set; enum nr_field f; bool new; } acct[] = {
+	[ACCT_OUT] = { NFTR_ACCT_OUT, F_IP_SADDR, false },
+	[ACCT_NEW_OUT] = { NFTR_ACCT_NEW_OUT, F_IP_SADDR, true },
+	[ACCT_IN] = { NFTR_ACCT_IN, F_IP_DADDR, false },
+	[ACCT_NEW_IN] = { NFTR_ACCT_NEW_IN, F_IP_DADDR, true },
+};
+
+static void
+acct_sets(struct build *b, struct nr_table *t)
+{
+	struct nr_set *s;
+	char ip[64];
+	size_t i, k;
+
+	for (k = 0; k < sizeof(acct) / sizeof(acct[0]); k++) {
+		s = sandbox_set(b, t, acct[k].set, NR_TYPE_IPADDR, 4,
+		    NFT_SET_CONSTANT, "type ipv4_addr; flags constant; counter;");
+		model_set_counter(s);
+		for (i = 0; i < b->cfg->nsandboxes; i++) {
+			const struct moat_sandbox *sb = &b->cfg->sandboxes[i];
+
+			fmt_ip(&sb->address, ip, sizeof(ip));
+			model_set_elem(s, sb->address.a, 4, 0, 0, NULL, ip);
+		}
+	}
+}
+
+/* Count the packet in its guest's element of acct[k], if it has one; no
+ * verdict, the chain goes on. */
+static void
+acct_rule(struct nr_table *t, struct nr_chain *c, int k)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	if (acct[k].new)
+		rb_ct_unconfirmed(&rb);
+	rb_lookup(&rb, &acct[k].f, 1, acct[k].set, false);
+	rb_end(&rb);
+}
+
+static void
+acct_post(struct nr_table *t)
+{
+	struct nr_chain *c = model_chain(t, "acct_post", "filter",
+	    NF_INET_POST_ROUTING, 0, "filter");
+
+	acct_rule(t, c, ACCT_IN);
+	acct_rule(t, c, ACCT_NEW_IN);
+}
+
 static void
 guest_input(struct build *b, struct nr_table *t)
 {
@@ -538,6 +617,7 @@ guest_input(struct build *b, struct nr_table *t)
 	struct nr_chain *c = model_chain(t, "guest_in", NULL, 0, 0, NULL);
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	acct_rule(t, c, ACCT_NEW_OUT);
 	port_rule(t, c, &gw->address, F_UDP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
@@ -643,6 +723,7 @@ guest_forward(struct build *b, struct nr_table *t)
 	size_t i;
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
+	acct_rule(t, c, ACCT_NEW_OUT);
 	ct_rule(t, c, NF_CT_STATE_INVALID_BIT, "invalid", NFT_GOTO,
 	    reason_chain("inet", "invalid"));
 	/* Port isolation stops guest-to-guest frames on the bridge, but
@@ -745,6 +826,7 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_end(&rb);
 	trunk_rule(b, t, c);
 	dns_notrack(b, t, c);
+	acct_rule(t, c, ACCT_OUT);
 
 	if (gw->intercept) {
 		c = model_chain(t, "nat_pre", "nat", NF_INET_PRE_ROUTING,
@@ -1128,10 +1210,12 @@ build_inet(struct build *b)
 	reason_chains(t, b->cfg->gw.nflog_group);
 	trunk_sets(b, t);
 	sandbox_map(b, t);
+	acct_sets(b, t);
 	guest_input(b, t);
 	guest_forward(b, t);
 	inet_base_chains(b, t);
 	inet_output(b, t);
+	acct_post(t);
 }
 
 /* ---- bridge moat ---------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_tables.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -496,6 +497,25 @@ rb_ct_state(struct nr_rb *rb, uint32_t mask, const char *text)
 	e_cmp(rb, NFT_CMP_NEQ, &zero, 4);
 	text_sp(rb);
 	buf_add(&rb->text, "ct state %s", text);
+}
+
+/* The packet's conntrack entry is not confirmed yet: the first packet of
+ * a connection, before the end of its first pass through the stack.  A
+ * retransmission of an admitted first packet, or a UDP flow's next
+ * datagrams, find the entry confirmed.  Untracked packets do not match. */
+void
+rb_ct_unconfirmed(struct nr_rb *rb)
+{
+	struct nftnl_expr *e = expr_new("ct");
+	uint32_t mask = IPS_CONFIRMED, zero = 0;
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATUS);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, REG0);
+	e_add(rb, e);
+	e_mask(rb, &mask, 4);
+	e_cmp(rb, NFT_CMP_EQ, &zero, 4);
+	text_sp(rb);
+	buf_add(&rb->text, "ct status ! confirmed");
 }
 
 /* The packet bypasses conntrack (raw priority, before conntrack's own

@@ -243,7 +243,8 @@ key_text(uint32_t type, char *buf, size_t len)
 /* A set's declaration in nft syntax, as the kernel or the policy has it:
  * "map inet moat sandboxes { type ipv4_addr : verdict; flags constant; }". */
 static void
-set_show(struct lines *l, const char *fname, const struct nftnl_set *s)
+set_show(struct lines *l, const char *fname, const struct nftnl_set *s,
+    const char *exprs)
 {
 	uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS), dt;
 	char key[128], data[128] = "", fl[64] = "";
@@ -262,10 +263,20 @@ set_show(struct lines *l, const char *fname, const struct nftnl_set *s)
 	    ", constant" : "", flags & NFT_SET_INTERVAL ? ", interval" : "",
 	    flags & NFT_SET_TIMEOUT ? ", timeout" : "", flags & NFT_SET_EVAL ?
 	    ", dynamic" : "");
-	lines_show(l, "%s %s %s %s { type %s%s;%s%s%s }", flags & NFT_SET_MAP ?
+	lines_show(l, "%s %s %s %s { type %s%s;%s%s%s%s%s }", flags & NFT_SET_MAP ?
 	    "map" : "set", fname, NFTR_TABLE, nftnl_set_get_str(s,
 	    NFTNL_SET_NAME), key, data, fl[0] ? " flags " : "", fl[0] ? fl + 2 :
-	    "", fl[0] ? ";" : "");
+	    "", fl[0] ? ";" : "", exprs, exprs[0] ? ";" : "");
+}
+
+/* The names of a set's expressions (" counter"): whether its elements
+ * carry counters is part of the policy; their values are not, and are
+ * never compared (elem_line leaves them out). */
+static int
+set_expr_name(struct nftnl_expr *e, void *arg)
+{
+	buf_add(arg, " %s", nftnl_expr_get_str(e, NFTNL_EXPR_NAME));
+	return 0;
 }
 
 /*
@@ -283,14 +294,19 @@ set_lines(struct lines *l, const char *fname, struct nftnl_set *s,
 	char prefix[400], show[400];
 	struct elem_arg a = { l, prefix, show, nftnl_set_get_u32(s,
 	    NFTNL_SET_KEY_TYPE) == NR_TYPE_IPADDR };
+	struct nr_buf ex = { 0 };
+	char *exprs;
 
-	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u", fname, name,
+	nftnl_set_expr_foreach(s, set_expr_name, &ex);
+	exprs = buf_take(&ex);
+	lines_add(l, "set %s %s flags 0x%x key %u/%u data %u%s%s", fname, name,
 	    either ? flags & ~(uint32_t)NFT_SET_CONSTANT : flags,
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN),
 	    (flags & NFT_SET_MAP) ? nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) :
-	    0);
-	set_show(l, fname, s);
+	    0, exprs[0] ? " expr" : "", exprs);
+	set_show(l, fname, s, exprs);
+	free(exprs);
 	if (!elems)
 		return;
 	snprintf(prefix, sizeof(prefix), "elem %s %s", fname, name);

@@ -12,6 +12,7 @@
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/common.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 
@@ -416,6 +417,7 @@ test_flat_per_packet(void **state)
 		{ "inet", "input" }, { "inet", "guest_in" },
 		{ "inet", "forward" }, { "inet", "guest_fwd" },
 		{ "inet", "to_guest" }, { "inet", "nat_post" },
+		{ "inet", "acct_post" },
 		{ "bridge", "prerouting" }, { "bridge", "from_guest" },
 		{ "bridge", "forward" },
 	};
@@ -439,6 +441,55 @@ test_flat_per_packet(void **state)
 	config_free(cb);
 	free(small);
 	free(big);
+}
+
+static int
+count_exprs(struct nftnl_expr *e, void *arg)
+{
+	assert_string_equal(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "counter");
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Traffic accounting: four sets, each with one counted element per
+ * sandbox; built for gatewayd (incremental) they stay changeable in
+ * place and keep their counter, so one sandbox more is four elements. */
+static void
+test_accounting(void **state)
+{
+	static const char *sets[] = { "acct_out", "acct_new_out", "acct_in",
+	    "acct_new_in" };
+	struct nftr_opts inc = { .incremental = true };
+	char *text = config_with(5), err[256];
+	struct moat_config *cfg = load_text(text);
+	struct nftr_ruleset *rs = nftr_build(cfg, NULL, err, sizeof(err));
+	struct nftr_ruleset *ri = nftr_build(cfg, &inc, err, sizeof(err));
+	size_t i;
+
+	assert_non_null(rs);
+	assert_non_null(ri);
+	for (i = 0; i < 4; i++) {
+		struct nr_set *s = model_find_set(&rs->tables[0], sets[i]);
+		struct nr_set *si = model_find_set(&ri->tables[0], sets[i]);
+		int n = 0;
+
+		assert_non_null(s);
+		assert_non_null(si);
+		assert_int_equal(s->nelems, 5);
+		assert_false(s->dynamic);
+		nftnl_set_expr_foreach(s->nl, count_exprs, &n);
+		assert_int_equal(n, 1);
+		assert_non_null(strstr(s->decl, "flags constant; counter;"));
+		assert_string_equal(si->decl, "type ipv4_addr; counter;");
+		assert_int_equal(nftnl_set_get_u32(si->nl, NFTNL_SET_FLAGS) &
+		    NFT_SET_CONSTANT, 0);
+	}
+	assert_null(model_find_chain(&rs->tables[0], "acct_pre"));
+	assert_int_equal(chain_rules(rs, "inet", "acct_post"), 2);
+	nftr_ruleset_free(rs);
+	nftr_ruleset_free(ri);
+	config_free(cfg);
+	free(text);
 }
 
 static void
@@ -545,6 +596,7 @@ main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_flat_per_packet),
+		cmocka_unit_test(test_accounting),
 		cmocka_unit_test(test_set_name),
 		cmocka_unit_test(test_reasons),
 		cmocka_unit_test(test_host_access),
