@@ -25,23 +25,12 @@
 
 #define DROPIN_MAX	65536
 
-static bool
-has(const struct moat_strlist *l, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 /* May the caller put secret s on a sandbox of theirs? */
 static bool
 may_use(const struct ctl_req *r, const struct moat_secret *s)
 {
 	return r->admin || (s->owner != NULL && strcmp(s->owner, r->user) ==
-	    0) || has(&s->shared_with, r->user);
+	    0) || config_strlist_has(&s->shared_with, r->user);
 }
 
 /* The sandbox's secrets list after the change, as libconfig text. */
@@ -124,7 +113,7 @@ change(struct ctl_req *r, const char *sbname, const char *name, bool attach)
 		    name);
 		return;
 	}
-	if (attach == has(&sb->secrets, name)) {
+	if (attach == config_strlist_has(&sb->secrets, name)) {
 		ctl_refuse(r, sbname, "sandbox %s %s secret \"%s\"", sbname,
 		    attach ? "already holds" : "does not hold", name);
 		return;

@@ -253,21 +253,6 @@ dropin_allow_edit(const char *text, const char *const *add, size_t nadd,
 
 /* --- writing, checked ---------------------------------------------------- */
 
-static char *
-errors_text(const struct moat_errors *e)
-{
-	char *buf = NULL;
-	size_t len = 0, i;
-	FILE *fp = open_memstream(&buf, &len);
-
-	if (fp == NULL)
-		fatalx("out of memory");
-	for (i = 0; i < e->n; i++)
-		fprintf(fp, "%s\n", e->msg[i]);
-	fclose(fp);
-	return buf;
-}
-
 /* path's sibling ".BASE.suffix" (ignored by the loader: it starts with
  * a dot). */
 static char *
@@ -339,7 +324,7 @@ dropin_replace_checked(const char *mainconf, const char *path,
 		goto out;
 	}
 	if ((cfg = config_load(mainconf, NULL, &errs)) == NULL) {
-		*errors = errors_text(&errs);
+		*errors = config_errors_text(&errs);
 		config_errors_free(&errs);
 		if (rename(old, path) == -1)
 			log_warn("%s: putting the old file back", path);

@@ -56,17 +56,6 @@ req_free(struct grant_req *g)
 
 /* --- the allow list in force ------------------------------------------- */
 
-static bool
-list_has(const struct moat_strlist *l, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], name) == 0)
-			return true;
-	return false;
-}
-
 static void
 list_add(struct moat_strlist *l, const char *name)
 {
@@ -149,7 +138,8 @@ grants_overlay(struct gw *gw, struct moat_config *cfg)
 
 		sb = sandbox_rw(cfg, x->sandbox);
 		x->next_gone = sb == NULL || sb->egress != EGRESS_ALLOWLIST;
-		x->next_added = !x->next_gone && !list_has(&sb->allow, x->name);
+		x->next_added = !x->next_gone &&
+		    !config_strlist_has(&sb->allow, x->name);
 		if (x->next_added)
 			list_add(&sb->allow, x->name);
 	}
@@ -485,12 +475,12 @@ list_replace(struct gw *gw, struct moat_sandbox *sb,
 
 		if (strcmp(x->sandbox, sb->name) != 0)
 			continue;
-		x->added = !list_has(&l, x->name);
+		x->added = !config_strlist_has(&l, x->name);
 		if (x->added)
 			list_add(&l, x->name);
 	}
 	for (i = 0; i < sb->allow.n && !lost; i++)
-		lost = !list_has(&l, sb->allow.v[i]);
+		lost = !config_strlist_has(&l, sb->allow.v[i]);
 	for (i = 0; i < sb->allow.n; i++)
 		free(sb->allow.v[i]);
 	free(sb->allow.v);
@@ -554,7 +544,7 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 			snprintf(x->sandbox, sizeof(x->sandbox), "%s",
 			    g->sb->name);
 			x->name = xstrdup(g->names[i]);
-			x->added = !list_has(&g->sb->allow, x->name);
+			x->added = !config_strlist_has(&g->sb->allow, x->name);
 			if (x->added)
 				list_add(&g->sb->allow, x->name);
 		}
@@ -659,7 +649,7 @@ ctl_unallow(struct ctl_req *r)
 		    !found[i] && !list_in_file) {
 			ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
 			    "changed\n", g.names[i], g.sb->name,
-			    list_has(&g.sb->allow, g.names[i]) ? " (it comes "
+			    config_strlist_has(&g.sb->allow, g.names[i]) ? " (it comes "
 			    "from a list or from moat.conf: change it there)" :
 			    "");
 			goto out;

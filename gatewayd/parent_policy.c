@@ -461,17 +461,6 @@ egress_rank(enum moat_egress e)
 	return e == EGRESS_OPEN ? 2 : e == EGRESS_ALLOWLIST ? 1 : 0;
 }
 
-static bool
-strlist_has(const struct moat_strlist *l, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 /* The new config lets this old sandbox do less than before (or it is
  * gone, or moved): its existing flows must be judged again. */
 static bool
@@ -487,7 +476,7 @@ narrowed(const struct moat_sandbox *o, const struct moat_config *new)
 		return true;
 	if (n->egress == EGRESS_ALLOWLIST && o->egress == EGRESS_ALLOWLIST)
 		for (i = 0; i < o->allow.n; i++)
-			if (!strlist_has(&n->allow, o->allow.v[i]))
+			if (!config_strlist_has(&n->allow, o->allow.v[i]))
 				return true;
 	return false;
 }

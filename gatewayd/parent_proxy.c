@@ -101,19 +101,28 @@ proxy_secret_ids(const struct moat_config *cfg)
 	return buf;
 }
 
-/* Does had (secret_ids) hold the same line for secret name as ids? */
+/* The last line of ids (proxy_secret_ids) about secret name, or NULL. */
+static const char *
+id_line(const char *ids, const char *name)
+{
+	size_t nl = strlen(name), len;
+	const char *p, *found = NULL;
+
+	for (p = ids; *p != '\0'; p += len + (p[len] != '\0')) {
+		len = strcspn(p, "\n");
+		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
+			found = p;
+	}
+	return found;
+}
+
+/* Does had (proxy_secret_ids) hold the same line for secret name as ids? */
 static bool
 same_id(const char *ids, const char *had, const char *name)
 {
-	size_t nl = strlen(name), la, lb;
-	const char *a = NULL, *b = NULL, *p;
+	const char *a = id_line(ids, name), *b = id_line(had, name);
+	size_t la, lb;
 
-	for (p = ids; *p != '\0'; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0'))
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			a = p;
-	for (p = had; *p != '\0'; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0'))
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			b = p;
 	if (a == NULL || b == NULL)
 		return false;
 	la = strcspn(a, "\n");

@@ -13,21 +13,6 @@
 #include "gatewayd.h"
 #include "log.h"
 
-static char *
-errors_text(const struct moat_errors *e)
-{
-	char *buf = NULL;
-	size_t len = 0, i;
-	FILE *fp = open_memstream(&buf, &len);
-
-	if (fp == NULL)
-		fatalx("out of memory");
-	for (i = 0; i < e->n; i++)
-		fprintf(fp, "%s\n", e->msg[i]);
-	fclose(fp);
-	return buf;
-}
-
 /* The config's warnings, one log line each (start-up and reload). */
 void
 gw_log_warnings(const struct moat_config *cfg, const struct moat_errors *errs)
@@ -54,7 +39,7 @@ gw_reload(struct gw *gw, char **errors)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cfg = net_config_load(old->path, &errs);
 	if (cfg == NULL) {
-		*errors = errors_text(&errs);
+		*errors = config_errors_text(&errs);
 		snprintf(count, sizeof(count), "%zu", errs.n);
 		log_warnx("reload refused: %zu error(s) in %s; the previous "
 		    "policy stays", errs.n, old->path);

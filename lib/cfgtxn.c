@@ -343,9 +343,6 @@ cfgtxn_check_load(void *arg, const char *conf_path, char **errors)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg;
-	char *buf = NULL;
-	size_t len = 0, i;
-	FILE *fp;
 
 	(void)arg;
 	if ((cfg = config_load(conf_path, NULL, &errs)) != NULL) {
@@ -353,12 +350,7 @@ cfgtxn_check_load(void *arg, const char *conf_path, char **errors)
 		config_errors_free(&errs);
 		return 0;
 	}
-	if ((fp = open_memstream(&buf, &len)) == NULL)
-		fatalx("out of memory");
-	for (i = 0; i < errs.n; i++)
-		fprintf(fp, "%s\n", errs.msg[i]);
-	fclose(fp);
+	*errors = config_errors_text(&errs);
 	config_errors_free(&errs);
-	*errors = buf;
 	return -1;
 }

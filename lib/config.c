@@ -251,3 +251,30 @@ host_access_name(enum moat_host_access a)
 	};
 	return (unsigned)a < 3 ? names[a] : "?";
 }
+
+char *
+config_errors_text(const struct moat_errors *e)
+{
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *fp = open_memstream(&buf, &len);
+
+	if (fp == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < e->n; i++)
+		fprintf(fp, "%s\n", e->msg[i]);
+	if (fclose(fp) != 0)
+		fatalx("out of memory");
+	return buf;
+}
+
+bool
+config_strlist_has(const struct moat_strlist *l, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}

@@ -235,6 +235,10 @@ void	config_free(struct moat_config *);
 void	config_free_sandboxes(struct moat_config *);
 void	config_errors_free(struct moat_errors *);
 void	config_errors_print(FILE *, const struct moat_errors *);
+/* The same as text, one error a line; malloc'ed. */
+char	*config_errors_text(const struct moat_errors *);
+/* Is s one of l's strings? */
+bool	config_strlist_has(const struct moat_strlist *, const char *s);
 void	config_warnings_print(FILE *, const struct moat_errors *);
 
 /* The DNS query rate and burst that apply to a sandbox: its own if set,
