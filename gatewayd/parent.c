@@ -180,6 +180,7 @@ gw_run(struct gw_opts *opts)
 	config_free(gw.cfg);
 	free(gw.dnsdrops);
 	free(gw.hoststats);
+	free(gw.cfgtext.text);
 	refused_free(&gw);
 	grants_free(&gw);
 	if (gw.regfd != -1)

@@ -84,6 +84,8 @@ teardown(void **state)
 	}
 	unlink(path);
 	config_free(gw.cfg);
+	free(gw.cfgtext.text);
+	gw.cfgtext.text = NULL;
 	if (gw.procs[PROC_DNSD].ipc != -1)
 		close(gw.procs[PROC_DNSD].ipc);
 	close(dns[1]);
