@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,8 +391,18 @@ guest_connect(const char *path, uid_t uid, gid_t gid)
 
 	if ((pid = connect_as_start(path, uid, gid, &back)) == -1)
 		return -1;
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
+	/* The child runs as the guest's uid, which may stop it (SIGSTOP):
+	 * stopped, it would never exit, nor its alarm fire.  It is killed. */
+	for (;;) {
+		if (waitpid(pid, &status, WUNTRACED) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!WIFSTOPPED(status))
+			break;
+		kill(pid, SIGKILL);
+	}
 	fd = connect_as_take(back, uid);
 	close(back);
 	return fd;
