@@ -296,6 +296,27 @@ stage_existing(struct ctl_req *r, const struct secret_req *q,
 	return rc;
 }
 
+/* Another secret's value file is path (the same file under any name):
+ * an admin may keep a secret's value in state_dir/secrets under a name
+ * that is not the secret's, and a new secret of that name must not
+ * replace it. */
+static const struct moat_secret *
+value_file_used(const struct moat_config *cfg, const char *path)
+{
+	struct stat a, b;
+	bool there = stat(path, &a) == 0;
+	size_t i;
+
+	for (i = 0; i < cfg->nsecrets; i++) {
+		const char *f = cfg->secrets[i].file;
+		if (f != NULL && (strcmp(f, path) == 0 || (there &&
+		    stat(f, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)))
+			return &cfg->secrets[i];
+	}
+	return NULL;
+}
+
 /* A new secret: its value in state_dir/secrets/NAME, its definition in
  * secrets.d/NAME.conf, owned by the caller. */
 static int
@@ -317,6 +338,9 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 	if (access(dpath, F_OK) == 0)
 		ctl_refuse(r, NULL, "%s exists but defines no secret \"%s\"; "
 		    "choose another name", dpath, q->name);
+	else if (value_file_used(cfg, file) != NULL)
+		ctl_refuse(r, NULL, "%s holds the value of another secret; "
+		    "choose another name", file);
 	else if (mkdir_root(dir, 0700) == -1 || mkdir_root(ddir, 0755) == -1)
 		ctl_refuse(r, NULL, "cannot make %s or %s: %s", dir, ddir,
 		    strerror(errno));
