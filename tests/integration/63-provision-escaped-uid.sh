@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# A guest that escaped into its QEMU holds the guest's uid, and a process
-# of a uid may stop (SIGSTOP) any other process of that uid.  provision
-# console, stop and gatewayd's console open the guest's sockets from a
-# child that has become that uid: a stopped child never exits (its
-# alarm waits too), so whoever waits for it would wait for ever.  Here a
-# stand-in for the escaped guest (a process of the guest's uid, no QEMU)
-# stops every process of its uid, again and again, while root's
-# `provision console` and a member's (through gatewayd) run: each must
-# answer within seconds, and no stopped child may be left behind holding
-# one of gatewayd's job slots.
+# What a guest that escaped into its QEMU can do with the guest's uid to
+# provision and gatewayd, which act on its runtime folder (no QEMU here: a
+# stand-in process of the guest's uid plays it).
+#
+# 1. A process of a uid may stop (SIGSTOP) any other process of that uid.
+#    provision console, stop and gatewayd's console open the guest's
+#    sockets from a child that has become that uid: a stopped child never
+#    exits (its alarm waits too), so whoever waits for it would wait for
+#    ever.  The stand-in stops every process of its uid, again and again,
+#    while root's `provision console` and a member's (through gatewayd)
+#    run: each must answer within seconds, and no stopped child may be
+#    left behind holding one of gatewayd's job slots.
+# 2. The pidfile is in the guest's folder: the stand-in, named like the
+#    guest's QEMU, answers QMP and empties its pidfile when asked to power
+#    down.  provision stop must still stop it, not take it for gone.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -22,6 +27,7 @@ cs_cleanup() {
 	[ -n "${GUID:-}" ] && for p in $(stopped_of "$GUID"); do kill -KILL "$p"; done
 	userdel "$UA" 2>/dev/null
 }
+alive() { local st; st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
 # stopped_of UID -- pids of the stopped processes whose real uid is UID
 stopped_of() {
 	local f uid st
@@ -105,4 +111,39 @@ sleep 0.5
 expect_eq "no stopped child of the guest's uid is left behind" "" "$(stopped_of "$GUID" | xargs)"
 out=$(mpv 10 list 2>&1); rc=$?
 expect_eq "gatewayd still runs $UA's provision list (its job slots are free)" 0 "$rc"
+
+# --- 2: a QEMU that empties its pidfile is still stopped -------------------
+setpriv --reuid="$GUID" --regid="$GUID" --clear-groups /usr/bin/python3 - \
+    "$TOPO_TMP/guests/c-a" >"$TOPO_TMP/fakeqemu.log" 2>&1 <<'PY' &
+import os, socket, sys
+d = sys.argv[1]
+with open("/proc/self/comm", "w") as f:
+    f.write("moat-c-a")
+s = socket.socket(socket.AF_UNIX)
+s.bind(d + "/qmp.sock"); s.listen(4)
+with open(d + "/qemu.pid", "w") as f:
+    f.write("%d\n" % os.getpid())
+print("up", flush=True)
+while True:
+    c, _ = s.accept()
+    c.sendall(b'{"QMP": {"version": {}}}\n')
+    f = c.makefile("rb")
+    for line in f:
+        c.sendall(b'{"return": {}}\n')
+        if b"system_powerdown" in line or b"quit" in line:
+            open(d + "/qemu.pid", "w").close()	# "gone"
+            print("asked:", line.decode().strip(), flush=True)
+    c.close()
+PY
+QPID=$!; disown "$QPID"
+wait_for 10 grep -q up "$TOPO_TMP/fakeqemu.log"
+out=$(pvr list 2>&1)
+expect_match "provision list takes the stand-in for c-a's QEMU" "c-a .*running" "$out"
+out=$(timeout 60 build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" stop --timeout 2 c-a 2>&1)
+sleep 0.3
+expect_match "the stand-in was asked to power down (and emptied its pidfile)" \
+	"asked:.*system_powerdown" "$(cat "$TOPO_TMP/fakeqemu.log")"
+expect_fail "provision stop stopped it all the same" alive "$QPID"
+expect_match "... and said so" "stopped c-a" "$out"
+kill -KILL "$QPID" 2>/dev/null
 tap_done
