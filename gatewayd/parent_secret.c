@@ -38,6 +38,10 @@
 #include "smallfile.h"
 
 #define MAX_HOSTS	16
+/* A member's own secrets, at most: each is a drop-in every reload loads
+ * and checks against every other secret, so without a bound one member
+ * could make every reload (and so gatewayd, for everyone) slow. */
+#define MEMBER_SECRETS	32
 
 struct secret_req {
 	const char	*name;
@@ -317,6 +321,27 @@ value_file_used(const struct moat_config *cfg, const char *path)
 	return NULL;
 }
 
+/* May the caller own one more secret?  Admins: always. */
+static bool
+below_secret_limit(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	size_t i, n = 0;
+
+	if (r->admin)
+		return true;
+	for (i = 0; i < cfg->nsecrets; i++)
+		if (cfg->secrets[i].owner != NULL &&
+		    strcmp(cfg->secrets[i].owner, r->user) == 0)
+			n++;
+	if (n < MEMBER_SECRETS)
+		return true;
+	ctl_refuse(r, NULL, "secret set: you own %zu secrets, the most a "
+	    "member may own is %d; set a new value for one of them, or ask "
+	    "an administrator", n, MEMBER_SECRETS);
+	return false;
+}
+
 /* A new secret: its value in state_dir/secrets/NAME, its definition in
  * secrets.d/NAME.conf, owned by the caller. */
 static int
@@ -327,7 +352,7 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 	char *dir, *file, *ddir, *dpath, *text;
 	int rc = -1;
 
-	if (!ctl_may_own(r, NULL))
+	if (!ctl_may_own(r, NULL) || !below_secret_limit(r))
 		return -1;
 	xasprintf(&dir, "%s/secrets", cfg->gw.state_dir);
 	xasprintf(&file, "%s/%s", dir, q->name);

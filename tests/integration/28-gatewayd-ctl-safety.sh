@@ -120,6 +120,25 @@ expect_fail "... and no drop-in is written" test -e "$SECD/acme.conf"
 rm -f "$SECD/company.conf" "$SECD/acme.conf" "$STATE/secrets/acme"
 expect_ok "the admin takes the company secret away" gw_ctl reload
 
+# A member owns at most 32 secrets: each is one more drop-in that every
+# reload loads and checks against every other one (with a few thousand,
+# each reload held gatewayd for seconds).
+owned() { actl secret list --json | python3 -c 'import json,sys
+print(sum(1 for s in json.load(sys.stdin) if s["owner"] == sys.argv[1]))' "$UA"; }
+n0=$(owned); rc=0
+for i in $(seq 1 40); do
+	out=$(printf 'v\n' | actl secret set "q$i" --host api.bound.test 2>&1) || { rc=1; break; }
+done
+expect_eq "$UA's secret set is refused once they own 32 (had $n0)" "1 32" "$rc $(owned)"
+expect_match "... saying so" "you own 32 secrets, the most a member may own is 32" "$out"
+expect_fail "... and nothing is written" test -e "$SECD/q$i.conf"
+out=$(printf 'v2\n' | actl secret set q1 --host api.bound.test 2>&1)
+expect_match "at the limit, $UA still sets a new value for one of them" "^secret q1: placeholder" "$out"
+out=$(printf 'v\n' | gw_ctl secret set q-root --host api.bound.test 2>&1)
+expect_match "root is not limited" "^secret q-root: placeholder" "$out"
+rm -f "$SECD"/q*.conf "$STATE"/secrets/q*
+expect_ok "the admin takes them away" gw_ctl reload
+
 # --- 14: a member's reload shows only what is theirs ----------------------
 printf 'name = "b-bad";\nmac = "52:54:00:00:00:0c";\naddress = "10.77.0.12";\ntap = "mt-b-bad";\negress = "sideways";\nowner = "%s";\nsecrets = [ "akey" ];\n' \
     "$UB" >"$TOPO_TMP/sandboxes.d/b-bad.conf"
@@ -217,7 +236,10 @@ hold() {	# hold USER N -- in the background, output in $TOPO_TMP/hold.USER
 	TOPO_PIDS+=($!)
 }
 held() { sed -n "s/^held_at_$2 //p" "$TOPO_TMP/hold.$1"; }
-hold $UA 40; hold $UB 10; hold $UC 10; hold "$UD" 10
+# $UA first, so that it is $UA who meets the per-uid limit (the others
+# then share what is left of the 28).
+hold $UA 40; wait_for 20 grep -q connected "$TOPO_TMP/hold.$UA"
+hold $UB 10; hold $UC 10; hold "$UD" 10
 for u in $UA $UB $UC "$UD"; do wait_for 20 grep -q held_at_1s "$TOPO_TMP/hold.$u"; done
 out=$(timeout 5 build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
 expect_eq "root's ctl status works while members hold 70 idle connections" 0 "$rc"
