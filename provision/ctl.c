@@ -26,6 +26,8 @@
 #include "privdrop.h"
 #include "provision.h"
 
+#define QMP_TIMEOUT_MS	10000	/* one QMP command, greeting to answer */
+
 #define CTL_TIMEOUT_MS	15000
 
 static int
@@ -53,16 +55,21 @@ unix_connect(const char *path)
 	return fd;
 }
 
-/* Read one line (without the newline) within the timeout. */
+/* Read one line (without the newline) before deadline (a mono_ms()
+ * time, or -1 for none): the whole line, so that a peer sending a byte at
+ * a time cannot hold us past it. */
 static int
-read_line(int fd, char *buf, size_t len, int timeout_ms)
+read_line(int fd, char *buf, size_t len, long long deadline)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	long long left = -1;
 	size_t n = 0;
 	ssize_t r;
 
 	while (n + 1 < len) {
-		if (poll(&pfd, 1, timeout_ms) <= 0)
+		if (deadline >= 0 && (left = deadline - mono_ms()) <= 0)
+			return -1;
+		if (poll(&pfd, 1, (int)left) <= 0)
 			return -1;
 		if ((r = read(fd, buf + n, 1)) <= 0)
 			return -1;
@@ -111,7 +118,8 @@ ctl_reload(const struct pv *pv)
 		return CTL_REFUSED;
 	}
 	if (write_all(fd, "reload\n") == -1 ||
-	    read_line(fd, line, sizeof(line), CTL_TIMEOUT_MS) == -1) {
+	    read_line(fd, line, sizeof(line), mono_ms() + CTL_TIMEOUT_MS) ==
+	    -1) {
 		log_warnx("gatewayd did not answer the reload request on %s",
 		    path);
 		rc = CTL_REFUSED;
@@ -367,14 +375,16 @@ ctl_console(const struct pv *pv, const char *name)
 	return -1;
 }
 
-/* Wait for a line holding "return" (or "error"), skipping events. */
+/* Wait for a line holding "return" (or "error"), skipping events, until
+ * deadline: the socket is in the QEMU user's folder, so a guest that
+ * escaped into QEMU could answer with events (or bytes) for ever. */
 static int
-qmp_reply(int fd)
+qmp_reply(int fd, long long deadline)
 {
 	char line[4096];
 
 	for (;;) {
-		if (read_line(fd, line, sizeof(line), 5000) == -1)
+		if (read_line(fd, line, sizeof(line), deadline) == -1)
 			return -1;
 		if (strstr(line, "\"return\"") != NULL)
 			return 0;
@@ -416,16 +426,19 @@ qmp_command(const char *sock, const struct qemu_user *u, const char *command)
 {
 	char line[4096], *req;
 	int fd, rc = -1, sent = 0;
+	long long deadline;
 
 	if ((fd = guest_connect(sock, u->uid, u->gid)) == -1)
 		return -1;
+	/* The whole exchange: QEMU itself answers in milliseconds. */
+	deadline = mono_ms() + QMP_TIMEOUT_MS;
 	xasprintf(&req, "{\"execute\":\"%s\"}\n", command);
-	if (read_line(fd, line, sizeof(line), 5000) == 0 &&
+	if (read_line(fd, line, sizeof(line), deadline) == 0 &&
 	    strstr(line, "\"QMP\"") != NULL &&
 	    write_all(fd, "{\"execute\":\"qmp_capabilities\"}\n") == 0 &&
-	    qmp_reply(fd) == 0 && write_all(fd, req) == 0) {
+	    qmp_reply(fd, deadline) == 0 && write_all(fd, req) == 0) {
 		sent = 1;
-		rc = qmp_reply(fd);
+		rc = qmp_reply(fd, deadline);
 	}
 	/* "quit" may close the socket before answering. */
 	if (rc == -1 && sent && strcmp(command, "quit") == 0)

@@ -14,6 +14,9 @@
 # 2. The pidfile is in the guest's folder: the stand-in, named like the
 #    guest's QEMU, answers QMP and empties its pidfile when asked to power
 #    down.  provision stop must still stop it, not take it for gone.
+# 3. The stand-in answers QMP with events, a line a second, for ever, and
+#    never with "return": provision stop gives up on QMP within its
+#    deadline and kills it.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -24,6 +27,7 @@ UA=mcs$$
 SPID=
 cs_cleanup() {
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
+	[ -n "${QPID:-}" ] && kill -KILL "$QPID" 2>/dev/null
 	[ -n "${GUID:-}" ] && for p in $(stopped_of "$GUID"); do kill -KILL "$p"; done
 	userdel "$UA" 2>/dev/null
 }
@@ -146,4 +150,45 @@ expect_match "the stand-in was asked to power down (and emptied its pidfile)" \
 expect_fail "provision stop stopped it all the same" alive "$QPID"
 expect_match "... and said so" "stopped c-a" "$out"
 kill -KILL "$QPID" 2>/dev/null
+
+# --- 3: a QEMU that answers QMP with events for ever ----------------------
+mkdir -p "$TOPO_TMP/guests/c-a"	# stop took the runtime folder away
+chown "$GUID:$GUID" "$TOPO_TMP/guests/c-a"; chmod 0700 "$TOPO_TMP/guests/c-a"
+setpriv --reuid="$GUID" --regid="$GUID" --clear-groups /usr/bin/python3 - \
+    "$TOPO_TMP/guests/c-a" >"$TOPO_TMP/chatty.log" 2>&1 <<'PY' &
+import os, socket, sys, time
+d = sys.argv[1]
+with open("/proc/self/comm", "w") as f:
+    f.write("moat-c-a")
+for n in ("qmp.sock", "qemu.pid"):
+    try:
+        os.unlink(d + "/" + n)
+    except OSError:
+        pass
+s = socket.socket(socket.AF_UNIX)
+s.bind(d + "/qmp.sock"); s.listen(4)
+with open(d + "/qemu.pid", "w") as f:
+    f.write("%d\n" % os.getpid())
+print("up", flush=True)
+while True:
+    c, _ = s.accept()
+    if os.fork() == 0:
+        c.sendall(b'{"QMP": {"version": {}}}\n')
+        while True:
+            c.sendall(b'{"event": "STILL_HERE"}\n')
+            time.sleep(1)
+    c.close()
+PY
+QPID=$!; disown "$QPID"
+wait_for 10 grep -q up "$TOPO_TMP/chatty.log"
+expect_match "provision list takes the chatty stand-in for c-a's QEMU" "c-a .*running" "$(pvr list 2>&1)"
+t0=$(now_ms)
+out=$(timeout 90 build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" stop --timeout 2 c-a 2>&1); rc=$?
+ms=$(( $(now_ms) - t0 ))
+expect_eq "provision stop of a QEMU that only sends QMP events ends (not cut by timeout)" 0 "$rc"
+expect_ok "... within 40 s (took $ms ms)" test "$ms" -lt 40000
+sleep 0.3
+expect_fail "... and the stand-in was killed" alive "$QPID"
+kill -KILL "$QPID" 2>/dev/null
+for p in $(stopped_of "$GUID"); do kill -KILL "$p"; done
 tap_done
