@@ -26,8 +26,6 @@
 #include "privdrop.h"
 #include "provision.h"
 
-#define QMP_TIMEOUT_MS	10000	/* one QMP command, greeting to answer */
-
 #define CTL_TIMEOUT_MS	15000
 
 static int
@@ -55,13 +53,14 @@ unix_connect(const char *path)
 	return fd;
 }
 
-/* Read one line (without the newline) before deadline (a mono_ms()
- * time, or -1 for none): the whole line, so that a peer sending a byte at
- * a time cannot hold us past it. */
+/* Read one line (without the newline) within the timeout. */
 static int
-read_line(int fd, char *buf, size_t len, long long deadline)
+read_line(int fd, char *buf, size_t len, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	/* For the whole line, so that a peer sending a byte at a time
+	 * cannot hold us past it (-1: no timeout). */
+	long long deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
 	long long left = -1;
 	size_t n = 0;
 	ssize_t r;
@@ -118,8 +117,7 @@ ctl_reload(const struct pv *pv)
 		return CTL_REFUSED;
 	}
 	if (write_all(fd, "reload\n") == -1 ||
-	    read_line(fd, line, sizeof(line), mono_ms() + CTL_TIMEOUT_MS) ==
-	    -1) {
+	    read_line(fd, line, sizeof(line), CTL_TIMEOUT_MS) == -1) {
 		log_warnx("gatewayd did not answer the reload request on %s",
 		    path);
 		rc = CTL_REFUSED;
@@ -375,6 +373,17 @@ ctl_console(const struct pv *pv, const char *name)
 	return -1;
 }
 
+#define QMP_TIMEOUT_MS	10000	/* one QMP command, greeting to answer */
+
+/* Milliseconds left before deadline (a mono_ms() time), at least 0. */
+static int
+ms_left(long long deadline)
+{
+	long long left = deadline - mono_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
 /* Wait for a line holding "return" (or "error"), skipping events, until
  * deadline: the socket is in the QEMU user's folder, so a guest that
  * escaped into QEMU could answer with events (or bytes) for ever. */
@@ -384,7 +393,7 @@ qmp_reply(int fd, long long deadline)
 	char line[4096];
 
 	for (;;) {
-		if (read_line(fd, line, sizeof(line), deadline) == -1)
+		if (read_line(fd, line, sizeof(line), ms_left(deadline)) == -1)
 			return -1;
 		if (strstr(line, "\"return\"") != NULL)
 			return 0;
@@ -433,7 +442,7 @@ qmp_command(const char *sock, const struct qemu_user *u, const char *command)
 	/* The whole exchange: QEMU itself answers in milliseconds. */
 	deadline = mono_ms() + QMP_TIMEOUT_MS;
 	xasprintf(&req, "{\"execute\":\"%s\"}\n", command);
-	if (read_line(fd, line, sizeof(line), deadline) == 0 &&
+	if (read_line(fd, line, sizeof(line), ms_left(deadline)) == 0 &&
 	    strstr(line, "\"QMP\"") != NULL &&
 	    write_all(fd, "{\"execute\":\"qmp_capabilities\"}\n") == 0 &&
 	    qmp_reply(fd, deadline) == 0 && write_all(fd, req) == 0) {
