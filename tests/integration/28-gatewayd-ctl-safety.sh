@@ -236,9 +236,9 @@ hold() {	# hold USER N -- in the background, output in $TOPO_TMP/hold.USER
 	TOPO_PIDS+=($!)
 }
 held() { sed -n "s/^held_at_$2 //p" "$TOPO_TMP/hold.$1"; }
-# $UA first, so that it is $UA who meets the per-uid limit (the others
-# then share what is left of the 28).
-hold $UA 40; wait_for 20 grep -q connected "$TOPO_TMP/hold.$UA"
+# UA first, so that its 8 are in before the others fill the members' 28
+# (in a race, the last to connect could get fewer than 8).
+hold $UA 40; wait_for 20 grep -q held_at_1s "$TOPO_TMP/hold.$UA"
 hold $UB 10; hold $UC 10; hold "$UD" 10
 for u in $UA $UB $UC "$UD"; do wait_for 20 grep -q held_at_1s "$TOPO_TMP/hold.$u"; done
 out=$(timeout 5 build/gatewayd ctl -s "$GW_SOCK" status 2>&1); rc=$?
