@@ -206,6 +206,7 @@ void	ctl_message(struct gw *, const struct ipc_hdr *, void *payload,
 void	ctl_log_line(struct gw *, const char *line);
 /* A job ended: the control client waiting for it gets its verdict. */
 bool	ctl_job_reaped(struct gw *, pid_t, int status);
+void	ctl_job_stopped(struct gw *, pid_t);
 
 /* --- one request and its reply (parent_ctlreq.c) --- */
 

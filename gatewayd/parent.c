@@ -49,8 +49,13 @@ on_signal(struct gw *gw, int sfd)
 			gw->quit = true;
 			break;
 		case SIGCHLD:
-			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-				if (!ctl_job_reaped(gw, pid, status))
+			/* Stops too: a console's child runs as a guest's uid,
+			 * which may stop it for ever (ctl_job_stopped). */
+			while ((pid = waitpid(-1, &status, WNOHANG |
+			    WUNTRACED)) > 0)
+				if (WIFSTOPPED(status))
+					ctl_job_stopped(gw, pid);
+				else if (!ctl_job_reaped(gw, pid, status))
 					proc_reaped(gw, pid, status);
 			break;
 		}

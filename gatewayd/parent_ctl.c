@@ -329,6 +329,23 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 	return true;
 }
 
+/* A child was stopped.  A console's runs as the guest's uid, so a guest
+ * that escaped into its QEMU may stop it: it would never exit (its alarm
+ * waits too) and would hold its job slot and leave the request
+ * unanswered.  It is killed, and reaped as failed.  Any other child is
+ * root's or a service user's, stopped by root: left alone. */
+void
+ctl_job_stopped(struct gw *gw, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < GW_MAX_CLIENTS; i++)
+		if (gw->jobs[i].pid == pid && gw->jobs[i].console) {
+			kill(pid, SIGKILL);
+			return;
+		}
+}
+
 void
 ctl_log_line(struct gw *gw, const char *line)
 {

@@ -38,6 +38,10 @@
 #include "smallfile.h"
 
 #define MAX_HOSTS	16
+/* A member's own secrets, at most: each is a drop-in every reload loads
+ * and checks against every other secret, so without a bound one member
+ * could make every reload (and so gatewayd, for everyone) slow. */
+#define MEMBER_SECRETS	32
 
 struct secret_req {
 	const char	*name;
@@ -296,6 +300,48 @@ stage_existing(struct ctl_req *r, const struct secret_req *q,
 	return rc;
 }
 
+/* Another secret's value file is path (the same file under any name):
+ * an admin may keep a secret's value in state_dir/secrets under a name
+ * that is not the secret's, and a new secret of that name must not
+ * replace it. */
+static const struct moat_secret *
+value_file_used(const struct moat_config *cfg, const char *path)
+{
+	struct stat a, b;
+	bool there = stat(path, &a) == 0;
+	size_t i;
+
+	for (i = 0; i < cfg->nsecrets; i++) {
+		const char *f = cfg->secrets[i].file;
+		if (f != NULL && (strcmp(f, path) == 0 || (there &&
+		    stat(f, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)))
+			return &cfg->secrets[i];
+	}
+	return NULL;
+}
+
+/* May the caller own one more secret?  Admins: always. */
+static bool
+below_secret_limit(struct ctl_req *r)
+{
+	const struct moat_config *cfg = r->gw->cfg;
+	size_t i, n = 0;
+
+	if (r->admin)
+		return true;
+	for (i = 0; i < cfg->nsecrets; i++)
+		if (cfg->secrets[i].owner != NULL &&
+		    strcmp(cfg->secrets[i].owner, r->user) == 0)
+			n++;
+	if (n < MEMBER_SECRETS)
+		return true;
+	ctl_refuse(r, NULL, "secret set: you own %zu secrets, the most a "
+	    "member may own is %d; set a new value for one of them, or ask "
+	    "an administrator", n, MEMBER_SECRETS);
+	return false;
+}
+
 /* A new secret: its value in state_dir/secrets/NAME, its definition in
  * secrets.d/NAME.conf, owned by the caller. */
 static int
@@ -306,7 +352,7 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 	char *dir, *file, *ddir, *dpath, *text;
 	int rc = -1;
 
-	if (!ctl_may_own(r, NULL))
+	if (!ctl_may_own(r, NULL) || !below_secret_limit(r))
 		return -1;
 	xasprintf(&dir, "%s/secrets", cfg->gw.state_dir);
 	xasprintf(&file, "%s/%s", dir, q->name);
@@ -317,6 +363,9 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 	if (access(dpath, F_OK) == 0)
 		ctl_refuse(r, NULL, "%s exists but defines no secret \"%s\"; "
 		    "choose another name", dpath, q->name);
+	else if (value_file_used(cfg, file) != NULL)
+		ctl_refuse(r, NULL, "%s holds the value of another secret; "
+		    "choose another name", file);
 	else if (mkdir_root(dir, 0700) == -1 || mkdir_root(ddir, 0755) == -1)
 		ctl_refuse(r, NULL, "cannot make %s or %s: %s", dir, ddir,
 		    strerror(errno));

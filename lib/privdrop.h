@@ -44,7 +44,10 @@ int	socket_as(const char *user, int domain, int type);
  * symlinks and all, with only that user's rights, and the server sees
  * that user in SO_PEERCRED.  Use it for a path in a folder that user can
  * write.  The connect does not wait for a full backlog, and the child
- * dies after CONNECT_AS_SECONDS whatever it is waiting for.
+ * dies after CONNECT_AS_SECONDS whatever it is waiting for, unless it is
+ * stopped: any process of uid may stop it (SIGSTOP), and then neither it
+ * nor its alarm runs.  A caller that waits for it must watch for that
+ * (WUNTRACED) and kill it.
  *
  * connect_as_start forks the child and returns its pid (or -1), with
  * *back the end it answers on.  Once the child has exited (its exit is

@@ -389,13 +389,37 @@ out:
 	return rc;
 }
 
+/* When pid started (field 22 of /proc/PID/stat, clock ticks after boot),
+ * or 0: with the pid, it names one process, never a later one. */
+static unsigned long long
+started_at(pid_t pid)
+{
+	char path[64], *s, *c;
+	unsigned long long t = 0;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((s = read_small_file(path, 1024, NULL)) == NULL)
+		return 0;
+	c = strrchr(s, ')');
+	for (i = 3; c != NULL && i <= 22; i++)
+		c = strchr(c + 1, ' ');
+	if (c != NULL)
+		t = strtoull(c + 1, NULL, 10);
+	free(s);
+	return t;
+}
+
+/* Gone once the process itself is, whatever the pidfile says: the QEMU
+ * user can write the pidfile, so a guest that escaped into QEMU could
+ * empty it to be taken for stopped. */
 static bool
-wait_gone(const struct target *t, pid_t pid, int seconds)
+wait_gone(pid_t pid, unsigned long long start, int seconds)
 {
 	long ms;
 
 	for (ms = 0; ms <= seconds * 1000L; ms += 100) {
-		if (!alive(pid) || guest_pid(&t->p, &t->g, t->u.uid) != pid)
+		if (!alive(pid) || started_at(pid) != start)
 			return true;
 		sleep_ms(100);
 	}
@@ -407,18 +431,20 @@ static int
 stop_target(const struct target *t, int timeout_s, bool force)
 {
 	pid_t pid = guest_pid(&t->p, &t->g, t->u.uid);
+	unsigned long long start;
 
-	if (pid <= 0) {
+	if (pid <= 0 || (start = started_at(pid)) == 0) {
 		clean_rundir(t);
 		return 0;
 	}
 	if (!force && qmp_command(t->p.qmp, &t->u, "system_powerdown") == 0 &&
-	    wait_gone(t, pid, timeout_s))
+	    wait_gone(pid, start, timeout_s))
 		goto done;
-	if (qmp_command(t->p.qmp, &t->u, "quit") == 0 && wait_gone(t, pid, 5))
+	if (qmp_command(t->p.qmp, &t->u, "quit") == 0 &&
+	    wait_gone(pid, start, 5))
 		goto done;
 	kill(pid, SIGKILL);
-	if (!wait_gone(t, pid, 5)) {
+	if (!wait_gone(pid, start, 5)) {
 		log_warnx("guest \"%s\" (pid %d) does not die", t->g.name,
 		    (int)pid);
 		return -1;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,17 @@ static int
 read_line(int fd, char *buf, size_t len, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	/* For the whole line, so that a peer sending a byte at a time
+	 * cannot hold us past it (-1: no timeout). */
+	long long deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	long long left = -1;
 	size_t n = 0;
 	ssize_t r;
 
 	while (n + 1 < len) {
-		if (poll(&pfd, 1, timeout_ms) <= 0)
+		if (deadline >= 0 && (left = deadline - mono_ms()) <= 0)
+			return -1;
+		if (poll(&pfd, 1, (int)left) <= 0)
 			return -1;
 		if ((r = read(fd, buf + n, 1)) <= 0)
 			return -1;
@@ -259,14 +266,27 @@ ctl_console(const struct pv *pv, const char *name)
 	return cfd;
 }
 
-/* Wait for a line holding "return" (or "error"), skipping events. */
+#define QMP_TIMEOUT_MS	10000	/* one QMP command, greeting to answer */
+
+/* Milliseconds left before deadline (a mono_ms() time), at least 0. */
 static int
-qmp_reply(int fd)
+ms_left(long long deadline)
+{
+	long long left = deadline - mono_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+/* Wait for a line holding "return" (or "error"), skipping events, until
+ * deadline: the socket is in the QEMU user's folder, so a guest that
+ * escaped into QEMU could answer with events (or bytes) for ever. */
+static int
+qmp_reply(int fd, long long deadline)
 {
 	char line[4096];
 
 	for (;;) {
-		if (read_line(fd, line, sizeof(line), 5000) == -1)
+		if (read_line(fd, line, sizeof(line), ms_left(deadline)) == -1)
 			return -1;
 		if (strstr(line, "\"return\"") != NULL)
 			return 0;
@@ -283,8 +303,18 @@ guest_connect(const char *path, uid_t uid, gid_t gid)
 
 	if ((pid = connect_as_start(path, uid, gid, &back)) == -1)
 		return -1;
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
+	/* The child runs as the guest's uid, which may stop it (SIGSTOP):
+	 * stopped, it would never exit, nor its alarm fire.  It is killed. */
+	for (;;) {
+		if (waitpid(pid, &status, WUNTRACED) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!WIFSTOPPED(status))
+			break;
+		kill(pid, SIGKILL);
+	}
 	fd = connect_as_take(back, uid);
 	close(back);
 	return fd;
@@ -298,16 +328,19 @@ qmp_command(const char *sock, const struct qemu_user *u, const char *command)
 {
 	char line[4096], *req;
 	int fd, rc = -1, sent = 0;
+	long long deadline;
 
 	if ((fd = guest_connect(sock, u->uid, u->gid)) == -1)
 		return -1;
+	/* The whole exchange: QEMU itself answers in milliseconds. */
+	deadline = mono_ms() + QMP_TIMEOUT_MS;
 	xasprintf(&req, "{\"execute\":\"%s\"}\n", command);
-	if (read_line(fd, line, sizeof(line), 5000) == 0 &&
+	if (read_line(fd, line, sizeof(line), ms_left(deadline)) == 0 &&
 	    strstr(line, "\"QMP\"") != NULL &&
 	    write_all(fd, "{\"execute\":\"qmp_capabilities\"}\n") == 0 &&
-	    qmp_reply(fd) == 0 && write_all(fd, req) == 0) {
+	    qmp_reply(fd, deadline) == 0 && write_all(fd, req) == 0) {
 		sent = 1;
-		rc = qmp_reply(fd);
+		rc = qmp_reply(fd, deadline);
 	}
 	/* "quit" may close the socket before answering. */
 	if (rc == -1 && sent && strcmp(command, "quit") == 0)

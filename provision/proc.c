@@ -389,7 +389,7 @@ spawn_qemu(char *const argv[], const struct qemu_user *u, int tapfd,
 	return q;
 }
 
-static long long
+long long
 mono_ms(void)
 {
 	struct timespec t;

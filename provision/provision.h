@@ -253,6 +253,8 @@ pid_t	 spawn_qemu(char *const argv[], const struct qemu_user *, int tapfd,
 	    int logfd, int errfd, bool detach);
 pid_t	 guest_pid(const struct gpaths *, const struct guest *, uid_t);
 long	 proc_uptime(pid_t);
+/* CLOCK_MONOTONIC in milliseconds, for deadlines. */
+long long mono_ms(void);
 int	 rm_rf_guest(const struct gpaths *);
 /* read_small_fd (smallfile.h) in a child killed after secs; NULL, errno
  * ETIMEDOUT then. */

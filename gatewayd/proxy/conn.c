@@ -364,6 +364,32 @@ classify(struct conn *c, enum ckind kind)
 	return K_TRANSPARENT;
 }
 
+/* A source that is no sandbox -- a host the gateway routes for, on the
+ * management network or the uplink -- is served nothing, so it holds
+ * nothing either: closed at once, before it can take one of the
+ * connections kept for guests.  Audited at most once a second, with how
+ * many were closed, so that a flood of them cannot flood the audit log. */
+static void
+refuse_outsider(struct conn *c)
+{
+	static uint64_t last;
+	static unsigned long n;
+	uint64_t now = ev_now() / 1000;
+	char count[24];
+
+	n++;
+	if (now != last) {
+		snprintf(count, sizeof(count), "%lu", n);
+		log_warnx("%s: source is not a sandbox: closed (%lu since the "
+		    "last note)", c->src, n);
+		audit("refuse", "sandbox", "-", "src", c->src, "reason",
+		    "source is not a sandbox", "connections", count, NULL);
+		last = now;
+		n = 0;
+	}
+	conn_close(c);
+}
+
 void
 conn_accept(int lfd, enum ckind kind)
 {
@@ -391,7 +417,11 @@ conn_accept(int lfd, enum ckind kind)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 },
 		    sizeof(int));
 		c = conn_new(fd, &ss, kind);
-		if (c->sb != NULL && conn_count_sandbox(c->sb) > proxy.sb_max) {
+		if (c->sb == NULL) {
+			refuse_outsider(c);
+			continue;
+		}
+		if (conn_count_sandbox(c->sb) > proxy.sb_max) {
 			log_warnx("%s: sandbox %s has too many connections",
 			    c->src, c->sbname);
 			conn_close(c);

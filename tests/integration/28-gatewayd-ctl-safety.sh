@@ -108,6 +108,40 @@ expect_match "... where an admin finds the details" \
 out=$(printf 'v\n' | actl secret set a-new --host api.bound.test --share "$UC" 2>&1)
 expect_match "$UA adds another secret" "^secret a-new: placeholder" "$out"
 
+# An admin keeps a secret's value in the state folder under another name;
+# a member's new secret of that name must not replace the value.
+VCO=sk-company-$RANDOM$RANDOM
+install -m 0600 /dev/stdin "$STATE/secrets/acme" <<<"$VCO"
+printf 'name = "company";\nfile = "%s";\nhosts = [ "api.bound.test" ];\nheader = "X-Company";\nplaceholder = "moat-company-4f1d";\n' \
+    "$STATE/secrets/acme" >"$SECD/company.conf"
+expect_ok "the admin's secret loads" gw_ctl reload
+out=$(printf 'sk-mine\n' | bctl secret set acme --host api.bound.test 2>&1); rc=$?
+expect_eq "$UB's new secret named after the company secret's value file is refused (exit 1)" 1 "$rc"
+expect_match "... saying the file holds another secret's value" "holds the value of another secret" "$out"
+expect_eq "the company secret's value is untouched" "$VCO" "$(cat "$STATE/secrets/acme")"
+expect_fail "... and no drop-in is written" test -e "$SECD/acme.conf"
+rm -f "$SECD/company.conf" "$SECD/acme.conf" "$STATE/secrets/acme"
+expect_ok "the admin takes the company secret away" gw_ctl reload
+
+# A member owns at most 32 secrets: each is one more drop-in that every
+# reload loads and checks against every other one (with a few thousand,
+# each reload held gatewayd for seconds).
+owned() { actl secret list --json | python3 -c 'import json,sys
+print(sum(1 for s in json.load(sys.stdin) if s["owner"] == sys.argv[1]))' "$UA"; }
+n0=$(owned); rc=0
+for i in $(seq 1 40); do
+	out=$(printf 'v\n' | actl secret set "q$i" --host api.bound.test 2>&1) || { rc=1; break; }
+done
+expect_eq "$UA's secret set is refused once they own 32 (had $n0)" "1 32" "$rc $(owned)"
+expect_match "... saying so" "you own 32 secrets, the most a member may own is 32" "$out"
+expect_fail "... and nothing is written" test -e "$SECD/q$i.conf"
+out=$(printf 'v2\n' | actl secret set q1 --host api.bound.test 2>&1)
+expect_match "at the limit, $UA still sets a new value for one of them" "^secret q1: placeholder" "$out"
+out=$(printf 'v\n' | gw_ctl secret set q-root --host api.bound.test 2>&1)
+expect_match "root is not limited" "^secret q-root: placeholder" "$out"
+rm -f "$SECD"/q*.conf "$STATE"/secrets/q*
+expect_ok "the admin takes them away" gw_ctl reload
+
 # --- 14: a member's reload shows only what is theirs ----------------------
 printf 'name = "b-bad";\nmac = "52:54:00:00:00:0c";\naddress = "10.77.0.12";\ntap = "mt-b-bad";\negress = "sideways";\nowner = "%s";\nsecrets = [ "akey" ];\n' \
     "$UB" >"$TOPO_TMP/sandboxes.d/b-bad.conf"

@@ -151,7 +151,7 @@ expect_eq "exception: not for an allowlist sandbox it does not name" "403" \
 	"$(connect_code listed lan.test:22)"
 expect_eq "allowlist: a listed name on a port not in allow_ports is refused" "403" \
 	"$(connect_code listed api.bound.test:8443)"
-expect_eq "an unknown source address is refused" "403" \
+expect_eq "an unknown source address is refused: closed unanswered (no CONNECT code)" "000" \
 	"$(in_ns "$NS_GW" curl -s --max-time 5 -o /dev/null -w '%{http_connect}' \
 	  -x http://$GW_ADDR:3128 -p https://other.test/ 2>/dev/null)"
 
