@@ -114,7 +114,7 @@ enum nr_field {
 	F_IIFNAME, F_OIFNAME, F_ETHER_SADDR, F_IP_SADDR, F_IP_DADDR,
 	F_IP6_DADDR, F_ARP_SHA, F_ARP_SPA, F_TCP_DPORT, F_UDP_DPORT,
 	F_UDP_SPORT, F_ARP_TPA, F_SKUID, F_ICMP_TYPE, F_ICMP6_TYPE,
-	F_NFIELDS
+	F_TCP_SPORT, F_NFIELDS
 };
 
 /* Build one rule: rb_begin, any number of matches, one or more

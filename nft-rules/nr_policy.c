@@ -87,6 +87,8 @@ static const struct nftr_reason reasons[] = {
 	{ "invalid", "inet", false, "packet conntrack cannot place" },
 	{ "dnsreply", "inet", false, "UDP from port 53 to a guest, not sent "
 	    "by dnsd" },
+	{ "svcreply", "inet", false, "TCP from the proxy's port or port 53 "
+	    "to a guest, not sent by the proxy or dnsd" },
 	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
 	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
 	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
@@ -1142,6 +1144,22 @@ icmp_limits(struct build *b, struct nr_table *t, struct nr_chain *out)
 	}
 }
 
+/* TCP from port out of the sandbox side to a guest, by a process the
+ * rules before did not send to its own chain, is refused. */
+static void
+service_reply(struct build *b, struct nr_table *t, struct nr_chain *c,
+    uint16_t port)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);	/* towards a guest */
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &b->cfg->gw.network);
+	rb_cmp_port(&rb, F_TCP_SPORT, port);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "svcreply"));
+	rb_end(&rb);
+}
+
 static void
 inet_output(struct build *b, struct nr_table *t)
 {
@@ -1167,6 +1185,10 @@ inet_output(struct build *b, struct nr_table *t)
 		rb_skuid(&rb, o->proxy_uid);
 		rb_verdict(&rb, NFT_GOTO, "proxy_out");
 		rb_end(&rb);
+		/* Only the proxy answers guests from its port: a local user
+		 * who binds it while gatewayd is down (or first) must not
+		 * serve the guests' proxy connections. */
+		service_reply(b, t, c, b->cfg->gw.proxy_port);
 	}
 	if (dc) {
 		rb_begin(&rb, t, c);
@@ -1180,6 +1202,7 @@ inet_output(struct build *b, struct nr_table *t)
 		rb_cmp_port(&rb, F_UDP_SPORT, 53);
 		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "dnsreply"));
 		rb_end(&rb);
+		service_reply(b, t, c, 53);	/* and DNS over TCP */
 	}
 	if (b->cfg->gw.host_access != HOST_ACCESS_ALL)
 		host_access(b, t, c);

@@ -63,6 +63,8 @@ static const struct field fields[F_NFIELDS] = {
 	    2, 2, G_UDP },
 	[F_UDP_SPORT] = { "udp sport", false, NFT_PAYLOAD_TRANSPORT_HEADER,
 	    0, 2, G_UDP },
+	[F_TCP_SPORT] = { "tcp sport", false, NFT_PAYLOAD_TRANSPORT_HEADER,
+	    0, 2, G_TCP },
 	[F_ARP_TPA] = { "arp daddr ip", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    24, 4, G_ARP },
 	[F_SKUID] = { "meta skuid", true, NFT_META_SKUID, 0, 4, 0 },

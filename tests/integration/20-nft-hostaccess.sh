@@ -112,14 +112,20 @@ wait_for 10 grep -q from-root "$TOPO_TMP/udp6-got" 2>/dev/null
 expect_eq "IPv6 to a guest's link-local address: root's datagram arrives, uid 12345's does not" \
 	"from-root" "$(cat "$TOPO_TMP/udp6-got" 2>/dev/null)"
 
-# Replies to a guest's own connections pass, whoever answers: a service
-# on the gateway's sandbox-side address run by uid 12345 (the proxy's
-# port, which guest_in admits) answers the guest.
+# The only services a guest reaches on the host are the proxy and dnsd:
+# a host user who binds the proxy's port (while gatewayd is down, or
+# before it starts) does not get to answer the guests' proxy connections,
+# only the proxy's user does (the same rule keeps TCP port 53 for dnsd's).
 topo_bg "$NS_GW" user-svc setpriv --reuid=12345 --regid=65534 --clear-groups \
-	socat TCP-LISTEN:3128,bind=$GW_ADDR,fork,reuseaddr SYSTEM:"echo answered-by-12345"
-topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "uid 12345's service starts"
-expect_eq "a guest's own connection is answered by a host user" "answered-by-12345" \
-	"$(in_ns "$TOPO-web" timeout 10 socat -T5 - TCP:$GW_ADDR:3128 </dev/null 2>&1)"
+	socat TCP-LISTEN:3128,bind=$GW_ADDR,fork,reuseaddr SYSTEM:"echo hijacked-by-12345"
+topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "uid 12345's listener starts"
+svc0=$(in_ns "$NS_GW" nft list counter inet moat svcreply | grep -o 'packets [0-9]*')
+out=$(in_ns "$TOPO-web" timeout 10 socat -T3 - TCP:$GW_ADDR:3128 </dev/null 2>&1)
+expect_fail "a host user on the proxy's port answers no guest" grep -q hijacked <<<"$out"
+expect_match "... the refusal counted as svcreply" 'packets [1-9]' \
+	"$(in_ns "$NS_GW" nft list counter inet moat svcreply)"
+[ "$svc0" != "$(in_ns "$NS_GW" nft list counter inet moat svcreply | grep -o 'packets [0-9]*')" ] ||
+	not_ok "the svcreply counter moved"
 # The gateway's own sandbox-side address is the host, not a guest.
 expect_eq "uid 12345 -> the gateway's own sandbox-side address: connected" connected \
 	"$(as 12345 /usr/bin/python3 "$TOPO_TMP/probe.py" tcp $GW_ADDR 3128)"

@@ -20,8 +20,17 @@ topo_bg "$NS_INET" udp-echo socat UDP4-RECVFROM:9999,bind=$INET_HTTP,fork SYSTEM
 udp_echo_up() { in_ns "$NS_INET" ss -Hlun "src $INET_HTTP:9999" | grep -q .; }
 wait_for 30 udp_echo_up || not_ok "UDP echo server starts"
 topo_banner "$NS_GW" 0.0.0.0 22 "SSH-2.0-gateway-host"
-topo_banner "$NS_GW" $GW_ADDR 53 "gateway-dns"
-topo_banner "$NS_GW" $GW_ADDR 3128 "gateway-proxy"
+# The stand-ins for dnsd and the proxy run as their users: only those
+# may answer a guest from ports 53 and 3128 (svcreply).
+bash gatewayd/install-users.sh
+as_user() {	# as_user USER -- a command prefix: that user, allowed ports below 1024
+	echo setpriv --reuid="$(id -u "$1")" --regid="$(id -g "$1")" --clear-groups \
+	    --inh-caps=+net_bind_service --ambient-caps=+net_bind_service
+}
+topo_bg "$NS_GW" banner-dns $(as_user moat-dns) socat TCP-LISTEN:53,bind=$GW_ADDR,fork,reuseaddr SYSTEM:"echo gateway-dns"
+topo_bg "$NS_GW" banner-proxy $(as_user moat-proxy) socat TCP-LISTEN:3128,bind=$GW_ADDR,fork,reuseaddr SYSTEM:"echo gateway-proxy"
+topo_wait_port "$NS_GW" $GW_ADDR 53 || not_ok "dnsd's stand-in listens"
+topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "the proxy's stand-in listens"
 topo_banner "$TOPO-web" 10.77.0.10 8080 "guest-web-service"
 for i in $(seq 100); do	# the UDP echo server is bound
 	in_ns "$NS_INET" ss -Hlun "sport = :9999" | grep -q . && break; sleep 0.1
