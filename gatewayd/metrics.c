@@ -77,12 +77,18 @@ metrics_request(const char *head, size_t len)
 	return MREQ_NOT_FOUND;
 }
 
+/* Write within the client's deadline: a scraper that reads slowly is cut
+ * off, so it cannot hold this single process (blocking writes, each
+ * bounded by SO_SNDTIMEO, and the whole by the deadline). */
 static void
-write_all(int fd, const char *p, size_t n)
+write_all(const struct mclient *c, const char *p, size_t n)
 {
+	int fd = c->fd;
 	ssize_t w;
 
 	while (n > 0) {
+		if (ms_since(&c->since) > METRICS_DEADLINE_MS)
+			return;
 		if ((w = write(fd, p, n)) <= 0) {
 			if (w == -1 && errno == EINTR)
 				continue;
@@ -112,21 +118,21 @@ answer(struct mclient *c, enum mreq r)
 	if ((fl = fcntl(c->fd, F_GETFL)) != -1)
 		(void)fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
 	if (r == MREQ_BAD) {
-		write_all(c->fd, bad, sizeof(bad) - 1);
+		write_all(c, bad, sizeof(bad) - 1);
 		return;
 	}
 	if (r == MREQ_NOT_FOUND || M.textfd == -1 ||
 	    fstat(M.textfd, &st) == -1) {
-		write_all(c->fd, notfound, sizeof(notfound) - 1);
+		write_all(c, notfound, sizeof(notfound) - 1);
 		return;
 	}
 	n = snprintf(hdr, sizeof(hdr), "HTTP/1.0 200 OK\r\nContent-Type: "
 	    "text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: "
 	    "%lld\r\nConnection: close\r\n\r\n", (long long)st.st_size);
-	write_all(c->fd, hdr, (size_t)n);
+	write_all(c, hdr, (size_t)n);
 	while (off < st.st_size &&
 	    (n = pread(M.textfd, buf, sizeof(buf), off)) > 0) {
-		write_all(c->fd, buf, (size_t)n);
+		write_all(c, buf, (size_t)n);
 		off += n;
 	}
 }
@@ -162,7 +168,7 @@ client_read(struct mclient *c)
 static void
 accept_one(int lfd)
 {
-	struct timeval tv = { METRICS_DEADLINE_MS / 1000, 0 };
+	struct timeval tv = { 1, 0 };	/* one write; the deadline caps all */
 	int fd, i;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);

@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "nftrules.h"
+#include "privdrop.h"
 #include "log.h"
 
 /* The offset of the IPv4 source address from the network header. */
@@ -65,7 +67,10 @@ pool_socket(const struct moat_addr *a, uint16_t port, unsigned i, unsigned n)
 	socklen_t sl = addr_to_sockaddr(a, port, &ss);
 	int fd, one = 1;
 
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	/* Made as the proxy's user: the policy lets only that uid answer
+	 * guests from the proxy's port (svcreply). */
+	if ((fd = socket_as(NFTR_PROXY_USER, AF_INET, SOCK_STREAM |
+	    SOCK_CLOEXEC)) == -1)
 		return -1;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == -1 ||

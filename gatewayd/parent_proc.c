@@ -574,7 +574,7 @@ bound_socket(struct gw *gw, int type, uint16_t port)
 	int fd, one = 1;
 
 	/* dnsd's are made as its user: the policy knows its answers by uid. */
-	if ((fd = socket_as(port == 53 ? "moat-dns" : NULL, AF_INET,
+	if ((fd = socket_as(port == 53 ? NFTR_DNS_USER : NULL, AF_INET,
 	    type | SOCK_CLOEXEC)) == -1)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

@@ -87,6 +87,8 @@ static const struct nftr_reason reasons[] = {
 	{ "invalid", "inet", false, "packet conntrack cannot place" },
 	{ "dnsreply", "inet", false, "UDP from port 53 to a guest, not sent "
 	    "by dnsd" },
+	{ "outside", "inet", true, "the guests' DNS or proxy from outside the "
+	    "sandbox network" },
 	{ "svcreply", "inet", false, "TCP from the proxy's port or port 53 "
 	    "to a guest, not sent by the proxy or dnsd" },
 	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
@@ -795,6 +797,31 @@ dns_notrack(struct build *b, struct nr_table *t, struct nr_chain *pre)
 	rb_end(&rb);
 }
 
+/* The guests' resolver and proxy serve guests: from any other interface
+ * but loopback (a LAN or management host the gateway routes for) they are
+ * refused, so that dnsd is no reflector for them and their queries do not
+ * use up what dnsd may log for guests. */
+static void
+guests_only(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	struct moat_prefix me = { .addr = b->cfg->gw.address, .plen = 32 };
+	static const struct { enum nr_field f; int dns; } svc[] = {
+		{ F_UDP_DPORT, 1 }, { F_TCP_DPORT, 1 }, { F_TCP_DPORT, 0 },
+	};
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < sizeof(svc) / sizeof(svc[0]); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_str(&rb, F_IIFNAME, true, "lo");
+		rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
+		rb_cmp_port(&rb, svc[i].f, svc[i].dns ? 53 :
+		    b->cfg->gw.proxy_port);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "outside"));
+		rb_end(&rb);
+	}
+}
+
 static void
 inet_base_chains(struct build *b, struct nr_table *t)
 {
@@ -851,6 +878,7 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_verdict(&rb, NFT_GOTO, "guest_in");
 	rb_end(&rb);
+	guests_only(b, t, c);
 
 	c = model_chain(t, "forward", "filter", NF_INET_FORWARD, 0, "filter");
 	rb_begin(&rb, t, c);

@@ -3,9 +3,9 @@
 # route is the gateway) or on the uplink (given a route to the sandbox
 # network through the gateway) reaches on a running gatewayd: no guest.
 # The gateway's resolver and proxy listen on its sandbox-side address,
-# which the gateway routes for: they answer, but serve such a host
-# nothing -- the resolver says REFUSED, resolving nothing, and the proxy
-# closes the connection at once, fetching nothing and holding nothing.
+# which the gateway routes for: the policy refuses such a host there
+# (admin-prohibited, reason outside), so dnsd is no reflector for it and
+# the proxy holds nothing for it.
 # The gateway's own services on the management address stay the host's
 # business (a banner there stands in for ssh).
 cd "$(dirname "$0")/../.."
@@ -45,9 +45,13 @@ for side in "$NS_LAN management" "$NS_INET uplink"; do
 	done
 	out=$(in_ns "$1" curl -sS -m 5 -x http://10.77.0.1:3128 http://$INET_HTTP/ 2>&1)
 	expect_fail "a $2 host fetches nothing through the guests' proxy" grep -q "hello from the internet" <<<"$out"
-	expect_match "... which closes its connection unanswered" "Empty reply|Recv failure|reset" "$out"
+	expect_eq "... whose port refuses it (admin-prohibited)" unreachable \
+		"$(tcp_probe "$1" 10.77.0.1 3128)"
 	out=$(in_ns "$1" dig +time=2 +tries=1 @10.77.0.1 pypi.org 2>&1)
-	expect_match "a $2 host's query to the guests' resolver is REFUSED" "status: REFUSED" "$out"
-	expect_match "... with no answer" "ANSWER: 0," "$out"
+	expect_fail "a $2 host's query to the guests' resolver gets no answer" \
+		grep -q "status: " <<<"$out"
+	expect_eq "... nor over TCP (admin-prohibited)" unreachable "$(tcp_probe "$1" 10.77.0.1 53)"
 done
+expect_match "the refusals are counted as outside" 'packets [1-9]' \
+	"$(in_ns "$NS_GW" nft list counter inet moat outside)"
 tap_done
