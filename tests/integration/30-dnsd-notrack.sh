@@ -80,5 +80,24 @@ expect_eq "a non-dnsd process's UDP from port 53 never reaches the guest" "" \
 c1=$(counter)
 if [ "${c1:-0}" -ge $((${c0:-0} + 3)) ]; then ok "and each one is counted (dnsreply: $c0 -> $c1)"
 else not_ok "and each one is counted" "dnsreply counter $c0 -> $c1"; fi
+# Another guest forging the resolver's answer: dev sends web a datagram
+# that claims to come from the gateway's address and port 53 (raw socket,
+# its own MAC), and one from its own address and port 53.  Neither reaches
+# web: a guest may send only as itself, and guests never reach each other.
+forge() {	# forge SRC PAYLOAD -- one UDP datagram from dev, source SRC:53
+	in_ns "$TOPO-dev" python3 - "$1" "$2" <<'PY'
+import socket, struct, sys
+src, payload = sys.argv[1], sys.argv[2].encode()
+udp = struct.pack("!HHHH", 53, 4444, 8 + len(payload), 0) + payload
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+    socket.inet_aton(src), socket.inet_aton("10.77.0.10"))
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+s.sendto(ip + udp, ("10.77.0.10", 0))
+PY
+}
+for i in 1 2 3; do forge 10.77.0.1 "forged-gw-$i"; forge 10.77.0.11 "forged-own-$i"; done
+expect_ok "web still hears the gateway (the path works)" wait_for 30 got 5353 after-forgery
+expect_eq "a guest's forged DNS answers (as the gateway, or as itself) never reach another guest" "" \
+	"$(grep '^forged' "$RX")"
 expect_eq "dnsd still answers after all that" "NOERROR" "$(qdig dev pypi.org | rcode_of)"
 tap_done
