@@ -859,7 +859,7 @@ guesttls_start(struct conn *c)
 	c->st = S_GUESTTLS;
 	conn_set_deadline(c, TIMEOUT_HEAD_S);
 	c->leafwait.done = leaf_ready;
-	if ((r = tls_leaf_want(c->host, &c->leafwait)) == 0) {
+	if ((r = tls_leaf_want(c->host, &c->leafwait, c->sbname)) == 0) {
 		c->st = S_SIGNING;
 		ev_set(&c->g.ev, 0);
 		return;

@@ -33,7 +33,8 @@
 #define LEAF_CACHE	1024
 #define LEAF_REUSE_S	(24 * 3600)
 #define SIGNER_WAIT_S	5
-#define SIGN_PENDING_MAX 64	/* hosts being signed at once */
+#define SIGN_PENDING_MAX 256	/* hosts being signed at once */
+#define SIGN_PER_OWNER	8	/* of them asked for by one sandbox */
 
 struct leaf {
 	char		 host[256];
@@ -204,6 +205,7 @@ struct pending {
 	char		 host[256];	/* "": free */
 	uint32_t	 id;
 	uint64_t	 deadline;	/* ev clock, ms */
+	char		 owner[IPC_NAME_LEN];	/* the sandbox that asked first */
 	struct tls_wait	*waiters;
 };
 
@@ -453,10 +455,10 @@ signer_expire(void *arg)
 }
 
 int
-tls_leaf_want(const char *host, struct tls_wait *w)
+tls_leaf_want(const char *host, struct tls_wait *w, const char *owner)
 {
 	struct pending *p = NULL;
-	size_t i;
+	size_t i, mine = 0;
 
 	if (leaf_cached(host) != NULL)
 		return 1;
@@ -469,10 +471,16 @@ tls_leaf_want(const char *host, struct tls_wait *w)
 		}
 		if (p == NULL && pend[i].host[0] == '\0')
 			p = &pend[i];
+		else if (pend[i].host[0] != '\0' &&
+		    strcmp(pend[i].owner, owner) == 0)
+			mine++;
 	}
-	if (p == NULL)
-		return -1;	/* SIGN_PENDING_MAX hosts at once */
+	/* One sandbox asking for many new hosts at once must leave the
+	 * signer's queue to the others. */
+	if (p == NULL || mine >= SIGN_PER_OWNER)
+		return -1;
 	snprintf(p->host, sizeof(p->host), "%s", host);
+	snprintf(p->owner, sizeof(p->owner), "%s", owner);
 	p->deadline = ev_now() + SIGNER_WAIT_S * 1000;
 	if (sign_send(p) == -1) {
 		p->host[0] = '\0';

@@ -24,8 +24,9 @@ struct tls_wait {
 };
 /* Is host's leaf cached (1)?  Else ask the signer, or join a request
  * for the same host already asked, and call w->done later (0); -1 when
- * no leaf can be had (signer gone, too many at once). */
-int	tls_leaf_want(const char *host, struct tls_wait *w);
+ * no leaf can be had (signer gone, too many at once, or owner -- the
+ * sandbox asking -- has too many new hosts being signed already). */
+int	tls_leaf_want(const char *host, struct tls_wait *w, const char *owner);
 /* Stop waiting (a connection closed meanwhile). */
 void	tls_wait_cancel(struct tls_wait *);
 /* A server-side SSL on fd presenting host's cached leaf (name or address
