@@ -192,7 +192,9 @@ expect_eq "kvmA has only the bridge table (nft-rules --host-only)" "table bridge
 	"$(in_ns "$NS_A" nft list tables)"
 qemu_up() { on kvmA inside sh -c 'kill -0 "$(cat /run/moat/guests/dev/qemu.pid)"' 2>/dev/null; }
 expect_ok "provision start dev started the guest after the box's ok" qemu_up
+QPID=$(on kvmA inside cat /run/moat/guests/dev/qemu.pid 2>/dev/null)
 expect_ok "kvmA: provision destroy dev" on kvmA doc_run "provision destroy dev"
+expect_ok "... its QEMU is gone" wait_for 10 sh -c "! kill -0 ${QPID:-0} 2>/dev/null"
 expect_fail "... and the box forgot it" on box inside test -e /etc/moat/sandboxes.d/dev.conf
 expect_ok "the box's gatewayd stops" on box standin_systemctl_stop
 expect_ok "the host's own /etc/moat was not touched by this test" \
