@@ -39,6 +39,7 @@ doc_hold_apart() { # the holder has its own mount namespace by now
 	[ "$(readlink /proc/$DOC_HOLD/ns/mnt)" != "$(readlink /proc/$$/ns/mnt)" ]
 }
 inside() { nsenter -t "$DOC_HOLD" -m -- "$@"; }
+# (DOC_HOLD and DOC_NS name the machine: a test with several sets them.)
 doc_disk_up() {
 	mkdir -p "$DOC_OV"
 	unshare -m --propagation private sleep 86400 &
@@ -66,7 +67,7 @@ DOC_CWD=$PWD
 doc_run() {
 	local home=/root as=() cwd=$TOPO_TMP/cwd
 	if [ -n "${2:-}" ]; then home=/home/$2; as=(runuser -u "$2" --); cwd=/dev/null; fi
-	inside ip netns exec "$NS_GW" "${as[@]}" env -i HOME="$home" TERM=dumb LANG=C.UTF-8 \
+	inside ip netns exec "${DOC_NS:-$NS_GW}" "${as[@]}" env -i HOME="$home" TERM=dumb LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		${DOC_ENV:-} bash -c 'cd "$1" 2>/dev/null || cd; eval "$2"; rc=$?; pwd >"$3"; exit $rc' \
 		_ "$DOC_CWD" "$1" "$cwd"
