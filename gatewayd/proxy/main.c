@@ -198,7 +198,8 @@ parse_args(int argc, char *argv[], struct options *o)
 }
 
 static int
-bind_listener(const struct moat_config *cfg, const char *spec)
+bind_listener(const struct moat_config *cfg, const char *spec,
+    const char *user)
 {
 	struct sockaddr_storage ss;
 	struct moat_addr a = cfg->gw.address;
@@ -219,7 +220,9 @@ bind_listener(const struct moat_config *cfg, const char *spec)
 		port = (uint16_t)atoi(colon + 1);
 	}
 	sl = addr_to_sockaddr(&a, port, &ss);
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+	/* Made as the user the proxy becomes: the policy lets only that
+	 * uid answer guests from the proxy's port. */
+	if ((fd = socket_as(user, AF_INET, SOCK_STREAM | SOCK_CLOEXEC)) < 0)
 		fatal("socket");
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
@@ -587,7 +590,7 @@ setup_listeners(const struct options *o, const struct moat_config *cfg)
 	}
 	for (i = 0; i < nlisteners; i++) {
 		fd = o->nlisten ? o->listen_fd[i] : bind_listener(cfg,
-		    o->listen);
+		    o->listen, o->user != NULL ? o->user : "nobody");
 		if (fd < 0)
 			fatalx("--listen: expected ADDR:PORT");
 		if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ||

@@ -79,13 +79,19 @@ cc_mut() {
 }
 
 # A proxy without the admission check, running as root (not held by the
-# output chain): it dials the gateway host and IPv6 for the guest.
+# output chain): it dials the gateway host and IPv6 for the guest.  The
+# policy lets only the proxy's user answer guests from the proxy's port
+# (svcreply), so for this mutation that rule is taken out as well.
 proxy_up python3 tests/harness/naive-proxy.py $GW_ADDR 3128 || not_ok "naive proxy starts"
+h=$(in_ns "$NS_GW" nft -a list chain inet moat output | sed -n 's/.*tcp sport 3128 goto drop_svcreply # handle \([0-9]*\)/\1/p')
+expect_ok "mutation: the svcreply rule for the proxy's port is removed" \
+	in_ns "$NS_GW" nft delete rule inet moat output handle "${h:-0}"
 cc_mut "proxy dials the gateway host (CONNECT)" gateway "gateway host, CONNECT"
 cc_mut "proxy dials the gateway host (absolute URI)" gateway "gateway host, absolute URI"
 cc_mut "proxy dials the gateway host (transparent)" gateway "gateway host, transparent"
 cc_mut "proxy dials the sandbox network" guests "sandbox network through the proxy"
 # The same naive proxy as the proxy's user: the output chain holds it.
+policy
 proxy_up setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	/usr/bin/python3 "$(topo_pub tests/harness/naive-proxy.py)" $GW_ADDR 3128 || not_ok "naive proxy starts as nobody"
 cc_scan web "${SCAN[@]}"
