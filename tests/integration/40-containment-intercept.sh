@@ -98,9 +98,13 @@ ip -n "$NS_GW" link set up0 up
 ip -n "$NS_GW" route replace default via $INET_ADDR	# went with the link
 
 # Mutation: a proxy that forwards instead of refusing (root, so the output
-# chain does not hold it).  The TLS handshake completes with the stand-in's
-# own certificate: the far end, a breach at each resolver.
+# chain does not hold it; the rule that lets only the proxy's user answer
+# guests from its port goes too).  The TLS handshake completes with the
+# stand-in's own certificate: the far end, a breach at each resolver.
 proxy_up python3 tests/harness/naive-proxy.py $GW_ADDR 3128 || not_ok "forwarding proxy starts"
+h=$(in_ns "$NS_GW" nft -a list chain inet moat output | sed -n 's/.*tcp sport 3128 goto drop_svcreply # handle \([0-9]*\)/\1/p')
+expect_ok "mutation: the svcreply rule for the proxy's port is removed" \
+	in_ns "$NS_GW" nft delete rule inet moat output handle "${h:-0}"
 cc_scan web --timeout 3000	# room for the handshake and the DoH answer
 expect_eq "mutation 'proxy forwards TLS': exit 1" 1 "$CC_RC"
 for a in $PUBLIC_RESOLVERS; do
