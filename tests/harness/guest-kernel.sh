@@ -10,6 +10,9 @@ set -eu
 cache=${1:?usage: guest-kernel.sh CACHE_DIR}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
+# Tests run side by side: the first one downloads, the others wait for it.
+exec 9>"$cache/.lock"
+flock 9
 if ! ls "$cache"/root/boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1; then
 	cd "$cache"
 	# The meta package names the current versioned image package.

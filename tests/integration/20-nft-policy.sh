@@ -247,7 +247,7 @@ probe locked tcp $INET_HTTP 80 >/dev/null
 expect_eq "a none-mode refusal increments counter none" $((c0 + 1)) "$(counter inet none)"
 
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: address not in the set"
-expect_ok "add an address to web's allowlist set" nftr add web 8000 $INET_HTTP
+expect_ok "add an address to web's allowlist set" nftr add web 30000 $INET_HTTP
 expect_probe connected web tcp $INET_HTTP 80 "allowlist: address in the set"
 expect_probe EHOSTUNREACH web udp $INET_HTTP 9999 "allowlist: UDP to an address in the set, not in allow_ports"
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 8443 "allowlist: another TCP port of an address in the set"
@@ -257,9 +257,9 @@ probe web tcp $INET_ADDR 8080 >/dev/null
 expect_eq "an allowlist refusal increments counter allowlist" $((c0 + 1)) "$(counter inet allowlist)"
 # Re-adding an element replaces its timeout (the kernel's own view of the
 # element proves it, not the clock): shorter here...
-expect_eq "the element's timeout is 8 s" 8 "$(web_timeout $INET_HTTP)"
+expect_eq "the element's timeout is 30 s" 30 "$(web_timeout $INET_HTTP)"
 expect_ok "re-add the address with a shorter timeout" nftr add web 2000 $INET_HTTP
-expect_eq "re-add replaced the timeout (8 s -> 2 s)" 2 "$(web_timeout $INET_HTTP)"
+expect_eq "re-add replaced the timeout (30 s -> 2 s)" 2 "$(web_timeout $INET_HTTP)"
 wait_for 30 web_gone $INET_HTTP
 expect_probe EHOSTUNREACH web tcp $INET_HTTP 80 "allowlist: element gone after its (updated) timeout"
 # ...and longer here, so it must outlive the first.

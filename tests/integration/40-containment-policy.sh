@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# run: alone (it counts refusals that arrive as silence: other tests beside it
+# would load the CPU and turn slow answers into silence)
 # containment-check with moat's full policy (nft-rules apply in the
 # gateway namespace, moat-proxy behind interception, the shipped default):
 # 0 breaches and every control passes.  Then one
