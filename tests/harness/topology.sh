@@ -29,8 +29,14 @@ INET_HTTP=203.0.113.10
 LAN_HOST=192.168.77.2
 # The public resolvers a guest might try to reach past the gateway: in the
 # internet namespace, reached only through the gateway namespace's default
-# route into it (the topology has no global IPv6, so only their IPv4).
+# route into it.  Their IPv6 addresses too: the uplink carries IPv6
+# (2001:db8:203::/64, documentation space) with a default route, as a
+# dual-stack ISP gives a homelab; what a guest could reach over IPv6 if the
+# gateway forwarded it meets a real far end.
 PUBLIC_RESOLVERS="9.9.9.9 1.1.1.1 8.8.8.8"
+PUBLIC_RESOLVERS6="2620:fe::fe 2606:4700:4700::1111 2001:4860:4860::8888"
+GW_UP6=2001:db8:203::1
+INET_ADDR6=2001:db8:203::2
 
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
@@ -103,6 +109,9 @@ topo_up() {
 	ip -n "$NS_LAN" addr add $LAN_HOST/24 dev eth0
 	ip -n "$NS_LAN" route add default via 192.168.77.1
 	ip -n "$NS_GW" route add default via $INET_ADDR
+	ip -n "$NS_GW" addr add $GW_UP6/64 dev up0 nodad
+	ip -n "$NS_INET" addr add $INET_ADDR6/64 dev eth0 nodad
+	ip -n "$NS_GW" -6 route add default via $INET_ADDR6
 }
 
 # topo_guest NAME ADDR MAC TAP -- a guest namespace $TOPO-NAME whose eth0
@@ -153,7 +162,9 @@ topo_bg() {	# topo_bg NS LOGNAME cmd... -- background process, reaped by topo_do
 }
 
 topo_listening() { # topo_listening NS ADDR PORT -- a TCP listener is there
-	in_ns "$1" ss -Hltn "src $2:$3" 2>/dev/null | grep -q .
+	local a=$2
+	case $a in *:*) a="[$a]" ;; esac
+	in_ns "$1" ss -Hltn "src $a:$3" 2>/dev/null | grep -q .
 }
 topo_wait_port() { # topo_wait_port NS ADDR PORT -- wait up to 30 s for a listener
 	wait_for 30 topo_listening "$@"
@@ -201,9 +212,12 @@ topo_resolvers() {
 	for a in $PUBLIC_RESOLVERS; do
 		ip -n "$NS_INET" addr add "$a"/32 dev lo || return 1
 	done
+	for a in $PUBLIC_RESOLVERS6; do
+		ip -n "$NS_INET" addr add "$a"/128 dev lo nodad || return 1
+	done
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes 		-subj /CN=public-resolver.test -days 2 		-keyout "$TOPO_TMP/resolver.key" -out "$TOPO_TMP/resolver.crt" 		>/dev/null 2>&1 || return 1
-	topo_bg "$NS_INET" public-resolvers python3 tests/harness/public-resolver.py 		--cert "$TOPO_TMP/resolver.crt" --key "$TOPO_TMP/resolver.key" 		--lifetime 1800 $PUBLIC_RESOLVERS
-	for a in $PUBLIC_RESOLVERS; do
+	topo_bg "$NS_INET" public-resolvers python3 tests/harness/public-resolver.py 		--cert "$TOPO_TMP/resolver.crt" --key "$TOPO_TMP/resolver.key" 		--lifetime 1800 $PUBLIC_RESOLVERS $PUBLIC_RESOLVERS6
+	for a in $PUBLIC_RESOLVERS $PUBLIC_RESOLVERS6; do
 		topo_wait_port "$NS_INET" "$a" 443 || return 1
 	done
 }
