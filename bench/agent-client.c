@@ -8,9 +8,10 @@
  *                Authorization header, answered with 10-50 KiB of JSON,
  *                on a keep-alive HTTPS connection to the API host;
  *   SSE streams  every SSE_EVERY-th call asks for the answer as an event
- *                stream (chunked, STREAM_EVENTS events);
+ *                stream (chunked, 20 events);
  *   packages     after every PKG_EVERY-th call, a PKG_BYTES download on a
  *                keep-alive HTTPS connection to the package host.
+ * (Each agent starts at its own place in these cycles.)
  *
  * A connection is opened again after REUSE requests (handshakes are part
  * of the work).  Each agent draws its answer sizes from its own seeded
@@ -380,8 +381,10 @@ agent_main(void *arg)
 		} else
 			t0 = now_ns();
 		size = 10240 + (int)(xorshift(&a->rnd) % 40961);
-		sse = opt.sse_every > 0 && k % (unsigned)opt.sse_every ==
-		    (unsigned)opt.sse_every - 1;
+		/* Agents are staggered (k + id) so that the mix is the same
+		 * from the first calls on, however few a slow path allows. */
+		sse = opt.sse_every > 0 && (k + (unsigned)a->id) %
+		    (unsigned)opt.sse_every == (unsigned)opt.sse_every - 1;
 		/* "%.0d" of 0 prints nothing: no stream= on a plain call */
 		hl = snprintf(req, sizeof(req), "POST /v1/messages?n=%d%s%.0d "
 		    "HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n"
@@ -394,8 +397,8 @@ agent_main(void *arg)
 		count(a, sse ? K_SSE : K_API, t0, n);
 		if (n < 0)
 			usleep(10000);	/* a broken path is not hammered */
-		if (opt.pkg_every > 0 && k % (unsigned)opt.pkg_every ==
-		    (unsigned)opt.pkg_every - 1) {
+		if (opt.pkg_every > 0 && (k + (unsigned)a->id) %
+		    (unsigned)opt.pkg_every == (unsigned)opt.pkg_every - 1) {
 			hl = snprintf(req, sizeof(req), "GET /big?n=%ld HTTP/1.1\r\n"
 			    "Host: %s\r\n\r\n", opt.pkg_bytes, opt.pkg.name);
 			t0 = now_ns();

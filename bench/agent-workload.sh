@@ -4,7 +4,7 @@
 # and package downloads), through moat, through mitmproxy doing the same
 # injection, and with no proxy at all.  Everything runs in network
 # namespaces this script creates and removes on every exit; each load stops
-# by itself.  About 90 s a round.
+# by itself.  About 110 s a round.
 #
 #   bash bench/agent-workload.sh [ROUNDS]      (root, after make; mitmdump)
 #
@@ -14,7 +14,8 @@
 # POST /v1/messages to api.bound.test with a 2 KiB body and `Authorization:
 # Bearer <token>`, answered with 10-50 KiB; every 10th call an SSE stream
 # of 20 events; after every 25th call a 1 MiB download from other.test
-# (the package host); a connection is opened again after 100 requests.
+# (the package host), each agent at its own place in these cycles; a
+# connection is opened again after 100 requests.
 # The API and package hosts are bench/bench-server.c in the internet
 # namespace; the API server compares every Authorization with the real key
 # and counts the calls that came without it.
@@ -35,15 +36,17 @@
 # Each row runs twice per round: "load", each agent calling again as soon
 # as it has its answer, SECS (10) s after 2 s of warm-up: requests per
 # second and CPU per request (every HTTP request counts, downloads too);
-# "paced", RATE (50) calls a second from all agents on a fixed schedule,
-# meant to be below every row's capacity: latency, counted from when a call
-# was due (a row that could not keep up is marked in the table).
+# "paced", RATE (25) calls a second from all agents on a fixed schedule
+# for PACED_SECS (20) s, meant to be below every row's capacity: latency,
+# counted from when a call was due (a row that could not keep up is marked
+# in the table).
 # "gateway CPU" is the user and system time of every process in moat's
 # gateway namespace (gatewayd and its children) or of mitmdump; the
 # kernel's forwarding and the policy's packet work are not in it.  Rows are
 # interleaved and their order rotates each round, so load from other jobs
 # falls on all of them alike; the machine's load average and the share of
 # CPU the bench's own processes did not use are printed with each run.
+# BREAKDOWN=1 also prints each gateway process's CPU time for every run.
 set -u
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
@@ -54,7 +57,8 @@ ROUNDS=${1:-3}
 SANDBOXES=${SANDBOXES:-5}
 AGENTS=${AGENTS:-50}
 SECS=${SECS:-10}
-RATE=${RATE:-50}
+RATE=${RATE:-25}
+PACED_SECS=${PACED_SECS:-20}
 ROWS=${ROWS:-"direct moat mitmproxy"}
 NS_PEER=$TOPO-peer
 PEER_ADDR=10.78.0.1
@@ -154,7 +158,18 @@ auth_counts() {	# the API server's counts: real placeholder none other
 	    --resolve api.bound.test:443:$PX_BOUND https://api.bound.test/stats |
 	    sed 's/[a-z]*=//g'
 }
-run() {	# run ROW PHASE -> the client's key=value line
+ticks() {	# PID,... -> "pid comm user+system-ticks" a line each
+	local p
+	for p in ${1//,/ }; do
+		[ -r /proc/$p/stat ] || continue
+		echo "$p $(cat /proc/$p/comm) $(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f12-13 | tr ' ' +)"
+	done
+}
+breakdown() {	# BEFORE AFTER -> each gateway process's CPU in the run
+	join <(sort "$1") <(sort "$2") | awk -v hz="$(getconf CLK_TCK)" \
+	    '{ split($3, a, "+"); split($5, b, "+"); printf "#   %s %s: %.2f s\n", $2, $1, (b[1] + b[2] - a[1] - a[2]) / hz }'
+}
+run() {	# run ROW PHASE -- the client's key=value line in $TOPO_TMP/run.out
 	local ns auth gw rate=()
 	case $1 in
 	direct)    ns=$(nses p) auth=$REAL gw= ; mitm_redirect off ;;
@@ -163,15 +178,26 @@ run() {	# run ROW PHASE -> the client's key=value line
 	mitmproxy) ns=$(nses p) auth="Bearer $PX_PLACEHOLDER" gw=$MITM_PIDS
 	           mitm_redirect on ;;
 	esac
-	[ "$2" = paced ] && rate=(--rate "$RATE")
+	local secs=$SECS
+	[ "$2" = paced ] && rate=(--rate "$RATE") secs=$PACED_SECS
+	# In the background, so that topo_down can end it: its threads live
+	# in the guests' namespaces, its main thread in ours.
 	"$CLIENT" --ns "$ns" --ca "$PX_DIR/bundle.crt" --auth "$auth" \
 	    --api $PX_BOUND:api.bound.test --pkg $PX_OTHER:other.test \
-	    --agents "$AGENTS" --secs "$SECS" --warmup 2 "${rate[@]}" \
-	    ${gw:+--gw "$gw"} --srv "$SRV_PIDS"
+	    --agents "$AGENTS" --secs "$secs" --warmup 2 "${rate[@]}" \
+	    ${gw:+--gw "$gw"} --srv "$SRV_PIDS" >"$TOPO_TMP/run.out" &
+	TOPO_PIDS+=($!)
+	[ -n "${BREAKDOWN:-}" ] && ticks "$gw" >"$TOPO_TMP/cpu0"
+	wait $!
+	if [ -n "${BREAKDOWN:-}" ] && [ -n "$gw" ]; then
+		ticks "$gw" >"$TOPO_TMP/cpu1"
+		echo "# $1 $2: CPU of each gateway process, warm-up included" >&2
+		breakdown "$TOPO_TMP/cpu0" "$TOPO_TMP/cpu1" >&2
+	fi
 }
 
 R=$TOPO_TMP/results
-echo "# $SANDBOXES sandboxes, $AGENTS agents, ${SECS} s per run, paced at $RATE calls/s; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "# $SANDBOXES sandboxes, $AGENTS agents, ${SECS} s per run, paced at $RATE calls/s for $PACED_SECS s; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 read -r -a rows <<<"$ROWS"
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do
@@ -180,7 +206,8 @@ for r in $(seq "$ROUNDS"); do
 		a0=$(auth_counts)
 		for phase in load paced; do
 			load=$(cut -d' ' -f1 /proc/loadavg)
-			out=$(run "$row" $phase)
+			run "$row" $phase
+			out=$(cat "$TOPO_TMP/run.out")
 			echo "round=$r row=$row phase=$phase load=$load $out" | tee -a "$R" >&2
 		done
 		a1=$(auth_counts)
