@@ -249,14 +249,16 @@ def ratio(row):
 
 
 def wrong(row):
-    n = 0
+    """API calls that reached the server without the real key, of all"""
+    n = total = 0
     for a in auth:
         if a["row"] != row:
             continue
         b = [int(v) for v in a["auth_before"].strip('"').split()]
         e = [int(v) for v in a["auth_after"].strip('"').split()]
         n += sum(e[1:]) - sum(b[1:])
-    return n
+        total += sum(e) - sum(b)
+    return "%d of %d" % (n, total)
 
 
 def behind(row):
@@ -278,10 +280,18 @@ for row in rows:
     a50 = "—" if row == "direct" else mr(added(row, "api_p50_ms"), "%.3f")
     a99 = "—" if row == "direct" else mr(added(row, "api_p99_ms"), "%.3f")
     err = int(sum(vals(row, "load", "errors") + vals(row, "paced", "errors")))
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s |" % (
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |" % (
         row, mr(vals(row, "load", "rps")), rel, gw,
         mr(vals(row, "paced", "api_p50_ms"), "%.2f") + behind(row), mr(vals(row, "paced", "api_p99_ms"), "%.2f"),
         a50, a99, mr(vals(row, "paced", "sse_p50_ms"), "%.2f"),
         mr(vals(row, "load", "pkg_mib_s")), err, wrong(row),
         mr(vals(row, "load", "client_cpu_us")), mr(vals(row, "load", "rest_cpu_pct"))))
+if "moat" in rows and "mitmproxy" in rows:
+    def per_round(key, a, b):
+        x, y = by_round(a, "load", key), by_round(b, "load", key)
+        return [x[k] / y[k] for k in x if k in y and y[k] > 0]
+    print("\nmoat against mitmproxy, round by round: %s times the requests per second, "
+          "%s times less gateway CPU per request" % (
+              mr(per_round("rps", "moat", "mitmproxy"), "%.1f"),
+              mr(per_round("gw_cpu_us", "mitmproxy", "moat"), "%.1f")))
 PY
