@@ -10,7 +10,7 @@
 #
 # SANDBOXES (5) guest namespaces, AGENTS (50) agents spread over them (a
 # sandbox is one guest address to moat: its agents are concurrent loops in
-# it).  Each agent, bench/agent-client.c (one process, a thread per agent):
+# it; SANDBOXES=50 gives each agent a guest and a sandbox of its own).  Each agent, bench/agent-client.c (one process, a thread per agent):
 # POST /v1/messages to api.bound.test with a 2 KiB body and `Authorization:
 # Bearer <token>`, answered with 10-50 KiB; every 10th call an SSE stream
 # of 20 events; after every 25th call a 1 MiB download from other.test
