@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # containment-check against the bare topology: no moat policy at all, so a
 # guest reaches the LAN, the gateway and the internet's resolver through
-# the gateway's forwarding.  The scan must say so, naming each breach, and
+# the gateway's forwarding (IPv6 as well: the guest takes a global address
+# and the gateway forwards it).  The scan must say so, naming each breach, and
 # exit 1; the positive controls must pass; a dead uplink must fail them.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
@@ -12,6 +13,14 @@ cd "$(dirname "$0")/../.."
 cc_topo || { not_ok "topology comes up"; exit 1; }
 # Without a policy nothing masquerades; give the internet a way back.
 ip -n "$NS_INET" route add 10.77.0.0/24 via 203.0.113.1
+# IPv6 too, as a dual-stack host that forwards it would: the guest gives
+# itself a global address and a route through the gateway, and the public
+# resolvers' stand-ins answer on their IPv6 addresses.
+in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
+ip -n "$NS_GW" addr add 2001:db8:77::1/64 dev moat0 nodad
+ip -n "$NS_INET" -6 route add 2001:db8:77::/64 via $GW_UP6
+ip -n "$TOPO-web" addr add 2001:db8:77::10/64 dev eth0 nodad
+ip -n "$TOPO-web" -6 route add default via 2001:db8:77::1
 
 cc_scan web
 expect_eq "uncontained guest: exit 1" 1 "$CC_RC"
@@ -23,6 +32,8 @@ expect_eq "breach named: gateway TCP ports answer (host protection)" True \
 expect_eq "gateway DNS port is not a breach" False "$(cc_breach gateway '^10\.77\.0\.1:53$')"
 expect_eq "breach named: DNS over UDP to another resolver" True \
 	"$(cc_q "any(x['class']=='dns-bypass' and x['target']=='9.9.9.9:53' and x['proto']=='udp' and x['outcome']=='BREACH' for x in rs)")"
+expect_eq "breach named: DNS over UDP to a public resolver's IPv6 address" True \
+	"$(cc_q "any(x['class']=='dns-bypass' and x['target']=='[2620:fe::fe]:53' and x['proto']=='udp' and x['outcome']=='BREACH' for x in rs)")"
 expect_eq "breach named: IPv6 link-local reaches the gateway" True \
 	"$(cc_breach ipv6 'fe80::|ff02::1')"
 expect_eq "breach named: a forged source gets its answer (no anti-spoofing)" True \
