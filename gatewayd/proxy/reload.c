@@ -239,6 +239,15 @@ take_allow(const struct ipc_conf_allow *m)
 }
 
 void
+reload_free(void)
+{
+	size_t k;
+
+	for (k = 0; k < IPC_CHANGED_MAX; k++)
+		names_clear(&staged[k]);
+}
+
+void
 reload_ipc(const struct ipc_hdr *h, void *buf, size_t len, int fd)
 {
 	const struct ipc_conf_secret *s = buf;
@@ -254,9 +263,14 @@ reload_ipc(const struct ipc_hdr *h, void *buf, size_t len, int fd)
 		stage_names(buf);
 		break;
 	case IPC_CONF:
-		if (fd != -1)
+		if (fd != -1) {
 			reconfigure(fd, buf);
-		else if (!proxy.draining)	/* no configuration: drain */
+			break;
+		}
+		/* No configuration (gatewayd could not make one): drain. */
+		secrets_unstage();
+		reload_free();
+		if (!proxy.draining)
 			proxy_drain();
 		break;
 	case IPC_CONF_ALLOW:
@@ -265,13 +279,4 @@ reload_ipc(const struct ipc_hdr *h, void *buf, size_t len, int fd)
 	default:
 		fatalx("ipc: unexpected %s message", ipc_type_name(h->type));
 	}
-}
-
-void
-reload_free(void)
-{
-	size_t k;
-
-	for (k = 0; k < IPC_CHANGED_MAX; k++)
-		names_clear(&staged[k]);
 }

@@ -15,7 +15,7 @@ void	reload_init(struct moat_config *cfg, const char *name);
 /* One of gatewayd's IPC_CONF* messages (shape-checked); fd the memfd an
  * IPC_CONF carries, or -1. */
 void	reload_ipc(const struct ipc_hdr *, void *buf, size_t len, int fd);
-void	reload_free(void);
+void	reload_free(void);	/* what is staged */
 /* Stop accepting, finish what is open, then exit (main.c). */
 void	proxy_drain(void);
 
