@@ -264,7 +264,8 @@ proxy_reload(struct gw *gw, const struct gw_delta *d)
 	free(gw->secret_ids);
 	gw->nsecret_ids = d->nids;
 	gw->secret_ids = xcalloc(d->nids + 1, sizeof(*gw->secret_ids));
-	memcpy(gw->secret_ids, d->ids, d->nids * sizeof(*d->ids));
+	if (d->nids > 0)
+		memcpy(gw->secret_ids, d->ids, d->nids * sizeof(*d->ids));
 }
 
 /* A grant: one sandbox's allow list to every worker, running or draining;

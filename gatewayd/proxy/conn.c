@@ -132,8 +132,9 @@ same_in(struct rebind *r, size_t i)
 	const char *name = r->old->sandboxes[i].name;
 
 	if (r->seen[i] == 0)
-		r->seen[i] = r->to[i] == NULL ? -1 : bsearch(&name, r->changed,
-		    r->nchanged, sizeof(*r->changed), name_cmp) ? -2 : 1;
+		r->seen[i] = r->to[i] == NULL ? -1 : r->nchanged > 0 &&
+		    bsearch(&name, r->changed, r->nchanged,
+		    sizeof(*r->changed), name_cmp) != NULL ? -2 : 1;
 	return r->seen[i] == 1 ? r->to[i] : NULL;
 }
 

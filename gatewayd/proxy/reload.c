@@ -149,7 +149,8 @@ reconfigure(int fd, const struct ipc_conf *m)
 		keep = false;
 	}
 	secrets_unstage();
-	qsort(sbs->v, sbs->n, sizeof(*sbs->v), name_cmp);
+	if (sbs->n > 0)
+		qsort(sbs->v, sbs->n, sizeof(*sbs->v), name_cmp);
 	/* Draining, the connections that read requests go too when the
 	 * rest of the configuration or the secrets changed. */
 	cut = conn_rebind(live, ncfg, keep, !keep && (m->flags &
