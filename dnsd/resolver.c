@@ -201,10 +201,10 @@ swap_config(struct moat_config *cfg)
 	config_free(old);
 }
 
-/* The names of an IPC_DNS_ALLOW, checked again as the loader checks
+/* The names of an IPC_CONF_ALLOW, checked again as the loader checks
  * them (the parent did; this is a second line of defence). */
 static int
-allow_names(const struct ipc_dns_allow *m, struct moat_strlist *l)
+allow_names(const struct ipc_conf_allow *m, struct moat_strlist *l)
 {
 	const char *s = m->names, *end = m->names + m->len;
 	char why[384], *v;
@@ -241,9 +241,9 @@ strlist_clear(struct moat_strlist *l)
  * anew.  The cache stays: answers do not depend on allow lists.
  */
 static void
-take_allow(const struct ipc_dns_allow *m)
+take_allow(const struct ipc_conf_allow *m)
 {
-	struct ipc_dns_config_ack ack = { m->gen, -1 };
+	struct ipc_conf_ack ack = { m->gen, -1 };
 	struct moat_strlist l = { NULL, 0 };
 	struct moat_sandbox *sb = NULL, next;
 	struct fate one;
@@ -270,7 +270,7 @@ take_allow(const struct ipc_dns_allow *m)
 		    sb->name, sb->allow.n);
 		ack.status = 0;
 	}
-	if (ipc_send(R.ipcfd, IPC_DNS_CONFIG_ACK, 0, &ack, sizeof(ack)) == -1)
+	if (ipc_send(R.ipcfd, IPC_CONF_ACK, 0, &ack, sizeof(ack)) == -1)
 		fatal("ipc: dns-config-ack");
 }
 
@@ -284,7 +284,7 @@ reload(void)
 	struct moat_config *cfg;
 
 	if (R.opts->config_fd != -1) {
-		/* gatewayd sends its new configuration (IPC_DNS_CONFIG). */
+		/* gatewayd sends its new configuration (IPC_CONF). */
 		log_warnx("reload: the configuration comes from gatewayd; "
 		    "ignored");
 		return;
@@ -317,7 +317,7 @@ static void
 reconfigure(int fd, uint32_t gen)
 {
 	struct moat_errors errs = { 0 };
-	struct ipc_dns_config_ack ack = { gen, -1 };
+	struct ipc_conf_ack ack = { gen, -1 };
 	struct moat_config *cfg;
 
 	cfg = config_load_normalised(R.opts->conf, fd, &errs);
@@ -330,7 +330,7 @@ reconfigure(int fd, uint32_t gen)
 		swap_config(cfg);
 		ack.status = 0;
 	}
-	if (ipc_send(R.ipcfd, IPC_DNS_CONFIG_ACK, 0, &ack, sizeof(ack)) == -1)
+	if (ipc_send(R.ipcfd, IPC_CONF_ACK, 0, &ack, sizeof(ack)) == -1)
 		fatal("ipc: dns-config-ack");
 }
 
@@ -404,8 +404,8 @@ ipc_cb(struct ev *h, uint32_t events)
 {
 	static union {
 		struct ipc_set_ack ack;
-		struct ipc_dns_config cfg;
-		struct ipc_dns_allow allow;
+		struct ipc_conf cfg;
+		struct ipc_conf_allow allow;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
 	struct ipc_hdr hdr;
@@ -428,7 +428,7 @@ ipc_cb(struct ev *h, uint32_t events)
 		return;
 	}
 	/* A descriptor comes with a new configuration and nothing else. */
-	if ((hdr.type == IPC_DNS_CONFIG) != (nfds == 1))
+	if ((hdr.type == IPC_CONF) != (nfds == 1))
 		fatalx("ipc: %s with %zu descriptor(s)",
 		    ipc_type_name(hdr.type), nfds);
 	switch (hdr.type) {
@@ -438,10 +438,10 @@ ipc_cb(struct ev *h, uint32_t events)
 	case IPC_RELOAD:
 		reload();
 		break;
-	case IPC_DNS_CONFIG:
+	case IPC_CONF:
 		reconfigure(fd, u.cfg.gen);
 		break;
-	case IPC_DNS_ALLOW:
+	case IPC_CONF_ALLOW:
 		take_allow(&u.allow);
 		break;
 	default:

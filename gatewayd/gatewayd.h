@@ -83,13 +83,37 @@ struct gw_proc {
 	time_t		 restart_at;	/* 0 = not scheduled */
 	bool		 enabled;
 	bool		 expected;	/* we stopped it: restart at once */
-	char		*basis;		/* a proxy worker: what it was started
-					 * on, but sandboxes and secrets
-					 * (proxy_basis) */
-	char		*defs;		/* the same with the secrets' defini-
-					 * tions (for the log) */
-	char		*secret_ids;	/* and each secret file's identity,
-					 * one line each (secret_ids) */
+};
+
+/*
+ * What a reload changed, decided once, in the parent, by comparing the
+ * configuration in force with the new one (conf_delta, parent_reload.c);
+ * each child is told what it means for it (proc_reload).  Names are the
+ * delta's own copies.
+ */
+struct gw_delta {
+	bool		 basis;		/* more than sandboxes and secrets */
+	bool		 secret_defs;	/* a secret came, went or was redefined */
+	char		**sandboxes;	/* in both, with other settings */
+	size_t		 nsandboxes;
+	char		**secrets;	/* redefined, removed, new, or whose
+					 * file changed: whose connections go */
+	size_t		 nsecrets;
+	size_t		*values;	/* new config's secrets whose value goes
+					 * to the proxy: new, or file changed */
+	size_t		 nvalues;
+	struct gw_secret_id *ids;	/* the new config's secret files */
+	size_t		 nids;
+};
+
+/* A secret file's identity when its value was read for the proxy: a
+ * reload sends again the values of those whose identity changed. */
+struct gw_secret_id {
+	char		 name[IPC_NAME_LEN];
+	bool		 ok;		/* stat succeeded */
+	uint64_t	 dev, ino, size;
+	int64_t		 mtime_s;
+	long		 mtime_ns;
 };
 
 struct gw;
@@ -102,15 +126,17 @@ void	proc_tick(struct gw *, time_t now);
 int	proc_next_timeout(struct gw *, time_t now);	/* ms, -1 none */
 void	proc_ipc_readable(struct gw *, enum gw_proc_id);
 /* After a reload: each child gets the new configuration from the parent
- * (they hold no privilege to read root-only files any more).  dnsd takes
- * it in place (IPC_DNS_CONFIG); the nflog reader is started again.  A
- * proxy worker takes the new sandboxes and secrets in place when nothing
- * else it was started on changed; otherwise it is told to drain its open
- * connections while a new one takes the listening socket. */
-void	proc_reload(struct gw *);
+ * (they hold no privilege to read root-only files any more), with what
+ * the change d means for it.  dnsd takes it in place (IPC_CONF); the
+ * nflog reader is started again.  A proxy worker takes the new sandboxes
+ * and secrets in place when nothing else changed (d->basis); otherwise it
+ * is told to drain its open connections while a new one takes the
+ * listening socket. */
+void	proc_reload(struct gw *, const struct gw_delta *d);
 /* A grant changed the allow lists of the n sandboxes named in gw->cfg
- * itself: dnsd takes each list alone (IPC_DNS_ALLOW), the proxy workers
- * the configuration in place; nothing is restarted. */
+ * itself: dnsd and every proxy worker take each list alone
+ * (IPC_CONF_ALLOW); nothing is restarted and no other sandbox is
+ * touched. */
 void	proc_reload_sandboxes(struct gw *, const char *const *names, size_t n);
 void	proc_drain_readable(struct gw *, int slot);
 void	proc_kill(struct gw *, enum gw_proc_id, const char *why);
@@ -131,6 +157,19 @@ struct gw_msg {
 typedef void gw_dispatch_fn(struct gw *, struct gw_proc *, int fd,
     const struct gw_msg *);
 
+/* parent_reload.c: the change, once */
+void	conf_delta(struct gw *, const struct moat_config *old,
+	    const struct moat_config *ncfg, struct gw_delta *);
+void	conf_delta_free(struct gw_delta *);
+/* The secret files' identities, now, in cfg's order; *n of them. */
+struct gw_secret_id *conf_secret_ids(const struct moat_config *, size_t *n);
+/* The IPC_CONF_ALLOW of a sandbox's allow list in gw->cfg, in buf
+ * (IPC_MAX_PAYLOAD bytes, aligned), with generation gen (>= 1); its
+ * length, or 0 if there is no such sandbox or its list does not fit one
+ * message. */
+size_t	conf_allow_msg(const struct gw *, const char *sandbox, uint32_t gen,
+	    void *buf);
+
 /* parent_dnsd.c */
 gw_dispatch_fn dnsd_dispatch;
 void	dnsd_reconfigure(struct gw *);	/* a reload's configuration, in place */
@@ -139,9 +178,12 @@ int	dnsd_allow(struct gw *, const char *sandbox);	/* -1: send it all */
 /* parent_proxy.c */
 gw_dispatch_fn proxy_dispatch;
 int	proxy_send_secrets(struct gw *, int fd);	/* at a worker's start */
-char	*proxy_basis(const struct moat_config *);
-char	*proxy_secret_ids(const struct moat_config *);
-void	proxy_reload(struct gw *);	/* every worker, in place or drained */
+/* Every worker, in place or drained, and every one still draining. */
+void	proxy_reload(struct gw *, const struct gw_delta *);
+/* A grant: every worker (and draining one) takes one sandbox's allow
+ * list alone, or, if it does not fit a message, the configuration with
+ * only that sandbox changed. */
+void	proxy_allow(struct gw *, const char *sandbox);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 
 /* --- the proxy's workers' listening sockets (parent_pool.c) --- */
@@ -492,6 +534,8 @@ struct gw {
 	char			**dns_frozen;	/* narrowed, until dnsd has */
 	size_t			 ndns_frozen;	/* the new config (sorted) */
 	uint32_t		 dns_gen;	/* dnsd reconfigurations sent */
+	struct gw_secret_id	*secret_ids;	/* as the proxy workers have */
+	size_t			 nsecret_ids;	/* their values (NULL: none) */
 	struct gw_dnsdrop {		/* dnsd's queries over the rate */
 		char		 sandbox[IPC_NAME_LEN];
 		uint64_t	 count;

@@ -71,6 +71,12 @@ $(BUILD)/tests/test_gatewayd_dnsreload: $(OBJ)/tests/unit/test_gatewayd_dnsreloa
 	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# What a reload changed, decided once in the parent.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_delta
+$(BUILD)/tests/test_gatewayd_delta: $(OBJ)/tests/unit/test_gatewayd_delta.o \
+	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 # The parent's registration handler driven with forged requests.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_register
 $(BUILD)/tests/test_gatewayd_register: $(OBJ)/tests/unit/test_gatewayd_register.o \

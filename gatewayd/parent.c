@@ -186,6 +186,7 @@ gw_run(struct gw_opts *opts)
 	free(gw.dnsdrops);
 	free(gw.hoststats);
 	free(gw.cfgtext.text);
+	free(gw.secret_ids);
 	refused_free(&gw);
 	grants_free(&gw);
 	if (gw.regfd != -1)

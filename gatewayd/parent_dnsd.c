@@ -1,7 +1,7 @@
 /*
  * parent_dnsd.c -- the parent's side of dnsd: a reload's configuration
- * taken in place (IPC_DNS_CONFIG and its acknowledgement), one sandbox's
- * allow list after a grant (IPC_DNS_ALLOW), and the messages dnsd may
+ * taken in place (IPC_CONF and its acknowledgement), one sandbox's
+ * allow list after a grant (IPC_CONF_ALLOW), and the messages dnsd may
  * send: set additions (decided beside the policy), queries dropped over a
  * rate, names refused or resolved, audit events.
  */
@@ -20,14 +20,14 @@
  * dnsd takes a reload in place: the new configuration goes to it in a
  * fresh sealed memfd, as at its start, and it swaps its policy while
  * keeping its cache and what it knows of the sets wherever the reload
- * left them true (IPC_DNS_CONFIG).  A dnsd that cannot be told, or that
+ * left them true (IPC_CONF).  A dnsd that cannot be told, or that
  * answers it could not (handle_dns_config_ack), is restarted with it.
  */
 void
 dnsd_reconfigure(struct gw *gw)
 {
 	struct gw_proc *p = &gw->procs[PROC_DNSD];
-	struct ipc_dns_config m;
+	struct ipc_conf m = { 0, IPC_CONF_KEEP, 0, { 0, 0 } };
 	int fd;
 
 	if (p->pid <= 0)
@@ -39,7 +39,7 @@ dnsd_reconfigure(struct gw *gw)
 	if (++gw->dns_gen == 0)
 		gw->dns_gen = 1;
 	m.gen = gw->dns_gen;
-	if (ipc_send_fds(p->ipc, IPC_DNS_CONFIG, 0, &m, sizeof(m), &fd,
+	if (ipc_send_fds(p->ipc, IPC_CONF, 0, &m, sizeof(m), &fd,
 	    1) == -1) {
 		log_warn("dnsd: sending the new configuration; restarting it");
 		proc_restart(gw, PROC_DNSD);
@@ -48,7 +48,7 @@ dnsd_reconfigure(struct gw *gw)
 }
 
 static void
-handle_dns_config_ack(struct gw *gw, const struct ipc_dns_config_ack *m)
+handle_dns_config_ack(struct gw *gw, const struct ipc_conf_ack *m)
 {
 	if (m->status == 0) {
 		log_info("dnsd took the new configuration in place");
@@ -69,35 +69,22 @@ int
 dnsd_allow(struct gw *gw, const char *sandbox)
 {
 	static union {
-		struct ipc_dns_allow m;
+		struct ipc_conf_allow m;
 		char raw[IPC_MAX_PAYLOAD];
 	} u;
-	const struct moat_sandbox *sb = config_sandbox_by_name(gw->cfg,
-	    sandbox);
-	size_t i, off = 0, len;
+	size_t len;
 
-	if (sb == NULL || sb->allow.n > IPC_DNS_ALLOW_MAX)
-		return -1;
-	memset(&u.m, 0, sizeof(u.m));
-	for (i = 0; i < sb->allow.n; i++) {
-		len = strlen(sb->allow.v[i]) + 1;
-		if (sizeof(u.m) + off + len > sizeof(u.raw))
-			return -1;
-		memcpy(u.m.names + off, sb->allow.v[i], len);
-		off += len;
-	}
 	if (++gw->dns_gen == 0)
 		gw->dns_gen = 1;
-	u.m.gen = gw->dns_gen;
-	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", sb->name);
-	u.m.len = (uint32_t)off;
-	if (ipc_send(gw->procs[PROC_DNSD].ipc, IPC_DNS_ALLOW, 0, &u.m,
-	    sizeof(u.m) + off) == -1) {
+	if ((len = conf_allow_msg(gw, sandbox, gw->dns_gen, &u)) == 0)
+		return -1;
+	if (ipc_send(gw->procs[PROC_DNSD].ipc, IPC_CONF_ALLOW, 0, &u.m,
+	    len) == -1) {
 		log_warn("dnsd: sending %s's allow list; restarting it", sandbox);
 		proc_restart(gw, PROC_DNSD);
 	} else
 		log_info("dnsd: sandbox %s's allow list sent alone (%zu names)",
-		    sb->name, sb->allow.n);
+		    sandbox, config_sandbox_by_name(gw->cfg, sandbox)->allow.n);
 	return 0;
 }
 
@@ -137,9 +124,9 @@ dnsd_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
 	case IPC_DNS_DROPPED:
 		handle_dns_dropped(gw, (const struct ipc_dns_dropped *)m->data);
 		break;
-	case IPC_DNS_CONFIG_ACK:
+	case IPC_CONF_ACK:
 		handle_dns_config_ack(gw,
-		    (const struct ipc_dns_config_ack *)m->data);
+		    (const struct ipc_conf_ack *)m->data);
 		break;
 	case IPC_DNS_NAME:
 		refused_dns_name(gw, (const struct ipc_dns_name *)m->data);

@@ -4,11 +4,13 @@
  *
  * A grant changes one sandbox's allow list in the configuration in force,
  * in place, and dnsd and every proxy worker take the new list in place
- * (proc_reload_sandboxes: dnsd gets that sandbox's list alone): nothing
- * is restarted and no other sandbox is touched.  Widening asks nothing of the kernel: the sandbox's set fills
- * as dnsd answers the new names.  Narrowing (unallow, a grant that
- * expires) empties the sandbox's set, as a reload that narrows does; the
- * next answer of each name still allowed puts its addresses back.
+ * (proc_reload_sandboxes: each gets that sandbox's list alone): nothing
+ * is restarted and no other sandbox is touched.  Widening asks nothing of
+ * the kernel: the sandbox's set fills as dnsd answers the new names.
+ * Narrowing (unallow, a grant that expires) empties the sandbox's set, as
+ * a reload that narrows does, and the proxy cuts the sandbox's connections
+ * to names no longer allowed; the next answer of each name still allowed
+ * puts its addresses back.
  *
  * A grant --for lives in memory only and is laid over every configuration
  * loaded until it expires.  A grant for good is written to the sandbox's

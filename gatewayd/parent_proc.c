@@ -63,7 +63,7 @@ static const struct role {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT,
 	    audit_dispatch },
 	[PROC_DNSD] = { "dnsd", NULL, (1u << IPC_AUDIT) | (1u << IPC_SET_ADD) |
-	    (1u << IPC_DNS_DROPPED) | (1u << IPC_DNS_CONFIG_ACK) |
+	    (1u << IPC_DNS_DROPPED) | (1u << IPC_CONF_ACK) |
 	    (1u << IPC_DNS_NAME), dnsd_dispatch },
 	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
 	    (1u << IPC_BUDGET_REQ), proxy_dispatch },
@@ -155,14 +155,6 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 	p->started = time(NULL);
 	p->restart_at = 0;
 	log_info("%s started, pid %d", proc_label(gw, p), (int)pid);
-	if (PROC_IS_PROXY(id)) {
-		free(p->basis);
-		free(p->defs);
-		free(p->secret_ids);
-		p->basis = proxy_basis(gw->cfg);
-		p->defs = config_text_but_sandboxes(gw->cfg);
-		p->secret_ids = proxy_secret_ids(gw->cfg);
-	}
 	if (PROC_IS_PROXY(id) && proxy_send_secrets(gw, fds[0]) == -1)
 		proc_kill(gw, id, "its secrets could not be sent");
 	return;
@@ -340,18 +332,20 @@ proc_next_timeout(struct gw *gw, time_t now)
 	return best;
 }
 
-static void reload_children(struct gw *, bool nflog, bool dnsd);
-
 void
-proc_reload(struct gw *gw)
+proc_reload(struct gw *gw, const struct gw_delta *d)
 {
-	reload_children(gw, true, true);
+	dnsd_reconfigure(gw);
+	proc_restart(gw, PROC_NFLOG);
+	if (gw->opts.no_children)
+		return;
+	pool_enable(gw);
+	proxy_reload(gw, d);
 }
 
 /* Only sandboxes' allow lists changed, in gw->cfg itself (a grant): the
  * nflog reader (which knows sandboxes by address) is left alone; dnsd
- * takes each sandbox's list alone, and every proxy worker the new
- * configuration in place. */
+ * and every proxy worker take each sandbox's list alone. */
 void
 proc_reload_sandboxes(struct gw *gw, const char *const *names, size_t n)
 {
@@ -366,20 +360,8 @@ proc_reload_sandboxes(struct gw *gw, const char *const *names, size_t n)
 		}
 	if (p->pid > 0 && p->ipc == -1)
 		proc_restart(gw, PROC_DNSD);
-	reload_children(gw, false, false);
-}
-
-static void
-reload_children(struct gw *gw, bool nflog, bool dnsd)
-{
-	if (dnsd)
-		dnsd_reconfigure(gw);
-	if (nflog)
-		proc_restart(gw, PROC_NFLOG);
-	if (gw->opts.no_children)
-		return;
-	pool_enable(gw);
-	proxy_reload(gw);
+	for (i = 0; !gw->opts.no_children && i < n; i++)
+		proxy_allow(gw, names[i]);
 }
 
 /* The nflog reader sends only audit events. */

@@ -1,8 +1,9 @@
 /*
  * parent_proxy.c -- the parent's side of its proxy workers: their secret
- * values (read here as root, sent over IPC), what a reload means for each
- * worker (taken in place or drained), the workers still draining, and the
- * messages a worker may send (audit events, budget requests).
+ * values (read here as root, sent over IPC), what a change of
+ * configuration means for each worker (taken in place or drained; a
+ * grant's allow list alone), the workers still draining, and the messages
+ * a worker may send (audit events, budget requests).
  */
 #include <sys/stat.h>
 
@@ -20,130 +21,54 @@
 #include "log.h"
 #include "secretfile.h"
 
-/* One secret's value, read here as root, to a proxy.  0 or -1. */
-static int
-send_secret(int fd, const struct moat_secret *s)
+/* A secret's value as it goes to a proxy, read here as root. */
+union secret_msg {
+	struct ipc_conf_secret m;
+	uint8_t raw[IPC_MAX_PAYLOAD];
+};
+
+/* Read s's value into u; its message's length, or 0. */
+static size_t
+secret_read(const struct moat_secret *s, union secret_msg *u)
 {
-	static union {
-		struct ipc_secret m;
-		uint8_t raw[IPC_MAX_PAYLOAD];
-	} u;
 	char err[256];
 	size_t len;
-	int rc = -1;
 
-	memset(&u.m, 0, sizeof(u.m));
-	snprintf(u.m.name, sizeof(u.m.name), "%s", s->name);
-	if (secret_file_read(s, u.m.value, &len, err, sizeof(err)) == -1)
+	memset(&u->m, 0, sizeof(u->m));
+	snprintf(u->m.name, sizeof(u->m.name), "%s", s->name);
+	if (secret_file_read(s, u->m.value, &len, err, sizeof(err)) == -1) {
 		log_warnx("proxy: %s", err);
-	else if (fd == -1)	/* only checked */
-		rc = 0;
-	else {
-		u.m.len = (uint32_t)len;
-		if ((rc = ipc_send(fd, IPC_SECRET, 0, &u.m,
-		    sizeof(u.m) + len)) == -1)
-			log_warn("proxy: sending secret %s", s->name);
+		return 0;
 	}
-	explicit_bzero(&u, sizeof(u));
-	return rc;
+	u->m.len = (uint32_t)len;
+	return sizeof(u->m) + len;
 }
 
 /*
  * The proxy's secret values: read here, as root, and sent at its start, in
- * the configuration's order.  The proxy never opens a secret file.
+ * the configuration's order.  The proxy never opens a secret file.  The
+ * files' identities are taken first if no worker has values yet, so that
+ * a reload knows which ones to send again (conf_delta).
  */
 int
 proxy_send_secrets(struct gw *gw, int fd)
 {
-	size_t i;
+	static union secret_msg u;
+	size_t i, len;
+	int rc = 0;
 
-	for (i = 0; i < gw->cfg->nsecrets; i++)
-		if (send_secret(fd, &gw->cfg->secrets[i]) == -1)
-			return -1;
-	return 0;
-}
-
-/*
- * What a proxy is started on besides its sandboxes and secrets: the rest
- * of the configuration (with the number of workers).  Secret values are
- * followed by each secret file's identity and age, one line each by name
- * (secret_ids), taken before its value is read, so a file changed
- * meanwhile only makes the next reload send it again.  No value is kept
- * here.
- */
-char *
-proxy_basis(const struct moat_config *cfg)
-{
-	return config_text_but_sandboxes_secrets(cfg);
-}
-
-char *
-proxy_secret_ids(const struct moat_config *cfg)
-{
-	char *buf = NULL;
-	size_t i, len = 0;
-	struct stat st;
-	FILE *fp;
-
-	if ((fp = open_memstream(&buf, &len)) == NULL)
-		fatalx("out of memory");
-	for (i = 0; i < cfg->nsecrets; i++) {
-		if (stat(cfg->secrets[i].file, &st) == -1)
-			fprintf(fp, "%s -\n", cfg->secrets[i].name);
-		else
-			fprintf(fp, "%s %ju %ju %jd.%09ld %jd\n",
-			    cfg->secrets[i].name, (uintmax_t)st.st_dev,
-			    (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
-			    st.st_mtim.tv_nsec, (intmax_t)st.st_size);
+	if (gw->secret_ids == NULL)
+		gw->secret_ids = conf_secret_ids(gw->cfg, &gw->nsecret_ids);
+	for (i = 0; rc == 0 && i < gw->cfg->nsecrets; i++) {
+		if ((len = secret_read(&gw->cfg->secrets[i], &u)) == 0)
+			rc = -1;
+		else if ((rc = ipc_send(fd, IPC_CONF_SECRET, 0, &u.m,
+		    len)) == -1)
+			log_warn("proxy: sending secret %s",
+			    gw->cfg->secrets[i].name);
 	}
-	if (fclose(fp) != 0)
-		fatalx("out of memory");
-	return buf;
-}
-
-/* The last line of ids (proxy_secret_ids) about secret name, or NULL. */
-static const char *
-id_line(const char *ids, const char *name)
-{
-	size_t nl = strlen(name), len;
-	const char *p, *found = NULL;
-
-	for (p = ids; *p != '\0'; p += len + (p[len] != '\0')) {
-		len = strcspn(p, "\n");
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			found = p;
-	}
-	return found;
-}
-
-/* Does had (proxy_secret_ids) hold the same line for secret name as ids? */
-static bool
-same_id(const char *ids, const char *had, const char *name)
-{
-	const char *a = id_line(ids, name), *b = id_line(had, name);
-	size_t la, lb;
-
-	if (a == NULL || b == NULL)
-		return false;
-	la = strcspn(a, "\n");
-	lb = strcspn(b, "\n");
-	return la == lb && memcmp(a, b, la) == 0;
-}
-
-/* Can every secret that is new or whose file changed since the worker
- * got its values be read now?  If not, the worker drains instead, as for
- * any reload it cannot take in place. */
-static bool
-changed_secrets_readable(const struct gw *gw, const char *ids,
-    const char *had)
-{
-	size_t i;
-
-	for (i = 0; i < gw->cfg->nsecrets; i++)
-		if (!same_id(ids, had, gw->cfg->secrets[i].name) &&
-		    send_secret(-1, &gw->cfg->secrets[i]) == -1)
-			return false;
-	return true;
+	explicit_bzero(&u, sizeof(u));
+	return rc;
 }
 
 /* A free draining slot, or the oldest drain's, ended. */
@@ -164,74 +89,128 @@ drain_slot(struct gw *gw)
 	return old;
 }
 
-/* IPC_RELOAD to a proxy with the new configuration attached (a memfd of
- * its own: a shared one would share its read offset); without one if the
- * memfd cannot be made, which only drains. */
+/* The names of one kind of change, as many IPC_CONF_CHANGED as they
+ * take.  0 or -1. */
 static int
-send_reload(struct gw *gw, int ipc, uint32_t how)
+send_changed(int ipc, uint8_t kind, char *const *names, size_t n)
 {
-	int conf = proc_config_memfd(gw), rc;
+	static union {
+		struct ipc_conf_changed m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	size_t i = 0, off, len;
 
-	if (conf == -1)
-		return ipc_send(ipc, IPC_RELOAD, IPC_RELOAD_DRAIN, NULL, 0);
-	rc = ipc_send_fds(ipc, IPC_RELOAD, how, NULL, 0, &conf, 1);
+	while (i < n) {
+		memset(&u.m, 0, sizeof(u.m));
+		u.m.kind = kind;
+		for (off = 0; i < n; i++, off += len) {
+			len = strlen(names[i]) + 1;
+			if (sizeof(u.m) + off + len > sizeof(u.raw))
+				break;
+			memcpy(u.m.names + off, names[i], len);
+		}
+		u.m.len = (uint32_t)off;
+		if (ipc_send(ipc, IPC_CONF_CHANGED, 0, &u.m,
+		    sizeof(u.m) + off) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A change to one worker: what changed (IPC_CONF_CHANGED), then the new
+ * configuration (IPC_CONF, a memfd of its own: a shared one would share
+ * its read offset) and whether to take it in place; without a memfd if
+ * none can be made, which only drains.  flags: IPC_CONF_*.
+ */
+static int
+send_conf(struct gw *gw, int ipc, const struct gw_delta *d, uint8_t how,
+    uint8_t flags)
+{
+	struct ipc_conf m = { 1, how, flags, { 0, 0 } };
+	int conf, rc;
+
+	if (send_changed(ipc, IPC_CHANGED_SANDBOX, d->sandboxes,
+	    d->nsandboxes) == -1 || send_changed(ipc, IPC_CHANGED_SECRET,
+	    d->secrets, d->nsecrets) == -1)
+		return -1;
+	if ((conf = proc_config_memfd(gw)) == -1) {
+		m.how = IPC_CONF_DRAIN;
+		return ipc_send(ipc, IPC_CONF, 0, &m, sizeof(m));
+	}
+	rc = ipc_send_fds(ipc, IPC_CONF, 0, &m, sizeof(m), &conf, 1);
 	close(conf);
 	return rc;
 }
 
+/* The values a change sends again, each read once for every worker
+ * (values[i] for d->values[i]); false if one cannot be read, and then
+ * the workers drain, as for any change they cannot take in place. */
+static bool
+values_read(struct gw *gw, const struct gw_delta *d, union secret_msg *v,
+    size_t *len)
+{
+	size_t i;
+
+	for (i = 0; i < d->nvalues; i++)
+		if ((len[i] = secret_read(&gw->cfg->secrets[d->values[i]],
+		    &v[i])) == 0)
+			return false;
+	return true;
+}
+
+static void
+log_kept(struct gw *gw, const struct gw_proc *p, const struct gw_delta *d)
+{
+	if (d->nvalues > 0)
+		log_info("%s: %zu new secret value(s) sent, reconfigured in "
+		    "place", proc_label(gw, p), d->nvalues);
+	else if (d->secret_defs)
+		log_info("%s: secret definitions changed, reconfigured in "
+		    "place", proc_label(gw, p));
+	else
+		log_info("%s: only sandboxes changed, reconfigured in place",
+		    proc_label(gw, p));
+}
+
 /*
- * A reload reaches a worker: with the new configuration it cuts every open
- * connection the new one no longer allows.  When only sandboxes and
- * secrets changed for it (proxy_basis: the rest of the configuration, the
- * number of workers with it) it goes on in place, keeping its connections
- * and its signer.  Each secret that is new or whose file changed
- * (secret_ids) is sent to it first, as its value (IPC_SECRET); the worker
- * keeps them aside and takes them with the reload, cutting only the
- * connections that could carry an old value or binding (reconfigure in
- * moat-proxy).  Otherwise it drains them and finishes, and a new one takes
- * its listening socket at once (proc_tick).
+ * A change reaches a worker: with the new configuration it cuts every open
+ * connection the new one no longer allows (its sandbox removed or changed,
+ * its address refused).  When only sandboxes and secrets changed
+ * (d->basis) and every new value could be read, it goes on in place,
+ * keeping its connections and its signer: each secret that is new or
+ * whose file changed is sent to it first, as its value (IPC_CONF_SECRET);
+ * the worker takes them with the configuration, cutting only the
+ * connections that could carry an old value or binding.  Otherwise it
+ * drains them and finishes, and a new one takes its listening socket at
+ * once (proc_tick).
  */
 static void
-reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis,
-    const char *defs, const char *ids)
+reload_worker(struct gw *gw, enum gw_proc_id id, const struct gw_delta *d,
+    const union secret_msg *v, const size_t *len, bool keep)
 {
 	struct gw_proc *p = &gw->procs[id];
-	bool keep;
-	size_t i, nsent = 0;
+	uint8_t flags = (d->basis ? IPC_CONF_BASIS : 0) |
+	    (d->secret_defs ? IPC_CONF_SECRETS : 0);
+	size_t i;
 	int slot;
 
 	if (p->pid > 0) {
-		keep = p->enabled && p->basis != NULL && p->secret_ids != NULL &&
-		    strcmp(basis, p->basis) == 0 &&
-		    changed_secrets_readable(gw, ids, p->secret_ids);
-		for (i = 0; keep && i < gw->cfg->nsecrets; i++) {
-			if (same_id(ids, p->secret_ids, gw->cfg->secrets[i].name))
-				continue;
-			if (send_secret(p->ipc, &gw->cfg->secrets[i]) == -1) {
+		keep = keep && p->enabled;
+		if (keep && d->nvalues > 0)
+			flags |= IPC_CONF_SECRETS;
+		for (i = 0; keep && i < d->nvalues; i++)
+			if (ipc_send(p->ipc, IPC_CONF_SECRET, 0, &v[i].m,
+			    len[i]) == -1) {
 				proc_kill(gw, id, "a secret's new value could "
 				    "not be sent");
 				return;
 			}
-			nsent++;
-		}
-		if (send_reload(gw, p->ipc, keep ? IPC_RELOAD_KEEP :
-		    IPC_RELOAD_DRAIN) == -1)
+		if (send_conf(gw, p->ipc, d, keep ? IPC_CONF_KEEP :
+		    IPC_CONF_DRAIN, flags) == -1)
 			kill(p->pid, SIGTERM);
 		else if (keep) {
-			free(p->secret_ids);
-			p->secret_ids = xstrdup(ids);
-			if (nsent > 0)
-				log_info("%s: %zu new secret value(s) sent, "
-				    "reconfigured in place", proc_label(gw, p),
-				    nsent);
-			else if (p->defs == NULL || strcmp(defs, p->defs) != 0)
-				log_info("%s: secret definitions changed, "
-				    "reconfigured in place", proc_label(gw, p));
-			else
-				log_info("%s: only sandboxes changed, "
-				    "reconfigured in place", proc_label(gw, p));
-			free(p->defs);
-			p->defs = xstrdup(defs);
+			log_kept(gw, p, d);
 			return;
 		}
 		slot = drain_slot(gw);
@@ -245,28 +224,97 @@ reload_worker(struct gw *gw, enum gw_proc_id id, const char *basis,
 	p->restart_at = p->enabled ? time(NULL) : 0;
 }
 
-/* Every worker, and every one still draining, gets the new configuration
- * (gw->cfg); each takes it in place or drains (reload_worker). */
-void
-proxy_reload(struct gw *gw)
+static bool
+any_worker(const struct gw *gw)
 {
-	char *basis, *defs, *ids;
+	int w;
+
+	for (w = 0; w < GW_PROXY_MAX; w++)
+		if (gw->procs[PROC_PROXY + w].pid > 0)
+			return true;
+	return false;
+}
+
+/* Every worker, and every one still draining, gets the new configuration
+ * (gw->cfg) and what the change d means for it (reload_worker).  The new
+ * values are read once for all of them and wiped after. */
+void
+proxy_reload(struct gw *gw, const struct gw_delta *d)
+{
+	union secret_msg *v = xcalloc(d->nvalues + 1, sizeof(*v));
+	size_t *len = xcalloc(d->nvalues + 1, sizeof(*len));
+	uint8_t flags = (d->basis ? IPC_CONF_BASIS : 0) |
+	    (d->secret_defs ? IPC_CONF_SECRETS : 0);
+	bool keep = !d->basis && any_worker(gw) && values_read(gw, d, v, len);
 	int w;
 
 	/* Workers still draining cut what the new configuration refuses. */
 	for (w = 0; w < GW_MAX_DRAINING; w++)
 		if (gw->draining[w].pid > 0 && gw->draining[w].ipc != -1)
-			(void)send_reload(gw, gw->draining[w].ipc,
-			    IPC_RELOAD_DRAIN);
-	basis = proxy_basis(gw->cfg);	/* the same for every worker */
-	defs = config_text_but_sandboxes(gw->cfg);	/* for the log */
-	ids = proxy_secret_ids(gw->cfg);
+			(void)send_conf(gw, gw->draining[w].ipc, d,
+			    IPC_CONF_DRAIN, flags);
 	for (w = 0; w < GW_PROXY_MAX; w++)
-		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), basis,
-		    defs, ids);
-	free(basis);
-	free(defs);
-	free(ids);
+		reload_worker(gw, (enum gw_proc_id)(PROC_PROXY + w), d, v, len,
+		    keep);
+	explicit_bzero(v, (d->nvalues + 1) * sizeof(*v));
+	free(v);
+	free(len);
+	/* What the workers have now (those started from here on read the
+	 * files anew, and a later change sends what changed since). */
+	free(gw->secret_ids);
+	gw->nsecret_ids = d->nids;
+	gw->secret_ids = xcalloc(d->nids + 1, sizeof(*gw->secret_ids));
+	if (d->nids > 0)
+		memcpy(gw->secret_ids, d->ids, d->nids * sizeof(*d->ids));
+}
+
+/* A grant: one sandbox's allow list to every worker, running or draining;
+ * each takes it alone, cutting only that sandbox's connections to names
+ * it no longer allows.  A list too long for one message goes as a change
+ * of that sandbox alone. */
+void
+proxy_allow(struct gw *gw, const char *sandbox)
+{
+	static union {
+		struct ipc_conf_allow m;
+		char raw[IPC_MAX_PAYLOAD];
+	} u;
+	size_t len = conf_allow_msg(gw, sandbox, 1, &u);
+	struct gw_delta d;
+	char *one;
+	int w, fd, n = 0;
+
+	if (len == 0) {
+		memset(&d, 0, sizeof(d));
+		one = xstrdup(sandbox);
+		d.sandboxes = &one;
+		d.nsandboxes = 1;
+		d.ids = gw->secret_ids;		/* nothing of them changes */
+		d.nids = gw->nsecret_ids;
+		gw->secret_ids = NULL;
+		proxy_reload(gw, &d);
+		free(d.ids);
+		free(one);
+		return;
+	}
+	for (w = 0; w < GW_MAX_DRAINING; w++)
+		if (gw->draining[w].pid > 0 && gw->draining[w].ipc != -1)
+			(void)ipc_send(gw->draining[w].ipc, IPC_CONF_ALLOW, 0,
+			    &u.m, len);
+	for (w = 0; w < GW_PROXY_MAX; w++) {
+		struct gw_proc *p = &gw->procs[PROC_PROXY + w];
+
+		if (p->pid <= 0 || (fd = p->ipc) == -1)
+			continue;
+		if (ipc_send(fd, IPC_CONF_ALLOW, 0, &u.m, len) == -1) {
+			log_warn("%s: sending %s's allow list", proc_label(gw,
+			    p), sandbox);
+			proc_restart(gw, (enum gw_proc_id)(PROC_PROXY + w));
+		} else
+			n++;
+	}
+	log_info("proxy: sandbox %s's allow list sent alone to %d worker(s)",
+	    sandbox, n);
 }
 
 /* What a proxy worker, running or draining, may send: audit events and

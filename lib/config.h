@@ -254,10 +254,9 @@ unsigned config_proxy_workers(const struct moat_config *);
 /* Write the normalised config in libconfig syntax (one file, sandboxes
  * inline, defaults spelled out).  Loading the output yields the same model. */
 void	config_print(FILE *, const struct moat_config *);
-/* config_print's text of everything but the sandboxes (malloc'ed): two
- * configs whose texts are equal differ at most in their sandboxes. */
-char	*config_text_but_sandboxes(const struct moat_config *);
-/* The same, without the secrets' definitions either. */
+/* config_print's text of everything but the sandboxes and the secrets
+ * (malloc'ed): two configs whose texts are equal differ at most in
+ * those. */
 char	*config_text_but_sandboxes_secrets(const struct moat_config *);
 /* Do two secrets have the same definition (config_print's text)? */
 bool	config_secret_same(const struct moat_secret *,

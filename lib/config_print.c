@@ -374,8 +374,8 @@ config_summary(FILE *fp, const struct moat_config *cfg)
 	}
 }
 
-static char *
-text_without(const struct moat_config *cfg, bool secrets)
+char *
+config_text_but_sandboxes_secrets(const struct moat_config *cfg)
 {
 	struct moat_config c = *cfg;	/* shallow: only read */
 	char *buf = NULL;
@@ -383,26 +383,13 @@ text_without(const struct moat_config *cfg, bool secrets)
 	FILE *fp;
 
 	c.nsandboxes = 0;
-	if (!secrets)
-		c.nsecrets = 0;
+	c.nsecrets = 0;
 	if ((fp = open_memstream(&buf, &len)) == NULL)
 		fatalx("out of memory");
 	config_print(fp, &c);
 	if (fclose(fp) != 0)
 		fatalx("out of memory");
 	return buf;
-}
-
-char *
-config_text_but_sandboxes(const struct moat_config *cfg)
-{
-	return text_without(cfg, true);
-}
-
-char *
-config_text_but_sandboxes_secrets(const struct moat_config *cfg)
-{
-	return text_without(cfg, false);
 }
 
 bool

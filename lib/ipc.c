@@ -20,7 +20,7 @@ static int shape_audit(const void *, size_t, char *, size_t);
 static int shape_empty(const void *, size_t, char *, size_t);
 static int shape_sign_req(const void *, size_t, char *, size_t);
 static int shape_sign_cert(const void *, size_t, char *, size_t);
-static int shape_secret(const void *, size_t, char *, size_t);
+static int shape_conf_secret(const void *, size_t, char *, size_t);
 static int shape_dns_dropped(const void *, size_t, char *, size_t);
 static int shape_budget_req(const void *, size_t, char *, size_t);
 static int shape_budget_ack(const void *, size_t, char *, size_t);
@@ -29,10 +29,11 @@ static int shape_ctl_reply(const void *, size_t, char *, size_t);
 static int shape_ctl_log(const void *, size_t, char *, size_t);
 static int shape_reg_req(const void *, size_t, char *, size_t);
 static int shape_reg_reply(const void *, size_t, char *, size_t);
-static int shape_dns_config(const void *, size_t, char *, size_t);
-static int shape_dns_config_ack(const void *, size_t, char *, size_t);
+static int shape_conf(const void *, size_t, char *, size_t);
+static int shape_conf_ack(const void *, size_t, char *, size_t);
+static int shape_conf_changed(const void *, size_t, char *, size_t);
 static int shape_dns_name(const void *, size_t, char *, size_t);
-static int shape_dns_allow(const void *, size_t, char *, size_t);
+static int shape_conf_allow(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -44,7 +45,7 @@ static const struct {
 	[IPC_RELOAD] = { "reload", shape_empty },
 	[IPC_SIGN_REQ] = { "sign-req", shape_sign_req },
 	[IPC_SIGN_CERT] = { "sign-cert", shape_sign_cert },
-	[IPC_SECRET] = { "secret", shape_secret },
+	[IPC_CONF_SECRET] = { "conf-secret", shape_conf_secret },
 	[IPC_DNS_DROPPED] = { "dns-dropped", shape_dns_dropped },
 	[IPC_CTL_REQ] = { "ctl-req", shape_ctl_req },
 	[IPC_CTL_REPLY] = { "ctl-reply", shape_ctl_reply },
@@ -54,11 +55,12 @@ static const struct {
 	[IPC_BUDGET_ACK] = { "budget-ack", shape_budget_ack },
 	[IPC_REG_REQ] = { "reg-req", shape_reg_req },
 	[IPC_REG_REPLY] = { "reg-reply", shape_reg_reply },
-	[IPC_DNS_CONFIG] = { "dns-config", shape_dns_config },
-	[IPC_DNS_CONFIG_ACK] = { "dns-config-ack", shape_dns_config_ack },
+	[IPC_CONF] = { "conf", shape_conf },
+	[IPC_CONF_ACK] = { "conf-ack", shape_conf_ack },
 	[IPC_METRICS] = { "metrics", shape_empty },
 	[IPC_DNS_NAME] = { "dns-name", shape_dns_name },
-	[IPC_DNS_ALLOW] = { "dns-allow", shape_dns_allow },
+	[IPC_CONF_ALLOW] = { "conf-allow", shape_conf_allow },
+	[IPC_CONF_CHANGED] = { "conf-changed", shape_conf_changed },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -199,45 +201,47 @@ shape_sign_cert(const void *p, size_t len, char *err, size_t errlen)
 }
 
 static int
-shape_secret(const void *p, size_t len, char *err, size_t errlen)
+shape_conf_secret(const void *p, size_t len, char *err, size_t errlen)
 {
-	const struct ipc_secret *m = p;
+	const struct ipc_conf_secret *m = p;
 
 	if (len < sizeof(*m) || m->len == 0 || m->len > IPC_SECRET_MAX ||
 	    len != sizeof(*m) + m->len) {
-		snprintf(err, errlen, "secret: %zu bytes do not hold the value "
-		    "length they claim", len);
+		snprintf(err, errlen, "conf-secret: %zu bytes do not hold the "
+		    "value length they claim", len);
 		return -1;
 	}
 	if (memchr(m->name, '\0', sizeof(m->name)) == NULL ||
 	    m->name[0] == '\0') {
-		snprintf(err, errlen, "secret: name not terminated");
+		snprintf(err, errlen, "conf-secret: name not terminated");
 		return -1;
 	}
 	return 0;
 }
 
 static int
-shape_dns_config(const void *p, size_t len, char *err, size_t errlen)
+shape_conf(const void *p, size_t len, char *err, size_t errlen)
 {
-	const struct ipc_dns_config *m = p;
+	const struct ipc_conf *m = p;
 
-	if (len != sizeof(*m) || m->gen == 0) {
-		snprintf(err, errlen, "dns-config: %zu bytes (expected %zu) or "
-		    "generation 0", len, sizeof(*m));
+	if (len != sizeof(*m) || m->gen == 0 || m->how >= IPC_CONF_HOW_MAX ||
+	    (m->flags & ~(IPC_CONF_BASIS | IPC_CONF_SECRETS)) != 0 ||
+	    m->pad[0] || m->pad[1]) {
+		snprintf(err, errlen, "conf: %zu bytes (expected %zu), "
+		    "generation 0 or a field out of range", len, sizeof(*m));
 		return -1;
 	}
 	return 0;
 }
 
 static int
-shape_dns_config_ack(const void *p, size_t len, char *err, size_t errlen)
+shape_conf_ack(const void *p, size_t len, char *err, size_t errlen)
 {
-	const struct ipc_dns_config_ack *m = p;
+	const struct ipc_conf_ack *m = p;
 
 	if (len != sizeof(*m) || m->gen == 0 ||
 	    (m->status != 0 && m->status != -1)) {
-		snprintf(err, errlen, "dns-config-ack: %zu bytes (expected %zu), "
+		snprintf(err, errlen, "conf-ack: %zu bytes (expected %zu), "
 		    "generation 0 or status out of range", len, sizeof(*m));
 		return -1;
 	}
@@ -275,11 +279,34 @@ shape_dns_name(const void *p, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
+/* Names: each printable, not empty, NUL-terminated, shorter than a
+ * sandbox's or secret's name may be; none past len. */
+static int
+shape_conf_changed(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_conf_changed *m = p;
+	const char *s, *end;
+
+	if (len <= sizeof(*m) || m->kind >= IPC_CHANGED_MAX ||
+	    m->len != len - sizeof(*m) || m->pad[0] || m->pad[1] || m->pad[2])
+		goto bad;
+	for (s = m->names, end = m->names + m->len; s < end;
+	    s += strlen(s) + 1)
+		if (!field_printable(s, (size_t)(end - s)) ||
+		    strlen(s) >= IPC_NAME_LEN)
+			goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "conf-changed: %zu bytes: a field out of range "
+	    "or names not terminated", len);
+	return -1;
+}
+
 /* Names: each printable, not empty, NUL-terminated; none past len. */
 static int
-shape_dns_allow(const void *p, size_t len, char *err, size_t errlen)
+shape_conf_allow(const void *p, size_t len, char *err, size_t errlen)
 {
-	const struct ipc_dns_allow *m = p;
+	const struct ipc_conf_allow *m = p;
 	const char *s, *end;
 	size_t n = 0;
 
@@ -288,14 +315,14 @@ shape_dns_allow(const void *p, size_t len, char *err, size_t errlen)
 	    !field_printable(m->sandbox, sizeof(m->sandbox)))
 		goto bad;
 	for (s = m->names, end = m->names + m->len; s < end; n++) {
-		if (n >= IPC_DNS_ALLOW_MAX ||
+		if (n >= IPC_CONF_ALLOW_MAX ||
 		    !field_printable(s, (size_t)(end - s)))
 			goto bad;
 		s += strlen(s) + 1;
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "dns-allow: %zu bytes: a field out of range or "
+	snprintf(err, errlen, "conf-allow: %zu bytes: a field out of range or "
 	    "names not terminated", len);
 	return -1;
 }

@@ -24,21 +24,15 @@
 /* A set-add asking for longer is a protocol violation (dnsd caps TTLs). */
 #define IPC_SET_TIMEOUT_MAX_MS	ADMIT_SET_TIMEOUT_MAX_MS
 
-/* IPC_RELOAD to the proxy, with the new configuration attached: go on
- * with its sandboxes, or drain (after cutting, in both cases, what the new
- * configuration no longer allows). */
-#define IPC_RELOAD_KEEP		0
-#define IPC_RELOAD_DRAIN	1
-
 enum ipc_type {
 	IPC_SET_ADD = 1,	/* dnsd -> parent: open addresses for a sandbox */
 	IPC_SET_ACK,		/* parent -> dnsd: result of an IPC_SET_ADD */
 	IPC_AUDIT,		/* child -> parent: one audit event, JSON object */
-	IPC_RELOAD,		/* parent -> child: re-read the configuration;
-				 * to the proxy: id IPC_RELOAD_KEEP or _DRAIN */
+	IPC_RELOAD,		/* dnsd's own parent -> dnsd: re-read its
+				 * file (dnsd run without gatewayd) */
 	IPC_SIGN_REQ,		/* proxy -> signer: a leaf certificate, please */
 	IPC_SIGN_CERT,		/* signer -> proxy: the leaf and the CA, DER */
-	IPC_SECRET,		/* parent -> proxy: one secret's value, at start */
+	IPC_CONF_SECRET,	/* parent -> proxy: one secret's value */
 	IPC_DNS_DROPPED,	/* dnsd -> parent: queries over a sandbox's rate */
 	IPC_CTL_REQ,		/* control -> parent: one client's parsed request */
 	IPC_CTL_REPLY,		/* parent -> control: reply text for a request */
@@ -48,12 +42,15 @@ enum ipc_type {
 	IPC_BUDGET_ACK,		/* parent -> proxy: charged, or which is spent */
 	IPC_REG_REQ,		/* registration -> parent: a KVM host's request */
 	IPC_REG_REPLY,		/* parent -> registration: its answer */
-	IPC_DNS_CONFIG,		/* parent -> dnsd: reconfigure from the memfd */
-	IPC_DNS_CONFIG_ACK,	/* dnsd -> parent: reconfigured, or not */
+	IPC_CONF,		/* parent -> dnsd, proxy: a new configuration */
+	IPC_CONF_ACK,		/* dnsd -> parent: taken, or not */
 	IPC_METRICS,		/* parent -> metrics: the latest rendering,
 				 * a sealed memfd attached, no payload */
 	IPC_DNS_NAME,		/* dnsd -> parent: a name refused or resolved */
-	IPC_DNS_ALLOW,		/* parent -> dnsd: one sandbox's new allow list */
+	IPC_CONF_ALLOW,		/* parent -> dnsd, proxy: one sandbox's new
+				 * allow list (a grant), nothing else */
+	IPC_CONF_CHANGED,	/* parent -> proxy: what changed, before an
+				 * IPC_CONF */
 	IPC_TYPE_MAX
 };
 
@@ -77,35 +74,67 @@ struct ipc_set_ack {
 };
 
 /*
- * A reload of gatewayd: dnsd swaps in the new configuration in place,
- * keeping its cache and what it knows of the sets where the reload left
- * them alone.  The configuration comes attached (SCM_RIGHTS) as one
- * sealed memfd holding the parent's validated, normalised text; dnsd
- * answers IPC_DNS_CONFIG_ACK with the same gen, status 0 done, -1 not
- * (still on the old configuration: the parent restarts it).
+ * A change of configuration: the IPC_CONF family.  The parent alone
+ * decides what changed (parent_reload.c compares the old configuration
+ * with the new once) and tells each child what that means for it:
+ *
+ *   IPC_CONF_SECRET   the value of each secret that is new or whose file
+ *                     changed (and every value at a proxy's start);
+ *   IPC_CONF_CHANGED  the names of the sandboxes whose settings changed
+ *                     and of the secrets redefined, removed or given a new
+ *                     value: the connections of those the proxy cuts;
+ *   IPC_CONF          the new configuration itself, attached (SCM_RIGHTS)
+ *                     as one sealed memfd of the parent's validated,
+ *                     normalised text, and whether to take it in place or
+ *                     drain; the values and names sent just before it
+ *                     belong to it;
+ *   IPC_CONF_ALLOW    a grant: one sandbox's new allow list, nothing else,
+ *                     taken without a configuration;
+ *   IPC_CONF_ACK      dnsd's answer to IPC_CONF and IPC_CONF_ALLOW: the
+ *                     same gen, status 0 taken, -1 not (still on the old
+ *                     configuration: the parent restarts it).
+ *
+ * dnsd always takes a configuration in place.  A proxy worker takes it in
+ * place (IPC_CONF_KEEP) when only sandboxes and secrets changed; else it
+ * cuts what the new one refuses and drains (IPC_CONF_DRAIN, sent also to
+ * workers already draining).  IPC_CONF to a proxy without a memfd only
+ * drains.
  */
-struct ipc_dns_config {
-	uint32_t	gen;		/* >= 1, echoed in the ack */
+enum ipc_conf_how { IPC_CONF_KEEP = 0, IPC_CONF_DRAIN, IPC_CONF_HOW_MAX };
+#define IPC_CONF_BASIS		0x01	/* more than sandboxes and secrets */
+#define IPC_CONF_SECRETS	0x02	/* a secret came, went, was redefined
+					 * or has a new value */
+struct ipc_conf {
+	uint32_t	gen;		/* >= 1, echoed in dnsd's ack */
+	uint8_t		how;		/* enum ipc_conf_how */
+	uint8_t		flags;		/* IPC_CONF_BASIS | IPC_CONF_SECRETS */
+	uint8_t		pad[2];		/* 0 */
 };
 
-/*
- * A grant (gatewayd ctl allow/unallow) changed one allowlist sandbox's
- * allow list, and only that: dnsd takes it without a whole configuration
- * and answers IPC_DNS_CONFIG_ACK with the same gen.  names: len bytes,
- * each name or "*.name" NUL-terminated, printable.
- */
-#define IPC_DNS_ALLOW_MAX	1024	/* names; more go as IPC_DNS_CONFIG */
-struct ipc_dns_allow {
-	uint32_t	gen;		/* >= 1, echoed in the ack */
+struct ipc_conf_ack {
+	uint32_t	gen;
+	int32_t		status;		/* 0 or -1 */
+};
+
+/* names: len bytes, each a sandbox's or a secret's name, NUL-terminated,
+ * printable, shorter than IPC_NAME_LEN; as many messages as it takes. */
+enum ipc_conf_kind { IPC_CHANGED_SANDBOX = 0, IPC_CHANGED_SECRET,
+	IPC_CHANGED_MAX };
+struct ipc_conf_changed {
+	uint8_t		kind;		/* enum ipc_conf_kind */
+	uint8_t		pad[3];		/* 0 */
+	uint32_t	len;		/* bytes of names, >= 1 */
+	char		names[];
+};
+
+/* names: len bytes, each name or "*.name" NUL-terminated, printable. */
+#define IPC_CONF_ALLOW_MAX	1024	/* names; more go as IPC_CONF */
+struct ipc_conf_allow {
+	uint32_t	gen;		/* >= 1, echoed in dnsd's ack */
 	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
 	uint8_t		pad[3];
 	uint32_t	len;		/* bytes of names */
 	char		names[];
-};
-
-struct ipc_dns_config_ack {
-	uint32_t	gen;
-	int32_t		status;		/* 0 or -1 */
 };
 
 /*
@@ -147,8 +176,9 @@ struct ipc_sign_cert {
 #define IPC_SECRET_MAX		4096	/* SECRET_FILE_MAX */
 
 /* The parent sends one per configured secret, in the configuration's
- * order, before the proxy serves anything. */
-struct ipc_secret {
+ * order, before the proxy serves anything; and before an IPC_CONF, one per
+ * secret that is new or whose file changed. */
+struct ipc_conf_secret {
 	char		name[IPC_NAME_LEN];	/* NUL-terminated */
 	uint8_t		pad[3];
 	uint32_t	len;			/* 1 .. IPC_SECRET_MAX */

@@ -105,7 +105,15 @@ struct rebind {
 	const struct moat_config *old;
 	const struct moat_sandbox **to;	/* old index -> its new entry */
 	signed char	*seen;		/* 0 not yet, 1 same, -1 gone, -2 changed */
+	const char *const *changed;	/* sorted: gatewayd says so */
+	size_t		 nchanged;
 };
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 static void
 pair(const struct moat_sandbox *o, const struct moat_sandbox *n, void *arg)
@@ -115,23 +123,28 @@ pair(const struct moat_sandbox *o, const struct moat_sandbox *n, void *arg)
 	r->to[o - r->old->sandboxes] = n;
 }
 
-/* Old sandbox i's new entry when its settings are the same, else NULL;
- * compared once per sandbox, and only for those with connections. */
+/* Old sandbox i's new entry when gatewayd did not say it changed, else
+ * NULL; looked up once per sandbox, and only for those with
+ * connections. */
 static const struct moat_sandbox *
 same_in(struct rebind *r, size_t i)
 {
+	const char *name = r->old->sandboxes[i].name;
+
 	if (r->seen[i] == 0)
-		r->seen[i] = r->to[i] == NULL ? -1 :
-		    config_sandbox_same(&r->old->sandboxes[i], r->to[i]) ? 1 : -2;
+		r->seen[i] = r->to[i] == NULL ? -1 : r->nchanged > 0 &&
+		    bsearch(&name, r->changed, r->nchanged,
+		    sizeof(*r->changed), name_cmp) != NULL ? -2 : 1;
 	return r->seen[i] == 1 ? r->to[i] : NULL;
 }
 
 int
 conn_rebind(const struct moat_config *old, const struct moat_config *ncfg,
-    bool keep, bool cut_read)
+    bool keep, bool cut_read, const char *const *changed, size_t nchanged)
 {
 	struct rebind r = { old, xcalloc(old->nsandboxes + 1, sizeof(*r.to)),
-	    xcalloc(old->nsandboxes + 1, sizeof(*r.seen)) };
+	    xcalloc(old->nsandboxes + 1, sizeof(*r.seen)), changed,
+	    nchanged };
 	const struct moat_sandbox *nsb;
 	struct conn *c, *next;
 	const char *why;
@@ -193,6 +206,29 @@ conn_cut_secret(const char *name)
 		audit("cut", "sandbox", c->sbname, "src", c->src, "host",
 		    c->host[0] ? c->host : "-", "reason", "secret changed",
 		    "secret", name, NULL);
+		conn_close(c);
+		cut++;
+	}
+	return cut;
+}
+
+/* A grant narrowed sb's allow list: its connections to a name the list
+ * no longer covers are cut; the rest go on. */
+int
+conn_cut_allow(const struct moat_sandbox *sb)
+{
+	struct conn *c, *next;
+	int cut = 0;
+
+	for (c = conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->sb != sb || sb->egress != EGRESS_ALLOWLIST ||
+		    (c->host[0] != '\0' && !c->literal &&
+		    policy_name_allowed(sb, c->host)))
+			continue;
+		audit("cut", "sandbox", c->sbname, "src", c->src, "host",
+		    c->host[0] ? c->host : "-", "reason", "name no longer "
+		    "allowed", NULL);
 		conn_close(c);
 		cut++;
 	}

@@ -101,16 +101,20 @@ int	conn_count_sandbox(const struct moat_sandbox *);
 /* Secret name's value changed: close and audit ("cut") every connection
  * whose requests the proxy reads for a sandbox holding it.  The number. */
 int	conn_cut_secret(const char *name);
-/* A reload to ncfg: every connection whose sandbox is gone or changed in
- * any setting, or whose upstream address ncfg would not admit, is closed
- * and audited ("cut"); with cut_read (the proxy drains: more than
- * sandboxes and secrets changed), so is
- * every one whose requests the proxy reads (intercepted, or plain HTTP):
- * the secrets, bindings and rules it works by may be others now.  keep:
- * ncfg's sandboxes are about to replace old's (only sandboxes changed),
- * and the others move to their sandbox's new entry.  The number closed. */
+/* A grant narrowed sb's allow list: close and audit ("cut") each of its
+ * connections to a name the list no longer covers.  The number. */
+int	conn_cut_allow(const struct moat_sandbox *sb);
+/* A reload to ncfg: every connection whose sandbox is gone, or among the
+ * changed ones gatewayd named (sorted names), or whose upstream address
+ * ncfg would not admit, is closed and audited ("cut"); with cut_read (the
+ * proxy drains and more than sandboxes changed), so is every one whose
+ * requests the proxy reads (intercepted, or plain HTTP): the secrets,
+ * bindings and rules it works by may be others now.  keep: ncfg's
+ * sandboxes are about to replace old's, and the others move to their
+ * sandbox's new entry.  The number closed. */
 int	conn_rebind(const struct moat_config *old,
-	    const struct moat_config *ncfg, bool keep, bool cut_read);
+	    const struct moat_config *ncfg, bool keep, bool cut_read,
+	    const char *const *changed, size_t nchanged);
 
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);

@@ -30,6 +30,7 @@
 #include "engine.h"
 #include "hostaddr.h"
 #include "ipc.h"
+#include "reload.h"
 #include "reqrule.h"
 #include "log.h"
 #include "parent.h"
@@ -72,12 +73,6 @@ static struct ev ipc_ev;
 static struct ev host_ev;
 static struct hostaddr *hostaddr;
 static time_t drain_deadline;
-/* The configuration in force, and its name for messages. */
-static struct moat_config *live_cfg;
-static const char *conf_name;
-
-static struct moat_config *load_config(const char *, int);
-
 static void
 usage(FILE *fp)
 {
@@ -253,8 +248,8 @@ close_listeners(void)
 	}
 }
 
-static void
-start_drain(void)
+void
+proxy_drain(void)
 {
 	log_info("draining: no new connections, %d open", proxy.nconns);
 	proxy.draining = true;
@@ -262,151 +257,9 @@ start_drain(void)
 	close_listeners();
 }
 
-static void
-free_config(void *arg)
-{
-	config_free(arg);
-}
-
-/* The secrets a reload changes for the connections that hold them: each
- * of old's that ncfg no longer has, defines otherwise, or got a new value
- * for (staged).  Their names, in *out (old's strings), and how many. */
-static size_t
-changed_secrets(const struct moat_config *old, const struct moat_config *ncfg,
-    const char ***out)
-{
-	const struct moat_secret *ns;
-	size_t i, n = 0;
-
-	*out = xcalloc(old->nsecrets + 1, sizeof(**out));
-	for (i = 0; i < old->nsecrets; i++) {
-		ns = config_secret_by_name(ncfg, old->secrets[i].name);
-		if (ns == NULL || !config_secret_same(&old->secrets[i], ns) ||
-		    secrets_staged(ns->name))
-			(*out)[n++] = old->secrets[i].name;
-	}
-	return n;
-}
-
-#define SWAP(a, b) do { __typeof__(a) t_ = (a); (a) = (b); (b) = t_; } while (0)
-
-/* Release a generation once this turn's closed connections are freed. */
-static void
-release_generation(void *arg)
-{
-	secrets_release(arg);
-}
-
-/* The old sandboxes of a configuration retired with a generation: freed
- * once this turn's closed connections are, not kept as long as the
- * generation (which needs only the old secrets' definitions). */
-static void
-free_sandboxes(void *arg)
-{
-	config_free_sandboxes(arg);
-}
-
-/*
- * A reload, with the new configuration.  First every open connection the
- * new one no longer allows is cut.  Then, when gatewayd says only
- * sandboxes and secrets changed (it compared everything else the proxy
- * was started on) and so it is, the new sandboxes are taken in place; and
- * if secrets changed (a definition, or a value gatewayd sent just before
- * the reload), a new generation of values is made from the new
- * definitions, and every connection whose requests the proxy reads for a
- * sandbox holding a changed secret is cut, so none goes on with an old
- * value or binding.  The others keep the generation they started with.
- * Otherwise the proxy drains, as for a full reload.
- */
-static void
-reconfigure(int fd, bool keep)
-{
-	struct moat_config *ncfg = load_config(conf_name, fd);
-	char *a = config_text_but_sandboxes_secrets(live_cfg);
-	char *b = config_text_but_sandboxes_secrets(ncfg);
-	char *sa = config_text_but_sandboxes(live_cfg);
-	char *sb_ = config_text_but_sandboxes(ncfg);
-	bool rest_changed = strcmp(a, b) != 0;
-	bool secrets_changed = strcmp(sa, sb_) != 0 || secrets_nstaged() > 0;
-	struct secrets *ng = NULL, *og;
-	const char **changed = NULL;
-	char err[256];
-	size_t i, nchanged = 0;
-	int cut;
-
-	free(sa);
-	free(sb_);
-	if (keep && rest_changed) {
-		log_warnx("reload: more than sandboxes and secrets changed: "
-		    "draining");
-		keep = false;
-	}
-	if (keep && secrets_changed &&
-	    (ng = secrets_rebuild(proxy.secrets, ncfg, err,
-	    sizeof(err))) == NULL) {
-		log_warnx("reload: %s: draining", err);
-		keep = false;
-	}
-	if (keep && secrets_changed)
-		nchanged = changed_secrets(live_cfg, ncfg, &changed);
-	secrets_unstage();
-	/* With secrets changed but kept, the rest is compared without them:
-	 * the cut below takes what their change concerns. */
-	cut = conn_rebind(live_cfg, ncfg, keep,
-	    keep ? false : strcmp(a, b) != 0 || secrets_changed);
-	if (!keep) {
-		log_info("reload: %d connection(s) cut", cut);
-		config_free(ncfg);
-		if (!proxy.draining)
-			start_drain();
-		free(a);
-		free(b);
-		return;
-	}
-	for (i = 0; i < nchanged; i++)
-		cut += conn_cut_secret(changed[i]);
-	SWAP(live_cfg->sandboxes, ncfg->sandboxes);
-	SWAP(live_cfg->nsandboxes, ncfg->nsandboxes);
-	if (ng == NULL) {
-		/* after this turn's closed connections are freed */
-		ev_defer(free_config, ncfg);
-	} else {
-		/* The old definitions go with the old generation: ncfg keeps
-		 * them until its last holder lets go.  Its old sandboxes go
-		 * after this turn's closed connections, first (the proxy's own
-		 * hold on og is let go after them). */
-		SWAP(live_cfg->secrets, ncfg->secrets);
-		SWAP(live_cfg->nsecrets, ncfg->nsecrets);
-		og = proxy.secrets;
-		secrets_retire(og, ncfg);
-		proxy.secrets = ng;
-		ev_defer(free_sandboxes, ncfg);
-		ev_defer(release_generation, og);
-		log_info("reload: %zu secret(s) changed, new values and "
-		    "definitions taken in place", nchanged);
-	}
-	free(changed);
-	log_info("reconfigured: %zu sandboxes, %zu secrets, %d connection(s) "
-	    "cut", live_cfg->nsandboxes, live_cfg->nsecrets, cut);
-	free(a);
-	free(b);
-}
-
-/* A value gatewayd sends ahead of a reload (IPC_SECRET): staged until the
- * reload takes it in place, or drains. */
-static void
-stage_secret(const struct ipc_secret *m)
-{
-	if (secrets_stage(m->name, m->value, m->len) == -1)
-		fatalx("ipc: secret \"%s\": a second value, or none",
-		    m->name);
-}
-
-/* gatewayd's messages.  A reload carries the new configuration
- * (reconfigure): cut what it refuses, then go on with its sandboxes
- * (IPC_RELOAD_KEEP) or drain and exit (IPC_RELOAD_DRAIN: the proxy cannot
- * re-read root-only secret files after the drop; gatewayd starts a new
- * one on the same inherited sockets).  A reload without one only drains. */
+/* gatewayd's messages: budget answers, and a change of configuration
+ * (reload.c).  Only an IPC_CONF carries a descriptor, its configuration:
+ * the proxy cannot re-read root-only files after the drop. */
 static void
 on_ipc(struct ev *e, uint32_t events)
 {
@@ -418,8 +271,8 @@ on_ipc(struct ev *e, uint32_t events)
 
 	n = ipc_recv_fds(e->fd, &hdr, buf, sizeof(buf), &fd, 1, &nfds, err,
 	    sizeof(err));
-	/* IPC_RELOAD has no payload: 0 bytes of a typed message is not the
-	 * end of the stream (type 0). */
+	/* 0 bytes of a typed message is not the end of the stream (type
+	 * 0). */
 	if ((n == 0 && hdr.type == 0) || n == -1) {
 		log_warnx("gatewayd went away: stopping");
 		stop = 1;
@@ -427,23 +280,13 @@ on_ipc(struct ev *e, uint32_t events)
 	}
 	if (n == -2)
 		fatalx("ipc: %s", err);
-	if (nfds > 0 && hdr.type != IPC_RELOAD)
+	if (nfds > 0 && hdr.type != IPC_CONF)
 		fatalx("ipc: a descriptor with %s", ipc_type_name(hdr.type));
-	if (hdr.type == IPC_BUDGET_ACK) {
+	if (hdr.type == IPC_BUDGET_ACK)
 		reqrule_ipc(&hdr, buf, (size_t)n);
-		return;
-	}
-	if (hdr.type == IPC_SECRET) {
-		stage_secret((const struct ipc_secret *)(void *)buf);
-		explicit_bzero(buf, sizeof(buf));
-		return;
-	}
-	if (hdr.type != IPC_RELOAD)
-		fatalx("ipc: unexpected %s message", ipc_type_name(hdr.type));
-	if (nfds == 1)		/* a draining proxy only cuts */
-		reconfigure(fd, hdr.id == IPC_RELOAD_KEEP && !proxy.draining);
-	else if (!proxy.draining)
-		start_drain();
+	else
+		reload_ipc(&hdr, buf, (size_t)n, fd);
+	explicit_bzero(buf, sizeof(buf));	/* a secret's value, maybe */
 }
 
 /* The host's addresses change (DHCP, SLAAC, an interface coming up):
@@ -480,7 +323,7 @@ tick(void *arg)
 		/* No new leaf can be made: let gatewayd start a proxy and a
 		 * signer afresh, and finish what is open meanwhile. */
 		log_warnx("the signer is gone: draining");
-		start_drain();
+		proxy_drain();
 	}
 	dns_tick();
 	conn_tick();
@@ -519,7 +362,7 @@ secret_from_ipc(void *arg, const struct moat_secret *s, char *buf,
     size_t *len, char *err, size_t errlen)
 {
 	static union {
-		struct ipc_secret m;
+		struct ipc_conf_secret m;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
 	struct ipc_hdr h;
@@ -530,7 +373,7 @@ secret_from_ipc(void *arg, const struct moat_secret *s, char *buf,
 	if (n == -1 || n == 0)
 		snprintf(err, errlen, "secret \"%s\": not received from "
 		    "gatewayd", s->name);
-	else if (n > 0 && (h.type != IPC_SECRET ||
+	else if (n > 0 && (h.type != IPC_CONF_SECRET ||
 	    strcmp(u.m.name, s->name) != 0 || u.m.len > SECRET_MAX_LEN))
 		snprintf(err, errlen, "secret \"%s\": gatewayd sent something "
 		    "else", s->name);
@@ -676,8 +519,8 @@ main(int argc, char *argv[])
 	if (!o.no_seccomp && sandbox_narrow(SANDBOX_PROXY) == -1)
 		fatalx("cannot install the seccomp filter");
 	signals();
-	proxy.cfg = live_cfg = cfg;
-	conf_name = o.conf;
+	proxy.cfg = cfg;
+	reload_init(cfg, o.conf);
 	proxy.secrets = secrets_adopt(&secrets);
 	/* One sandbox must leave room for the others: never half of all. */
 	proxy.sb_max = (int)cfg->gw.proxy_per_sandbox;
@@ -696,5 +539,6 @@ main(int argc, char *argv[])
 	hostaddr_close(hostaddr);
 	admit_host_free(&proxy.host);
 	config_free(cfg);
+	reload_free();
 	return EXIT_OK;
 }

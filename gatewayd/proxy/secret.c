@@ -169,17 +169,6 @@ secrets_staged(const char *name)
 	return staged_by_name(name) != NULL;
 }
 
-size_t
-secrets_nstaged(void)
-{
-	const struct staged *st;
-	size_t n = 0;
-
-	for (st = staged; st != NULL; st = st->next)
-		n++;
-	return n;
-}
-
 void
 secrets_unstage(void)
 {

@@ -82,7 +82,6 @@ void	secrets_wipe_all(void);
  * 0, or -1 if name was already staged or the value is empty or too long. */
 int	secrets_stage(const char *name, const char *value, size_t len);
 bool	secrets_staged(const char *name);
-size_t	secrets_nstaged(void);
 void	secrets_unstage(void);
 /* A generation for cfg's secrets: each one's value as staged for its
  * name, or else as old has it under that name.  NULL (err says which

@@ -6,7 +6,10 @@
 # (comments and other keys kept) only if the whole configuration loads;
 # a member grants within gateway.member_allow only, on their own
 # sandboxes only, and is told who can grant the rest; members create
-# nothing wider than gateway.member_max_egress.
+# nothing wider than gateway.member_max_egress.  The proxy workers take a
+# grant alone: connections through them (a sandbox's own to names it
+# keeps, another's spliced and read ones) go on; an unallow cuts only the
+# connections to the name taken away.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -31,6 +34,25 @@ topo_services
 topo_bg "$NS_INET" upstream python3 tests/harness/dns-upstream.py \
 	--addr 203.0.113.53
 topo_wait_port "$NS_INET" 203.0.113.53 53
+# For connections through the proxy's explicit port: echo servers on port
+# 80 (web's allow_ports) of the test DNS's deep.x.github.test and
+# denied.test, and a keep-alive HTTP server for a connection whose
+# requests the proxy reads.
+for a in 203.0.113.11 203.0.113.20 203.0.113.200; do
+	ip -n "$NS_INET" addr add $a/24 dev eth0
+done
+for a in 203.0.113.11 203.0.113.20; do
+	topo_bg "$NS_INET" echo-$a socat TCP-LISTEN:80,bind=$a,fork,reuseaddr PIPE
+	topo_wait_port "$NS_INET" $a 80
+done
+topo_bg "$NS_INET" keepalive python3 -c 'import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "5")
+        self.end_headers(); self.wfile.write(b"kept\n")
+http.server.ThreadingHTTPServer(("203.0.113.200", 80), H).serve_forever()'
+topo_wait_port "$NS_INET" 203.0.113.200 80
 chmod 711 "$TOPO_TMP"
 sed -e "s/owner = \"alice\"/owner = \"$UA\"/" -e "s/owner = \"bob\"/owner = \"$UB\"/" \
     -e 's|^  exceptions = ( );|  exceptions = ( );\n  member_allow = [ "short.test", "*.member.test" ];|' \
@@ -55,6 +77,35 @@ dig_in() { in_ns "$TOPO-$1" dig +time=2 +tries=1 +short @$GW_ADDR "$2" A; }
 status_in() { in_ns "$TOPO-$1" dig +time=2 +tries=1 @$GW_ADDR "$2" A | grep -o 'status: [A-Z]*'; }
 set_of() { in_ns "$NS_GW" nft list set inet moat "allow_$1"; }
 ms() { date +%s%3N; }
+
+# Connections through the proxy, held across the grants; each step sends
+# once more on the same connection and records the answer.
+tunnel() {	# tunnel NAME GUEST HOST:PORT STEPS -- a CONNECT tunnel (spliced)
+	local n=$1 k gos=()
+	for k in $(seq 0 $(($4 - 1))); do gos+=("$TOPO_TMP/go-$n-$k"); done
+	in_ns $TOPO-$2 python3 tests/harness/echo-flow.py $GW_ADDR 3128 \
+	    "$TOPO_TMP/res-$n" --connect "$3" "${gos[@]}" &
+	TOPO_PIDS+=($!)
+	wait_for 20 grep -qs before: "$TOPO_TMP/res-$n"
+	expect_eq "$2 holds a tunnel to $3 through the proxy" "before:200 one" "$(cat "$TOPO_TMP/res-$n")"
+}
+httpflow() {	# httpflow NAME GUEST URL STEPS -- requests the proxy reads
+	local n=$1 k gos=()
+	for k in $(seq 0 $(($4 - 1))); do gos+=("$TOPO_TMP/go-$n-$k"); done
+	in_ns $TOPO-$2 python3 tests/harness/http-flow.py $GW_ADDR 3128 "$3" \
+	    "$TOPO_TMP/res-$n" "${gos[@]}" &
+	TOPO_PIDS+=($!)
+	wait_for 20 grep -qs before: "$TOPO_TMP/res-$n"
+	expect_eq "$2 holds a connection to $3 through the proxy" "before:200 kept" "$(cat "$TOPO_TMP/res-$n")"
+}
+step() {	# step NAME K -- one more exchange on NAME; its answer
+	touch "$TOPO_TMP/go-$1-$2"
+	wait_for 20 grep -qs "after$2:" "$TOPO_TMP/res-$1"
+	sed -n "s/^after$2://p" "$TOPO_TMP/res-$1"
+}
+tunnel w web deep.x.github.test:80 2
+tunnel d dev deep.x.github.test:80 2
+httpflow h dev http://203.0.113.200/ 2
 
 # --- an admin grants for a while --------------------------------------------
 expect_eq "web is refused open.test" "status: REFUSED" "$(status_in web open.test)"
@@ -93,6 +144,29 @@ expect_eq "...and the address unreachable" unreachable "$(tcp_probe $TOPO-web $I
 expect_match "the expiry is audited" '"event":"grant-expired","sandbox":"web","name":"open.test"' "$(cat "$GW_AUDIT")"
 expect_eq "still the same dnsd" "$DNSD" "$(gw_child_pid dnsd)"
 expect_eq "still the same proxy workers" "$PROXY" "$(gw_proxy_pids)"
+expect_eq "the workers got web's list alone, at the grant and its expiry" 2 \
+	"$(grep -c "proxy: sandbox web's allow list sent alone to $(wc -w <<<"$PROXY") worker(s)" "$GW_LOG")"
+expect_eq "...not a configuration" 0 "$(grep -c 'reconfigured in place' "$GW_LOG")"
+expect_eq "web's own tunnel through the proxy went on (grant and expiry)" step0 "$(step w 0)"
+expect_eq "dev's spliced tunnel through the proxy went on" step0 "$(step d 0)"
+expect_eq "dev's connection whose requests the proxy reads went on" "200 kept" "$(step h 0)"
+
+# --- an unallow cuts what went through the name taken back, only that -------
+expect_match "allow web denied.test --for 1m" '^web may reach denied\.test' \
+	"$(gw_ctl allow web denied.test --for 1m 2>&1)"
+tunnel n web denied.test:80 1
+expect_match "unallow web denied.test" 'web no longer reaches denied\.test' \
+	"$(gw_ctl unallow web denied.test 2>&1)"
+expect_match "web's tunnel to denied.test is cut" "^(closed|error)" "$(step n 0)"
+expect_match "...audited with its reason" \
+	'"event":"cut","sandbox":"web".*"host":"denied.test","reason":"name no longer allowed"' \
+	"$(grep '"event":"cut"' "$GW_AUDIT")"
+expect_eq "...and nothing else was cut" 1 "$(grep -c '"event":"cut"' "$GW_AUDIT")"
+expect_eq "web's tunnel to a name it keeps goes on" step1 "$(step w 1)"
+expect_eq "dev's spliced tunnel goes on" step1 "$(step d 1)"
+expect_eq "dev's read connection goes on" "200 kept" "$(step h 1)"
+expect_eq "the same proxy workers after the unallow" "$PROXY" "$(gw_proxy_pids)"
+expect_eq "...and the same dnsd" "$DNSD" "$(gw_child_pid dnsd)"
 
 # --- names are checked as the configuration checks them --------------------------
 out=$(gw_ctl allow web '*.test' 2>&1); rc=$?

@@ -5,7 +5,8 @@
 # proxy workers take it in place (same pids), the answer gives the line
 # for the guest's environment, and the proxy injects for that sandbox only
 # after the attach.  Someone else's secret, another member's sandbox and a
-# change the configuration would refuse change nothing.
+# change the configuration would refuse change nothing.  A grant to
+# another sandbox leaves lab's intercepted connection alone.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -48,6 +49,10 @@ secrets = (
   { name = "shared"; file = "$S/shared"; hosts = [ "api.bound.test" ]; header = "X-Shared";
     placeholder = "moat-shared-PLACEHOLDER"; owner = "$UB"; shared_with = [ "$UA" ]; }
 );
+sandboxes = (
+  { name = "grantee"; mac = "52:54:00:00:00:0e"; address = "10.77.0.14"; tap = "mt-grantee";
+    egress = "allowlist"; allow = [ "pypi.org" ]; }
+);
 CONF
 mkdir -p "$TOPO_TMP/sandboxes.d"
 LAB=$TOPO_TMP/sandboxes.d/lab.conf
@@ -79,6 +84,30 @@ expect_eq "the proxy workers took it in place (same pids)" "$pids0" "$(gw_proxy_
 : >"$PX_DIR/bound.log"
 injected() { call >/dev/null; grep -q 'sk-ua-real-91c4' "$PX_DIR/bound.log"; }
 expect_ok "after: the proxy injects it for lab" wait_for 10 injected
+
+# An intercepted connection of lab's (the proxy reads its requests and
+# puts the secret in), held open across a grant to another sandbox and
+# its taking back: the workers take grantee's list alone.
+in_ns "$TOPO-lab" python3 tests/harness/tunnel.py $GW_ADDR 3128 \
+	api.bound.test:443 api.bound.test "$TOPO_TMP/li" --for 120 \
+	--tls "$PX_DIR/bundle.crt" &
+TOPO_PIDS+=($!)
+use() {	# use NAME N -- one request through tunnel NAME; waits for its verdict
+	touch "$TOPO_TMP/$1.go-$2"
+	wait_for 30 grep -Eqx "(ok|closed) $2" "$TOPO_TMP/$1"
+}
+wait_for 30 grep -qx 200 "$TOPO_TMP/li"
+use li 1
+expect_ok "lab holds an intercepted connection" grep -qx "ok 1" "$TOPO_TMP/li"
+expect_match "another sandbox is granted a name" '^grantee may reach extra\.test' \
+	"$(gw_ctl allow grantee extra.test --for 1m 2>&1)"
+expect_match "...and it is taken back" 'grantee no longer reaches extra\.test' \
+	"$(gw_ctl unallow grantee extra.test 2>&1)"
+use li 2
+expect_ok "lab's intercepted connection goes on" grep -qx "ok 2" "$TOPO_TMP/li"
+expect_eq "...on the same proxy workers" "$pids0" "$(gw_proxy_pids)"
+expect_eq "...and nothing was cut" 0 "$(grep -c '"event":"cut"' "$GW_AUDIT")"
+touch "$TOPO_TMP/li.stop"
 
 out=$(as $UA secret attach lab shared 2>&1)
 expect_match "a secret shared with $UA can be attached" "^X_SHARED|^SHARED_API_KEY='moat-shared-PLACEHOLDER'$" "$out"

@@ -320,9 +320,9 @@ text_but_sandboxes(void **state)
 	snprintf(t, sizeof(t), SB_GW "sandboxes = ( " SB_A " );\n",
 	    "audit_max_kb = 2048;", "open");
 	c3 = load_text("s3.conf", t);
-	a = config_text_but_sandboxes(c1);
-	b = config_text_but_sandboxes(c2);
-	c = config_text_but_sandboxes(c3);
+	a = config_text_but_sandboxes_secrets(c1);
+	b = config_text_but_sandboxes_secrets(c2);
+	c = config_text_but_sandboxes_secrets(c3);
 	assert_string_equal(a, b);
 	assert_string_not_equal(a, c);
 	assert_null(strstr(a, "mt-a"));

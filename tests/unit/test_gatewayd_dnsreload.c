@@ -1,7 +1,7 @@
 /*
  * test_gatewayd_dnsreload.c -- the parent's side of reloading dnsd in
  * place: a reload sends dnsd the new configuration as a sealed memfd
- * attached to IPC_DNS_CONFIG, and leaves dnsd running; dnsd answering that
+ * attached to IPC_CONF, and leaves dnsd running; dnsd answering that
  * it could not take it (status -1) gets it restarted (SIGTERM, an expected
  * exit, so it starts again at once with the new configuration), and so
  * does a dnsd that cannot be told.  "dnsd" here is a forked child that
@@ -74,6 +74,9 @@ setup(void **state)
 	return 0;
 }
 
+/* No proxy worker runs here: what changed concerns only them. */
+static const struct gw_delta nodelta;
+
 static int
 teardown(void **state)
 {
@@ -86,6 +89,8 @@ teardown(void **state)
 	config_free(gw.cfg);
 	free(gw.cfgtext.text);
 	gw.cfgtext.text = NULL;
+	free(gw.secret_ids);
+	gw.secret_ids = NULL;
 	if (gw.procs[PROC_DNSD].ipc != -1)
 		close(gw.procs[PROC_DNSD].ipc);
 	close(dns[1]);
@@ -97,7 +102,7 @@ teardown(void **state)
 static uint32_t
 received(char *text, size_t cap)
 {
-	struct ipc_dns_config m;
+	struct ipc_conf m;
 	struct ipc_hdr h;
 	char err[256];
 	int fd = -1;
@@ -110,7 +115,7 @@ received(char *text, size_t cap)
 	n = ipc_recv_fds(dns[1], &h, &m, IPC_MAX_PAYLOAD, &fd, 1, &nfds, err,
 	    sizeof(err));
 	assert_int_equal(n, (ssize_t)sizeof(m));
-	assert_int_equal(h.type, IPC_DNS_CONFIG);
+	assert_int_equal(h.type, IPC_CONF);
 	assert_int_equal(nfds, 1);
 	assert_true((fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE) != 0);
 	n = read(fd, text, cap - 1);
@@ -123,9 +128,9 @@ received(char *text, size_t cap)
 static void
 ack(uint32_t gen, int32_t status)
 {
-	struct ipc_dns_config_ack a = { gen, status };
+	struct ipc_conf_ack a = { gen, status };
 
-	assert_int_equal(ipc_send(dns[1], IPC_DNS_CONFIG_ACK, 0, &a,
+	assert_int_equal(ipc_send(dns[1], IPC_CONF_ACK, 0, &a,
 	    sizeof(a)), 0);
 	proc_ipc_readable(&gw, PROC_DNSD);
 }
@@ -143,7 +148,7 @@ reload_in_place(void **state)
 	uint32_t gen;
 
 	(void)state;
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	gen = received(text, sizeof(text));
 	assert_true(gen >= 1);
 	assert_non_null(strstr(text, "\"pypi.org\""));
@@ -160,7 +165,7 @@ refused_restarts(void **state)
 	int status;
 
 	(void)state;
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	gen = received(text, sizeof(text));
 	ack(gen, -1);
 	/* SIGTERM, and its exit is expected: restarted at once, not after
@@ -180,7 +185,7 @@ untold_restarts(void **state)
 	(void)state;
 	close(gw.procs[PROC_DNSD].ipc);	/* the channel is gone */
 	gw.procs[PROC_DNSD].ipc = -1;
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	assert_true(gw.procs[PROC_DNSD].expected);
 	assert_int_equal(waitpid(gw.procs[PROC_DNSD].pid, &status, 0),
 	    gw.procs[PROC_DNSD].pid);
@@ -197,9 +202,9 @@ stale_failure_ignored(void **state)
 	uint32_t g1, g2;
 
 	(void)state;
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	g1 = received(text, sizeof(text));
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	g2 = received(text, sizeof(text));
 	assert_true(g2 != g1);
 	ack(g1, -1);
@@ -250,10 +255,10 @@ narrowed_frozen_until_ack(void **state)
 	uint32_t g1, g2;
 
 	(void)state;
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	g1 = received(text, sizeof(text));
 	policy_dns_freeze(&gw, "web");
-	proc_reload(&gw);
+	proc_reload(&gw, &nodelta);
 	g2 = received(text, sizeof(text));
 	assert_int_equal(set_add_web(), -1);
 	ack(g1, 0);			/* not the newest: still frozen */

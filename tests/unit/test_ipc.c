@@ -355,27 +355,119 @@ budget_shapes(void **state)
 	assert_int_equal(roundtrip_raw(&ak, sizeof(ak) - 4, &h), -2);
 }
 
-/* gatewayd's new configuration for dnsd and its answer: a generation
- * that is never 0, a status of 0 or -1. */
+/* gatewayd's new configuration and dnsd's answer: a generation that is
+ * never 0, in place or drain, only the flags there are, a status of 0 or
+ * -1. */
 static void
-dns_config_shapes(void **state)
+conf_shapes(void **state)
 {
-	struct ipc_dns_config c = { 7 };
-	struct ipc_dns_config_ack a = { 7, 0 };
+	struct ipc_conf c = { 7, IPC_CONF_KEEP, 0, { 0, 0 } };
+	struct ipc_conf_ack a = { 7, 0 };
 
 	(void)state;
-	assert_int_equal(reg_check(&c, sizeof(c), IPC_DNS_CONFIG), 0);
-	assert_int_equal(reg_check(&c, sizeof(c) - 1, IPC_DNS_CONFIG), -1);
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_CONF), 0);
+	assert_int_equal(reg_check(&c, sizeof(c) - 1, IPC_CONF), -1);
+	c.how = IPC_CONF_DRAIN;
+	c.flags = IPC_CONF_BASIS | IPC_CONF_SECRETS;
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_CONF), 0);
+	c.how = IPC_CONF_HOW_MAX;
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_CONF), -1);
+	c.how = IPC_CONF_KEEP;
+	c.flags = 0x04;
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_CONF), -1);
+	c.flags = 0;
+	c.pad[1] = 1;
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_CONF), -1);
+	c.pad[1] = 0;
 	c.gen = 0;
-	assert_int_equal(reg_check(&c, sizeof(c), IPC_DNS_CONFIG), -1);
-	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), 0);
+	assert_int_equal(reg_check(&c, sizeof(c), IPC_CONF), -1);
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_CONF_ACK), 0);
 	a.status = -1;
-	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), 0);
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_CONF_ACK), 0);
 	a.status = 1;
-	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), -1);
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_CONF_ACK), -1);
 	a.status = 0;
 	a.gen = 0;
-	assert_int_equal(reg_check(&a, sizeof(a), IPC_DNS_CONFIG_ACK), -1);
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_CONF_ACK), -1);
+}
+
+/* What changed, before a configuration: names of either kind, each
+ * printable, terminated, shorter than a sandbox's name may be. */
+static void
+conf_changed_shapes(void **state)
+{
+	static union {
+		struct ipc_conf_changed m;
+		char raw[IPC_MAX_PAYLOAD];
+	} cu;
+	const char names[] = "dev\0ci-2\0";
+	size_t len = sizeof(cu.m) + sizeof(names) - 1;
+
+	(void)state;
+	memset(&cu, 0, sizeof(cu));
+	cu.m.kind = IPC_CHANGED_SANDBOX;
+	cu.m.len = sizeof(names) - 1;
+	memcpy(cu.m.names, names, sizeof(names) - 1);
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_CHANGED), 0);
+	cu.m.kind = IPC_CHANGED_SECRET;
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_CHANGED), 0);
+	cu.m.kind = IPC_CHANGED_MAX;
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_CHANGED), -1);
+	cu.m.kind = 0;
+	/* the last name not terminated; an empty name; no name at all */
+	assert_int_equal(reg_check(&cu, len - 1, IPC_CONF_CHANGED), -1);
+	cu.m.names[3] = '\0';
+	cu.m.names[0] = '\0';
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_CHANGED), -1);
+	cu.m.names[0] = 'd';
+	cu.m.len = 0;
+	assert_int_equal(reg_check(&cu, sizeof(cu.m), IPC_CONF_CHANGED), -1);
+	/* a name as long as a field: longer than any sandbox's */
+	memset(cu.m.names, 'a', IPC_NAME_LEN);
+	cu.m.names[IPC_NAME_LEN] = '\0';
+	cu.m.len = IPC_NAME_LEN + 1;
+	assert_int_equal(reg_check(&cu, sizeof(cu.m) + IPC_NAME_LEN + 1,
+	    IPC_CONF_CHANGED), -1);
+	cu.m.names[IPC_NAME_LEN - 1] = '\0';
+	cu.m.len = IPC_NAME_LEN;
+	assert_int_equal(reg_check(&cu, sizeof(cu.m) + IPC_NAME_LEN,
+	    IPC_CONF_CHANGED), 0);
+	/* a control byte */
+	cu.m.names[2] = '\n';
+	assert_int_equal(reg_check(&cu, sizeof(cu.m) + IPC_NAME_LEN,
+	    IPC_CONF_CHANGED), -1);
+}
+
+/* A grant's allow list: a generation, a sandbox, printable names. */
+static void
+conf_allow_shapes(void **state)
+{
+	static union {
+		struct ipc_conf_allow m;
+		char raw[IPC_MAX_PAYLOAD];
+	} cu;
+	const char names[] = "pypi.org\0*.github.com\0";
+	size_t len = sizeof(cu.m) + sizeof(names) - 1;
+
+	(void)state;
+	memset(&cu, 0, sizeof(cu));
+	cu.m.gen = 3;
+	snprintf(cu.m.sandbox, sizeof(cu.m.sandbox), "dev");
+	cu.m.len = sizeof(names) - 1;
+	memcpy(cu.m.names, names, sizeof(names) - 1);
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_ALLOW), 0);
+	assert_int_equal(reg_check(&cu, len - 1, IPC_CONF_ALLOW), -1);
+	cu.m.gen = 0;
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_ALLOW), -1);
+	cu.m.gen = 3;
+	cu.m.sandbox[0] = '\0';
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_ALLOW), -1);
+	cu.m.sandbox[0] = 'd';
+	cu.m.names[0] = 0x7f;
+	assert_int_equal(reg_check(&cu, len, IPC_CONF_ALLOW), -1);
+	/* an empty list takes every name away */
+	cu.m.len = 0;
+	assert_int_equal(reg_check(&cu, sizeof(cu.m), IPC_CONF_ALLOW), 0);
 }
 
 int
@@ -389,7 +481,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(dns_dropped_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(budget_shapes, setup, teardown),
 		cmocka_unit_test(reg_shapes),
-		cmocka_unit_test(dns_config_shapes),
+		cmocka_unit_test(conf_shapes),
+		cmocka_unit_test(conf_changed_shapes),
+		cmocka_unit_test(conf_allow_shapes),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
