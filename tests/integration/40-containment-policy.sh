@@ -58,6 +58,17 @@ ok "nft-rules applies the policy"
 topo_bg "$NS_GW" moat-proxy build/moat-proxy -d -c "$CONF" --user nobody
 topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "moat-proxy starts"
 
+# The worst case for IPv6: the gateway forwards it (a dual-stack host) and
+# the guest gives itself a global address and a route through it (to
+# 2000::/3, not a default route, which the scan's own check on the guest
+# counts as a breach by itself); the public resolvers' stand-ins answer on
+# their IPv6 addresses.
+in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
+ip -n "$NS_GW" addr add 2001:db8:77::1/64 dev moat0 nodad
+ip -n "$NS_INET" -6 route add 2001:db8:77::/64 via $GW_UP6
+ip -n "$TOPO-web" addr add 2001:db8:77::10/64 dev eth0 nodad
+ip -n "$TOPO-web" -6 route add 2000::/3 via 2001:db8:77::1
+
 cc_scan web
 expect_eq "full policy: contained, exit 0" 0 "$CC_RC"
 [ "$CC_RC" = 0 ] || echo "# not ok: $(cc_q "[(x['class'], x['target'], x['evidence'], x['what']) for x in rs if x['outcome'] in ('BREACH', 'FAILED')]")"
@@ -71,6 +82,10 @@ expect_eq "full policy: LAN host blocked by admin-prohibited from the gateway" T
 	"$(cc_q "r['ok_counts']['private'].get('blocked', 0) >= 6")"
 expect_eq "full policy: gateway sweep refused with admin-prohibited" True \
 	"$(cc_q "r['ok_counts']['gateway'].get('blocked', 0) > 60000")"
+# (Probes that pass are counted, not listed: the DoH ones on 443 are listed
+# as information for an open sandbox, which shows the route was there.)
+expect_eq "full policy: the public resolvers' IPv6 addresses were probed over the guest's route, none reached" True \
+	"$(cc_q "any(x['target'].startswith('[2620:fe::fe]') for x in rs) and all('unreach' not in x['evidence'] for x in rs if x['target'].startswith('[2620:fe::fe]')) and not any(x['class']=='dns-bypass' and x['target'].startswith('[') and x['outcome']=='BREACH' for x in rs)")"
 expect_eq "full policy: all 5 forged-source probes ran and got nothing back" 5 \
 	"$(cc_q "r['ok_counts']['spoofing'].get('filtered', 0)")"
 probes=$(cc_q 'r["probes"]'); ms=$(cc_q 'r["elapsed_ms"]')
