@@ -21,6 +21,23 @@
 # absolute-URI GETs on one keep-alive connection to the proxy, against
 # moat-proxy, tinyproxy and squid (Debian's, no cache, no logs).
 # MODES="..." picks a subset of the rows.
+# Peers of the tunnel rows: tinyproxy, and relay (bench/relay.c, built
+# here: a thread a direction doing blocking read/write between the
+# guest's TCP connection and one to the server, the simplest relay there
+# is, so the floor any proxy in the middle stands on).  Peer of the
+# intercepted row: mitmproxy (mitmdump, Debian's), adding a request
+# header the way moat-proxy injects one, when it is installed.
+# PX_BIN_B=FILE adds rows spliced-b and intercepted-b for a second build
+# of moat-proxy, run side by side with the first (to compare builds under
+# the same load).
+# SYSCALLS=1 then counts system calls per small request for each proxy
+# (strace -c -f on the proxy's process, N requests after the rounds; the
+# first request, which pays for the connection, is in the count).
+# PROFILE=MODE PROFILE_OUT=FILE: perf record (call graphs) of that row's
+# proxy during N more small requests, into FILE.
+# NICE=N (for example -5) runs the client, the servers and every proxy
+# at that niceness, the same for every row, so that other work on a
+# shared machine disturbs the rows less.
 # PIN=1 pins the client (curl) to CPU 0 and the server and every proxy to
 # CPU 1, the same placement for every row, so that a proxy competes with
 # the server it relays for, never with the client; unset or PIN=0, the
@@ -31,7 +48,7 @@ cd "$(dirname "$0")/.."
 . tests/harness/proxy-lib.sh
 N=${1:-2000}
 ROUNDS=${2:-3}
-for t in tinyproxy squid curl cc; do
+for t in tinyproxy squid curl cc strace; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
 [ -x "$PX_BIN" ] || { echo "bench: build moat-proxy first (make)"; exit 1; }
@@ -41,6 +58,7 @@ topo_guest agent 10.77.0.10 52:54:00:00:00:0a mt-agent
 ip -n "$NS_INET" route add 10.77.0.0/24 via 203.0.113.1
 SRV=$TOPO_TMP/bench-server
 cc -O2 -o "$SRV" bench/bench-server.c -lssl -lcrypto -lpthread || exit 1
+cc -O2 -o "$TOPO_TMP/relay" bench/relay.c -lpthread || exit 1
 proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
 ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
@@ -57,7 +75,31 @@ topo_wait_port "$NS_INET" $PX_OTHER 80 || exit 1
 topo_bg "$NS_GW" moat-proxy "$PX_BIN" -d -c "$TOPO_TMP/moat.conf" \
     --upstream-ca "$PX_DIR/testca.crt"
 topo_wait_port "$NS_GW" $GW_ADDR 3128 || exit 1
-cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" >"$PX_DIR/bundle.crt"
+if [ -n "${PX_BIN_B:-}" ]; then
+	# the same configuration and CA on port 3138
+	cp -a "$PX_DIR/state" "$PX_DIR/state-b"
+	sed -e 's/port = 3128;/port = 3138;/' -e "s|state_dir = \"$PX_DIR/state\"|state_dir = \"$PX_DIR/state-b\"|" \
+	    "$TOPO_TMP/moat.conf" >"$TOPO_TMP/moat-b.conf"
+	topo_bg "$NS_GW" moat-proxy-b "$PX_BIN_B" -d -c "$TOPO_TMP/moat-b.conf" \
+	    --upstream-ca "$PX_DIR/testca.crt"
+	topo_wait_port "$NS_GW" $GW_ADDR 3138 || exit 1
+fi
+topo_bg "$NS_GW" relay "$TOPO_TMP/relay" $GW_ADDR 9000 $PX_OTHER 443 600
+topo_wait_port "$NS_GW" $GW_ADDR 9000 || exit 1
+MITM=
+if command -v mitmdump >/dev/null; then
+	MITM=mitmproxy
+	mkdir -p "$TOPO_TMP/mitm"
+	# its own way of injecting: a header set on every request
+	topo_bg "$NS_GW" mitmdump mitmdump -q --listen-host $GW_ADDR --listen-port 8080 \
+	    --set confdir="$TOPO_TMP/mitm" \
+	    --set ssl_verify_upstream_trusted_ca="$PX_DIR/testca.crt" \
+	    --set modify_headers="/~q/Authorization/Bearer $PX_SECRET" \
+	    --set stream_large_bodies=1m
+	topo_wait_port "$NS_GW" $GW_ADDR 8080 || exit 1
+fi
+cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" ${MITM:+"$TOPO_TMP/mitm/mitmproxy-ca-cert.pem"} \
+    >"$PX_DIR/bundle.crt"
 cat >"$TOPO_TMP/tinyproxy.conf" <<EOF
 Port 8888
 Listen $GW_ADDR
@@ -95,6 +137,11 @@ curl_args() {
 	direct)      echo "--resolve other.test:443:$PX_OTHER https://other.test" ;;
 	spliced)     echo "-x http://$GW_ADDR:3128 https://other.test" ;;
 	intercepted) echo "-x http://$GW_ADDR:3128 https://api.bound.test" ;;
+	spliced-b)     echo "-x http://$GW_ADDR:3138 https://other.test" ;;
+	intercepted-b) echo "-x http://$GW_ADDR:3138 https://api.bound.test" ;;
+	relay)       echo "--connect-to other.test:443:$GW_ADDR:9000 https://other.test" ;;
+	# mitmproxy resolves with the system resolver, as tinyproxy does
+	mitmproxy)   echo "-x http://$GW_ADDR:8080 --connect-to api.bound.test:443:$PX_BOUND:443 https://api.bound.test" ;;
 	# tinyproxy resolves names with the system resolver, which knows no
 	# test names: it is asked to CONNECT to the address (TLS still says
 	# other.test), so it does no DNS at all; moat-proxy resolves once per
@@ -116,7 +163,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	base=${a[-1]}; unset 'a[-1]'
 	# Intercepted paths get NI (200) requests, so that a round stays within
 	# seconds even where interception is slow.
-	for i in $(seq "$([ "$1" = intercepted ] && echo "${NI:-200}" || echo "$N")"); do
+	for i in $(seq "$(case $1 in intercepted*|mitmproxy) echo "${NI:-200}" ;; *) echo "$N" ;; esac)"); do
 		urls+=(-o /dev/null "$base/small")
 	done
 	in_ns "$(where "$1")" $CPIN curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
@@ -139,9 +186,15 @@ cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
 }
 cpu_ns() {	# on-CPU time of a process's threads, in ns
+	# the relay's threads end with their connection: it keeps the count
+	if [ "$1" = "$rlpid" ]; then
+		sleep 0.2; awk '/^cpu_ns/ { n = $2 } END { printf "%d", n }' "$TOPO_TMP/relay.log"
+		return
+	fi
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
 }
-pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; esac; }
+pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
+	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; mitmproxy) echo "$mipid" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 idle() {	# idle PORT PID HOST -> RSS growth in KiB for 1,000 idle tunnels
 	local before after py
@@ -167,17 +220,27 @@ med() { sort -n | awk '{ v[n++] = $1 } END { print v[int((n - 1) / 2)] }'; }
 pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+lpid() { in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+pxbpid=$(lpid 3138); rlpid=$(lpid 9000); mipid=$(lpid 8080)
 ulimit -n 8192
 CPIN=
 if [ "${PIN:-0}" = 1 ]; then
 	CPIN="taskset -c 0"
-	for p in $pxpid $tppid $sqpid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		taskset -a -p -c 1 "$p" >/dev/null
 	done
 	echo "# pinned: curl on CPU 0; servers and proxies on CPU 1" >&2
 fi
 
-MODES=${MODES:-"direct spliced intercepted tinyproxy plain-direct plain-moat plain-tinyproxy plain-squid"}
+if [ -n "${NICE:-}" ]; then
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+		for t in /proc/"$p"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
+	done
+	CPIN="nice -n $NICE $CPIN"
+	echo "# niceness $NICE: client, servers and proxies" >&2
+fi
+
+MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b}${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do
@@ -190,10 +253,28 @@ for r in $(seq "$ROUNDS"); do
 		c0=$([ -n "$p" ] && cpu_ms "$p")
 		dl=$(download $m)
 		cpu=$([ -n "$p" ] && echo $(( $(cpu_ms "$p") - c0 )) || echo —)
-		echo "$m $sm $dl $cpu $spr" >>"$R"
+		echo "$m $sm $dl $cpu $spr $r $(cut -d' ' -f1 /proc/loadavg)" >>"$R"
 	done
-	echo "# round $r done ($(( $(date +%s) - t0 )) s)" >&2
+	echo "# round $r done ($(( $(date +%s) - t0 )) s), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
+# System calls per small request: strace -c on each proxy's process (all
+# its threads) while N requests pass.
+if [ "${SYSCALLS:-0}" = 1 ]; then
+	for m in $MODES; do
+		p=$(pid_of $m); [ -n "$p" ] || continue
+		case $m in plain-*) continue ;; esac
+		strace -c -f -q -p "$p" -o "$TOPO_TMP/strace-$m" &
+		st=$!
+		sleep 1
+		n=$(small $m | cut -d' ' -f4)
+		sleep 0.5
+		kill -INT $st; wait $st 2>/dev/null
+		awk -v m=$m -v n=$n '$NF != "total" && $4 ~ /^[0-9]+$/ { c[$NF] = $4; t += $4 }
+		    END { printf "%s %.2f", m, t / (n + 1)
+		          for (k in c) if (c[k] / (n + 1) >= 0.5) printf " %s=%.2f", k, c[k] / (n + 1)
+		          printf "\n" }' "$TOPO_TMP/strace-$m" >>"$TOPO_TMP/syscalls"
+	done
+fi
 mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
@@ -215,21 +296,51 @@ for m in $MODES; do
 done
 echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
-echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request):"
+echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request round load1):"
 cat "$R"
-# Ratios to the direct row of the same round (plain-* to plain-direct),
-# median and range over the rounds: the two sides of a ratio ran seconds
-# apart, so load that comes and goes moves them together.
+if [ -n "${PROFILE:-}" ] && p=$(pid_of "$PROFILE") && [ -n "$p" ]; then
+	perf record -q -F 4999 -g -p "$p" -o "${PROFILE_OUT:-$TOPO_TMP/perf.data}" 2>/dev/null &
+	st=$!
+	sleep 1
+	small "$PROFILE" >/dev/null
+	kill -INT $st; wait $st 2>/dev/null
+fi
+# Ratios to the same round's direct row (plain-* to plain-direct) and to
+# the peer (tinyproxy for the tunnels and the relay, mitmproxy for
+# interception), and p50 added to direct's: median and range over the
+# rounds.  The two sides of a ratio ran seconds apart, so load that comes
+# and goes moves them together.
 echo
-echo "| path | small req/s of direct, median (range) | download of direct, median (range) |"
-echo "|---|---|---|"
-awk '{ k = ($1 ~ /^plain-/) ? "plain-direct" : "direct"
-       if ($1 == k) { b[0] = $2; b[1] = $6; base[k] = $2 " " $6; next }
-       split(base[k], d, " ")
-       if (d[1] > 0 && d[2] > 0) { rs[$1] = rs[$1] " " $2 / d[1]; rd[$1] = rd[$1] " " $6 / d[2] }
+echo "load average (1 min) over the rounds: $(awk '{ print $10 }' "$R" | sort -n | awk '{ v[n++] = $1 } END { printf "%s–%s, median %s", v[0], v[n-1], v[int((n-1)/2)] }')"
+echo
+echo "| path | small req/s of direct | small req/s of peer | p50 added to direct (ms) | download of direct |"
+echo "|---|---|---|---|---|"
+awk '{ rps[$9, $1] = $2; p50[$9, $1] = $3; dl[$9, $1] = $6; rounds[$9] = 1
        if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
      function mr(s,   a, m, i, j, t) {
        m = split(s, a, " ")
-       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+       if (m == 0) return "—"
+       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
        return sprintf("%.2f (%.2f–%.2f)", a[int((m + 1) / 2)], a[1], a[m]) }
-     END { for (i = 0; i < n; i++) printf "| %s | %s | %s |\n", order[i], mr(rs[order[i]]), mr(rd[order[i]]) }' "$R"
+     function mr3(s,   a, m, i, j, t) {
+       m = split(s, a, " ")
+       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+       return sprintf("%.3f (%.3f–%.3f)", a[int((m + 1) / 2)], a[1], a[m]) }
+     END { for (i = 0; i < n; i++) {
+         m = order[i]; d = (m ~ /^plain-/) ? "plain-direct" : "direct"
+         if (m == d) continue
+         peer = (m ~ /^plain-/) ? "" : (m ~ /^(intercepted|mitmproxy)/) ? "mitmproxy" : "tinyproxy"
+         if (m == peer) peer = ""
+         rs = rp = ad = rd = ""
+         for (r in rounds) {
+           if (!((r, m) in rps)) continue
+           if (rps[r, d] > 0) { rs = rs " " rps[r, m] / rps[r, d]; ad = ad " " p50[r, m] - p50[r, d] }
+           if (dl[r, d] > 0) rd = rd " " dl[r, m] / dl[r, d]
+           if (peer != "" && rps[r, peer] > 0) rp = rp " " rps[r, m] / rps[r, peer]
+         }
+         printf "| %s | %s | %s | %s | %s |\n", m, mr(rs), (peer == "" ? "—" : peer " " mr(rp)), mr3(ad), mr(rd) } }' "$R"
+if [ -s "$TOPO_TMP/syscalls" ]; then
+	echo
+	echo "system calls per small request (strace -c -f, $N requests; those at 0.5 or more a request):"
+	cat "$TOPO_TMP/syscalls"
+fi
