@@ -15,8 +15,9 @@
 # curl's time_total (on a reused connection: request sent to last byte),
 # req/s is their reciprocal mean (curl's own overhead between requests is
 # not counted, the same for every path).  Download: 100 MiB.  Idle: the proxy's RSS growth for 1,000
-# open, idle CONNECT tunnels.  ROUNDS (default 3) interleaved rounds; the
-# table shows the median of each number.
+# open, idle CONNECT tunnels.  ROUNDS (default 3) interleaved rounds;
+# bench/proxy-tables.py prints a table an area (tunnel, interception,
+# download, plain HTTP) with the median and range of each number.
 # Plain-HTTP rows (plain-*): the same server without TLS on port 80,
 # absolute-URI GETs on one keep-alive connection to the proxy, against
 # moat-proxy, tinyproxy and squid (Debian's, no cache, no logs).
@@ -279,21 +280,9 @@ mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
 
-printf '\n| path | small req/s | p50 ms | p99 ms | proxy CPU µs per small request | 100 MiB download MiB/s | proxy CPU ms per 100 MiB | RSS per 1,000 idle tunnels |\n'
-printf '|---|---|---|---|---|---|---|---|\n'
-for m in $MODES; do
-	col() { awk -v m=$m -v c=$1 '$1 == m { print $c }' "$R" | med; }
-	case $m in
-	spliced) mem="$mem_px KiB" ;;
-	tinyproxy) mem="$mem_tp KiB" ;;
-	*) mem="—" ;;
-	esac
-	cpu=$(col 7); spr=$(col 8); case $m in *direct) cpu=— spr=— ;; esac
-	# tinyproxy serves each connection in a thread that is gone (and its
-	# schedstat with it) by the time it is read: not measured
-	case $m in *tinyproxy) spr=— ;; esac
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$spr" "$(col 6)" "$cpu" "$mem"
-done
+python3 bench/proxy-tables.py "$R" "$TOPO_TMP/syscalls"
+echo
+echo "RSS per 1,000 idle tunnels: moat-proxy $mem_px KiB, tinyproxy $mem_tp KiB"
 echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
 echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request round load1):"
@@ -305,40 +294,6 @@ if [ -n "${PROFILE:-}" ] && p=$(pid_of "$PROFILE") && [ -n "$p" ]; then
 	small "$PROFILE" >/dev/null
 	kill -INT $st; wait $st 2>/dev/null
 fi
-# Ratios to the same round's direct row (plain-* to plain-direct) and to
-# the peer (tinyproxy for the tunnels and the relay, mitmproxy for
-# interception), and p50 added to direct's: median and range over the
-# rounds.  The two sides of a ratio ran seconds apart, so load that comes
-# and goes moves them together.
-echo
-echo "load average (1 min) over the rounds: $(awk '{ print $10 }' "$R" | sort -n | awk '{ v[n++] = $1 } END { printf "%s–%s, median %s", v[0], v[n-1], v[int((n-1)/2)] }')"
-echo
-echo "| path | small req/s of direct | small req/s of peer | p50 added to direct (ms) | download of direct |"
-echo "|---|---|---|---|---|"
-awk '{ rps[$9, $1] = $2; p50[$9, $1] = $3; dl[$9, $1] = $6; rounds[$9] = 1
-       if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
-     function mr(s,   a, m, i, j, t) {
-       m = split(s, a, " ")
-       if (m == 0) return "—"
-       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-       return sprintf("%.2f (%.2f–%.2f)", a[int((m + 1) / 2)], a[1], a[m]) }
-     function mr3(s,   a, m, i, j, t) {
-       m = split(s, a, " ")
-       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-       return sprintf("%.3f (%.3f–%.3f)", a[int((m + 1) / 2)], a[1], a[m]) }
-     END { for (i = 0; i < n; i++) {
-         m = order[i]; d = (m ~ /^plain-/) ? "plain-direct" : "direct"
-         if (m == d) continue
-         peer = (m ~ /^plain-/) ? "" : (m ~ /^(intercepted|mitmproxy)/) ? "mitmproxy" : "tinyproxy"
-         if (m == peer) peer = ""
-         rs = rp = ad = rd = ""
-         for (r in rounds) {
-           if (!((r, m) in rps)) continue
-           if (rps[r, d] > 0) { rs = rs " " rps[r, m] / rps[r, d]; ad = ad " " p50[r, m] - p50[r, d] }
-           if (dl[r, d] > 0) rd = rd " " dl[r, m] / dl[r, d]
-           if (peer != "" && rps[r, peer] > 0) rp = rp " " rps[r, m] / rps[r, peer]
-         }
-         printf "| %s | %s | %s | %s | %s |\n", m, mr(rs), (peer == "" ? "—" : peer " " mr(rp)), mr3(ad), mr(rd) } }' "$R"
 if [ -s "$TOPO_TMP/syscalls" ]; then
 	echo
 	echo "system calls per small request (strace -c -f, $N requests; those at 0.5 or more a request):"
