@@ -49,6 +49,8 @@ cd "$(dirname "$0")/.."
 . tests/harness/proxy-lib.sh
 N=${1:-2000}
 ROUNDS=${2:-3}
+# servers stop by themselves: long enough for slow rounds on a busy machine
+LIFE=$((600 + ROUNDS * 180))
 for t in tinyproxy squid curl cc strace; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
@@ -64,12 +66,12 @@ proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
 ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
 topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
-    api.bound.test=$PX_BOUND other.test=$PX_OTHER --lifetime 600
+    api.bound.test=$PX_BOUND other.test=$PX_OTHER --lifetime $LIFE
 topo_bg "$NS_INET" srv-bound "$SRV" $PX_BOUND 443 "$PX_DIR/api.bound.test.crt" \
-    "$PX_DIR/api.bound.test.key" 600
+    "$PX_DIR/api.bound.test.key" $LIFE
 topo_bg "$NS_INET" srv-other "$SRV" $PX_OTHER 443 "$PX_DIR/other.test.crt" \
-    "$PX_DIR/other.test.key" 600
-topo_bg "$NS_INET" srv-plain "$SRV" $PX_OTHER 80 - - 600
+    "$PX_DIR/other.test.key" $LIFE
+topo_bg "$NS_INET" srv-plain "$SRV" $PX_OTHER 80 - - $LIFE
 topo_wait_port "$NS_INET" $PX_BOUND 443 && topo_wait_port "$NS_INET" $PX_OTHER 443 || exit 1
 topo_wait_port "$NS_INET" $PX_OTHER 80 || exit 1
 # No -v: the proxy logs at its default level, as in production.
@@ -85,7 +87,7 @@ if [ -n "${PX_BIN_B:-}" ]; then
 	    --upstream-ca "$PX_DIR/testca.crt"
 	topo_wait_port "$NS_GW" $GW_ADDR 3138 || exit 1
 fi
-topo_bg "$NS_GW" relay "$TOPO_TMP/relay" $GW_ADDR 9000 $PX_OTHER 443 600
+topo_bg "$NS_GW" relay "$TOPO_TMP/relay" $GW_ADDR 9000 $PX_OTHER 443 $LIFE
 topo_wait_port "$NS_GW" $GW_ADDR 9000 || exit 1
 MITM=
 if command -v mitmdump >/dev/null; then
@@ -189,10 +191,10 @@ cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 cpu_ns() {	# on-CPU time of a process's threads, in ns
 	# the relay's threads end with their connection: it keeps the count
 	if [ "$1" = "$rlpid" ]; then
-		sleep 0.2; awk '/^cpu_ns/ { n = $2 } END { printf "%d", n }' "$TOPO_TMP/relay.log"
+		sleep 0.2; awk '/^cpu_ns/ { n = $2 } END { printf "%.0f", n }' "$TOPO_TMP/relay.log"
 		return
 	fi
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
 }
 pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
 	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; mitmproxy) echo "$mipid" ;; esac; }

@@ -89,7 +89,9 @@ def col_med(key, fmt, rng=True):
 def col_ratio(key, to_peer=False):
     def f(p, b, q):
         ref = q if to_peer else b
-        return "—" if p == ref or ref is None else mr(ratio(p, ref, key))
+        if p in (ref, b) or ref is None:
+            return "—"
+        return mr(ratio(p, ref, key))
     return f
 
 
