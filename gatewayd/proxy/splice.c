@@ -71,8 +71,9 @@ park(struct side *dst, int p[2], size_t *inpipe, const uint8_t *b, size_t n)
  * which is what an API call is.  A read that fills the buffer means bulk:
  * the direction turns to splice until a splice reads less than COPY_MAX.
  * What dst does not take goes into the direction's pipe, which then
- * drains first, so order is kept.  The bytes are the guest's, never
- * decrypted: nothing here to wipe. */
+ * drains first, so order is kept.  The bytes pass as they came (the
+ * guest's TLS, or whatever it chose to send): no secret of the gateway's
+ * is ever in them, so the buffer is not wiped, as pipe pages are not. */
 static bool
 copy_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
     bool *bulk)
