@@ -73,7 +73,7 @@ def mr(v, fmt="%.2f", rng=True):
 
 def table(title, want, base, peer, cols):
     have = [p for p in want if p in paths]
-    if not have:
+    if have in ([], [base]):
         return
     print("\n" + title + "\n")
     print("| path | " + " | ".join(c[0] for c in cols) + " |")
