@@ -15,12 +15,30 @@
 # curl's time_total (on a reused connection: request sent to last byte),
 # req/s is their reciprocal mean (curl's own overhead between requests is
 # not counted, the same for every path).  Download: 100 MiB.  Idle: the proxy's RSS growth for 1,000
-# open, idle CONNECT tunnels.  ROUNDS (default 3) interleaved rounds; the
-# table shows the median of each number.
+# open, idle CONNECT tunnels.  ROUNDS (default 3) interleaved rounds;
+# bench/proxy-tables.py prints a table an area (tunnel, interception,
+# download, plain HTTP) with the median and range of each number.
 # Plain-HTTP rows (plain-*): the same server without TLS on port 80,
 # absolute-URI GETs on one keep-alive connection to the proxy, against
 # moat-proxy, tinyproxy and squid (Debian's, no cache, no logs).
 # MODES="..." picks a subset of the rows.
+# Peers of the tunnel rows: tinyproxy, and relay (bench/relay.c, built
+# here: a thread a direction doing blocking read/write between the
+# guest's TCP connection and one to the server, the simplest relay there
+# is, so the floor any proxy in the middle stands on).  Peer of the
+# intercepted row: mitmproxy (mitmdump, Debian's), adding a request
+# header the way moat-proxy injects one, when it is installed.
+# PX_BIN_B=FILE adds rows spliced-b and intercepted-b for a second build
+# of moat-proxy, run side by side with the first (to compare builds under
+# the same load).
+# SYSCALLS=1 then counts system calls per small request for each proxy
+# (strace -c -f on the proxy's process, N requests after the rounds; the
+# first request, which pays for the connection, is in the count).
+# PROFILE=MODE PROFILE_OUT=FILE: perf record (call graphs) of that row's
+# proxy during N more small requests, into FILE.
+# NICE=N (for example -5) runs the client, the servers and every proxy
+# at that niceness, the same for every row, so that other work on a
+# shared machine disturbs the rows less.
 # PIN=1 pins the client (curl) to CPU 0 and the server and every proxy to
 # CPU 1, the same placement for every row, so that a proxy competes with
 # the server it relays for, never with the client; unset or PIN=0, the
@@ -31,7 +49,9 @@ cd "$(dirname "$0")/.."
 . tests/harness/proxy-lib.sh
 N=${1:-2000}
 ROUNDS=${2:-3}
-for t in tinyproxy squid curl cc; do
+# servers stop by themselves: long enough for slow rounds on a busy machine
+LIFE=$((600 + ROUNDS * 180))
+for t in tinyproxy squid curl cc strace; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
 [ -x "$PX_BIN" ] || { echo "bench: build moat-proxy first (make)"; exit 1; }
@@ -41,23 +61,48 @@ topo_guest agent 10.77.0.10 52:54:00:00:00:0a mt-agent
 ip -n "$NS_INET" route add 10.77.0.0/24 via 203.0.113.1
 SRV=$TOPO_TMP/bench-server
 cc -O2 -o "$SRV" bench/bench-server.c -lssl -lcrypto -lpthread || exit 1
+cc -O2 -o "$TOPO_TMP/relay" bench/relay.c -lpthread || exit 1
 proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
 ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
 topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
-    api.bound.test=$PX_BOUND other.test=$PX_OTHER --lifetime 600
+    api.bound.test=$PX_BOUND other.test=$PX_OTHER --lifetime $LIFE
 topo_bg "$NS_INET" srv-bound "$SRV" $PX_BOUND 443 "$PX_DIR/api.bound.test.crt" \
-    "$PX_DIR/api.bound.test.key" 600
+    "$PX_DIR/api.bound.test.key" $LIFE
 topo_bg "$NS_INET" srv-other "$SRV" $PX_OTHER 443 "$PX_DIR/other.test.crt" \
-    "$PX_DIR/other.test.key" 600
-topo_bg "$NS_INET" srv-plain "$SRV" $PX_OTHER 80 - - 600
+    "$PX_DIR/other.test.key" $LIFE
+topo_bg "$NS_INET" srv-plain "$SRV" $PX_OTHER 80 - - $LIFE
 topo_wait_port "$NS_INET" $PX_BOUND 443 && topo_wait_port "$NS_INET" $PX_OTHER 443 || exit 1
 topo_wait_port "$NS_INET" $PX_OTHER 80 || exit 1
 # No -v: the proxy logs at its default level, as in production.
 topo_bg "$NS_GW" moat-proxy "$PX_BIN" -d -c "$TOPO_TMP/moat.conf" \
     --upstream-ca "$PX_DIR/testca.crt"
 topo_wait_port "$NS_GW" $GW_ADDR 3128 || exit 1
-cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" >"$PX_DIR/bundle.crt"
+if [ -n "${PX_BIN_B:-}" ]; then
+	# the same configuration and CA on port 3138
+	cp -a "$PX_DIR/state" "$PX_DIR/state-b"
+	sed -e 's/port = 3128;/port = 3138;/' -e "s|state_dir = \"$PX_DIR/state\"|state_dir = \"$PX_DIR/state-b\"|" \
+	    "$TOPO_TMP/moat.conf" >"$TOPO_TMP/moat-b.conf"
+	topo_bg "$NS_GW" moat-proxy-b "$PX_BIN_B" -d -c "$TOPO_TMP/moat-b.conf" \
+	    --upstream-ca "$PX_DIR/testca.crt"
+	topo_wait_port "$NS_GW" $GW_ADDR 3138 || exit 1
+fi
+topo_bg "$NS_GW" relay "$TOPO_TMP/relay" $GW_ADDR 9000 $PX_OTHER 443 $LIFE
+topo_wait_port "$NS_GW" $GW_ADDR 9000 || exit 1
+MITM=
+if command -v mitmdump >/dev/null; then
+	MITM=mitmproxy
+	mkdir -p "$TOPO_TMP/mitm"
+	# its own way of injecting: a header set on every request
+	topo_bg "$NS_GW" mitmdump mitmdump -q --listen-host $GW_ADDR --listen-port 8080 \
+	    --set confdir="$TOPO_TMP/mitm" \
+	    --set ssl_verify_upstream_trusted_ca="$PX_DIR/testca.crt" \
+	    --set modify_headers="/~q/Authorization/Bearer $PX_SECRET" \
+	    --set stream_large_bodies=1m
+	topo_wait_port "$NS_GW" $GW_ADDR 8080 || exit 1
+fi
+cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" ${MITM:+"$TOPO_TMP/mitm/mitmproxy-ca-cert.pem"} \
+    >"$PX_DIR/bundle.crt"
 cat >"$TOPO_TMP/tinyproxy.conf" <<EOF
 Port 8888
 Listen $GW_ADDR
@@ -95,6 +140,11 @@ curl_args() {
 	direct)      echo "--resolve other.test:443:$PX_OTHER https://other.test" ;;
 	spliced)     echo "-x http://$GW_ADDR:3128 https://other.test" ;;
 	intercepted) echo "-x http://$GW_ADDR:3128 https://api.bound.test" ;;
+	spliced-b)     echo "-x http://$GW_ADDR:3138 https://other.test" ;;
+	intercepted-b) echo "-x http://$GW_ADDR:3138 https://api.bound.test" ;;
+	relay)       echo "--connect-to other.test:443:$GW_ADDR:9000 https://other.test" ;;
+	# mitmproxy resolves with the system resolver, as tinyproxy does
+	mitmproxy)   echo "-x http://$GW_ADDR:8080 --connect-to api.bound.test:443:$PX_BOUND:443 https://api.bound.test" ;;
 	# tinyproxy resolves names with the system resolver, which knows no
 	# test names: it is asked to CONNECT to the address (TLS still says
 	# other.test), so it does no DNS at all; moat-proxy resolves once per
@@ -116,7 +166,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	base=${a[-1]}; unset 'a[-1]'
 	# Intercepted paths get NI (200) requests, so that a round stays within
 	# seconds even where interception is slow.
-	for i in $(seq "$([ "$1" = intercepted ] && echo "${NI:-200}" || echo "$N")"); do
+	for i in $(seq "$(case $1 in intercepted*|mitmproxy) echo "${NI:-200}" ;; *) echo "$N" ;; esac)"); do
 		urls+=(-o /dev/null "$base/small")
 	done
 	in_ns "$(where "$1")" $CPIN curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
@@ -139,9 +189,15 @@ cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
 }
 cpu_ns() {	# on-CPU time of a process's threads, in ns
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+	# the relay's threads end with their connection: it keeps the count
+	if [ "$1" = "$rlpid" ]; then
+		sleep 0.2; awk '/^cpu_ns/ { n = $2 } END { printf "%.0f", n }' "$TOPO_TMP/relay.log"
+		return
+	fi
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
 }
-pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; esac; }
+pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
+	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; mitmproxy) echo "$mipid" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 idle() {	# idle PORT PID HOST -> RSS growth in KiB for 1,000 idle tunnels
 	local before after py
@@ -167,17 +223,27 @@ med() { sort -n | awk '{ v[n++] = $1 } END { print v[int((n - 1) / 2)] }'; }
 pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+lpid() { in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+pxbpid=$(lpid 3138); rlpid=$(lpid 9000); mipid=$(lpid 8080)
 ulimit -n 8192
 CPIN=
 if [ "${PIN:-0}" = 1 ]; then
 	CPIN="taskset -c 0"
-	for p in $pxpid $tppid $sqpid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		taskset -a -p -c 1 "$p" >/dev/null
 	done
 	echo "# pinned: curl on CPU 0; servers and proxies on CPU 1" >&2
 fi
 
-MODES=${MODES:-"direct spliced intercepted tinyproxy plain-direct plain-moat plain-tinyproxy plain-squid"}
+if [ -n "${NICE:-}" ]; then
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+		for t in /proc/"$p"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
+	done
+	CPIN="nice -n $NICE $CPIN"
+	echo "# niceness $NICE: client, servers and proxies" >&2
+fi
+
+MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b}${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do
@@ -190,46 +256,48 @@ for r in $(seq "$ROUNDS"); do
 		c0=$([ -n "$p" ] && cpu_ms "$p")
 		dl=$(download $m)
 		cpu=$([ -n "$p" ] && echo $(( $(cpu_ms "$p") - c0 )) || echo —)
-		echo "$m $sm $dl $cpu $spr" >>"$R"
+		echo "$m $sm $dl $cpu $spr $r $(cut -d' ' -f1 /proc/loadavg)" >>"$R"
 	done
-	echo "# round $r done ($(( $(date +%s) - t0 )) s)" >&2
+	echo "# round $r done ($(( $(date +%s) - t0 )) s), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
+# System calls per small request: strace -c on each proxy's process (all
+# its threads) while N requests pass.
+if [ "${SYSCALLS:-0}" = 1 ]; then
+	for m in $MODES; do
+		p=$(pid_of $m); [ -n "$p" ] || continue
+		case $m in plain-*) continue ;; esac
+		strace -c -f -q -p "$p" -o "$TOPO_TMP/strace-$m" &
+		st=$!
+		sleep 1
+		n=$(small $m | cut -d' ' -f4)
+		sleep 0.5
+		kill -INT $st; wait $st 2>/dev/null
+		awk -v m=$m -v n=$n '$NF != "total" && $4 ~ /^[0-9]+$/ { c[$NF] = $4; t += $4 }
+		    END { printf "%s %.2f", m, t / (n + 1)
+		          for (k in c) if (c[k] / (n + 1) >= 0.5) printf " %s=%.2f", k, c[k] / (n + 1)
+		          printf "\n" }' "$TOPO_TMP/strace-$m" >>"$TOPO_TMP/syscalls"
+	done
+fi
 mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
 
-printf '\n| path | small req/s | p50 ms | p99 ms | proxy CPU µs per small request | 100 MiB download MiB/s | proxy CPU ms per 100 MiB | RSS per 1,000 idle tunnels |\n'
-printf '|---|---|---|---|---|---|---|---|\n'
-for m in $MODES; do
-	col() { awk -v m=$m -v c=$1 '$1 == m { print $c }' "$R" | med; }
-	case $m in
-	spliced) mem="$mem_px KiB" ;;
-	tinyproxy) mem="$mem_tp KiB" ;;
-	*) mem="—" ;;
-	esac
-	cpu=$(col 7); spr=$(col 8); case $m in *direct) cpu=— spr=— ;; esac
-	# tinyproxy serves each connection in a thread that is gone (and its
-	# schedstat with it) by the time it is read: not measured
-	case $m in *tinyproxy) spr=— ;; esac
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' $m "$(col 2)" "$(col 3)" "$(col 4)" "$spr" "$(col 6)" "$cpu" "$mem"
-done
+python3 bench/proxy-tables.py "$R" "$TOPO_TMP/syscalls"
+echo
+echo "RSS per 1,000 idle tunnels: moat-proxy $mem_px KiB, tinyproxy $mem_tp KiB"
 echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
-echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request):"
+echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request round load1):"
 cat "$R"
-# Ratios to the direct row of the same round (plain-* to plain-direct),
-# median and range over the rounds: the two sides of a ratio ran seconds
-# apart, so load that comes and goes moves them together.
-echo
-echo "| path | small req/s of direct, median (range) | download of direct, median (range) |"
-echo "|---|---|---|"
-awk '{ k = ($1 ~ /^plain-/) ? "plain-direct" : "direct"
-       if ($1 == k) { b[0] = $2; b[1] = $6; base[k] = $2 " " $6; next }
-       split(base[k], d, " ")
-       if (d[1] > 0 && d[2] > 0) { rs[$1] = rs[$1] " " $2 / d[1]; rd[$1] = rd[$1] " " $6 / d[2] }
-       if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
-     function mr(s,   a, m, i, j, t) {
-       m = split(s, a, " ")
-       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-       return sprintf("%.2f (%.2f–%.2f)", a[int((m + 1) / 2)], a[1], a[m]) }
-     END { for (i = 0; i < n; i++) printf "| %s | %s | %s |\n", order[i], mr(rs[order[i]]), mr(rd[order[i]]) }' "$R"
+if [ -n "${PROFILE:-}" ] && p=$(pid_of "$PROFILE") && [ -n "$p" ]; then
+	perf record -q -F 4999 -g -p "$p" -o "${PROFILE_OUT:-$TOPO_TMP/perf.data}" 2>/dev/null &
+	st=$!
+	sleep 1
+	small "$PROFILE" >/dev/null
+	kill -INT $st; wait $st 2>/dev/null
+fi
+if [ -s "$TOPO_TMP/syscalls" ]; then
+	echo
+	echo "system calls per small request (strace -c -f, $N requests; those at 0.5 or more a request):"
+	cat "$TOPO_TMP/syscalls"
+fi

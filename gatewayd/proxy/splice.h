@@ -1,11 +1,13 @@
 /*
- * splice.h -- a connection the proxy passes through undecrypted: two
- * pipes, one a direction, between the guest's and the upstream's
- * sockets.
+ * splice.h -- a connection the proxy passes through undecrypted: small
+ * messages copied through the stack as they arrive, bulk through two
+ * pipes (one a direction) between the guest's and the upstream's sockets
+ * with splice(2).
  */
 #ifndef MOAT_PROXY_SPLICE_H
 #define MOAT_PROXY_SPLICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "side.h"
@@ -13,7 +15,14 @@
 struct splice {
 	int		 p_gu[2], p_ug[2];	/* guest->upstream, back */
 	size_t		 in_gu, in_ug;		/* bytes in each pipe */
+	bool		 bulk_gu, bulk_ug;	/* splice, not copy, next */
 };
+
+/* A read this long (a full copy buffer, or more through a pipe) makes a
+ * direction bulk: it splices until a read comes back shorter.  At most
+ * the smallest pipe the kernel gives an unprivileged user past its pipe
+ * limit (2 pages), which holds what a copy could not send. */
+#define COPY_MAX	(8 * 1024)
 
 void	splice_init(struct splice *);		/* no pipes yet */
 int	splice_open(struct splice *);		/* 0 or -1 */
