@@ -6,7 +6,10 @@
  *             bridge, only sandbox-network sources on the bridge, no IPv6;
  *             on a separate box "the bridge" is every sandbox-side
  *             interface (set sb_ifs: the bridge and the hosts' trunks),
- *             and a sandbox with a trunk only from that trunk
+ *             and a sandbox with a trunk only from that trunk; guests'
+ *             DNS to the gateway accepted untracked right after the
+ *             source checks (the DNS fast path, also first in input and
+ *             output: dns_fast_pre)
  *   nat_pre   prerouting/dstnat: tcp 80/443 of open and allowlist guests
  *             to public addresses -> the proxy (when intercept is on)
  *   input     guests reach the gateway host only on DNS and the proxy
@@ -549,7 +552,8 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
  * whatever the number of sandboxes, and adding a sandbox adds four
  * elements and touches no other's counters.  What a guest sends is
  * counted at the end of raw_pre (every packet that passed the source
- * checks), in a chain every packet walks anyway; the connections it opens
+ * checks; the DNS fast path's rule counts the queries it accepts), in a
+ * chain every packet walks anyway; the connections it opens
  * in guest_in and guest_fwd right after established traffic is accepted,
  * so that only packets that may open one are looked at: those whose
  * conntrack entry is not confirmed yet, the first of each connection (a
