@@ -33,9 +33,11 @@
  *             with fast refusals, ICMP errors to anywhere but the sandbox
  *             side held to the kernel's default limits (icmp_out)
  * bridge moat (the guests' ports, layer 2)
- *   prerouting  a guest port may send only IPv4 with its own MAC and
- *               address and ARP that says the same; no DHCP server
- *               replies, no IPv6 (hence no router advertisements); any
+ *   prerouting  (first: guests' DNS to the gateway, accepted by the
+ *               anti-spoofing lookup, the DNS fast path) a guest port
+ *               may send only IPv4 with its own MAC and address and
+ *               ARP that says the same; no DHCP server replies, no
+ *               IPv6 (hence no router advertisements); any
  *               other port may not claim a sandbox-network address
  *   forward     nothing is bridged from or to a guest port (port
  *               isolation enforced here too); with --host-only the
@@ -768,6 +770,8 @@ guest_forward(struct build *b, struct nr_table *t)
  * dnsd's answer meet, in each base chain, the fast-path rule right after
  * the source checks, and that one rule decides what the rules it skips
  * would have decided.  Each one is exact:
+ *   bridge   prerouting's first rule: the anti-spoofing lookup itself
+ *            (dns_fast_bridge).
  *   raw_pre  from the sandbox side (trunk checks done before), a
  *            sandbox's address to the gateway's address, udp 53: no
  *            conntrack (with dnsd's user, as dns_notrack) and accept.
@@ -1423,6 +1427,30 @@ bridge_from_guest(struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("bridge", "spoof"));
 }
 
+/*
+ * The DNS fast path's first rule (see dns_fast_pre): a guest's UDP query
+ * to the gateway's address, port 53, is accepted by the anti-spoofing
+ * lookup itself, as from_guest would accept it: IPv4 (not its IPv6 drop),
+ * not from port 67 (not its DHCP-server drop), the port, MAC and address
+ * the guest's own (guest_ip, whose ports are all in guest_ports).
+ */
+static void
+dns_fast_bridge(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	static const enum nr_field ipk[] = { F_IIFNAME, F_ETHER_SADDR,
+	    F_IP_SADDR };
+	struct moat_prefix me = { .addr = b->cfg->gw.address, .plen = 32 };
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
+	rb_cmp_port(&rb, F_UDP_DPORT, 53);
+	rb_cmp_port_neq(&rb, F_UDP_SPORT, 67);
+	rb_lookup(&rb, ipk, 3, "guest_ip", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
 /* The trunk's segment also carries the guests of other KVM hosts, whose
  * frames to ours would pass a plain switch: towards a guest port the
  * trunk may carry only the gateway's own sandbox-network address. */
@@ -1492,6 +1520,8 @@ build_bridge(struct build *b)
 
 	c = model_chain(t, "prerouting", "filter", NF_BR_PRE_ROUTING, -200,
 	    "filter");
+	if (b->opts->mode == NFTR_MODE_GATEWAY)
+		dns_fast_bridge(b, t, c);
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IIFNAME }, 1, "guest_ports", false);
 	rb_verdict(&rb, NFT_GOTO, "from_guest");
