@@ -2,16 +2,18 @@
 # The guests' DNS fast path: a guest's UDP query to the gateway's resolver
 # is decided by the first rule it meets in the bridge's prerouting (the
 # anti-spoofing lookup), in raw_pre (after loopback) and in input, and
-# dnsd's answer by the first rule of output, as the kernel's trace shows; and the fast path opens nothing else.  A guest's udp/53 to
-# any other address (another guest, the LAN, the gateway's other
-# addresses, a public resolver) is still refused; a query with a source
-# that is not the guest's own (another guest's, the gateway's, an unknown
-# or outside address) is still dropped, on the bridge and, from the LAN
-# side with a guest's address, in raw_pre; the LAN's queries to the
-# guests' resolver are still refused; and a process other than dnsd's user
-# still cannot answer a guest from the gateway's port 53.  Last, the
-# probes are shown to see a fast path that accepts too broadly: with such
-# a rule put in by hand, the gateway's other address answers.
+# dnsd's answer by the first rule of output, as the kernel's trace shows;
+# and the fast path opens nothing else.  A guest's udp/53 to any other
+# address (another guest, the LAN, the gateway's other addresses, a public
+# resolver) is still refused; a query with a source that is not the
+# guest's own (another guest's, the gateway's, an unknown or outside
+# address) is still dropped, on the bridge and, from the LAN side with a
+# guest's address, in raw_pre; a guest's query from port 67 is still a
+# DHCP server's reply to the bridge; the LAN's queries to the guests'
+# resolver are still refused; and a process other than dnsd's user still
+# cannot answer a guest from the gateway's port 53.  Last, the probes are
+# shown to see a fast path that accepts too broadly: with such a rule put
+# in by hand, a guest's query reaches the gateway's uplink address.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
