@@ -16,11 +16,15 @@
 # dnsd (sandbox dev, egress open) with the same nftables policy applied:
 # the kernel's firewall and conntrack work on every packet is then the
 # same as dnsd-allowlist's, and the allowlist mode is the only difference.
-# The "-ct" rows are the same with the policy's two notrack rules removed:
+# The "-ct" rows are the same with the policy's notrack rules removed:
 # guests' DNS to the gateway tracked by conntrack, as before they existed.
+# With PREV_NFT_RULES=BINARY (another build of nft-rules, for example one
+# from before a change to the policy), the row "dnsd-policy-prev" is
+# dnsd-policy with that binary's policy, in the same run.
 #
 # Prints a Markdown table; with --write replaces the measured block of the
-# dnsd section of docs/benchmarks.md (between its markers).  Nothing leaves
+# dnsd section of docs/benchmarks.md (between its markers; BLOCK=NAME picks
+# the block <!-- NAME:begin --> ... <!-- NAME:end -->, default dnsd).  Nothing leaves
 # the namespaces; loads stop by themselves (dnsperf -l / -n).
 set -u
 cd "$(dirname "$0")/.."
@@ -34,6 +38,7 @@ cpu() { [ "$PIN" = 1 ] && echo "taskset -c $1"; }
 # chain knows (falls back to nobody where the package is not installed).
 DNSUSER=$(getent passwd moat-dns >/dev/null && echo moat-dns || echo nobody)
 WRITE=0; [ "${1:-}" = "--write" ] && WRITE=1
+BLOCK=${BLOCK:-dnsd}
 for t in dnsperf dnsmasq unbound; do
 	command -v $t >/dev/null || { echo "bench: $t missing (apt-get install dnsperf dnsmasq unbound)" >&2; exit 1; }
 done
@@ -94,11 +99,13 @@ ct_count() { in_ns "$NS_GW" conntrack -C 2>/dev/null; }
 ct_dns() { in_ns "$NS_GW" conntrack -L -p udp --orig-dst 10.77.0.1 --dport 53 2>/dev/null | wc -l; }
 
 # track_dns -- the policy as it was before guests' DNS went untracked:
-# the same rules but the two notrack ones, for the "-ct" rows.
+# the same rules but the notrack ones (the fast path's rule in raw_pre
+# too: without it a query takes the rules after it), for the "-ct" rows.
 track_dns() {
 	local h
-	h=$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/notrack/ { print $NF }')
-	[ -n "$h" ] && in_ns "$NS_GW" nft delete rule inet moat raw_pre handle $h
+	for h in $(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/notrack/ { print $NF }'); do
+		in_ns "$NS_GW" nft delete rule inet moat raw_pre handle $h
+	done
 	in_ns "$NS_GW" nft flush chain inet moat raw_out 2>/dev/null
 }
 
@@ -117,8 +124,10 @@ NFT
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct)
-		[ $1 != dnsd ] && in_ns "$NS_GW" build/nft-rules -c $W/moat.conf apply
+	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev)
+		local nr=build/nft-rules
+		[ $1 = dnsd-policy-prev ] && nr=${PREV_NFT_RULES:?PREV_NFT_RULES=BINARY for dnsd-policy-prev}
+		[ $1 != dnsd ] && in_ns "$NS_GW" $nr -c $W/moat.conf apply
 		case $1 in *-ct) track_dns;; esac
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
 			-u $DNSUSER --rate 0 --cache-size 67108864 \
@@ -219,7 +228,7 @@ for round in $(seq $ROUNDS); do
 		miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
 		stop_resolver
 		echo "$r $hit $miss" >>$W/rows
-		echo "  round $round $r: hit [$hit] miss [$miss] conntrack $ct0 -> $(ct_count) (guests' DNS to the gateway: $(ct_dns))" >&2
+		echo "  round $round $r: hit [$hit] miss [$miss] conntrack $ct0 -> $(ct_count) (guests' DNS to the gateway: $(ct_dns)); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	done
 done
 rows=()
@@ -240,6 +249,7 @@ table() {
 	done
 }
 out=$(table)
+echo "load average $LOAD0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end; ROUNDS=$ROUNDS SECONDS_RUN=$SECONDS_RUN"
 echo "$out"
 
 if [ $WRITE -eq 1 ]; then
@@ -249,17 +259,17 @@ if [ $WRITE -eq 1 ]; then
 	[ -e $f ] || echo "# moat benchmarks" >$f
 	sec=$(mktemp)
 	{
-		echo "<!-- dnsd:begin -->"
+		echo "<!-- $BLOCK:begin -->"
 		echo "$(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) CPUs, load average $LOAD0 at the start and $(cut -d' ' -f1 /proc/loadavg) at the end;"
 		echo "dnsperf $(dnsperf -h 2>&1 | sed -n 's/^Version //p' | head -1), dnsmasq $(dnsmasq --version | head -1 | awk '{print $3}'), unbound $(unbound -V 2>/dev/null | sed -n 's/^Version //p');"
 		echo "SECONDS_RUN=$SECONDS_RUN ROUNDS=$ROUNDS PIN=$PIN."
 		echo
 		echo "$out"
-		echo "<!-- dnsd:end -->"
+		echo "<!-- $BLOCK:end -->"
 	} >$sec
-	awk -v sec=$sec '
-		/^<!-- dnsd:begin -->$/ { skip = 1; while ((getline l < sec) > 0) print l; done = 1; next }
-		skip && /^<!-- dnsd:end -->$/ { skip = 0; next }
+	awk -v sec=$sec -v b="<!-- $BLOCK:begin -->" -v e="<!-- $BLOCK:end -->" '
+		$0 == b { skip = 1; while ((getline l < sec) > 0) print l; done = 1; next }
+		skip && $0 == e { skip = 0; next }
 		!skip { print }
 		END { if (!done) { print ""; print "## dnsd"; print ""; while ((getline l < sec) > 0) print l } }' $f >$f.new && mv $f.new $f
 	rm -f $sec

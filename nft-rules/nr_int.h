@@ -133,6 +133,7 @@ void	rb_cmp_str(struct nr_rb *, enum nr_field, bool neq, const char *);
 void	rb_cmp_prefix(struct nr_rb *, enum nr_field, bool neq,
 	    const struct moat_prefix *);
 void	rb_cmp_port(struct nr_rb *, enum nr_field, uint16_t);
+void	rb_cmp_port_neq(struct nr_rb *, enum nr_field, uint16_t);
 void	rb_cmp_u8(struct nr_rb *, enum nr_field, uint8_t);
 void	rb_icmp_type_code(struct nr_rb *, uint8_t type, uint8_t code);
 void	rb_nfproto_ipv6(struct nr_rb *);

@@ -6,7 +6,10 @@
  *             bridge, only sandbox-network sources on the bridge, no IPv6;
  *             on a separate box "the bridge" is every sandbox-side
  *             interface (set sb_ifs: the bridge and the hosts' trunks),
- *             and a sandbox with a trunk only from that trunk
+ *             and a sandbox with a trunk only from that trunk; guests'
+ *             DNS to the gateway accepted untracked right after the
+ *             source checks (the DNS fast path, also first in input and
+ *             output: dns_fast_pre)
  *   nat_pre   prerouting/dstnat: tcp 80/443 of open and allowlist guests
  *             to public addresses -> the proxy (when intercept is on)
  *   input     guests reach the gateway host only on DNS and the proxy
@@ -30,9 +33,11 @@
  *             with fast refusals, ICMP errors to anywhere but the sandbox
  *             side held to the kernel's default limits (icmp_out)
  * bridge moat (the guests' ports, layer 2)
- *   prerouting  a guest port may send only IPv4 with its own MAC and
- *               address and ARP that says the same; no DHCP server
- *               replies, no IPv6 (hence no router advertisements); any
+ *   prerouting  (first: guests' DNS to the gateway, accepted by the
+ *               anti-spoofing lookup, the DNS fast path) a guest port
+ *               may send only IPv4 with its own MAC and address and
+ *               ARP that says the same; no DHCP server replies, no
+ *               IPv6 (hence no router advertisements); any
  *               other port may not claim a sandbox-network address
  *   forward     nothing is bridged from or to a guest port (port
  *               isolation enforced here too); with --host-only the
@@ -549,7 +554,8 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
  * whatever the number of sandboxes, and adding a sandbox adds four
  * elements and touches no other's counters.  What a guest sends is
  * counted at the end of raw_pre (every packet that passed the source
- * checks), in a chain every packet walks anyway; the connections it opens
+ * checks; the DNS fast path's rule counts the queries it accepts), in a
+ * chain every packet walks anyway; the connections it opens
  * in guest_in and guest_fwd right after established traffic is accepted,
  * so that only packets that may open one are looked at: those whose
  * conntrack entry is not confirmed yet, the first of each connection (a
@@ -759,6 +765,88 @@ guest_forward(struct build *b, struct nr_table *t)
 }
 
 /*
+ * The guests' DNS fast path.  Queries to the gateway's resolver are most
+ * of what a guest sends, and every rule a packet meets costs: a query and
+ * dnsd's answer meet, in each base chain, the fast-path rule right after
+ * the source checks, and that one rule decides what the rules it skips
+ * would have decided.  Each one is exact:
+ *   bridge   prerouting's first rule: the anti-spoofing lookup itself
+ *            (dns_fast_bridge).
+ *   raw_pre  from the sandbox side (trunk checks done before), a
+ *            sandbox's address to the gateway's address, udp 53: no
+ *            conntrack (with dnsd's user, as dns_notrack) and accept.
+ *            The spoof and IPv6 rules it skips cannot match such a
+ *            packet, and its last lookup, in acct_out, counts it as the
+ *            last rule of raw_pre would (last, so that a packet that
+ *            fails the rule is not counted twice).
+ *   input    untracked, from the sandbox side, to the gateway's address,
+ *            udp 53: accept, as guest_in does for it (its
+ *            established-traffic and new-connection rules never match an
+ *            untracked packet).
+ *   output   dnsd's untracked answers from the gateway's address, port
+ *            53, to the sandbox network: accept (dns_out's only rule for
+ *            them before; every rule ahead of it is for ICMP, TCP or
+ *            another user).  Any other process's UDP from port 53 to a
+ *            guest still meets the dnsreply drop.
+ * Anything else, and DNS from a source that is no sandbox's, takes the
+ * rules after them as before.
+ */
+static void
+dns_fast_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
+	rb_cmp_port(&rb, F_UDP_DPORT, 53);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1, acct[ACCT_OUT].set,
+	    false);
+	if (b->opts->has_dns_uid)
+		rb_notrack(&rb);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
+static void
+dns_fast_in(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	struct moat_prefix me = { .addr = b->cfg->gw.address, .plen = 32 };
+	struct nr_rb rb;
+
+	if (!b->opts->has_dns_uid)
+		return;
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
+	rb_cmp_port(&rb, F_UDP_DPORT, 53);
+	rb_ct_state(&rb, NF_CT_STATE_UNTRACKED_BIT, "untracked");
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
+static void
+dns_fast_out(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_skuid(&rb, b->opts->dns_uid);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP_SADDR, false, &me);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
+	rb_cmp_port(&rb, F_UDP_SPORT, 53);
+	rb_ct_state(&rb, NF_CT_STATE_UNTRACKED_BIT, "untracked");
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
+/*
  * Guests' UDP queries to the gateway's resolver and dnsd's replies to them
  * bypass conntrack: a guest asks from a new port each time, and an entry
  * made and looked up per query costs more than the answer.  Both sides
@@ -838,6 +926,8 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_cmp_str(&rb, F_IIFNAME, false, "lo");
 	rb_verdict(&rb, NF_ACCEPT, NULL);
 	rb_end(&rb);
+	trunk_rule(b, t, c);
+	dns_fast_pre(b, t, c);
 	rb_begin(&rb, t, c);
 	rb_sandbox_side(b, &rb, F_IIFNAME, true);
 	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
@@ -853,7 +943,6 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_nfproto_ipv6(&rb);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "ipv6"));
 	rb_end(&rb);
-	trunk_rule(b, t, c);
 	dns_notrack(b, t, c);
 	acct_rule(t, c, ACCT_OUT);
 
@@ -874,6 +963,7 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	}
 
 	c = model_chain(t, "input", "filter", NF_INET_LOCAL_IN, 0, "filter");
+	dns_fast_in(b, t, c);
 	rb_begin(&rb, t, c);
 	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_verdict(&rb, NFT_GOTO, "guest_in");
@@ -956,21 +1046,13 @@ static void
 dns_output(struct build *b, struct nr_table *t, struct nr_chain *c)
 {
 	const struct moat_gateway *gw = &b->cfg->gw;
-	struct moat_prefix me = { .addr = gw->address, .plen = 32 };
 	struct nr_rb rb;
 	size_t i;
 	int k;
 
+	/* Its untracked replies to guests were accepted by the first rule
+	 * of output (dns_fast_out). */
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
-	/* Its untracked replies to guests (dns_notrack). */
-	rb_begin(&rb, t, c);
-	rb_sandbox_side(b, &rb, F_OIFNAME, false);
-	rb_cmp_prefix(&rb, F_IP_SADDR, false, &me);
-	rb_cmp_prefix(&rb, F_IP_DADDR, false, &gw->network);
-	rb_cmp_port(&rb, F_UDP_SPORT, 53);
-	rb_ct_state(&rb, NF_CT_STATE_UNTRACKED_BIT, "untracked");
-	rb_verdict(&rb, NF_ACCEPT, NULL);
-	rb_end(&rb);
 	for (i = 0; i < gw->nupstream; i++)
 		for (k = 0; k < 2; k++) {
 			struct moat_prefix p = { .addr = gw->upstream[i] };
@@ -1206,6 +1288,8 @@ inet_output(struct build *b, struct nr_table *t)
 		dns_output(b, t, dc = model_chain(t, "dns_out", NULL, 0, 0,
 		    NULL));
 	c = model_chain(t, "output", "filter", NF_INET_LOCAL_OUT, 0, "filter");
+	if (dc)
+		dns_fast_out(b, t, c);
 	if (b->cfg->gw.fast_refusals)
 		icmp_limits(b, t, c);
 	if (pc) {
@@ -1343,6 +1427,30 @@ bridge_from_guest(struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("bridge", "spoof"));
 }
 
+/*
+ * The DNS fast path's first rule (see dns_fast_pre): a guest's UDP query
+ * to the gateway's address, port 53, is accepted by the anti-spoofing
+ * lookup itself, as from_guest would accept it: IPv4 (not its IPv6 drop),
+ * not from port 67 (not its DHCP-server drop), the port, MAC and address
+ * the guest's own (guest_ip, whose ports are all in guest_ports).
+ */
+static void
+dns_fast_bridge(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	static const enum nr_field ipk[] = { F_IIFNAME, F_ETHER_SADDR,
+	    F_IP_SADDR };
+	struct moat_prefix me = { .addr = b->cfg->gw.address, .plen = 32 };
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
+	rb_cmp_port(&rb, F_UDP_DPORT, 53);
+	rb_cmp_port_neq(&rb, F_UDP_SPORT, 67);
+	rb_lookup(&rb, ipk, 3, "guest_ip", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
 /* The trunk's segment also carries the guests of other KVM hosts, whose
  * frames to ours would pass a plain switch: towards a guest port the
  * trunk may carry only the gateway's own sandbox-network address. */
@@ -1412,6 +1520,8 @@ build_bridge(struct build *b)
 
 	c = model_chain(t, "prerouting", "filter", NF_BR_PRE_ROUTING, -200,
 	    "filter");
+	if (b->opts->mode == NFTR_MODE_GATEWAY)
+		dns_fast_bridge(b, t, c);
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IIFNAME }, 1, "guest_ports", false);
 	rb_verdict(&rb, NFT_GOTO, "from_guest");

@@ -372,6 +372,20 @@ rb_cmp_port(struct nr_rb *rb, enum nr_field fi, uint16_t port)
 	buf_add(&rb->text, "%s %u", f->text, port);
 }
 
+/* A port field other than port (the protocol still must match). */
+void
+rb_cmp_port_neq(struct nr_rb *rb, enum nr_field fi, uint16_t port)
+{
+	const struct field *f = &fields[fi];
+	uint16_t v = htons(port);
+
+	guard(rb, f->guard);
+	load(rb, f, REG0);
+	e_cmp(rb, NFT_CMP_NEQ, &v, 2);
+	text_sp(rb);
+	buf_add(&rb->text, "%s != %u", f->text, port);
+}
+
 /* A one-byte field (an ICMP type or code) equal to v. */
 void
 rb_cmp_u8(struct nr_rb *rb, enum nr_field fi, uint8_t v)
