@@ -211,7 +211,7 @@ allow_names(const struct ipc_dns_allow *m, struct moat_strlist *l)
 
 	for (; s < end; s += strlen(s) + 1) {
 		v = xstrdup(s);
-		if (!config_allow_entry(v, why, sizeof(why))) {
+		if (!config_allow_entry_ports(v, why, sizeof(why))) {
 			log_warnx("gatewayd's allow list: %s", why);
 			free(v);
 			return -1;

@@ -459,7 +459,7 @@ connect_request(struct conn *c, const struct http_head *h)
 		return;
 	}
 	buf_consume(&c->g.in, h->headlen);
-	c->verdict = policy_decide(proxy.cfg, c->sb, c->host, &c->literal,
+	c->verdict = policy_decide(proxy.cfg, c->sb, c->host, c->port, &c->literal,
 	    &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
 		conn_refuse_policy(c, reason);
@@ -514,7 +514,7 @@ peek_decide(struct conn *c, enum sni_ret r, const char *sni)
 		snprintf(c->host, sizeof(c->host), "%s", sni);
 	c->tls = true;
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
-	    NULL, &c->literal, &c->lit, &reason);
+	    NULL, c->port, &c->literal, &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
 		conn_refuse_policy(c, reason);
 		return;
@@ -757,7 +757,7 @@ conn_route(struct conn *c, const char *host, uint16_t port)
 	snprintf(c->host, sizeof(c->host), "%s", host);
 	c->port = port;
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
-	    NULL, &c->literal, &c->lit, &reason);
+	    NULL, c->port, &c->literal, &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
 		conn_refuse_policy(c, reason);
 		return -1;

@@ -78,7 +78,7 @@ decide(const char *sb, const char *host)
 	const char *reason = NULL;
 	bool literal;
 
-	return policy_decide(cfg, config_sandbox_by_name(cfg, sb), host,
+	return policy_decide(cfg, config_sandbox_by_name(cfg, sb), host, 443,
 	    &literal, &lit, &reason);
 }
 
@@ -97,7 +97,7 @@ test_decide(void **state)
 	assert_int_equal(decide("o", "api.test"), V_INTERCEPT);
 	assert_int_equal(decide("o", NULL), V_SPLICE);
 	assert_int_equal(decide("n", "api.test"), V_REFUSE);
-	assert_int_equal(policy_decide(cfg, NULL, "api.test", &(bool){ 0 },
+	assert_int_equal(policy_decide(cfg, NULL, "api.test", 443, &(bool){ 0 },
 	    &(struct moat_addr){ 0 }, &(const char *){ NULL }), V_REFUSE);
 }
 
