@@ -231,13 +231,13 @@ struct seed {
 };
 
 static void
-seed_one(const struct moat_addr *a, uint64_t left_ms, void *arg)
+seed_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
 {
 	struct seed *sd = arg;
 	uint32_t out = left_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)left_ms;
 
-	promises_commit(sd->gw->promises, sd->sandbox, a, NULL, 1, &out,
-	    sd->now_ms);
+	promises_commit(sd->gw->promises, sd->sandbox, &e->addr, &e->svc, 1,
+	    &out, sd->now_ms);
 }
 
 /*

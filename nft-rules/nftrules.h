@@ -169,11 +169,13 @@ int	nftr_flush(struct nftr_ctx *);
  * addresses sent, or -1. */
 int	nftr_set_add(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms);
-/* Call fn(addr, left_ms, arg) for each element of sandbox's allowlist set
- * that has a timeout, left_ms the time it has left.  Returns the number
- * of elements, 0 if the set does not exist, -1 on error. */
+/* Call fn(elem, left_ms, arg) for each element of sandbox's allowlist
+ * sets (allow_ and allowp_) that has a timeout, left_ms the time it has
+ * left.  Returns the number of elements, 0 if the sets do not exist, -1
+ * on error. */
+struct admit_elem;
 int	nftr_set_elems(struct nftr_ctx *, const char *sandbox,
-	    void (*fn)(const struct moat_addr *, uint64_t left_ms, void *),
+	    void (*fn)(const struct admit_elem *, uint64_t left_ms, void *),
 	    void *arg);
 /* Empty sandbox's allowlist sets, allow_ and allowp_ (its allow list
  * narrowed), in one acked transaction.  0 or -1. */
@@ -220,7 +222,6 @@ int	nftr_allow_add(struct nftr_ctx *, struct promises *,
 /* Add elements to sandbox's two sets (svc 0: allow_<sandbox>, else
  * allowp_<sandbox>) with timeouts_ms[i] each, in one acked transaction;
  * non-IPv4 skipped.  The number sent, or -1. */
-struct admit_elem;
 int	nftr_set_add_elems(struct nftr_ctx *, const char *sandbox,
 	    const struct admit_elem *, size_t n, const uint32_t *timeouts_ms);
 

@@ -547,39 +547,57 @@ nftr_set_add_elems(struct nftr_ctx *ctx, const char *sandbox,
 	return r == -1 ? -1 : added;
 }
 
-int
-nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
-    void (*fn)(const struct moat_addr *, uint64_t, void *), void *arg)
+/* The elements of one of sandbox's sets (ports: allowp_, keys address .
+ * proto . port), to fn; how many, 0 if the set does not exist. */
+static int
+elems_of(struct nftr_ctx *ctx, const char *name, bool ports,
+    void (*fn)(const struct admit_elem *, uint64_t, void *), void *arg)
 {
-	char name[256];
 	struct nftnl_set *s;
 	struct nftnl_set_elems_iter *it;
 	struct nftnl_set_elem *e;
-	struct moat_addr a;
+	struct admit_elem x;
+	const uint8_t *key;
+	uint32_t len;
 	int n = 0;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1)
-		return -1;
 	/* carry_set reads them the same way, for nftr_apply. */
 	if ((s = carry_set(ctx, name)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
 		fatalx("out of memory");
 	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
-		uint32_t len;
-		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-
-		if (key == NULL || len != 4)
+		key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+		if (key == NULL || len != (ports ? 12u : 4u))
 			continue;
-		memset(&a, 0, sizeof(a));
-		a.family = AF_INET;
-		memcpy(a.a, key, 4);
-		fn(&a, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
+		memset(&x, 0, sizeof(x));
+		x.addr.family = AF_INET;
+		memcpy(x.addr.a, key, 4);
+		if (ports)
+			x.svc = ADMIT_SVC(key[4], (uint16_t)(key[8] << 8 |
+			    key[9]));
+		fn(&x, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
 		n++;
 	}
 	nftnl_set_elems_iter_destroy(it);
 	nftnl_set_free(s);
 	return n;
+}
+
+int
+nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
+    void (*fn)(const struct admit_elem *, uint64_t, void *), void *arg)
+{
+	char name[256];
+	int n, m;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1 ||
+	    (n = elems_of(ctx, name, false, fn, arg)) == -1)
+		return -1;
+	if (nftr_ports_set_name(sandbox, name, sizeof(name)) == -1 ||
+	    (m = elems_of(ctx, name, true, fn, arg)) == -1)
+		return -1;
+	return n + m;
 }
 
 int
