@@ -1,13 +1,14 @@
 /*
- * parent_grant.c -- `gatewayd ctl allow SANDBOX NAME... [--for DURATION]`
- * and `gatewayd ctl unallow SANDBOX NAME...`.
+ * parent_grant.c -- `gatewayd ctl allow SANDBOX NAME... [--for DURATION]
+ * [--ports tcp/22,...]` and `gatewayd ctl unallow SANDBOX NAME...`.
  *
  * A grant changes one sandbox's allow list in the configuration in force,
  * in place, and dnsd and every proxy worker take the new list in place
  * (proc_reload_sandboxes: dnsd gets that sandbox's list alone): nothing
- * is restarted and no other sandbox is touched.  Widening asks nothing of the kernel: the sandbox's set fills
- * as dnsd answers the new names.  Narrowing (unallow, a grant that
- * expires) empties the sandbox's set, as a reload that narrows does; the
+ * is restarted and no other sandbox is touched.  Widening asks nothing of
+ * the kernel: the sandbox's sets fill as dnsd answers the new names.
+ * Narrowing (unallow, a grant that expires) empties the sandbox's sets
+ * (allow_ and allowp_), as a reload that narrows does; the
  * next answer of each name still allowed puts its addresses back.
  *
  * A grant --ports opens the names' addresses for exactly those ports
