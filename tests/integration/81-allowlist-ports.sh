@@ -31,6 +31,10 @@ topo_services
 topo_banner "$NS_INET" $INET_HTTP 22 "SSH-2.0-moat-git" || { not_ok "banner 22"; exit 1; }
 topo_banner "$NS_INET" $INET_HTTP 443 "tls-stand-in" || { not_ok "banner 443"; exit 1; }
 topo_banner "$NS_INET" $INET_HTTP 2222 "SSH-2.0-moat-alt" || { not_ok "banner 2222"; exit 1; }
+topo_bg "$NS_INET" udp-echo socat UDP4-RECVFROM:9999,bind=$INET_HTTP,fork SYSTEM:"echo pong"
+udp_echo_up() { in_ns "$NS_INET" ss -Hlun "src $INET_HTTP:9999" | grep -q .; }
+wait_for 30 udp_echo_up || not_ok "UDP echo server starts"
+cp tests/harness/probe.py "$TOPO_TMP/probe.py"
 topo_bg "$NS_INET" upstream python3 tests/harness/dns-upstream.py \
 	--addr 203.0.113.53
 topo_wait_port "$NS_INET" 203.0.113.53 53
@@ -58,6 +62,8 @@ status_in() { in_ns "$TOPO-$1" dig +time=2 +tries=1 @$GW_ADDR "$2" A | grep -o '
 set_of() { in_ns "$NS_GW" nft list set inet moat "allow_$1"; }
 pset_of() { in_ns "$NS_GW" nft list set inet moat "allowp_$1"; }
 probe() { tcp_probe "$TOPO-$1" $INET_HTTP "$2"; }
+# udp_probe GUEST PORT -- "reply", or the errno (EHOSTUNREACH: refused)
+udp_probe() { in_ns "$TOPO-$1" python3 "$TOPO_TMP/probe.py" udp $INET_HTTP "$2"; }
 banner() { in_ns "$TOPO-$1" timeout 3 bash -c "exec 3<>/dev/tcp/$INET_HTTP/$2 && head -c 40 <&3" 2>/dev/null; }
 # CONNECT through the explicit proxy: its status line.
 proxy_connect() {
@@ -83,23 +89,28 @@ expect_eq "...and web's port set is empty" "" "$(pset_of web | grep -o 'elements
 
 # --- a grant with --ports, for a while (the kernel) -----------------------------
 expect_eq "before: web cannot reach open.test's address on 22" unreachable "$(probe web 22)"
-out=$(gw_ctl allow web open.test --ports tcp/22 --for 10s 2>&1)
-expect_match "ctl allow --ports answers" '^web may reach open\.test on tcp/22 only for 10s \(until ' "$out"
+out=$(gw_ctl allow web open.test --ports udp/9999,tcp/22 --for 15s 2>&1)
+expect_match "ctl allow --ports answers" '^web may reach open\.test on tcp/22,udp/9999 only for 15s \(until ' "$out"
 expect_eq "web resolves open.test" "$INET_HTTP" "$(dig_in web open.test)"
 expect_match "the explicit proxy lets web CONNECT open.test:22" '^HTTP/1\.1 200' "$(proxy_connect web open.test:22)"
 expect_match "...and refuses open.test:443" '^HTTP/1\.1 403' "$(proxy_connect web open.test:443)"
 expect_match "its address is in web's port set with tcp 22" "$INET_HTTP \. tcp \. 22 timeout" "$(pset_of web)"
+expect_match "...and with udp 9999" "$INET_HTTP \. udp \. 9999 timeout" "$(pset_of web)"
 expect_eq "...and not in web's address set (not for allow_ports)" "" "$(set_of web | grep -o "$INET_HTTP")"
 expect_eq "web reaches it on 22 (the name's own port)" connected "$(probe web 22)"
 expect_eq "...and talks to the service there" "SSH-2.0-moat-git" "$(banner web 22)"
 expect_eq "web does not reach it on 443 (in allow_ports, not the name's)" unreachable "$(probe web 443)"
 expect_eq "...nor on 80" unreachable "$(probe web 80)"
 expect_eq "...nor on 2222" unreachable "$(probe web 2222)"
+expect_eq "web gets an answer on udp 9999" reply "$(udp_probe web 9999)"
+expect_eq "...but tcp 9999 is refused (the protocol is part of the key)" unreachable "$(probe web 9999)"
+expect_eq "...and udp 9998 too" EHOSTUNREACH "$(udp_probe web 9998)"
 expect_match "the grant is audited with its ports" \
-	'"event":"allow","uid":0,"user":"root","sandbox":"web","names":"open.test","for":"10s","ports":"tcp/22"' \
+	'"event":"allow","uid":0,"user":"root","sandbox":"web","names":"open.test","for":"15s","ports":"tcp/22,udp/9999"' \
 	"$(cat "$GW_AUDIT")"
 # Other sandboxes are unaffected.
 expect_eq "lab does not reach the address on 22" unreachable "$(probe lab 22)"
+expect_eq "...nor on udp 9999" EHOSTUNREACH "$(udp_probe lab 9999)"
 expect_eq "lab still refuses open.test" "status: REFUSED" "$(status_in lab open.test)"
 expect_eq "lab's port set is empty" "" "$(pset_of lab | grep -o "$INET_HTTP")"
 expect_eq "dev (open) reaches 443 as before" connected "$(probe dev 443)"
@@ -109,11 +120,12 @@ expect_eq "web resolves pypi.org, a plain entry, to the same address" "$INET_HTT
 expect_eq "...and then reaches the address on 443 (for pypi.org)" connected "$(probe web 443)"
 expect_eq "...but still not on 2222" unreachable "$(probe web 2222)"
 gone() { ! pset_of web | grep -q "$INET_HTTP"; }
-wait_for 20 gone
-expect_ok "after 10 s the grant's elements are gone (nft list set allowp_web)" gone
+wait_for 25 gone
+expect_ok "after 15 s the grant's elements are gone (nft list set allowp_web)" gone
 expect_eq "...22 is unreachable again" unreachable "$(probe web 22)"
+expect_eq "...and udp 9999" EHOSTUNREACH "$(udp_probe web 9999)"
 expect_eq "...and open.test refused" "status: REFUSED" "$(status_in web open.test)"
-expect_match "the expiry is audited" '"event":"grant-expired","sandbox":"web","name":"open.test:tcp/22"' "$(cat "$GW_AUDIT")"
+expect_match "the expiry is audited" '"event":"grant-expired","sandbox":"web","name":"open.test:tcp/22,udp/9999"' "$(cat "$GW_AUDIT")"
 
 # --- a grant for good, written to the file ----------------------------------------
 expect_eq "before: lab cannot reach the address on 2222" unreachable "$(probe lab 2222)"
