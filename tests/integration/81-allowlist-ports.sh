@@ -83,6 +83,10 @@ expect_match "more than 16 ports for one name are refused" 'at most 16 ports' \
 	"$(gw_ctl allow web open.test --ports "$many" --for 1m 2>&1)"
 expect_match "--ports with a list is refused" '--ports applies to names, not to a list' \
 	"$(gw_ctl allow web @pypi --ports tcp/22 --for 1m 2>&1)"
+before=$(md5sum <"$LAB")
+out=$(gw_ctl allow lab open.test --ports tcp/22,tcp/0 2>&1); rc=$?
+expect_eq "a bad --ports for good is refused too (exit 1)" 1 $rc
+expect_eq "...and lab's file is as it was" "$before" "$(md5sum <"$LAB")"
 expect_eq "...none of them was audited" "" "$(grep '"event":"allow"' "$GW_AUDIT")"
 expect_eq "...and web still refuses open.test" "status: REFUSED" "$(status_in web open.test)"
 expect_eq "...and web's port set is empty" "" "$(pset_of web | grep -o 'elements')"
