@@ -279,22 +279,31 @@ conn_refuse(struct conn *c, int code, const char *reason)
 }
 
 /* A refusal of the sandbox's policy.  Where it is a name the sandbox's
- * allow list lacks, the guest (an agent reading its own error) is told
- * which sandbox, which name, and who can change that. */
+ * allow list lacks, or a port it does not open for the name, the guest
+ * (an agent reading its own error) is told which sandbox, which name,
+ * and who can change that. */
 void
 conn_refuse_policy(struct conn *c, const char *reason)
 {
-	char told[640];
+	char told[768];
+	bool port;
 
+	port = strstr(reason, "allow_ports") != NULL;
 	if (c->sb == NULL || c->sb->egress != EGRESS_ALLOWLIST || c->literal ||
 	    c->host[0] == '\0' || !hostname_valid(c->host) ||
-	    strstr(reason, "not on the allowlist") == NULL) {
+	    (strstr(reason, "not on the allowlist") == NULL && !port)) {
 		conn_refuse(c, 403, reason);
 		return;
 	}
-	snprintf(told, sizeof(told), "sandbox %s may not reach %s (%s); ask "
-	    "the operator: gatewayd ctl allow %s %s", c->sbname, c->host,
-	    reason, c->sbname, c->host);
+	if (port)	/* an allowed name, another port */
+		snprintf(told, sizeof(told), "sandbox %s may not reach %s on "
+		    "port %u (%s); ask the operator: gatewayd ctl allow %s %s "
+		    "--ports tcp/%u", c->sbname, c->host, c->port, reason,
+		    c->sbname, c->host, c->port);
+	else
+		snprintf(told, sizeof(told), "sandbox %s may not reach %s (%s); "
+		    "ask the operator: gatewayd ctl allow %s %s", c->sbname,
+		    c->host, reason, c->sbname, c->host);
 	conn_audit_refuse(c, reason);
 	if (guest_waits_http(c))
 		conn_refuse_http(c, 403, told);

@@ -68,7 +68,8 @@ banner() { in_ns "$TOPO-$1" timeout 3 bash -c "exec 3<>/dev/tcp/$INET_HTTP/$2 &&
 # CONNECT through the explicit proxy: its status line.
 proxy_connect() {
 	printf 'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' "$2" "$2" |
-	    in_ns "$TOPO-$1" timeout 5 nc $GW_ADDR 3128 2>/dev/null | head -1 | tr -d '\r'
+	    in_ns "$TOPO-$1" timeout 5 nc $GW_ADDR 3128 2>/dev/null | tr -d '\r' |
+	    if [ -n "${3:-}" ]; then cat; else head -1; fi
 }
 
 # --- a bad --ports is refused and changes nothing ------------------------------
@@ -98,6 +99,10 @@ expect_match "ctl allow --ports answers" '^web may reach open\.test on tcp/22,ud
 expect_eq "web resolves open.test" "$INET_HTTP" "$(dig_in web open.test)"
 expect_match "the explicit proxy lets web CONNECT open.test:22" '^HTTP/1\.1 200' "$(proxy_connect web open.test:22)"
 expect_match "...and refuses open.test:443" '^HTTP/1\.1 403' "$(proxy_connect web open.test:443)"
+expect_match "...telling the agent how to ask for that port" \
+	'moat: sandbox web may not reach open\.test on port 443 \(a port not among the name.s own ports.*\); ask the operator: gatewayd ctl allow web open\.test --ports tcp/443' \
+	"$(proxy_connect web open.test:443 all)"
+expect_match "...and ctl refused lists it as a port refusal" 'open\.test.*port not in allow_ports' "$(gw_ctl refused web)"
 expect_match "its address is in web's port set with tcp 22" "$INET_HTTP \. tcp \. 22 timeout" "$(pset_of web)"
 expect_match "...and with udp 9999" "$INET_HTTP \. udp \. 9999 timeout" "$(pset_of web)"
 expect_eq "...and not in web's address set (not for allow_ports)" "" "$(set_of web | grep -o "$INET_HTTP")"
