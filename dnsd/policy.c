@@ -169,7 +169,7 @@ sbpolicy_init(struct sbpolicy *sp, const struct moat_sandbox *sb, size_t i)
 	sp->egress = sb->egress;
 	sp->exact = nameset_new(sb->allow.n);
 	sp->wild = nameset_new(sb->allow.n);
-	sp->named_ports = false;
+	sp->named_ports = config_allow_has_ports(&sb->allow);
 	for (j = 0; j < sb->allow.n; j++) {
 		char name[LDNS_MAX_DOMAINLEN + 8];
 
@@ -177,7 +177,6 @@ sbpolicy_init(struct sbpolicy *sp, const struct moat_sandbox *sb, size_t i)
 		 * looked up for the answer (query.c). */
 		snprintf(name, sizeof(name), "%.*s",
 		    (int)config_allow_namelen(sb->allow.v[j]), sb->allow.v[j]);
-		sp->named_ports |= sb->allow.v[j][strlen(name)] == ':';
 		len = pattern_to_wire(name, wire, sizeof(wire), &wild);
 		if (len == 0) {
 			/* The loader validated every pattern; this is only

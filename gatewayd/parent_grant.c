@@ -703,6 +703,29 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 	return 0;
 }
 
+/*
+ * A sandbox's set allowp_NAME exists only while some entry of its list
+ * has ports of its own (nr_policy.c): the first such grant has the
+ * kernel make it, by the same incremental update a reload sends (only
+ * that sandbox's objects change).  Failing that, the names with ports
+ * stay closed (their additions are refused), never wider.
+ */
+static void
+ports_set_made(struct ctl_req *r, const struct moat_sandbox *sb, bool had)
+{
+	char err[512];
+
+	if (had || !config_allow_has_ports(&sb->allow))
+		return;
+	if (policy_apply(r->gw, r->gw->cfg, err, sizeof(err)) == 0)
+		return;
+	log_warnx("grant to %s: its set for names with ports could not be "
+	    "made: %s", sb->name, err);
+	ctl_reply(r, "warning: the kernel refused %s's set for names with "
+	    "ports of their own (%s); they stay closed until a reload "
+	    "succeeds\n", sb->name, err);
+}
+
 void
 ctl_allow(struct ctl_req *r)
 {
@@ -711,17 +734,20 @@ ctl_allow(struct ctl_req *r)
 	struct tm tm;
 	time_t t;
 	size_t i;
+	bool had;
 
 	if (parse(r, true, &g) == -1 || !may_grant(r, &g) ||
 	    to_entries(r, &g) == -1) {
 		req_free(&g);
 		return;
 	}
+	had = config_allow_has_ports(&g.sb->allow);
 	if ((g.secs > 0 ? allow_for_a_while(r, &g) :
 	    allow_for_good(r, &g)) == -1) {
 		req_free(&g);
 		return;
 	}
+	ports_set_made(r, g.sb, had);
 	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "allow", &g);
 	ctl_reply(r, "%s may reach ", g.sb->name);

@@ -156,6 +156,17 @@ config_allow_entry_ports(char *v, char *why, size_t whylen)
 	return true;
 }
 
+bool
+config_allow_has_ports(const struct moat_strlist *allow)
+{
+	size_t i;
+
+	for (i = 0; i < allow->n; i++)
+		if (strchr(allow->v[i], ':') != NULL)
+			return true;
+	return false;
+}
+
 /* Each distinct port of the entries with ports of their own, into out
  * (room for MOAT_NAME_PORTS_MAX); -1 when there are more. */
 int

@@ -331,6 +331,9 @@ int	config_ports_parse(const char *s, size_t len, struct moat_port *out,
 /* The normalised text of n ports ("tcp/22,udp/443"). */
 void	config_ports_fmt(const struct moat_port *, size_t n, char *buf,
 	    size_t len);
+/* Has some entry of allow ports of its own?  (Then the sandbox's policy
+ * has the set allowp_NAME.) */
+bool	config_allow_has_ports(const struct moat_strlist *allow);
 /* The distinct ports of allow's entries with ports, sorted, into out
  * (room for MOAT_NAME_PORTS_MAX); -1 when there are more. */
 int	config_named_ports(const struct moat_strlist *allow,

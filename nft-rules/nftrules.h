@@ -21,7 +21,8 @@
  *   set  allowp_<sandbox>  ipv4_addr . inet_proto . inet_service, flags
  *                          timeout: an address with one port, for names
  *                          with ports of their own ("NAME:tcp/22"); filled
- *                          the same way (nftr_set_add_elems).
+ *                          the same way (nftr_set_add_elems).  Only for a
+ *                          sandbox with such an entry.
  *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
  *   set  exc_<n>           ipv4_addr: the sandboxes exception n applies to
  *   counter <reason>       one per refusal reason, see nftr_reasons().

@@ -381,7 +381,10 @@ sandbox_map(struct build *b, struct nr_table *t)
 			    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
 			c = model_chain(t, chain, NULL, 0, 0, NULL);
 			allow_port_rules(t, c, sb, setname);
-			named_port_rule(t, c, sb);
+			/* Only where some name has ports of its own: the
+			 * set and rule cost every other sandbox nothing. */
+			if (config_allow_has_ports(&sb->allow))
+				named_port_rule(t, c, sb);
 			rb_begin(&rb, t, c);
 			rb_verdict(&rb, NFT_GOTO,
 			    reason_chain("inet", "allowlist"));
