@@ -169,8 +169,15 @@ sbpolicy_init(struct sbpolicy *sp, const struct moat_sandbox *sb, size_t i)
 	sp->egress = sb->egress;
 	sp->exact = nameset_new(sb->allow.n);
 	sp->wild = nameset_new(sb->allow.n);
+	sp->named_ports = config_allow_has_ports(&sb->allow);
 	for (j = 0; j < sb->allow.n; j++) {
-		len = pattern_to_wire(sb->allow.v[j], wire, sizeof(wire), &wild);
+		char name[LDNS_MAX_DOMAINLEN + 8];
+
+		/* "NAME:tcp/22": the name is matched here, its ports are
+		 * looked up for the answer (query.c). */
+		snprintf(name, sizeof(name), "%.*s",
+		    (int)config_allow_namelen(sb->allow.v[j]), sb->allow.v[j]);
+		len = pattern_to_wire(name, wire, sizeof(wire), &wild);
 		if (len == 0) {
 			/* The loader validated every pattern; this is only
 			 * a second line of defence. */

@@ -40,6 +40,7 @@ struct sbpolicy {
 	enum moat_egress egress;
 	struct nameset	*exact;
 	struct nameset	*wild;		/* "*.x" stored as "x" */
+	bool		 named_ports;	/* some entry has ports of its own */
 	/* Per-sandbox query rate limit: a token bucket. */
 	double		 tokens;
 	uint64_t	 last_ms;

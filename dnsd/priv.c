@@ -109,7 +109,8 @@ static int32_t
 set_add(struct priv *p, const struct ipc_set_add *m)
 {
 	return nftr_allow_add(p->nft, p->promises, p->cfg, m->sandbox, m->addr,
-	    m->naddr, m->timeout_ms, false, mono_ms(), &p->st);
+	    m->naddr, m->plain, m->ports, m->nports, m->timeout_ms, false,
+	    mono_ms(), &p->st);
 }
 
 static void

@@ -26,6 +26,7 @@ struct pending {		/* an answer waiting for IPC_SET_ACK */
 	uint8_t		*wire;
 	size_t		 len;
 	uint64_t	 expires_ms;	/* its elements live at least until */
+	bool		 mirrored;	/* recorded in the mirror when acked */
 	size_t		 naddr;
 	struct moat_addr addr[DNSD_MAX_ADDRS];
 };
@@ -154,6 +155,11 @@ setadd_send(const struct client *c, const struct answer *a, uint64_t tmo,
 	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", c->sandbox);
 	u.m.timeout_ms = (uint32_t)tmo;
 	u.m.naddr = (uint32_t)n;
+	u.m.plain = !c->named || c->plain;
+	if (c->named) {
+		u.m.nports = c->nports;
+		memcpy(u.m.ports, c->ports, c->nports * sizeof(c->ports[0]));
+	}
 	memcpy(u.m.addr, a->addr, n * sizeof(struct moat_addr));
 	return ipc_send(R.ipcfd, IPC_SET_ADD, id, &u.m,
 	    sizeof(u.m) + n * sizeof(struct moat_addr));
@@ -222,7 +228,10 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 	p->expires_ms = ev_now() + tmo;
 	p->naddr = a->naddr;
 	memcpy(p->addr, a->addr, a->naddr * sizeof(a->addr[0]));
-	for (size_t i = 0; i < a->naddr; i++)
+	/* The mirror knows addresses alone: a name with ports of its own
+	 * asks every time (the parent still never cuts a promise short). */
+	p->mirrored = !c->named;
+	for (size_t i = 0; p->mirrored && i < a->naddr; i++)
 		mirror_sent(R.mirror, c->sandbox, &a->addr[i], id,
 		    p->expires_ms);
 	client_move(&p->c, c);
@@ -244,7 +253,7 @@ setadd_acked(uint32_t id, int32_t status)
 		if (p->id != id)
 			continue;
 		any = true;
-		if (status >= 0 && (size_t)status == p->naddr)
+		if (status >= 0 && p->mirrored && (size_t)status == p->naddr)
 			for (size_t i = 0; i < p->naddr; i++)
 				mirror_acked(R.mirror, p->c.sandbox,
 				    &p->addr[i], id, p->expires_ms);
@@ -347,6 +356,10 @@ deliver(struct client *c, const struct answer *a, uint32_t age,
 		return;
 	}
 	if (c->allowlist && a->naddr > 0 && R.ipcfd != -1) {
+		if (c->named) {
+			setadd_park(c, a, age, wire, len);
+			return;
+		}
 		if (!setadd_covered(c, a, age)) {
 			if (!setadd_join(c, a, age, wire, len))
 				setadd_park(c, a, age, wire, len);
@@ -465,6 +478,25 @@ refuse(struct client *c, const char *who, const char *reason,
 	    why, text, sizeof(text)));
 }
 
+/* What the allow list opens for the name asked: the one decision
+ * (admit_name_ports), on the name as text.  Only a name that an entry
+ * with ports of its own covers is marked. */
+static void
+name_ports(struct client *c, const struct sbpolicy *sb)
+{
+	char name[LDNS_MAX_DOMAINLEN * 4 + 8];
+	size_t n;
+	int np;
+
+	dq_name(&c->q, name, sizeof(name));
+	n = strlen(name);
+	if (n > 1 && name[n - 1] == '.')
+		name[n - 1] = '\0';
+	np = admit_name_ports(sb->sb, name, &c->plain, c->ports);
+	c->named = np > 0;
+	c->nports = (uint8_t)np;
+}
+
 /* --rate for every sandbox if given, else moat.conf's rate for this one. */
 static bool
 sandbox_ratelimit(struct sbpolicy *sb)
@@ -519,6 +551,9 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 		    IPC_DNS_WHY_EGRESS : IPC_DNS_WHY_LIST);
 		return;
 	}
+	c->named = false;
+	if (c->allowlist && sb->named_ports)
+		name_ports(c, sb);
 	if (c->q.qtype == LDNS_RR_TYPE_AAAA) {
 		/* Guests have no IPv6: an empty answer, at once, so that
 		 * happy eyeballs does not wait for one. */

@@ -201,39 +201,6 @@ swap_config(struct moat_config *cfg)
 	config_free(old);
 }
 
-/* The names of an IPC_CONF_ALLOW, checked again as the loader checks
- * them (the parent did; this is a second line of defence). */
-static int
-allow_names(const struct ipc_conf_allow *m, struct moat_strlist *l)
-{
-	const char *s = m->names, *end = m->names + m->len;
-	char why[384], *v;
-
-	for (; s < end; s += strlen(s) + 1) {
-		v = xstrdup(s);
-		if (!config_allow_entry(v, why, sizeof(why))) {
-			log_warnx("gatewayd's allow list: %s", why);
-			free(v);
-			return -1;
-		}
-		l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
-		l->v[l->n++] = v;
-	}
-	return 0;
-}
-
-static void
-strlist_clear(struct moat_strlist *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
 /*
  * A grant: one allowlist sandbox's new allow list, nothing else.  The
  * parent emptied its set if the list lost a name (then what the mirror
@@ -248,22 +215,24 @@ take_allow(const struct ipc_conf_allow *m)
 	struct moat_sandbox *sb = NULL, next;
 	struct fate one;
 	struct fates fs = { &one, 0 };
+	char why[384] = "";
 	size_t i;
 
 	for (i = 0; i < R.cfg->nsandboxes; i++)
 		if (strcmp(R.cfg->sandboxes[i].name, m->sandbox) == 0)
 			sb = &R.cfg->sandboxes[i];
 	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST ||
-	    allow_names(m, &l) == -1) {
+	    config_allow_unpack(m->names, m->len, &l, why,
+	    sizeof(why)) == -1) {
 		log_warnx("gatewayd's allow list for %s does not fit the "
-		    "configuration", m->sandbox);
-		strlist_clear(&l);
+		    "configuration%s%s", m->sandbox, *why ? ": " : "", why);
+		config_strlist_clear(&l);
 	} else {
 		next = *sb;
 		next.allow = l;
 		fate_of(sb, &next, &fs);
 		mirror_forget(R.mirror, judge, &fs);
-		strlist_clear(&sb->allow);
+		config_strlist_clear(&sb->allow);
 		sb->allow = l;
 		policy_update(R.pol, (size_t)(sb - R.cfg->sandboxes));
 		log_info("sandbox %s: allow list taken in place (%zu names)",

@@ -48,6 +48,12 @@ struct client {			/* where one answer goes */
 	socklen_t	 sslen;
 	char		 sandbox[IPC_NAME_LEN];
 	int		 allowlist;
+	/* An allowlist name with ports of its own (admit_name_ports): its
+	 * answers always go through the privileged side, with these. */
+	bool		 named;
+	bool		 plain;		/* also an entry without ports */
+	uint8_t		 nports;
+	struct moat_port ports[MOAT_NAME_PORTS_MAX];
 	struct dq	 q;
 };
 

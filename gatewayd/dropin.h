@@ -13,7 +13,8 @@
 /*
  * The drop-in's text with its top-level allow list changed: the names in
  * add appended (those already listed are left), those in del removed
- * (found[i] says whether del[i] was listed).  Everything else, comments
+ * (found[i] says whether del[i] was listed); a name in del without ports
+ * removes its entries with ports of their own too ("NAME:tcp/22").  Everything else, comments
  * and other keys, is kept byte for byte; a file without allow gets one
  * at its end.  NULL (with why) if the text cannot be read as a drop-in:
  * an unterminated string, comment or list, or an allow that is not a

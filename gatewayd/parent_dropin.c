@@ -174,6 +174,19 @@ same_name(const char *a, const char *b)
 	return strcasecmp(a, b) == 0;
 }
 
+/* A name to remove takes every entry of that name, whatever ports of its
+ * own it has ("git.example.com" removes "git.example.com:tcp/22"). */
+static bool
+del_match(const char *entry, const char *del)
+{
+	size_t n = strlen(del);
+
+	if (strchr(del, ':') != NULL)
+		return same_name(entry, del);
+	return strncasecmp(entry, del, n) == 0 &&
+	    (entry[n] == '\0' || entry[n] == ':');
+}
+
 static void
 print_list(FILE *fp, const struct names *l)
 {
@@ -217,7 +230,7 @@ dropin_allow_edit(const char *text, const char *const *add, size_t nadd,
 		found[j] = false;
 	for (i = 0; i < l.n; i++) {
 		for (j = 0; j < ndel; j++)
-			if (same_name(l.v[i], del[j]))
+			if (del_match(l.v[i], del[j]))
 				break;
 		if (j < ndel)
 			found[j] = true;

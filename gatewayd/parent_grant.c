@@ -1,16 +1,21 @@
 /*
- * parent_grant.c -- `gatewayd ctl allow SANDBOX NAME... [--for DURATION]`
- * and `gatewayd ctl unallow SANDBOX NAME...`.
+ * parent_grant.c -- `gatewayd ctl allow SANDBOX NAME... [--for DURATION]
+ * [--ports tcp/22,...]` and `gatewayd ctl unallow SANDBOX NAME...`.
  *
  * A grant changes one sandbox's allow list in the configuration in force,
  * in place, and dnsd and every proxy worker take the new list in place
  * (proc_reload_sandboxes: each gets that sandbox's list alone): nothing
  * is restarted and no other sandbox is touched.  Widening asks nothing of
- * the kernel: the sandbox's set fills as dnsd answers the new names.
- * Narrowing (unallow, a grant that expires) empties the sandbox's set, as
- * a reload that narrows does, and the proxy cuts the sandbox's connections
- * to names no longer allowed; the next answer of each name still allowed
- * puts its addresses back.
+ * the kernel: the sandbox's sets fill as dnsd answers the new names.
+ * Narrowing (unallow, a grant that expires) empties the sandbox's sets
+ * (allow_ and allowp_), as a reload that narrows does, and the proxy cuts
+ * the sandbox's connections to names no longer allowed; the next answer of
+ * each name still allowed puts its addresses back.
+ *
+ * A grant --ports opens the names' addresses for exactly those ports
+ * instead of the sandbox's allow_ports: the entry "NAME:tcp/22" (moat.conf(5)),
+ * in memory or in the file alike.  `unallow NAME` takes every entry of
+ * the name, whatever its ports.
  *
  * A grant --for lives in memory only and is laid over every configuration
  * loaded until it expires.  A grant for good is written to the sandbox's
@@ -42,6 +47,9 @@ struct grant_req {
 	char		*lists[IPC_CTL_MAX_ARGS];	/* "@NAME" as given */
 	size_t		 nlists;
 	bool		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from one */
+	struct moat_port ports[MOAT_NAME_PORTS_MAX];	/* --ports */
+	size_t		 nports;
+	char		 portsbuf[MOAT_NAME_PORTS_MAX * 10 + 1];
 };
 
 static void
@@ -114,6 +122,20 @@ grant_find(struct gw *gw, const char *sandbox, const char *name)
 	for (i = 0; i < gw->ngrants; i++)
 		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
 		    strcmp(gw->grants[i].name, name) == 0)
+			return &gw->grants[i];
+	return NULL;
+}
+
+/* A grant of name, with or without ports of its own. */
+static struct gw_grant *
+grant_of_name(struct gw *gw, const char *sandbox, const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < gw->ngrants; i++)
+		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
+		    config_allow_namelen(gw->grants[i].name) == n &&
+		    strncmp(gw->grants[i].name, name, n) == 0)
 			return &gw->grants[i];
 	return NULL;
 }
@@ -249,7 +271,7 @@ static int
 usage(struct ctl_req *r, bool allow)
 {
 	ctl_reply(r, "error: usage: %s\n", allow ?
-	    "allow SANDBOX NAME... [--for DURATION]" :
+	    "allow SANDBOX NAME... [--for DURATION] [--ports tcp/443,...]" :
 	    "unallow SANDBOX NAME...");
 	return -1;
 }
@@ -310,6 +332,27 @@ add_name(struct ctl_req *r, struct grant_req *g, const char *arg)
 	return 0;
 }
 
+/* --ports tcp/22,udp/443: as allow_ports spells them, each once. */
+static int
+parse_ports(struct ctl_req *r, struct grant_req *g, const char *arg)
+{
+	char why[256];
+	int n;
+
+	if (g->nports > 0) {
+		ctl_reply(r, "error: --ports given twice; nothing changed\n");
+		return -1;
+	}
+	if ((n = config_ports_parse(arg, strlen(arg), g->ports, why,
+	    sizeof(why))) < 0) {
+		ctl_reply(r, "error: --ports: %s; nothing changed\n", why);
+		return -1;
+	}
+	g->nports = (size_t)n;
+	config_ports_fmt(g->ports, g->nports, g->portsbuf, sizeof(g->portsbuf));
+	return 0;
+}
+
 static int
 parse(struct ctl_req *r, bool allow, struct grant_req *g)
 {
@@ -328,11 +371,10 @@ parse(struct ctl_req *r, bool allow, struct grant_req *g)
 				    "year), got \"%.32s\"\n", r->argv[i]);
 				return -1;
 			}
-		} else if (allow && strcmp(r->argv[i], "--ports") == 0) {
-			ctl_reply(r, "error: --ports: not available yet; a "
-			    "sandbox's allow_ports (in its file) say which "
-			    "ports its allowed names open\n");
-			return -1;
+		} else if (allow && strcmp(r->argv[i], "--ports") == 0 &&
+		    i + 1 < r->argc) {
+			if (parse_ports(r, g, r->argv[++i]) == -1)
+				return -1;
 		} else if (r->argv[i][0] == '-')
 			return usage(r, allow);
 		else if (sandbox == NULL)
@@ -342,6 +384,11 @@ parse(struct ctl_req *r, bool allow, struct grant_req *g)
 	}
 	if (sandbox == NULL || g->n == 0)
 		return usage(r, allow);
+	if (g->nports > 0 && g->nlists > 0) {
+		ctl_reply(r, "error: --ports applies to names, not to a list "
+		    "(%s); nothing changed\n", g->lists[0]);
+		return -1;
+	}
 	g->sb = sandbox_rw(r->gw->cfg, sandbox);
 	if (g->sb == NULL || !ctl_may_see(r, g->sb->owner)) {
 		ctl_reply(r, "error: no sandbox %.32s (or not yours)\n", sandbox);
@@ -358,10 +405,25 @@ parse(struct ctl_req *r, bool allow, struct grant_req *g)
 	return 0;
 }
 
+static bool
+admit_port_in_allow_ports(const struct moat_sandbox *sb,
+    const struct moat_port *p)
+{
+	size_t i;
+
+	for (i = 0; i < sb->nallow_ports; i++)
+		if (sb->allow_ports[i].proto == p->proto &&
+		    sb->allow_ports[i].port == p->port)
+			return true;
+	return false;
+}
+
 /*
  * The one decision of who may grant what: root and the admin group
  * anything, a member (on their own sandboxes, checked by parse) only
- * names gateway.member_allow covers.  false with the refusal replied.
+ * names gateway.member_allow covers, and with --ports only ports among
+ * the sandbox's allow_ports: a member narrows what a name opens, never
+ * widens it.  false with the refusal replied.
  */
 static bool
 may_grant(struct ctl_req *r, const struct grant_req *g)
@@ -371,6 +433,17 @@ may_grant(struct ctl_req *r, const struct grant_req *g)
 
 	if (r->admin)
 		return true;
+	for (i = 0; i < g->nports; i++)
+		if (!admit_port_in_allow_ports(g->sb, &g->ports[i])) {
+			ctl_refuse(r, g->sb->name, "--ports %s: members may "
+			    "grant only ports among the sandbox's allow_ports, "
+			    "never wider; root%s%s can: gatewayd ctl allow %s "
+			    "%s --ports %s", g->portsbuf,
+			    gwc->admin_group ? " or a member of group " : "",
+			    gwc->admin_group ? gwc->admin_group : "",
+			    g->sb->name, g->names[0], g->portsbuf);
+			return false;
+		}
 	for (i = 0; i < g->n; i++)
 		if (!config_allow_covers(&gwc->member_allow, g->names[i])) {
 			ctl_refuse(r, g->sb->name, "%s is not in gateway."
@@ -503,22 +576,72 @@ list_from(struct gw *gw, struct moat_sandbox *sb, struct moat_config *loaded)
 	config_free(loaded);
 }
 
+/*
+ * With --ports each name becomes the entry "NAME:PORTS" (moat.conf(5)),
+ * so that a grant for a while and one written to the file are the same
+ * string; the sandbox's names with ports of their own stay within
+ * MOAT_NAME_PORTS_MAX distinct ports (one set addition carries them).
+ */
+static int
+to_entries(struct ctl_req *r, struct grant_req *g)
+{
+	struct moat_strlist l = { NULL, 0 };
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	char *e;
+	size_t i;
+	int rc;
+
+	if (g->nports == 0)
+		return 0;
+	for (i = 0; i < g->n; i++) {
+		xasprintf(&e, "%s:%s", g->names[i], g->portsbuf);
+		free(g->names[i]);
+		g->names[i] = e;
+	}
+	l.v = xcalloc(g->sb->allow.n + g->n, sizeof(*l.v));
+	for (i = 0; i < g->sb->allow.n; i++)
+		l.v[l.n++] = g->sb->allow.v[i];
+	for (i = 0; i < g->n; i++)
+		l.v[l.n++] = g->names[i];
+	rc = config_named_ports(&l, p);
+	free(l.v);
+	if (rc == -1) {
+		ctl_reply(r, "error: sandbox %s would have more than %d distinct "
+		    "ports among its names with ports of their own; nothing "
+		    "changed\n", g->sb->name, MOAT_NAME_PORTS_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* The names of g, without the ports of their own, for people. */
+static void
+print_names(FILE *fp, const struct grant_req *g, const char *sep)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		fprintf(fp, "%s%.*s", i ? sep : "",
+		    (int)config_allow_namelen(g->names[i]), g->names[i]);
+}
+
 static void
 audit_grant(struct ctl_req *r, const char *event, const struct grant_req *g)
 {
 	char uid[16], *names = NULL;
-	size_t len = 0, i;
+	size_t len = 0;
 	FILE *fp = open_memstream(&names, &len);
 
 	if (fp == NULL)
 		fatalx("out of memory");
-	for (i = 0; i < g->n; i++)
-		fprintf(fp, "%s%s", i ? "," : "", g->names[i]);
+	print_names(fp, g, ",");
 	fclose(fp);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
+	/* ports: what the names open; an unallow takes all of it. */
 	audit_event(r->gw, event, "uid", uid, "user", r->user, "sandbox",
 	    g->sb->name, "names", names, "for", g->secs ? g->secsbuf :
-	    "permanent", NULL);
+	    "permanent", "ports", strcmp(event, "allow") != 0 ? "all" :
+	    g->nports ? g->portsbuf : "allow_ports", NULL);
 	free(names);
 }
 
@@ -581,6 +704,29 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 	return 0;
 }
 
+/*
+ * A sandbox's set allowp_NAME exists only while some entry of its list
+ * has ports of its own (nr_policy.c): the first such grant has the
+ * kernel make it, by the same incremental update a reload sends (only
+ * that sandbox's objects change).  Failing that, the names with ports
+ * stay closed (their additions are refused), never wider.
+ */
+static void
+ports_set_made(struct ctl_req *r, const struct moat_sandbox *sb, bool had)
+{
+	char err[512];
+
+	if (had || !config_allow_has_ports(&sb->allow))
+		return;
+	if (policy_apply(r->gw, r->gw->cfg, err, sizeof(err)) == 0)
+		return;
+	log_warnx("grant to %s: its set for names with ports could not be "
+	    "made: %s", sb->name, err);
+	ctl_reply(r, "warning: the kernel refused %s's set for names with "
+	    "ports of their own (%s); they stay closed until a reload "
+	    "succeeds\n", sb->name, err);
+}
+
 void
 ctl_allow(struct ctl_req *r)
 {
@@ -589,21 +735,28 @@ ctl_allow(struct ctl_req *r)
 	struct tm tm;
 	time_t t;
 	size_t i;
+	bool had;
 
-	if (parse(r, true, &g) == -1 || !may_grant(r, &g)) {
+	if (parse(r, true, &g) == -1 || !may_grant(r, &g) ||
+	    to_entries(r, &g) == -1) {
 		req_free(&g);
 		return;
 	}
+	had = config_allow_has_ports(&g.sb->allow);
 	if ((g.secs > 0 ? allow_for_a_while(r, &g) :
 	    allow_for_good(r, &g)) == -1) {
 		req_free(&g);
 		return;
 	}
+	ports_set_made(r, g.sb, had);
 	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "allow", &g);
 	ctl_reply(r, "%s may reach ", g.sb->name);
 	for (i = 0; i < g.n; i++)
-		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
+		ctl_reply(r, "%s%.*s", i ? ", " : "",
+		    (int)config_allow_namelen(g.names[i]), g.names[i]);
+	if (g.nports > 0)
+		ctl_reply(r, " on %s only", g.portsbuf);
 	if (g.secs > 0) {
 		t = time(NULL) + g.secs;
 		gmtime_r(&t, &tm);
@@ -647,7 +800,7 @@ ctl_unallow(struct ctl_req *r)
 	for (i = 0; i < ndel; i++)
 		in_file |= found[i];
 	for (i = 0; i < g.n; i++)
-		if (grant_find(r->gw, g.sb->name, g.names[i]) == NULL &&
+		if (grant_of_name(r->gw, g.sb->name, g.names[i]) == NULL &&
 		    !found[i] && !list_in_file) {
 			ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
 			    "changed\n", g.names[i], g.sb->name,
@@ -666,8 +819,9 @@ ctl_unallow(struct ctl_req *r)
 		if (x == NULL || !x->added)
 			list_add(&rest, g.sb->allow.v[i]);
 	}
-	for (i = 0; i < g.n; i++)
-		if ((x = grant_find(r->gw, g.sb->name, g.names[i])) != NULL)
+	for (i = 0; i < g.n; i++)	/* with whatever ports of its own */
+		while ((x = grant_of_name(r->gw, g.sb->name, g.names[i])) !=
+		    NULL)
 			grant_drop(r->gw, x);
 	if (loaded != NULL)
 		list_from(r->gw, g.sb, loaded);

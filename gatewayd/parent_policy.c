@@ -231,12 +231,13 @@ struct seed {
 };
 
 static void
-seed_one(const struct moat_addr *a, uint64_t left_ms, void *arg)
+seed_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
 {
 	struct seed *sd = arg;
 	uint32_t out = left_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)left_ms;
 
-	promises_commit(sd->gw->promises, sd->sandbox, a, 1, &out, sd->now_ms);
+	promises_commit(sd->gw->promises, sd->sandbox, &e->addr, &e->svc, 1,
+	    &out, sd->now_ms);
 }
 
 /*
@@ -294,8 +295,8 @@ policy_set_add_request(struct gw *gw, struct gw_proc *p, uint32_t id,
 	if (gw->promises == NULL)
 		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	ack.status = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
-	    m->addr, m->naddr, m->timeout_ms, policy_dns_frozen(gw, m->sandbox),
-	    gw_mono_ms(), &st);
+	    m->addr, m->naddr, m->plain, m->ports, m->nports, m->timeout_ms,
+	    policy_dns_frozen(gw, m->sandbox), gw_mono_ms(), &st);
 	gw->set_adds += st.added;
 	gw->set_refused += st.refused;
 	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)

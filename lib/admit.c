@@ -61,16 +61,116 @@ admit_exception_covers(const struct moat_exception *x,
 	return false;
 }
 
-bool
-admit_port_allowed(const struct moat_sandbox *sb, int proto, uint16_t port)
+static bool
+port_in(const struct moat_port *p, size_t n, int proto, uint16_t port)
 {
 	size_t i;
 
-	for (i = 0; i < sb->nallow_ports; i++)
-		if (sb->allow_ports[i].proto == proto &&
-		    sb->allow_ports[i].port == port)
+	for (i = 0; i < n; i++)
+		if (p[i].proto == proto && p[i].port == port)
 			return true;
 	return false;
+}
+
+bool
+admit_port_allowed(const struct moat_sandbox *sb, int proto, uint16_t port)
+{
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	int n;
+
+	if (port_in(sb->allow_ports, sb->nallow_ports, proto, port))
+		return true;
+	n = config_named_ports(&sb->allow, p);
+	return n > 0 && port_in(p, (size_t)n, proto, port);
+}
+
+/* Does entry (name or "*.name", maybe with ":PORTS") cover name?  "*.x"
+ * covers x's subdomains, not x, as dnsd matches it. */
+static bool
+entry_covers(const char *entry, const char *name)
+{
+	size_t el = config_allow_namelen(entry), nl = strlen(name);
+
+	if (el >= 2 && strncmp(entry, "*.", 2) == 0)
+		return nl > el - 1 && strncmp(name + nl - (el - 1), entry + 1,
+		    el - 1) == 0;
+	return el == nl && strncmp(entry, name, nl) == 0;
+}
+
+int
+admit_name_ports(const struct moat_sandbox *sb, const char *name,
+    bool *plain, struct moat_port *out)
+{
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	size_t i, j, n = 0;
+	int m;
+
+	*plain = false;
+	for (i = 0; i < sb->allow.n; i++) {
+		if (!entry_covers(sb->allow.v[i], name))
+			continue;
+		if ((m = config_allow_ports(sb->allow.v[i], p)) == 0)
+			*plain = true;
+		for (j = 0; j < (size_t)m && n < MOAT_NAME_PORTS_MAX; j++)
+			if (!port_in(out, n, p[j].proto, p[j].port))
+				out[n++] = p[j];
+	}
+	return (int)n;
+}
+
+bool
+admit_name_port(const struct moat_sandbox *sb, const char *name, int proto,
+    uint16_t port)
+{
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	bool plain;
+	int n;
+
+	if (sb->egress != EGRESS_ALLOWLIST)
+		return sb->egress == EGRESS_OPEN;
+	n = admit_name_ports(sb, name, &plain, p);
+	return (plain && port_in(sb->allow_ports, sb->nallow_ports, proto,
+	    port)) || port_in(p, (size_t)n, proto, port);
+}
+
+size_t
+admit_elems(const struct moat_addr *a, size_t n, bool plain,
+    const struct moat_port *p, size_t np, struct admit_elem *out)
+{
+	size_t i, j, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (plain) {
+			out[k].addr = a[i];
+			out[k++].svc = 0;
+		}
+		for (j = 0; j < np; j++) {
+			out[k].addr = a[i];
+			out[k++].svc = ADMIT_SVC(p[j].proto, p[j].port);
+		}
+	}
+	return k;
+}
+
+bool
+admit_set_ports(const struct moat_config *cfg, const char *sandbox,
+    bool plain, const struct moat_port *p, size_t np)
+{
+	const struct moat_sandbox *sb = config_sandbox_by_name(cfg, sandbox);
+	struct moat_port named[MOAT_NAME_PORTS_MAX];
+	size_t i;
+	int n;
+
+	if (sb == NULL || (!plain && np == 0))
+		return false;
+	if (np == 0)
+		return true;
+	if ((n = config_named_ports(&sb->allow, named)) < 0)
+		n = 0;
+	for (i = 0; i < np; i++)
+		if (!port_in(named, (size_t)n, p[i].proto, p[i].port))
+			return false;
+	return true;
 }
 
 static bool

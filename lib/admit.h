@@ -44,9 +44,49 @@ bool	admit_exception_applies(const struct moat_exception *,
 /* Does exception x cover a:port over proto (IPPROTO_TCP/UDP)? */
 bool	admit_exception_covers(const struct moat_exception *,
 	    const struct moat_addr *, int proto, uint16_t port);
-/* Is proto/port one of an allowlist sandbox's allow_ports? */
+/* Does some allow entry of an allowlist sandbox open proto/port: one of
+ * its allow_ports, or a port an entry with ports of its own names
+ * ("git.example.com:tcp/22")?  The widest any of its names opens: what
+ * the kernel's sets may hold for the sandbox. */
 bool	admit_port_allowed(const struct moat_sandbox *, int proto,
 	    uint16_t port);
+/*
+ * What an allowlist sandbox's list opens for the addresses of name: with
+ * *plain, the sandbox's allow_ports (an entry without ports covers it);
+ * and the ports returned (out, room for MOAT_NAME_PORTS_MAX), the union
+ * of the entries with ports of their own that cover it.  Two entries
+ * covering the same name both count: "*.example.com" and
+ * "git.example.com:tcp/22" open git.example.com for allow_ports and 22.
+ */
+int	admit_name_ports(const struct moat_sandbox *, const char *name,
+	    bool *plain, struct moat_port *out);
+/* Does the list open name on proto/port (admit_name_ports)?  Always for
+ * an open sandbox, never for one with egress "none". */
+bool	admit_name_port(const struct moat_sandbox *, const char *name,
+	    int proto, uint16_t port);
+
+/*
+ * One element of a sandbox's allowlist sets: an address alone (svc 0,
+ * set allow_<sandbox>, opened for its allow_ports) or an address with
+ * one port (svc ADMIT_SVC(proto, port), set allowp_<sandbox>).
+ */
+struct admit_elem {
+	struct moat_addr addr;
+	uint32_t	 svc;
+};
+#define ADMIT_SVC(proto, port)	((uint32_t)(proto) << 16 | (uint32_t)(port))
+#define ADMIT_SVC_PROTO(svc)	((int)((svc) >> 16))
+#define ADMIT_SVC_PORT(svc)	((uint16_t)((svc) & 0xffff))
+/* The elements an answer with n addresses opens (plain: each address
+ * alone; and each address with each of np ports), into out (room for
+ * n * (1 + np)); returns how many. */
+size_t	admit_elems(const struct moat_addr *a, size_t n, bool plain,
+	    const struct moat_port *p, size_t np, struct admit_elem *out);
+/* May a resolver's set addition for sandbox carry these ports (each one
+ * that an entry with ports of its own names) and plain?  Something must
+ * be asked: plain, or at least one port. */
+bool	admit_set_ports(const struct moat_config *, const char *sandbox,
+	    bool plain, const struct moat_port *p, size_t np);
 
 /* May something acting for sb (a guest's own packet, or the proxy for
  * it) open a connection to a:port over proto?  host may be NULL when the

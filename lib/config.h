@@ -305,6 +305,43 @@ bool	hostpattern_valid(const char *);	/* name or "*.name" */
  * with why set when it is not a host name or "*." and one, or when the
  * wildcard covers a whole top-level domain ("*.com"). */
 bool	config_allow_entry(char *v, char *why, size_t whylen);
+/*
+ * Allow entries with ports of their own: "NAME:PORTS", PORTS being
+ * "tcp/22" or "tcp/22,udp/443" (allowentry.c).  Such an entry opens the
+ * addresses of the names it covers for exactly those ports, not for the
+ * sandbox's allow_ports.  At most MOAT_NAME_PORTS_MAX distinct ports
+ * among all of one sandbox's entries.
+ */
+#define MOAT_NAME_PORTS_MAX	16
+/* config_allow_entry, also taking ":PORTS" (normalised: sorted, each
+ * once). */
+bool	config_allow_entry_ports(char *v, char *why, size_t whylen);
+/* A grant's entries as gatewayd sends them (NUL-terminated, back to
+ * back), each checked again; -1 and why on a bad one (l left empty). */
+int	config_allow_unpack(const char *names, size_t len,
+	    struct moat_strlist *l, char *why, size_t whylen);
+void	config_strlist_clear(struct moat_strlist *l);
+/* The length of an entry's name part (up to ':'). */
+size_t	config_allow_namelen(const char *entry);
+/* The ports of a normalised entry into out (room for
+ * MOAT_NAME_PORTS_MAX); 0 for a plain entry. */
+int	config_allow_ports(const char *entry, struct moat_port *out);
+/* "tcp/443" (len bytes, not NUL-terminated). */
+bool	config_port_parse(const char *s, size_t len, struct moat_port *);
+/* "tcp/22,udp/443" (len bytes): sorted, each once, into out (room for
+ * MOAT_NAME_PORTS_MAX); the count, or -1 with why set. */
+int	config_ports_parse(const char *s, size_t len, struct moat_port *out,
+	    char *why, size_t whylen);
+/* The normalised text of n ports ("tcp/22,udp/443"). */
+void	config_ports_fmt(const struct moat_port *, size_t n, char *buf,
+	    size_t len);
+/* Has some entry of allow ports of its own?  (Then the sandbox's policy
+ * has the set allowp_NAME.) */
+bool	config_allow_has_ports(const struct moat_strlist *allow);
+/* The distinct ports of allow's entries with ports, sorted, into out
+ * (room for MOAT_NAME_PORTS_MAX); -1 when there are more. */
+int	config_named_ports(const struct moat_strlist *allow,
+	    struct moat_port *out);
 /* The names of the baseline list ref ("@NAME", allowlists.c) appended to
  * out (without repeats): NAME.list from allow.d beside confpath, else
  * from config_allow_datadir().  -1 with err set ("no list ...", or

@@ -22,6 +22,15 @@ check_egress_keys(struct loader *ld, const config_setting_t *grp,
 		serr(ld, config_setting_get_member(grp, "allow"), "%s: allow "
 		    "only applies with egress = \"allowlist\" (egress is \"%s\")",
 		    ctx, egress_name(x->egress));
+	{
+		struct moat_port p[MOAT_NAME_PORTS_MAX];
+
+		if (config_named_ports(&x->allow, p) == -1)
+			serr(ld, config_setting_get_member(grp, "allow"),
+			    "%s: allow: at most %d distinct ports among the "
+			    "names with ports of their own (\"NAME:tcp/PORT\")",
+			    ctx, MOAT_NAME_PORTS_MAX);
+	}
 	if (x->bypass.n > 0 && !x->inspect)
 		serr(ld, config_setting_get_member(grp, "bypass"), "%s: bypass "
 		    "only applies with inspect = true", ctx);

@@ -125,6 +125,8 @@ void	set_owner(struct loader *, const config_setting_t *, void *,
 	    const char *, const struct key *);
 void	set_users(struct loader *, const config_setting_t *, void *,
 	    const char *, const struct key *);
+void	set_allow(struct loader *, const config_setting_t *, void *,
+	    const char *, const struct key *);
 void	set_patterns(struct loader *, const config_setting_t *, void *,
 	    const char *, const struct key *);
 void	set_hosts(struct loader *, const config_setting_t *, void *,

@@ -718,7 +718,7 @@ static const struct key sandbox_keys[] = {
 	{ "address", K_STR, 1, set_sb_address, 0 },
 	{ "tap", K_STR, 1, set_ifname, offsetof(struct moat_sandbox, tap) },
 	{ "egress", K_STR, 1, set_word, offsetof(struct moat_sandbox, egress) },
-	{ "allow", K_STRLIST, 0, set_patterns,
+	{ "allow", K_STRLIST, 0, set_allow,
 	    offsetof(struct moat_sandbox, allow) },
 	{ "secrets", K_STRLIST, 0, set_sb_secrets, 0 },
 	{ "owner", K_STR, 0, set_owner, offsetof(struct moat_sandbox, owner) },

@@ -402,7 +402,8 @@ expand_list(struct loader *ld, const config_setting_t *e,
 /* A list of host names or "*.name" patterns, normalised and de-duplicated. */
 static void
 set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
-    const char *ctx, const struct key *k, bool wildcards)
+    const char *ctx, const struct key *k, bool wildcards,
+    bool (*entry)(char *, char *, size_t))
 {
 	struct moat_strlist *l = FIELD(obj, k, struct moat_strlist);
 	const config_setting_t *e;
@@ -420,7 +421,7 @@ set_hostlist(struct loader *ld, const config_setting_t *s, void *obj,
 			free(v);
 			continue;
 		}
-		if (wildcards ? !config_allow_entry(v, why, sizeof(why)) :
+		if (wildcards ? !entry(v, why, sizeof(why)) :
 		    (hostname_normalise(v), !hostname_valid(v))) {
 			if (!wildcards)
 				snprintf(why, sizeof(why), "expected a fully "
@@ -449,14 +450,22 @@ void
 set_patterns(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
 {
-	set_hostlist(ld, s, obj, ctx, k, true);
+	set_hostlist(ld, s, obj, ctx, k, true, config_allow_entry);
+}
+
+/* A sandbox's allow: patterns, each may have ports of its own. */
+void
+set_allow(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	set_hostlist(ld, s, obj, ctx, k, true, config_allow_entry_ports);
 }
 
 void
 set_hosts(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
 {
-	set_hostlist(ld, s, obj, ctx, k, false);
+	set_hostlist(ld, s, obj, ctx, k, false, NULL);
 }
 
 

@@ -3,6 +3,7 @@
  */
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <stdbool.h>
@@ -126,6 +127,19 @@ shape_set_add(const void *p, size_t len, char *err, size_t errlen)
 		    m->timeout_ms, IPC_SET_TIMEOUT_MAX_MS);
 		return -1;
 	}
+	if (m->plain > 1 || m->nports > IPC_SET_MAX_PORTS ||
+	    (!m->plain && m->nports == 0)) {
+		snprintf(err, errlen, "set-add: plain %u with %u ports",
+		    m->plain, m->nports);
+		return -1;
+	}
+	for (i = 0; i < m->nports; i++)
+		if ((m->ports[i].proto != IPPROTO_TCP &&
+		    m->ports[i].proto != IPPROTO_UDP) || m->ports[i].port == 0) {
+			snprintf(err, errlen, "set-add: port %zu is not tcp or "
+			    "udp 1-65535", i);
+			return -1;
+		}
 	for (i = 0; i < m->naddr; i++)
 		if (m->addr[i].family != AF_INET &&
 		    m->addr[i].family != AF_INET6) {

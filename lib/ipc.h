@@ -61,11 +61,19 @@ struct ipc_hdr {
 	uint32_t	id;		/* request id, echoed in the reply */
 };
 
+/* What to open for the addresses (admit_name_ports): plain, the
+ * sandbox's allow_ports (set allow_<sandbox>); and each of nports ports
+ * (set allowp_<sandbox>).  At least one of the two. */
+#define IPC_SET_MAX_PORTS	MOAT_NAME_PORTS_MAX
 struct ipc_set_add {
 	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
 	uint8_t		pad[3];
 	uint32_t	timeout_ms;	/* at most IPC_SET_TIMEOUT_MAX_MS */
 	uint32_t	naddr;		/* 1 .. IPC_SET_MAX_ADDRS */
+	uint8_t		plain;		/* 0 or 1 */
+	uint8_t		nports;		/* 0 .. IPC_SET_MAX_PORTS */
+	uint8_t		pad2[2];
+	struct moat_port ports[IPC_SET_MAX_PORTS];	/* tcp or udp, 1.. */
 	struct moat_addr addr[];	/* naddr entries */
 };
 

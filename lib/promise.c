@@ -30,6 +30,7 @@ struct pent {
 	struct psb	*sb;
 	uint64_t	 until_ms;
 	uint32_t	 addr;		/* IPv4, network order */
+	uint32_t	 svc;		/* 0, or ADMIT_SVC(proto, port) */
 };
 
 struct promises {
@@ -51,9 +52,11 @@ hash_name(const char *s)
 }
 
 static size_t
-slot(const struct promises *p, const struct psb *sb, uint32_t addr)
+slot(const struct promises *p, const struct psb *sb, uint32_t addr,
+    uint32_t svc)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)sb ^ addr) * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = ((uint64_t)(uintptr_t)sb ^ addr ^ (uint64_t)svc << 32) *
+	    0x9e3779b97f4a7c15ULL;
 
 	return (size_t)(h >> 32 ^ h) & p->mask;
 }
@@ -176,14 +179,15 @@ sweep_all(struct promises *p, uint64_t now_ms)
 }
 
 static struct pent *
-ent_find(const struct promises *p, const struct psb *sb, uint32_t addr)
+ent_find(const struct promises *p, const struct psb *sb, uint32_t addr,
+    uint32_t svc)
 {
 	struct pent *e;
 
 	if (sb == NULL)
 		return NULL;
-	for (e = p->b[slot(p, sb, addr)]; e != NULL; e = e->next)
-		if (e->sb == sb && e->addr == addr)
+	for (e = p->b[slot(p, sb, addr, svc)]; e != NULL; e = e->next)
+		if (e->sb == sb && e->addr == addr && e->svc == svc)
 			return e;
 	return NULL;
 }
@@ -201,7 +205,7 @@ grow(struct promises *p)
 	p->b = xcalloc(p->mask + 1, sizeof(*p->b));
 	for (i = 0; i <= omask; i++)
 		for (e = old[i]; e != NULL; e = next) {
-			size_t s = slot(p, e->sb, e->addr);
+			size_t s = slot(p, e->sb, e->addr, e->svc);
 
 			next = e->next;
 			e->next = p->b[s];
@@ -227,8 +231,8 @@ live(const struct pent *e, uint64_t now_ms)
 
 int
 promises_plan(struct promises *p, const char *sandbox,
-    const struct moat_addr *a, size_t n, uint32_t timeout_ms,
-    uint64_t now_ms, uint32_t *out_ms)
+    const struct moat_addr *a, const uint32_t *svc, size_t n,
+    uint32_t timeout_ms, uint64_t now_ms, uint32_t *out_ms)
 {
 	struct psb *sb = sb_find(p, sandbox);
 	struct pent *e;
@@ -239,7 +243,7 @@ promises_plan(struct promises *p, const char *sandbox,
 		out_ms[i] = timeout_ms;
 		if (a[i].family != AF_INET)
 			continue;
-		e = ent_find(p, sb, addr4(&a[i]));
+		e = ent_find(p, sb, addr4(&a[i]), svc ? svc[i] : 0);
 		if (e == NULL)
 			need++;
 		else if (live(e, now_ms) && e->until_ms - now_ms > timeout_ms)
@@ -258,8 +262,8 @@ promises_plan(struct promises *p, const char *sandbox,
 
 void
 promises_commit(struct promises *p, const char *sandbox,
-    const struct moat_addr *a, size_t n, const uint32_t *out_ms,
-    uint64_t now_ms)
+    const struct moat_addr *a, const uint32_t *svc, size_t n,
+    const uint32_t *out_ms, uint64_t now_ms)
 {
 	struct psb *sb = NULL;
 	struct pent *e;
@@ -272,7 +276,8 @@ promises_commit(struct promises *p, const char *sandbox,
 		if (sb == NULL)
 			sb = sb_get(p, sandbox);
 		until = now_ms + out_ms[i];
-		if ((e = ent_find(p, sb, addr4(&a[i]))) != NULL) {
+		if ((e = ent_find(p, sb, addr4(&a[i]), svc ? svc[i] : 0)) !=
+		    NULL) {
 			if (until > e->until_ms)
 				e->until_ms = until;
 			continue;
@@ -282,8 +287,9 @@ promises_commit(struct promises *p, const char *sandbox,
 		e = xcalloc(1, sizeof(*e));
 		e->sb = sb;
 		e->addr = addr4(&a[i]);
+		e->svc = svc ? svc[i] : 0;
 		e->until_ms = until;
-		s = slot(p, sb, e->addr);
+		s = slot(p, sb, e->addr, e->svc);
 		e->next = p->b[s];
 		p->b[s] = e;
 		sb->n++;
@@ -300,7 +306,7 @@ promises_left(struct promises *p, const char *sandbox,
 
 	if (a->family != AF_INET)
 		return 0;
-	e = ent_find(p, sb_find(p, sandbox), addr4(a));
+	e = ent_find(p, sb_find(p, sandbox), addr4(a), 0);
 	return live(e, now_ms) ? e->until_ms - now_ms : 0;
 }
 

@@ -1,7 +1,10 @@
 /*
  * promise.h -- what the privileged parent (gatewayd's, or dnsd's when it
- * runs alone) has promised each sandbox's allowlist set: per (sandbox, IPv4 address), the latest moment an
- * element it added lives until.
+ * runs alone) has promised each sandbox's allowlist sets: per (sandbox, IPv4
+ * address, svc), the latest moment an element it added lives until; svc
+ * is 0 for the address alone (set allow_<sandbox>) or ADMIT_SVC(proto,
+ * port) for the address with a port (set allowp_<sandbox>), and svc[]
+ * NULL below means 0 for each.
  *
  * An addition resets an existing element's timeout, so a short-TTL answer
  * could cut short an element that an earlier answer was promised for
@@ -38,14 +41,14 @@ void	promises_free(struct promises *);
  * made (table full); nothing is recorded then.
  */
 int	promises_plan(struct promises *, const char *sandbox,
-	    const struct moat_addr *a, size_t n, uint32_t timeout_ms,
-	    uint64_t now_ms, uint32_t *out_ms);
+	    const struct moat_addr *a, const uint32_t *svc, size_t n,
+	    uint32_t timeout_ms, uint64_t now_ms, uint32_t *out_ms);
 /* The kernel took them: record now_ms + out_ms[i] (now_ms measured
  * before sending, so the record never exceeds the real expiry). */
 void	promises_commit(struct promises *, const char *sandbox,
-	    const struct moat_addr *a, size_t n, const uint32_t *out_ms,
-	    uint64_t now_ms);
-/* The ms still promised for a, 0 if none. */
+	    const struct moat_addr *a, const uint32_t *svc, size_t n,
+	    const uint32_t *out_ms, uint64_t now_ms);
+/* The ms still promised for a alone (svc 0), 0 if none. */
 uint64_t promises_left(struct promises *, const char *sandbox,
 	    const struct moat_addr *a, uint64_t now_ms);
 /* A reload from old to new: forget the sandboxes whose sets it deleted

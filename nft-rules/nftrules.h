@@ -18,6 +18,11 @@
  *   set  allow_<sandbox>   ipv4_addr, flags timeout: addresses the
  *                          sandbox (egress "allowlist") may reach; filled
  *                          by dnsd through nftr_set_add().
+ *   set  allowp_<sandbox>  ipv4_addr . inet_proto . inet_service, flags
+ *                          timeout: an address with one port, for names
+ *                          with ports of their own ("NAME:tcp/22"); filled
+ *                          the same way (nftr_set_add_elems).  Only for a
+ *                          sandbox with such an entry.
  *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
  *   set  exc_<n>           ipv4_addr: the sandboxes exception n applies to
  *   counter <reason>       one per refusal reason, see nftr_reasons().
@@ -45,6 +50,7 @@
 
 #define NFTR_TABLE		"moat"
 #define NFTR_ALLOW_PREFIX	"allow_"
+#define NFTR_ALLOWP_PREFIX	"allowp_"
 #define NFTR_LOG_PREFIX		"moat:"
 #define NFTR_ACCT_OUT		"acct_out"
 #define NFTR_ACCT_IN		"acct_in"
@@ -110,6 +116,8 @@ const struct nftr_reason *nftr_reasons(size_t *n);
 
 /* The allowlist set of a sandbox: "allow_<name>".  -1 if it does not fit. */
 int	nftr_set_name(const char *sandbox, char *buf, size_t len);
+/* Its set of addresses with a port: "allowp_<name>". */
+int	nftr_ports_set_name(const char *sandbox, char *buf, size_t len);
 
 /* A netlink socket to nf_tables in the caller's network namespace. */
 struct nftr_ctx *nftr_ctx_new(void);
@@ -162,14 +170,16 @@ int	nftr_flush(struct nftr_ctx *);
  * addresses sent, or -1. */
 int	nftr_set_add(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, uint32_t timeout_ms);
-/* Call fn(addr, left_ms, arg) for each element of sandbox's allowlist set
- * that has a timeout, left_ms the time it has left.  Returns the number
- * of elements, 0 if the set does not exist, -1 on error. */
+/* Call fn(elem, left_ms, arg) for each element of sandbox's allowlist
+ * sets (allow_ and allowp_) that has a timeout, left_ms the time it has
+ * left.  Returns the number of elements, 0 if the sets do not exist, -1
+ * on error. */
+struct admit_elem;
 int	nftr_set_elems(struct nftr_ctx *, const char *sandbox,
-	    void (*fn)(const struct moat_addr *, uint64_t left_ms, void *),
+	    void (*fn)(const struct admit_elem *, uint64_t left_ms, void *),
 	    void *arg);
-/* Empty sandbox's allowlist set (its allow list narrowed), in one acked
- * transaction.  0 or -1. */
+/* Empty sandbox's allowlist sets, allow_ and allowp_ (its allow list
+ * narrowed), in one acked transaction.  0 or -1. */
 int	nftr_set_flush(struct nftr_ctx *, const char *sandbox);
 /* The same with timeouts_ms[i] for addrs[i] (each), or timeouts_ms[0]
  * for all. */
@@ -203,9 +213,17 @@ struct promises;
 struct nftr_allow_stats {
 	uint64_t	added, refused;
 };
+/* plain: open the addresses for the sandbox's allow_ports; ports: each
+ * address with each of these (a name with ports of its own). */
 int	nftr_allow_add(struct nftr_ctx *, struct promises *,
 	    const struct moat_config *, const char *sandbox,
-	    const struct moat_addr *addrs, size_t naddr, uint32_t timeout_ms,
+	    const struct moat_addr *addrs, size_t naddr, bool plain,
+	    const struct moat_port *ports, size_t nports, uint32_t timeout_ms,
 	    bool frozen, uint64_t now_ms, struct nftr_allow_stats *);
+/* Add elements to sandbox's two sets (svc 0: allow_<sandbox>, else
+ * allowp_<sandbox>) with timeouts_ms[i] each, in one acked transaction;
+ * non-IPv4 skipped.  The number sent, or -1. */
+int	nftr_set_add_elems(struct nftr_ctx *, const char *sandbox,
+	    const struct admit_elem *, size_t n, const uint32_t *timeouts_ms);
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "log.h"
 #include "nr_int.h"
 #include "nr_nl.h"
@@ -452,34 +453,130 @@ nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
 	return r == -1 ? -1 : added;
 }
 
-int
-nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
-    void (*fn)(const struct moat_addr *, uint64_t, void *), void *arg)
+/* The key of e in its set: the address, or address . proto . port with
+ * each part in a register of 4 bytes, as the rule loads them. */
+static uint32_t
+elem_key(const struct admit_elem *e, uint8_t key[12])
 {
-	char name[256];
+	uint16_t port = ADMIT_SVC_PORT(e->svc);
+
+	memset(key, 0, 12);
+	memcpy(key, e->addr.a, 4);
+	if (e->svc == 0)
+		return 4;
+	key[4] = (uint8_t)ADMIT_SVC_PROTO(e->svc);
+	key[8] = (uint8_t)(port >> 8);	/* network order */
+	key[9] = (uint8_t)port;
+	return 12;
+}
+
+/* Append to b the elements of e that go to set name (ports: those with
+ * a port); how many. */
+static int
+elems_to_batch(struct nl_batch *b, const char *name, bool ports,
+    const struct admit_elem *e, size_t n, const uint32_t *tmo)
+{
+	struct nftnl_set_elems_iter *it;
+	struct nftnl_set *s;
+	struct nftnl_set_elem *x;
+	struct nlmsghdr *nlh;
+	char desc[300];
+	uint8_t key[12];
+	size_t i;
+	int added = 0, more;
+
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	for (i = 0; i < n; i++) {
+		if (e[i].addr.family != AF_INET || (e[i].svc != 0) != ports)
+			continue;
+		if ((x = nftnl_set_elem_alloc()) == NULL)
+			fatalx("out of memory");
+		nftnl_set_elem_set(x, NFTNL_SET_ELEM_KEY, key,
+		    elem_key(&e[i], key));
+		/* Both: a new element gets the timeout, an existing one has
+		 * its expiry reset to it. */
+		nftnl_set_elem_set_u64(x, NFTNL_SET_ELEM_TIMEOUT, tmo[i]);
+		nftnl_set_elem_set_u64(x, NFTNL_SET_ELEM_EXPIRATION, tmo[i]);
+		nftnl_set_elem_add(s, x);
+		added++;
+	}
+	snprintf(desc, sizeof(desc), "elements of set %s", name);
+	if (added > 0) {
+		if ((it = nftnl_set_elems_iter_create(s)) == NULL)
+			fatalx("out of memory");
+		do {
+			nlh = batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET,
+			    NLM_F_CREATE, desc);
+			more = nftnl_set_elems_nlmsg_build_payload_iter(nlh,
+			    it);
+			batch_next(b);
+		} while (more > 0);
+		nftnl_set_elems_iter_destroy(it);
+	}
+	nftnl_set_free(s);
+	return added;
+}
+
+int
+nftr_set_add_elems(struct nftr_ctx *ctx, const char *sandbox,
+    const struct admit_elem *e, size_t n, const uint32_t *timeouts_ms)
+{
+	char name[256], pname[256];
+	struct nl_batch *b;
+	size_t i;
+	int added, r;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1 ||
+	    nftr_ports_set_name(sandbox, pname, sizeof(pname)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (timeouts_ms[i] == 0) {
+			nl_seterr(ctx, "allowlist elements need a timeout");
+			return -1;
+		}
+	b = batch_new(ctx, false);
+	added = elems_to_batch(b, name, false, e, n, timeouts_ms);
+	added += elems_to_batch(b, pname, true, e, n, timeouts_ms);
+	r = added > 0 ? batch_run(b, true) : 0;
+	batch_free(b);
+	return r == -1 ? -1 : added;
+}
+
+/* The elements of one of sandbox's sets (ports: allowp_, keys address .
+ * proto . port), to fn; how many, 0 if the set does not exist. */
+static int
+elems_of(struct nftr_ctx *ctx, const char *name, bool ports,
+    void (*fn)(const struct admit_elem *, uint64_t, void *), void *arg)
+{
 	struct nftnl_set *s;
 	struct nftnl_set_elems_iter *it;
 	struct nftnl_set_elem *e;
-	struct moat_addr a;
+	struct admit_elem x;
+	const uint8_t *key;
+	uint32_t len;
 	int n = 0;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1)
-		return -1;
 	/* carry_set reads them the same way, for nftr_apply. */
 	if ((s = carry_set(ctx, name)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
 		fatalx("out of memory");
 	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
-		uint32_t len;
-		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-
-		if (key == NULL || len != 4)
+		key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+		if (key == NULL || len != (ports ? 12u : 4u))
 			continue;
-		memset(&a, 0, sizeof(a));
-		a.family = AF_INET;
-		memcpy(a.a, key, 4);
-		fn(&a, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
+		memset(&x, 0, sizeof(x));
+		x.addr.family = AF_INET;
+		memcpy(x.addr.a, key, 4);
+		if (ports)
+			x.svc = ADMIT_SVC(key[4], (uint16_t)(key[8] << 8 |
+			    key[9]));
+		fn(&x, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
 		n++;
 	}
 	nftnl_set_elems_iter_destroy(it);
@@ -488,12 +585,28 @@ nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
 }
 
 int
+nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
+    void (*fn)(const struct admit_elem *, uint64_t, void *), void *arg)
+{
+	char name[256];
+	int n, m;
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1 ||
+	    (n = elems_of(ctx, name, false, fn, arg)) == -1)
+		return -1;
+	if (nftr_ports_set_name(sandbox, name, sizeof(name)) == -1 ||
+	    (m = elems_of(ctx, name, true, fn, arg)) == -1)
+		return -1;
+	return n + m;
+}
+
+int
 nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 {
 	struct nftnl_set *s;
 	struct nlmsghdr *nlh;
 	struct nl_batch *b;
-	char name[256], desc[300];
+	char name[256], desc[300], pdesc[300];
 	int r;
 
 	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
@@ -511,6 +624,18 @@ nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 	nftnl_set_elems_nlmsg_build_payload(nlh, s);
 	batch_next(b);
 	r = batch_run(b, true);
+	batch_free(b);
+	/* The set of names with ports of their own, which a sandbox has
+	 * only when some entry has ports: none is nothing to empty. */
+	nftr_ports_set_name(sandbox, name, sizeof(name));
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	snprintf(pdesc, sizeof(pdesc), "flush set %s", name);
+	b = batch_new(ctx, false);
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, pdesc);
+	nftnl_set_elems_nlmsg_build_payload(nlh, s);
+	batch_next(b);
+	if (r == 0 && batch_run(b, true) == -1 && errno != ENOENT)
+		r = -1;
 	batch_free(b);
 	nftnl_set_free(s);
 	return r;

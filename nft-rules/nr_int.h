@@ -104,6 +104,8 @@ void		 model_free(struct nftr_ruleset *);
 #define NR_TYPE_IPADDR		7
 #define NR_TYPE_IP6ADDR		8
 #define NR_TYPE_ETHERADDR	9
+#define NR_TYPE_INET_PROTO	12
+#define NR_TYPE_INET_SERVICE	13
 #define NR_TYPE_UID		24
 #define NR_TYPE_IFNAME		41
 #define NR_TYPE_BITS		6
@@ -114,7 +116,7 @@ enum nr_field {
 	F_IIFNAME, F_OIFNAME, F_ETHER_SADDR, F_IP_SADDR, F_IP_DADDR,
 	F_IP6_DADDR, F_ARP_SHA, F_ARP_SPA, F_TCP_DPORT, F_UDP_DPORT,
 	F_UDP_SPORT, F_ARP_TPA, F_SKUID, F_ICMP_TYPE, F_ICMP6_TYPE,
-	F_TCP_SPORT, F_NFIELDS
+	F_TCP_SPORT, F_L4PROTO, F_TH_DPORT, F_NFIELDS
 };
 
 /* Build one rule: rb_begin, any number of matches, one or more

@@ -250,7 +250,12 @@ batch_run(struct nl_batch *b, bool commit)
 	}
 	if (batch_send(b) == -1)
 		return -1;
-	return batch_recv(b, &err);
+	if (batch_recv(b, &err) == -1) {
+		if (err != 0)
+			errno = err;	/* ENOENT: no such object */
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- dumps ---------------------------------------------------------- */

@@ -181,6 +181,17 @@ nftr_set_name(const char *sandbox, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+int
+nftr_ports_set_name(const char *sandbox, char *buf, size_t len)
+{
+	int n;
+
+	if (!name_ok(sandbox))
+		return -1;
+	n = snprintf(buf, len, "%s%s", NFTR_ALLOWP_PREFIX, sandbox);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 /* refuse_<reason> or drop_<reason>: count, log, refuse. */
 static void
 reason_chains(struct nr_table *t, uint16_t group)
@@ -317,6 +328,27 @@ allow_port_rules(struct nr_table *t, struct nr_chain *c,
 	}
 }
 
+/* A name with ports of its own ("git.example.com:tcp/22") opens its
+ * addresses for exactly those: elements address . protocol . port. */
+static void
+named_port_rule(struct nr_table *t, struct nr_chain *c,
+    const struct moat_sandbox *sb)
+{
+	static const enum nr_field key[] = { F_IP_DADDR, F_L4PROTO,
+	    F_TH_DPORT };
+	char setname[256];
+	struct nr_rb rb;
+
+	nftr_ports_set_name(sb->name, setname, sizeof(setname));
+	model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IPADDR,
+	    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 12, NFT_SET_TIMEOUT,
+	    "type ipv4_addr . inet_proto . inet_service; flags timeout;");
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, key, 3, setname, false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
 static void
 sandbox_map(struct build *b, struct nr_table *t)
 {
@@ -354,6 +386,10 @@ sandbox_map(struct build *b, struct nr_table *t)
 			    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
 			c = model_chain(t, chain, NULL, 0, 0, NULL);
 			allow_port_rules(t, c, sb, setname);
+			/* Only where some name has ports of its own: the
+			 * set and rule cost every other sandbox nothing. */
+			if (config_allow_has_ports(&sb->allow))
+				named_port_rule(t, c, sb);
 			rb_begin(&rb, t, c);
 			rb_verdict(&rb, NFT_GOTO,
 			    reason_chain("inet", "allowlist"));

@@ -72,6 +72,11 @@ static const struct field fields[F_NFIELDS] = {
 	    0, 1, G_IP4 | G_ICMP },
 	[F_ICMP6_TYPE] = { "icmpv6 type", false, NFT_PAYLOAD_TRANSPORT_HEADER,
 	    0, 1, G_IP6 | G_ICMP6 },
+	/* For a set keyed by protocol and port together: the key holds the
+	 * protocol, so "th dport" needs no check of its own. */
+	[F_L4PROTO] = { "meta l4proto", true, NFT_META_L4PROTO, 0, 1, 0 },
+	[F_TH_DPORT] = { "th dport", false, NFT_PAYLOAD_TRANSPORT_HEADER,
+	    2, 2, 0 },
 };
 
 /*

@@ -315,22 +315,31 @@ conn_refuse(struct conn *c, int code, const char *reason)
 }
 
 /* A refusal of the sandbox's policy.  Where it is a name the sandbox's
- * allow list lacks, the guest (an agent reading its own error) is told
- * which sandbox, which name, and who can change that. */
+ * allow list lacks, or a port it does not open for the name, the guest
+ * (an agent reading its own error) is told which sandbox, which name,
+ * and who can change that. */
 void
 conn_refuse_policy(struct conn *c, const char *reason)
 {
-	char told[640];
+	char told[768];
+	bool port;
 
+	port = strstr(reason, "allow_ports") != NULL;
 	if (c->sb == NULL || c->sb->egress != EGRESS_ALLOWLIST || c->literal ||
 	    c->host[0] == '\0' || !hostname_valid(c->host) ||
-	    strstr(reason, "not on the allowlist") == NULL) {
+	    (strstr(reason, "not on the allowlist") == NULL && !port)) {
 		conn_refuse(c, 403, reason);
 		return;
 	}
-	snprintf(told, sizeof(told), "sandbox %s may not reach %s (%s); ask "
-	    "the operator: gatewayd ctl allow %s %s", c->sbname, c->host,
-	    reason, c->sbname, c->host);
+	if (port)	/* an allowed name, another port */
+		snprintf(told, sizeof(told), "sandbox %s may not reach %s on "
+		    "port %u (%s); ask the operator: gatewayd ctl allow %s %s "
+		    "--ports tcp/%u", c->sbname, c->host, c->port, reason,
+		    c->sbname, c->host, c->port);
+	else
+		snprintf(told, sizeof(told), "sandbox %s may not reach %s (%s); "
+		    "ask the operator: gatewayd ctl allow %s %s", c->sbname,
+		    c->host, reason, c->sbname, c->host);
 	conn_audit_refuse(c, reason);
 	if (guest_waits_http(c))
 		conn_refuse_http(c, 403, told);
@@ -495,7 +504,7 @@ connect_request(struct conn *c, const struct http_head *h)
 		return;
 	}
 	buf_consume(&c->g.in, h->headlen);
-	c->verdict = policy_decide(proxy.cfg, c->sb, c->host, &c->literal,
+	c->verdict = policy_decide(proxy.cfg, c->sb, c->host, c->port, &c->literal,
 	    &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
 		conn_refuse_policy(c, reason);
@@ -550,7 +559,7 @@ peek_decide(struct conn *c, enum sni_ret r, const char *sni)
 		snprintf(c->host, sizeof(c->host), "%s", sni);
 	c->tls = true;
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
-	    NULL, &c->literal, &c->lit, &reason);
+	    NULL, c->port, &c->literal, &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
 		conn_refuse_policy(c, reason);
 		return;
@@ -793,7 +802,7 @@ conn_route(struct conn *c, const char *host, uint16_t port)
 	snprintf(c->host, sizeof(c->host), "%s", host);
 	c->port = port;
 	c->verdict = policy_decide(proxy.cfg, c->sb, c->host[0] ? c->host :
-	    NULL, &c->literal, &c->lit, &reason);
+	    NULL, c->port, &c->literal, &c->lit, &reason);
 	if (c->verdict == V_REFUSE) {
 		conn_refuse_policy(c, reason);
 		return -1;

@@ -45,12 +45,10 @@ pattern_match(const char *pat, const char *host)
 bool
 policy_name_allowed(const struct moat_sandbox *sb, const char *host)
 {
-	size_t i;
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	bool plain;
 
-	for (i = 0; i < sb->allow.n; i++)
-		if (pattern_match(sb->allow.v[i], host))
-			return true;
-	return false;
+	return admit_name_ports(sb, host, &plain, p) > 0 || plain;
 }
 
 static bool
@@ -93,9 +91,23 @@ entitled_any(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return false;
 }
 
+/* Why an allowed name is refused a port: both say "allow_ports", the
+ * phrase `gatewayd ctl refused` files port refusals under. */
+static const char *
+port_refusal(const struct moat_sandbox *sb, const char *host)
+{
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	bool plain;
+
+	if (admit_name_ports(sb, host, &plain, p) == 0)
+		return "a port not in the sandbox's allow_ports";
+	return "a port not among the name's own ports (nor allow_ports, if "
+	    "an entry without ports covers it)";
+}
+
 enum verdict
 policy_decide(const struct moat_config *cfg, const struct moat_sandbox *sb,
-    const char *host, bool *literal, struct moat_addr *lit,
+    const char *host, uint16_t port, bool *literal, struct moat_addr *lit,
     const char **reason)
 {
 	*literal = host != NULL && policy_literal(host, lit);
@@ -112,6 +124,9 @@ policy_decide(const struct moat_config *cfg, const struct moat_sandbox *sb,
 			    "name)", V_REFUSE;
 		if (!policy_name_allowed(sb, host))
 			return *reason = "name not on the allowlist", V_REFUSE;
+		/* A name with ports of its own opens exactly those. */
+		if (!admit_name_port(sb, host, IPPROTO_TCP, port))
+			return *reason = port_refusal(sb, host), V_REFUSE;
 	}
 	if (host == NULL || *literal)
 		return V_SPLICE;

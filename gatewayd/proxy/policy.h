@@ -14,11 +14,14 @@
 enum verdict { V_REFUSE, V_SPLICE, V_INTERCEPT };
 
 /* host: lower-case name, or NULL when the guest gave none (transparent
- * TLS without SNI).  An address literal in host is judged as an address:
- * set *literal and fill *lit.  *reason is set on V_REFUSE. */
+ * TLS without SNI); port: the TCP port asked for (an allowlist name opens
+ * the sandbox's allow_ports, or its own: admit_name_port).  An address
+ * literal in host is judged as an address: set *literal and fill *lit.
+ * *reason is set on V_REFUSE. */
 enum verdict	policy_decide(const struct moat_config *,
 		    const struct moat_sandbox *, const char *host,
-		    bool *literal, struct moat_addr *lit, const char **reason);
+		    uint16_t port, bool *literal, struct moat_addr *lit,
+		    const char **reason);
 /* "a.b.c.d" in any inet_aton spelling ("127.1", "0x7f.1", "2130706433"),
  * or an IPv6 literal.  True if s is one. */
 bool	policy_literal(const char *s, struct moat_addr *);

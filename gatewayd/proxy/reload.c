@@ -175,39 +175,6 @@ reconfigure(int fd, const struct ipc_conf *m)
 	names_clear(sec);
 }
 
-/* A grant's names, checked again as the loader checks them (gatewayd
- * did; this is a second line of defence). */
-static int
-allow_names(const struct ipc_conf_allow *m, struct moat_strlist *l)
-{
-	const char *s, *end = m->names + m->len;
-	char why[384], *v;
-
-	for (s = m->names; s < end; s += strlen(s) + 1) {
-		v = xstrdup(s);
-		if (!config_allow_entry(v, why, sizeof(why))) {
-			log_warnx("gatewayd's allow list: %s", why);
-			free(v);
-			return -1;
-		}
-		l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
-		l->v[l->n++] = v;
-	}
-	return 0;
-}
-
-static void
-strlist_clear(struct moat_strlist *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
 /* A grant: one allowlist sandbox's new list, and nothing else.  Its
  * connections to names the list no longer covers are cut; every other
  * connection, of it and of every other sandbox, goes on. */
@@ -216,6 +183,7 @@ take_allow(const struct ipc_conf_allow *m)
 {
 	struct moat_strlist l = { NULL, 0 };
 	struct moat_sandbox *sb = NULL;
+	char why[384] = "";
 	size_t i;
 	int cut;
 
@@ -223,16 +191,18 @@ take_allow(const struct ipc_conf_allow *m)
 		if (strcmp(live->sandboxes[i].name, m->sandbox) == 0)
 			sb = &live->sandboxes[i];
 	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST ||
-	    allow_names(m, &l) == -1) {
+	    config_allow_unpack(m->names, m->len, &l, why,
+	    sizeof(why)) == -1) {
 		/* A draining worker may no longer have it; a running one
 		 * always has (gatewayd changed the list it sent it). */
 		if (!proxy.draining)
 			log_warnx("gatewayd's allow list for %s does not fit "
-			    "the configuration", m->sandbox);
-		strlist_clear(&l);
+			    "the configuration%s%s", m->sandbox,
+			    *why ? ": " : "", why);
+		config_strlist_clear(&l);
 		return;
 	}
-	strlist_clear(&sb->allow);
+	config_strlist_clear(&sb->allow);
 	sb->allow = l;
 	cut = conn_cut_allow(sb);
 	log_info("sandbox %s: allow list taken in place (%zu names), %d "

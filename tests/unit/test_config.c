@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "admit.h"
 #include "config.h"
 
 static char scratch[] = "/tmp/moat-test-config.XXXXXX";
@@ -271,11 +273,108 @@ allow_normalised(void **state)
 	    "\"10.77.0.0/24\"; dns: { upstream = [ \"9.9.9.9\" ]; }; };\n"
 	    "sandboxes = ( { name = \"a\"; mac = \"52:54:00:00:00:01\";\n"
 	    "address = \"10.77.0.2\"; tap = \"mt-a\"; egress = \"allowlist\";\n"
-	    "allow = [ \"GitHub.COM.\", \"*.PyPI.org\" ]; } );\n", 0644);
+	    "allow = [ \"GitHub.COM.\", \"*.PyPI.org\",\n"
+	    "\"Git.Example.COM:UDP/53,tcp/22,tcp/22\", \"github.com:tcp/22\" ]; } );\n",
+	    0644);
 	cfg = config_load(path, NULL, &errs);
 	assert_non_null(cfg);
 	assert_string_equal(cfg->sandboxes[0].allow.v[0], "github.com");
 	assert_string_equal(cfg->sandboxes[0].allow.v[1], "*.pypi.org");
+	/* Ports of its own: sorted, each once, lower case. */
+	assert_string_equal(cfg->sandboxes[0].allow.v[2],
+	    "git.example.com:tcp/22,udp/53");
+	/* The same name plain and with ports: two entries, both count. */
+	assert_string_equal(cfg->sandboxes[0].allow.v[3], "github.com:tcp/22");
+	config_free(cfg);
+}
+
+static struct moat_config *load_text(const char *, const char *);
+
+/* The port list parser: what --ports and "NAME:PORTS" take. */
+static void
+ports_parser(void **state)
+{
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	char why[256], buf[200];
+	static const char *const bad[] = { "", ",", "tcp/22,", "tcp/", "tcp/0",
+	    "tcp/022", "tcp/65536", "tcp/99999999", "sctp/22", "TCP/22",
+	    "tcp/22 ", " tcp/22", "tcp/-1", "tcp/2a", "tcp22", "icmp/1" };
+	size_t i;
+
+	(void)state;
+	assert_int_equal(config_ports_parse("tcp/22", 6, p, why, sizeof(why)),
+	    1);
+	assert_int_equal(p[0].proto, IPPROTO_TCP);
+	assert_int_equal(p[0].port, 22);
+	assert_int_equal(config_ports_parse("udp/443,tcp/65535,tcp/1,udp/443",
+	    31, p, why, sizeof(why)), 3);
+	config_ports_fmt(p, 3, buf, sizeof(buf));
+	assert_string_equal(buf, "tcp/1,tcp/65535,udp/443");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = '\0';
+		if (config_ports_parse(bad[i], strlen(bad[i]), p, why,
+		    sizeof(why)) != -1)
+			fail_msg("\"%s\" was taken", bad[i]);
+		assert_non_null(strstr(why, "expected ports such as"));
+	}
+	snprintf(buf, sizeof(buf), "tcp/1");
+	for (i = 2; i <= MOAT_NAME_PORTS_MAX + 1; i++)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+		    ",tcp/%zu", i);
+	assert_int_equal(config_ports_parse(buf, strlen(buf), p, why,
+	    sizeof(why)), -1);
+	assert_non_null(strstr(why, "at most 16 ports"));
+	/* Only ports: a name or a stray separator is not one. */
+	assert_int_equal(config_ports_parse("tcp/22:tcp/23", 13, p, why,
+	    sizeof(why)), -1);
+}
+
+/* What each entry opens for a name (the one decision, lib/admit.c). */
+static void
+name_ports(void **state)
+{
+	struct moat_config *cfg;
+	const struct moat_sandbox *sb;
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	char t[1400];
+	bool plain;
+
+	(void)state;
+	snprintf(t, sizeof(t), "gateway: { uplink = \"eth0\"; network = "
+	    "\"10.77.0.0/24\"; dns: { upstream = [ \"9.9.9.9\" ]; }; };\n"
+	    "sandboxes = ( { name = \"a\"; mac = \"52:54:00:00:00:01\"; "
+	    "address = \"10.77.0.2\"; tap = \"mt-a\"; egress = "
+	    "\"allowlist\"; allow = [ \"plain.test\", \"git.test:tcp/22\", "
+	    "\"*.w.test\", \"x.w.test:udp/443,tcp/2222\" ]; } );\n");
+	cfg = load_text("np.conf", t);
+	sb = &cfg->sandboxes[0];
+	assert_int_equal(admit_name_ports(sb, "plain.test", &plain, p), 0);
+	assert_true(plain);
+	assert_int_equal(admit_name_ports(sb, "git.test", &plain, p), 1);
+	assert_false(plain);
+	assert_true(admit_name_port(sb, "git.test", IPPROTO_TCP, 22));
+	assert_false(admit_name_port(sb, "git.test", IPPROTO_TCP, 443));
+	assert_false(admit_name_port(sb, "git.test", IPPROTO_UDP, 22));
+	assert_true(admit_name_port(sb, "plain.test", IPPROTO_TCP, 443));
+	assert_false(admit_name_port(sb, "plain.test", IPPROTO_TCP, 22));
+	/* Covered twice: the wildcard's allow_ports and its own. */
+	assert_int_equal(admit_name_ports(sb, "x.w.test", &plain, p), 2);
+	assert_true(plain);
+	assert_true(admit_name_port(sb, "x.w.test", IPPROTO_TCP, 443));
+	assert_true(admit_name_port(sb, "x.w.test", IPPROTO_TCP, 2222));
+	assert_false(admit_name_port(sb, "y.w.test", IPPROTO_TCP, 2222));
+	assert_int_equal(admit_name_ports(sb, "git.test.evil", &plain, p), 0);
+	assert_false(plain);
+	/* The widest: what a flow of the sandbox may keep across a reload. */
+	assert_true(admit_port_allowed(sb, IPPROTO_TCP, 22));
+	assert_true(admit_port_allowed(sb, IPPROTO_UDP, 443));
+	assert_false(admit_port_allowed(sb, IPPROTO_TCP, 23));
+	/* What a resolver may ask to open. */
+	assert_true(admit_set_ports(cfg, "a", true, NULL, 0));
+	assert_true(admit_set_ports(cfg, "a", false, p, 2));
+	assert_false(admit_set_ports(cfg, "a", false, NULL, 0));
+	p[0] = (struct moat_port){ IPPROTO_TCP, 25 };
+	assert_false(admit_set_ports(cfg, "a", true, p, 1));
 	config_free(cfg);
 }
 
@@ -514,7 +613,9 @@ main(void)
 		fprintf(stderr, "cannot read corpus %s\n", corpus);
 		return 1;
 	}
-	t = realloc(t, (n + 5) * sizeof(*t));
+	t = realloc(t, (n + 7) * sizeof(*t));
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(ports_parser);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(name_ports);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(host_checks);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(full_model);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(allow_normalised);

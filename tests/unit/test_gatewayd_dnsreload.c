@@ -231,6 +231,7 @@ set_add_web(void)
 	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "web");
 	u.m.timeout_ms = 61000;
 	u.m.naddr = 1;
+	u.m.plain = 1;
 	u.m.addr[0].family = AF_INET;
 	/* Public (the test config treats no range as public); never dialled. */
 	memcpy(u.m.addr[0].a, "\135\270\330\042", 4);	/* 93.184.216.34 */

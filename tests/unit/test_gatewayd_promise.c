@@ -32,10 +32,10 @@ static int
 add(struct promises *p, const char *sb, const struct moat_addr *a, size_t n,
     uint32_t tmo, uint64_t now, uint32_t *out)
 {
-	int rc = promises_plan(p, sb, a, n, tmo, now, out);
+	int rc = promises_plan(p, sb, a, NULL, n, tmo, now, out);
 
 	if (rc == 0)
-		promises_commit(p, sb, a, n, out, now);
+		promises_commit(p, sb, a, NULL, n, out, now);
 	return rc;
 }
 

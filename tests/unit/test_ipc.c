@@ -3,6 +3,7 @@
  * socketpair; every malformed shape is a protocol violation (-2).
  */
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,6 +46,7 @@ make_set_add(uint32_t naddr)
 	strcpy(u.m.sandbox, "web");
 	u.m.timeout_ms = 60000;
 	u.m.naddr = naddr;
+	u.m.plain = 1;
 	for (i = 0; i < naddr; i++) {
 		addr_parse("203.0.113.10", &u.m.addr[i]);
 		u.m.addr[i].a[3] = (uint8_t)(10 + i);
@@ -117,6 +119,25 @@ malformed_rejected(void **state)
 	memcpy(raw.p, &u, len);
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
 	u.m.timeout_ms = IPC_SET_TIMEOUT_MAX_MS;
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), (int)len);
+	/* ports of its own: nothing asked, too many, not tcp/udp, port 0 */
+	len = make_set_add(1);
+	raw.h = (struct ipc_hdr){ IPC_SET_ADD, 0, (uint32_t)len, 1 };
+	u.m.plain = 0;
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	u.m.nports = IPC_SET_MAX_PORTS + 1;
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	u.m.nports = 1;
+	u.m.ports[0] = (struct moat_port){ 132, 22 };	/* sctp */
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	u.m.ports[0] = (struct moat_port){ IPPROTO_TCP, 0 };
+	memcpy(raw.p, &u, len);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), -2);
+	u.m.ports[0] = (struct moat_port){ IPPROTO_TCP, 22 };
 	memcpy(raw.p, &u, len);
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + len, &h), (int)len);
 	/* unknown type, and a short message */

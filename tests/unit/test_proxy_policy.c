@@ -30,7 +30,7 @@ static const char conf[] =
 "  header = \"Authorization\"; placeholder = \"moat-PH-test\"; } );\n"
 "sandboxes = (\n"
 " { name = \"a\"; mac = \"52:54:00:00:00:0a\"; address = \"10.77.0.10\"; tap = \"t-a\";"
-"   egress = \"allowlist\"; allow = [ \"*.example.test\", \"api.test\" ]; secrets = [ \"api\" ]; },\n"
+"   egress = \"allowlist\"; allow = [ \"*.example.test\", \"api.test\", \"git.test:tcp/22,tcp/443\", \"ssh.test:tcp/22\" ]; secrets = [ \"api\" ]; },\n"
 " { name = \"o\"; mac = \"52:54:00:00:00:0b\"; address = \"10.77.0.11\"; tap = \"t-o\";"
 "   egress = \"open\"; inspect = true; bypass = [ \"pinned.test\" ]; },\n"
 " { name = \"n\"; mac = \"52:54:00:00:00:0c\"; address = \"10.77.0.12\"; tap = \"t-n\";"
@@ -78,8 +78,44 @@ decide(const char *sb, const char *host)
 	const char *reason = NULL;
 	bool literal;
 
-	return policy_decide(cfg, config_sandbox_by_name(cfg, sb), host,
+	return policy_decide(cfg, config_sandbox_by_name(cfg, sb), host, 443,
 	    &literal, &lit, &reason);
+}
+
+static enum verdict
+decide_port(const char *sb, const char *host, uint16_t port)
+{
+	struct moat_addr lit;
+	const char *reason = NULL;
+	bool literal;
+
+	return policy_decide(cfg, config_sandbox_by_name(cfg, sb), host, port,
+	    &literal, &lit, &reason);
+}
+
+/* A name with ports of its own is refused on any other port; a plain
+ * name on a port outside allow_ports too. */
+static void
+test_decide_ports(void **state)
+{
+	struct moat_addr a;
+
+	(void)state;
+	need_cfg();
+	assert_int_equal(decide_port("a", "git.test", 22), V_SPLICE);
+	assert_int_equal(decide_port("a", "git.test", 443), V_SPLICE);
+	assert_int_equal(decide_port("a", "ssh.test", 22), V_SPLICE);
+	assert_int_equal(decide_port("a", "ssh.test", 443), V_REFUSE);
+	assert_int_equal(decide_port("a", "ssh.test", 80), V_REFUSE);
+	assert_int_equal(decide_port("a", "www.example.test", 22), V_REFUSE);
+	assert_int_equal(decide_port("a", "www.example.test", 443), V_SPLICE);
+	assert_int_not_equal(decide_port("o", "ssh.test", 25), V_REFUSE);
+	/* The address check takes the widest port a's names open. */
+	addr_parse("203.0.113.9", &a);
+	assert_true(policy_addr_ok(cfg, config_sandbox_by_name(cfg, "a"),
+	    NULL, &a, 22, NULL));
+	assert_false(policy_addr_ok(cfg, config_sandbox_by_name(cfg, "a"),
+	    NULL, &a, 25, NULL));
 }
 
 static void
@@ -97,7 +133,7 @@ test_decide(void **state)
 	assert_int_equal(decide("o", "api.test"), V_INTERCEPT);
 	assert_int_equal(decide("o", NULL), V_SPLICE);
 	assert_int_equal(decide("n", "api.test"), V_REFUSE);
-	assert_int_equal(policy_decide(cfg, NULL, "api.test", &(bool){ 0 },
+	assert_int_equal(policy_decide(cfg, NULL, "api.test", 443, &(bool){ 0 },
 	    &(struct moat_addr){ 0 }, &(const char *){ NULL }), V_REFUSE);
 }
 
@@ -233,6 +269,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_decide_ports),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_set_add),
