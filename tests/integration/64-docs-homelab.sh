@@ -3,14 +3,20 @@
 #
 # Every command of the page's code blocks runs, in the page's order, as
 # root on the gateway: the topology's gateway namespace, inside a mount
-# namespace of this test where /etc, /usr, /var and /srv are overlays
-# (writes land in $TOPO_TMP, never on the host) and /run is a fresh
-# tmpfs.  So `make install` really installs to /usr/local and /etc/moat
-# (the shipped moat.conf, not a test config), gatewayd uses /var/lib/moat
-# and /run/moat, and the page's paths and outputs hold unchanged.  The
-# gateway's uplink is named eth0 and an upstream resolver answers on
-# 9.9.9.9, as the shipped moat.conf says, so the file is used as
-# installed: the page asks to edit nothing that differs here.
+# namespace of this test where /etc, /usr, /var, /srv and /home are
+# overlays (writes land in $TOPO_TMP, never on the host) and /run is a
+# fresh tmpfs.  The machine starts without moat: none of its files, users
+# or group, and dpkg does not know the package.  So the page's `apt install
+# ./moat_*.deb` really installs the Debian package (dpkg's database, the
+# maintainer scripts' users and enabled unit: all in the overlays; with no
+# /run/systemd and no D-Bus socket in the fresh /run they cannot reach a
+# systemd), gatewayd uses /var/lib/moat and /run/moat, and the page's
+# paths and outputs hold unchanged.  The package is $MOAT_DEB when given
+# (.ci/run builds it once, for this test and the VM tests), else this
+# test builds it with `make deb` into its own folder.  The gateway's
+# uplink is named eth0 and an upstream resolver answers on 9.9.9.9, as the
+# shipped moat.conf says, so the file is used as the package installed it:
+# the page asks to edit nothing that differs here.
 #
 # Output the page shows (lines "#   " after a command) must appear in the
 # command's output (whitespace aside; "... X": a line containing X); a
@@ -18,9 +24,10 @@
 # for, each stand-in named in the TAP output with its reason: systemd
 # (the installed unit's own commands run instead), the image download and
 # the cloud image (the test's kernel-mode guest, same provision flags but
-# the image's), `provision console` (interactive), and ssh into the guest
-# (the guest runs containment-check with the page's arguments at boot).
-# A command the page gains that this table does not know fails the test.
+# the image's, whose initramfs carries the package's containment-check),
+# `provision console` (interactive), and ssh into the guest (the guest
+# runs containment-check with the page's arguments at boot).  A command
+# the page gains that this table does not know fails the test.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -32,16 +39,83 @@ for b in build/provision build/gatewayd build/containment-check; do
 done
 topo_trap
 topo_reap_stale
+
+# --- the package -------------------------------------------------------
+# The host must not have it: dpkg's database in the overlay is the host's.
+if [ "$(dpkg-query -W -f='${Status}' moat 2>/dev/null)" = "install ok installed" ]; then
+	not_ok "this machine has no package moat installed" \
+		"the test installs it into its own overlays, starting from a machine without it"
+	tap_done; exit 1
+fi
+t0=$EPOCHSECONDS how="given as \$MOAT_DEB"
+if [ -z "${MOAT_DEB:-}" ]; then
+	# make check ran the unit tests already (nocheck); lintian still runs.
+	DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" make --no-print-directory deb \
+		BUILD="$TOPO_TMP/build" >"$TOPO_TMP/deb.log" 2>&1 ||
+		{ not_ok "make deb" "$(tail -20 "$TOPO_TMP/deb.log")"; tap_done; exit 1; }
+	MOAT_DEB=$(ls "$TOPO_TMP"/build/deb/moat_*_amd64.deb)
+	how="built by make deb in $((EPOCHSECONDS - t0)) s"
+fi
+[ -f "$MOAT_DEB" ] || { not_ok "the package $MOAT_DEB exists"; tap_done; exit 1; }
+ok "the package: ${MOAT_DEB##*/} ($how)"
+# The folder the admin runs the page's `apt install ./moat_*.deb` in,
+# readable by apt's download user _apt, holding only the package.
+DOC_CWD=$TOPO_PUB/download
+install -d -m 0755 "$DOC_CWD" && install -m 0644 "$MOAT_DEB" "$DOC_CWD/"
+
+# What the package would change on the host, were anything to leak out of
+# the overlays: its files, dpkg's record of it, its users, their groups.
+host_pkg_state() {
+	local p u
+	for p in /etc/moat /var/lib/moat /var/log/moat /usr/lib/moat /usr/sbin/gatewayd \
+		/usr/bin/provision /usr/bin/containment-check /lib/systemd/system/moat-gatewayd.service \
+		/etc/systemd/system/multi-user.target.wants/moat-gatewayd.service \
+		/var/lib/systemd/deb-systemd-helper-enabled/moat-gatewayd.service.dsh-also \
+		/var/lib/dpkg/info/moat.list /var/lib/dpkg/info/moat.postinst; do
+		[ -e "$p" ] || [ -L "$p" ] || { echo "$p absent"; continue; }
+		find "$p" -printf '%p %y %m %u:%g %s %T@\n' | sort
+	done
+	dpkg-query -W -f='${Package} ${Status}\n' moat 2>&1
+	for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-qemu; do
+		echo "$u: $(getent passwd "$u")"
+	done
+	# The group's gid (other tests add members of their own meanwhile).
+	getent group moat | cut -d: -f1-3
+}
+host_pkg_state >"$TOPO_TMP/host.before"
+
 guest_assets || { not_ok "guest kernel and initramfs" "needs apt access once"; tap_done; exit 1; }
 doc_machine_up || { not_ok "the machine (namespaces, overlays, resolver)"; tap_done; exit 1; }
 ok "the machine's disk is overlays of this test's (the host's /etc, /usr, /var untouched)"
+# A fresh machine has no moat programs under /usr/local (a `make install`
+# there would come first on the page's PATH), and none of moat's users or
+# its group: the package's postinst must create them (in the overlay's /etc).
+inside sh -c 'for f; do rm -f "/usr/local/${f#./usr/}"; done' _ \
+	$(dpkg-deb -c "$MOAT_DEB" | awk '$6 ~ "^[.]/usr/s?bin/." { print $6 }')
+inside sed -E -i -e '/^moat(-[a-z]+)?:/d' -e 's/([:,])moat-qemu(,|$)/\1/' -e 's/,$//' \
+	/etc/passwd /etc/group /etc/shadow /etc/gshadow
+expect_fail "the machine starts without moat's users and group" inside sh -c \
+	'getent passwd moat-dns || getent passwd moat-qemu || getent group moat'
+# The maintainer scripts call systemctl and deb-systemd-invoke only when
+# /run/systemd/system exists; systemctl would talk to systemd through
+# /run/systemd/private or D-Bus's /run/dbus socket.  None is in the fresh /run.
+expect_ok "no systemd to reach: no /run/systemd, no /run/dbus in the machine" \
+	inside sh -c '! [ -e /run/systemd ] && ! [ -e /run/dbus ]'
 
 DOC=docs/provision.homelab.md
 IMAGE_NAME=debian-12-genericcloud-amd64.qcow2
+CC_PKG=$TOPO_TMP/containment-check.installed
 standin_wget() {
 	echo "# stand-in: no internet here, and no cloud-init guest: the test's kernel and"
-	echo "#   initramfs (with containment-check) go where the image would, and a blank"
-	echo "#   $IMAGE_NAME so the page's next command runs as written"
+	echo "#   an initramfs with the containment-check the package installed go where the"
+	echo "#   image would, and a blank $IMAGE_NAME so the page's next command runs as written"
+	local tree cc
+	cc=$(doc_run 'command -v containment-check') ||
+		{ echo "#   containment-check is not on the page's PATH"; return 1; }
+	inside cat "$cc" >"$CC_PKG" && chmod 0755 "$CC_PKG" &&
+		tree=$(bash tests/harness/guest-kernel.sh "$GUEST_CACHE") &&
+		bash tests/harness/guest-initramfs.sh "$GUEST_INITRD" "$tree" "$CC_PKG" &&
+		chmod 0644 "$GUEST_INITRD" || return 1
 	doc_run "install -m 0644 '$GUEST_KERNEL' vmlinuz && install -m 0644 '$GUEST_INITRD' initrd.gz &&
 		qemu-img create -q -f qcow2 $IMAGE_NAME 64M && chmod 0600 $IMAGE_NAME"
 }
@@ -62,12 +136,16 @@ standin_create() {
 	doc_run "$cmd --append 'quiet moat.cc=$(tr ' ' ',' <<<"$CC_ARGS")'"
 }
 standin_scp() {
-	echo "# stand-in: the guest's initramfs carries build/containment-check; it must be"
-	echo "#   the one make install put in /usr/local/bin"
-	inside cmp /usr/local/bin/containment-check "$PWD/build/containment-check"
+	echo "# stand-in: no scp into the kernel-mode guest: its initramfs carries the"
+	echo "#   containment-check on the page's PATH, which the package installed"
+	local cc
+	cc=$(doc_run 'command -v containment-check') || return 1
+	echo "#   $cc: $(inside dpkg -S "$cc")"
+	inside dpkg -S "$cc" | grep -q '^moat: ' && inside cmp "$cc" "$CC_PKG"
 }
 standin_ssh() {
 	echo "# stand-in: no ssh into the kernel-mode guest: its console log shows the run"
+	inside test -e /var/lib/moat/guests/dev/console.log || return 1	# no guest started
 	wait_for 300 inside grep -q MOAT-VERDICT /var/lib/moat/guests/dev/console.log
 	inside cat /var/lib/moat/guests/dev/console.log
 	inside grep -E 'running containment-check|BREACH|FAILED|DNS over HTTPS|probes in|verdict' \
@@ -80,7 +158,7 @@ skip_console() {
 
 # How each command of the page runs here: "run" (as written) or a stand-in.
 declare -A HOW=(
-	["make install"]=run
+	["apt install ./moat_*.deb"]=run
 	["gatewayd -n -c /etc/moat/moat.conf"]=run
 	["systemctl enable --now moat-gatewayd"]=standin_systemctl_start
 	["gatewayd ctl status"]=run
@@ -113,7 +191,16 @@ doc_walk "$DOC"
 expect_eq "every command of the page ran or was stood in for" "${#HOW[@]}" "$DOC_NCMDS"
 
 # --- what the page promises beyond the shown output -----------------------
-expect_eq "the config was used as installed: the shipped examples/moat.conf" "" \
+expect_eq "the package is installed in the machine (dpkg's database in the overlay)" \
+	"install ok installed" "$(inside dpkg-query -W -f='${Status}' moat)"
+expect_ok "... its postinst created moat's users and group in the overlay's /etc" \
+	sh -c "grep -q '^moat-dns:' '$DOC_OV/etc.u/passwd' && grep -q '^moat:' '$DOC_OV/etc.u/group'"
+expect_ok "... and enabled moat-gatewayd there" \
+	inside test -L /etc/systemd/system/multi-user.target.wants/moat-gatewayd.service
+expect_eq "the config was used as the package installed it (its conffile's md5sum)" \
+	"$(inside dpkg-query -W -f='${Conffiles}' moat | awk '$1 == "/etc/moat/moat.conf" { print $2 }')" \
+	"$(inside md5sum /etc/moat/moat.conf | cut -d' ' -f1)"
+expect_eq "... which is the shipped examples/moat.conf" "" \
 	"$(inside diff "$PWD/examples/moat.conf" /etc/moat/moat.conf)"
 expect_ok "... whose proxy intercepts (intercept = true, the default)" \
 	inside grep -q 'intercept = true' /etc/moat/moat.conf
@@ -122,4 +209,7 @@ expect_eq "provision destroy left nothing of the guest" "" \
 expect_fail "the bridge is gone after --teardown" ip -n "$NS_GW" link show moat0
 expect_ok "the host's own /etc/moat was not touched by this test" \
 	sh -c "! find /etc/moat /var/lib/moat /var/log/moat -newer '$DOC_OV' 2>/dev/null | grep -q ."
+host_pkg_state >"$TOPO_TMP/host.after"
+expect_eq "nothing of the package reached the host (files, dpkg's record, users, groups)" "" \
+	"$(diff "$TOPO_TMP/host.before" "$TOPO_TMP/host.after")"
 tap_done
