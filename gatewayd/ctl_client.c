@@ -141,11 +141,16 @@ build(char *req, size_t cap, int argc, char *argv[], size_t *len)
 	return 0;
 }
 
+/* How long a verb's first line may take (a reload of thousands of
+ * sandboxes takes seconds). */
+#define CTL_ANSWER_WAIT_S	60
+
 int
 ctl_main(const char *sock, int argc, char *argv[])
 {
 	static const int exits[] = { [CTLC_OK] = EXIT_OK,
-	    [CTLC_REFUSED] = EXIT_FALSE, [CTLC_UNANSWERED] = EXIT_SYSTEM };
+	    [CTLC_REFUSED] = EXIT_FALSE, [CTLC_UNANSWERED] = EXIT_SYSTEM,
+	    [CTLC_SILENT] = EXIT_SYSTEM };
 	char req[GW_CTL_MAX_LINE];
 	struct ctlc c;
 	size_t len = 0;
@@ -170,7 +175,18 @@ ctl_main(const char *sock, int argc, char *argv[])
 	(void)ctlc_send(&c, req, len, NULL, 0);
 	explicit_bzero(req, sizeof(req));
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rc = exits[ctlc_answer(&c, print_line, NULL)];
+	/* A daemon whose control process is down still takes the connection
+	 * (the socket is the parent's): do not wait for it for ever.  Every
+	 * verb answers at once but "log -f", which may wait for an event. */
+	if (!(argc >= 2 && strcmp(argv[0], "log") == 0 &&
+	    strcmp(argv[1], "-f") == 0))
+		c.first_ms = CTL_ANSWER_WAIT_S * 1000;
+	rc = ctlc_answer(&c, print_line, NULL);
+	if (rc == CTLC_SILENT)
+		fprintf(stderr, "gatewayd ctl: %s: no answer in %d s (is "
+		    "gatewayd's control process running? see its log)\n",
+		    sock, CTL_ANSWER_WAIT_S);
+	rc = exits[rc];
 	ctlc_close(&c);
 	return rc;
 }

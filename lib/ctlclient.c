@@ -158,6 +158,7 @@ fill(struct ctlc *c, int timeout_ms)
 
 	while ((r = poll(&pfd, 1, timeout_ms)) == -1 && errno == EINTR)
 		;
+	c->timedout = r == 0;
 	if (r <= 0)
 		return -1;
 	while ((n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC)) == -1 &&
@@ -200,8 +201,10 @@ ctlc_answer(struct ctlc *c, void (*fn)(const char *, bool, bool, void *),
     void *arg)
 {
 	bool refused = false;
+	int wait = c->first_ms > 0 ? c->first_ms : -1;
 
-	while (ctlc_getline(c, -1) == 0) {
+	while (ctlc_getline(c, wait) == 0) {
+		wait = -1;
 		if (strcmp(c->line, "ok") == 0)
 			return CTLC_OK;
 		/* An error may span lines (a configuration's FILE:LINE
@@ -212,6 +215,8 @@ ctlc_answer(struct ctlc *c, void (*fn)(const char *, bool, bool, void *),
 		} else
 			fn(c->line, false, refused, arg);
 	}
+	if (wait != -1 && c->timedout)
+		return CTLC_SILENT;
 	return refused ? CTLC_REFUSED : CTLC_UNANSWERED;
 }
 

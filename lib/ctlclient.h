@@ -23,6 +23,9 @@ struct ctlc {
 	size_t	 off, len;
 	char	*line;		/* the last line read, without its newline */
 	size_t	 cap;
+	int	 first_ms;	/* ctlc_answer's wait for its first line;
+				   0 (ctlc_open's): no limit */
+	bool	 timedout;	/* the last wait for more ran out */
 };
 
 /* The request line for argv[0..argc-1], newline included, in a new
@@ -39,8 +42,9 @@ int	 ctlc_send(struct ctlc *c, const char *req, size_t len,
 int	 ctlc_getline(struct ctlc *c, int timeout_ms);
 /* Read the whole answer, handing each body line and each error line
  * (error: true, without "error: ") to fn.  CTLC_OK on "ok", CTLC_REFUSED
- * if errors came, CTLC_UNANSWERED if the connection ended before either. */
-enum { CTLC_OK, CTLC_REFUSED, CTLC_UNANSWERED };
+ * if errors came, CTLC_UNANSWERED if the connection ended before either,
+ * CTLC_SILENT if nothing came within c->first_ms (when set). */
+enum { CTLC_OK, CTLC_REFUSED, CTLC_UNANSWERED, CTLC_SILENT };
 int	 ctlc_answer(struct ctlc *c, void (*fn)(const char *line, bool error,
 	    bool after_error, void *arg), void *arg);
 /* Close the connection (and c->rfd, unless the caller took it). */

@@ -170,6 +170,27 @@ test_answer_unanswered(void **state)
 	ctlc_close(&c);
 }
 
+/* A daemon that takes the connection and says nothing (its control
+ * process down): with first_ms set, the wait ends and says so. */
+static void
+test_answer_silent(void **state)
+{
+	struct seen s = { "" };
+	struct ctlc c;
+	int peer;
+
+	pair(&c, &peer);
+	c.first_ms = 100;
+	assert_int_equal(ctlc_answer(&c, note, &s), CTLC_SILENT);
+	assert_string_equal(s.text, "");
+	/* An answer after the first line may take its time: no limit. */
+	send_with(peer, "line\n", -1);
+	send_with(peer, "ok\n", -1);
+	assert_int_equal(ctlc_answer(&c, note, &s), CTLC_OK);
+	close(peer);
+	ctlc_close(&c);
+}
+
 /* A console: the descriptor comes with "ok" and is the caller's. */
 static void
 test_fd_with_ok(void **state)
@@ -217,6 +238,7 @@ main(void)
 		cmocka_unit_test(test_answer_ok),
 		cmocka_unit_test(test_answer_refused),
 		cmocka_unit_test(test_answer_unanswered),
+		cmocka_unit_test(test_answer_silent),
 		cmocka_unit_test(test_fd_with_ok),
 		cmocka_unit_test(test_timeout_and_absent),
 	};
