@@ -478,6 +478,11 @@ struct gw {
 		uint64_t	 lost;		/* refusal log overruns */
 	}			 audit;
 	gid_t			 moat_gid;	/* (gid_t)-1 if no such group */
+	/* Active/standby pair (parent_ha.c): gateway.ha as read at start,
+	 * the role keepalived last gave (enum gw_ha_role) and since when. */
+	bool			 ha_on;
+	int			 ha_role;
+	time_t			 ha_since;
 	time_t			 started;
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
@@ -541,5 +546,13 @@ int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
  * configuration loads and applies. */
 int	gw_reload_check(void *gw, const char *conf_path, char **errors);
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
+
+/* parent_ha.c: the role of a box in an active/standby pair. */
+enum gw_ha_role { HA_UNKNOWN, HA_MASTER, HA_BACKUP, HA_FAULT };
+int	ha_start(struct gw *, char *err, size_t errlen);
+void	ha_stop(struct gw *);
+void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
+void	ha_status(struct ctl_req *);
+void	ha_metrics(FILE *, const struct gw *);
 
 #endif

@@ -134,6 +134,10 @@ startup(struct gw *gw)
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
 	}
+	if (ha_start(gw, err, sizeof(err)) == -1) {
+		log_warnx("%s; not starting", err);
+		return -1;
+	}
 	policy_promises_seed(gw);
 	/* The network after the policy: forwarding is never on unfiltered. */
 	net_walk(gw->cfg, true, &gw->net);
@@ -176,6 +180,7 @@ gw_run(struct gw_opts *opts)
 	loop(&gw, sfd);
 	gw.quit = true;
 	proc_stop_all(&gw);
+	ha_stop(&gw);
 	pool_close(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);
