@@ -9,8 +9,8 @@
 # if that cannot be done.
 sock=${1:-/run/moat/gatewayd.sock}
 state=${2:-/run/moat/ha-role}
-st=$(gatewayd ctl -s "$sock" status 2>/dev/null) || exit 1
+st=$(/usr/local/sbin/gatewayd ctl -s "$sock" status 2>/dev/null) || exit 1
 echo "$st" | grep -Eq '^ha +(master|backup|fault) ' && exit 0
 role=$(cat "$state" 2>/dev/null) || exit 1
 case $role in master|backup|fault) ;; *) exit 1 ;; esac
-exec gatewayd ctl -s "$sock" ha "$role"
+exec /usr/local/sbin/gatewayd ctl -s "$sock" ha "$role"

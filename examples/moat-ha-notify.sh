@@ -15,4 +15,4 @@ BACKUP) role=backup ;;
 *) role=fault ;;
 esac
 echo "$role" >"$state.tmp" && mv -f "$state.tmp" "$state"
-exec gatewayd ctl -s "$sock" ha "$role"
+exec /usr/local/sbin/gatewayd ctl -s "$sock" ha "$role"

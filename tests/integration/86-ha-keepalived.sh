@@ -87,7 +87,7 @@ ka_start() {	# ka_start X NS PRIO SRC PEER
 	local d=$TOPO_TMP/ka-$1
 	mkdir -p "$d"
 	for s in moat-ha-notify.sh moat-ha-check.sh; do
-		sed "s|gatewayd ctl|$PWD/build/gatewayd ctl|" examples/$s >"$d/$s"
+		sed "s|/usr/local/sbin/gatewayd|$PWD/build/gatewayd|" examples/$s >"$d/$s"
 		chmod 755 "$d/$s"
 	done
 	sed -e "s|/usr/local/lib/moat/|$d/|g" -e "s|/run/moat/gatewayd.sock|${SOCK[$1]}|g" \
