@@ -102,10 +102,7 @@ nftr_ha_gate(struct nftr_ctx *ctx, bool open, const struct nftr_opts *o)
 	struct nl_batch *b = batch_new(ctx, false);
 	int r;
 
-	ha_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, "table inet "
-	    NFTR_HA_TABLE " (ensure)");
-	ha_table(b, NFT_MSG_DELTABLE, 0, "table inet " NFTR_HA_TABLE
-	    " (delete old)");
+	ha_delete_to_batch(b);
 	ha_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL,
 	    "table inet " NFTR_HA_TABLE " (create)");
 	ha_chain(b, "forward", NF_INET_FORWARD);
@@ -122,16 +119,23 @@ nftr_ha_gate(struct nftr_ctx *ctx, bool open, const struct nftr_opts *o)
 	return r;
 }
 
+/* "Create if missing" then "delete": succeeds whether it exists or not. */
+void
+ha_delete_to_batch(struct nl_batch *b)
+{
+	ha_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, "table inet "
+	    NFTR_HA_TABLE " (ensure)");
+	ha_table(b, NFT_MSG_DELTABLE, 0, "table inet " NFTR_HA_TABLE
+	    " (delete)");
+}
+
 int
 nftr_ha_remove(struct nftr_ctx *ctx)
 {
 	struct nl_batch *b = batch_new(ctx, false);
 	int r;
 
-	ha_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, "table inet "
-	    NFTR_HA_TABLE " (ensure)");
-	ha_table(b, NFT_MSG_DELTABLE, 0, "table inet " NFTR_HA_TABLE
-	    " (delete)");
+	ha_delete_to_batch(b);
 	r = batch_run(b, true);
 	batch_free(b);
 	return r;

@@ -97,6 +97,8 @@ gw_ctl ha master >/dev/null
 gw_stop
 expect_match "gatewayd stopped: the gate is shut" "drop" "$(gate)"
 expect_eq "and nothing is forwarded" timeout "$(fwd)"
+in_ns "$NS_GW" build/nft-rules flush >/dev/null 2>&1
+expect_match "nft-rules flush removes the gate with the policy" "No such file|does not exist|Error" "$(gate)"
 
 # --- out of the pair: the gate goes ------------------------------------
 sed "s|^gateway: {|gateway: {\n  metrics: { textfile = \"$PROM\"; interval = 1; };|" \
