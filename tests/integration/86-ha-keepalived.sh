@@ -111,6 +111,8 @@ resolves() { in_ns "$G" dig @$GW_ADDR +time=2 +tries=1 +short pypi.org A 2>/dev/
 	grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$'; }
 expect_ok "the guest resolves through the master" wait_for 10 resolves
 expect_eq "and its connections are forwarded" connected "$(fwd)"
+web() { in_ns "$G" curl -s --max-time 6 http://$INET_HTTP/ 2>/dev/null; }
+expect_eq "and the master's proxy fetches for it" "hello from the internet" "$(web)"
 expect_match "A's audit log has the role from keepalived" '"event":"ha-role".*"role":"master"' \
 	"$(grep ha-role "$TOPO_TMP/A-audit.log")"
 
@@ -133,6 +135,7 @@ expect_ok "B holds the gateway address" wait_for 10 has_vip "$NS_B"
 expect_fail "A gave it up" has_vip "$NS_A"
 expect_ok "B answers DNS on the gateway address" wait_for 10 resolves
 expect_eq "and B forwards the guest's connections" connected "$(fwd)"
+expect_eq "and B's proxy fetches for it" "hello from the internet" "$(web)"
 
 # --- A's gatewayd comes back -------------------------------------------
 box_start A "$NS_A"; expect_eq "A's gatewayd starts again" 0 $?
