@@ -130,12 +130,14 @@ startup(struct gw *gw)
 	 * 0710 root:its group; nobody may list this one.  Before the
 	 * policy: applying it records the sysctls it changes there. */
 	mkdir(gw->cfg->gw.state_dir, 0711);
-	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
-		log_warnx("applying the policy failed: %s; not starting", err);
-		return -1;
-	}
+	/* A box of a pair shuts its gate before anything else: nothing is
+	 * forwarded while the policy goes in, nor if it fails to. */
 	if (ha_start(gw, err, sizeof(err)) == -1) {
 		log_warnx("%s; not starting", err);
+		return -1;
+	}
+	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
+		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
 	}
 	policy_promises_seed(gw);
