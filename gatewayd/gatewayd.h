@@ -149,9 +149,10 @@ void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 /* Attach the steering program to a reuseport group: a connection goes
  * to socket (IPv4 source address) % n. */
 int	pool_steer(int fd, unsigned n);
-/* Socket i of n on a:port, SO_REUSEPORT, listening (the first steered). */
+/* Socket i of n on a:port, SO_REUSEPORT, listening (the first steered).
+ * freebind: a may not be on this host yet (a pair's backup). */
 int	pool_socket(const struct moat_addr *, uint16_t port, unsigned i,
-	    unsigned n);
+	    unsigned n, bool freebind);
 /* gw->proxy_fds[0 .. nworkers-1], the group steered over nworkers. */
 int	pool_sockets(struct gw *);
 void	pool_close(struct gw *);

@@ -36,7 +36,6 @@ ip -n "$NS_B" route add default via 198.51.100.2
 topo_link "$NS_A" peer0 "$NS_B" peer0
 ip -n "$NS_A" addr add 192.168.200.1/24 dev peer0
 ip -n "$NS_B" addr add 192.168.200.2/24 dev peer0
-for ns in "$NS_A" "$NS_B"; do in_ns "$ns" sysctl -qw net.ipv4.ip_nonlocal_bind=1; done
 # One guest on both boxes: a bridge in its namespace with the sandbox's MAC.
 topo_ns "$G"
 topo_link "$NS_A" mt-dev "$G" ga
@@ -107,6 +106,11 @@ expect_ok "B becomes backup" wait_for 30 is_role B backup
 has_vip() { ip -n "$1" -4 addr show dev moat0 | grep -q "inet $GW_ADDR/"; }
 expect_ok "A holds the gateway address" has_vip "$NS_A"
 expect_fail "B does not" has_vip "$NS_B"
+# dnsd and the proxy on B listen on the address B does not hold yet.
+served() { ctl B status --json | python3 -c "import json,sys
+c = [x for x in json.load(sys.stdin)['children'] if x['name'] in ('dnsd', 'proxy')]
+print(' '.join(sorted('%s:%s' % (x['name'], 'up' if x['pid'] > 0 and x['restarts'] == 0 else 'restarting') for x in c)))"; }
+expect_match "the backup's dnsd and proxy run, never restarted" '^dnsd:up( proxy:up)+$' "$(served)"
 resolves() { in_ns "$G" dig @$GW_ADDR +time=2 +tries=1 +short pypi.org A 2>/dev/null |
 	grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$'; }
 expect_ok "the guest resolves through the master" wait_for 10 resolves
