@@ -139,6 +139,15 @@ install: all
 	install -m 0644 examples/moat.logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/moat
 	install -d $(DESTDIR)$(PREFIX)/lib/moat
 	install -m 0755 gatewayd/install-users.sh $(DESTDIR)$(PREFIX)/lib/moat/
+	# An active/standby pair's keepalived scripts, and its example (ha.md).
+	for s in moat-ha-notify.sh moat-ha-check.sh; do \
+		sed -e 's|/usr/local/sbin|$(SBINDIR)|g' examples/$$s \
+		    >$(DESTDIR)$(PREFIX)/lib/moat/$$s && \
+		chmod 0755 $(DESTDIR)$(PREFIX)/lib/moat/$$s || exit 1; \
+	done
+	sed -e 's|/usr/local/lib/moat|$(PREFIX)/lib/moat|g' examples/keepalived.conf \
+	    >$(DESTDIR)$(DOCDIR)/keepalived.conf
+	chmod 0644 $(DESTDIR)$(DOCDIR)/keepalived.conf
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
 		sh gatewayd/install-users.sh && echo "moat's users (moat-dns, moat-proxy, moat-log, moat-ca, moat-ctl, moat-reg, moat-qemu) and group moat are in place"; \
 	else echo "as root on the target, run $(PREFIX)/lib/moat/install-users.sh"; fi

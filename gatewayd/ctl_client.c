@@ -105,6 +105,8 @@ ctl_usage(FILE *fp)
 "                          let it reach NAME (for a while, or in its file;\n"
 "                          --ports: on those ports only)\n"
 "  unallow SANDBOX NAME... take back what allow gave\n"
+"  ha master|backup|fault  this box's role in a pair, from keepalived's\n"
+"                          notify script (admins; gateway.ha only)\n"
 "\n"
 "--json (status, sandboxes, list, counters, hosts, secret list, refused; log\n"
 "is JSON already) prints one JSON document; other verbs refuse it.  -s: the\n"

@@ -191,9 +191,10 @@ void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 /* Attach the steering program to a reuseport group: a connection goes
  * to socket (IPv4 source address) % n. */
 int	pool_steer(int fd, unsigned n);
-/* Socket i of n on a:port, SO_REUSEPORT, listening (the first steered). */
+/* Socket i of n on a:port, SO_REUSEPORT, listening (the first steered).
+ * freebind: a may not be on this host yet (a pair's backup). */
 int	pool_socket(const struct moat_addr *, uint16_t port, unsigned i,
-	    unsigned n);
+	    unsigned n, bool freebind);
 /* gw->proxy_fds[0 .. nworkers-1], the group steered over nworkers. */
 int	pool_sockets(struct gw *);
 void	pool_close(struct gw *);
@@ -520,6 +521,11 @@ struct gw {
 		uint64_t	 lost;		/* refusal log overruns */
 	}			 audit;
 	gid_t			 moat_gid;	/* (gid_t)-1 if no such group */
+	/* Active/standby pair (parent_ha.c): gateway.ha as read at start,
+	 * the role keepalived last gave (enum gw_ha_role) and since when. */
+	bool			 ha_on;
+	int			 ha_role;
+	time_t			 ha_since;
 	time_t			 started;
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
@@ -585,5 +591,13 @@ int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
  * configuration loads and applies. */
 int	gw_reload_check(void *gw, const char *conf_path, char **errors);
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
+
+/* parent_ha.c: the role of a box in an active/standby pair. */
+enum gw_ha_role { HA_UNKNOWN, HA_MASTER, HA_BACKUP, HA_FAULT };
+int	ha_start(struct gw *, char *err, size_t errlen);
+void	ha_stop(struct gw *);
+void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
+void	ha_status(struct ctl_req *);
+void	ha_metrics(FILE *, const struct gw *);
 
 #endif

@@ -130,6 +130,12 @@ startup(struct gw *gw)
 	 * 0710 root:its group; nobody may list this one.  Before the
 	 * policy: applying it records the sysctls it changes there. */
 	mkdir(gw->cfg->gw.state_dir, 0711);
+	/* A box of a pair shuts its gate before anything else: nothing is
+	 * forwarded while the policy goes in, nor if it fails to. */
+	if (ha_start(gw, err, sizeof(err)) == -1) {
+		log_warnx("%s; not starting", err);
+		return -1;
+	}
 	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
@@ -176,6 +182,7 @@ gw_run(struct gw_opts *opts)
 	loop(&gw, sfd);
 	gw.quit = true;
 	proc_stop_all(&gw);
+	ha_stop(&gw);
 	pool_close(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);

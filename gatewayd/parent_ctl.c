@@ -64,6 +64,7 @@ static const struct {
 	[CTL_NAMES] = { ctl_names, false, false },
 	[CTL_ALLOW] = { ctl_allow, false, false },
 	[CTL_UNALLOW] = { ctl_unallow, false, false },
+	[CTL_HA] = { ctl_ha, true, false },
 };
 
 #define reply ctl_reply
@@ -476,6 +477,7 @@ ctl_status(struct ctl_req *r)
 		    (unsigned long long)gw->audit.dropped,
 		    (unsigned long long)gw->audit.suppressed,
 		    (unsigned long long)gw->audit.lost);
+		ha_status(r);
 		status_json_children(r);
 		net_status(r, &gw->net);
 		reply(r, "}\nok\n");
@@ -486,6 +488,7 @@ ctl_status(struct ctl_req *r)
 	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
 	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
 	    gw->reload_failures, refusals);
+	ha_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);

@@ -167,6 +167,11 @@ walk_bridge(struct walk *w)
 	else
 		item(w, true, what, "down%s", not_managed(w));
 	snprintf(what, sizeof(what), "address %s", w->cidr);
+	/* In a pair keepalived moves it: on both boxes it would be twice. */
+	if (w->cfg->gw.ha) {
+		item(w, false, what, "left to keepalived (gateway.ha)");
+		return;
+	}
 	if ((n = rtnl_addr4_has(w->r, l.index, a, plen)) == 1)
 		item(w, false, what, "on %s", br);
 	else if (n == 0 && w->apply && rtnl_addr4_add(w->r, l.index, a,

@@ -61,7 +61,8 @@ pool_steer(int fd, unsigned n)
 
 /* One member of the group: bound, steered if it is the first, listening. */
 int
-pool_socket(const struct moat_addr *a, uint16_t port, unsigned i, unsigned n)
+pool_socket(const struct moat_addr *a, uint16_t port, unsigned i, unsigned n,
+    bool freebind)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = addr_to_sockaddr(a, port, &ss);
@@ -74,6 +75,8 @@ pool_socket(const struct moat_addr *a, uint16_t port, unsigned i, unsigned n)
 		return -1;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == -1 ||
+	    (freebind && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one,
+	    sizeof(one)) == -1) ||
 	    bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
 	    /* the group has its program before it takes a connection */
 	    (i == 0 && pool_steer(fd, n) == -1) ||
@@ -94,8 +97,10 @@ pool_sockets(struct gw *gw)
 	int fd;
 
 	for (i = gw->nproxy_fds; i < n; i++) {
+		/* In a pair keepalived puts the address on the master
+		 * only: the backup's proxy is ready for it. */
 		fd = pool_socket(&gw->cfg->gw.address, gw->cfg->gw.proxy_port,
-		    i, n);
+		    i, n, gw->cfg->gw.ha);
 		if (fd == -1)
 			return -1;
 		gw->proxy_fds[i] = fd;

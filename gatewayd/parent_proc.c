@@ -560,7 +560,10 @@ bound_socket(struct gw *gw, int type, uint16_t port)
 	    type | SOCK_CLOEXEC)) == -1)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
+	/* In a pair keepalived puts the address on the master only. */
+	if ((gw->cfg->gw.ha && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one,
+	    sizeof(one)) == -1) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
 	    (type == SOCK_STREAM && listen(fd, 1024) == -1)) {
 		log_warn("bind %s port %u", type == SOCK_STREAM ? "tcp" : "udp",
 		    port);

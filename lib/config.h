@@ -151,6 +151,7 @@ struct moat_gateway {
 	char		*metrics_listen;	/* metrics.listen "ADDR:PORT", or NULL */
 	unsigned	 metrics_interval;	/* seconds between two writes */
 	struct moat_where metrics_where;	/* of listen, for messages */
+	bool		 ha;	/* ha.enabled: one box of an active/standby pair */
 	struct moat_where uplink_where, network_where;	/* for messages */
 };
 

@@ -168,6 +168,8 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
+	if (gw->ha)
+		fputs("  ha: { enabled = true; };\n", fp);
 	fputs("};\n", fp);
 }
 

@@ -445,6 +445,17 @@ set_metrics(struct loader *ld, const config_setting_t *s, void *obj,
 	walk(ld, s, metrics_keys, NKEYS(metrics_keys), obj, "gateway.metrics");
 }
 
+static const struct key ha_keys[] = {
+	{ "enabled", K_BOOL, 1, set_bool, offsetof(struct moat_gateway, ha) },
+};
+
+static void
+set_ha(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, ha_keys, NKEYS(ha_keys), obj, "gateway.ha");
+}
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -473,6 +484,7 @@ static const struct key gateway_keys[] = {
 	    offsetof(struct moat_gateway, import_timeout) },
 	{ "registration", K_GROUP, 0, set_registration, 0 },
 	{ "metrics", K_GROUP, 0, set_metrics, 0 },
+	{ "ha", K_GROUP, 0, set_ha, 0 },
 };
 
 /* --- secrets ---------------------------------------------------------- */

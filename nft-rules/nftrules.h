@@ -9,7 +9,8 @@
  * `nft` process is ever started.
  *
  * Ownership: moat owns exactly two tables, "inet moat" and "bridge moat",
- * and never reads or writes any other.  nftables evaluates every base
+ * and never reads or writes any other, except, on a box of an
+ * active/standby pair (gateway.ha), the gate "inet moat_ha" (nr_ha.c).  nftables evaluates every base
  * chain registered at a hook: a drop in another table ends the packet (it
  * can only make us stricter), while an accept elsewhere merely passes the
  * packet on to our chain, so no other table can weaken this policy.
@@ -49,6 +50,7 @@
 #include "ranges.h"
 
 #define NFTR_TABLE		"moat"
+#define NFTR_HA_TABLE		"moat_ha"
 #define NFTR_ALLOW_PREFIX	"allow_"
 #define NFTR_ALLOWP_PREFIX	"allowp_"
 #define NFTR_LOG_PREFIX		"moat:"
@@ -162,6 +164,12 @@ int	nftr_verify(struct nftr_ctx *, const struct nftr_ruleset *, FILE *out);
 int	nftr_owned(struct nftr_ctx *);
 /* Delete "inet moat" and "bridge moat" (whichever exist), atomically. */
 int	nftr_flush(struct nftr_ctx *);
+/* The gate of a box in an active/standby pair (table "inet moat_ha",
+ * replaced in one transaction): open forwards as the policy says; shut
+ * drops every forwarded packet and everything the proxy and dnsd users
+ * of o send.  nftr_ha_remove deletes it (a box that is not in a pair). */
+int	nftr_ha_gate(struct nftr_ctx *, bool open, const struct nftr_opts *o);
+int	nftr_ha_remove(struct nftr_ctx *);
 /* Add IPv4 addresses to sandbox's allowlist set with a timeout, in one
  * acked transaction; addresses already present get their timeout
  * refreshed.  Non-IPv4 addresses are skipped (IPv6 from guests is

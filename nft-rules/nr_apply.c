@@ -372,6 +372,7 @@ nftr_flush(struct nftr_ctx *ctx)
 	ctx->applied = NULL;
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		delete_table(b, &tables[i]);
+	ha_delete_to_batch(b);
 	r = batch_run(b, true);
 	batch_free(b);
 	return r;

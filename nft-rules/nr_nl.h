@@ -46,6 +46,9 @@ int	nl_dump(struct nftr_ctx *, struct nlmsghdr *req,
 	    int (*cb)(const struct nlmsghdr *, void *), void *arg);
 uint32_t table_flags(struct nftr_ctx *);
 
+/* nr_ha.c: delete the gate of a pair, if there is one. */
+void	ha_delete_to_batch(struct nl_batch *);
+
 /* nr_apply.c: append the whole replacement transaction to a batch.
  * carry (may be NULL) holds allowlist elements to keep, per set name. */
 struct nr_carry;

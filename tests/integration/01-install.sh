@@ -15,6 +15,11 @@ for c in provision gatewayd; do	# members' commands, on a user's PATH
 	expect_eq "bin/$c links to sbin/$c" /opt/moat/sbin/$c "$(readlink "$D/opt/moat/bin/$c")"
 done
 expect_ok "installs the example config" test -f "$D/etc/moat/moat.conf"
+expect_match "the pair's notify script runs gatewayd from PREFIX" \
+	'exec /opt/moat/sbin/gatewayd ctl' "$(cat "$D/opt/moat/lib/moat/moat-ha-notify.sh" 2>/dev/null)"
+expect_ok "and is executable" test -x "$D/opt/moat/lib/moat/moat-ha-check.sh"
+expect_match "the keepalived example names the scripts under PREFIX" \
+	'script "/opt/moat/lib/moat/moat-ha-check.sh' "$(cat "$D/opt/moat/share/doc/moat/keepalived.conf" 2>/dev/null)"
 expect_eq "secrets folder is 0700" 700 "$(stat -c %a "$D/etc/moat/secrets")"
 expect_match "systemd unit points at PREFIX" 'ExecStart=/opt/moat/sbin/gatewayd -d' \
 	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"

@@ -47,7 +47,7 @@ group(int *fds, unsigned n)
 
 	assert_int_equal(addr_parse("127.0.0.1", &lo), 0);
 	for (i = 0; i < n; i++) {
-		fds[i] = pool_socket(&lo, i ? port_of(fds[0]) : 0, i, n);
+		fds[i] = pool_socket(&lo, i ? port_of(fds[0]) : 0, i, n, false);
 		assert_true(fds[i] >= 0);
 		assert_int_equal(fcntl(fds[i], F_SETFL, O_NONBLOCK), 0);
 	}
