@@ -244,6 +244,9 @@ full_model(void **state)
 		config_dns_rate(cfg, dev, &q, &b);
 		assert_true(q == 200 && b == 400);
 	}
+	/* Egress budget: the sandbox's own, else the gateway's. */
+	assert_true(config_egress_budget(cfg, web) == 500LL << 20);
+	assert_true(config_egress_budget(cfg, dev) == 2LL << 30);
 	addr_parse("10.77.0.11", &a);
 	assert_ptr_equal(config_sandbox_by_addr(cfg, &a), dev);
 	sec = config_secret_by_name(cfg, "openai");
