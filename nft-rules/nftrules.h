@@ -26,6 +26,10 @@
  *        acct_new_out, acct_new_in
  *                          the same for the first packets of connections
  *                          (entry not yet confirmed); see nftr_acct_read().
+ *   set  budget_spent      ipv4_addr, flags timeout: sandboxes whose egress
+ *                          budget is spent until their window ends (only
+ *                          when some sandbox has egress_bytes_per_day);
+ *                          filled by gatewayd through nftr_budget_spent().
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -50,6 +54,7 @@
 #define NFTR_ACCT_IN		"acct_in"
 #define NFTR_ACCT_NEW_OUT	"acct_new_out"
 #define NFTR_ACCT_NEW_IN	"acct_new_in"
+#define NFTR_BUDGET_SPENT	"budget_spent"
 
 enum nftr_mode {
 	NFTR_MODE_GATEWAY = 0,	/* both tables: co-located gateway */
@@ -176,6 +181,16 @@ int	nftr_set_flush(struct nftr_ctx *, const char *sandbox);
 int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
 	    bool each);
+
+/* Refuse new flows from these guests' addresses (their egress budget is
+ * spent) for timeouts_ms[i] each, in one acked transaction; an address
+ * already there has its timeout reset.  Returns the number sent, or -1
+ * (also when the policy has no budget_spent set). */
+int	nftr_budget_spent(struct nftr_ctx *, const struct moat_addr *addrs,
+	    size_t n, const uint32_t *timeouts_ms);
+/* Empty budget_spent (a new window), in one acked transaction.  0 or -1;
+ * a policy without the set is not an error. */
+int	nftr_budget_clear(struct nftr_ctx *);
 
 /* One sandbox's traffic since its accounting elements were created (a
  * full replacement of the tables starts them again; nftr_update keeps

@@ -383,22 +383,19 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 	return nftr_set_add_each(ctx, sandbox, addrs, n, &timeout_ms, false);
 }
 
-int
-nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
+/* Add addrs to the timeout set name (an allowlist or budget_spent). */
+static int
+set_add_named(struct nftr_ctx *ctx, const char *name,
     const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
     bool each)
 {
 	struct nftnl_set *s;
 	struct nftnl_set_elem *e;
 	struct nl_batch *b;
-	char name[256], desc[300];
+	char desc[300];
 	size_t i;
 	int added = 0, r;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
-		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
-		return -1;
-	}
 	for (i = 0; i < (each ? n : 1); i++)
 		if (timeouts_ms[i] == 0) {
 			nl_seterr(ctx, "allowlist elements need a timeout");
@@ -453,6 +450,28 @@ nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
 }
 
 int
+nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
+    bool each)
+{
+	char name[256];
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
+	return set_add_named(ctx, name, addrs, n, timeouts_ms, each);
+}
+
+int
+nftr_budget_spent(struct nftr_ctx *ctx, const struct moat_addr *addrs,
+    size_t n, const uint32_t *timeouts_ms)
+{
+	return set_add_named(ctx, NFTR_BUDGET_SPENT, addrs, n, timeouts_ms,
+	    true);
+}
+
+int
 nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
     void (*fn)(const struct moat_addr *, uint64_t, void *), void *arg)
 {
@@ -487,19 +506,15 @@ nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
 	return n;
 }
 
-int
-nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
+static int
+set_flush_named(struct nftr_ctx *ctx, const char *name)
 {
 	struct nftnl_set *s;
 	struct nlmsghdr *nlh;
 	struct nl_batch *b;
-	char name[256], desc[300];
+	char desc[300];
 	int r;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
-		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
-		return -1;
-	}
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
@@ -514,6 +529,26 @@ nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 	batch_free(b);
 	nftnl_set_free(s);
 	return r;
+}
+
+int
+nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
+{
+	char name[256];
+
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
+	return set_flush_named(ctx, name);
+}
+
+int
+nftr_budget_clear(struct nftr_ctx *ctx)
+{
+	if (set_flush_named(ctx, NFTR_BUDGET_SPENT) == -1)
+		return errno == ENOENT ? 0 : -1;
+	return 0;
 }
 
 /* ---- probe ---------------------------------------------------------- */

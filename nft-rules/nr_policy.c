@@ -91,6 +91,8 @@ static const struct nftr_reason reasons[] = {
 	    "sandbox network" },
 	{ "svcreply", "inet", false, "TCP from the proxy's port or port 53 "
 	    "to a guest, not sent by the proxy or dnsd" },
+	{ "budget", "inet", true, "egress budget spent: no new flow until "
+	    "the window ends" },
 	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
 	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
 	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
@@ -614,6 +616,49 @@ acct_post(struct nr_table *t)
 	acct_rule(t, c, ACCT_NEW_IN);
 }
 
+/*
+ * Egress budgets (egress_bytes_per_day): gatewayd counts what each guest
+ * sends in acct_out and, once a sandbox has spent its budget, adds its
+ * address to budget_spent with a timeout that ends with the budget's
+ * window.  Right after established traffic is accepted in guest_in and
+ * guest_fwd, a guest in the set is refused: every new connection, and
+ * each DNS query (untracked, so never "established").  Flows admitted
+ * before go on.  Only packets that may open a flow meet the lookup, and
+ * only when some sandbox has a budget: established traffic pays nothing.
+ */
+static bool
+any_budget(const struct moat_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (config_egress_budget(cfg, &cfg->sandboxes[i]) > 0)
+			return true;
+	return false;
+}
+
+static void
+budget_set(struct build *b, struct nr_table *t)
+{
+	if (any_budget(b->cfg))
+		model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
+		    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+}
+
+static void
+budget_rule(struct nr_table *t, struct nr_chain *c)
+{
+	struct nr_rb rb;
+
+	if (model_find_set(t, NFTR_BUDGET_SPENT) == NULL)
+		return;
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1, NFTR_BUDGET_SPENT,
+	    false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "budget"));
+	rb_end(&rb);
+}
+
 static void
 guest_input(struct build *b, struct nr_table *t)
 {
@@ -622,6 +667,7 @@ guest_input(struct build *b, struct nr_table *t)
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	acct_rule(t, c, ACCT_NEW_OUT);
+	budget_rule(t, c);
 	port_rule(t, c, &gw->address, F_UDP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
@@ -728,6 +774,7 @@ guest_forward(struct build *b, struct nr_table *t)
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	acct_rule(t, c, ACCT_NEW_OUT);
+	budget_rule(t, c);
 	ct_rule(t, c, NF_CT_STATE_INVALID_BIT, "invalid", NFT_GOTO,
 	    reason_chain("inet", "invalid"));
 	/* Port isolation stops guest-to-guest frames on the bridge, but
@@ -1262,6 +1309,7 @@ build_inet(struct build *b)
 	trunk_sets(b, t);
 	sandbox_map(b, t);
 	acct_sets(b, t);
+	budget_set(b, t);
 	guest_input(b, t);
 	guest_forward(b, t);
 	inet_base_chains(b, t);
