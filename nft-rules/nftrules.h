@@ -29,7 +29,7 @@
  *   set  budget_spent      ipv4_addr, flags timeout: sandboxes whose egress
  *                          budget is spent until their window ends (only
  *                          when some sandbox has egress_bytes_per_day);
- *                          filled by gatewayd through nftr_budget_spent().
+ *                          filled by gatewayd through nftr_budget_set().
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -182,15 +182,12 @@ int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
 	    bool each);
 
-/* Refuse new flows from these guests' addresses (their egress budget is
- * spent) for timeouts_ms[i] each, in one acked transaction; an address
- * already there has its timeout reset.  Returns the number sent, or -1
- * (also when the policy has no budget_spent set). */
-int	nftr_budget_spent(struct nftr_ctx *, const struct moat_addr *addrs,
+/* Make budget_spent hold exactly addrs (their egress budget is spent),
+ * each for timeouts_ms[i] (the rest of its window), in one acked
+ * transaction: the guests at those addresses may open no new flow.  The
+ * policy must have the set (some sandbox has a budget).  0 or -1. */
+int	nftr_budget_set(struct nftr_ctx *, const struct moat_addr *addrs,
 	    size_t n, const uint32_t *timeouts_ms);
-/* Empty budget_spent (a new window), in one acked transaction.  0 or -1;
- * a policy without the set is not an error. */
-int	nftr_budget_clear(struct nftr_ctx *);
 
 /* One sandbox's traffic since its accounting elements were created (a
  * full replacement of the tables starts them again; nftr_update keeps

@@ -383,19 +383,22 @@ nftr_set_add(struct nftr_ctx *ctx, const char *sandbox,
 	return nftr_set_add_each(ctx, sandbox, addrs, n, &timeout_ms, false);
 }
 
-/* Add addrs to the timeout set name (an allowlist or budget_spent). */
-static int
-set_add_named(struct nftr_ctx *ctx, const char *name,
+int
+nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
     const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
     bool each)
 {
 	struct nftnl_set *s;
 	struct nftnl_set_elem *e;
 	struct nl_batch *b;
-	char desc[300];
+	char name[256], desc[300];
 	size_t i;
 	int added = 0, r;
 
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
 	for (i = 0; i < (each ? n : 1); i++)
 		if (timeouts_ms[i] == 0) {
 			nl_seterr(ctx, "allowlist elements need a timeout");
@@ -450,28 +453,6 @@ set_add_named(struct nftr_ctx *ctx, const char *name,
 }
 
 int
-nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
-    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
-    bool each)
-{
-	char name[256];
-
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
-		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
-		return -1;
-	}
-	return set_add_named(ctx, name, addrs, n, timeouts_ms, each);
-}
-
-int
-nftr_budget_spent(struct nftr_ctx *ctx, const struct moat_addr *addrs,
-    size_t n, const uint32_t *timeouts_ms)
-{
-	return set_add_named(ctx, NFTR_BUDGET_SPENT, addrs, n, timeouts_ms,
-	    true);
-}
-
-int
 nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
     void (*fn)(const struct moat_addr *, uint64_t, void *), void *arg)
 {
@@ -506,15 +487,19 @@ nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
 	return n;
 }
 
-static int
-set_flush_named(struct nftr_ctx *ctx, const char *name)
+int
+nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 {
 	struct nftnl_set *s;
 	struct nlmsghdr *nlh;
 	struct nl_batch *b;
-	char desc[300];
+	char name[256], desc[300];
 	int r;
 
+	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
+		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
+		return -1;
+	}
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
@@ -531,24 +516,54 @@ set_flush_named(struct nftr_ctx *ctx, const char *name)
 	return r;
 }
 
+/* Replace budget_spent's elements: the flush and the additions are one
+ * transaction, so no packet sees the set between them. */
 int
-nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
+nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
+    size_t n, const uint32_t *timeouts_ms)
 {
-	char name[256];
+	struct nftnl_set *s;
+	struct nftnl_set_elem *e;
+	struct nftnl_set_elems_iter *it;
+	struct nlmsghdr *nlh;
+	struct nl_batch *b;
+	size_t i;
+	int more, r;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
-		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
-		return -1;
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, NFTR_BUDGET_SPENT);
+	b = batch_new(ctx, false);
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0,
+	    "flush set " NFTR_BUDGET_SPENT);
+	nftnl_set_elems_nlmsg_build_payload(nlh, s);
+	batch_next(b);
+	for (i = 0; i < n; i++) {
+		if (addrs[i].family != AF_INET || timeouts_ms[i] == 0)
+			continue;
+		if ((e = nftnl_set_elem_alloc()) == NULL)
+			fatalx("out of memory");
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT,
+		    timeouts_ms[i]);
+		nftnl_set_elem_add(s, e);
 	}
-	return set_flush_named(ctx, name);
-}
-
-int
-nftr_budget_clear(struct nftr_ctx *ctx)
-{
-	if (set_flush_named(ctx, NFTR_BUDGET_SPENT) == -1)
-		return errno == ENOENT ? 0 : -1;
-	return 0;
+	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
+		fatalx("out of memory");
+	while (nftnl_set_elems_iter_cur(it) != NULL) {
+		nlh = batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET,
+		    NLM_F_CREATE, "elements of set " NFTR_BUDGET_SPENT);
+		more = nftnl_set_elems_nlmsg_build_payload_iter(nlh, it);
+		batch_next(b);
+		if (more <= 0)
+			break;
+	}
+	nftnl_set_elems_iter_destroy(it);
+	r = batch_run(b, true);
+	batch_free(b);
+	nftnl_set_free(s);
+	return r;
 }
 
 /* ---- probe ---------------------------------------------------------- */
