@@ -205,7 +205,7 @@ enforce(struct gw *gw)
 		log_info("sandbox %s: egress budget spent (%s of %s bytes); "
 		    "new flows refused until the window ends", e->name, s, b);
 		audit_event(gw, "egress-budget-spent", "sandbox", e->name,
-		    "budget", b, "spent", s, NULL);
+		    "budget_bytes", b, "spent_bytes", s, NULL);
 	}
 	if (changed && gw->egress_policy) {
 		if (nftr_budget_set(gw->nft, a, n, tmo) == -1)
