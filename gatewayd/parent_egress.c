@@ -20,6 +20,7 @@
  * charged on start).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,12 +226,17 @@ save(struct gw *gw)
 	char path[1024], tmp[1100], ip[64];
 	FILE *fp;
 	size_t i;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", gw->cfg->gw.state_dir,
 	    EGRESS_FILE);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fp = fopen(tmp, "w")) == NULL) {
+	/* Root's alone: it names every member's sandboxes. */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) == -1 || (fp = fdopen(fd, "w")) == NULL) {
 		log_warn("egress budgets: %s", tmp);
+		if (fd != -1)
+			close(fd);
 		return;
 	}
 	fprintf(fp, "# moat egress budgets: written by gatewayd\n"
