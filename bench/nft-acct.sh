@@ -6,7 +6,7 @@
 # under three policies loaded in turn each round, so that drift in the
 # machine's load hits all alike:
 #   off     the policy without the accounting rules (those naming an
-#           acct_* set, and chain acct_post) and without budgets;
+#           acct_* set, and chain acct_local) and without budgets;
 #   acct    the policy as nft-rules renders it (accounting on);
 #   budget  the same with egress_bytes_per_day on every sandbox, and the
 #           1,000 others' addresses in budget_spent (as if all were spent:
@@ -45,7 +45,7 @@ GEN_GATEWAY='  egress_bytes_per_day = "1T";' gen_conf 1000 "$TOPO_TMP/b.conf" de
 "$NFTR" -c "$TOPO_TMP/s.conf" render >"$TOPO_TMP/acct.nft" || exit 1
 "$NFTR" -c "$TOPO_TMP/b.conf" render >"$TOPO_TMP/budget.nft" || exit 1
 # The same text without the accounting rules (the sets stay, unused).
-awk '/^\tchain acct_post \{/ {skip = 1} !skip && !/^\t\t.*@acct_/ {print} skip && /^\t\}/ {skip = 0}' \
+awk '/^\tchain acct_local \{/ {skip = 1} !skip && !/^\t\t.*@acct_/ {print} skip && /^\t\}/ {skip = 0}' \
 	"$TOPO_TMP/acct.nft" >"$TOPO_TMP/off.nft"
 grep -q '@acct_' "$TOPO_TMP/off.nft" && { echo "accounting rule left in" >&2; exit 1; }
 grep -q '@budget_spent' "$TOPO_TMP/budget.nft" || { echo "no budget rule" >&2; exit 1; }
@@ -58,10 +58,11 @@ load_policy() {
 	in_ns "$NS_GW" nft add element inet moat budget_spent "{ $spent }"
 }
 # Rules a datagram of the guest's established flow meets, from the
-# rendered text: raw_pre, guest_fwd up to its established accept,
-# nat_post, acct_post (every rule: none ends the walk early).
+# rendered text: raw_pre, forward, guest_fwd up to its established
+# accept, nat_post (acct_local is at output: forwarded packets never
+# meet it).
 rules_met() {
-	awk '/^\tchain (raw_pre|nat_post|acct_post|forward) \{/ {c = 1; next}
+	awk '/^\tchain (raw_pre|nat_post|forward) \{/ {c = 1; next}
 	     /^\tchain guest_fwd \{/ {c = 2; next}
 	     c && /^\t\}/ {c = 0}
 	     c == 1 && /^\t\t[a-z]/ && !/^\t\ttype / {n++}
@@ -115,5 +116,5 @@ row "UDP, sender's CPU per datagram, forwarding included (ns)" cpu
 row "TCP bulk, $TPUT_MB MB (MB/s)" tcp
 echo
 echo "Rules an established datagram meets (raw_pre, forward, guest_fwd to its established"
-echo "accept, nat_post, acct_post): off $(rules_met off), on $(rules_met acct), with budgets $(rules_met budget)."
+echo "accept, nat_post): off $(rules_met off), on $(rules_met acct), with budgets $(rules_met budget)."
 echo "# all runs:" >&2; cat "$TOPO_TMP/runs" >&2

@@ -18,10 +18,12 @@
  *             address -> accept / allowlist chain / refusal); towards
  *             guests only replies
  *   nat_post  masquerade out of the uplink
- *   acct_post postrouting: what each guest receives; with the end of
- *             raw_pre (what it sends) and rules in guest_in and guest_fwd
- *             (connections it opens), per-sandbox traffic, kept in the
- *             counters of four sets' elements keyed by guest address
+ *   acct_local output: what the gateway host itself sends each guest;
+ *             with the end of raw_pre (what guests send), rules in
+ *             guest_in and guest_fwd (connections they open) and in
+ *             to_guest (what is forwarded to them), per-sandbox traffic,
+ *             kept in the counters of four sets' elements keyed by guest
+ *             address
  *   output    packets of the proxy's and dnsd's users: the proxy never
  *             reaches the host, the sandbox network, IPv6 or a private
  *             range (but exceptions); dnsd only its upstreams on 53;
@@ -557,11 +559,14 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
  * conntrack entry is not confirmed yet, the first of each connection (a
  * retransmitted SYN or a UDP flow's next datagrams find it confirmed; a
  * refused attempt's never is, so each try counts).  What a guest
- * receives, and connections towards it, in acct_post after routing,
- * where replies that masquerade translated back carry its address.  The
- * guest's side is counted, not the uplink: traffic through the proxy and
- * dnsd counts, and so do refused packets (also in their reason's
- * counter).
+ * receives, and connections towards it: forwarded, at the head of
+ * to_guest (replies that masquerade translated back carry its address
+ * there already), and from the gateway host itself (the proxy, dnsd, an
+ * owner's ssh) in acct_local at output.  So a packet a guest sends to
+ * the internet meets one accounting rule (in raw_pre), none looking for
+ * a receiver.  The guest's side is counted, not the uplink: traffic
+ * through the proxy and dnsd counts, and so do refused packets (also in
+ * their reason's counter).
  */
 enum { ACCT_OUT, ACCT_NEW_OUT, ACCT_IN, ACCT_NEW_IN };
 
@@ -607,10 +612,10 @@ acct_rule(struct nr_table *t, struct nr_chain *c, int k)
 }
 
 static void
-acct_post(struct nr_table *t)
+acct_local(struct nr_table *t)
 {
-	struct nr_chain *c = model_chain(t, "acct_post", "filter",
-	    NF_INET_POST_ROUTING, 0, "filter");
+	struct nr_chain *c = model_chain(t, "acct_local", "filter",
+	    NF_INET_LOCAL_OUT, 0, "filter");
 
 	acct_rule(t, c, ACCT_IN);
 	acct_rule(t, c, ACCT_NEW_IN);
@@ -801,6 +806,8 @@ guest_forward(struct build *b, struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "unknown"));
 
 	c = model_chain(t, "to_guest", NULL, 0, 0, NULL);
+	acct_rule(t, c, ACCT_IN);
+	acct_rule(t, c, ACCT_NEW_IN);
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "inbound"));
 }
@@ -1314,7 +1321,7 @@ build_inet(struct build *b)
 	guest_forward(b, t);
 	inet_base_chains(b, t);
 	inet_output(b, t);
-	acct_post(t);
+	acct_local(t);
 }
 
 /* ---- bridge moat ---------------------------------------------------- */
