@@ -11,7 +11,8 @@
 #   budget  the same with egress_bytes_per_day on every sandbox, and the
 #           1,000 others' addresses in budget_spent (as if all were spent:
 #           the set is as full as it gets; the guest itself is not in it).
-# Each figure is the median of RUNS rounds with its range; the load
+# Each figure is the median of RUNS rounds with its range, each
+# difference the median of the rounds' own differences; the load
 # average is shown at the start and the end.
 # Everything runs in network namespaces this script creates and removes;
 # no packet leaves them.
@@ -78,8 +79,12 @@ tcp() {
 		echo "'"$TPUT_MB"' / ($t1 - $t0)" | bc -l'
 }
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+order=(off acct budget)
 for i in $(seq "$RUNS"); do
-	for v in off budget acct; do	# "acct" last: its counts are checked
+	# Each round starts with the next policy, so that none always runs
+	# first or last (the machine's caches and load drift alike for all).
+	for j in 0 1 2; do
+		v=${order[$(((i + j) % 3))]}
 		load_policy $v || exit 1
 		read -r pps ns < <(udp)
 		echo "$v udp ${pps:-0}"
@@ -87,6 +92,8 @@ for i in $(seq "$RUNS"); do
 		echo "$v tcp $(tcp)"
 	done
 done >"$TOPO_TMP/runs"
+load_policy acct || exit 1	# its counts are checked
+udp >/dev/null
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 n=$(in_ns "$NS_GW" nft list set inet moat acct_out | grep -o '10\.77\.0\.11 counter packets [0-9]*' | awk '{print $4}')
 [ "${n:-0}" -ge "$COUNT" ] || { echo "accounting did not count the datagrams ($n)" >&2; exit 1; }
@@ -95,21 +102,30 @@ stat() {
 	awk -v v=$1 -v k=$2 '$1 == v && $2 == k {print $3}' "$TOPO_TMP/runs" | sort -n |
 		awk '{x[NR] = $1} END {print x[int((NR + 1) / 2)], x[1], x[NR]}'
 }
-pct() { echo "($1 - $2) * 100 / $2" | bc -l; }
+# paired VARIANT KIND -- the median, over rounds, of the variant's
+# difference from "off" in the same round, in percent, and its range
+paired() {
+	awk -v v=$1 -v k=$2 '$2 == k && $1 == "off" {o[++no] = $3}
+	    $2 == k && $1 == v {x[++nx] = $3}
+	    END {for (i = 1; i <= nx; i++) print (x[i] - o[i]) * 100 / o[i]}' "$TOPO_TMP/runs" |
+		sort -g | awk '{x[NR] = $1} END {printf "%+.1f%% (%+.1f to %+.1f)", x[int((NR + 1) / 2)], x[1], x[NR]}'
+}
 row() {	# row LABEL KIND
 	local o a b
 	read -r o o0 o1 < <(stat off $2)
 	read -r a a0 a1 < <(stat acct $2)
 	read -r b b0 b1 < <(stat budget $2)
-	printf "| %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %+.1f%% | %+.1f%% |\n" \
+	printf "| %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %s | %s |\n" \
 		"$1" "$o" "$o0" "$o1" "$a" "$a0" "$a1" "$b" "$b0" "$b1" \
-		"$(pct "$a" "$o")" "$(pct "$b" "$o")"
+		"$(paired acct $2)" "$(paired budget $2)"
 }
 echo "Kernel $(uname -r), $(nproc) CPUs, nftables $(nft --version | awk '{print $2}'); 1,000"
-echo "other sandboxes; median (range) of $RUNS rounds, the three policies in turn in each;"
+echo "other sandboxes; median (range) of $RUNS rounds, the three policies in turn in each"
+echo "(each round starting with the next); the differences are the median (range) of each"
+echo "round's difference from accounting off in that round;"
 echo "load average $load0 at the start, $load1 at the end; $(date -u +%Y-%m-%d)."
 echo
-echo "| guest -> internet | accounting off | accounting on | on, with budgets | on vs off | budgets vs off |"
+echo "| guest -> internet | accounting off | accounting on | on, with budgets | on vs off | with budgets vs off |"
 echo "|---|---:|---:|---:|---:|---:|"
 row "UDP, $SIZE-byte datagrams (per second)" udp
 row "UDP, sender's CPU per datagram, forwarding included (ns)" cpu
