@@ -477,6 +477,18 @@ struct gw_job {
 	uid_t		 peer;		/* its server's uid, the QEMU user */
 };
 
+/* A sandbox's egress budget in the current window (parent_egress.c). */
+struct gw_egress {
+	char		 name[IPC_NAME_LEN];
+	struct moat_addr addr;
+	uint64_t	 budget;	/* bytes a window, 0: none */
+	uint64_t	 spent;		/* bytes sent this window */
+	uint64_t	 last;		/* acct_out's counter at the last read */
+	bool		 audited;	/* "egress-budget-spent" this window */
+	bool		 in_set;	/* in the kernel's budget_spent */
+	bool		 configured;	/* else kept for its total only */
+};
+
 struct gw {
 	struct gw_opts		 opts;
 	struct moat_config	*cfg;
@@ -565,6 +577,13 @@ struct gw {
 	struct seen_set		 seen_names;	/* ctl names */
 	struct gw_grant		*grants;	/* parent_grant.c */
 	size_t			 ngrants;
+	struct gw_egress	*egress;	/* parent_egress.c */
+	size_t			 negress;
+	int64_t			 egress_window;	/* index of the current one */
+	uint64_t		 egress_next_ms;	/* next read, gw_mono_ms() */
+	time_t			 egress_saved;
+	bool			 egress_loaded, egress_dirty, egress_resync;
+	bool			 egress_policy;	/* the policy has budget_spent */
 	bool			 quit;
 };
 
@@ -577,6 +596,17 @@ time_t	gw_budget_now(const struct gw *);
 
 int	gw_run(struct gw_opts *);
 int	gw_sealed_memfd(const char *name, const char *text, size_t len);
+
+/* parent_egress.c: egress budgets.  Around every policy change (cur the
+ * configuration in force, cfg the one applied), once a second, and when
+ * gatewayd stops. */
+void	egress_before_apply(struct gw *, const struct moat_config *cur);
+void	egress_after_apply(struct gw *, const struct moat_config *cfg);
+void	egress_tick(struct gw *);
+int	egress_timeout(const struct gw *, int timeout);	/* ms, -1 */
+void	egress_stop(struct gw *);
+/* Sandbox i of gw->cfg's budget, or NULL if it has none to show. */
+const struct gw_egress *egress_of(const struct gw *, size_t i);
 
 /* parent_metrics.c */
 int	metrics_listen(struct gw *);	/* bind gateway.metrics.listen */

@@ -78,8 +78,8 @@ loop(struct gw *gw, int sfd)
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		timeout = grants_timeout(gw, proc_next_timeout(gw,
-		    time(NULL)));
+		timeout = egress_timeout(gw, grants_timeout(gw,
+		    proc_next_timeout(gw, time(NULL))));
 		i = metrics_next_timeout(gw, time(NULL));
 		if (i != -1 && (timeout == -1 || i < timeout))
 			timeout = i;
@@ -97,6 +97,7 @@ loop(struct gw *gw, int sfd)
 		proc_tick(gw, time(NULL));
 		metrics_tick(gw, time(NULL));
 		grants_tick(gw);
+		egress_tick(gw);
 	}
 }
 
@@ -184,6 +185,7 @@ gw_run(struct gw_opts *opts)
 	proc_stop_all(&gw);
 	ha_stop(&gw);
 	pool_close(&gw);
+	egress_stop(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);
 	audit_close(&gw);

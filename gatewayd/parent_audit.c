@@ -244,7 +244,8 @@ static bool
 numeric(const char *k, const char *v)
 {
 	static const char *const keys[] = { "uid", "exit", "errors",
-	    "flows_cut", "restart_in_s", "count", "port", "pid", "worker" };
+	    "flows_cut", "restart_in_s", "count", "port", "pid", "worker",
+	    "budget_bytes", "spent_bytes" };
 	size_t i, n = strlen(v);
 
 	if (n == 0 || n > 18 || strspn(v, "0123456789") != n ||

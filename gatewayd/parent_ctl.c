@@ -497,6 +497,28 @@ ctl_status(struct ctl_req *r)
 	reply(r, "ok\n");
 }
 
+/* A sandbox's egress budget, after its traffic: bytes a window, spent
+ * and left in this one, and whether its new flows are refused; then the
+ * end of its line or object. */
+static void
+sandbox_budget(struct ctl_req *r, const struct gw_egress *e)
+{
+	unsigned long long b = e ? e->budget : 0, sp = e ? e->spent : 0;
+	unsigned long long left = sp >= b ? 0 : b - sp;
+
+	if (r->json) {
+		if (b > 0)
+			reply(r, ",\"egress_budget\":%llu,\"egress_spent\":%llu,"
+			    "\"egress_left\":%llu,\"egress_refused\":%s", b, sp,
+			    left, e->in_set ? "true" : "false");
+		reply(r, "}");
+	} else if (b > 0)
+		reply(r, ", budget %llu B a day, spent %llu B, left %llu B%s\n",
+		    b, sp, left, e->in_set ? " (spent: new flows refused)" : "");
+	else
+		reply(r, "\n");
+}
+
 /* A member sees only the sandboxes they own; admins see all.  Each with
  * its traffic, read from the kernel's accounting counters (zero where
  * they cannot be read: the listing is still worth having). */
@@ -533,7 +555,7 @@ ctl_sandboxes(struct ctl_req *r)
 			reply(r, ",\"allow\":%zu,\"secrets\":%zu,"
 			    "\"bytes_in\":%llu,\"bytes_out\":%llu,"
 			    "\"packets_in\":%llu,\"packets_out\":%llu,"
-			    "\"conns_in\":%llu,\"conns_out\":%llu}", s->allow.n,
+			    "\"conns_in\":%llu,\"conns_out\":%llu", s->allow.n,
 			    s->secrets.n, (unsigned long long)t->bytes_in,
 			    (unsigned long long)t->bytes_out,
 			    (unsigned long long)t->packets_in,
@@ -543,13 +565,14 @@ ctl_sandboxes(struct ctl_req *r)
 		}
 		else
 			reply(r, "%-16s %-15s %-10s %-9s %-10s in %llu B, out "
-			    "%llu B, connections out %llu, in %llu\n", s->name,
+			    "%llu B, connections out %llu, in %llu", s->name,
 			    a, s->tap, egress_name(s->egress),
 			    s->owner ? s->owner : "-",
 			    (unsigned long long)t->bytes_in,
 			    (unsigned long long)t->bytes_out,
 			    (unsigned long long)t->conns_out,
 			    (unsigned long long)t->conns_in);
+		sandbox_budget(r, egress_of(r->gw, i));
 		shown++;
 	}
 	free(acct);

@@ -118,6 +118,38 @@ render_sandboxes(FILE *fp, const struct gw *gw)
 	}
 }
 
+/* The sandboxes with an egress budget: its size, what is left of it in
+ * the current window, and whether new flows are refused. */
+static void
+render_budgets(FILE *fp, struct gw *gw)
+{
+	static const char *const names[] = {
+		"moat_sandbox_egress_budget_bytes",
+		"moat_sandbox_egress_left_bytes",
+		"moat_sandbox_egress_spent",
+	};
+	static const char *const helps[] = {
+		"Each sandbox's egress budget (egress_bytes_per_day).",
+		"What is left of it in the current window.",
+		"1 while its budget is spent and its new flows are refused.",
+	};
+	const struct gw_egress *e;
+	unsigned long long v;
+	size_t i, k;
+
+	for (k = 0; k < 3; k++) {
+		head(fp, names[k], "gauge", helps[k]);
+		for (i = 0; i < gw->cfg->nsandboxes; i++) {
+			if ((e = egress_of(gw, i)) == NULL || e->budget == 0)
+				continue;
+			v = k == 0 ? e->budget : k == 2 ? e->in_set :
+			    e->spent >= e->budget ? 0 : e->budget - e->spent;
+			fprintf(fp, "%s{sandbox=\"%s\"} %llu\n", names[k],
+			    gw->cfg->sandboxes[i].name, v);
+		}
+	}
+}
+
 /* Each sandbox's traffic from the kernel's accounting counters; nothing
  * (the HELP lines alone) when they cannot be read. */
 static void
@@ -156,6 +188,7 @@ render_traffic(FILE *fp, struct gw *gw)
 		    cfg->sandboxes[i].name, (unsigned long long)t[i].conns_in,
 		    cfg->sandboxes[i].name, (unsigned long long)t[i].conns_out);
 	free(t);
+	render_budgets(fp, gw);
 }
 
 static void

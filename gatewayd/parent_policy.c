@@ -53,11 +53,14 @@ policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
 		return -1;
 	}
 	gw->probed = true;
+	egress_before_apply(gw, gw->cfg);
 	rc = policy_update(gw, rs);
 	if (rc == -1)
 		snprintf(err, errlen, "%s", nftr_error(gw->nft));
-	if (rc == 0)
+	if (rc == 0) {
 		policy_refusals(cfg);
+		egress_after_apply(gw, cfg);
+	}
 	return rc;
 }
 

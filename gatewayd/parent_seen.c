@@ -20,6 +20,7 @@ static const char *const whys[SEEN_WHY_MAX] = {
 	[SEEN_WHY_HOST] = "the gateway host",
 	[SEEN_WHY_GUEST] = "another guest",
 	[SEEN_WHY_RESOLVER] = "a resolver other than the gateway",
+	[SEEN_WHY_BUDGET] = "egress budget spent",
 };
 
 static const char *const sources[SEEN_NSOURCES] = {
@@ -275,6 +276,7 @@ static const struct {
 	{ "host", SEEN_WHY_HOST },
 	{ "guest", SEEN_WHY_GUEST },
 	{ "dns", SEEN_WHY_RESOLVER },
+	{ "budget", SEEN_WHY_BUDGET },
 };
 
 /* The proxy's refusal reasons, by a phrase each contains; protocol

@@ -39,6 +39,7 @@ enum seen_why {
 	SEEN_WHY_HOST,		/* "the gateway host" */
 	SEEN_WHY_GUEST,		/* "another guest" */
 	SEEN_WHY_RESOLVER,	/* "a resolver other than the gateway" */
+	SEEN_WHY_BUDGET,	/* "egress budget spent" */
 	SEEN_WHY_MAX
 };
 

@@ -152,6 +152,14 @@ config_dns_rate(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	*burst = b >= 0 ? (double)b : 2.0 * (double)r;
 }
 
+long long
+config_egress_budget(const struct moat_config *cfg,
+    const struct moat_sandbox *sb)
+{
+	return sb->egress_budget >= 0 ? sb->egress_budget :
+	    cfg->gw.egress_budget;
+}
+
 unsigned
 config_proxy_workers(const struct moat_config *cfg)
 {

@@ -97,6 +97,8 @@ struct moat_sandbox {
 	struct moat_port *allow_ports;	/* what an allowlisted address opens;
 					 * default tcp/80, tcp/443 */
 	size_t		 nallow_ports;
+	long long	 egress_budget;	/* egress_bytes_per_day: bytes, 0 =
+					 * "unlimited", -1 = the gateway's */
 	char		 trunk[IFNAMSIZ];	/* separate box: the interface its
 					 * KVM host's guests arrive on, or "";
 					 * its packets must arrive on it */
@@ -127,6 +129,8 @@ struct moat_gateway {
 	char		*state_dir;	/* default /var/lib/moat */
 	uint16_t	 nflog_group;	/* default 77 */
 	unsigned	 audit_max_kb;	/* audit file rotated past this */
+	long long	 egress_budget;	/* egress_bytes_per_day: the default
+					 * per sandbox, in bytes; 0 = none */
 	unsigned	 dns_tcp_per_sandbox;	/* TCP clients per source */
 	unsigned	 dns_tcp_lifetime;	/* seconds, whatever the traffic */
 	unsigned	 proxy_per_sandbox;	/* proxy connections per sandbox */
@@ -246,6 +250,11 @@ void	config_warnings_print(FILE *, const struct moat_errors *);
  * else the gateway's; a burst not set is twice the rate. */
 void	config_dns_rate(const struct moat_config *, const struct moat_sandbox *,
 	    double *qps, double *burst);
+
+/* The egress budget that applies to a sandbox, in bytes a day: its own
+ * egress_bytes_per_day if set, else the gateway's; 0 = none. */
+long long config_egress_budget(const struct moat_config *,
+	    const struct moat_sandbox *);
 
 /* gateway.proxy.workers, or when not set the online CPUs: at least 2
  * (one worker's crash leaves the others serving), at most

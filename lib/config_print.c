@@ -127,6 +127,9 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	fprintf(fp, "  refusals: { fast = %s; global_rate = %u; };\n",
 	    gw->fast_refusals ? "true" : "false", gw->refusal_rate);
 	fprintf(fp, "  audit_max_kb = %u;\n", gw->audit_max_kb);
+	if (gw->egress_budget > 0)
+		fprintf(fp, "  egress_bytes_per_day = \"%lld\";\n",
+		    gw->egress_budget);
 	fprintf(fp, "  manage_network = %s;\n", gw->manage_network ? "true" :
 	    "false");
 	if (gw->admin_group != NULL)
@@ -295,6 +298,11 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 		fprintf(fp, "    dns_rate = %ld;\n", x->dns_rate);
 	if (x->dns_burst >= 0)
 		fprintf(fp, "    dns_burst = %ld;\n", x->dns_burst);
+	if (x->egress_budget == 0)
+		pkv(fp, "    ", "egress_bytes_per_day", "unlimited");
+	else if (x->egress_budget > 0)
+		fprintf(fp, "    egress_bytes_per_day = \"%lld\";\n",
+		    x->egress_budget);
 	fputs(last ? "  }\n" : "  },\n", fp);
 }
 

@@ -456,6 +456,41 @@ set_ha(struct loader *ld, const config_setting_t *s, void *obj,
 	walk(ld, s, ha_keys, NKEYS(ha_keys), obj, "gateway.ha");
 }
 
+/*
+ * egress_bytes_per_day: "2G", "500M", "1024K" or a number of bytes, as a
+ * string; K, M, G and T are powers of 1024.  A sandbox may also say
+ * "unlimited" to have no budget where the gateway sets a default.
+ */
+static void
+set_egress_budget(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	static const char units[] = "KMGT";
+	const char *v = config_setting_get_string(s), *u;
+	unsigned long long n = 0;
+	size_t i, nd = strspn(v, "0123456789");
+
+	if (strcmp(v, "unlimited") == 0 && strcmp(ctx, "gateway") != 0) {
+		*FIELD(obj, k, long long) = 0;
+		return;
+	}
+	if (nd > 0 && nd <= 13 && (v[nd] == '\0' || (v[nd + 1] == '\0' &&
+	    (u = strchr(units, v[nd])) != NULL))) {
+		for (i = 0; i < nd; i++)
+			n = n * 10 + (unsigned long long)(v[i] - '0');
+		if (v[nd] != '\0')
+			n <<= 10 * (u - units + 1);
+		if (n >= 1 && n <= 1ULL << 50) {
+			*FIELD(obj, k, long long) = (long long)n;
+			return;
+		}
+	}
+	serr(ld, s, "%s: %s: expected a size from 1 byte to 1024T such as "
+	    "\"500M\" or \"2G\" (K, M, G, T: powers of 1024)%s, got \"%s\"",
+	    ctx, k->name, strcmp(ctx, "gateway") != 0 ? ", or \"unlimited\"" :
+	    "", v);
+}
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -477,6 +512,8 @@ static const struct key gateway_keys[] = {
 	    offsetof(struct moat_gateway, host_access) },
 	{ "audit_max_kb", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, audit_max_kb) },
+	{ "egress_bytes_per_day", K_STR, 0, set_egress_budget,
+	    offsetof(struct moat_gateway, egress_budget) },
 	{ "manage_network", K_BOOL, 0, set_bool,
 	    offsetof(struct moat_gateway, manage_network) },
 	{ "guest_uids", K_STR, 0, set_guest_uids, 0 },
@@ -741,6 +778,8 @@ static const struct key sandbox_keys[] = {
 	{ "dns_burst", K_INT, 0, set_int,
 	    offsetof(struct moat_sandbox, dns_burst) },
 	{ "allow_ports", K_STRLIST, 0, set_sb_ports, 0 },
+	{ "egress_bytes_per_day", K_STR, 0, set_egress_budget,
+	    offsetof(struct moat_sandbox, egress_budget) },
 	{ "trunk", K_STR, 0, set_ifname, offsetof(struct moat_sandbox, trunk) },
 };
 
@@ -780,6 +819,7 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	x = &cfg->sandboxes[cfg->nsandboxes++];
 	memset(x, 0, sizeof(*x));
 	x->dns_rate = x->dns_burst = -1;
+	x->egress_budget = -1;
 	where(ld, grp, &x->where);
 	nerr = ld->errs->n;
 	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,

@@ -32,6 +32,10 @@
  *        acct_new_out, acct_new_in
  *                          the same for the first packets of connections
  *                          (entry not yet confirmed); see nftr_acct_read().
+ *   set  budget_spent      ipv4_addr, flags timeout: sandboxes whose egress
+ *                          budget is spent until their window ends (only
+ *                          when some sandbox has egress_bytes_per_day);
+ *                          filled by gatewayd through nftr_budget_set().
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -58,6 +62,7 @@
 #define NFTR_ACCT_IN		"acct_in"
 #define NFTR_ACCT_NEW_OUT	"acct_new_out"
 #define NFTR_ACCT_NEW_IN	"acct_new_in"
+#define NFTR_BUDGET_SPENT	"budget_spent"
 
 enum nftr_mode {
 	NFTR_MODE_GATEWAY = 0,	/* both tables: co-located gateway */
@@ -194,6 +199,13 @@ int	nftr_set_flush(struct nftr_ctx *, const char *sandbox);
 int	nftr_set_add_each(struct nftr_ctx *, const char *sandbox,
 	    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms,
 	    bool each);
+
+/* Make budget_spent hold exactly addrs (their egress budget is spent),
+ * each for timeouts_ms[i] (the rest of its window), in one acked
+ * transaction: the guests at those addresses may open no new flow.  The
+ * policy must have the set (some sandbox has a budget).  0 or -1. */
+int	nftr_budget_set(struct nftr_ctx *, const struct moat_addr *addrs,
+	    size_t n, const uint32_t *timeouts_ms);
 
 /* One sandbox's traffic since its accounting elements were created (a
  * full replacement of the tables starts them again; nftr_update keeps

@@ -642,6 +642,56 @@ nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 	return r;
 }
 
+/* Replace budget_spent's elements: the flush and the additions are one
+ * transaction, so no packet sees the set between them. */
+int
+nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
+    size_t n, const uint32_t *timeouts_ms)
+{
+	struct nftnl_set *s;
+	struct nftnl_set_elem *e;
+	struct nftnl_set_elems_iter *it;
+	struct nlmsghdr *nlh;
+	struct nl_batch *b;
+	size_t i;
+	int more, r;
+
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, NFTR_BUDGET_SPENT);
+	b = batch_new(ctx, false);
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0,
+	    "flush set " NFTR_BUDGET_SPENT);
+	nftnl_set_elems_nlmsg_build_payload(nlh, s);
+	batch_next(b);
+	for (i = 0; i < n; i++) {
+		if (addrs[i].family != AF_INET || timeouts_ms[i] == 0)
+			continue;
+		if ((e = nftnl_set_elem_alloc()) == NULL)
+			fatalx("out of memory");
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT,
+		    timeouts_ms[i]);
+		nftnl_set_elem_add(s, e);
+	}
+	if ((it = nftnl_set_elems_iter_create(s)) == NULL)
+		fatalx("out of memory");
+	while (nftnl_set_elems_iter_cur(it) != NULL) {
+		nlh = batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET,
+		    NLM_F_CREATE, "elements of set " NFTR_BUDGET_SPENT);
+		more = nftnl_set_elems_nlmsg_build_payload_iter(nlh, it);
+		batch_next(b);
+		if (more <= 0)
+			break;
+	}
+	nftnl_set_elems_iter_destroy(it);
+	r = batch_run(b, true);
+	batch_free(b);
+	nftnl_set_free(s);
+	return r;
+}
+
 /* ---- probe ---------------------------------------------------------- */
 
 static void

@@ -21,10 +21,12 @@
  *             address -> accept / allowlist chain / refusal); towards
  *             guests only replies
  *   nat_post  masquerade out of the uplink
- *   acct_post postrouting: what each guest receives; with the end of
- *             raw_pre (what it sends) and rules in guest_in and guest_fwd
- *             (connections it opens), per-sandbox traffic, kept in the
- *             counters of four sets' elements keyed by guest address
+ *   acct_local output: what the gateway host itself sends each guest;
+ *             with the end of raw_pre (what guests send), rules in
+ *             guest_in and guest_fwd (connections they open) and in
+ *             to_guest (what is forwarded to them), per-sandbox traffic,
+ *             kept in the counters of four sets' elements keyed by guest
+ *             address
  *   output    packets of the proxy's and dnsd's users: the proxy never
  *             reaches the host, the sandbox network, IPv6 or a private
  *             range (but exceptions); dnsd only its upstreams on 53;
@@ -96,6 +98,8 @@ static const struct nftr_reason reasons[] = {
 	    "sandbox network" },
 	{ "svcreply", "inet", false, "TCP from the proxy's port or port 53 "
 	    "to a guest, not sent by the proxy or dnsd" },
+	{ "budget", "inet", true, "egress budget spent: no new flow until "
+	    "the window ends" },
 	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
 	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
 	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
@@ -597,11 +601,14 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
  * conntrack entry is not confirmed yet, the first of each connection (a
  * retransmitted SYN or a UDP flow's next datagrams find it confirmed; a
  * refused attempt's never is, so each try counts).  What a guest
- * receives, and connections towards it, in acct_post after routing,
- * where replies that masquerade translated back carry its address.  The
- * guest's side is counted, not the uplink: traffic through the proxy and
- * dnsd counts, and so do refused packets (also in their reason's
- * counter).
+ * receives, and connections towards it: forwarded, at the head of
+ * to_guest (replies that masquerade translated back carry its address
+ * there already), and from the gateway host itself (the proxy, dnsd, an
+ * owner's ssh) in acct_local at output.  So a packet a guest sends to
+ * the internet meets one accounting rule (in raw_pre), none looking for
+ * a receiver.  The guest's side is counted, not the uplink: traffic
+ * through the proxy and dnsd counts, and so do refused packets (also in
+ * their reason's counter).
  */
 enum { ACCT_OUT, ACCT_NEW_OUT, ACCT_IN, ACCT_NEW_IN };
 
@@ -647,13 +654,56 @@ acct_rule(struct nr_table *t, struct nr_chain *c, int k)
 }
 
 static void
-acct_post(struct nr_table *t)
+acct_local(struct nr_table *t)
 {
-	struct nr_chain *c = model_chain(t, "acct_post", "filter",
-	    NF_INET_POST_ROUTING, 0, "filter");
+	struct nr_chain *c = model_chain(t, "acct_local", "filter",
+	    NF_INET_LOCAL_OUT, 0, "filter");
 
 	acct_rule(t, c, ACCT_IN);
 	acct_rule(t, c, ACCT_NEW_IN);
+}
+
+/*
+ * Egress budgets (egress_bytes_per_day): gatewayd counts what each guest
+ * sends in acct_out and, once a sandbox has spent its budget, adds its
+ * address to budget_spent with a timeout that ends with the budget's
+ * window.  Right after established traffic is accepted in guest_in and
+ * guest_fwd, a guest in the set is refused: every new connection, and
+ * each DNS query (untracked, so never "established").  Flows admitted
+ * before go on.  Only packets that may open a flow meet the lookup, and
+ * only when some sandbox has a budget: established traffic pays nothing.
+ */
+static bool
+any_budget(const struct moat_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (config_egress_budget(cfg, &cfg->sandboxes[i]) > 0)
+			return true;
+	return false;
+}
+
+static void
+budget_set(struct build *b, struct nr_table *t)
+{
+	if (any_budget(b->cfg))
+		model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
+		    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+}
+
+static void
+budget_rule(struct nr_table *t, struct nr_chain *c)
+{
+	struct nr_rb rb;
+
+	if (model_find_set(t, NFTR_BUDGET_SPENT) == NULL)
+		return;
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1, NFTR_BUDGET_SPENT,
+	    false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "budget"));
+	rb_end(&rb);
 }
 
 static void
@@ -664,6 +714,7 @@ guest_input(struct build *b, struct nr_table *t)
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	acct_rule(t, c, ACCT_NEW_OUT);
+	budget_rule(t, c);
 	port_rule(t, c, &gw->address, F_UDP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
@@ -770,6 +821,7 @@ guest_forward(struct build *b, struct nr_table *t)
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	acct_rule(t, c, ACCT_NEW_OUT);
+	budget_rule(t, c);
 	ct_rule(t, c, NF_CT_STATE_INVALID_BIT, "invalid", NFT_GOTO,
 	    reason_chain("inet", "invalid"));
 	/* Port isolation stops guest-to-guest frames on the bridge, but
@@ -796,6 +848,8 @@ guest_forward(struct build *b, struct nr_table *t)
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "unknown"));
 
 	c = model_chain(t, "to_guest", NULL, 0, 0, NULL);
+	acct_rule(t, c, ACCT_IN);
+	acct_rule(t, c, ACCT_NEW_IN);
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "inbound"));
 }
@@ -1382,11 +1436,12 @@ build_inet(struct build *b)
 	trunk_sets(b, t);
 	sandbox_map(b, t);
 	acct_sets(b, t);
+	budget_set(b, t);
 	guest_input(b, t);
 	guest_forward(b, t);
 	inet_base_chains(b, t);
 	inet_output(b, t);
-	acct_post(t);
+	acct_local(t);
 }
 
 /* ---- bridge moat ---------------------------------------------------- */

@@ -118,10 +118,10 @@ expect_match "the kernel counted it" '10\.77\.0\.11 counter packets [0-9]+ bytes
 out=$(in_ns "$NS_GW" build/nft-rules -c "$TOPO_TMP/plain.conf" --proxy-user - --dns-user - verify 2>&1)
 expect_eq "verify finds no drift with non-zero counters" 0 $?
 expect_eq "and prints nothing" "" "$out"
-h=$(in_ns "$NS_GW" nft -a list chain inet moat acct_post | grep -o '@acct_in # handle [0-9]*' | grep -o '[0-9]*$')
-in_ns "$NS_GW" nft delete rule inet moat acct_post handle "${h:-0}"
+h=$(in_ns "$NS_GW" nft -a list chain inet moat acct_local | grep -o '@acct_in # handle [0-9]*' | grep -o '[0-9]*$')
+in_ns "$NS_GW" nft delete rule inet moat acct_local handle "${h:-0}"
 out=$(in_ns "$NS_GW" build/nft-rules -c "$TOPO_TMP/plain.conf" --proxy-user - --dns-user - verify 2>&1)
 expect_eq "a missing accounting rule is drift" 1 $?
-expect_match "named in the diff" '^-.*acct_post.*@acct_in' "$out"
+expect_match "named in the diff" '^-.*acct_local.*@acct_in' "$out"
 in_ns "$NS_GW" build/nft-rules flush
 tap_done

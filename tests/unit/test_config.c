@@ -246,6 +246,9 @@ full_model(void **state)
 		config_dns_rate(cfg, dev, &q, &b);
 		assert_true(q == 200 && b == 400);
 	}
+	/* Egress budget: the sandbox's own, else the gateway's. */
+	assert_true(config_egress_budget(cfg, web) == 500LL << 20);
+	assert_true(config_egress_budget(cfg, dev) == 2LL << 30);
 	addr_parse("10.77.0.11", &a);
 	assert_ptr_equal(config_sandbox_by_addr(cfg, &a), dev);
 	sec = config_secret_by_name(cfg, "openai");
@@ -399,6 +402,55 @@ load_text(const char *name, const char *text)
 	"\"10.77.0.2\"; tap = \"mt-a\"; egress = \"%s\"; }"
 #define SB_B	"{ name = \"b\"; mac = \"52:54:00:00:00:02\"; address = " \
 	"\"10.77.0.3\"; tap = \"mt-b\"; egress = \"open\"; }"
+
+/* egress_bytes_per_day: sizes in powers of 1024 or bytes, a sandbox's own
+ * over the gateway's, "unlimited" for none; the normalised config says
+ * the same. */
+static void
+egress_budget_sizes(void **state)
+{
+	static const char *const sb[] = {
+		"{ name = \"a\"; mac = \"52:54:00:00:00:01\"; address = "
+		    "\"10.77.0.2\"; tap = \"mt-a\"; egress = \"open\"; "
+		    "egress_bytes_per_day = \"unlimited\"; }",
+		"{ name = \"b\"; mac = \"52:54:00:00:00:02\"; address = "
+		    "\"10.77.0.3\"; tap = \"mt-b\"; egress = \"open\"; }",
+		"{ name = \"c\"; mac = \"52:54:00:00:00:03\"; address = "
+		    "\"10.77.0.4\"; tap = \"mt-c\"; egress = \"open\"; "
+		    "egress_bytes_per_day = \"3K\"; }",
+		"{ name = \"d\"; mac = \"52:54:00:00:00:04\"; address = "
+		    "\"10.77.0.5\"; tap = \"mt-d\"; egress = \"open\"; "
+		    "egress_bytes_per_day = \"7\"; }",
+	};
+	char t[2048], *text = NULL;
+	size_t len = 0;
+	struct moat_config *c, *c2;
+	FILE *fp;
+	int round;
+
+	(void)state;
+	snprintf(t, sizeof(t), SB_GW "sandboxes = ( %s, %s, %s, %s );\n",
+	    "egress_bytes_per_day = \"1G\";", sb[0], sb[1], sb[2], sb[3]);
+	c = load_text("budget.conf", t);
+	for (round = 0; round < 2; round++) {
+		assert_true(c->gw.egress_budget == 1LL << 30);
+		assert_true(config_egress_budget(c, &c->sandboxes[0]) == 0);
+		assert_true(config_egress_budget(c, &c->sandboxes[1]) ==
+		    1LL << 30);
+		assert_true(config_egress_budget(c, &c->sandboxes[2]) == 3072);
+		assert_true(config_egress_budget(c, &c->sandboxes[3]) == 7);
+		if (round == 1)
+			break;
+		fp = open_memstream(&text, &len);
+		config_print(fp, c);
+		fclose(fp);
+		c2 = load_text("budget-nv.conf", text);
+		free(text);
+		config_free(c);
+		c = c2;
+	}
+	config_free(c);
+}
 
 /* What lets the proxy take a reload in place: two configs whose text but
  * sandboxes is equal differ in sandboxes only; a sandbox compares equal
@@ -613,13 +665,14 @@ main(void)
 		fprintf(stderr, "cannot read corpus %s\n", corpus);
 		return 1;
 	}
-	t = realloc(t, (n + 7) * sizeof(*t));
+	t = realloc(t, (n + 8) * sizeof(*t));
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(ports_parser);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(name_ports);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(host_checks);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(full_model);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(allow_normalised);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(text_but_sandboxes);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(egress_budget_sizes);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(all_errors_reported);
 	rc = _cmocka_run_group_tests("config", t, n, NULL, NULL);
 	nftw(scratch, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -417,7 +417,7 @@ test_flat_per_packet(void **state)
 		{ "inet", "input" }, { "inet", "guest_in" },
 		{ "inet", "forward" }, { "inet", "guest_fwd" },
 		{ "inet", "to_guest" }, { "inet", "nat_post" },
-		{ "inet", "acct_post" },
+		{ "inet", "acct_local" },
 		{ "bridge", "prerouting" }, { "bridge", "from_guest" },
 		{ "bridge", "forward" },
 	};
@@ -485,7 +485,8 @@ test_accounting(void **state)
 		    NFT_SET_CONSTANT, 0);
 	}
 	assert_null(model_find_chain(&rs->tables[0], "acct_pre"));
-	assert_int_equal(chain_rules(rs, "inet", "acct_post"), 2);
+	assert_null(model_find_chain(&rs->tables[0], "acct_post"));
+	assert_int_equal(chain_rules(rs, "inet", "acct_local"), 2);
 	nftr_ruleset_free(rs);
 	nftr_ruleset_free(ri);
 	config_free(cfg);
