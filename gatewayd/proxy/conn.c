@@ -948,6 +948,40 @@ h_http(struct conn *c, struct side *s, uint32_t events)
 	app->pump(c);
 }
 
+void
+conn_budget_wait(struct conn *c)
+{
+	c->st = S_BUDGET;
+	ev_set(&c->g.ev, 0);
+	ev_set(&c->u.ev, 0);
+}
+
+void
+conn_budget_answer(struct conn *c)
+{
+	if (c->closed || c->st != S_BUDGET)
+		return;
+	c->st = S_HTTP;
+	app->pump(c);
+}
+
+/* Nothing is asked of either side while the answer is awaited; a hangup
+ * is still reported.  A guest gone both ways cannot take an answer: it
+ * closes.  An upstream gone is closed, and the request dials again when
+ * it goes on. */
+static void
+h_budget(struct conn *c, struct side *s, uint32_t events)
+{
+	if (!(events & (EPOLLERR | EPOLLHUP)))
+		return;
+	if (s == &c->g) {
+		conn_close(c);
+		return;
+	}
+	side_close(&c->u);
+	c->dialled = false;
+}
+
 static void
 h_tunnel(struct conn *c, struct side *s, uint32_t events)
 {
@@ -975,6 +1009,7 @@ static const state_fn handlers[S_NSTATES] = {
 	[S_GUESTTLS] = h_guesttls,
 	[S_SPLICE] = h_splice,
 	[S_HTTP] = h_http,
+	[S_BUDGET] = h_budget,
 	[S_TUNNEL] = h_tunnel,
 	[S_DRAIN] = h_drain,
 };

@@ -41,6 +41,7 @@ enum cstate {
 	S_GUESTTLS,	/* handshake with the guest */
 	S_SPLICE,
 	S_HTTP,
+	S_BUDGET,	/* a request waits for gatewayd to charge a budget */
 	S_TUNNEL,	/* after a 101 over TLS: bytes both ways */
 	S_DRAIN,	/* flush a final answer, then close */
 	S_NSTATES
@@ -111,6 +112,13 @@ int	conn_cut_secret(const char *name);
  * and the others move to their sandbox's new entry.  The number closed. */
 int	conn_rebind(const struct moat_config *old,
 	    const struct moat_config *ncfg, bool keep, bool cut_read);
+
+/* The engine's request waits for gatewayd's budget answer (S_BUDGET):
+ * neither side is read or written meanwhile.  conn_budget_answer, called
+ * with the answer, gives the connection back to the engine, which goes on
+ * from the request it holds. */
+void	conn_budget_wait(struct conn *);
+void	conn_budget_answer(struct conn *);
 
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);
