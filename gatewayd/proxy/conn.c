@@ -500,7 +500,7 @@ h_head(struct conn *c, struct side *s, uint32_t events)
 		return;
 	}
 	c->st = S_HTTP;		/* plain HTTP: the engine routes it */
-	app->start(c);
+	app->start(c, &h);
 }
 
 /* --- transparent and after-CONNECT: the ClientHello ------------------------ */
@@ -586,7 +586,7 @@ h_peek(struct conn *c, struct side *s, uint32_t events)
 		peek_connect(c, r, sni);
 	else if (r == SNI_NOT_TLS) {
 		c->st = S_HTTP;		/* transparent plain HTTP */
-		app->start(c);
+		app->start(c, NULL);
 	} else
 		peek_decide(c, r, sni);
 }
@@ -896,7 +896,7 @@ h_guesttls(struct conn *c, struct side *s, uint32_t events)
 	}
 	c->st = S_HTTP;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
-	app->start(c);
+	app->start(c, NULL);
 }
 
 /* --- splice: bytes through, undecrypted (splice.c) ------------------------ */

@@ -5,8 +5,10 @@
  * (an explicit-proxy request head, or a transparent ClientHello / request
  * head), decide (refuse, splice, intercept), resolve and check, dial
  * exactly the checked address, then either splice bytes through untouched
- * or terminate TLS and run the HTTP engine (struct conn_app).  Each state has one
- * event handler in a table.
+ * or terminate TLS and run the HTTP engine (struct conn_app).  A wait on
+ * another process is a state of its own, so the worker's other
+ * connections go on: the signer's leaf (S_SIGNING), gatewayd's answer to
+ * a budget (S_BUDGET).  Each state has one event handler in a table.
  */
 #ifndef MOAT_PROXY_CONN_H
 #define MOAT_PROXY_CONN_H
@@ -53,6 +55,7 @@ enum ckind { K_EXPLICIT, K_TRANSPARENT };
 enum after_dial { AD_CONNECT_OK, AD_GUEST_TLS, AD_HTTP };
 
 struct http;
+struct http_head;
 
 struct conn {
 	struct conn	*next, *prev;
@@ -140,7 +143,9 @@ void	conn_refuse_policy(struct conn *, const char *reason);
  * engine builds on the connection layer and never the other way round.
  */
 struct conn_app {
-	void	(*start)(struct conn *);	/* the request stream begins */
+	/* The request stream begins: with its first head when conn.c has
+	 * parsed it (the explicit proxy's first request), else NULL. */
+	void	(*start)(struct conn *, const struct http_head *);
 	void	(*pump)(struct conn *);		/* S_HTTP: readiness */
 	void	(*tunnel)(struct conn *);	/* S_TUNNEL: readiness */
 	void	(*free)(struct http *);

@@ -13,7 +13,8 @@
  * the lengths differ.
  *
  * A request's walk (h->rq, a table of steps): its head is parsed once
- * (RQ_HEAD) and kept, with the host and port it names, in struct request;
+ * (RQ_HEAD; the explicit proxy's first head by conn.c, which hands it
+ * over) and kept, with the host and port it names, in struct request;
  * it is routed (RQ_ROUTE: the connection dials when the upstream differs,
  * and resumes here), checked, and held while gatewayd charges a budget
  * (RQ_BUDGET, the connection in S_BUDGET), then sent (RQ_SEND), then its
@@ -100,8 +101,10 @@ http_free(struct http *h)
 	free(h);
 }
 
+static bool request_taken(struct conn *);
+
 static void
-http_start(struct conn *c)
+http_start(struct conn *c, const struct http_head *first)
 {
 	struct http *h = xcalloc(1, sizeof(*h));
 	struct secrets *ss = secrets_hold(proxy.secrets);
@@ -119,6 +122,11 @@ http_start(struct conn *c)
 	h->fhits = xcalloc(ss->n + 1, sizeof(int));
 	h->dec = xmalloc(REDACT_CHUNK);
 	conn_set_deadline(c, TIMEOUT_HEAD_S);
+	if (first != NULL) {		/* conn.c parsed it: taken as it is */
+		h->req.hd = *first;
+		if (!request_taken(c))
+			return;		/* refused (answered) */
+	}
 	http_pump(c);
 }
 
@@ -410,20 +418,18 @@ scrub_refresh(struct http *h)
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 }
 
-/* RQ_HEAD: parse the next head and find what it names; the head is kept
- * (h->req) for the steps after, which never parse it again. */
+/* RQ_HEAD: parse the next head; request_taken keeps it (h->req) for the
+ * steps after, which never parse it again. */
 static bool
 request_head(struct conn *c)
 {
 	struct http *h = c->h;
-	struct request *rq = &h->req;
-	struct http_head *hd = &rq->hd;
 	enum http_err e;
 
 	if (h->rs != RS_IDLE || c->g.in.len == 0 || c->u.out.len > 0)
 		return false;
 	e = http_parse_request((char *)c->g.in.d + c->g.in.off, c->g.in.len,
-	    hd);
+	    &h->req.hd);
 	if (e == HTTP_INCOMPLETE) {
 		if (buf_room(&c->g.in) == 0)
 			conn_refuse(c, 431, "request head too large");
@@ -434,6 +440,18 @@ request_head(struct conn *c)
 		    400, http_strerror(e));
 		return false;
 	}
+	return request_taken(c);
+}
+
+/* A parsed head (h->req.hd, at the start of the guest's input): what
+ * does it name?  Then RQ_ROUTE. */
+static bool
+request_taken(struct conn *c)
+{
+	struct http *h = c->h;
+	struct request *rq = &h->req;
+	struct http_head *hd = &rq->hd;
+
 	log_debug("%s: request %u: head parsed (%zu bytes)", c->src, ++rq->n,
 	    hd->headlen);
 	if (hd->methodlen == 7 && memcmp(hd->method, "CONNECT", 7) == 0) {
