@@ -55,7 +55,7 @@ req() {	# req PATH [more header lines]
 	printf 'GET %s HTTP/1.1\r\nHost: api.bound.test\r\nAuthorization: Bearer %s\r\n%b\r\n' \
 	    "$1" "$GH_PH" "${2:-}"
 }
-parent=$(ps -o ppid= -p "$(gw_child_pid proxy | head -1)" | tr -d ' ')
+parent=$(ps -o ppid= -p "$(gw_child_pid proxy | sed -n 1p)" | tr -d ' ')
 mark=$(wc -l <"$GW_LOG")
 kill -STOP "$parent"
 # Both heads in one write: the second is in the proxy's buffer while the
