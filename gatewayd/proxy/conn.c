@@ -873,11 +873,6 @@ guesttls_start(struct conn *c)
 	ev_set(&c->g.ev, EPOLLIN);
 }
 
-/* Nothing to do until the leaf comes: interest is off on both sides. */
-static void
-h_signing(struct conn *c, struct side *s, uint32_t events)
-{
-}
 
 static void
 h_guesttls(struct conn *c, struct side *s, uint32_t events)
@@ -965,12 +960,13 @@ conn_budget_answer(struct conn *c)
 	app->pump(c);
 }
 
-/* Nothing is asked of either side while the answer is awaited; a hangup
- * is still reported.  A guest gone both ways cannot take an answer: it
- * closes.  An upstream gone is closed, and the request dials again when
- * it goes on. */
+/* S_SIGNING and S_BUDGET: nothing to do until the other process answers,
+ * and nothing is asked of either side, but a hangup or an error is still
+ * reported (epoll always does), and would be again on every turn of the
+ * loop.  A guest gone that way cannot take an answer: it closes.  An
+ * upstream gone is closed; the request dials again when it goes on. */
 static void
-h_budget(struct conn *c, struct side *s, uint32_t events)
+h_waiting(struct conn *c, struct side *s, uint32_t events)
 {
 	if (!(events & (EPOLLERR | EPOLLHUP)))
 		return;
@@ -1005,11 +1001,11 @@ static const state_fn handlers[S_NSTATES] = {
 	[S_PEEK] = h_peek,
 	[S_DIAL] = h_dial,
 	[S_UPTLS] = h_uptls,
-	[S_SIGNING] = h_signing,
+	[S_SIGNING] = h_waiting,
 	[S_GUESTTLS] = h_guesttls,
 	[S_SPLICE] = h_splice,
 	[S_HTTP] = h_http,
-	[S_BUDGET] = h_budget,
+	[S_BUDGET] = h_waiting,
 	[S_TUNNEL] = h_tunnel,
 	[S_DRAIN] = h_drain,
 };

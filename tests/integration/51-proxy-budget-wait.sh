@@ -82,6 +82,34 @@ parsed=$(tail -n +"$((mark + 1))" "$GW_LOG" | grep -c '10\.77\.0\.10: request [0
 expect_eq "each head was parsed once: 2 parses for 2 requests" 2 "$parsed"
 expect_match "the budget was charged once for each (3 of 10 used)" '^gh .*budget 3/10 per minute' \
 	"$(gw_ctl secret list)"
+# A guest that resets its connection while it waits for the answer: epoll
+# reports the reset on every turn of the loop even with no interest asked;
+# the waiting connection is closed at once, and no worker spins.
+workers=$(gw_child_pid proxy)		# asked before gatewayd stops
+cputicks() { local p t=0; for p in $workers; do
+	t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done; echo $t; }
+kill -STOP "$parent"
+in_ns "$TOPO-agent" python3 -c 'import socket, ssl, struct, sys, time
+s = socket.create_connection((sys.argv[1], 3128), timeout=5)
+s.sendall(b"CONNECT api.bound.test:443 HTTP/1.1\r\nHost: api.bound.test:443\r\n\r\n")
+r = b""
+while b"\r\n\r\n" not in r:
+    r += s.recv(1024)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+t = ctx.wrap_socket(s, server_hostname="api.bound.test")
+t.sendall(b"GET /repos/acme/reset HTTP/1.1\r\nHost: api.bound.test\r\n"
+    b"Authorization: Bearer " + sys.argv[3].encode() + b"\r\n\r\n")
+time.sleep(2)
+t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+t.close()                   # RST' $GW_ADDR "$PX_DIR/bundle.crt" "$GH_PH"
+c0=$(cputicks); sleep 2; c1=$(cputicks)
+closed=$(tail -n +"$((mark + 1))" "$GW_LOG" | grep -c '10\.77\.0\.10: api\.bound\.test:443: closed in state 8$')
+kill -CONT "$parent"
+expect_eq "a guest that reset while waiting for the answer is closed at once (S_BUDGET)" 1 "$closed"
+[ $((c1 - c0)) -lt 10 ] && ok "... and the workers stay idle meanwhile ($((c1 - c0)) ticks of CPU in 2 s)" ||
+	not_ok "the workers stay idle while gatewayd is stopped" "$((c1 - c0)) ticks of CPU in 2 s"
+expect_eq "... and its request never reached the server" 0 "$(reached /repos/acme/reset)"
+
 expect_fail "the real value appears in no log" grep -qF "$GH_REAL" "$GW_AUDIT" "$GW_LOG"
 
 tap_done
