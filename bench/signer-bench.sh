@@ -12,10 +12,14 @@
 # the one server, which presents one wildcard certificate made here.
 #
 #   bash bench/signer-bench.sh [REQUESTS] [HOSTS]   (root, after make; curl, cc)
+#   SIGNER_DUTY=10 bash bench/signer-bench.sh       a slow signer (below)
+#   PX_BIN=/path/to/moat-proxy bash bench/...       another build
 #
 # REQUESTS (1000) GETs of /small on one keep-alive connection, the first
 # (which pays for the connection and A's own leaf) left out; HOSTS (200)
-# new hosts for B, 8 at a time.  Every transfer has a deadline; the whole
+# new hosts for B, 8 at a time.  SIGNER_DUTY (100) is the share, in
+# percent, of every 50 ms the signer may run: below 100 it is stopped for
+# the rest (SIGSTOP/SIGCONT), a stand-in for a signer starved of CPU.  Every transfer has a deadline; the whole
 # run takes seconds; nothing leaves the namespaces; cleaned up on any exit.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh		# wait_for
@@ -23,9 +27,11 @@ cd "$(dirname "$0")/.."
 . tests/harness/proxy-lib.sh
 N=${1:-1000}
 HOSTS=${2:-200}
+DUTY=${SIGNER_DUTY:-100}
 WILD=203.0.113.30
 [ "$N" -ge 10 ] && [ "$N" -le 10000 ] || { echo "bench: REQUESTS 10..10000"; exit 2; }
 [ "$HOSTS" -ge 1 ] && [ "$HOSTS" -le 1000 ] || { echo "bench: HOSTS 1..1000"; exit 2; }
+[ "$DUTY" -ge 1 ] && [ "$DUTY" -le 100 ] || { echo "bench: SIGNER_DUTY 1..100"; exit 2; }
 for t in curl cc openssl python3; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
@@ -61,6 +67,25 @@ topo_wait_port "$NS_INET" $WILD 443 || { echo "bench: the server did not start";
 # No -v: the proxy logs at its default level, as in production.
 topo_bg "$NS_GW" moat-proxy "$PX_BIN" -d -c "$TOPO_TMP/moat.conf" --upstream-ca "$PX_DIR/testca.crt"
 topo_wait_port "$NS_GW" $GW_ADDR 3128 || { echo "bench: moat-proxy did not start"; exit 1; }
+if [ "$DUTY" -lt 100 ]; then
+	pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+	signer=$(pgrep -P "$pxpid" | head -1)
+	[ -n "$signer" ] || { echo "bench: no signer under moat-proxy $pxpid"; exit 1; }
+	# Runs DUTY% of every 50 ms; let go (SIGCONT) when this run ends.
+	python3 -c 'import os, signal, sys, time
+pid, run = int(sys.argv[1]), 0.05 * int(sys.argv[2]) / 100
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+try:
+    while True:
+        os.kill(pid, signal.SIGCONT); time.sleep(run)
+        os.kill(pid, signal.SIGSTOP); time.sleep(0.05 - run)
+except (ProcessLookupError, SystemExit):
+    pass
+finally:
+    try: os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError: pass' "$signer" "$DUTY" &
+	TOPO_PIDS+=($!)
+fi
 # The guests trust the gateway's CA only: a leaf of the test CA (a tunnel
 # that was not intercepted) would fail, so every 200 below was intercepted.
 GWCA=$PX_DIR/state/proxy-ca.crt
@@ -116,6 +141,7 @@ echo "| while B opens $HOSTS new intercepted hosts | $n1 | $p50b | $p99b |"
 echo
 echo "B: $bok of $HOSTS new hosts answered 200 in $((tb1 - tb0)) ms;" \
     "A's run took $((ta1 - ta0)) ms, ${overlap}% of it inside B's."
+[ "$DUTY" -lt 100 ] && echo "The signer ran $DUTY% of every 50 ms."
 echo "# $(nproc) CPUs, load average: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M') UTC"
 [ "$bok" = "$HOSTS" ] && [ "$n0" = "$N" ] && [ "$n1" = "$N" ] ||
 	{ echo "bench: some requests failed (see above)"; exit 1; }

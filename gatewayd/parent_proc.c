@@ -740,6 +740,8 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 			argv[argc++] = (char *)gw->opts.upstream_ca;
 		}
 	}
+	if (gw->opts.verbose > 0)	/* -v: dnsd and the proxy log debug too */
+		argv[argc++] = "-vv";
 	fds[nfds++] = conf;				/* fd 6 */
 	argv[argc++] = "--config-fd";
 	argv[argc++] = "6";

@@ -545,7 +545,7 @@ h_head(struct conn *c, struct side *s, uint32_t events)
 		return;
 	}
 	c->st = S_HTTP;		/* plain HTTP: the engine routes it */
-	app->start(c);
+	app->start(c, &h);
 }
 
 /* --- transparent and after-CONNECT: the ClientHello ------------------------ */
@@ -631,7 +631,7 @@ h_peek(struct conn *c, struct side *s, uint32_t events)
 		peek_connect(c, r, sni);
 	else if (r == SNI_NOT_TLS) {
 		c->st = S_HTTP;		/* transparent plain HTTP */
-		app->start(c);
+		app->start(c, NULL);
 	} else
 		peek_decide(c, r, sni);
 }
@@ -918,11 +918,6 @@ guesttls_start(struct conn *c)
 	ev_set(&c->g.ev, EPOLLIN);
 }
 
-/* Nothing to do until the leaf comes: interest is off on both sides. */
-static void
-h_signing(struct conn *c, struct side *s, uint32_t events)
-{
-}
 
 static void
 h_guesttls(struct conn *c, struct side *s, uint32_t events)
@@ -941,7 +936,7 @@ h_guesttls(struct conn *c, struct side *s, uint32_t events)
 	}
 	c->st = S_HTTP;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
-	app->start(c);
+	app->start(c, NULL);
 }
 
 /* --- splice: bytes through, undecrypted (splice.c) ------------------------ */
@@ -993,6 +988,41 @@ h_http(struct conn *c, struct side *s, uint32_t events)
 	app->pump(c);
 }
 
+void
+conn_budget_wait(struct conn *c)
+{
+	c->st = S_BUDGET;
+	ev_set(&c->g.ev, 0);
+	ev_set(&c->u.ev, 0);
+}
+
+void
+conn_budget_answer(struct conn *c)
+{
+	if (c->closed || c->st != S_BUDGET)
+		return;
+	c->st = S_HTTP;
+	app->pump(c);
+}
+
+/* S_SIGNING and S_BUDGET: nothing to do until the other process answers,
+ * and nothing is asked of either side, but a hangup or an error is still
+ * reported (epoll always does), and would be again on every turn of the
+ * loop.  A guest gone that way cannot take an answer: it closes.  An
+ * upstream gone is closed; the request dials again when it goes on. */
+static void
+h_waiting(struct conn *c, struct side *s, uint32_t events)
+{
+	if (!(events & (EPOLLERR | EPOLLHUP)))
+		return;
+	if (s == &c->g) {
+		conn_close(c);
+		return;
+	}
+	side_close(&c->u);
+	c->dialled = false;
+}
+
 static void
 h_tunnel(struct conn *c, struct side *s, uint32_t events)
 {
@@ -1016,10 +1046,11 @@ static const state_fn handlers[S_NSTATES] = {
 	[S_PEEK] = h_peek,
 	[S_DIAL] = h_dial,
 	[S_UPTLS] = h_uptls,
-	[S_SIGNING] = h_signing,
+	[S_SIGNING] = h_waiting,
 	[S_GUESTTLS] = h_guesttls,
 	[S_SPLICE] = h_splice,
 	[S_HTTP] = h_http,
+	[S_BUDGET] = h_waiting,
 	[S_TUNNEL] = h_tunnel,
 	[S_DRAIN] = h_drain,
 };

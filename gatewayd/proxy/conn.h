@@ -5,8 +5,10 @@
  * (an explicit-proxy request head, or a transparent ClientHello / request
  * head), decide (refuse, splice, intercept), resolve and check, dial
  * exactly the checked address, then either splice bytes through untouched
- * or terminate TLS and run the HTTP engine (struct conn_app).  Each state has one
- * event handler in a table.
+ * or terminate TLS and run the HTTP engine (struct conn_app).  A wait on
+ * another process is a state of its own, so the worker's other
+ * connections go on: the signer's leaf (S_SIGNING), gatewayd's answer to
+ * a budget (S_BUDGET).  Each state has one event handler in a table.
  */
 #ifndef MOAT_PROXY_CONN_H
 #define MOAT_PROXY_CONN_H
@@ -41,6 +43,7 @@ enum cstate {
 	S_GUESTTLS,	/* handshake with the guest */
 	S_SPLICE,
 	S_HTTP,
+	S_BUDGET,	/* a request waits for gatewayd to charge a budget */
 	S_TUNNEL,	/* after a 101 over TLS: bytes both ways */
 	S_DRAIN,	/* flush a final answer, then close */
 	S_NSTATES
@@ -52,6 +55,7 @@ enum ckind { K_EXPLICIT, K_TRANSPARENT };
 enum after_dial { AD_CONNECT_OK, AD_GUEST_TLS, AD_HTTP };
 
 struct http;
+struct http_head;
 
 struct conn {
 	struct conn	*next, *prev;
@@ -116,6 +120,13 @@ int	conn_rebind(const struct moat_config *old,
 	    const struct moat_config *ncfg, bool keep, bool cut_read,
 	    const char *const *changed, size_t nchanged);
 
+/* The engine's request waits for gatewayd's budget answer (S_BUDGET):
+ * neither side is read or written meanwhile.  conn_budget_answer, called
+ * with the answer, gives the connection back to the engine, which goes on
+ * from the request it holds. */
+void	conn_budget_wait(struct conn *);
+void	conn_budget_answer(struct conn *);
+
 /* Answer the guest in plain HTTP (or inside its TLS) and close. */
 void	conn_refuse_http(struct conn *, int code, const char *reason);
 void	conn_refuse_http_hdr(struct conn *, int code, const char *hdr,
@@ -136,7 +147,9 @@ void	conn_refuse_policy(struct conn *, const char *reason);
  * engine builds on the connection layer and never the other way round.
  */
 struct conn_app {
-	void	(*start)(struct conn *);	/* the request stream begins */
+	/* The request stream begins: with its first head when conn.c has
+	 * parsed it (the explicit proxy's first request), else NULL. */
+	void	(*start)(struct conn *, const struct http_head *);
 	void	(*pump)(struct conn *);		/* S_HTTP: readiness */
 	void	(*tunnel)(struct conn *);	/* S_TUNNEL: readiness */
 	void	(*free)(struct http *);

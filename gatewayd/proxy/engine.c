@@ -11,6 +11,16 @@
  * standard reason phrase, re-framed as chunked so that the real value,
  * wherever it appears, can be turned back into the placeholder even when
  * the lengths differ.
+ *
+ * A request's walk (h->rq, a table of steps): its head is parsed once
+ * (RQ_HEAD; the explicit proxy's first head by conn.c, which hands it
+ * over) and kept, with the host and port it names, in struct request;
+ * it is routed (RQ_ROUTE: the connection dials when the upstream differs,
+ * and resumes here), checked, and held while gatewayd charges a budget
+ * (RQ_BUDGET, the connection in S_BUDGET), then sent (RQ_SEND), then its
+ * body (RQ_BODY) until RQ_DONE.  The kept head points into the guest's
+ * input buffer, which is not read until the head is sent, so no wait ever
+ * parses it again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,13 +35,25 @@
 #include "log.h"
 #include "reqrule.h"
 
-enum rq_state { RQ_HEAD, RQ_BODY, RQ_DONE };
+enum rq_state { RQ_HEAD, RQ_ROUTE, RQ_BUDGET, RQ_SEND, RQ_BODY, RQ_DONE,
+	RQ_NSTATES };
 enum rs_state { RS_IDLE, RS_HEAD, RS_BODY };
+
+/* The request being handled: parsed once, kept until its head is sent. */
+struct request {
+	struct http_head hd;		/* points into the guest's input */
+	char		 host[256];	/* what it names */
+	uint16_t	 port;
+	const char	*path;
+	size_t		 pathlen;
+	unsigned	 n;		/* its number on this connection */
+};
 
 struct http {
 	enum rq_state	 rq;
 	enum rs_state	 rs;
-	struct http_head hd;		/* parse scratch */
+	struct request	 req;
+	struct http_head rsp;		/* response parse scratch */
 	enum http_body	 rqbody;
 	uint64_t	 rqremain;
 	struct chunked	 rqch;
@@ -56,13 +78,10 @@ struct http {
 	struct rr_req	 rr;		/* request rules, budgets, audit */
 };
 
-const struct secrets *
-http_secrets(const struct conn *c)
-{
-	return c->h->ss;
-}
+static void http_pump(struct conn *);
+static void tunnel_pump(struct conn *);
 
-void
+static void
 http_free(struct http *h)
 {
 	reqrule_forget(&h->rr);
@@ -82,8 +101,10 @@ http_free(struct http *h)
 	free(h);
 }
 
-void
-http_start(struct conn *c)
+static bool request_taken(struct conn *);
+
+static void
+http_start(struct conn *c, const struct http_head *first)
 {
 	struct http *h = xcalloc(1, sizeof(*h));
 	struct secrets *ss = secrets_hold(proxy.secrets);
@@ -101,6 +122,11 @@ http_start(struct conn *c)
 	h->fhits = xcalloc(ss->n + 1, sizeof(int));
 	h->dec = xmalloc(REDACT_CHUNK);
 	conn_set_deadline(c, TIMEOUT_HEAD_S);
+	if (first != NULL) {		/* conn.c parsed it: taken as it is */
+		h->req.hd = *first;
+		if (!request_taken(c))
+			return;		/* refused (answered) */
+	}
 	http_pump(c);
 }
 
@@ -392,22 +418,18 @@ scrub_refresh(struct http *h)
 	redactor_init(&h->red, h->scrub.s, h->scrub.n);
 }
 
+/* RQ_HEAD: parse the next head; request_taken keeps it (h->req) for the
+ * steps after, which never parse it again. */
 static bool
 request_head(struct conn *c)
 {
 	struct http *h = c->h;
-	struct http_head *hd = &h->hd;
-	char host[256];
-	const char *path;
-	size_t pathlen;
-	uint16_t port;
 	enum http_err e;
-	int r;
 
 	if (h->rs != RS_IDLE || c->g.in.len == 0 || c->u.out.len > 0)
 		return false;
 	e = http_parse_request((char *)c->g.in.d + c->g.in.off, c->g.in.len,
-	    hd);
+	    &h->req.hd);
 	if (e == HTTP_INCOMPLETE) {
 		if (buf_room(&c->g.in) == 0)
 			conn_refuse(c, 431, "request head too large");
@@ -418,23 +440,87 @@ request_head(struct conn *c)
 		    400, http_strerror(e));
 		return false;
 	}
+	return request_taken(c);
+}
+
+/* A parsed head (h->req.hd, at the start of the guest's input): what
+ * does it name?  Then RQ_ROUTE. */
+static bool
+request_taken(struct conn *c)
+{
+	struct http *h = c->h;
+	struct request *rq = &h->req;
+	struct http_head *hd = &rq->hd;
+
+	log_debug("%s: request %u: head parsed (%zu bytes)", c->src, ++rq->n,
+	    hd->headlen);
 	if (hd->methodlen == 7 && memcmp(hd->method, "CONNECT", 7) == 0) {
 		conn_refuse(c, 400, "CONNECT is not allowed here");
 		return false;
 	}
-	if (request_target(c, hd, host, &port, &path, &pathlen) < 0)
+	if (request_target(c, hd, rq->host, &rq->port, &rq->path,
+	    &rq->pathlen) < 0)
 		return false;
-	if ((r = conn_route(c, host, port)) <= 0)
+	h->rq = RQ_ROUTE;
+	return true;
+}
+
+/* RQ_ROUTE: to the host it names (dialling first when the upstream
+ * differs: on_connected pumps again), then checked for placeholders that
+ * do not belong there and against the rules of the secrets it carries. */
+static bool
+request_route(struct conn *c)
+{
+	struct http *h = c->h;
+	struct request *rq = &h->req;
+	int r;
+
+	if (conn_route(c, rq->host, rq->port) <= 0)
 		return false;		/* refused, or dialling */
-	collect_needles(c, host);
-	if ((r = head_has_needle(h, hd)) >= 0) {
-		refuse_placeholder(c, r, host);
+	collect_needles(c, rq->host);
+	if ((r = head_has_needle(h, &rq->hd)) >= 0) {
+		refuse_placeholder(c, r, rq->host);
 		return false;
 	}
-	head_carried(c, hd, host);
-	if (reqrule_check(c, &h->rr, hd, host, path, pathlen, h->carried) < 0)
-		return false;		/* refused, or waiting for a budget */
-	if ((r = put_head(c, hd, host, path, pathlen)) < 0) {
+	head_carried(c, &rq->hd, rq->host);
+	r = reqrule_check(c, &h->rr, h->ss, &rq->hd, rq->host, rq->path,
+	    rq->pathlen, h->carried);
+	if (r < 0)
+		return false;		/* refused (answered) */
+	if (r > 0) {
+		h->rq = RQ_BUDGET;
+		conn_budget_wait(c);	/* conn_budget_answer resumes it */
+		return false;
+	}
+	h->rq = RQ_SEND;
+	return true;
+}
+
+/* RQ_BUDGET: gatewayd answered (the only way the pump runs again). */
+static bool
+request_budget(struct conn *c)
+{
+	struct http *h = c->h;
+
+	if (reqrule_answer(c, &h->rr) != 0)
+		return false;		/* over budget (answered) */
+	h->rq = RQ_SEND;
+	return true;
+}
+
+/* RQ_SEND: the checked head goes up, with the real values.  An upstream
+ * that went away during a wait is dialled again for the same host. */
+static bool
+request_send(struct conn *c)
+{
+	struct http *h = c->h;
+	struct request *rq = &h->req;
+	struct http_head *hd = &rq->hd;
+	int r;
+
+	if (conn_route(c, rq->host, rq->port) <= 0)
+		return false;		/* refused, or dialling */
+	if ((r = put_head(c, hd, rq->host, rq->path, rq->pathlen)) < 0) {
 		buf_free(&c->u.out);
 		if (r == -2)
 			conn_refuse(c, 403, "too many distinct credentials on "
@@ -502,16 +588,26 @@ request_body(struct conn *c)
 }
 
 static bool
-request_step(struct conn *c)
+request_done(struct conn *c)
 {
-	switch (c->h->rq) {
-	case RQ_HEAD:
-		return request_head(c);
-	case RQ_BODY:
-		return request_body(c);
-	default:
-		return false;
-	}
+	return false;
+}
+
+static bool (*const request_steps[RQ_NSTATES])(struct conn *) = {
+	[RQ_HEAD] = request_head,
+	[RQ_ROUTE] = request_route,
+	[RQ_BUDGET] = request_budget,
+	[RQ_SEND] = request_send,
+	[RQ_BODY] = request_body,
+	[RQ_DONE] = request_done,
+};
+
+/* Only in these is the guest read: in the others a kept head points into
+ * its input buffer, which a read could move. */
+static bool
+reads_guest(const struct http *h)
+{
+	return h->rq == RQ_HEAD || h->rq == RQ_BODY;
 }
 
 /* --- response --------------------------------------------------------------- */
@@ -630,7 +726,7 @@ static bool
 response_head(struct conn *c)
 {
 	struct http *h = c->h;
-	struct http_head *hd = &h->hd;
+	struct http_head *hd = &h->rsp;
 	enum http_err e;
 
 	if (c->u.in.len == 0 || c->g.out.len > 0)
@@ -857,7 +953,7 @@ response_batch(struct conn *c)
 	return moved;
 }
 
-void
+static void
 http_pump(struct conn *c)
 {
 	struct http *h = c->h;
@@ -866,9 +962,9 @@ http_pump(struct conn *c)
 	c->g.want_r = c->g.want_w = c->u.want_r = c->u.want_w = false;
 	do {
 		moved = false;
-		if (h->rq != RQ_DONE)
+		if (reads_guest(h))
 			moved |= side_fill(&c->g);
-		moved |= request_step(c);
+		moved |= request_steps[h->rq](c);
 		if (c->closed || c->st != S_HTTP)
 			break;
 		if (upstream_usable(c))
@@ -903,7 +999,7 @@ http_pump(struct conn *c)
 		return;
 	switch (c->st) {
 	case S_HTTP:
-		side_interest(&c->g, h->rq != RQ_DONE && !c->g.eof &&
+		side_interest(&c->g, reads_guest(h) && !c->g.eof &&
 		    c->g.in.len < c->g.in.cap, false);
 		if (upstream_usable(c))
 			side_interest(&c->u, h->rs != RS_IDLE && !c->u.eof,
@@ -938,7 +1034,7 @@ copy_dir(struct side *from, struct side *to)
 	return true;
 }
 
-void
+static void
 tunnel_pump(struct conn *c)
 {
 	bool moved;

@@ -9,7 +9,6 @@
 #include "audit.h"
 #include "budget.h"
 #include "conn.h"
-#include "engine.h"
 #include "http.h"
 #include "log.h"
 #include "reqrule.h"
@@ -116,7 +115,8 @@ refuse_budget(struct conn *c, struct rr_req *r)
 }
 
 /* Ask the parent to charge the budgets (or charge our own).  0 charged,
- * 1 waiting, -1 spent or the parent unreachable (answered). */
+ * 1 waiting (reqrule_ipc takes the answer), -1 spent or the parent
+ * unreachable (answered). */
 static int
 charge(struct conn *c, struct rr_req *r, struct ipc_budget_req *m)
 {
@@ -149,11 +149,10 @@ charge(struct conn *c, struct rr_req *r, struct ipc_budget_req *m)
  * than the rules see, or one the first secret's rules do not allow; list
  * the budgeted ones in m. */
 static int
-decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
-    const char *path, size_t pathlen, const bool *carried,
-    struct ipc_budget_req *m)
+decide(struct conn *c, struct rr_req *r, const struct secrets *ss,
+    const struct http_head *hd, const char *path, size_t pathlen,
+    const bool *carried, struct ipc_budget_req *m)
 {
-	const struct secrets *ss = http_secrets(c);
 	char norm[PM_MAX_PATH];
 	const struct secret *s;
 	const char *q, *why;
@@ -196,14 +195,36 @@ decide(struct conn *c, struct rr_req *r, const struct http_head *hd,
 }
 
 int
-reqrule_check(struct conn *c, struct rr_req *r, const struct http_head *hd,
-    const char *host, const char *path, size_t pathlen, const bool *carried)
+reqrule_check(struct conn *c, struct rr_req *r, const struct secrets *ss,
+    const struct http_head *hd, const char *host, const char *path,
+    size_t pathlen, const bool *carried)
 {
 	struct ipc_budget_req m;
+	int rc;
 
+	memset(&m, 0, sizeof(m));
+	r->st = RR_IDLE;
+	r->secrets[0] = '\0';
+	r->status = 0;
+	r->bytes = 0;
+	snprintf(r->method, sizeof(r->method), "%.*s", (int)(hd->methodlen <
+	    PM_MAX_METHOD ? hd->methodlen : PM_MAX_METHOD), hd->method);
+	snprintf(r->host, sizeof(r->host), "%s", host);
+	r->c = c;
+	if (decide(c, r, ss, hd, path, pathlen, carried, &m) < 0)
+		return -1;
+	if (m.nsecret > 0 && (rc = charge(c, r, &m)) != 0)
+		return rc;
+	r->open = r->secrets[0] != '\0';
+	return 0;
+}
+
+int
+reqrule_answer(struct conn *c, struct rr_req *r)
+{
 	switch (r->st) {
 	case RR_WAITING:
-		return -1;
+		return 1;
 	case RR_SPENT:
 		r->st = RR_IDLE;
 		refuse_budget(c, r);
@@ -215,19 +236,6 @@ reqrule_check(struct conn *c, struct rr_req *r, const struct http_head *hd,
 	case RR_IDLE:
 		break;
 	}
-	memset(&m, 0, sizeof(m));
-	r->secrets[0] = '\0';
-	r->status = 0;
-	r->bytes = 0;
-	snprintf(r->method, sizeof(r->method), "%.*s", (int)(hd->methodlen <
-	    PM_MAX_METHOD ? hd->methodlen : PM_MAX_METHOD), hd->method);
-	snprintf(r->host, sizeof(r->host), "%s", host);
-	r->c = c;
-	if (decide(c, r, hd, path, pathlen, carried, &m) < 0)
-		return -1;
-	if (m.nsecret > 0 && charge(c, r, &m) != 0)
-		return -1;
-	r->open = r->secrets[0] != '\0';
 	return 0;
 }
 
@@ -301,5 +309,5 @@ reqrule_ipc(const struct ipc_hdr *h, const void *p, size_t len)
 	unlink_waiting(r);
 	memcpy(&r->ack, p, sizeof(r->ack));
 	r->st = r->ack.status == 0 ? RR_GRANTED : RR_SPENT;
-	http_pump(r->c);
+	conn_budget_answer(r->c);
 }

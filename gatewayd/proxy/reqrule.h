@@ -11,6 +11,12 @@
  * request is audited once its response ends: method, normalised path
  * (never the query), status and response size.  Bodies are never looked
  * at, so streaming is untouched.
+ *
+ * Its place: the engine (engine.c) calls it; it calls the connection
+ * layer (conn.h) and never the engine.  A request that waits leaves its
+ * connection in S_BUDGET; gatewayd's answer (reqrule_ipc) resumes the
+ * connection through conn_budget_answer, and the engine takes the answer
+ * with reqrule_answer, on the head it parsed before the wait.
  */
 #ifndef MOAT_PROXY_REQRULE_H
 #define MOAT_PROXY_REQRULE_H
@@ -25,6 +31,7 @@
 struct conn;
 struct http_head;
 struct secret;
+struct secrets;
 
 enum rr_state { RR_IDLE, RR_WAITING, RR_GRANTED, RR_SPENT };
 
@@ -49,13 +56,16 @@ struct rr_req {
 
 /* gatewayd's IPC socket, or -1 when the proxy runs on its own. */
 void	reqrule_init(int ipcfd);
-/* For a head that carries the secrets marked in carried (by index in the
- * connection's generation): 0: send the request on; -1: refused
- * (answered) or waiting for the parent (the engine is pumped again when
- * it answers). */
-int	reqrule_check(struct conn *, struct rr_req *, const struct http_head *,
-	    const char *host, const char *path, size_t pathlen,
-	    const bool *carried);
+/* For a head that carries the secrets marked in carried (by index in ss,
+ * the connection's generation): 0 send the request on; 1 waiting for
+ * gatewayd to charge a budget (the connection is resumed when it
+ * answers: reqrule_answer); -1 refused (answered). */
+int	reqrule_check(struct conn *, struct rr_req *, const struct secrets *ss,
+	    const struct http_head *, const char *host, const char *path,
+	    size_t pathlen, const bool *carried);
+/* After gatewayd's answer: 0 send the request on; -1 over budget
+ * (answered 429); 1 no answer yet. */
+int	reqrule_answer(struct conn *, struct rr_req *);
 void	reqrule_status(struct rr_req *, int status);
 void	reqrule_bytes(struct rr_req *, size_t);
 void	reqrule_done(struct rr_req *);		/* the response ended */

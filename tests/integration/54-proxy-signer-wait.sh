@@ -39,6 +39,39 @@ kill -CONT "$signer"
 wait "$waiting"
 expect_eq "once the signer answers, it completes" 200 "$(cat "$TOPO_TMP/waiting.out")"
 
+# A guest that resets its connection while its leaf is awaited: epoll
+# reports the reset even with no interest asked, on every turn of the
+# loop; the waiting connection is closed at once, and the worker does not
+# spin until the signer answers.
+cputicks() { awk '{ print $14 + $15 }' "/proc/$pxpid/stat"; }
+kill -STOP "$signer"
+in_ns "$TOPO-inspect" python3 -c 'import socket, ssl, struct, sys, time
+s = socket.create_connection((sys.argv[1], 3128), timeout=5)
+s.sendall(b"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n")
+r = b""
+while b"\r\n\r\n" not in r:
+    r += s.recv(1024)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+t = ctx.wrap_socket(s, server_hostname="other.test", do_handshake_on_connect=False)
+t.setblocking(False)
+try:
+    t.do_handshake()        # the ClientHello goes; the proxy asks the signer
+except ssl.SSLWantReadError:
+    pass
+time.sleep(2)
+t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+t.close()                   # RST' $GW_ADDR
+c0=$(cputicks); sleep 2; c1=$(cputicks)
+closed() { grep -q '10\.77\.0\.13: other\.test:443: closed in state 4$' "$TOPO_TMP/moat-proxy.log"; }
+closed; expect_eq "a guest that reset while its leaf was awaited is closed at once (within 2 s; the signer's deadline is 5 s)" 0 $?
+[ $((c1 - c0)) -lt 10 ] && ok "... and the worker stays idle meanwhile ($((c1 - c0)) ticks of CPU in 2 s)" ||
+	not_ok "the worker stays idle while the signer is stopped" "$((c1 - c0)) ticks of CPU in 2 s"
+# The signer's request for other.test is given up before the next part.
+gaveup() { grep -q 'the signer did not answer for other.test in 5 s' "$TOPO_TMP/moat-proxy.log"; }
+wait_for 15 gaveup; expect_eq "... and its request for the leaf is given up after 5 s" 0 $?
+
 # A signer that never answers: that connection alone is refused, in about
 # the signer's 5 s, and the worker keeps serving.
 kill -STOP "$signer"
