@@ -870,9 +870,10 @@ guest_forward(struct build *b, struct nr_table *t)
  *            last rule of raw_pre would (last, so that a packet that
  *            fails the rule is not counted twice).
  *   input    untracked, from the sandbox side, to the gateway's address,
- *            udp 53: accept, as guest_in does for it (its
+ *            udp 53, from a guest whose egress budget is not spent (when
+ *            any sandbox has one): accept, as guest_in does for it (its
  *            established-traffic and new-connection rules never match an
- *            untracked packet).
+ *            untracked packet; its budget rule is the one left out).
  *   output   dnsd's untracked answers from the gateway's address, port
  *            53, to the sandbox network: accept (dns_out's only rule for
  *            them before; every rule ahead of it is for ICMP, TCP or
@@ -914,6 +915,11 @@ dns_fast_in(struct build *b, struct nr_table *t, struct nr_chain *c)
 	rb_cmp_prefix(&rb, F_IP_DADDR, false, &me);
 	rb_cmp_port(&rb, F_UDP_DPORT, 53);
 	rb_ct_state(&rb, NF_CT_STATE_UNTRACKED_BIT, "untracked");
+	/* A guest whose egress budget is spent takes the long way, to
+	 * guest_in's budget rule: its queries are refused too. */
+	if (model_find_set(t, NFTR_BUDGET_SPENT) != NULL)
+		rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1,
+		    NFTR_BUDGET_SPENT, true);
 	rb_verdict(&rb, NF_ACCEPT, NULL);
 	rb_end(&rb);
 }
