@@ -139,6 +139,23 @@ expect_eq "policy: no IPv6 breach" 0 "$(cc_q "r['families']['ipv6']['breaches']"
 expect_eq "policy: the IPv6 probes ran (the guest has IPv6)" "True True" \
 	"$(cc_q "r['families']['ipv6']['probes'] > 50, r['families']['ipv6']['guest_has_ipv6']" | tr -d '(),')"
 
+# Mutation: the policy lets IPv6 through (the bridge table's drop and the
+# inet table's): the scan must name the IPv6 breaches again.
+nftm() { in_ns "$NS_GW" nft "$@"; }
+nftm insert rule bridge moat from_guest ether type ip6 accept &&
+	nftm insert rule inet moat raw_pre meta nfproto ipv6 accept &&
+	nftm insert rule inet moat input meta nfproto ipv6 accept &&
+	nftm insert rule inet moat forward meta nfproto ipv6 accept ||
+	not_ok "mutation applies"
+cc_scan web
+expect_eq "mutation 'IPv6 let through': exit 1" 1 "$CC_RC"
+expect_eq "mutation 'IPv6 let through': the LAN's IPv6 host is named" True \
+	"$(cc_breach private '^\[2001:db8:1a::2\]:22$')"
+expect_eq "mutation 'IPv6 let through': the gateway host's IPv6 addresses are named" "True True" \
+	"$(echo $(cc_breach ipv6 '^\[2001:db8:77::1\]:22$') $(cc_breach ipv6 '^\[2001:db8:203::1\]:22$'))"
+in_ns "$NS_GW" build/nft-rules -c "$CONF" --proxy-user nobody apply >/dev/null 2>&1 ||
+	not_ok "the policy is applied again"
+
 # IPv6 expected on (an address and a route) but the IPv6 internet does not
 # answer (the policy drops it): a failed control, as for IPv4.
 cc_scan web --internet "[$INET_ADDR6]:80"
