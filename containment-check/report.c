@@ -280,14 +280,23 @@ tally_family(const struct cc_probe *p, size_t n, sa_family_t fam,
 	}
 }
 
-/* Whether the guest itself has IPv6 beyond its link, in words. */
+/* Whether the guest itself has IPv6 beyond its link, in words; with
+ * IPv6 on and no IPv6 control, the IPv6 internet was not proven. */
 static const char *
-v6_state(const struct cc_disc *d, char *buf, size_t len)
+v6_state(const struct cc_probe *p, size_t n, const struct cc_disc *d,
+    char *buf, size_t len)
 {
+	bool ctl = false;
+	size_t i;
+
 	if (!disc_has_v6(d))
 		return "the guest is IPv4-only (no global IPv6 address and "
 		    "route)";
-	snprintf(buf, len, "the guest has IPv6 (%s)", d->route6);
+	for (i = 0; i < n; i++)
+		ctl |= p[i].cls == C_CONTROL && p[i].fam == AF_INET6 &&
+		    (p[i].expect == E_REACH || p[i].expect == E_UNREACH);
+	snprintf(buf, len, "the guest has IPv6 (%s)%s", d->route6, ctl ? "" :
+	    ", no IPv6 control given (--internet [ADDR]:PORT)");
 	return buf;
 }
 
@@ -435,7 +444,7 @@ human_header(const struct cc_disc *d, const struct cc_opts *o)
 static void
 human_families(const struct cc_probe *p, size_t n, const struct cc_disc *d)
 {
-	char buf[120];
+	char buf[160];
 	struct tally t;
 	size_t i;
 
@@ -446,7 +455,7 @@ human_families(const struct cc_probe *p, size_t n, const struct cc_disc *d)
 		    t.probes, t.breaches, t.breaches == 1 ? "" : "es",
 		    t.failed, t.failed == 1 ? "" : "s", t.passed, t.skipped);
 		if (families[i].fam == AF_INET6)
-			printf("; %s", v6_state(d, buf, sizeof(buf)));
+			printf("; %s", v6_state(p, n, d, buf, sizeof(buf)));
 		printf("\n");
 	}
 }
@@ -509,7 +518,7 @@ json_probe(const struct cc_probe *p, bool first)
 static void
 json_families(const struct cc_probe *p, size_t n, const struct cc_disc *d)
 {
-	char buf[120];
+	char buf[160];
 	struct tally t;
 	size_t i;
 
@@ -524,7 +533,7 @@ json_families(const struct cc_probe *p, size_t n, const struct cc_disc *d)
 		if (families[i].fam == AF_INET6) {
 			printf(", \"guest_has_ipv6\": %s, \"state\": ",
 			    disc_has_v6(d) ? "true" : "false");
-			put_jstr(v6_state(d, buf, sizeof(buf)));
+			put_jstr(v6_state(p, n, d, buf, sizeof(buf)));
 		}
 		printf("}");
 	}

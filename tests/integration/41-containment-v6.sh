@@ -138,6 +138,8 @@ expect_eq "policy: contained, exit 0" 0 "$CC_RC"
 expect_eq "policy: no IPv6 breach" 0 "$(cc_q "r['families']['ipv6']['breaches']")"
 expect_eq "policy: the IPv6 probes ran (the guest has IPv6)" "True True" \
 	"$(cc_q "r['families']['ipv6']['probes'] > 50, r['families']['ipv6']['guest_has_ipv6']" | tr -d '(),')"
+expect_match "policy: the report says the IPv6 internet was not proven (no IPv6 control)" \
+	'no IPv6 control given' "$(cc_q "r['families']['ipv6']['state']")"
 
 # Mutation: the policy lets IPv6 through (the bridge table's drop and the
 # inet table's): the scan must name the IPv6 breaches again.

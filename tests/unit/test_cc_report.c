@@ -235,7 +235,16 @@ families(void **state)
 	assert_int_equal(addr_parse("2001:db8::10", &d.v6[0].addr), 0);
 	capture(report_json, p, 4, &d, out, sizeof(out));
 	assert_non_null(strstr(out, "\"guest_has_ipv6\": true, \"state\": "
-	    "\"the guest has IPv6 (2000::/3 via 2001:db8::1 dev eth0)\""));
+	    "\"the guest has IPv6 (2000::/3 via 2001:db8::1 dev eth0), no "
+	    "IPv6 control given (--internet [ADDR]:PORT)\""));
+	p[2].kind = K_TCP;	/* with IPv6 on, the IPv6 control runs */
+	p[2].expect = E_REACH;
+	p[2].verdict = V_REACHABLE;
+	report_judge(p, 4, priv);
+	capture(report_json, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "\"controls_passed\": 1, \"not_run\": 0, "
+	    "\"guest_has_ipv6\": true, \"state\": \"the guest has IPv6 "
+	    "(2000::/3 via 2001:db8::1 dev eth0)\""));
 }
 
 static int
