@@ -149,21 +149,39 @@ push_target(struct cc_target *v, size_t *n, const char *arg)
 	return 0;
 }
 
-/* A LAN range: its first two host addresses, on the common ports. */
+/* The host numbers a LAN range is sampled at: its first hosts, where
+ * routers and servers are usually numbered by hand, and for IPv6 ::10
+ * too (SLAAC addresses cannot be guessed; hand-numbered ones can). */
+static const uint8_t lan_hosts4[] = { 1, 2 };
+static const uint8_t lan_hosts6[] = { 1, 2, 0x10 };
+
+/* A LAN range, IPv4 up to /30 or IPv6 up to /120: a few of its host
+ * addresses as --targets, on the common ports. */
 static int
 push_lan(struct cc_opts *o, const char *arg)
 {
 	struct moat_prefix p;
-	int k;
+	const uint8_t *hosts;
+	size_t k, nhosts;
+	int last;
 
-	if (prefix_parse(arg, &p) == -1 || p.addr.family != AF_INET ||
-	    p.plen > 30)
+	if (prefix_parse(arg, &p) == -1)
 		return -1;
-	for (k = 1; k <= 2; k++) {
-		if (o->ntargets == CC_MAXLIST)
-			return -2;
+	if (p.addr.family == AF_INET && p.plen <= 30) {
+		hosts = lan_hosts4;
+		nhosts = sizeof(lan_hosts4);
+		last = 3;
+	} else if (p.addr.family == AF_INET6 && p.plen <= 120) {
+		hosts = lan_hosts6;
+		nhosts = sizeof(lan_hosts6);
+		last = 15;
+	} else
+		return -1;
+	if (o->ntargets + nhosts > CC_MAXLIST)
+		return -2;
+	for (k = 0; k < nhosts; k++) {
 		o->targets[o->ntargets].addr = p.addr;
-		o->targets[o->ntargets].addr.a[3] += (uint8_t)k;
+		o->targets[o->ntargets].addr.a[last] += hosts[k];
 		o->targets[o->ntargets++].port = 0;
 	}
 	return 0;

@@ -111,6 +111,9 @@ struct cc_probe {
 	enum cc_app	app;
 	enum cc_expect	expect;
 	const char	*what;		/* static text: why this probe exists */
+	sa_family_t	fam;		/* the family of the address it is
+					 * about (a literal asked of the
+					 * proxy, not the proxy's) */
 	const char	*sni;		/* A_TLS: the server name, or NULL */
 	union cc_sockaddr dst;
 	socklen_t	dstlen;
@@ -175,6 +178,9 @@ struct cc_disc {
 	bool		 has_if_mac;
 	size_t		 ndefault4, ndefault6, nglobal6;
 	char		 route6[64];		/* first global IPv6 route, for evidence */
+	size_t		 nout6;			/* of those, beyond the link */
+	struct moat_addr gw6;			/* first next hop; AF_UNSPEC: none */
+	unsigned	 gw6_ifindex;
 	struct moat_addr ns[CC_MAXNS];
 	size_t		 nns;
 	struct cc_neigh	 neigh[CC_MAXNEIGH];
@@ -240,6 +246,8 @@ int	 args_targets_line(const char *line, struct cc_opts *);
 void	 discover(struct cc_disc *, bool read_resolv);
 void	 discover_neigh(struct cc_disc *);
 bool	 disc_is_self(const struct cc_disc *, const struct moat_addr *);
+/* A global IPv6 address and a route into 2000::/3: IPv6 is on. */
+bool	 disc_has_v6(const struct cc_disc *);
 
 /* plan.c: phase 1 is DNS (controls, policy, names the scan needs),
  * phase 2 everything else, using what phase 1 resolved. */

@@ -104,6 +104,14 @@ hex16(const char *s, uint8_t out[16])
 	return 0;
 }
 
+static bool
+addr_is_zero6(const struct moat_addr *a)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(a->a, zero, 16) == 0;
+}
+
 /* /proc/net/ipv6_route: dst dlen src slen nexthop metric ref use flags if.
  * A route into 2000::/3 (or a default route) not on loopback is a way out. */
 static void
@@ -130,6 +138,14 @@ discover_route6(struct cc_disc *d)
 			d->ndefault6++;
 		else if ((a.a[0] & 0xe0) != 0x20)
 			continue;
+		/* Beyond the guest's own link: a next hop, or wider than
+		 * a /64 (a point-to-point device). */
+		if (!addr_is_zero6(&n) || dlen < 64)
+			d->nout6++;
+		if (!addr_is_zero6(&n) && d->gw6.family == AF_UNSPEC) {
+			d->gw6 = n;
+			d->gw6_ifindex = if_nametoindex(ifn);
+		}
 		if (d->nglobal6++ == 0)
 			snprintf(d->route6, sizeof(d->route6), "%s/%u via %s dev %s",
 			    addr_fmt(&a, b1, sizeof(b1)), dlen,
@@ -179,6 +195,7 @@ discover(struct cc_disc *d, bool read_resolv)
 {
 	memset(d, 0, sizeof(*d));
 	d->gateway.family = AF_UNSPEC;
+	d->gw6.family = AF_UNSPEC;
 	discover_ifaces(d);
 	discover_route4(d);
 	discover_if_mac(d);
@@ -289,4 +306,17 @@ discover_neigh(struct cc_disc *d)
 	if (send(fd, &req, sizeof(req), 0) == -1 || neigh_read(d, fd) == -1)
 		log_warnx("could not read the neighbour table");
 	close(fd);
+}
+
+bool
+disc_has_v6(const struct cc_disc *d)
+{
+	size_t i;
+
+	if (d->nout6 == 0)
+		return false;
+	for (i = 0; i < d->nv6; i++)
+		if ((d->v6[i].addr.a[0] & 0xe0) == 0x20)
+			return true;
+	return false;
 }

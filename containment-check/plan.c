@@ -129,6 +129,7 @@ add(struct cc_probes *v, enum cc_class cls, enum cc_kind kind,
 	p->expect = expect;
 	p->what = what;
 	p->timeout_ms = timeout_ms;
+	p->fam = (sa_family_t)a->family;
 	sockaddr_set(&p->dst, &p->dstlen, a, port, scope);
 	return p;
 }
@@ -328,9 +329,25 @@ resolved(const struct cc_probes *ph1, const char *what, struct moat_addr *out,
 	return n;
 }
 
+/* An IPv6 control where the guest has no IPv6 way out (no global address,
+ * or no route beyond its link): not run, and said so.  A guest that has
+ * one must reach it: then it is judged like an IPv4 control. */
+static void
+v4_only_control(struct cc_probes *v, const struct moat_addr *a,
+    uint16_t port)
+{
+	struct cc_probe *p;
+
+	p = add(v, C_CONTROL, K_LOCAL, E_INFO, a, port, 0,
+	    "the IPv6 internet is reachable", 0);
+	p->verdict = V_SKIPPED;
+	snprintf(p->evidence, sizeof(p->evidence),
+	    "the guest is IPv4-only (no global IPv6 address and route)");
+}
+
 static void
 plan_controls(struct cc_probes *v, const struct cc_opts *o,
-    const struct cc_probes *ph1)
+    const struct cc_disc *d, const struct cc_probes *ph1)
 {
 	struct moat_addr a[CC_DNS_MAXADDR];
 	enum cc_expect ex = o->mode == M_NONE ? E_UNREACH : E_REACH;
@@ -341,12 +358,17 @@ plan_controls(struct cc_probes *v, const struct cc_opts *o,
 			n = 1;
 		else
 			n = resolved(ph1, o->internet[i].host, a, 1);
-		for (j = 0; j < n; j++)
+		for (j = 0; j < n; j++) {
+			if (a[j].family == AF_INET6 && !disc_has_v6(d)) {
+				v4_only_control(v, &a[j], o->internet[i].port);
+				continue;
+			}
 			speak(add(v, C_CONTROL, K_TCP, ex, &a[j],
 			    o->internet[i].port, 0, o->mode == M_NONE ?
 			    "the internet is NOT reachable (--expect none)" :
 			    "the internet is reachable", o->timeout_ms),
 			    o->internet[i].host);
+		}
 	}
 }
 
@@ -496,6 +518,8 @@ plan_metadata(struct cc_probes *v, const struct cc_opts *o,
 		    (int)strcspn(host, "/"), host);
 		p = add(v, C_METADATA, K_TCP, E_DENY, &d->gateway,
 		    o->proxy_port, 0, metadata_urls[i], o->timeout_ms);
+		if (host[0] == '[')
+			p->fam = AF_INET6;
 		set_payload(p, A_HTTP, req, (size_t)len);
 	}
 }
@@ -529,6 +553,7 @@ via_proxy(struct cc_probes *v, const struct cc_opts *o,
 		    host, port);
 	p = add(v, cls, K_TCP, E_DENY, &d->gateway, o->proxy_port, 0, what,
 	    o->timeout_ms);
+	p->fam = (sa_family_t)a->family;
 	set_payload(p, A_HTTP, req, (size_t)len);
 }
 
@@ -566,25 +591,46 @@ static const char WHAT_NET_PROXY[] = "the sandbox network through the proxy";
 static const char WHAT_ALLOW_PORT[] =
     "an allowlisted address on a port not in allow_ports";
 
+static bool
+is_linklocal6(const struct moat_addr *a)
+{
+	return a->family == AF_INET6 && a->a[0] == 0xfe &&
+	    (a->a[1] & 0xc0) == 0x80;
+}
+
+/* A link-local address is reached through the gateway's interface (or
+ * the IPv6 route's); any other needs no scope. */
+static unsigned
+link_scope(const struct cc_disc *d, const struct moat_addr *a)
+{
+	if (!is_linklocal6(a))
+		return 0;
+	if (d->gw_ifindex != 0)
+		return d->gw_ifindex;
+	return d->gw6_ifindex;
+}
+
 static void
 plan_gwaddrs(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d)
 {
 	static const uint16_t direct[] = { 22, 53, 3128, 8080 };
 	enum cc_class cls;
+	unsigned scope;
 	size_t i, k;
 
 	for (i = 0; i < o->ngwaddrs; i++) {
 		const struct cc_target *t = &o->gwaddrs[i];
 
 		cls = t->addr.family == AF_INET6 ? C_IPV6 : C_GATEWAY;
+		scope = link_scope(d, &t->addr);
 		/* tcp 80 and 443 may be redirected to the proxy: judged by
 		 * what the proxy answers, not by the connection. */
 		if (t->port != 0 && t->port != 80 && t->port != 443)
-			add(v, cls, K_TCP, E_DENY, &t->addr, t->port, 0,
+			add(v, cls, K_TCP, E_DENY, &t->addr, t->port, scope,
 			    WHAT_GWADDR, o->timeout_ms);
 		if (t->port == 0)
-			add_ports(v, cls, &t->addr, 0, direct,
+			add_ports(v, cls, &t->addr, scope, direct,
 			    sizeof(direct) / sizeof(direct[0]), WHAT_GWADDR,
 			    o->timeout_ms);
 		via_redirect(v, o, cls, &t->addr, WHAT_GWADDR_REDIR);
@@ -768,6 +814,130 @@ plan_ipv6_neighbours(struct cc_probes *v, const struct cc_opts *o,
 		    "gateway EUI-64)", o->timeout_ms);
 }
 
+/* NAT64 (RFC 6052 64:ff9b::/96, and the local-use 64:ff9b:1::/48 of RFC
+ * 8215) carries an IPv4 address in its last 32 bits: a translator on the
+ * way turns the probe into IPv4 to that address.  Private ones, the
+ * metadata endpoint, the gateway's own IPv4 and every IPv4 --target
+ * (the LAN) must stay as far as their IPv4 selves. */
+static const char *const nat64_v4[] = {
+	"10.0.0.1", "192.168.1.1", "169.254.169.254",
+};
+static const uint8_t nat64_wkp[12] = { 0, 0x64, 0xff, 0x9b };
+static const uint8_t nat64_local[12] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
+static const char WHAT_NAT64[] = "NAT64-mapped private IPv4";
+static const char WHAT_NAT64_PROXY[] =
+    "NAT64-mapped private IPv4 through the proxy";
+
+static void
+nat64_one(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const uint8_t pfx[12],
+    const struct moat_addr *v4)
+{
+	struct moat_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	memcpy(a.a, pfx, 12);
+	memcpy(a.a + 12, v4->a, 4);
+	add_ports(v, C_IPV6, &a, 0, subnet_ports,
+	    sizeof(subnet_ports) / sizeof(subnet_ports[0]), WHAT_NAT64,
+	    o->timeout_ms);
+	via_proxy(v, o, d, C_IPV6, &a, 443, true, WHAT_NAT64_PROXY);
+	via_proxy(v, o, d, C_IPV6, &a, 80, false, WHAT_NAT64_PROXY);
+}
+
+static void
+plan_nat64(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	size_t i;
+
+	for (i = 0; i < sizeof(nat64_v4) / sizeof(nat64_v4[0]); i++) {
+		parse_or_die(nat64_v4[i], &a);
+		nat64_one(v, o, d, nat64_wkp, &a);
+	}
+	parse_or_die(nat64_v4[0], &a);
+	nat64_one(v, o, d, nat64_local, &a);
+	if (d->gateway.family == AF_INET)
+		nat64_one(v, o, d, nat64_wkp, &d->gateway);
+	for (i = 0; i < o->ntargets; i++)
+		if (o->targets[i].addr.family == AF_INET)
+			nat64_one(v, o, d, nat64_wkp, &o->targets[i].addr);
+}
+
+/* Other guests on the guest's own IPv6 prefixes (global and ULA): a /64
+ * cannot be swept, so the numbers hosts are given by hand -- the first
+ * few, and ours plus and minus one -- plus the neighbour table (in
+ * plan_guests).  Addresses from SLAAC or privacy extensions cannot be
+ * guessed; the neighbour table and the all-nodes echo find those. */
+static const uint8_t own64_hosts[] = { 1, 2, 3, 0x10, 0x11, 0x64 };
+
+/* One of the samples above already? */
+static bool
+own64_sampled(const struct moat_addr *a)
+{
+	static const uint8_t zero[7];
+
+	return memcmp(a->a + 8, zero, 7) == 0 &&
+	    memchr(own64_hosts, a->a[15], sizeof(own64_hosts)) != NULL;
+}
+
+static void
+own64_add(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct moat_addr *a)
+{
+	if (disc_is_self(d, a) || (d->gw6.family == AF_INET6 &&
+	    addr_cmp(a, &d->gw6) == 0))
+		return;		/* the next hop is probed as the gateway */
+	add_ports(v, C_GUESTS, a, 0, subnet_ports,
+	    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
+	    "own IPv6 /64 sample", o->timeout_ms);
+}
+
+static void
+plan_own64(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	struct moat_addr a;
+	size_t i, k;
+	int delta;
+
+	for (i = 0; i < d->nv6; i++) {
+		const struct moat_addr *self = &d->v6[i].addr;
+
+		if ((self->a[0] & 0xe0) != 0x20 && (self->a[0] & 0xfe) != 0xfc)
+			continue;	/* neither global nor ULA */
+		for (k = 0; k < sizeof(own64_hosts); k++) {
+			a = *self;
+			memset(a.a + 8, 0, 8);
+			a.a[15] = own64_hosts[k];
+			own64_add(v, o, d, &a);
+		}
+		for (delta = -1; delta <= 1; delta += 2) {
+			a = *self;
+			a.a[15] = (uint8_t)(a.a[15] + delta);
+			if (!own64_sampled(&a))
+				own64_add(v, o, d, &a);
+		}
+	}
+}
+
+/* The IPv6 route's next hop is the gateway host (or a router beside it):
+ * the ports a host serves, directly. */
+static void
+plan_gw6(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	static const uint16_t ports[] = { 22, 53, 80, 443, 3128, 8080 };
+
+	if (d->gw6.family != AF_INET6)
+		return;
+	add_ports(v, C_IPV6, &d->gw6, is_linklocal6(&d->gw6) ?
+	    d->gw6_ifindex : 0, ports, sizeof(ports) / sizeof(ports[0]),
+	    "the IPv6 route's next hop (the gateway host)", o->timeout_ms);
+}
+
 static void
 plan_ipv6(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const struct cc_probes *ph1)
@@ -776,6 +946,9 @@ plan_ipv6(struct cc_probes *v, const struct cc_opts *o,
 	size_t i;
 
 	plan_ipv6_neighbours(v, o, d, ph1);
+	plan_gw6(v, o, d);
+	plan_nat64(v, o, d);
+	plan_own64(v, o, d);
 	for (i = 0; i < sizeof(ula_samples) / sizeof(ula_samples[0]); i++) {
 		parse_or_die(ula_samples[i], &a);
 		add_ports(v, C_IPV6, &a, 0, subnet_ports,
@@ -968,7 +1141,7 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 {
 	size_t i;
 
-	plan_controls(v, o, ph1);
+	plan_controls(v, o, d, ph1);
 	plan_spoof(v, o, d, ph1);
 	plan_metadata(v, o, d, ph1);
 	plan_admission(v, o, d, ph1);

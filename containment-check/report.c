@@ -27,7 +27,7 @@ static const char *const class_titles[C_NCLASS] = {
 	[C_PRIVATE] = "private ranges and --target hosts",
 	[C_METADATA] = "cloud metadata endpoints",
 	[C_GUESTS] = "other guests (own subnet, neighbour table)",
-	[C_IPV6] = "IPv6 (dropped for guests)",
+	[C_IPV6] = "IPv6 (link-local, ULA, NAT64, the gateway host's IPv6)",
 	[C_DNSBYPASS] = "DNS past the gateway's resolver",
 	[C_DNSPOLICY] = "DNS policy (--allow/--deny/--rebind-name)",
 	[C_SPOOF] = "anti-spoofing (forged source MAC, IPv4, ARP)",
@@ -207,7 +207,7 @@ probe_target(const struct cc_probe *p, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN], ifn[16] = "";
 
-	if (p->kind == K_LOCAL) {
+	if (p->kind == K_LOCAL && p->dst.sa.sa_family == AF_UNSPEC) {
 		snprintf(buf, len, "-");
 		return;
 	}
@@ -249,6 +249,55 @@ tally(const struct cc_probe *p, size_t n, struct tally *t)
 		    p[i].verdict == V_FILTERED;
 		t->skipped += p[i].verdict == V_SKIPPED;
 	}
+}
+
+/* What was probed per address family: the address a probe is about (a
+ * literal asked of the proxy counts for its own family).  Local checks
+ * belong to neither. */
+static const struct family {
+	sa_family_t	 fam;
+	const char	*name, *json;
+} families[] = {
+	{ AF_INET, "IPv4", "ipv4" },
+	{ AF_INET6, "IPv6", "ipv6" },
+};
+
+static void
+tally_family(const struct cc_probe *p, size_t n, sa_family_t fam,
+    struct tally *t)
+{
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < n; i++) {
+		if (p[i].fam != fam)
+			continue;
+		t->probes++;
+		t->breaches += p[i].outcome == O_BREACH;
+		t->failed += p[i].outcome == O_FAILED;
+		t->passed += p[i].outcome == O_PASS;
+		t->skipped += p[i].verdict == V_SKIPPED;
+	}
+}
+
+/* Whether the guest itself has IPv6 beyond its link, in words; with
+ * IPv6 on and no IPv6 control, the IPv6 internet was not proven. */
+static const char *
+v6_state(const struct cc_probe *p, size_t n, const struct cc_disc *d,
+    char *buf, size_t len)
+{
+	bool ctl = false;
+	size_t i;
+
+	if (!disc_has_v6(d))
+		return "the guest is IPv4-only (no global IPv6 address and "
+		    "route)";
+	for (i = 0; i < n; i++)
+		ctl |= p[i].cls == C_CONTROL && p[i].fam == AF_INET6 &&
+		    (p[i].expect == E_REACH || p[i].expect == E_UNREACH);
+	snprintf(buf, len, "the guest has IPv6 (%s)%s", d->route6, ctl ? "" :
+	    ", no IPv6 control given (--internet [ADDR]:PORT)");
+	return buf;
 }
 
 /* --- human ------------------------------------------------------------- */
@@ -392,6 +441,25 @@ human_header(const struct cc_disc *d, const struct cc_opts *o)
 	printf("\n");
 }
 
+static void
+human_families(const struct cc_probe *p, size_t n, const struct cc_disc *d)
+{
+	char buf[160];
+	struct tally t;
+	size_t i;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		tally_family(p, n, families[i].fam, &t);
+		printf("%s: %zu probes, %zu breach%s, %zu failed control%s, "
+		    "%zu controls passed, %zu not run", families[i].name,
+		    t.probes, t.breaches, t.breaches == 1 ? "" : "es",
+		    t.failed, t.failed == 1 ? "" : "s", t.passed, t.skipped);
+		if (families[i].fam == AF_INET6)
+			printf("; %s", v6_state(p, n, d, buf, sizeof(buf)));
+		printf("\n");
+	}
+}
+
 int
 report_human(const struct cc_probe *p, size_t n, const struct cc_disc *d,
     const struct cc_opts *o, uint64_t elapsed_us)
@@ -409,6 +477,7 @@ report_human(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	    "%zu controls passed, %zu silent drops, %zu not run\n", t.probes,
 	    (double)elapsed_us / 1e6, t.breaches, t.breaches == 1 ? "" : "es",
 	    t.failed, t.failed == 1 ? "" : "s", t.passed, t.silent, t.skipped);
+	human_families(p, n, d);
 	printf("verdict: %s\n", t.breaches || t.failed ? "NOT CONTAINED" :
 	    "contained");
 	return t.breaches || t.failed ? EXIT_FALSE : EXIT_OK;
@@ -444,6 +513,30 @@ json_probe(const struct cc_probe *p, bool first)
 	printf(", \"what\": ");
 	put_jstr(p->what);
 	printf(", \"ms\": %.1f}", p->rtt_us / 1000.0);
+}
+
+static void
+json_families(const struct cc_probe *p, size_t n, const struct cc_disc *d)
+{
+	char buf[160];
+	struct tally t;
+	size_t i;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		tally_family(p, n, families[i].fam, &t);
+		printf("%s\n    ", i ? "," : "");
+		put_jstr(families[i].json);
+		printf(": {\"probes\": %zu, \"breaches\": %zu, "
+		    "\"failed_controls\": %zu, \"controls_passed\": %zu, "
+		    "\"not_run\": %zu", t.probes, t.breaches, t.failed,
+		    t.passed, t.skipped);
+		if (families[i].fam == AF_INET6) {
+			printf(", \"guest_has_ipv6\": %s, \"state\": ",
+			    disc_has_v6(d) ? "true" : "false");
+			put_jstr(v6_state(p, n, d, buf, sizeof(buf)));
+		}
+		printf("}");
+	}
 }
 
 /* Every probe that is not a plain ok is listed; ok ones are counted per
@@ -494,6 +587,8 @@ report_json(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 		printf("}");
 		first = false;
 	}
+	printf("\n  },\n  \"families\": {");
+	json_families(p, n, d);
 	printf("\n  }\n}\n");
 	return t.breaches || t.failed ? EXIT_FALSE : EXIT_OK;
 }

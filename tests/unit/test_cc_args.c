@@ -111,7 +111,23 @@ targets_file_lines(void **state)
 	assert_int_equal(args_targets_line("gatewy 1.2.3.4", &o), -1);
 	assert_int_equal(args_targets_line("gateway 1.2.3.4 extra", &o), -1);
 	assert_int_equal(args_targets_line("gateway nothost", &o), -1);
-	assert_int_equal(args_targets_line("lan 2001:db8::/64", &o), -1);
+	/* An IPv6 LAN prefix: ::1, ::2 and ::10 of it. */
+	assert_int_equal(args_targets_line("lan 2001:db8:77::/64", &o), 0);
+	assert_int_equal(o.ntargets, 5);
+	assert_int_equal(o.targets[2].addr.family, AF_INET6);
+	assert_int_equal(o.targets[2].addr.a[15], 1);
+	assert_int_equal(o.targets[3].addr.a[15], 2);
+	assert_int_equal(o.targets[4].addr.a[15], 0x10);
+	assert_int_equal(o.targets[4].addr.a[5], 0x77);
+	assert_int_equal(o.targets[4].port, 0);
+	assert_int_equal(args_targets_line("lan 2001:db8::/121", &o), -1);
+	assert_int_equal(args_targets_line("lan 2001:db8::1/64", &o), -1);
+	assert_int_equal(args_targets_line("lan 192.168.1.0/31", &o), -1);
+	assert_int_equal(o.ntargets, 5);
+	/* A prefix that no longer fits changes nothing. */
+	o.ntargets = CC_MAXLIST - 2;
+	assert_int_equal(args_targets_line("lan fd00::/64", &o), -2);
+	assert_int_equal(o.ntargets, CC_MAXLIST - 2);
 }
 
 int

@@ -7,7 +7,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -141,6 +143,110 @@ proxy_status(void **state)
 	assert_int_equal(p.outcome, O_OK);
 }
 
+/* A probe of the families test: about address s, seen as verdict v. */
+static void
+fam_probe(struct cc_probe *p, enum cc_class cls, enum cc_expect e,
+    const char *s, enum cc_verdict v)
+{
+	struct moat_addr a;
+
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(addr_parse(s, &a), 0);
+	p->cls = cls;
+	p->kind = K_TCP;
+	p->expect = e;
+	p->verdict = v;
+	p->fam = (sa_family_t)a.family;
+	sockaddr_set(&p->dst, &p->dstlen, &a, 22, 0);
+}
+
+/* The report's output, run with stdout sent to a temporary file. */
+static void
+capture(int (*fn)(const struct cc_probe *, size_t, const struct cc_disc *,
+    const struct cc_opts *, uint64_t), const struct cc_probe *p, size_t n,
+    const struct cc_disc *d, char *buf, size_t len)
+{
+	struct cc_opts o;
+	FILE *f = tmpfile();
+	int saved;
+	size_t got;
+
+	memset(&o, 0, sizeof(o));
+	assert_non_null(f);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	assert_int_not_equal(dup2(fileno(f), STDOUT_FILENO), -1);
+	(void)fn(p, n, d, &o, 1000);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	rewind(f);
+	got = fread(buf, 1, len - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+}
+
+/* Per family: a probe counts for the address it is about (an IPv6
+ * literal asked of the IPv4 proxy is IPv6), and the IPv6 line says
+ * whether the guest has IPv6. */
+static void
+families(void **state)
+{
+	static char out[16384];
+	struct cc_probe p[4];
+	struct cc_disc d;
+
+	fam_probe(&p[0], C_PRIVATE, E_DENY, "192.168.1.1", V_REACHABLE);
+	fam_probe(&p[1], C_IPV6, E_DENY, "10.77.0.1", V_REACHABLE);
+	p[1].app = A_HTTP;	/* CONNECT [64:ff9b::a00:1]:443, answered 200 */
+	p[1].http_status = 200;
+	p[1].fam = AF_INET6;
+	fam_probe(&p[2], C_CONTROL, E_INFO, "2001:db8::10", V_SKIPPED);
+	p[2].kind = K_LOCAL;
+	fam_probe(&p[3], C_CONTROL, E_REACH, "203.0.113.10", V_REACHABLE);
+	report_judge(p, 4, priv);
+	memset(&d, 0, sizeof(d));
+	d.gateway.family = AF_UNSPEC;
+	d.gw6.family = AF_UNSPEC;
+	capture(report_json, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "\"ipv4\": {\"probes\": 2, \"breaches\": 1, "
+	    "\"failed_controls\": 0, \"controls_passed\": 1, \"not_run\": 0}"));
+	assert_non_null(strstr(out, "\"ipv6\": {\"probes\": 2, \"breaches\": 1, "
+	    "\"failed_controls\": 0, \"controls_passed\": 0, \"not_run\": 1, "
+	    "\"guest_has_ipv6\": false, \"state\": \"the guest is IPv4-only"));
+	/* The skipped IPv6 control is not run, never a failed control. */
+	assert_int_equal(p[2].outcome, O_INFO);
+	capture(report_human, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "IPv6: 2 probes, 1 breach, 0 failed "
+	    "controls, 0 controls passed, 1 not run; the guest is IPv4-only"));
+	assert_non_null(strstr(out, "[2001:db8::10]:22"));
+
+	/* A global address and a route beyond the link: IPv6 is on. */
+	assert_false(disc_has_v6(&d));
+	d.nv6 = 1;
+	assert_int_equal(addr_parse("2001:db8::10", &d.v6[0].addr), 0);
+	d.nglobal6 = 1;		/* the on-link /64 alone */
+	assert_false(disc_has_v6(&d));
+	d.nout6 = 1;
+	snprintf(d.route6, sizeof(d.route6), "2000::/3 via 2001:db8::1 dev eth0");
+	assert_true(disc_has_v6(&d));
+	assert_int_equal(addr_parse("fd00::10", &d.v6[0].addr), 0);
+	assert_false(disc_has_v6(&d));	/* a ULA is not the internet */
+	assert_int_equal(addr_parse("2001:db8::10", &d.v6[0].addr), 0);
+	capture(report_json, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "\"guest_has_ipv6\": true, \"state\": "
+	    "\"the guest has IPv6 (2000::/3 via 2001:db8::1 dev eth0), no "
+	    "IPv6 control given (--internet [ADDR]:PORT)\""));
+	p[2].kind = K_TCP;	/* with IPv6 on, the IPv6 control runs */
+	p[2].expect = E_REACH;
+	p[2].verdict = V_REACHABLE;
+	report_judge(p, 4, priv);
+	capture(report_json, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "\"controls_passed\": 1, \"not_run\": 0, "
+	    "\"guest_has_ipv6\": true, \"state\": \"the guest has IPv6 "
+	    "(2000::/3 via 2001:db8::1 dev eth0)\""));
+}
+
 static int
 setup(void **state)
 {
@@ -166,6 +272,7 @@ main(void)
 		cmocka_unit_test(dns_table),
 		cmocka_unit_test(dns_no_reply),
 		cmocka_unit_test(proxy_status),
+		cmocka_unit_test(families),
 	};
 	return cmocka_run_group_tests_name("cc_report", tests, setup, teardown);
 }
