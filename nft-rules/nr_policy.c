@@ -1691,6 +1691,12 @@ bridge_from_guest6(struct nr_table *t, struct nr_chain *c)
 		rb_verdict(&rb, NF_ACCEPT, NULL);
 		rb_end(&rb);
 	}
+	/* Any other IPv6 from a port with IPv6 claims what is not its own. */
+	rb_begin(&rb, t, c);
+	rb_ethertype(&rb, ETH_P_IPV6, "ip6");
+	rb_lookup(&rb, mk, 2, "guest_mac6", false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "spoof"));
+	rb_end(&rb);
 }
 
 static void
