@@ -107,6 +107,9 @@ for t in $GW_UP6 $NET6::1 $LAN6_HOST $ULA $NAT64 $NET6::c; do
 done
 
 expect_ok "apply moat's policy with gateway.ipv6 (nat66)" nftr apply
+# Neighbour discovery afresh, through the policy: nothing learned before.
+ip -n "$TOPO-dev" -6 neigh flush dev eth0
+ip -n "$NS_GW" -6 neigh flush dev moat0
 for a6 in $PUBLIC_RESOLVERS6; do
 	expect_match "policy: the guest reaches the v6 internet, https://[$a6]/" \
 		'^[1-5][0-9][0-9]$' "$(doh6 dev "$a6")"
