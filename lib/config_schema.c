@@ -495,10 +495,20 @@ static void
 set_ipv6(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
 {
+	static const struct moat_prefix ula = { { AF_INET6, { 0xfc } }, 7 };
 	struct moat_gateway *gw = obj;
+	const config_setting_t *m;
 
 	gw->ipv6 = true;
 	walk(ld, s, ipv6_keys, NKEYS(ipv6_keys), obj, "gateway.ipv6");
+	/* The internet routes no unique-local prefix back to the gateway. */
+	if (gw->ipv6_uplink == V6_UPLINK_ROUTED &&
+	    gw->ipv6_network.plen == 64 &&
+	    prefix_overlaps(&gw->ipv6_network, &ula) &&
+	    (m = config_setting_get_member(s, "uplink_mode")) != NULL)
+		serr(ld, m, "gateway.ipv6: uplink_mode: \"routed\" needs a "
+		    "global network (2000::/3) delegated to this gateway; a "
+		    "unique-local one leaves only masqueraded, with \"nat66\"");
 }
 
 static const struct key gateway_keys[] = {
