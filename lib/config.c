@@ -3,6 +3,7 @@
  * and looking things up in it.  Loading is config_load.c (see
  * config_int.h for how the loader is split).
  */
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -194,6 +195,27 @@ config_sandbox_by_addr(const struct moat_config *cfg,
 		if (addr_cmp(&cfg->sandboxes[i].address, a) == 0)
 			return &cfg->sandboxes[i];
 	return NULL;
+}
+
+bool
+config_sandbox_addr6(const struct moat_config *cfg,
+    const struct moat_sandbox *x, struct moat_addr *out)
+{
+	const struct moat_gateway *gw = &cfg->gw;
+	uint32_t host, m;
+
+	/* An egress budget counts IPv4 only: a sandbox with one stays
+	 * IPv4-only, so that IPv6 is no way around it. */
+	if (!gw->ipv6 || !x->ipv6 || x->egress != EGRESS_OPEN ||
+	    x->address.family != AF_INET || gw->network.plen <= 0 ||
+	    config_egress_budget(cfg, x) > 0)
+		return false;
+	m = gw->network.plen >= 32 ? 0 : ~0u >> gw->network.plen;
+	memcpy(&host, x->address.a, 4);
+	host = htonl(ntohl(host) & m);
+	*out = gw->ipv6_network.addr;
+	memcpy(&out->a[12], &host, 4);
+	return true;
 }
 
 const struct moat_secret *

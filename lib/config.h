@@ -23,6 +23,11 @@
 #define MOAT_PROXY_WORKERS_MAX	16	/* gateway.proxy.workers */
 
 enum moat_egress { EGRESS_OPEN = 0, EGRESS_ALLOWLIST, EGRESS_NONE };
+/* gateway.ipv6.uplink_mode: how guests' IPv6 leaves by the uplink. */
+enum moat_v6_uplink {
+	V6_UPLINK_NAT66 = 0,	/* masqueraded to the uplink's own address */
+	V6_UPLINK_ROUTED,	/* forwarded as is (a delegated global /64) */
+};
 /* gateway.host_access: which of the host's own users may open connections
  * to guests.  Replies to guests' own connections are never affected. */
 enum moat_host_access {
@@ -104,6 +109,8 @@ struct moat_sandbox {
 					 * its packets must arrive on it */
 	char		*registered_by;	/* the host whose registration wrote
 					 * its drop-in (MOAT_REG_MARK), or NULL */
+	bool		 ipv6;		/* default true; false keeps it v4-only
+					 * whatever gateway.ipv6 says */
 	struct moat_where where;
 };
 
@@ -157,6 +164,11 @@ struct moat_gateway {
 	struct moat_where metrics_where;	/* of listen, for messages */
 	bool		 ha;	/* ha.enabled: one box of an active/standby pair */
 	struct moat_where uplink_where, network_where;	/* for messages */
+	bool		 ipv6;		/* gateway.ipv6 given: guests' IPv6 on */
+	struct moat_prefix ipv6_network; /* a /64 */
+	struct moat_addr ipv6_address;	/* the gateway's: host part ::1 */
+	enum moat_v6_uplink ipv6_uplink;
+	struct moat_where ipv6_where;	/* of ipv6.network, for messages */
 };
 
 /* A KVM host that may register sandboxes on a separate gateway box:
@@ -274,11 +286,11 @@ bool	config_secret_same(const struct moat_secret *,
 /* Do two sandboxes have the same settings (config_print's text of each)? */
 bool	config_sandbox_same(const struct moat_sandbox *,
 	    const struct moat_sandbox *);
-/* One of the host's interfaces, once per IPv4 address it has (net.plen 0:
- * an interface without one). */
+/* One of the host's interfaces, once per IPv4 or IPv6 address it has
+ * (net.plen 0: an interface without one). */
 struct moat_hostif {
 	char		 name[IFNAMSIZ];
-	struct moat_addr addr;		/* IPv4, or family 0 */
+	struct moat_addr addr;		/* IPv4 or IPv6, or family 0 */
 	struct moat_prefix net;		/* the network addr is on */
 };
 /* The host's interfaces (getifaddrs).  0, or -1 with errno. */
@@ -288,6 +300,16 @@ int	config_host_read(struct moat_hostif **, size_t *n);
  * bridge.  Adds "file:line: message" errors to errs; returns how many. */
 size_t	config_check_host(const struct moat_config *,
 	    const struct moat_hostif *, size_t n, struct moat_errors *errs);
+
+/*
+ * A sandbox's IPv6 address: gateway.ipv6.network's 64 bits, then 32 zero
+ * bits, then the low 32 bits of its IPv4 address masked to the host part
+ * of gateway.network (10.77.0.5 in 10.77.0.0/24 with fd77::/64: fd77::5).
+ * False, out untouched, when the sandbox has no IPv6: gateway.ipv6 off,
+ * its ipv6 = false, or an egress other than open (no v6 egress yet).
+ */
+bool	config_sandbox_addr6(const struct moat_config *,
+	    const struct moat_sandbox *, struct moat_addr *out);
 
 /* A short summary for humans: sandboxes, modes, secrets by name only. */
 void	config_summary(FILE *, const struct moat_config *);

@@ -1,8 +1,8 @@
 /*
  * config_host.c -- a valid configuration checked against the host that is
  * to run it: the uplink is one of the host's interfaces, and the sandbox
- * network is not a network the host already has on an interface other
- * than the bridge (guests would then shadow the LAN, or the LAN the
+ * network (and gateway.ipv6's /64) is not a network the host already has
+ * on an interface other than the bridge (guests would then shadow the LAN, or the LAN the
  * guests, and the private-range rules would judge the wrong hosts).
  *
  * config_check_host() is pure: the interfaces come as an argument, so a
@@ -79,28 +79,41 @@ check_uplink(const struct moat_config *cfg, const struct moat_hostif *ifs,
 	    names);
 }
 
+/* One sandbox network (IPv4 or IPv6) against every interface's. */
+static void
+check_net(const struct moat_gateway *gw, const struct moat_prefix *p,
+    const struct moat_where *w, const char *key,
+    const struct moat_hostif *ifs, size_t n, struct moat_errors *e)
+{
+	char net[64], theirs[64], addr[INET6_ADDRSTRLEN];
+	size_t i;
+
+	if (p->plen == 0)
+		return;
+	prefix_fmt(p, net, sizeof(net));
+	for (i = 0; i < n; i++) {
+		if (ifs[i].net.plen == 0 || strcmp(ifs[i].name, gw->bridge) == 0 ||
+		    !prefix_overlaps(&ifs[i].net, p))
+			continue;
+		prefix_fmt(&ifs[i].net, theirs, sizeof(theirs));
+		addr_fmt(&ifs[i].addr, addr, sizeof(addr));
+		host_err(e, w, "gateway: %s: %s overlaps %s, the network of "
+		    "%s/%d on interface %s (expected a sandbox network that no "
+		    "interface but the bridge %s uses)", key, net, theirs, addr,
+		    ifs[i].net.plen, ifs[i].name, gw->bridge);
+	}
+}
+
 static void
 check_network(const struct moat_config *cfg, const struct moat_hostif *ifs,
     size_t n, struct moat_errors *e)
 {
 	const struct moat_gateway *gw = &cfg->gw;
-	char net[64], theirs[64], addr[INET6_ADDRSTRLEN];
-	size_t i;
 
-	if (gw->network.plen == 0)
-		return;
-	prefix_fmt(&gw->network, net, sizeof(net));
-	for (i = 0; i < n; i++) {
-		if (ifs[i].net.plen == 0 || strcmp(ifs[i].name, gw->bridge) == 0 ||
-		    !prefix_overlaps(&ifs[i].net, &gw->network))
-			continue;
-		prefix_fmt(&ifs[i].net, theirs, sizeof(theirs));
-		addr_fmt(&ifs[i].addr, addr, sizeof(addr));
-		host_err(e, &gw->network_where, "gateway: network: %s overlaps "
-		    "%s, the network of %s/%d on interface %s (expected a "
-		    "sandbox network that no interface but the bridge %s uses)",
-		    net, theirs, addr, ifs[i].net.plen, ifs[i].name, gw->bridge);
-	}
+	check_net(gw, &gw->network, &gw->network_where, "network", ifs, n, e);
+	if (gw->ipv6)
+		check_net(gw, &gw->ipv6_network, &gw->ipv6_where,
+		    "ipv6: network", ifs, n, e);
 }
 
 static const struct host_check {
@@ -124,17 +137,16 @@ config_check_host(const struct moat_config *cfg,
 	return e->n - before;
 }
 
-/* The network of an IPv4 address with prefix length plen. */
+/* The network of an address with prefix length plen. */
 static void
 network_of(const struct moat_addr *a, int plen, struct moat_prefix *p)
 {
-	uint32_t v, m = plen == 0 ? 0 : ~0u << (32 - plen);
+	int b, bits = a->family == AF_INET ? 32 : 128;
 
-	memcpy(&v, a->a, 4);
-	v = htonl(ntohl(v) & m);
 	memset(p, 0, sizeof(*p));
-	p->addr.family = AF_INET;
-	memcpy(p->addr.a, &v, 4);
+	p->addr = *a;
+	for (b = plen; b < bits; b++)
+		p->addr.a[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
 	p->plen = plen;
 }
 
@@ -153,10 +165,12 @@ config_host_read(struct moat_hostif **out, size_t *nout)
 		h = &v[n++];
 		memset(h, 0, sizeof(*h));
 		snprintf(h->name, sizeof(h->name), "%s", i->ifa_name);
-		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET &&
+		    i->ifa_addr->sa_family != AF_INET6) ||
 		    addr_from_sockaddr((const struct sockaddr_storage *)
 		    (const void *)i->ifa_addr, &h->addr) == -1 ||
-		    (plen = addr_mask_plen(i->ifa_netmask, AF_INET)) < 0)
+		    (plen = addr_mask_plen(i->ifa_netmask,
+		    i->ifa_addr->sa_family)) < 0)
 			continue;
 		network_of(&h->addr, plen, &h->net);
 	}

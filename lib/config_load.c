@@ -467,10 +467,16 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
 		config_free(cfg);
 		return NULL;
 	}
-	/* The sandbox network is denied whatever it is: dnsd strips it
-	 * from answers, set-adds refuse it, the proxy never dials it. */
-	cfg->private = rangeset_new_deny(cfg->gw.treat_as_public,
-	    cfg->gw.ntreat_as_public, &cfg->gw.network, 1);
+	/* The sandbox networks are denied whatever they are: dnsd strips
+	 * them from answers, set-adds refuse them, the proxy never dials
+	 * them (a delegated global /64 is not the internet either). */
+	{
+		struct moat_prefix deny[2] = { cfg->gw.network,
+		    cfg->gw.ipv6_network };
+
+		cfg->private = rangeset_new_deny(cfg->gw.treat_as_public,
+		    cfg->gw.ntreat_as_public, deny, cfg->gw.ipv6 ? 2 : 1);
+	}
 	return cfg;
 }
 

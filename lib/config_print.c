@@ -132,6 +132,12 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		    gw->egress_budget);
 	fprintf(fp, "  manage_network = %s;\n", gw->manage_network ? "true" :
 	    "false");
+	if (gw->ipv6) {
+		fputs("  ipv6: { network = ", fp);
+		pstr(fp, prefix_fmt(&gw->ipv6_network, buf, sizeof(buf)));
+		fprintf(fp, "; uplink_mode = \"%s\"; };\n",
+		    gw->ipv6_uplink == V6_UPLINK_ROUTED ? "routed" : "nat66");
+	}
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
 	if (gw->member_allow.n > 0)
@@ -292,6 +298,8 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 		pkv(fp, "    ", "owner", x->owner);
 	if (x->trunk[0])
 		pkv(fp, "    ", "trunk", x->trunk);
+	if (!x->ipv6)
+		fputs("    ipv6 = false;\n", fp);
 	fprintf(fp, "    inspect = %s;\n", x->inspect ? "true" : "false");
 	plist(fp, "    ", "bypass", &x->bypass);
 	if (x->dns_rate >= 0)

@@ -61,6 +61,8 @@ const struct kword config_words[] = {
 	{ "member_max_egress", "open", EGRESS_OPEN },
 	{ "member_max_egress", "allowlist", EGRESS_ALLOWLIST },
 	{ "member_max_egress", "none", EGRESS_NONE },
+	{ "uplink_mode", "nat66", V6_UPLINK_NAT66 },
+	{ "uplink_mode", "routed", V6_UPLINK_ROUTED },
 	{ NULL, NULL, 0 }
 };
 
@@ -491,6 +493,70 @@ set_egress_budget(struct loader *ld, const config_setting_t *s, void *obj,
 	    "", v);
 }
 
+/*
+ * ipv6 = { network; uplink_mode; }: guests' IPv6.  The network is one /64,
+ * a unique-local one (fc00::/7, for nat66) or a global one delegated to
+ * this gateway; each guest's address is derived from its IPv4 one
+ * (config_sandbox_addr6), the gateway's is the network's ::1.
+ */
+static void
+set_v6_network(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	static const struct moat_prefix ula = { { AF_INET6, { 0xfc } }, 7 },
+	    global = { { AF_INET6, { 0x20 } }, 3 };
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+	struct moat_prefix p;
+
+	where(ld, s, &gw->ipv6_where);
+	if (prefix_parse(v, &p) == -1 || p.addr.family != AF_INET6 ||
+	    strchr(v, '/') == NULL) {
+		serr(ld, s, "%s: network: expected an IPv6 network like "
+		    "\"fd77::/64\" with no host bits set, got \"%s\"", ctx, v);
+		return;
+	}
+	if (p.plen != 64) {
+		serr(ld, s, "%s: network: expected a /64 (guests' addresses "
+		    "are derived within one), got /%d", ctx, p.plen);
+		return;
+	}
+	if (!prefix_overlaps(&p, &ula) && !prefix_overlaps(&p, &global)) {
+		serr(ld, s, "%s: network: expected a unique-local network "
+		    "(fc00::/7) or a global one (2000::/3), got \"%s\"", ctx, v);
+		return;
+	}
+	gw->ipv6_network = p;
+	gw->ipv6_address = p.addr;
+	gw->ipv6_address.a[15] = 1;
+}
+
+static const struct key ipv6_keys[] = {
+	{ "network", K_STR, 1, set_v6_network, 0 },
+	{ "uplink_mode", K_STR, 0, set_word,
+	    offsetof(struct moat_gateway, ipv6_uplink) },
+};
+
+static void
+set_ipv6(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	static const struct moat_prefix ula = { { AF_INET6, { 0xfc } }, 7 };
+	struct moat_gateway *gw = obj;
+	const config_setting_t *m;
+
+	gw->ipv6 = true;
+	walk(ld, s, ipv6_keys, NKEYS(ipv6_keys), obj, "gateway.ipv6");
+	/* The internet routes no unique-local prefix back to the gateway. */
+	if (gw->ipv6_uplink == V6_UPLINK_ROUTED &&
+	    gw->ipv6_network.plen == 64 &&
+	    prefix_overlaps(&gw->ipv6_network, &ula) &&
+	    (m = config_setting_get_member(s, "uplink_mode")) != NULL)
+		serr(ld, m, "gateway.ipv6: uplink_mode: \"routed\" needs a "
+		    "global network (2000::/3) delegated to this gateway; a "
+		    "unique-local one leaves only masqueraded, with \"nat66\"");
+}
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -522,6 +588,7 @@ static const struct key gateway_keys[] = {
 	{ "registration", K_GROUP, 0, set_registration, 0 },
 	{ "metrics", K_GROUP, 0, set_metrics, 0 },
 	{ "ha", K_GROUP, 0, set_ha, 0 },
+	{ "ipv6", K_GROUP, 0, set_ipv6, 0 },
 };
 
 /* --- secrets ---------------------------------------------------------- */
@@ -781,6 +848,7 @@ static const struct key sandbox_keys[] = {
 	{ "egress_bytes_per_day", K_STR, 0, set_egress_budget,
 	    offsetof(struct moat_sandbox, egress_budget) },
 	{ "trunk", K_STR, 0, set_ifname, offsetof(struct moat_sandbox, trunk) },
+	{ "ipv6", K_BOOL, 0, set_bool, offsetof(struct moat_sandbox, ipv6) },
 };
 
 /* The host named by a drop-in's registration mark, or NULL. */
@@ -820,6 +888,7 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	memset(x, 0, sizeof(*x));
 	x->dns_rate = x->dns_burst = -1;
 	x->egress_budget = -1;
+	x->ipv6 = true;
 	where(ld, grp, &x->where);
 	nerr = ld->errs->n;
 	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,

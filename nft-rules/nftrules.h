@@ -83,6 +83,12 @@ struct nftr_opts {
 	 * 0 and *uid set, or -1 when the owner has no account here (no
 	 * access).  NULL: the system's user database (getpwnam). */
 	int		(*owner_uid)(const char *name, uint32_t *uid);
+	/* With gateway.ipv6: the IPv6 networks of this host's interfaces
+	 * other than the bridge (its LANs), which guests' IPv6 never
+	 * reaches; malloc'ed into *v, 0 or -1.  NULL: this host's
+	 * (getifaddrs). */
+	int		(*lan6)(const char *bridge, struct moat_prefix **v,
+			    size_t *n);
 	/* For nftr_update(): the sets holding one element per sandbox are
 	 * built without "constant", so one sandbox can change in place. */
 	bool		 incremental;

@@ -103,6 +103,8 @@ static const struct nftr_reason reasons[] = {
 	{ "spoof", "bridge", false, "frame with a MAC or address not the port's" },
 	{ "ipv6", "bridge", false, "IPv6 from a guest port (includes RAs)" },
 	{ "dhcp", "bridge", false, "DHCP server reply from a guest port" },
+	{ "ra", "bridge", false, "IPv6 router advertisement, redirect or "
+	    "DHCPv6 server packet from a guest port (with gateway.ipv6)" },
 	{ "guest", "bridge", false, "frame bridged between guest ports" },
 	{ "local", "bridge", false, "sandbox network to the KVM host itself" },
 };
@@ -121,6 +123,9 @@ struct build {
 	char			*err;
 	size_t			 errlen;
 };
+
+static void v6_guest_in(struct nr_table *, struct nr_chain *);
+static void v6_guest_fwd(struct nr_table *, struct nr_chain *);
 
 /*
  * Sets that hold one element per sandbox.  For an incremental updater
@@ -198,7 +203,7 @@ nftr_ports_set_name(const char *sandbox, char *buf, size_t len)
 
 /* refuse_<reason> or drop_<reason>: count, log, refuse. */
 static void
-reason_chains(struct nr_table *t, uint16_t group)
+reason_chains(struct nr_table *t, uint16_t group, bool v6)
 {
 	struct nr_chain *c;
 	struct nr_rb rb;
@@ -208,7 +213,8 @@ reason_chains(struct nr_table *t, uint16_t group)
 	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
 		const struct nftr_reason *r = &reasons[i];
 
-		if (strcmp(r->family, t->fname) != 0)
+		if (strcmp(r->family, t->fname) != 0 ||
+		    (!v6 && strcmp(r->name, "ra") == 0))
 			continue;
 		model_counter(t, r->name);
 		snprintf(name, sizeof(name), "%s_%s",
@@ -719,6 +725,8 @@ guest_input(struct build *b, struct nr_table *t)
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
 	    NULL);
+	if (gw->ipv6)
+		v6_guest_in(t, c);
 	/* Nothing else, on any local address: a separate box's registration
 	 * endpoint listens on its management network, never for guests. */
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "host"));
@@ -842,6 +850,8 @@ guest_forward(struct build *b, struct nr_table *t)
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "private6", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
 	rb_end(&rb);
+	if (b->cfg->gw.ipv6)
+		v6_guest_fwd(t, c);
 	rb_begin(&rb, t, c);
 	rb_vmap(&rb, F_IP_SADDR, "sandboxes");
 	rb_end(&rb);
@@ -1006,6 +1016,163 @@ guests_only(struct build *b, struct nr_table *t, struct nr_chain *c)
 	}
 }
 
+/* ---- guests' IPv6 (gateway.ipv6) ------------------------------------
+ *
+ * Only where gateway.ipv6 is set; without it not one of these rules or
+ * sets exists and every IPv6 packet from a guest is dropped as before.
+ * A sandbox has IPv6 when config_sandbox_addr6 gives it an address (open
+ * egress, its ipv6 not false): that one address, from its own port and
+ * MAC (bridge set guest_ip6), and link-local or unspecified sources for
+ * ICMPv6 only (neighbour discovery with the gateway; port isolation keeps
+ * it from other guests).  Routed, it goes where IPv4 may: nowhere private
+ * (private6, which holds the guests' /64), nowhere on a network of the
+ * host's own interfaces (lan6), never the host (guest_in), never back to
+ * the sandbox side; then only the sources in guest6 are accepted.
+ */
+static struct moat_prefix
+pfx(const char *s)
+{
+	struct moat_prefix p;
+
+	if (prefix_parse(s, &p) == -1)
+		fatalx("%s: %s", __func__, s);
+	return p;
+}
+
+static int
+lan6_sys(const char *bridge, struct moat_prefix **v, size_t *n)
+{
+	struct moat_hostif *ifs;
+	size_t i, k;
+
+	*v = NULL;
+	*n = 0;
+	if (config_host_read(&ifs, &k) == -1)
+		return -1;
+	for (i = 0; i < k; i++) {
+		const struct moat_prefix *p = &ifs[i].net;
+
+		/* Link-local and loopback are never routed to. */
+		if (p->addr.family != AF_INET6 || p->plen == 0 ||
+		    strcmp(ifs[i].name, bridge) == 0 ||
+		    (p->addr.a[0] == 0xfe && (p->addr.a[1] & 0xc0) == 0x80) ||
+		    p->plen == 128)
+			continue;
+		*v = xreallocarray(*v, *n + 1, sizeof(**v));
+		(*v)[(*n)++] = *p;
+	}
+	free(ifs);
+	return 0;
+}
+
+static void
+v6_sets(struct build *b, struct nr_table *t)
+{
+	const struct moat_config *cfg = b->cfg;
+	int (*lan)(const char *, struct moat_prefix **, size_t *) =
+	    b->opts->lan6 ? b->opts->lan6 : lan6_sys;
+	struct moat_prefix *v = NULL;
+	struct moat_addr a;
+	struct nr_set *g, *l;
+	char ip[64], text[140];
+	uint8_t end[16];
+	size_t i, n = 0;
+
+	g = sandbox_set(b, t, "guest6", NR_TYPE_IP6ADDR, 16,
+	    NFT_SET_CONSTANT, "type ipv6_addr; flags constant;");
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a)) {
+			addr_fmt(&a, ip, sizeof(ip));
+			model_set_elem(g, a.a, 16, 0, 0, NULL, ip);
+		}
+	/* Not constant: the networks may change while the policy stands. */
+	l = model_set(t, "lan6", NR_TYPE_IP6ADDR, 16, NFT_SET_INTERVAL,
+	    "type ipv6_addr; flags interval;");
+	if (lan(cfg->gw.bridge, &v, &n) == -1)
+		log_warn("cannot list this host's IPv6 networks");
+	for (i = 0; i < n; i++) {
+		int bit;
+
+		if (prefix_overlaps(&v[i], &cfg->gw.ipv6_network))
+			continue;
+		prefix_fmt(&v[i], text, sizeof(text));
+		model_set_elem(l, v[i].addr.a, 16, 0, 0, NULL, text);
+		memcpy(end, v[i].addr.a, 16);
+		for (bit = v[i].plen; bit < 128; bit++)
+			end[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+		if (!addr_inc(end, 16))
+			model_set_elem(l, end, 16, NFT_SET_ELEM_INTERVAL_END,
+			    0, NULL, NULL);
+	}
+	free(v);
+}
+
+/* raw_pre: the guests' /64 only from the sandbox side; from it, a
+ * guest's own address, or ICMPv6 from link-local or :: (neighbour
+ * discovery); anything else meets the IPv6 drop after. */
+static void
+v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	const struct moat_prefix ll = pfx("fe80::/10"), none = pfx("::/128");
+	struct nr_rb rb;
+	int i;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_IIFNAME, true);
+	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &gw->ipv6_network);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_sandbox_side(b, &rb, F_IIFNAME, false);
+		rb_cmp_prefix(&rb, F_IP6_SADDR, false, i ? &none : &ll);
+		rb_l4proto(&rb, IPPROTO_ICMPV6);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+}
+
+/* guest_in: neighbour discovery with the gateway (router and neighbour
+ * solicitations, neighbour advertisements); conntrack places none of
+ * them, and nothing else of a guest's IPv6 reaches the host. */
+static void
+v6_guest_in(struct nr_table *t, struct nr_chain *c)
+{
+	static const uint8_t nd[] = { 133, 135, 136 };
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < sizeof(nd); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_u8(&rb, F_ICMP6_TYPE, nd[i]);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+}
+
+/* guest_fwd, after the private ranges: the host's LANs, then the
+ * guests with IPv6. */
+static void
+v6_guest_fwd(struct nr_table *t, struct nr_chain *c)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "lan6", false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
 static void
 inet_base_chains(struct build *b, struct nr_table *t)
 {
@@ -1034,6 +1201,8 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_cmp_prefix(&rb, F_IP_SADDR, true, &gw->network);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
+	if (gw->ipv6)
+		v6_raw_pre(b, t, c);
 	rb_begin(&rb, t, c);
 	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_nfproto_ipv6(&rb);
@@ -1083,6 +1252,13 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
 	rb_masquerade(&rb);
 	rb_end(&rb);
+	if (gw->ipv6 && gw->ipv6_uplink == V6_UPLINK_NAT66) {
+		rb_begin(&rb, t, c);
+		rb_cmp_str(&rb, F_OIFNAME, false, gw->uplink);
+		rb_cmp_prefix(&rb, F_IP6_SADDR, false, &gw->ipv6_network);
+		rb_masquerade(&rb);
+		rb_end(&rb);
+	}
 }
 
 /* The proxy and dnsd act for guests: their own packets obey the same
@@ -1438,9 +1614,11 @@ build_inet(struct build *b)
 
 	private_set(t, b->cfg, AF_INET, "private4");
 	private_set(t, b->cfg, AF_INET6, "private6");
-	reason_chains(t, b->cfg->gw.nflog_group);
+	reason_chains(t, b->cfg->gw.nflog_group, b->cfg->gw.ipv6);
 	trunk_sets(b, t);
 	sandbox_map(b, t);
+	if (b->cfg->gw.ipv6)
+		v6_sets(b, t);
 	acct_sets(b, t);
 	budget_set(b, t);
 	guest_input(b, t);
@@ -1495,8 +1673,95 @@ guest_sets(struct build *b, struct nr_table *t)
 	}
 }
 
+/* With gateway.ipv6: guest_ip6 (port . MAC . its one IPv6 address) and
+ * guest_mac6 (port . MAC) of each sandbox with IPv6. */
 static void
-bridge_from_guest(struct nr_table *t)
+guest_sets6(struct build *b, struct nr_table *t)
+{
+	const struct moat_config *cfg = b->cfg;
+	struct nr_set *ip, *mac;
+	struct moat_addr a6;
+	uint8_t key[40];
+	char text[200], m[18], a[64];
+	size_t i;
+
+	ip = sandbox_set(b, t, "guest_ip6", NR_CONCAT(NR_CONCAT(
+	    NR_TYPE_IFNAME, NR_TYPE_ETHERADDR), NR_TYPE_IP6ADDR), 40,
+	    NFT_SET_CONSTANT,
+	    "type ifname . ether_addr . ipv6_addr; flags constant;");
+	mac = sandbox_set(b, t, "guest_mac6", NR_CONCAT(NR_TYPE_IFNAME,
+	    NR_TYPE_ETHERADDR), 24, NFT_SET_CONSTANT,
+	    "type ifname . ether_addr; flags constant;");
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &cfg->sandboxes[i];
+
+		if (!config_sandbox_addr6(cfg, sb, &a6))
+			continue;
+		snprintf(m, sizeof(m), "%02x:%02x:%02x:%02x:%02x:%02x",
+		    sb->mac[0], sb->mac[1], sb->mac[2], sb->mac[3], sb->mac[4],
+		    sb->mac[5]);
+		addr_fmt(&a6, a, sizeof(a));
+		memset(key, 0, sizeof(key));
+		memcpy(key, sb->tap, strnlen(sb->tap, IFNAMSIZ - 1));
+		memcpy(key + 16, sb->mac, 6);
+		snprintf(text, sizeof(text), "\"%s\" . %s", sb->tap, m);
+		model_set_elem(mac, key, 24, 0, 0, NULL, text);
+		memcpy(key + 24, a6.a, 16);
+		snprintf(text, sizeof(text), "\"%s\" . %s . %s", sb->tap, m,
+		    a);
+		model_set_elem(ip, key, 40, 0, 0, NULL, text);
+	}
+}
+
+/* from_guest with gateway.ipv6: what only a router or a DHCPv6 server
+ * sends is dropped first (a guest's RA would make the others route
+ * through it); then a guest's own address, or ICMPv6 from link-local or
+ * :: with its own MAC (neighbour discovery; port isolation keeps it
+ * between the guest and the gateway). */
+static void
+bridge_from_guest6(struct nr_table *t, struct nr_chain *c)
+{
+	static const enum nr_field ipk[] = { F_IIFNAME, F_ETHER_SADDR,
+	    F_IP6_SADDR };
+	static const enum nr_field mk[] = { F_IIFNAME, F_ETHER_SADDR };
+	static const uint8_t router[] = { 134, 137 };	/* RA, redirect */
+	const struct moat_prefix ll = pfx("fe80::/10"), none = pfx("::/128");
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < sizeof(router); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_u8(&rb, F_ICMP6_TYPE, router[i]);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "ra"));
+		rb_end(&rb);
+	}
+	rb_begin(&rb, t, c);
+	rb_ethertype(&rb, ETH_P_IPV6, "ip6");
+	rb_cmp_port(&rb, F_UDP_SPORT, 547);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "ra"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, ipk, 3, "guest_ip6", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, mk, 2, "guest_mac6", false);
+		rb_cmp_prefix(&rb, F_IP6_SADDR, false, i ? &none : &ll);
+		rb_l4proto(&rb, IPPROTO_ICMPV6);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+	/* Any other IPv6 from a port with IPv6 claims what is not its own. */
+	rb_begin(&rb, t, c);
+	rb_ethertype(&rb, ETH_P_IPV6, "ip6");
+	rb_lookup(&rb, mk, 2, "guest_mac6", false);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "spoof"));
+	rb_end(&rb);
+}
+
+static void
+bridge_from_guest(struct build *b, struct nr_table *t)
 {
 	static const enum nr_field ipk[] = { F_IIFNAME, F_ETHER_SADDR,
 	    F_IP_SADDR };
@@ -1505,6 +1770,8 @@ bridge_from_guest(struct nr_table *t)
 	struct nr_chain *c = model_chain(t, "from_guest", NULL, 0, 0, NULL);
 	struct nr_rb rb;
 
+	if (b->cfg->gw.ipv6)
+		bridge_from_guest6(t, c);
 	rb_begin(&rb, t, c);
 	rb_ethertype(&rb, ETH_P_IPV6, "ip6");
 	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "ipv6"));
@@ -1612,8 +1879,10 @@ build_bridge(struct build *b)
 	if (b->opts->mode == NFTR_MODE_HOST_ONLY)
 		trunk = b->opts->trunk ? b->opts->trunk : gw->uplink;
 	guest_sets(b, t);
-	reason_chains(t, gw->nflog_group);
-	bridge_from_guest(t);
+	if (gw->ipv6)
+		guest_sets6(b, t);
+	reason_chains(t, gw->nflog_group, gw->ipv6);
+	bridge_from_guest(b, t);
 
 	c = model_chain(t, "prerouting", "filter", NF_BR_PRE_ROUTING, -200,
 	    "filter");
@@ -1631,6 +1900,14 @@ build_bridge(struct build *b)
 			rb_cmp_str(&rb, F_IIFNAME, true, trunk);
 		rb_cmp_prefix(&rb, i == 0 ? F_IP_SADDR : F_ARP_SPA, false,
 		    &gw->network);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "spoof"));
+		rb_end(&rb);
+	}
+	if (gw->ipv6) {
+		rb_begin(&rb, t, c);
+		if (trunk)
+			rb_cmp_str(&rb, F_IIFNAME, true, trunk);
+		rb_cmp_prefix(&rb, F_IP6_SADDR, false, &gw->ipv6_network);
 		rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "spoof"));
 		rb_end(&rb);
 	}

@@ -53,6 +53,8 @@ static const struct field fields[F_NFIELDS] = {
 	    16, 4, G_IP4 },
 	[F_IP6_DADDR] = { "ip6 daddr", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    24, 16, G_IP6 },
+	[F_IP6_SADDR] = { "ip6 saddr", false, NFT_PAYLOAD_NETWORK_HEADER,
+	    8, 16, G_IP6 },
 	[F_ARP_SHA] = { "arp saddr ether", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    8, 6, G_ARP },
 	[F_ARP_SPA] = { "arp saddr ip", false, NFT_PAYLOAD_NETWORK_HEADER,

@@ -604,6 +604,75 @@ host_checks(void **state)
 	}
 }
 
+/*
+ * gateway.ipv6: each sandbox's address derived from its IPv4 host part,
+ * none for ipv6 = false or a sandbox that is not open; the /64 checked
+ * against the host's IPv6 networks as the IPv4 network is.
+ */
+static void
+ipv6_model(void **state)
+{
+	static const char text[] =
+	    "gateway: { uplink = \"eth0\"; network = \"10.77.0.0/16\";\n"
+	    "bridge = \"moat0\"; dns: { upstream = [ \"9.9.9.9\" ]; };\n"
+	    "ipv6 = { network = \"2001:db8:77:1::/64\"; uplink_mode = "
+	    "\"routed\"; }; };\n"
+	    "sandboxes = (\n"
+	    "{ name = \"a\"; mac = \"52:54:00:00:00:0a\"; address = "
+	    "\"10.77.3.10\"; tap = \"mt-a\"; egress = \"open\"; },\n"
+	    "{ name = \"b\"; mac = \"52:54:00:00:00:0b\"; address = "
+	    "\"10.77.0.11\"; tap = \"mt-b\"; egress = \"open\"; "
+	    "ipv6 = false; },\n"
+	    "{ name = \"c\"; mac = \"52:54:00:00:00:0c\"; address = "
+	    "\"10.77.0.12\"; tap = \"mt-c\"; egress = \"none\"; },\n"
+	    "{ name = \"d\"; mac = \"52:54:00:00:00:0d\"; address = "
+	    "\"10.77.0.13\"; tap = \"mt-d\"; egress = \"open\"; "
+	    "egress_bytes_per_day = \"1G\"; } );\n";
+	struct moat_hostif ifs[3];
+	struct moat_errors errs;
+	struct moat_config *cfg;
+	struct moat_addr a, want;
+	char buf[64];
+
+	(void)state;
+	cfg = config_load_buffer("v6.conf", text, "/nonexistent", &errs);
+	if (cfg == NULL)
+		fail_msg("%s", errs.msg[0]);
+	assert_true(cfg->gw.ipv6);
+	assert_int_equal(cfg->gw.ipv6_uplink, V6_UPLINK_ROUTED);
+	assert_string_equal(addr_fmt(&cfg->gw.ipv6_address, buf, sizeof(buf)),
+	    "2001:db8:77:1::1");
+	assert_true(config_sandbox_addr6(cfg, &cfg->sandboxes[0], &a));
+	assert_int_equal(addr_parse("2001:db8:77:1::30a", &want), 0);
+	assert_true(addr_eq(&a, &want));
+	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[1], &a));
+	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[2], &a));
+	/* A budget counts IPv4 only: its sandbox gets no IPv6 around it. */
+	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[3], &a));
+	/* The delegated /64 is never a public destination. */
+	assert_true(rangeset_contains(cfg->private, &want));
+
+	memset(ifs, 0, sizeof(ifs));
+	snprintf(ifs[0].name, sizeof(ifs[0].name), "eth0");
+	assert_int_equal(addr_parse("2001:db8:77:1::99", &ifs[0].addr), 0);
+	assert_int_equal(prefix_parse("2001:db8:77::/48", &ifs[0].net), 0);
+	snprintf(ifs[1].name, sizeof(ifs[1].name), "moat0");
+	assert_int_equal(addr_parse("2001:db8:77:1::1", &ifs[1].addr), 0);
+	assert_int_equal(prefix_parse("2001:db8:77:1::/64", &ifs[1].net), 0);
+	config_check_host(cfg, ifs, 2, &errs);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msg[0], "v6.conf:3: gateway: ipv6: network: "
+	    "2001:db8:77:1::/64 overlaps 2001:db8:77::/48, the network of "
+	    "2001:db8:77:1::99/48 on interface eth0 (expected a sandbox "
+	    "network that no interface but the bridge moat0 uses)");
+	config_errors_free(&errs);
+	ifs[0].net.plen = 0;	/* eth0 without that address: fine */
+	config_check_host(cfg, ifs, 2, &errs);
+	assert_int_equal(errs.n, 0);
+	config_errors_free(&errs);
+	config_free(cfg);
+}
+
 static int
 add_tests(struct CMUnitTest **t, size_t *n, const char *sub,
     void (*fn)(void **))
@@ -665,7 +734,8 @@ main(void)
 		fprintf(stderr, "cannot read corpus %s\n", corpus);
 		return 1;
 	}
-	t = realloc(t, (n + 8) * sizeof(*t));
+	t = realloc(t, (n + 9) * sizeof(*t));
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(ipv6_model);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(ports_parser);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(name_ports);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(host_checks);

@@ -104,6 +104,20 @@ fake_owner_uid(const char *name, uint32_t *uid)
 	return -1;
 }
 
+/* The host's IPv6 networks, whatever the machine has (v6.conf). */
+static int
+fake_lan6(const char *bridge, struct moat_prefix **v, size_t *n)
+{
+	static const char *const nets[] = { "2001:db8:1::/64", "fd00:5::/64" };
+	size_t i;
+
+	*n = sizeof(nets) / sizeof(nets[0]);
+	*v = calloc(*n, sizeof(**v));
+	for (i = 0; i < *n; i++)
+		assert_int_equal(prefix_parse(nets[i], &(*v)[i]), 0);
+	return 0;
+}
+
 static void
 golden(const char *conf, enum nftr_mode mode, const char *want_path)
 {
@@ -111,7 +125,7 @@ golden(const char *conf, enum nftr_mode mode, const char *want_path)
 	 * users of the machine running the test. */
 	struct nftr_opts opts = { .mode = mode, .has_proxy_uid = true,
 	    .proxy_uid = 990, .has_dns_uid = true, .dns_uid = 991,
-	    .owner_uid = fake_owner_uid };
+	    .owner_uid = fake_owner_uid, .lan6 = fake_lan6 };
 	struct moat_config *cfg = load_file(conf);
 	struct nftr_ruleset *rs;
 	char err[256], *got, *want;
@@ -147,6 +161,15 @@ test_golden_full(void **state)
 {
 	golden("nft-rules/golden/full.conf", NFTR_MODE_GATEWAY,
 	    "nft-rules/golden/full.nft");
+}
+
+/* gateway.ipv6: the guests' IPv6 sets and rules (with it off, the other
+ * goldens show none of them). */
+static void
+test_golden_v6(void **state)
+{
+	golden("nft-rules/golden/v6.conf", NFTR_MODE_GATEWAY,
+	    "nft-rules/golden/v6.nft");
 }
 
 static void
@@ -525,6 +548,8 @@ test_reasons(void **state)
 
 	r = nftr_reasons(&n);
 	for (i = 0; i < n; i++) {
+		if (strcmp(r[i].name, "ra") == 0)
+			continue;	/* only with gateway.ipv6 (v6.nft) */
 		snprintf(want, sizeof(want), "counter name \"%s\" log prefix "
 		    "\"moat:%s \" group 5 %s", r[i].name, r[i].name,
 		    r[i].reject ? "reject with icmpx admin-prohibited" : "drop");
@@ -600,6 +625,7 @@ main(void)
 		cmocka_unit_test(test_accounting),
 		cmocka_unit_test(test_set_name),
 		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_golden_v6),
 		cmocka_unit_test(test_host_access),
 	};
 
