@@ -83,17 +83,6 @@ window_left_ms(void)
 	return left == 0 ? 1 : (uint32_t)left;
 }
 
-static bool
-any_budget(const struct moat_config *cfg)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (config_egress_budget(cfg, &cfg->sandboxes[i]) > 0)
-			return true;
-	return false;
-}
-
 static struct gw_egress *
 find(struct gw_egress *v, size_t n, const char *name)
 {
@@ -376,7 +365,7 @@ egress_after_apply(struct gw *gw, const struct moat_config *cfg)
 	free(t);
 	gw->egress = v;
 	gw->negress = n;
-	gw->egress_policy = any_budget(cfg);
+	gw->egress_policy = config_any_egress_budget(cfg);
 	gw->egress_resync = true;
 	gw->egress_dirty = true;
 	enforce(gw);

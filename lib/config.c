@@ -198,6 +198,17 @@ config_sandbox_by_addr(const struct moat_config *cfg,
 }
 
 bool
+config_any_egress_budget(const struct moat_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (config_egress_budget(cfg, &cfg->sandboxes[i]) > 0)
+			return true;
+	return false;
+}
+
+bool
 config_sandbox_addr6(const struct moat_config *cfg,
     const struct moat_sandbox *x, struct moat_addr *out)
 {

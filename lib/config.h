@@ -267,6 +267,9 @@ void	config_dns_rate(const struct moat_config *, const struct moat_sandbox *,
  * egress_bytes_per_day if set, else the gateway's; 0 = none. */
 long long config_egress_budget(const struct moat_config *,
 	    const struct moat_sandbox *);
+/* Whether some sandbox has an egress budget (then the policy has its
+ * budget set and rules, and gatewayd counts). */
+bool	config_any_egress_budget(const struct moat_config *);
 
 /* gateway.proxy.workers, or when not set the online CPUs: at least 2
  * (one worker's crash leaves the others serving), at most

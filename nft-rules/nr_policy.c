@@ -679,21 +679,10 @@ acct_local(struct nr_table *t)
  * before go on.  Only packets that may open a flow meet the lookup, and
  * only when some sandbox has a budget: established traffic pays nothing.
  */
-static bool
-any_budget(const struct moat_config *cfg)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (config_egress_budget(cfg, &cfg->sandboxes[i]) > 0)
-			return true;
-	return false;
-}
-
 static void
 budget_set(struct build *b, struct nr_table *t)
 {
-	if (any_budget(b->cfg))
+	if (config_any_egress_budget(b->cfg))
 		model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
 		    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
 }
