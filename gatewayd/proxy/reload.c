@@ -20,10 +20,7 @@
 static struct moat_config *live;
 static const char *conf_name;
 /* The names gatewayd said changed, by kind, until the IPC_CONF. */
-static struct names {
-	char	**v;
-	size_t	  n;
-} staged[IPC_CHANGED_MAX];
+static struct moat_strlist staged[IPC_CHANGED_MAX];
 
 void
 reload_init(struct moat_config *cfg, const char *name)
@@ -33,21 +30,9 @@ reload_init(struct moat_config *cfg, const char *name)
 }
 
 static void
-names_clear(struct names *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-static void
 stage_names(const struct ipc_conf_changed *m)
 {
-	struct names *l = &staged[m->kind];
+	struct moat_strlist *l = &staged[m->kind];
 	const char *s, *end = m->names + m->len;
 
 	for (s = m->names; s < end; s += strlen(s) + 1) {
@@ -129,8 +114,8 @@ reconfigure(int fd, const struct ipc_conf *m)
 {
 	struct moat_errors errs = { 0 };
 	struct moat_config *ncfg = config_load_normalised(conf_name, fd, &errs);
-	struct names *sbs = &staged[IPC_CHANGED_SANDBOX];
-	struct names *sec = &staged[IPC_CHANGED_SECRET];
+	struct moat_strlist *sbs = &staged[IPC_CHANGED_SANDBOX];
+	struct moat_strlist *sec = &staged[IPC_CHANGED_SECRET];
 	bool keep = m->how == IPC_CONF_KEEP && !proxy.draining &&
 	    !(m->flags & IPC_CONF_BASIS);
 	bool secrets = (m->flags & IPC_CONF_SECRETS) != 0;
@@ -171,8 +156,8 @@ reconfigure(int fd, const struct ipc_conf *m)
 		if (!proxy.draining)
 			proxy_drain();
 	}
-	names_clear(sbs);
-	names_clear(sec);
+	config_strlist_clear(sbs);
+	config_strlist_clear(sec);
 }
 
 /* A grant: one allowlist sandbox's new list, and nothing else.  Its
@@ -215,7 +200,7 @@ reload_free(void)
 	size_t k;
 
 	for (k = 0; k < IPC_CHANGED_MAX; k++)
-		names_clear(&staged[k]);
+		config_strlist_clear(&staged[k]);
 }
 
 void
