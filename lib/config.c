@@ -215,11 +215,14 @@ config_sandbox_addr6(const struct moat_config *cfg,
 	const struct moat_gateway *gw = &cfg->gw;
 	uint32_t host, m;
 
-	/* An egress budget counts IPv4 only: a sandbox with one stays
-	 * IPv4-only, so that IPv6 is no way around it. */
+	/* An egress budget counts IPv4 only, and the proxy takes guests'
+	 * IPv4 alone: a sandbox with a budget or with secrets stays
+	 * IPv4-only, so that IPv6 is neither a way around its budget nor a
+	 * path on which its API calls reach a dual-stack host with the
+	 * placeholder instead of the secret. */
 	if (!gw->ipv6 || !x->ipv6 || x->egress != EGRESS_OPEN ||
 	    x->address.family != AF_INET || gw->network.plen <= 0 ||
-	    config_egress_budget(cfg, x) > 0)
+	    config_egress_budget(cfg, x) > 0 || x->secrets.n > 0)
 		return false;
 	m = gw->network.plen >= 32 ? 0 : ~0u >> gw->network.plen;
 	memcpy(&host, x->address.a, 4);

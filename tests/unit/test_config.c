@@ -627,7 +627,14 @@ ipv6_model(void **state)
 	    "\"10.77.0.12\"; tap = \"mt-c\"; egress = \"none\"; },\n"
 	    "{ name = \"d\"; mac = \"52:54:00:00:00:0d\"; address = "
 	    "\"10.77.0.13\"; tap = \"mt-d\"; egress = \"open\"; "
-	    "egress_bytes_per_day = \"1G\"; } );\n";
+	    "egress_bytes_per_day = \"1G\"; },\n"
+	    "{ name = \"e\"; mac = \"52:54:00:00:00:0e\"; address = "
+	    "\"10.77.0.14\"; tap = \"mt-e\"; egress = \"open\"; "
+	    "secrets = [ \"api\" ]; } );\n"
+	    "secrets = ( { name = \"api\"; file = \"%s/secret-ok\"; "
+	    "hosts = [ \"api.example.com\" ]; header = \"Authorization\"; "
+	    "placeholder = \"moat-api-PLACEHOLDER\"; } );\n";
+	char conf[2048];
 	struct moat_hostif ifs[3];
 	struct moat_errors errs;
 	struct moat_config *cfg;
@@ -635,7 +642,8 @@ ipv6_model(void **state)
 	char buf[64];
 
 	(void)state;
-	cfg = config_load_buffer("v6.conf", text, "/nonexistent", &errs);
+	snprintf(conf, sizeof(conf), text, scratch);
+	cfg = config_load_buffer("v6.conf", conf, "/nonexistent", &errs);
 	if (cfg == NULL)
 		fail_msg("%s", errs.msg[0]);
 	assert_true(cfg->gw.ipv6);
@@ -649,6 +657,8 @@ ipv6_model(void **state)
 	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[2], &a));
 	/* A budget counts IPv4 only: its sandbox gets no IPv6 around it. */
 	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[3], &a));
+	/* Nor a sandbox with secrets: its API calls must go by the proxy. */
+	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[4], &a));
 	/* The delegated /64 is never a public destination. */
 	assert_true(rangeset_contains(cfg->private, &want));
 
