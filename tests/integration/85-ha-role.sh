@@ -11,7 +11,15 @@ cd "$(dirname "$0")/../.."
 . tests/harness/topology.sh
 . tests/harness/gw.sh
 
+UM=mha$$	# a member of group moat, not an admin
 topo_up || { not_ok "topology"; exit 1; }
+trap 'rc=$?; userdel "$UM" 2>/dev/null; topo_down; exit $rc' EXIT
+trap 'userdel "$UM" 2>/dev/null; topo_down; exit 130' INT
+trap 'userdel "$UM" 2>/dev/null; topo_down; exit 143' TERM
+bash gatewayd/install-users.sh
+useradd -M -N -G moat -s /usr/sbin/nologin "$UM" || { not_ok "useradd $UM"; exit 1; }
+MEMBER_GATEWAYD=$(topo_pub build/gatewayd)	# a copy a member can run
+chmod 711 "$TOPO_TMP"
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
 topo_services || { not_ok "services"; exit 1; }
 # A plain forwarded service (not 80/443, which go to the proxy).
@@ -75,6 +83,10 @@ expect_match "the other roles are 0" '^moat_ha_role\{role="fault"\} 0$' "$(cat "
 gw_ctl ha primary >/dev/null 2>&1; expect_eq "an unknown role is refused" 1 $?
 gw_ctl ha >/dev/null 2>&1; expect_eq "so is none" 1 $?
 expect_match "and the role stands" "^ha +master" "$(gw_ctl status | grep '^ha ')"
+out=$(runuser -u "$UM" -- "$MEMBER_GATEWAYD" ctl -s "$GW_SOCK" ha fault 2>&1); rc=$?
+expect_eq "a member (group moat, not admin) may not set the role (exit 1)" 1 $rc
+expect_match "... and is told who may" "for root and the admin group only" "$out"
+expect_match "... and the role stands" "^ha +master" "$(gw_ctl status | grep '^ha ')"
 
 # --- fault -------------------------------------------------------------
 gw_ctl ha fault; expect_eq "ctl ha fault (exit 0)" 0 $?
