@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
 #include "ev.h"
 #include "gatewayd.h"
 #include "log.h"
@@ -108,6 +109,12 @@ startup(struct gw *gw)
 	struct group *gr;
 	char err[1024];
 
+	/* A verb that was killed halfway through writing the configuration
+	 * is undone before anything reads it: the files are as they were
+	 * before that verb, never half of its change. */
+	if (cfgtxn_recover(gw->opts.conf) == -1)
+		log_warnx("an unfinished configuration change could not be "
+		    "undone (see above); starting with the files as they are");
 	gw->cfg = net_config_load(gw->opts.conf, &errs);
 	if (gw->cfg == NULL) {
 		config_errors_print(stderr, &errs);

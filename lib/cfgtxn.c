@@ -5,10 +5,29 @@
  * name, so that putting it back is one rename: contents, mode and owner
  * come back as they were, and a reader sees the old or the new file,
  * never half of one or none.
+ *
+ * A process that dies in the middle (killed, or the machine losing power)
+ * cannot roll back itself, so each transaction keeps a journal beside
+ * moat.conf: ".moat-txn.XXXXXX", locked with flock(2) for as long as the
+ * transaction lives.  It names each staged file, and each old file once
+ * its hidden link exists, before the step that needs it.  cfgtxn_recover()
+ * (gatewayd runs it before it reads the configuration) finds the journals
+ * whose owner is gone and puts the old files back: a change that nobody
+ * saw through is undone, as if the verb had failed.
+ *
+ * The journal's lines:
+ *	W TMP PATH	PATH is to be replaced by the staged file TMP
+ *	C TMP PATH	the same, for a file that must not exist
+ *	R PATH		PATH is to be removed
+ *	O OLD PATH	the old PATH is linked at OLD
+ *	A -		abandoned before the commit: only staged files to remove
+ * Paths with a tab or a newline are refused at staging.
  */
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -34,6 +53,8 @@ enum txn_state { TXN_STAGED, TXN_COMMITTED, TXN_OVER };
 
 struct cfgtxn {
 	char		*conf;
+	char		*journal;	/* NULL until the first staged change */
+	int		 jfd;		/* open and locked while it exists */
 	struct item	*v;
 	size_t		 n;
 	enum txn_state	 state;
@@ -45,7 +66,28 @@ cfgtxn_begin(const char *conf_path)
 	struct cfgtxn *t = xcalloc(1, sizeof(*t));
 
 	t->conf = xstrdup(conf_path);
+	t->jfd = -1;
 	return t;
+}
+
+#define JOURNAL_PREFIX	".moat-txn."
+
+static void	fsync_dir(const char *);
+static int	write_all(int, const char *, size_t);
+
+/* The folder that holds path's file ("." for a bare name). */
+static char *
+dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *s;
+
+	if (slash == NULL)
+		return xstrdup(".");
+	if (slash == path)
+		return xstrdup("/");
+	xasprintf(&s, "%.*s", (int)(slash - path), path);
+	return s;
 }
 
 /* "DIR/.BASE.WHAT" with the rest to be filled in by the caller. */
@@ -76,6 +118,64 @@ fsync_dir(const char *path)
 		close(fd);
 	}
 	free(dir);
+}
+
+/* Append one line to the journal and make it durable.  0 or -1. */
+static int
+journal_add(struct cfgtxn *t, char kind, const char *a, const char *b)
+{
+	char *line;
+	int rc;
+
+	if (t->jfd == -1) {
+		char *dir = dir_of(t->conf);
+		int saved;
+
+		xasprintf(&t->journal, "%s/" JOURNAL_PREFIX "XXXXXX", dir);
+		free(dir);
+		if ((t->jfd = mkostemp(t->journal, O_CLOEXEC | O_APPEND)) ==
+		    -1 || flock(t->jfd, LOCK_EX) == -1) {
+			saved = errno;
+			if (t->jfd != -1) {
+				unlink(t->journal);
+				close(t->jfd);
+				t->jfd = -1;
+			}
+			free(t->journal);
+			t->journal = NULL;
+			errno = saved;
+			return -1;
+		}
+		fsync_dir(t->journal);
+	}
+	if (b != NULL)
+		xasprintf(&line, "%c %s\t%s\n", kind, a, b);
+	else
+		xasprintf(&line, "%c %s\n", kind, a);
+	rc = write_all(t->jfd, line, strlen(line)) == -1 ||
+	    fdatasync(t->jfd) == -1 ? -1 : 0;
+	free(line);
+	return rc;
+}
+
+/* The transaction is over, one way or the other: nothing to recover. */
+static void
+journal_drop(struct cfgtxn *t)
+{
+	if (t->jfd == -1)
+		return;
+	unlink(t->journal);
+	fsync_dir(t->journal);
+	close(t->jfd);
+	t->jfd = -1;
+	free(t->journal);
+	t->journal = NULL;
+}
+
+static bool
+path_ok(const char *path)
+{
+	return path[0] != '\0' && strpbrk(path, "\t\n") == NULL;
 }
 
 static struct item *
@@ -115,13 +215,23 @@ stage(struct cfgtxn *t, const char *path, const void *data, size_t len,
 	struct item *it;
 	int fd, saved;
 
-	if (t->state != TXN_STAGED) {
+	if (t->state != TXN_STAGED || !path_ok(path)) {
 		free(tmp);
 		errno = EINVAL;
 		return -1;
 	}
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
 		free(tmp);
+		return -1;
+	}
+	/* Named in the journal before it holds anything, so that a crash
+	 * leaves no staged copy (of a secret, say) behind. */
+	if (journal_add(t, create ? 'C' : 'W', tmp, path) == -1) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		errno = saved;
 		return -1;
 	}
 	if (fchown(fd, uid, gid) == -1 || fchmod(fd, mode) == -1 ||
@@ -163,10 +273,12 @@ cfgtxn_stage_create(struct cfgtxn *t, const char *path, const void *data,
 int
 cfgtxn_stage_remove(struct cfgtxn *t, const char *path)
 {
-	if (t->state != TXN_STAGED) {
+	if (t->state != TXN_STAGED || !path_ok(path)) {
 		errno = EINVAL;
 		return -1;
 	}
+	if (journal_add(t, 'R', path, NULL) == -1)
+		return -1;
 	add_item(t, path)->remove = true;
 	return 0;
 }
@@ -174,7 +286,7 @@ cfgtxn_stage_remove(struct cfgtxn *t, const char *path)
 /* Keep the file at path as a hidden hard link: 0 (it->old set, or NULL
  * when there is no such file), or -1. */
 static int
-keep_old(struct item *it)
+keep_old(struct cfgtxn *t, struct item *it)
 {
 	unsigned char rnd[6];
 	char what[32];
@@ -186,8 +298,10 @@ keep_old(struct item *it)
 		snprintf(what, sizeof(what), "old.%02x%02x%02x%02x%02x%02x",
 		    rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
 		it->old = hidden_name(it->path, what);
+		/* Journaled once it exists: an old file the journal names
+		 * and that is gone has been put back already. */
 		if (link(it->path, it->old) == 0)
-			return 0;
+			return journal_add(t, 'O', it->old, it->path);
 		free(it->old);
 		it->old = NULL;
 		if (errno == ENOENT)
@@ -199,7 +313,7 @@ keep_old(struct item *it)
 }
 
 static int
-put_in_place(struct item *it)
+put_in_place(struct cfgtxn *t, struct item *it)
 {
 	if (it->create) {
 		if (renameat2(AT_FDCWD, it->tmp, AT_FDCWD, it->path,
@@ -210,7 +324,7 @@ put_in_place(struct item *it)
 		it->done = true;
 		return 0;
 	}
-	if (keep_old(it) == -1)
+	if (keep_old(t, it) == -1)
 		return -1;
 	if (it->tmp != NULL) {
 		if (rename(it->tmp, it->path) == -1)
@@ -274,7 +388,7 @@ cfgtxn_commit_and_check(struct cfgtxn *t, cfgtxn_check_fn check, void *arg,
 	}
 	t->state = TXN_COMMITTED;
 	for (i = 0; i < t->n; i++)
-		if (put_in_place(&t->v[i]) == -1) {
+		if (put_in_place(t, &t->v[i]) == -1) {
 			xasprintf(errors, "cannot write %s: %s\n", t->v[i].path,
 			    strerror(errno));
 			break;
@@ -286,7 +400,8 @@ cfgtxn_commit_and_check(struct cfgtxn *t, cfgtxn_check_fn check, void *arg,
 		return 0;
 	if (*errors == NULL)
 		xasprintf(errors, "the configuration was refused\n");
-	undo(t);
+	if (undo(t) == 0)
+		journal_drop(t);
 	t->state = TXN_OVER;
 	return -1;
 }
@@ -298,7 +413,8 @@ cfgtxn_rollback(struct cfgtxn *t)
 
 	if (t->state != TXN_COMMITTED)
 		return 0;
-	rc = undo(t);
+	if ((rc = undo(t)) == 0)
+		journal_drop(t);
 	t->state = TXN_OVER;
 	return rc;
 }
@@ -310,6 +426,23 @@ cfgtxn_end(struct cfgtxn *t)
 
 	if (t == NULL)
 		return;
+	/* Abandoned before the commit: said so first (a staged file that
+	 * is gone then means removed, not put in place), then the staged
+	 * files go, then the journal that names them. */
+	if (t->state == TXN_STAGED && t->jfd != -1)
+		(void)journal_add(t, 'A', "-", NULL);
+	for (i = 0; t->state == TXN_STAGED && i < t->n; i++)
+		if (t->v[i].tmp != NULL)
+			unlink(t->v[i].tmp);
+	/* Seen through: first forget the journal, so that an old file it
+	 * names is never mistaken for one to put back.  A rollback that
+	 * could not finish keeps it, for cfgtxn_recover(). */
+	if (t->state != TXN_OVER)
+		journal_drop(t);
+	else if (t->jfd != -1) {
+		close(t->jfd);
+		free(t->journal);
+	}
 	for (i = 0; i < t->n; i++) {
 		if (t->v[i].tmp != NULL)
 			unlink(t->v[i].tmp);
@@ -336,6 +469,178 @@ const char *
 cfgtxn_path(const struct cfgtxn *t, size_t i)
 {
 	return i < t->n ? t->v[i].path : NULL;
+}
+
+/* --- recovery: journals whose owner is gone ------------------------------ */
+
+struct jitem {
+	char	 kind;		/* W, C or R */
+	char	*tmp;
+	char	*path;
+	char	*old;
+};
+
+/* One journal's lines into v; -1 (nothing done) if one is not ours. */
+static int
+journal_read(FILE *fp, struct jitem **v, size_t *n, bool *abandoned)
+{
+	char *line = NULL, *tab;
+	size_t cap = 0, i;
+	ssize_t len;
+	int rc = 0;
+
+	*v = NULL;
+	*n = 0;
+	*abandoned = false;
+	while (rc == 0 && (len = getline(&line, &cap, fp)) != -1) {
+		/* A line cut short: the step it announced never began (each
+		 * line is on disk before its step). */
+		if (line[len - 1] != '\n')
+			break;
+		if (len < 3 || line[1] != ' ') {
+			rc = -1;
+			break;
+		}
+		line[len - 1] = '\0';
+		tab = strchr(line + 2, '\t');
+		switch (line[0]) {
+		case 'W': case 'C': case 'R':
+			if ((line[0] == 'R') != (tab == NULL)) {
+				rc = -1;
+				break;
+			}
+			*v = xreallocarray(*v, *n + 1, sizeof(**v));
+			memset(&(*v)[*n], 0, sizeof(**v));
+			(*v)[*n].kind = line[0];
+			if (tab != NULL) {
+				*tab = '\0';
+				(*v)[*n].tmp = xstrdup(line + 2);
+				(*v)[*n].path = xstrdup(tab + 1);
+			} else
+				(*v)[*n].path = xstrdup(line + 2);
+			(*n)++;
+			break;
+		case 'O':
+			rc = -1;
+			if (tab == NULL)
+				break;
+			*tab = '\0';
+			for (i = *n; i-- > 0; )
+				if (strcmp((*v)[i].path, tab + 1) == 0 &&
+				    (*v)[i].old == NULL) {
+					(*v)[i].old = xstrdup(line + 2);
+					rc = 0;
+					break;
+				}
+			break;
+		case 'A':
+			*abandoned = true;
+			break;
+		default:
+			rc = -1;
+		}
+	}
+	free(line);
+	return rc;
+}
+
+/*
+ * Undo one change.  The journal tells what was staged; the files tell
+ * how far it got: a staged file still there was never put in place, and
+ * an old file named but gone has been put back already.
+ */
+static int
+jitem_undo(const struct jitem *it, bool abandoned)
+{
+	bool staged = it->tmp != NULL && access(it->tmp, F_OK) == 0;
+	bool old = it->old != NULL && access(it->old, F_OK) == 0;
+	int rc = 0;
+
+	if (staged && unlink(it->tmp) == -1)
+		rc = -1;
+	if (abandoned)
+		;	/* nothing was put in place */
+	else if (old) {
+		/* In place (a new file, or the path removed): the old one
+		 * goes back.  Not in place: the link is only a copy. */
+		bool in_place = it->kind == 'R' ?
+		    access(it->path, F_OK) == -1 : !staged;
+
+		if (in_place ? rename(it->old, it->path) == -1 :
+		    unlink(it->old) == -1)
+			rc = -1;
+	} else if (it->old == NULL && !staged && it->kind != 'R' &&
+	    unlink(it->path) == -1 && errno != ENOENT)
+		rc = -1;	/* a new file where there was none */
+	if (rc == -1)
+		log_warn("cannot undo the unfinished change of %s", it->path);
+	else
+		fsync_dir(it->path);
+	return rc;
+}
+
+int
+cfgtxn_recover(const char *conf_path)
+{
+	char *dir = dir_of(conf_path), *jpath;
+	struct jitem *v;
+	struct dirent *de;
+	bool abandoned;
+	size_t n, i;
+	DIR *dp;
+	FILE *fp;
+	int fd, rc = 0;
+
+	if ((dp = opendir(dir)) == NULL) {
+		free(dir);
+		return errno == ENOENT ? 0 : -1;
+	}
+	while ((de = readdir(dp)) != NULL) {
+		if (strncmp(de->d_name, JOURNAL_PREFIX,
+		    strlen(JOURNAL_PREFIX)) != 0)
+			continue;
+		xasprintf(&jpath, "%s/%s", dir, de->d_name);
+		fd = open(jpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		/* Locked: its transaction is still going on. */
+		if (fd == -1 || flock(fd, LOCK_EX | LOCK_NB) == -1 ||
+		    (fp = fdopen(fd, "r")) == NULL) {
+			if (fd != -1)
+				close(fd);
+			free(jpath);
+			continue;
+		}
+		if (journal_read(fp, &v, &n, &abandoned) == -1) {
+			log_warnx("%s: not a journal of a configuration "
+			    "change; left alone", jpath);
+			rc = -1;
+		} else {
+			int bad = 0;
+
+			log_warnx("a configuration change was cut short (%s): "
+			    "putting back the %zu file%s it touched", jpath, n,
+			    n == 1 ? "" : "s");
+			for (i = n; i-- > 0; )
+				if (jitem_undo(&v[i], abandoned) == -1)
+					bad = 1;
+			if (bad)
+				rc = -1;
+			else {
+				unlink(jpath);
+				fsync_dir(jpath);
+			}
+		}
+		for (i = 0; i < n; i++) {
+			free(v[i].tmp);
+			free(v[i].path);
+			free(v[i].old);
+		}
+		free(v);
+		fclose(fp);
+		free(jpath);
+	}
+	closedir(dp);
+	free(dir);
+	return rc;
 }
 
 int

@@ -60,6 +60,12 @@ void	cfgtxn_end(struct cfgtxn *);
 size_t	cfgtxn_count(const struct cfgtxn *);
 const char *cfgtxn_path(const struct cfgtxn *, size_t);
 
+/* Undo the transactions that a process killed in the middle left beside
+ * conf_path (each keeps a locked journal; one whose lock is free has no
+ * owner any more).  0, or -1 if one could not be undone (logged; its
+ * journal stays for the next try). */
+int	cfgtxn_recover(const char *conf_path);
+
 /* The loader's check, as a cfgtxn_check_fn (arg unused). */
 int	cfgtxn_check_load(void *arg, const char *conf_path, char **errors);
 

@@ -4,6 +4,7 @@
  * (lib/conftext.c).  Real files in a temporary folder.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -215,6 +216,125 @@ abandoned(void **state)
 	assert_no_dotfiles();
 }
 
+/* --- a process killed in the middle: cfgtxn_recover() undoes its change */
+
+enum kill_at { KILL_STAGED, KILL_IN_CHECK, KILL_COMMITTED };
+
+static int
+check_dies(void *arg, const char *conf_path, char **errors)
+{
+	(void)arg;
+	(void)conf_path;
+	(void)errors;
+	_exit(0);	/* the new files are in place, the check never ends */
+}
+
+/* A child stages the three changes and dies at the given point. */
+static void
+die_at(enum kill_at when)
+{
+	pid_t pid;
+	int status;
+
+	if ((pid = fork()) == 0) {
+		struct cfgtxn *t = stage_three();
+		char *errors = NULL;
+		int calls = 0;
+
+		if (when == KILL_STAGED)
+			_exit(0);
+		if (cfgtxn_commit_and_check(t, when == KILL_IN_CHECK ?
+		    check_dies : check_yes, &calls, &errors) == 0)
+			_exit(0);	/* committed, never ended */
+		_exit(3);
+	}
+	assert_int_not_equal(pid, -1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void
+assert_as_before(void)
+{
+	assert_file(a, "old a\n", 0640);
+	assert_int_equal(access(b, F_OK), -1);
+	assert_file(c, "old c\n", 0600);
+	assert_no_dotfiles();
+}
+
+/* Named files are in place: the journal is the only trace of the old. */
+static void
+killed_after_commit(void **state)
+{
+	(void)state;
+	die_at(KILL_COMMITTED);
+	assert_file(a, "new a\n", 0644);
+	assert_file(b, "new b\n", 0600);
+	assert_int_equal(access(c, F_OK), -1);
+	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_as_before();
+}
+
+static void
+killed_in_check(void **state)
+{
+	(void)state;
+	die_at(KILL_IN_CHECK);
+	assert_file(b, "new b\n", 0600);
+	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_as_before();
+}
+
+/* Staged copies (of a secret, say) do not outlive their process. */
+static void
+killed_while_staged(void **state)
+{
+	(void)state;
+	die_at(KILL_STAGED);
+	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_as_before();
+}
+
+/* A transaction still going on (its journal locked) is left alone. */
+static void
+live_left_alone(void **state)
+{
+	struct cfgtxn *t;
+	char *errors = NULL;
+	int calls = 0;
+
+	(void)state;
+	t = stage_three();
+	assert_int_equal(cfgtxn_commit_and_check(t, check_yes, &calls,
+	    &errors), 0);
+	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_file(a, "new a\n", 0644);
+	assert_file(b, "new b\n", 0600);
+	cfgtxn_end(t);
+	assert_no_dotfiles();
+	unlink(b);
+}
+
+/* A dot-file by the journal's name that is not one: left, and said. */
+static void
+foreign_journal(void **state)
+{
+	char path[300];
+
+	(void)state;
+	put(a, "old a\n", 0640);
+	snprintf(path, sizeof(path), "%s/.moat-txn.zzzzzz", dir);
+	put(path, "W nonsense\n", 0600);
+	assert_int_equal(cfgtxn_recover(conf), -1);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_file(a, "old a\n", 0640);
+	unlink(path);
+	/* A line cut short was never acted on. */
+	put(path, "W /x/.t\t/x/t", 0600);
+	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 /* The default check is the loader's: an unreadable config is refused
  * with its message, and the change undone. */
 static void
@@ -358,6 +478,11 @@ main(void)
 		cmocka_unit_test(rollback_after_commit),
 		cmocka_unit_test(abandoned),
 		cmocka_unit_test(loader_check),
+		cmocka_unit_test(killed_after_commit),
+		cmocka_unit_test(killed_in_check),
+		cmocka_unit_test(killed_while_staged),
+		cmocka_unit_test(live_left_alone),
+		cmocka_unit_test(foreign_journal),
 		cmocka_unit_test(create_never_clobbers),
 		cmocka_unit_test(set_keeps_the_rest),
 		cmocka_unit_test(set_appends),
