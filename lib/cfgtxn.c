@@ -21,6 +21,7 @@
  *	R PATH		PATH is to be removed
  *	O OLD PATH	the old PATH is linked at OLD
  *	A -		abandoned before the commit: only staged files to remove
+ *	D TMP PATH	staging TMP failed: nothing of it to undo
  * Paths with a tab or a newline are refused at staging.
  */
 #include <sys/file.h>
@@ -213,6 +214,7 @@ stage(struct cfgtxn *t, const char *path, const void *data, size_t len,
 {
 	char *tmp = hidden_name(path, "new.XXXXXX");
 	struct item *it;
+	bool staged;
 	int fd, saved;
 
 	if (t->state != TXN_STAGED || !path_ok(path)) {
@@ -226,25 +228,19 @@ stage(struct cfgtxn *t, const char *path, const void *data, size_t len,
 	}
 	/* Named in the journal before it holds anything, so that a crash
 	 * leaves no staged copy (of a secret, say) behind. */
-	if (journal_add(t, create ? 'C' : 'W', tmp, path) == -1) {
+	staged = journal_add(t, create ? 'C' : 'W', tmp, path) == 0 &&
+	    fchown(fd, uid, gid) == 0 && fchmod(fd, mode) == 0 &&
+	    write_all(fd, data, len) == 0 && fsync(fd) == 0;
+	saved = errno;
+	if (close(fd) == -1 && staged) {
+		staged = false;
 		saved = errno;
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		errno = saved;
-		return -1;
 	}
-	if (fchown(fd, uid, gid) == -1 || fchmod(fd, mode) == -1 ||
-	    write_all(fd, data, len) == -1 || fsync(fd) == -1) {
-		saved = errno;
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		errno = saved;
-		return -1;
-	}
-	if (close(fd) == -1) {
-		saved = errno;
+	if (!staged) {
+		/* Its journal line, if written, must not stand for a file
+		 * put in place: a crash before the end would remove path. */
+		if (t->jfd != -1)
+			(void)journal_add(t, 'D', tmp, path);
 		unlink(tmp);
 		free(tmp);
 		errno = saved;
@@ -536,6 +532,17 @@ journal_read(FILE *fp, struct jitem **v, size_t *n, bool *abandoned)
 		case 'A':
 			*abandoned = true;
 			break;
+		case 'D':
+			if (tab == NULL) {
+				rc = -1;
+				break;
+			}
+			*tab = '\0';
+			for (i = 0; i < *n; i++)
+				if ((*v)[i].tmp != NULL &&
+				    strcmp((*v)[i].tmp, line + 2) == 0)
+					(*v)[i].kind = 'D';
+			break;
 		default:
 			rc = -1;
 		}
@@ -558,7 +565,7 @@ jitem_undo(const struct jitem *it, bool abandoned)
 
 	if (staged && unlink(it->tmp) == -1)
 		rc = -1;
-	if (abandoned)
+	if (abandoned || it->kind == 'D')
 		;	/* nothing was put in place */
 	else if (old) {
 		/* In place (a new file, or the path removed): the old one

@@ -320,6 +320,7 @@ static void
 foreign_journal(void **state)
 {
 	char path[300];
+	FILE *fp;
 
 	(void)state;
 	put(a, "old a\n", 0640);
@@ -329,6 +330,15 @@ foreign_journal(void **state)
 	assert_int_equal(access(path, F_OK), 0);
 	assert_file(a, "old a\n", 0640);
 	unlink(path);
+	/* A staging that failed stands for nothing put in place: a is
+	 * not removed for it. */
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fprintf(fp, "W %s/.a.conf.new.x\t%s\nD %s/.a.conf.new.x\t%s\n", dir,
+	    a, dir, a);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_file(a, "old a\n", 0640);
 	/* A line cut short was never acted on. */
 	put(path, "W /x/.t\t/x/t", 0600);
 	assert_int_equal(cfgtxn_recover(conf), 0);
