@@ -1227,6 +1227,21 @@ v6_proxy_out(struct nr_table *t, struct nr_chain *c, const char *refuse)
 	}
 }
 
+/* Only the proxy's user answers guests' IPv6 from the proxy's port, as
+ * over IPv4 (service_reply). */
+static void
+v6_proxy_reply(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &b->cfg->gw.ipv6_network);
+	rb_cmp_port(&rb, F_TCP_SPORT, b->cfg->gw.proxy_port);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "svcreply"));
+	rb_end(&rb);
+}
+
 static void
 inet_base_chains(struct build *b, struct nr_table *t)
 {
@@ -1633,6 +1648,8 @@ inet_output(struct build *b, struct nr_table *t)
 		 * who binds it while gatewayd is down (or first) must not
 		 * serve the guests' proxy connections. */
 		service_reply(b, t, c, b->cfg->gw.proxy_port);
+		if (b->cfg->gw.ipv6)
+			v6_proxy_reply(b, t, c);
 	}
 	if (dc) {
 		rb_begin(&rb, t, c);

@@ -10,7 +10,8 @@
 # proxy (403), and the proxy's user cannot reach the LAN or the host over
 # IPv6 itself (the output chain) while it reaches public IPv6.  Happy
 # eyeballs: a dual-stack name whose IPv6 is blackholed, or refused, is
-# served over IPv4 within a second.
+# served over IPv4 within a second.  With the proxy gone, another user
+# listening on its IPv6 port cannot answer guests.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -138,6 +139,18 @@ for n in dark:blackholed rst:refused; do
 done
 r=$(timed plain "http://dark.test/echo")
 expect_eq "the same for a guest without secrets ($r)" 200 "${r%% *}"
+
+# --- only the proxy's user answers guests from the proxy port -------------
+pid=$(in_ns "$NS_GW" ss -Hltnp "src [$GW6]:3128" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+[ -n "$pid" ] && kill "$pid"
+wait_for 10 eval '! topo_listening "$NS_GW" $GW6 3128'
+topo_bg "$NS_GW" impostor6 setpriv --reuid=65534 --regid=65534 --clear-groups \
+    socat TCP6-LISTEN:3128,bind=[$GW6],fork,reuseaddr SYSTEM:"echo impostor"
+topo_wait_port "$NS_GW" $GW6 3128 || not_ok "the impostor listens"
+expect_eq "control: another user's listener on the proxy's IPv6 port answers locally" impostor \
+	"$(in_ns "$NS_GW" timeout 5 socat -u TCP6:"[$GW6]":3128,connect-timeout=3 STDOUT 2>/dev/null)"
+expect_eq "... but never a guest (svcreply)" "" \
+	"$(in_ns "$TOPO-agent" timeout 5 socat -u TCP6:"[$GW6]":3128,connect-timeout=3 STDOUT 2>/dev/null)"
 
 expect_ok "flush" in_ns "$NS_GW" "$NFTR" -c "$TOPO_TMP/moat.conf" flush
 tap_done
