@@ -192,7 +192,8 @@ exception_admits(const struct moat_config *cfg, const struct moat_sandbox *sb,
  * policy's guest6, private6 and lan6): no exceptions, which are IPv4. */
 static enum admit_why
 admit_addr6(const struct moat_config *cfg, const struct moat_sandbox *sb,
-    const struct admit_host *host, const struct moat_addr *a)
+    const struct admit_host *host, const struct moat_addr *a, int proto,
+    uint16_t port)
 {
 	struct moat_addr mine;
 	size_t i;
@@ -214,6 +215,9 @@ admit_addr6(const struct moat_config *cfg, const struct moat_sandbox *sb,
 		if (prefix_contains(&net, a))
 			return ADMIT_HOST_NET;
 	}
+	if (sb->egress == EGRESS_ALLOWLIST &&
+	    !admit_port_allowed(sb, proto, port))
+		return ADMIT_PORT;
 	return ADMIT_OK;
 }
 
@@ -237,7 +241,7 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	    admit_host_has(host, addr)))
 		return ADMIT_HOST;
 	if (a.family != AF_INET)
-		return admit_addr6(cfg, sb, host, &a);
+		return admit_addr6(cfg, sb, host, &a, proto, port);
 	if (exception_admits(cfg, sb, &a, proto, port))
 		return ADMIT_OK;
 	if (rangeset_contains(cfg->private, &a))
