@@ -727,11 +727,16 @@ dial_checked(struct conn *c, const struct moat_addr *a)
 	conn_set_deadline(c, TIMEOUT_DIAL_S);
 	if (tcp_connect(c) < 0) {
 		addr_fmt(a, ab, sizeof(ab));
+		if (c->fb == FB_WAIT) {
+			/* no IPv6 route (an uplink without IPv6, say): IPv4
+			 * at once, and no warning for every connection */
+			log_debug("%s: connect %s: %s", c->src, ab,
+			    strerror(errno));
+			fb_start(c);
+			return;
+		}
 		log_warn("%s: connect %s", c->src, ab);
-		if (c->fb == FB_WAIT)
-			fb_start(c);	/* no IPv6 route: IPv4 at once */
-		else
-			conn_refuse(c, 502, "cannot connect upstream");
+		conn_refuse(c, 502, "cannot connect upstream");
 	}
 }
 

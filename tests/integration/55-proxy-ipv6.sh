@@ -9,8 +9,8 @@
 # prefix, another guest and a unique-local address are refused by the
 # proxy (403), and the proxy's user cannot reach the LAN or the host over
 # IPv6 itself (the output chain) while it reaches public IPv6.  Happy
-# eyeballs: a dual-stack name whose IPv6 is blackholed, or refused, is
-# served over IPv4 within a second.  With the proxy gone, another user
+# eyeballs: a dual-stack name whose IPv6 is blackholed, refused or
+# unreachable is served over IPv4 within a second.  With the proxy gone, another user
 # listening on its IPv6 port cannot answer guests.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
@@ -25,6 +25,7 @@ GW6=$NET6::1
 BOUND6=2606:4700:20::20		# api.bound.test's AAAA, an HTTPS echo server
 DARK6=2606:4700:66::66		# dark.test's AAAA: blackholed
 RST6=2606:4700:77::77		# rst.test's AAAA: nothing listens there
+UNREACH6=2606:4700:88::88	# unreach.test's AAAA: no route from the gateway
 LAN6_HOST=2001:db8:77:5::2
 ULA=fd00:99::2
 
@@ -46,6 +47,7 @@ done
 ip -n "$NS_INET" addr add $BOUND6/128 dev eth0 nodad
 ip -n "$NS_INET" addr add $RST6/128 dev eth0 nodad
 ip -n "$NS_INET" -6 route add blackhole $DARK6/128
+ip -n "$NS_GW" -6 route add unreachable $UNREACH6/128
 for ns in "$NS_GW:moat0" "$TOPO-agent:eth0" "$TOPO-plain:eth0" "$NS_LAN:eth0"; do
 	topo_wait_dad "${ns%:*}" "${ns#*:}" || { not_ok "link-local ready in ${ns%:*}"; exit 1; }
 done
@@ -59,6 +61,7 @@ PX_NO_DNS=1 proxy_servers || not_ok "test servers start"
 topo_bg "$NS_INET" px-dns6 python3 tests/harness/cc-dns.py 203.0.113.53 \
     api.bound.test=$PX_BOUND api.bound.test=$BOUND6 other.test=$PX_OTHER \
     dark.test=$PX_OTHER dark.test=$DARK6 rst.test=$PX_OTHER rst.test=$RST6 \
+    unreach.test=$PX_OTHER unreach.test=$UNREACH6 \
     --lifetime 900
 topo_bg "$NS_INET" px-bound6 python3 tests/harness/proxy-server.py $BOUND6 443 \
     --cert "$PX_DIR/api.bound.test.crt" --key "$PX_DIR/api.bound.test.key" \
@@ -131,7 +134,7 @@ timed() {	# timed GUEST URL -- "CODE SECONDS" through the proxy's IPv6
 	in_ns "$TOPO-$1" curl -s --max-time 8 -o /dev/null -w '%{http_code} %{time_total}' \
 	    -x "http://[$GW6]:3128" "$2" 2>/dev/null
 }
-for n in dark:blackholed rst:refused; do
+for n in dark:blackholed rst:refused unreach:unreachable; do
 	r=$(timed agent "http://${n%%:*}.test/echo")
 	expect_eq "a dual-stack name whose IPv6 is ${n#*:} is served over IPv4 ($r)" 200 "${r%% *}"
 	expect_eq "... within a second" True \
