@@ -499,6 +499,7 @@ struct pool_group {
 	int		 fds[GW_PROXY_MAX];
 	unsigned	 n;
 	unsigned	 steer;		/* workers the group steers over */
+	struct moat_addr addr;		/* what its sockets are bound to */
 };
 
 struct gw {

@@ -135,6 +135,8 @@ group(struct gw *gw, struct pool_group *g, const struct moat_addr *a)
 	unsigned n = gw->nworkers, i;
 	int fd;
 
+	if (g->n == 0)
+		g->addr = *a;
 	for (i = g->n; i < n; i++) {
 		/* In a pair keepalived puts the address on the master
 		 * only: the backup's proxy is ready for it. */
@@ -158,13 +160,30 @@ group(struct gw *gw, struct pool_group *g, const struct moat_addr *a)
 	return 0;
 }
 
+static void
+group_close(struct pool_group *g)
+{
+	unsigned i;
+
+	for (i = 0; i < g->n; i++)
+		close(g->fds[i]);
+	g->n = g->steer = 0;
+}
+
 int
 pool_sockets(struct gw *gw)
 {
-	if (group(gw, &gw->proxy4, &gw->cfg->gw.address) == -1)
+	const struct moat_gateway *c = &gw->cfg->gw;
+
+	if (group(gw, &gw->proxy4, &c->address) == -1)
 		return -1;
-	if (gw->cfg->gw.ipv6 &&
-	    group(gw, &gw->proxy6, &gw->cfg->gw.ipv6_address) == -1)
+	/* A reload that turns gateway.ipv6 off, or moves its network, ends
+	 * the IPv6 group: workers started from now on get the new one, or
+	 * none (the draining ones have closed theirs). */
+	if (gw->proxy6.n > 0 && (!c->ipv6 ||
+	    addr_cmp(&gw->proxy6.addr, &c->ipv6_address) != 0))
+		group_close(&gw->proxy6);
+	if (c->ipv6 && group(gw, &gw->proxy6, &c->ipv6_address) == -1)
 		return -1;
 	return 0;
 }
@@ -172,11 +191,6 @@ pool_sockets(struct gw *gw)
 void
 pool_close(struct gw *gw)
 {
-	unsigned i;
-
-	for (i = 0; i < gw->proxy4.n; i++)
-		close(gw->proxy4.fds[i]);
-	for (i = 0; i < gw->proxy6.n; i++)
-		close(gw->proxy6.fds[i]);
-	gw->proxy4.n = gw->proxy6.n = 0;
+	group_close(&gw->proxy4);
+	group_close(&gw->proxy6);
 }

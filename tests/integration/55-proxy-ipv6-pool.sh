@@ -7,6 +7,7 @@
 # together from its IPv6 one), so per_sandbox holds across both families.
 # Five workers, so that the network's bits matter: 10.77.0.10 is worker
 # 172818442 % 5 = 2, where its host part alone (10) would be worker 0.
+# A reload that turns gateway.ipv6 off closes the IPv6 group.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -89,4 +90,22 @@ expect_eq "agent's IPv4 connections all reach worker 2" "2:4" "$(workers_of agen
 expect_eq "agent's IPv6 connections reach the same worker" "2:4" "$(workers_of agent $NET6::a)"
 expect_eq "plain's IPv4 connections all reach worker 3" "3:4" "$(workers_of plain 10.77.0.11)"
 expect_eq "plain's IPv6 connections reach the same worker" "3:4" "$(workers_of plain $NET6::b)"
+
+# --- a reload that turns gateway.ipv6 off ends the IPv6 group -------------
+worker_pid() {	# worker_pid W -- the running worker W's pid, or nothing
+	gw_ctl status --json 2>/dev/null | python3 -c "import json,sys
+for c in json.load(sys.stdin)['children']:
+    if c['name']=='proxy' and c.get('worker')==$1 and c['pid']>0: print(c['pid'])"
+}
+o0=$(worker_pid 0)
+sed -i '/^  ipv6 = {/d' "$GW_CONF"
+expect_ok "reload without gateway.ipv6 accepted" gw_ctl reload
+renewed() { n0=$(worker_pid 0); [ -n "$n0" ] && [ "$n0" != "$o0" ]; }
+wait_for 30 renewed
+no6() { [ "$(in_ns "$NS_GW" ss -Hltn "src [$GW6]:3128" | wc -l)" = 0 ]; }
+wait_for 40 no6
+expect_eq "nothing listens on the gateway's IPv6 proxy port any more" 0 \
+	"$(in_ns "$NS_GW" ss -Hltn "src [$GW6]:3128" | wc -l)"
+expect_eq "the IPv4 group is still there, one socket per worker" 5 \
+	"$(in_ns "$NS_GW" ss -Hltn "src $GW_ADDR:3128" | wc -l)"
 tap_done
