@@ -28,6 +28,7 @@
 #define DNS_CACHE	256
 #define DNS_TTL_MIN	5
 #define DNS_TTL_MAX	300
+#define DNS_TTL_NODATA	60	/* a name without records of the type */
 
 struct dnsreq {
 	char		 name[256];
@@ -78,7 +79,7 @@ cache_get(const char *name, ldns_rr_type type)
 	size_t i;
 
 	for (i = 0; i < DNS_CACHE; i++)
-		if (cache[i].n > 0 && cache[i].expires > now &&
+		if (cache[i].name[0] != '\0' && cache[i].expires > now &&
 		    cache[i].type == type && strcmp(cache[i].name, name) == 0)
 			return &cache[i];
 	return NULL;
@@ -136,7 +137,8 @@ req_finish(struct dnsreq *r, const char *err, const struct moat_addr *a,
 }
 
 /* Collect the A (or AAAA) records of an answer.  Returns the count, or
- * -1 with *err set. */
+ * -1 with *err set, or 0 with *err set when the name has none of the
+ * type (NODATA). */
 static int
 answer_addrs(ldns_pkt *p, ldns_rr_type type, struct moat_addr *a,
     uint32_t *ttl, const char **err)
@@ -166,7 +168,7 @@ answer_addrs(ldns_pkt *p, ldns_rr_type type, struct moat_addr *a,
 	}
 	if (n == 0)
 		return *err = len == 16 ? "no address (no AAAA record)" :
-		    "no address (no A record)", -1;
+		    "no address (no A record)", 0;
 	return (int)n;
 }
 
@@ -212,8 +214,11 @@ req_readable(struct ev *e, uint32_t events)
 		err = "answer truncated";
 	na = err ? -1 : answer_addrs(p, r->type, a, &ttl, &err);
 	ldns_pkt_free(p);
-	if (na > 0)
-		cache_put(r->name, r->type, a, (size_t)na, ttl);
+	/* An AAAA NODATA too: a sandbox with IPv6 asks AAAA of every name,
+	 * most of which have none. */
+	if (na > 0 || (na == 0 && r->type == LDNS_RR_TYPE_AAAA))
+		cache_put(r->name, r->type, a, (size_t)na, na > 0 ? ttl :
+		    DNS_TTL_NODATA);
 	req_finish(r, na > 0 ? NULL : err, a, na > 0 ? (size_t)na : 0);
 }
 
@@ -272,7 +277,9 @@ dns_lookup(const char *name, bool v6, dns_cb cb, void *arg)
 		size_t n = c->n;
 
 		memcpy(a, c->addrs, n * sizeof(*a));
-		cb(arg, NULL, a, n);
+		cb(arg, n > 0 ? NULL : type == LDNS_RR_TYPE_AAAA ?
+		    "no address (no AAAA record)" : "no address (no A record)",
+		    a, n);
 		return NULL;
 	}
 	if (nservers == 0) {

@@ -10,7 +10,8 @@
 # proxy (403), and the proxy's user cannot reach the LAN or the host over
 # IPv6 itself (the output chain) while it reaches public IPv6.  Happy
 # eyeballs: a dual-stack name whose IPv6 is blackholed, refused or
-# unreachable is served over IPv4 within a second.  With the proxy gone, another user
+# unreachable is served over IPv4 within a second, and a name without
+# AAAA is not asked for it again on every connection.  With the proxy gone, another user
 # listening on its IPv6 port cannot answer guests.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
@@ -142,6 +143,23 @@ for n in dark:blackholed rst:refused unreach:unreachable; do
 done
 r=$(timed plain "http://dark.test/echo")
 expect_eq "the same for a guest without secrets ($r)" 200 "${r%% *}"
+
+# A name without AAAA is asked for it once, not on every connection:
+# count the AAAA questions for other.test (qtype at UDP payload byte 24).
+in_ns "$NS_INET" nft -f - <<'NFT' || not_ok "AAAA counter installed"
+table inet pxaaaa {
+	counter aaaa { }
+	chain in {
+		type filter hook input priority 0;
+		udp dport 53 @th,256,16 0x001c counter name aaaa
+	}
+}
+NFT
+aaaa() { in_ns "$NS_INET" nft list counter inet pxaaaa aaaa | awk '/packets/ {print $2}'; }
+for i in 1 2 3; do
+	expect_eq "a name with only an A record is served ($i)" 200 "$(timed agent http://other.test/echo | cut -d' ' -f1)"
+done
+expect_eq "... and its AAAA was asked once (no records is cached too)" 1 "$(aaaa)"
 
 # --- only the proxy's user answers guests from the proxy port -------------
 pid=$(in_ns "$NS_GW" ss -Hltnp "src [$GW6]:3128" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
