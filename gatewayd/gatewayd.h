@@ -191,11 +191,15 @@ void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 /* Attach the steering program to a reuseport group: a connection goes
  * to socket (IPv4 source address) % n. */
 int	pool_steer(int fd, unsigned n);
+/* The same for an IPv6 group: (net4 | the IPv6 source's last 32 bits) % n,
+ * the socket of the guest's IPv4 address. */
+int	pool_steer6(int fd, unsigned n, const struct moat_addr *net4);
 /* Socket i of n on a:port, SO_REUSEPORT, listening (the first steered).
  * freebind: a may not be on this host yet (a pair's backup). */
 int	pool_socket(const struct moat_addr *, uint16_t port, unsigned i,
 	    unsigned n, bool freebind);
-/* gw->proxy_fds[0 .. nworkers-1], the group steered over nworkers. */
+/* gw->proxy4.fds[0 .. nworkers-1] (and proxy6's with gateway.ipv6),
+ * each group steered over nworkers. */
 int	pool_sockets(struct gw *);
 void	pool_close(struct gw *);
 
@@ -489,6 +493,15 @@ struct gw_egress {
 	bool		 configured;	/* else kept for its total only */
 };
 
+/* One reuseport group of the proxy's listening sockets (parent_pool.c):
+ * socket i is worker i's. */
+struct pool_group {
+	int		 fds[GW_PROXY_MAX];
+	unsigned	 n;
+	unsigned	 steer;		/* workers the group steers over */
+	struct moat_addr addr;		/* what its sockets are bound to */
+};
+
 struct gw {
 	struct gw_opts		 opts;
 	struct moat_config	*cfg;
@@ -508,10 +521,10 @@ struct gw {
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
 	unsigned		 nworkers;	/* proxy workers wanted now */
-	int			 proxy_fds[GW_PROXY_MAX];	/* listening, one
-					   per worker, bound by the parent */
-	unsigned		 nproxy_fds;
-	unsigned		 proxy_steer;	/* workers the group steers over */
+	struct pool_group	 proxy4, proxy6;	/* the proxy's
+					   listening sockets, bound by the
+					   parent; proxy6 on the gateway's
+					   IPv6 (gateway.ipv6) */
 	int			 ctlfd;		/* listening; the control process's */
 	unsigned		 ctl_gen;	/* control processes started */
 	unsigned		 ctl_followers;	/* "log -f" clients */

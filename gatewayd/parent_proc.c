@@ -690,8 +690,9 @@ gw_sealed_memfd(const char *name, const char *text, size_t len)
 static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
-	char prog[1024], *argv[28];
-	int argc = 0, fds[4], nfds = 0, signer = -1, conf;
+	char prog[1024], *argv[30];
+	int argc = 0, fds[5], nfds = 0, signer = -1, conf;
+	unsigned w = id - PROC_PROXY;
 	pid_t pid;
 
 	snprintf(prog, sizeof(prog), "%s/%s", gw->opts.bindir,
@@ -729,7 +730,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 			close(conf);
 			return -1;
 		}
-		fds[nfds++] = gw->proxy_fds[id - PROC_PROXY];	/* fd 4 */
+		fds[nfds++] = gw->proxy4.fds[w];	/* fd 4 */
 		fds[nfds++] = signer;			/* fd 5 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "4";
@@ -745,6 +746,11 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	fds[nfds++] = conf;				/* fd 6 */
 	argv[argc++] = "--config-fd";
 	argv[argc++] = "6";
+	if (id != PROC_DNSD && w < gw->proxy6.n) {
+		fds[nfds++] = gw->proxy6.fds[w];	/* fd 7 */
+		argv[argc++] = "--listen-fd";
+		argv[argc++] = "7";
+	}
 	argv[argc] = NULL;
 	if ((pid = fork()) == -1)
 		log_warn("%s: fork", gw->procs[id].name);

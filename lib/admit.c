@@ -16,7 +16,8 @@ static const char *const whys[] = {
 	[ADMIT_NONE] = "sandbox egress is none",
 	[ADMIT_SANDBOX_NET] = "an address of the sandbox network",
 	[ADMIT_HOST] = "an address of the gateway host",
-	[ADMIT_IPV6] = "an IPv6 address (guests have no IPv6 egress)",
+	[ADMIT_IPV6] = "an IPv6 address (the sandbox has no IPv6 egress)",
+	[ADMIT_HOST_NET] = "an address on a network of the gateway host",
 	[ADMIT_PRIVATE] = "a private address",
 	[ADMIT_PORT] = "a port not in the sandbox's allow_ports",
 };
@@ -187,6 +188,39 @@ exception_admits(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return false;
 }
 
+/* A sandbox's IPv6 goes where the kernel lets a guest's own go (the
+ * policy's guest6, private6 and lan6): no exceptions, which are IPv4. */
+static enum admit_why
+admit_addr6(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct admit_host *host, const struct moat_addr *a, int proto,
+    uint16_t port)
+{
+	struct moat_addr mine;
+	size_t i;
+
+	if (!config_sandbox_addr6(cfg, sb, &mine))
+		return ADMIT_IPV6;
+	if (prefix_contains(&cfg->gw.ipv6_network, a))
+		return ADMIT_SANDBOX_NET;
+	if (rangeset_contains(cfg->private, a))
+		return ADMIT_PRIVATE;
+	for (i = 0; host != NULL && i < host->n; i++) {
+		struct moat_prefix net = { host->v[i], host->plen[i] };
+		int bit;
+
+		if (host->v[i].family != AF_INET6 || net.plen >= 128)
+			continue;
+		for (bit = net.plen; bit < 128; bit++)
+			net.addr.a[bit / 8] &= (uint8_t)~(0x80 >> (bit % 8));
+		if (prefix_contains(&net, a))
+			return ADMIT_HOST_NET;
+	}
+	if (sb->egress == EGRESS_ALLOWLIST &&
+	    !admit_port_allowed(sb, proto, port))
+		return ADMIT_PORT;
+	return ADMIT_OK;
+}
+
 enum admit_why
 admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
     const struct admit_host *host, const struct moat_addr *addr, int proto,
@@ -207,7 +241,7 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	    admit_host_has(host, addr)))
 		return ADMIT_HOST;
 	if (a.family != AF_INET)
-		return ADMIT_IPV6;
+		return admit_addr6(cfg, sb, host, &a, proto, port);
 	if (exception_admits(cfg, sb, &a, proto, port))
 		return ADMIT_OK;
 	if (rangeset_contains(cfg->private, &a))
@@ -302,12 +336,26 @@ admit_set_add(const struct moat_config *cfg, const char *sandbox,
 void
 admit_host_add(struct admit_host *h, const struct moat_addr *a)
 {
-	if (admit_host_has(h, a))
-		return;
+	admit_host_add_net(h, a, a->family == AF_INET6 ? 128 : 32);
+}
+
+void
+admit_host_add_net(struct admit_host *h, const struct moat_addr *a,
+    unsigned plen)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (addr_cmp(&h->v[i], a) == 0) {
+			h->plen[i] = (uint8_t)plen;
+			return;
+		}
 	if (h->n == h->cap) {
 		h->cap = h->cap ? h->cap * 2 : 16;
 		h->v = xreallocarray(h->v, h->cap, sizeof(*h->v));
+		h->plen = xreallocarray(h->plen, h->cap, sizeof(*h->plen));
 	}
+	h->plen[h->n] = (uint8_t)plen;
 	h->v[h->n++] = *a;
 }
 
@@ -318,6 +366,7 @@ admit_host_del(struct admit_host *h, const struct moat_addr *a)
 
 	for (i = 0; i < h->n; i++)
 		if (addr_cmp(&h->v[i], a) == 0) {
+			h->plen[i] = h->plen[h->n - 1];
 			h->v[i] = h->v[--h->n];
 			return;
 		}
@@ -338,5 +387,6 @@ void
 admit_host_free(struct admit_host *h)
 {
 	free(h->v);
+	free(h->plen);
 	memset(h, 0, sizeof(*h));
 }

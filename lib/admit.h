@@ -21,6 +21,7 @@
  * hostaddr.h for learning them from the kernel). */
 struct admit_host {
 	struct moat_addr *v;
+	uint8_t		 *plen;		/* of v[i]'s network; IPv6 only */
 	size_t		  n, cap;
 };
 
@@ -30,7 +31,8 @@ enum admit_why {
 	ADMIT_NONE,		/* egress "none" */
 	ADMIT_SANDBOX_NET,	/* the sandbox network (guests, gateway) */
 	ADMIT_HOST,		/* an address of the gateway host */
-	ADMIT_IPV6,		/* guests have no IPv6 egress */
+	ADMIT_IPV6,		/* the sandbox has no IPv6 egress */
+	ADMIT_HOST_NET,		/* IPv6: on a network of the host's (a LAN) */
 	ADMIT_PRIVATE,		/* private range, no exception for it */
 	ADMIT_PORT,		/* allowlist: not one of allow_ports */
 };
@@ -92,6 +94,9 @@ bool	admit_set_ports(const struct moat_config *, const char *sandbox,
  * it) open a connection to a:port over proto?  host may be NULL when the
  * caller's host addresses are enforced elsewhere (the kernel's input
  * chain).  IPv4-mapped IPv6 is judged as the IPv4 address it maps.
+ * IPv6 only for a sandbox with an IPv6 address (config_sandbox_addr6),
+ * and as the kernel judges a guest's own: public (not cfg->private),
+ * outside the guests' /64 and every IPv6 network of the host's.
  * Allowlist sandboxes: the name check is the caller's; this checks the
  * address and the port. */
 enum admit_why admit_addr(const struct moat_config *,
@@ -129,6 +134,10 @@ void	admit_pair_sandboxes(const struct moat_config *old,
 	    const struct moat_sandbox *n, void *arg), void *arg);
 
 void	admit_host_add(struct admit_host *, const struct moat_addr *);
+/* An IPv6 address of the host's with its network's prefix length: the
+ * network (a LAN, the uplink's) is refused to guests' IPv6 too. */
+void	admit_host_add_net(struct admit_host *, const struct moat_addr *,
+	    unsigned plen);
 void	admit_host_del(struct admit_host *, const struct moat_addr *);
 bool	admit_host_has(const struct admit_host *, const struct moat_addr *);
 void	admit_host_free(struct admit_host *);

@@ -189,8 +189,19 @@ const struct moat_sandbox *
 config_sandbox_by_addr(const struct moat_config *cfg,
     const struct moat_addr *a)
 {
+	struct moat_addr a6;
 	size_t i;
 
+	/* An IPv6 source is the sandbox whose one IPv6 address it is. */
+	if (a->family == AF_INET6) {
+		if (!cfg->gw.ipv6 || !prefix_contains(&cfg->gw.ipv6_network, a))
+			return NULL;
+		for (i = 0; i < cfg->nsandboxes; i++)
+			if (config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a6) &&
+			    addr_cmp(&a6, a) == 0)
+				return &cfg->sandboxes[i];
+		return NULL;
+	}
 	for (i = 0; i < cfg->nsandboxes; i++)
 		if (addr_cmp(&cfg->sandboxes[i].address, a) == 0)
 			return &cfg->sandboxes[i];
@@ -215,14 +226,12 @@ config_sandbox_addr6(const struct moat_config *cfg,
 	const struct moat_gateway *gw = &cfg->gw;
 	uint32_t host, m;
 
-	/* An egress budget counts IPv4 only, and the proxy takes guests'
-	 * IPv4 alone: a sandbox with a budget or with secrets stays
-	 * IPv4-only, so that IPv6 is neither a way around its budget nor a
-	 * path on which its API calls reach a dual-stack host with the
-	 * placeholder instead of the secret. */
+	/* An egress budget counts IPv4 only: a sandbox with a budget stays
+	 * IPv4-only, so that IPv6 is no way around it.  Secrets are no
+	 * reason: the proxy takes guests' IPv6 as their IPv4. */
 	if (!gw->ipv6 || !x->ipv6 || x->egress != EGRESS_OPEN ||
 	    x->address.family != AF_INET || gw->network.plen <= 0 ||
-	    config_egress_budget(cfg, x) > 0 || x->secrets.n > 0)
+	    config_egress_budget(cfg, x) > 0)
 		return false;
 	m = gw->network.plen >= 32 ? 0 : ~0u >> gw->network.plen;
 	memcpy(&host, x->address.a, 4);

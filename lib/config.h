@@ -319,6 +319,7 @@ void	config_summary(FILE *, const struct moat_config *);
 
 const struct moat_sandbox *config_sandbox_by_name(const struct moat_config *,
 	    const char *);
+/* By its IPv4 address, or by its one IPv6 address (config_sandbox_addr6). */
 const struct moat_sandbox *config_sandbox_by_addr(const struct moat_config *,
 	    const struct moat_addr *);
 const struct moat_secret *config_secret_by_name(const struct moat_config *,

@@ -100,8 +100,11 @@ msg_cb(const struct nlmsghdr *nlh, void *data)
 	memset(&m, 0, sizeof(m));
 	m.family = ifa->ifa_family;
 	memcpy(m.a, mnl_attr_get_payload(a), len);
+	/* An IPv6 network of the host's (a LAN's global prefix) is no more
+	 * the internet than the host is: kept with its length. */
 	if (nlh->nlmsg_type == RTM_NEWADDR)
-		admit_host_add(h, &m);
+		admit_host_add_net(h, &m, m.family == AF_INET6 ?
+		    ifa->ifa_prefixlen : 32);
 	else
 		admit_host_del(h, &m);
 	return MNL_CB_OK;

@@ -28,8 +28,10 @@
  *             kept in the counters of four sets' elements keyed by guest
  *             address
  *   output    packets of the proxy's and dnsd's users: the proxy never
- *             reaches the host, the sandbox network, IPv6 or a private
- *             range (but exceptions); dnsd only its upstreams on 53;
+ *             reaches the host, the sandbox network or a private range
+ *             (but exceptions), nor IPv6 unless gateway.ipv6 (then never
+ *             a private or host-network one); dnsd only its upstreams
+ *             on 53;
  *             new connections of the host's own users to guests only
  *             as gateway.host_access allows (root, owners to their own);
  *             with fast refusals, ICMP errors to anywhere but the sandbox
@@ -126,6 +128,7 @@ struct build {
 
 static void v6_guest_in(struct nr_table *, struct nr_chain *);
 static void v6_guest_fwd(struct nr_table *, struct nr_chain *);
+static void v6_proxy_in(struct build *, struct nr_table *, struct nr_chain *);
 
 /*
  * Sets that hold one element per sandbox.  For an incremental updater
@@ -714,8 +717,10 @@ guest_input(struct build *b, struct nr_table *t)
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
 	    NULL);
-	if (gw->ipv6)
+	if (gw->ipv6) {
 		v6_guest_in(t, c);
+		v6_proxy_in(b, t, c);
+	}
 	/* Nothing else, on any local address: a separate box's registration
 	 * endpoint listens on its management network, never for guests. */
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "host"));
@@ -1162,6 +1167,81 @@ v6_guest_fwd(struct nr_table *t, struct nr_chain *c)
 	rb_end(&rb);
 }
 
+/* ---- the proxy over guests' IPv6 (gateway.ipv6) ---------------------
+ *
+ * A guest with IPv6 reaches the proxy on the gateway's IPv6 address, as
+ * on its IPv4 one; with intercept its tcp 80/443 to public IPv6 is
+ * redirected there (what is not public meets guest_fwd's refusal); and
+ * the proxy's own IPv6 goes where a guest's may: never private6 (which
+ * holds the guests' /64) nor a network of the host's (lan6).
+ */
+static void
+v6_proxy_in(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_gateway *gw = &b->cfg->gw;
+	struct moat_prefix me = { gw->ipv6_address, 128 };
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &me);
+	rb_cmp_port(&rb, F_TCP_DPORT, gw->proxy_port);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+}
+
+static void
+v6_intercept(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	static const uint16_t web[] = { 80, 443 };
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_sandbox_side(b, &rb, F_IIFNAME, false);
+		rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6",
+		    false);
+		rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "private6",
+		    true);
+		rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "lan6",
+		    true);
+		rb_cmp_port(&rb, F_TCP_DPORT, web[i]);
+		rb_redirect(&rb, b->cfg->gw.proxy_port);
+		rb_end(&rb);
+	}
+}
+
+static void
+v6_proxy_out(struct nr_table *t, struct nr_chain *c, const char *refuse)
+{
+	static const char *const deny[] = { "private6", "lan6" };
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, deny[i],
+		    false);
+		rb_verdict(&rb, NFT_GOTO, refuse);
+		rb_end(&rb);
+	}
+}
+
+/* Only the proxy's user answers guests' IPv6 from the proxy's port, as
+ * over IPv4 (service_reply). */
+static void
+v6_proxy_reply(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &b->cfg->gw.ipv6_network);
+	rb_cmp_port(&rb, F_TCP_SPORT, b->cfg->gw.proxy_port);
+	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "svcreply"));
+	rb_end(&rb);
+}
+
 static void
 inet_base_chains(struct build *b, struct nr_table *t)
 {
@@ -1214,6 +1294,8 @@ inet_base_chains(struct build *b, struct nr_table *t)
 			rb_redirect(&rb, gw->proxy_port);
 			rb_end(&rb);
 		}
+		if (gw->ipv6)
+			v6_intercept(b, t, c);
 	}
 
 	c = model_chain(t, "input", "filter", NF_INET_LOCAL_IN, 0, "filter");
@@ -1271,10 +1353,14 @@ proxy_output(struct build *b, struct nr_table *t, struct nr_chain *c)
 			port_rule(t, c, &gw->upstream[i], F_TCP_DPORT, 53,
 			    NF_ACCEPT, NULL);
 		}
-	rb_begin(&rb, t, c);
-	rb_nfproto_ipv6(&rb);
-	rb_verdict(&rb, NFT_GOTO, refuse);
-	rb_end(&rb);
+	if (gw->ipv6)
+		v6_proxy_out(t, c, refuse);
+	else {
+		rb_begin(&rb, t, c);
+		rb_nfproto_ipv6(&rb);
+		rb_verdict(&rb, NFT_GOTO, refuse);
+		rb_end(&rb);
+	}
 	rb_begin(&rb, t, c);
 	rb_fib_daddr_local(&rb);
 	rb_verdict(&rb, NFT_GOTO, refuse);
@@ -1562,6 +1648,8 @@ inet_output(struct build *b, struct nr_table *t)
 		 * who binds it while gatewayd is down (or first) must not
 		 * serve the guests' proxy connections. */
 		service_reply(b, t, c, b->cfg->gw.proxy_port);
+		if (b->cfg->gw.ipv6)
+			v6_proxy_reply(b, t, c);
 	}
 	if (dc) {
 		rb_begin(&rb, t, c);

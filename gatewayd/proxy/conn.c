@@ -28,11 +28,18 @@
 #include "splice.h"
 #include "tls.h"
 
+/* linux/netfilter_ipv6/ip6_tables.h, whose other headers clash with
+ * the C library's. */
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST	80
+#endif
+
 struct proxy proxy;
 static struct conn *conns;
 static const struct conn_app *app;
 
 static void dial_start(struct conn *);
+static void fb_stop(struct conn *);
 static void on_connected(struct conn *);
 static void splice_start(struct conn *);
 static void uptls_start(struct conn *);
@@ -62,6 +69,8 @@ conn_close(struct conn *c)
 	    c->host[0] ? c->host : "-", c->port, c->st);
 	c->closed = true;
 	dns_cancel(c->dns);
+	dns_cancel(c->dns6);
+	fb_stop(c);
 	tls_wait_cancel(&c->leafwait);
 	side_close(&c->g);
 	side_close(&c->u);
@@ -372,6 +381,7 @@ conn_new(int fd, const struct sockaddr_storage *peer, enum ckind kind)
 	c->u.fd = -1;
 	c->u.ev.fd = -1;
 	c->g.c = c->u.c = c;
+	c->fbev.fd = -1;
 	c->g.to_guest = true;
 	c->g.who = c->u.who = c->src;
 	splice_init(&c->sp);
@@ -388,24 +398,39 @@ conn_new(int fd, const struct sockaddr_storage *peer, enum ckind kind)
 	return c;
 }
 
-/* nft-rules redirects guests' tcp 80/443 to the proxy port, so one
- * listener serves both: a connection whose original destination (from
- * conntrack) is not the listener's own address was redirected. */
+/* The port of a struct sockaddr_in or sockaddr_in6 (host order). */
+static uint16_t
+sockaddr_port(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET6 ?
+	    ((const struct sockaddr_in6 *)ss)->sin6_port :
+	    ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* nft-rules redirects guests' tcp 80/443 to the proxy port (IPv4 and
+ * IPv6 alike), so one listener serves both: a connection whose original
+ * destination (from conntrack) is not the listener's own address was
+ * redirected. */
 static enum ckind
 classify(struct conn *c, enum ckind kind)
 {
 	struct sockaddr_storage local;
-	struct sockaddr_in *o = (struct sockaddr_in *)&c->odst;
-	struct sockaddr_in *l = (struct sockaddr_in *)&local;
+	struct moat_addr o, l;
 	socklen_t sl = sizeof(c->odst), ll = sizeof(local);
+	bool v6;
 
-	if (getsockopt(c->g.fd, SOL_IP, SO_ORIGINAL_DST, &c->odst, &sl) < 0 ||
-	    getsockname(c->g.fd, (struct sockaddr *)&local, &ll) < 0 ||
-	    o->sin_family != AF_INET || l->sin_family != AF_INET ||
-	    (o->sin_addr.s_addr == l->sin_addr.s_addr &&
-	    o->sin_port == l->sin_port))
+	if (getsockname(c->g.fd, (struct sockaddr *)&local, &ll) < 0)
 		return kind == K_TRANSPARENT ? (enum ckind)-1 : K_EXPLICIT;
-	c->port = ntohs(o->sin_port);
+	v6 = local.ss_family == AF_INET6;
+	if (getsockopt(c->g.fd, v6 ? SOL_IPV6 : SOL_IP, v6 ?
+	    IP6T_SO_ORIGINAL_DST : SO_ORIGINAL_DST, &c->odst, &sl) < 0 ||
+	    c->odst.ss_family != local.ss_family ||
+	    addr_from_sockaddr(&c->odst, &o) < 0 ||
+	    addr_from_sockaddr(&local, &l) < 0 ||
+	    (addr_cmp(&o, &l) == 0 &&
+	    sockaddr_port(&c->odst) == sockaddr_port(&local)))
+		return kind == K_TRANSPARENT ? (enum ckind)-1 : K_EXPLICIT;
+	c->port = sockaddr_port(&c->odst);
 	return K_TRANSPARENT;
 }
 
@@ -664,6 +689,33 @@ tcp_connect(struct conn *c)
 	return 0;
 }
 
+/* The IPv4 attempt of a race: stopped (its timer, its socket). */
+static void
+fb_stop(struct conn *c)
+{
+	int fd = c->fbev.fd;
+
+	ev_timer_del(&c->he);
+	if (fd >= 0) {
+		ev_del(&c->fbev);
+		close(fd);
+		c->fbev.fd = -1;
+	}
+	c->fb = FB_NONE;
+}
+
+/* An attempt failed: the other one goes on, or, with none left, the
+ * guest is told. */
+static void
+dial_failed(struct conn *c)
+{
+	if (c->u.fd < 0 && c->fb != FB_WAIT && c->fb != FB_DIAL)
+		conn_refuse(c, 502, "upstream connection failed");
+}
+
+static void fb_start(void *);
+static void resolve_delay(void *);
+
 static void
 dial_checked(struct conn *c, const struct moat_addr *a)
 {
@@ -675,34 +727,177 @@ dial_checked(struct conn *c, const struct moat_addr *a)
 	conn_set_deadline(c, TIMEOUT_DIAL_S);
 	if (tcp_connect(c) < 0) {
 		addr_fmt(a, ab, sizeof(ab));
+		if (c->fb == FB_WAIT) {
+			/* no IPv6 route (an uplink without IPv6, say): IPv4
+			 * at once, and no warning for every connection */
+			log_debug("%s: connect %s: %s", c->src, ab,
+			    strerror(errno));
+			fb_start(c);
+			return;
+		}
 		log_warn("%s: connect %s", c->src, ab);
 		conn_refuse(c, 502, "cannot connect upstream");
 	}
 }
 
 static void
-dns_done(void *arg, const char *err, const struct moat_addr *a, size_t n)
+fb_connected(struct ev *e, uint32_t events)
+{
+	struct conn *c = e->arg;
+	socklen_t sl = sizeof(int);
+	int err = 0, fd = e->fd;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0 || err) {
+		log_debug("%s: connect %s:%u over IPv4: %s", c->src, c->host,
+		    c->port, strerror(err));
+		fb_stop(c);
+		c->fb = FB_FAILED;
+		dial_failed(c);
+		return;
+	}
+	/* IPv4 won: the IPv6 attempt is dropped, IPv4's socket becomes the
+	 * upstream. */
+	ev_del(&c->fbev);
+	c->fbev.fd = -1;
+	c->fb = FB_NONE;
+	side_close(&c->u);
+	c->u.fd = fd;
+	c->dial = c->got4;
+	if (ev_add(&c->u.ev, fd, 0, side_cb, &c->u) < 0) {
+		close(fd);
+		c->u.fd = -1;
+		conn_refuse(c, 502, "upstream connection failed");
+		return;
+	}
+	log_debug("%s: %s:%u: IPv4 connected first", c->src, c->host, c->port);
+	c->dialled = true;
+	on_connected(c);
+}
+
+/* Timer or IPv6 failure: dial the checked IPv4 address alongside. */
+static void
+fb_start(void *arg)
 {
 	struct conn *c = arg;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, one = 1;
+
+	ev_timer_del(&c->he);
+	if (c->fb != FB_WAIT)
+		return;
+	c->fb = FB_DIAL;
+	sl = addr_to_sockaddr(&c->got4, c->port, &ss);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+	if (fd < 0 || (connect(fd, (struct sockaddr *)&ss, sl) < 0 &&
+	    errno != EINPROGRESS) ||
+	    ev_add(&c->fbev, fd, EPOLLOUT, fb_connected, c) < 0) {
+		if (fd >= 0)
+			close(fd);
+		c->fbev.fd = -1;
+		c->fb = FB_FAILED;
+		dial_failed(c);
+	}
+}
+
+/* Both answers in (or the resolution delay over): IPv6 first when the
+ * sandbox has it, with IPv4 to follow; else IPv4. */
+static void
+resolved(struct conn *c)
+{
+	if (c->closed)
+		return;
+	if (!c->done4 || !c->done6) {
+		if (c->has4 || c->has6)
+			ev_timer_set(&c->he, ev_now() + HE_RESOLVE_MS,
+			    resolve_delay, c);
+		return;
+	}
+	ev_timer_del(&c->he);
+	if (!c->has6 && !c->has4) {
+		conn_refuse(c, 502, c->err4 ? c->err4 : "no address");
+		return;
+	}
+	if (!c->has6) {
+		dial_checked(c, &c->got4);
+		return;
+	}
+	if (c->has4)
+		c->fb = FB_WAIT;
+	dial_checked(c, &c->got6);
+	if (!c->closed && c->fb == FB_WAIT)
+		ev_timer_set(&c->he, ev_now() + HE_DELAY_MS, fb_start, c);
+}
+
+static void
+resolve_delay(void *arg)
+{
+	struct conn *c = arg;
+
+	if (!c->done4) {
+		dns_cancel(c->dns);
+		c->dns = NULL;
+		c->done4 = true;
+	}
+	if (!c->done6) {
+		dns_cancel(c->dns6);
+		c->dns6 = NULL;
+		c->done6 = true;
+	}
+	resolved(c);
+}
+
+/* Every answer is checked: one address the sandbox may not reach refuses
+ * the name, which is what defeats DNS rebinding between check and
+ * connect.  False when it refused. */
+static bool
+answer_ok(struct conn *c, const struct moat_addr *a, size_t n)
+{
 	const char *why;
 	char msg[96];
 	size_t i;
 
-	c->dns = NULL;
-	if (err != NULL) {
-		conn_refuse(c, 502, err);
-		return;
-	}
-	/* Every answer is checked: one private address refuses the name,
-	 * which is what defeats DNS rebinding between check and connect. */
 	for (i = 0; i < n; i++)
 		if (!policy_addr_ok(proxy.cfg, c->sb, &proxy.host, &a[i],
 		    c->port, &why)) {
 			snprintf(msg, sizeof(msg), "name resolves to %s", why);
 			conn_refuse(c, 403, msg);
-			return;
+			return false;
 		}
-	dial_checked(c, &a[0]);
+	return true;
+}
+
+static void
+dns_done(void *arg, const char *err, const struct moat_addr *a, size_t n)
+{
+	struct conn *c = arg;
+
+	c->dns = NULL;
+	c->done4 = true;
+	c->err4 = err;
+	if (err == NULL && !answer_ok(c, a, n))
+		return;
+	if ((c->has4 = err == NULL))
+		c->got4 = a[0];
+	resolved(c);
+}
+
+/* AAAA: no answer is no IPv6, not a refusal. */
+static void
+dns6_done(void *arg, const char *err, const struct moat_addr *a, size_t n)
+{
+	struct conn *c = arg;
+
+	c->dns6 = NULL;
+	c->done6 = true;
+	if (err == NULL && !answer_ok(c, a, n))
+		return;
+	if ((c->has6 = err == NULL))
+		c->got6 = a[0];
+	resolved(c);
 }
 
 static void
@@ -711,6 +906,7 @@ dial_start(struct conn *c)
 	struct moat_addr a;
 	const char *why;
 
+	fb_stop(c);
 	c->st = S_DIAL;
 	conn_set_deadline(c, TIMEOUT_DIAL_S);
 	if (c->literal || c->host[0] == '\0') {
@@ -728,7 +924,13 @@ dial_start(struct conn *c)
 		dial_checked(c, &a);
 		return;
 	}
-	c->dns = dns_lookup(c->host, dns_done, c);
+	/* AAAA only for a sandbox with IPv6: others never dial it. */
+	c->has4 = c->has6 = c->done4 = false;
+	c->done6 = !config_sandbox_addr6(proxy.cfg, c->sb, &a);
+	c->err4 = NULL;
+	c->dns = dns_lookup(c->host, false, dns_done, c);
+	if (!c->closed && !c->done6)
+		c->dns6 = dns_lookup(c->host, true, dns6_done, c);
 }
 
 static void
@@ -746,9 +948,14 @@ h_dial(struct conn *c, struct side *s, uint32_t events)
 		errno = err;
 		log_debug("%s: connect %s:%u: %s", c->src, c->host, c->port,
 		    strerror(err));
-		conn_refuse(c, 502, "upstream connection failed");
+		side_close(&c->u);
+		if (c->fb == FB_WAIT)
+			fb_start(c);	/* IPv6 failed: IPv4 at once */
+		else
+			dial_failed(c);
 		return;
 	}
+	fb_stop(c);			/* the first to connect wins */
 	c->dialled = true;
 	ev_set(&c->u.ev, 0);
 	on_connected(c);

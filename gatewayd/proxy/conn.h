@@ -33,6 +33,8 @@
 #define TIMEOUT_HEAD_S	15	/* first bytes / request head */
 #define TIMEOUT_DIAL_S	10
 #define TIMEOUT_IDLE_S	300
+#define HE_RESOLVE_MS	50	/* one family answered: wait for the other */
+#define HE_DELAY_MS	250	/* IPv6 not connected yet: try IPv4 too */
 
 enum cstate {
 	S_HEAD,		/* reading a request head before any upstream */
@@ -76,7 +78,17 @@ struct conn {
 	bool		 sni_ok;		/* its SNI named host */
 	enum verdict	 verdict;
 	enum after_dial	 after;
-	struct dnsreq	*dns;
+	struct dnsreq	*dns, *dns6;		/* A, and AAAA with IPv6 */
+	struct moat_addr got4, got6;		/* the first checked of each */
+	bool		 done4, done6, has4, has6;
+	const char	*err4;			/* why A did not resolve */
+	/* Happy eyeballs (RFC 8305): IPv6 is dialled first, and IPv4 once
+	 * IPv6 fails or has not connected within HE_DELAY_MS; the first to
+	 * connect wins.  The timer also bounds the wait for the other
+	 * family's answer once one is in (HE_RESOLVE_MS). */
+	struct ev_timer	 he;
+	struct ev	 fbev;			/* the IPv4 attempt's socket */
+	enum { FB_NONE, FB_WAIT, FB_DIAL, FB_FAILED } fb;
 	struct moat_addr dial;
 	uint16_t	 dialport;
 	bool		 dialled;

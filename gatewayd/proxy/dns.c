@@ -1,5 +1,6 @@
 /*
- * dns.c -- asynchronous A lookups over UDP with ldns (see dns.h).
+ * dns.c -- asynchronous A and AAAA lookups over UDP with ldns (see
+ * dns.h).
  *
  * Each lookup gets its own connected UDP socket, so the source port is
  * fresh per query and replies from anywhere else are dropped by the
@@ -27,9 +28,11 @@
 #define DNS_CACHE	256
 #define DNS_TTL_MIN	5
 #define DNS_TTL_MAX	300
+#define DNS_TTL_NODATA	60	/* a name without records of the type */
 
 struct dnsreq {
 	char		 name[256];
+	ldns_rr_type	 type;		/* A or AAAA */
 	struct ev	 ev;
 	uint16_t	 id;
 	int		 tries;
@@ -41,6 +44,7 @@ struct dnsreq {
 
 struct cache_ent {
 	char		 name[256];
+	ldns_rr_type	 type;
 	struct moat_addr addrs[DNS_MAX_ADDRS];
 	size_t		 n;
 	time_t		 expires;
@@ -69,21 +73,21 @@ dns_init(const struct moat_addr *s, size_t n, uint16_t port)
 }
 
 static struct cache_ent *
-cache_get(const char *name)
+cache_get(const char *name, ldns_rr_type type)
 {
 	time_t now = mono();
 	size_t i;
 
 	for (i = 0; i < DNS_CACHE; i++)
-		if (cache[i].n > 0 && cache[i].expires > now &&
-		    strcmp(cache[i].name, name) == 0)
+		if (cache[i].name[0] != '\0' && cache[i].expires > now &&
+		    cache[i].type == type && strcmp(cache[i].name, name) == 0)
 			return &cache[i];
 	return NULL;
 }
 
 static void
-cache_put(const char *name, const struct moat_addr *a, size_t n,
-    uint32_t ttl)
+cache_put(const char *name, ldns_rr_type type, const struct moat_addr *a,
+    size_t n, uint32_t ttl)
 {
 	struct cache_ent *victim = &cache[0];
 	size_t i;
@@ -96,6 +100,7 @@ cache_put(const char *name, const struct moat_addr *a, size_t n,
 	if (ttl > DNS_TTL_MAX)
 		ttl = DNS_TTL_MAX;
 	snprintf(victim->name, sizeof(victim->name), "%s", name);
+	victim->type = type;
 	memcpy(victim->addrs, a, n * sizeof(*a));
 	victim->n = n;
 	victim->expires = mono() + (time_t)ttl;
@@ -131,14 +136,15 @@ req_finish(struct dnsreq *r, const char *err, const struct moat_addr *a,
 		cb(arg, err, a, n);
 }
 
-/* Collect the A records of an answer.  Returns the count, or -1 with
- * *err set. */
+/* Collect the A (or AAAA) records of an answer.  Returns the count, or
+ * -1 with *err set, or 0 with *err set when the name has none of the
+ * type (NODATA). */
 static int
-answer_addrs(ldns_pkt *p, struct moat_addr *a, uint32_t *ttl,
-    const char **err)
+answer_addrs(ldns_pkt *p, ldns_rr_type type, struct moat_addr *a,
+    uint32_t *ttl, const char **err)
 {
 	ldns_rr_list *an = ldns_pkt_answer(p);
-	size_t i, n = 0;
+	size_t i, n = 0, len = type == LDNS_RR_TYPE_AAAA ? 16 : 4;
 
 	*ttl = DNS_TTL_MAX;
 	if (ldns_pkt_get_rcode(p) == LDNS_RCODE_NXDOMAIN)
@@ -149,19 +155,20 @@ answer_addrs(ldns_pkt *p, struct moat_addr *a, uint32_t *ttl,
 		ldns_rr *rr = ldns_rr_list_rr(an, i);
 		ldns_rdf *rd;
 
-		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_A ||
+		if (ldns_rr_get_type(rr) != type ||
 		    (rd = ldns_rr_rdf(rr, 0)) == NULL ||
-		    ldns_rdf_size(rd) != 4 || n == DNS_MAX_ADDRS)
+		    ldns_rdf_size(rd) != len || n == DNS_MAX_ADDRS)
 			continue;
 		memset(&a[n], 0, sizeof(a[n]));
-		a[n].family = AF_INET;
-		memcpy(a[n].a, ldns_rdf_data(rd), 4);
+		a[n].family = len == 16 ? AF_INET6 : AF_INET;
+		memcpy(a[n].a, ldns_rdf_data(rd), len);
 		if (ldns_rr_ttl(rr) < *ttl)
 			*ttl = ldns_rr_ttl(rr);
 		n++;
 	}
 	if (n == 0)
-		return *err = "no address (no A record)", -1;
+		return *err = len == 16 ? "no address (no AAAA record)" :
+		    "no address (no A record)", 0;
 	return (int)n;
 }
 
@@ -205,10 +212,13 @@ req_readable(struct ev *e, uint32_t events)
 	}
 	if (ldns_pkt_tc(p))
 		err = "answer truncated";
-	na = err ? -1 : answer_addrs(p, a, &ttl, &err);
+	na = err ? -1 : answer_addrs(p, r->type, a, &ttl, &err);
 	ldns_pkt_free(p);
-	if (na > 0)
-		cache_put(r->name, a, (size_t)na, ttl);
+	/* An AAAA NODATA too: a sandbox with IPv6 asks AAAA of every name,
+	 * most of which have none. */
+	if (na > 0 || (na == 0 && r->type == LDNS_RR_TYPE_AAAA))
+		cache_put(r->name, r->type, a, (size_t)na, na > 0 ? ttl :
+		    DNS_TTL_NODATA);
 	req_finish(r, na > 0 ? NULL : err, a, na > 0 ? (size_t)na : 0);
 }
 
@@ -234,7 +244,7 @@ req_send(struct dnsreq *r)
 		return -1;
 	if ((dn = ldns_dname_new_frm_str(r->name)) == NULL)
 		return -1;
-	q = ldns_pkt_query_new(dn, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN, LDNS_RD);
+	q = ldns_pkt_query_new(dn, r->type, LDNS_RR_CLASS_IN, LDNS_RD);
 	ldns_pkt_set_id(q, r->id);
 	if (ldns_pkt2wire(&wire, q, &wl) != LDNS_STATUS_OK)
 		goto out;
@@ -256,17 +266,20 @@ out:
 }
 
 struct dnsreq *
-dns_lookup(const char *name, dns_cb cb, void *arg)
+dns_lookup(const char *name, bool v6, dns_cb cb, void *arg)
 {
+	ldns_rr_type type = v6 ? LDNS_RR_TYPE_AAAA : LDNS_RR_TYPE_A;
 	struct cache_ent *c;
 	struct dnsreq *r;
 
-	if ((c = cache_get(name)) != NULL) {
+	if ((c = cache_get(name, type)) != NULL) {
 		struct moat_addr a[DNS_MAX_ADDRS];
 		size_t n = c->n;
 
 		memcpy(a, c->addrs, n * sizeof(*a));
-		cb(arg, NULL, a, n);
+		cb(arg, n > 0 ? NULL : type == LDNS_RR_TYPE_AAAA ?
+		    "no address (no AAAA record)" : "no address (no A record)",
+		    a, n);
 		return NULL;
 	}
 	if (nservers == 0) {
@@ -275,6 +288,7 @@ dns_lookup(const char *name, dns_cb cb, void *arg)
 	}
 	r = xcalloc(1, sizeof(*r));
 	r->ev.fd = -1;
+	r->type = type;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->cb = cb;
 	r->arg = arg;

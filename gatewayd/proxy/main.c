@@ -194,10 +194,10 @@ parse_args(int argc, char *argv[], struct options *o)
 
 static int
 bind_listener(const struct moat_config *cfg, const char *spec,
-    const char *user)
+    const char *user, bool v6)
 {
 	struct sockaddr_storage ss;
-	struct moat_addr a = cfg->gw.address;
+	struct moat_addr a = v6 ? cfg->gw.ipv6_address : cfg->gw.address;
 	uint16_t port = cfg->gw.proxy_port;
 	socklen_t sl;
 	char addr[64];
@@ -217,11 +217,18 @@ bind_listener(const struct moat_config *cfg, const char *spec,
 	sl = addr_to_sockaddr(&a, port, &ss);
 	/* Made as the user the proxy becomes: the policy lets only that
 	 * uid answer guests from the proxy's port. */
-	if ((fd = socket_as(user, AF_INET, SOCK_STREAM | SOCK_CLOEXEC)) < 0)
+	if ((fd = socket_as(user, a.family, SOCK_STREAM | SOCK_CLOEXEC)) < 0)
 		fatal("socket");
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* The gateway's IPv6 address may reach the bridge after the proxy
+	 * starts (duplicate address detection, or gatewayd adding it). */
+	if (v6 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+	    sizeof(one)) < 0 || setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND,
+	    &one, sizeof(one)) < 0))
+		fatal("IPv6 listener options");
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
-		fatal("bind %s", spec ? spec : "gateway address:proxy port");
+		fatal("bind %s", spec ? spec : v6 ? "gateway IPv6 address:"
+		    "proxy port" : "gateway address:proxy port");
 	if (listen(fd, 1024) < 0)
 		fatal("listen");
 	return fd;
@@ -427,13 +434,16 @@ setup_listeners(const struct options *o, const struct moat_config *cfg)
 	for (i = 0; i < o->nlisten; i++)
 		if (fcntl(o->listen_fd[i], F_SETFD, FD_CLOEXEC) < 0)
 			fatal("--listen-fd %d", o->listen_fd[i]);
+	/* Standalone: the gateway's address, and its IPv6 address with
+	 * gateway.ipv6 (explicit and redirected connections of guests'
+	 * IPv6). */
 	if (nlisteners == 0) {
-		listeners[0].kind = K_EXPLICIT;
-		nlisteners = 1;
+		listeners[0].kind = listeners[1].kind = K_EXPLICIT;
+		nlisteners = o->listen == NULL && cfg->gw.ipv6 ? 2 : 1;
 	}
 	for (i = 0; i < nlisteners; i++) {
 		fd = o->nlisten ? o->listen_fd[i] : bind_listener(cfg,
-		    o->listen, o->user != NULL ? o->user : "nobody");
+		    o->listen, o->user != NULL ? o->user : "nobody", i == 1);
 		if (fd < 0)
 			fatalx("--listen: expected ADDR:PORT");
 		if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ||

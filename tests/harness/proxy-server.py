@@ -31,6 +31,7 @@ import argparse
 import bigleak
 import gzip
 import http.server
+import socket
 import socketserver
 import ssl
 import sys
@@ -214,6 +215,8 @@ def main():
     ap.add_argument("--leak")
     ap.add_argument("--lifetime", type=int, default=600)
     a = ap.parse_args()
+    if ":" in a.addr:
+        Server.address_family = socket.AF_INET6
     srv = Server((a.addr, a.port), Handler)
     srv.log, srv.leak = a.log, a.leak
     if a.cert:

@@ -11,7 +11,9 @@
 # "ra") and changes no other guest's routes, and a sandbox with ipv6 =
 # false gets no IPv6 at all.  The LAN and uplink prefixes are documentation
 # space made public with treat_as_public, so that what refuses the LAN is
-# the host-networks set (lan6), not the private table.
+# the host-networks set (lan6), not the private table.  No interception:
+# the guest's own packets are the subject here (55-proxy-ipv6 has the
+# proxy's redirect of guests' IPv6 80/443).
 . "$(dirname "$0")/../harness/tap.sh"
 . "$(dirname "$0")/../harness/topology.sh"
 cd "$(dirname "$0")/../.."
@@ -73,6 +75,7 @@ gateway: {
   network = "10.77.0.0/24";
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = false; };
   treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ];
   ipv6 = { network = "$NET6::/64"; uplink_mode = "nat66"; };
 };

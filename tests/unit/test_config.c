@@ -657,8 +657,16 @@ ipv6_model(void **state)
 	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[2], &a));
 	/* A budget counts IPv4 only: its sandbox gets no IPv6 around it. */
 	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[3], &a));
-	/* Nor a sandbox with secrets: its API calls must go by the proxy. */
-	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[4], &a));
+	/* A sandbox with secrets does: the proxy takes its IPv6 too. */
+	assert_true(config_sandbox_addr6(cfg, &cfg->sandboxes[4], &a));
+	assert_int_equal(addr_parse("2001:db8:77:1::e", &want), 0);
+	assert_true(addr_eq(&a, &want));
+	/* Its IPv6 source is that sandbox; another of the /64 is none. */
+	assert_ptr_equal(config_sandbox_by_addr(cfg, &want),
+	    &cfg->sandboxes[4]);
+	assert_int_equal(addr_parse("2001:db8:77:1::b", &want), 0);
+	assert_null(config_sandbox_by_addr(cfg, &want));
+	assert_int_equal(addr_parse("2001:db8:77:1::30a", &want), 0);
 	/* The delegated /64 is never a public destination. */
 	assert_true(rangeset_contains(cfg->private, &want));
 

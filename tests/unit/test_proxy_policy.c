@@ -3,6 +3,8 @@
  * every spelling, private addresses (also IPv4-mapped), allowlist
  * patterns and secret binding, on a config loaded from text.
  */
+#include <netinet/in.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -264,6 +266,76 @@ test_binding(void **state)
 	    "api.test"));
 }
 
+/* With gateway.ipv6, a sandbox with IPv6 (secrets or not) may have
+ * public IPv6 dialled for it, never the guests' /64, a private range,
+ * the host or a network of the host's; one without IPv6 none at all. */
+static void
+test_admission6(void **state)
+{
+	static const char text6[] =
+	"gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";"
+	"  dns: { upstream = [ \"203.0.113.53\" ]; };"
+	"  treat_as_public = [ \"2001:db8::/32\" ];"
+	"  ipv6 = { network = \"fd77:0:0:1::/64\"; uplink_mode = \"nat66\"; }; };\n"
+	"secrets = ( { name = \"api\"; file = \"%s\"; hosts = [ \"api.test\" ];"
+	"  header = \"Authorization\"; placeholder = \"moat-PH-test\"; } );\n"
+	"sandboxes = (\n"
+	" { name = \"s\"; mac = \"52:54:00:00:00:0a\"; address = \"10.77.0.10\"; tap = \"t-s\";"
+	"   egress = \"open\"; secrets = [ \"api\" ]; },\n"
+	" { name = \"v4\"; mac = \"52:54:00:00:00:0b\"; address = \"10.77.0.11\"; tap = \"t-v4\";"
+	"   egress = \"open\"; ipv6 = false; } );\n";
+	struct moat_errors errs = { 0 };
+	struct moat_config *c6;
+	const struct moat_sandbox *sb, *v4;
+	struct admit_host h = { 0 };
+	struct moat_addr a;
+	char text[4096];
+
+	need_cfg();
+	snprintf(text, sizeof(text), text6, secretfile);
+	c6 = config_load_buffer("v6.conf", text, "/nonexistent", &errs);
+	if (c6 == NULL)
+		config_errors_print(stderr, &errs);
+	config_errors_free(&errs);
+	assert_non_null(c6);
+	sb = config_sandbox_by_name(c6, "s");
+	v4 = config_sandbox_by_name(c6, "v4");
+	assert_int_equal(addr_parse("2001:db8:77:5::1", &a), 0);
+	admit_host_add_net(&h, &a, 64);			/* a LAN's prefix */
+	assert_int_equal(addr_parse("2001:db8:203::1", &a), 0);
+	admit_host_add_net(&h, &a, 64);			/* the uplink's */
+#define OK6(x, s)	(addr_parse((s), &a) == 0 && \
+	    admit_addr(c6, (x), &h, &a, IPPROTO_TCP, 443) == ADMIT_OK)
+#define WHY6(x, s)	(addr_parse((s), &a), \
+	    admit_addr(c6, (x), &h, &a, IPPROTO_TCP, 443))
+	assert_true(OK6(sb, "2606:4700:20::20"));
+	assert_true(OK6(sb, "2001:db8:99::1"));		/* treat_as_public */
+	assert_false(OK6(v4, "2606:4700:20::20"));
+	assert_int_equal(WHY6(v4, "2606:4700:20::20"), ADMIT_IPV6);
+	assert_int_equal(WHY6(sb, "2001:db8:77:5::2"), ADMIT_HOST_NET);
+	assert_int_equal(WHY6(sb, "2001:db8:203::2"), ADMIT_HOST_NET);
+	assert_int_equal(WHY6(sb, "2001:db8:203::1"), ADMIT_HOST);
+	assert_int_equal(WHY6(sb, "fd77:0:0:1::b"), ADMIT_SANDBOX_NET);
+	assert_int_equal(WHY6(sb, "fd77:0:0:1::1"), ADMIT_SANDBOX_NET);
+	assert_int_equal(WHY6(sb, "fd00:99::2"), ADMIT_PRIVATE);
+	assert_int_equal(WHY6(sb, "64:ff9b::c0a8:4d02"), ADMIT_PRIVATE);
+	assert_int_equal(WHY6(sb, "fe80::1"), ADMIT_PRIVATE);
+	assert_int_equal(WHY6(sb, "::ffff:192.168.77.2"), ADMIT_PRIVATE);
+	/* RTM_DELADDR: the network goes with its address. */
+	assert_int_equal(addr_parse("2001:db8:77:5::1", &a), 0);
+	admit_host_del(&h, &a);
+	assert_true(OK6(sb, "2001:db8:77:5::2"));
+#undef OK6
+#undef WHY6
+	/* The proxy knows the sandbox by its IPv6 source. */
+	assert_int_equal(addr_parse("fd77:0:0:1::a", &a), 0);
+	assert_ptr_equal(config_sandbox_by_addr(c6, &a), sb);
+	assert_int_equal(addr_parse("fd77:0:0:1::b", &a), 0);
+	assert_null(config_sandbox_by_addr(c6, &a));
+	admit_host_free(&h);
+	config_free(c6);
+}
+
 int
 main(void)
 {
@@ -272,6 +344,7 @@ main(void)
 		cmocka_unit_test(test_decide_ports),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_admission6),
 		cmocka_unit_test(test_set_add),
 		cmocka_unit_test(test_binding),
 	};
