@@ -7,7 +7,9 @@
 # forwarding and applies the policy.  From inside the guest: a host on
 # the IPv6 internet answers, through the gateway's nat66; the host's LAN
 # prefix (global, the homelab case) and the gateway host's own address
-# on it are refused.
+# on it are refused.  Image mode: the seed's network-config holds the
+# IPv6 address, gateway6 and the IPv6 resolver; a sandbox without IPv6
+# (allowlist, none) gets none in its seed or on its command line.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -62,6 +64,31 @@ out=$(pv create v6 --kernel "$GUEST_KERNEL" --initrd "$GUEST_INITRD" \
 	--append "quiet moat.probe6=$FAR6.2222,$LAN6_HOST.2222,$LAN6_GW.2222" \
 	--egress open --user "$PV_USER" --accel tcg --memory 256 2>&1)
 expect_match "provision create v6" "created v6: kernel mode, address 10.77.0.2" "$out"
+# Image mode and sandboxes without IPv6 (not booted).
+qemu-img create -q -f qcow2 "$TOPO_TMP/base.qcow2" 64M && chmod 0644 "$TOPO_TMP/base.qcow2"
+echo 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMoatTestKeyOnly test@moat' >"$TOPO_TMP/key.pub"
+icreate() { pv create "$1" --image "$TOPO_TMP/base.qcow2" --ssh-key "$TOPO_TMP/key.pub" \
+	--user "$PV_USER" --accel tcg "${@:2}"; }
+netcfg() { isoinfo -R -x /network-config -i "$PV_STATE/guests/$1/seed.iso" 2>&1; }
+expect_match "create img6 (image mode, open)" "created img6" "$(icreate img6 --egress open 2>&1)"
+n=$(netcfg img6)
+expect_match "seed: the IPv6 address beside the IPv4 one" \
+	'addresses: \[ "10.77.0.3/24", "'$NET6'::3/64" \]' "$n"
+expect_match "seed: the gateway's IPv6 address as router" 'gateway6: "'$NET6'::1"' "$n"
+expect_match "seed: ... and as resolver" \
+	'nameservers:.*addresses: \[ "10.77.0.1", "'$NET6'::1" \]' "$(tr '\n' ' ' <<<"$n")"
+expect_match "seed: no router advertisements taken" "accept-ra: false" "$n"
+expect_match "create img4 (image mode, allowlist)" "created img4" \
+	"$(icreate img4 --egress allowlist --allow pypi.org 2>&1)"
+n=$(netcfg img4)
+expect_match "allowlist seed: the IPv4 address" 'addresses: \[ "10.77.0.4/24" \]' "$n"
+expect_fail "allowlist seed: no IPv6 at all" grep -Eq "$NET6|gateway6|accept-ra" <<<"$n"
+expect_match "create k4 (kernel mode, egress none)" "created k4" \
+	"$(pv create k4 --kernel "$GUEST_KERNEL" --initrd "$GUEST_INITRD" --egress none \
+	--user "$PV_USER" --accel tcg --memory 128 2>&1)"
+expect_fail "egress none: no moat.ip6 on its command line" grep -q "moat.ip6" <<<"$(pv qemu-args k4 2>&1)"
+expect_match "qemu-args v6 shows moat.ip6" "moat.ip6=$NET6::2/64,$NET6::1" "$(pv qemu-args v6 2>&1)"
+
 GW_CONF=$PV_CONF
 gw_start -X; expect_eq "gatewayd applies the policy and sets up IPv6" 0 $?
 
