@@ -2,8 +2,9 @@
 # gatewayd's own IPv6 plumbing with gateway.ipv6 (manage_network on): it
 # puts the gateway's address (network::1/64) on the bridge and turns on
 # IPv6 forwarding, first setting accept_ra 1 -> 2 on the host's
-# interfaces (and "default") so that a homelab host keeps taking its own
-# IPv6 default route from router advertisements, and 0 on the bridge;
+# interfaces (and "default") so that a homelab host keeps its own
+# IPv6 default route from router advertisements (an advertised route is
+# still there after gatewayd starts), and 0 on the bridge;
 # --teardown sets every one of them back.  `gatewayd -n` names what is
 # missing.  Without gateway.ipv6 none of it is touched.  While gatewayd
 # runs it follows the host's IPv6 networks: a global prefix the LAN
@@ -87,6 +88,16 @@ expect_match "-n: IPv6 forwarding is off" "forwarding IPv6: off" "$out"
 expect_eq "-n changed nothing" "$before" "$(knobs)"
 
 # --- with gateway.ipv6 gatewayd sets it up ---
+# The host's own IPv6 default route from its LAN router's advertisement
+# (the homelab case; the uplink's static one stays preferred).  Turning
+# forwarding on with accept_ra 1 would drop it at once.
+ip -n "$NS_GW" -6 route replace default via $INET_ADDR6 metric 100
+in_ns "$NS_LAN" python3 tests/harness/ra-send.py eth0
+ra_route() { ip -n "$NS_GW" -6 route show default dev lan0 proto ra; }
+has_ra() { [ -n "$(ra_route)" ]; }
+wait_for 5 has_ra
+expect_match "before gatewayd: the host has a default route from the LAN's advertisement" \
+	"^default via fe80:" "$(ra_route)"
 gw_start -X; expect_eq "gatewayd with gateway.ipv6 starts" 0 $?
 expect_eq "the gateway's IPv6 address is on the bridge" "$NET6::1/64" "$(bridge6)"
 expect_eq "IPv6 forwarding on" 1 "$(in_ns "$NS_GW" sysctl -n net.ipv6.conf.all.forwarding)"
@@ -98,6 +109,8 @@ expect_eq "the bridge takes none from guests (accept_ra 0)" 0 \
 	"$(in_ns "$NS_GW" sysctl -n net.ipv6.conf.moat0.accept_ra)"
 expect_eq "an interface that took none is left alone" 0 \
 	"$(in_ns "$NS_GW" sysctl -n net.ipv6.conf.up0.accept_ra)"
+expect_match "forwarding on: the host kept its advertised default route" \
+	"^default via fe80:" "$(ra_route)"
 st=$(gw_ctl status 2>&1)
 expect_match "ctl status shows the IPv6 forwarding step" "forwarding IPv6: enabled" "$st"
 expect_eq "the guest reaches the IPv6 internet through the gateway" hi "$(hi $FAR6)"
