@@ -302,8 +302,18 @@ walk_uplink(struct walk *w)
 	else
 		item(w, true, what, "no IPv4 default route through it: "
 		    "guests cannot reach the internet");
-	if (w->cfg->gw.ipv6 && l.up && rtnl_default_route_via(w->r, AF_INET6,
-	    l.index) == 0)
+}
+
+/* After IPv6 forwarding is on: turning it on drops the advertised
+ * default routes of interfaces whose accept_ra stayed 1. */
+static void
+walk_uplink6(struct walk *w)
+{
+	const char *up = w->cfg->gw.uplink;
+	struct rtnl_link l;
+
+	if (rtnl_link_get(w->r, up, &l) == 1 && l.up &&
+	    rtnl_default_route_via(w->r, AF_INET6, l.index) == 0)
 		item(w, true, "uplink IPv6", "no IPv6 default route through "
 		    "%s: guests cannot reach the IPv6 internet", up);
 }
@@ -426,8 +436,10 @@ net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
 	if (fwd_get(cfg->gw.bridge) != -1)
 		walk_forwarding(&w, cfg->gw.bridge);
 	walk_uplink(&w);
-	if (cfg->gw.ipv6)
+	if (cfg->gw.ipv6) {
 		walk_forwarding6(&w);
+		walk_uplink6(&w);
+	}
 	rtnl_close(w.r);
 }
 
