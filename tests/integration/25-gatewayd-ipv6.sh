@@ -130,10 +130,13 @@ log=$(tail -n +"$((lines + 1))" "$GW_LOG")
 expect_match "gatewayd says the host's networks changed" "IPv6 networks changed" "$log"
 expect_match "... and updated the policy in place" "policy: updated" "$log"
 expect_fail "... without replacing it" grep -q "policy: replaced" <<<"$log"
+expect_ok "nft-rules verify: the kernel holds what the policy is now" \
+	in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" verify
 ip -n "$NS_GW" addr del $NEW6::1/64 dev lan0
 sleep 1
 expect_fail "the prefix the host lost leaves lan6" in_set
 expect_eq "the guest reaches it again" hi "$(hi $NEW6::2)"
+expect_ok "nft-rules verify agrees again" in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" verify
 
 # --- teardown sets everything back ---
 stop_gw
