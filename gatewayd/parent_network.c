@@ -327,7 +327,7 @@ keep_ras(struct walk *w, char *done, size_t len)
 {
 	const char *br = w->cfg->gw.bridge;
 	struct dirent *d;
-	size_t k;
+	size_t k, n;
 	DIR *dir;
 	int v;
 
@@ -344,9 +344,15 @@ keep_ras(struct walk *w, char *done, size_t len)
 		    0 : 2) == -1)
 			continue;
 		undo_add(w, "accept_ra %s %d", d->d_name, v);
-		if ((k = strlen(done)) + strlen(d->d_name) + 3 < len)
-			snprintf(done + k, len - k, "%s%s", k ? ", " : "",
-			    d->d_name);
+		k = strlen(done);
+		n = strlen(d->d_name);
+		if (k + n + 3 < len) {
+			if (k > 0) {
+				memcpy(done + k, ", ", 2);
+				k += 2;
+			}
+			memcpy(done + k, d->d_name, n + 1);
+		}
 	}
 	closedir(dir);
 }
