@@ -61,6 +61,7 @@ gateway: {
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
   treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ];
+  state_dir = "$TOPO_TMP/state";
   $1
 };
 sandboxes = (
@@ -86,6 +87,13 @@ expect_match "-n: the gateway's IPv6 address is missing on the bridge" \
 	"address $NET6::1/64: missing on moat0" "$out"
 expect_match "-n: IPv6 forwarding is off" "forwarding IPv6: off" "$out"
 expect_eq "-n changed nothing" "$before" "$(knobs)"
+conf "ipv6 = { network = \"$NET6::/64\"; uplink_mode = \"nat66\"; }; manage_network = false;"
+out=$(in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF" 2>&1)
+expect_match "manage_network = false: the IPv6 address is yours to add" \
+	"address $NET6::1/64: missing on moat0 \(gateway.manage_network is false: this is yours" "$out"
+expect_match "manage_network = false: so is IPv6 forwarding" \
+	"forwarding IPv6: off .*\(gateway.manage_network is false" "$out"
+conf "ipv6 = { network = \"$NET6::/64\"; uplink_mode = \"nat66\"; };"
 
 # --- with gateway.ipv6 gatewayd sets it up ---
 # The host's own IPv6 default route from its LAN router's advertisement
