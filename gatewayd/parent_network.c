@@ -565,8 +565,13 @@ undo_line(struct rtnl *r, char *line, int *rc)
 	/* IPv6 knobs: interface accept_ra 0..2, forwarding of "all". */
 	if ((strcmp(verb, "accept_ra") == 0 || (strcmp(verb, "forwarding6") ==
 	    0 && strcmp(ifn, "all") == 0)) && arg != NULL) {
-		v = atoi(arg);
-		if (v < 0 || v > 2 || v6_set(ifn, verb[0] == 'a' ?
+		if (arg[0] < '0' || arg[0] > '2' || arg[1] != '\0') {
+			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
+			    ifn, arg);
+			return;
+		}
+		v = arg[0] - '0';
+		if (v6_set(ifn, verb[0] == 'a' ?
 		    "accept_ra" : "forwarding", v) == -1)
 			return;	/* a vanished interface has nothing to undo */
 		printf("%s on %s set back to %d\n", verb[0] == 'a' ?

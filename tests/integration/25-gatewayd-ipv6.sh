@@ -153,4 +153,10 @@ expect_eq "teardown: exit 0" 0 $rc
 expect_match "teardown removes the bridge's IPv6 address" "removed $NET6::1/64 from moat0" "$out"
 expect_eq "teardown: the bridge has no IPv6 address left" "" "$(bridge6)"
 expect_eq "teardown: every IPv6 knob is back" "$before" "$(knobs)"
+# Records that are not what gatewayd writes change nothing.
+printf 'accept_ra lan0 7\naccept_ra ../../../kernel/panic 1\nforwarding6 lan0 1\n' \
+	>"$TOPO_TMP/state/network.undo"
+out=$(teardown)
+expect_match "a record with another value is ignored, with a warning" 'ignored "accept_ra lan0 7"' "$out"
+expect_eq "... and no IPv6 knob changed" "$before" "$(knobs)"
 tap_done
