@@ -78,7 +78,15 @@ conf ""
 gw_start -X; expect_eq "gatewayd without gateway.ipv6 starts" 0 $?
 expect_eq "without gateway.ipv6: no IPv6 knob changed" "$before" "$(knobs)"
 expect_eq "without gateway.ipv6: no IPv6 address on the bridge" "" "$(bridge6)"
+# Turned on by a reload: the same steps, at once.
+conf "ipv6 = { network = \"$NET6::/64\"; uplink_mode = \"nat66\"; };"
+expect_ok "reload with gateway.ipv6 added" gw_ctl reload
+expect_eq "after the reload: the IPv6 address is on the bridge" "$NET6::1/64" "$(bridge6)"
+expect_eq "after the reload: IPv6 forwarding on" 1 \
+	"$(in_ns "$NS_GW" sysctl -n net.ipv6.conf.all.forwarding)"
 stop_gw; teardown >/dev/null
+expect_eq "teardown after the reload: every IPv6 knob is back" "$before" "$(knobs)"
+expect_eq "... and the address is gone" "" "$(bridge6)"
 
 # --- gatewayd -n names what is missing ---
 conf "ipv6 = { network = \"$NET6::/64\"; uplink_mode = \"nat66\"; };"
