@@ -14,7 +14,8 @@
  * (network::1/64) on the bridge and turns on IPv6 forwarding, which Linux
  * has only for the whole host (net.ipv6.conf.all.forwarding).  A host
  * that forwards ignores router advertisements where accept_ra is 1, and
- * a homelab host usually gets its own IPv6 default route from them; so
+ * turning it on drops the default routes learned from them at once; a
+ * homelab host usually gets its own IPv6 default route that way.  So
  * before forwarding goes on, every interface (and "default", for those
  * that come later) whose accept_ra is 1 gets 2, "take them although
  * forwarding", each recorded to be set back.  The bridge gets 0: the
