@@ -439,7 +439,7 @@ void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
 
 /* --- the gateway's own network (parent_network.c; rtnetlink in parent_rtnl.c) --- */
 
-#define GW_NET_MAX	8
+#define GW_NET_MAX	16
 struct gw_net_item {
 	char	 what[48];		/* "bridge moat0", "forwarding up0" */
 	char	 state[160];		/* "created", "on", "missing ..." */
@@ -459,6 +459,14 @@ void	net_walk(const struct moat_config *, bool apply, struct gw_net *);
 void	net_log(const struct gw_net *);
 void	net_print_warnings(FILE *, const struct gw_net *);
 void	net_status(struct ctl_req *, const struct gw_net *);
+/* Follow the host's IPv6 networks (parent_hostnet.c): the policy's set
+ * lan6 gets a network the moment an interface gains it, without a
+ * reload.  fd -1 when not following. */
+struct hostnet;
+void	hostnet_start(struct gw *);
+int	hostnet_fd(const struct gw *);
+void	hostnet_readable(struct gw *);
+void	hostnet_stop(struct gw *);
 /* gatewayd --teardown; refused while a gatewayd answers on sock. */
 int	net_teardown(const struct moat_config *, const char *sock);
 /* Record a sysctl's value before gatewayd changes it (one of the ICMP
@@ -511,6 +519,7 @@ struct gw {
 	unsigned		 features;	/* NFTR_F_* */
 	pid_t			 signer_pid[GW_PROXY_MAX];	/* each worker's */
 	struct gw_net		 net;		/* last walk, for ctl status */
+	struct hostnet		*hostnet;	/* the host's IPv6 networks */
 	struct gw_proc		 procs[PROC_MAX];
 	struct {
 		pid_t	 pid;

@@ -63,7 +63,7 @@ on_signal(struct gw *gw, int sfd)
 	}
 }
 
-enum { FD_SIG, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+enum { FD_SIG, FD_RTNL, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
@@ -73,6 +73,7 @@ loop(struct gw *gw, int sfd)
 
 	while (!gw->quit) {
 		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
+		pfd[FD_RTNL] = (struct pollfd){ hostnet_fd(gw), POLLIN, 0 };
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
 			    POLLIN, 0 };
@@ -89,6 +90,8 @@ loop(struct gw *gw, int sfd)
 			fatal("poll");
 		if (pfd[FD_SIG].revents)
 			on_signal(gw, sfd);
+		if (pfd[FD_RTNL].revents)
+			hostnet_readable(gw);
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
 				proc_drain_readable(gw, i);
@@ -149,6 +152,7 @@ startup(struct gw *gw)
 		return -1;
 	}
 	policy_promises_seed(gw);
+	hostnet_start(gw);
 	/* The network after the policy: forwarding is never on unfiltered. */
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);
@@ -191,6 +195,7 @@ gw_run(struct gw_opts *opts)
 	gw.quit = true;
 	proc_stop_all(&gw);
 	ha_stop(&gw);
+	hostnet_stop(&gw);
 	pool_close(&gw);
 	egress_stop(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);

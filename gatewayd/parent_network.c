@@ -9,11 +9,24 @@
  * refusals change (parent_policy.c) are recorded there too.  Without manage_network, or for -n, the
  * same walk only checks and warns.  The uplink's default route is always
  * the admin's: it is only checked.
+ *
+ * With gateway.ipv6 the walk also puts the gateway's IPv6 address
+ * (network::1/64) on the bridge and turns on IPv6 forwarding, which Linux
+ * has only for the whole host (net.ipv6.conf.all.forwarding).  A host
+ * that forwards ignores router advertisements where accept_ra is 1, and
+ * turning it on drops the default routes learned from them at once; a
+ * homelab host usually gets its own IPv6 default route that way.  So
+ * before forwarding goes on, every interface (and "default", for those
+ * that come later) whose accept_ra is 1 gets 2, "take them although
+ * forwarding", each recorded to be set back.  The bridge gets 0: the
+ * gateway takes no route from its guests.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <arpa/inet.h>
+
+#include <dirent.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +46,7 @@ struct walk {
 	struct rtnl	*r;
 	bool		 apply;
 	char		 cidr[INET_ADDRSTRLEN + 4];
+	char		 cidr6[INET6_ADDRSTRLEN + 4];
 };
 
 static void
@@ -94,35 +108,87 @@ undo_add(const struct walk *w, const char *fmt, ...)
 	free(path);
 }
 
+/* A one-digit sysctl under /proc/sys/net: its value, or -1. */
 static int
-fwd_get(const char *ifname)
+knob_get(const char *path)
 {
-	char path[96], c = 0;
+	char c = 0;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding",
-	    ifname);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
 	if (read(fd, &c, 1) != 1)
 		c = 0;
 	close(fd);
-	return c == '1' ? 1 : c == '0' ? 0 : -1;
+	return c >= '0' && c <= '9' ? c - '0' : -1;
+}
+
+static int
+knob_set(const char *path, int v)
+{
+	char buf[4];
+	int fd, rc;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	snprintf(buf, sizeof(buf), "%d\n", v);
+	rc = write(fd, buf, 2) == 2 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+/* /proc/sys/net/<ipv4|ipv6>/conf/<ifname>/<key>; NULL for a name that
+ * is not an interface's (a record read back is not trusted). */
+static const char *
+knob_path(char *buf, size_t len, const char *family, const char *ifname,
+    const char *key)
+{
+	if (ifname[0] == '\0' || strlen(ifname) >= 16 ||
+	    strchr(ifname, '/') != NULL || strcmp(ifname, ".") == 0 ||
+	    strcmp(ifname, "..") == 0)
+		return NULL;
+	snprintf(buf, len, "/proc/sys/net/%s/conf/%s/%s", family, ifname, key);
+	return buf;
+}
+
+static int
+fwd_get(const char *ifname)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv4", ifname, "forwarding") == NULL)
+		return -1;
+	return knob_get(path);
 }
 
 static int
 fwd_set(const char *ifname, int on)
 {
 	char path[96];
-	int fd, rc;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding",
-	    ifname);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+	if (knob_path(path, sizeof(path), "ipv4", ifname, "forwarding") == NULL)
 		return -1;
-	rc = write(fd, on ? "1\n" : "0\n", 2) == 2 ? 0 : -1;
-	close(fd);
-	return rc;
+	return knob_set(path, on ? 1 : 0);
+}
+
+static int
+v6_get(const char *ifname, const char *key)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv6", ifname, key) == NULL)
+		return -1;
+	return knob_get(path);
+}
+
+static int
+v6_set(const char *ifname, const char *key, int v)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv6", ifname, key) == NULL)
+		return -1;
+	return knob_set(path, v);
 }
 
 static const char *
@@ -130,6 +196,25 @@ not_managed(const struct walk *w)
 {
 	return w->cfg->gw.manage_network ? "" :
 	    " (gateway.manage_network is false: this is yours to set up)";
+}
+
+static void
+walk_address(struct walk *w, int index, int family, const uint8_t *a,
+    int plen, const char *cidr)
+{
+	const char *br = w->cfg->gw.bridge;
+	char what[64];
+	int n;
+
+	snprintf(what, sizeof(what), "address %s", cidr);
+	if ((n = rtnl_addr_has(w->r, index, family, a, plen)) == 1)
+		item(w, false, what, "on %s", br);
+	else if (n == 0 && w->apply && rtnl_addr_add(w->r, index, family, a,
+	    plen) == 0) {
+		undo_add(w, "address %s %s", br, cidr);
+		item(w, false, what, "added to %s", br);
+	} else
+		item(w, true, what, "missing on %s%s", br, not_managed(w));
 }
 
 /* The bridge: exists (or is created), then up, then has the address. */
@@ -172,14 +257,10 @@ walk_bridge(struct walk *w)
 		item(w, false, what, "left to keepalived (gateway.ha)");
 		return;
 	}
-	if ((n = rtnl_addr4_has(w->r, l.index, a, plen)) == 1)
-		item(w, false, what, "on %s", br);
-	else if (n == 0 && w->apply && rtnl_addr4_add(w->r, l.index, a,
-	    plen) == 0) {
-		undo_add(w, "address %s %s", br, w->cidr);
-		item(w, false, what, "added to %s", br);
-	} else
-		item(w, true, what, "missing on %s%s", br, not_managed(w));
+	walk_address(w, l.index, AF_INET, a, plen, w->cidr);
+	if (w->cfg->gw.ipv6)
+		walk_address(w, l.index, AF_INET6,
+		    w->cfg->gw.ipv6_address.a, 64, w->cidr6);
 }
 
 /* IPv4 forwarding on the two interfaces the sandboxes' traffic crosses,
@@ -217,11 +298,98 @@ walk_uplink(struct walk *w)
 	walk_forwarding(w, up);
 	if (!l.up)
 		item(w, true, what, "down");
-	else if ((n = rtnl_default_route_via(w->r, l.index)) == 1)
+	else if ((n = rtnl_default_route_via(w->r, AF_INET, l.index)) == 1)
 		item(w, false, what, "up, IPv4 default route");
 	else
 		item(w, true, what, "no IPv4 default route through it: "
 		    "guests cannot reach the internet");
+}
+
+/* After IPv6 forwarding is on: turning it on drops the advertised
+ * default routes of interfaces whose accept_ra stayed 1. */
+static void
+walk_uplink6(struct walk *w)
+{
+	const char *up = w->cfg->gw.uplink;
+	struct rtnl_link l;
+
+	if (rtnl_link_get(w->r, up, &l) == 1 && l.up &&
+	    rtnl_default_route_via(w->r, AF_INET6, l.index) == 0)
+		item(w, true, "uplink IPv6", "no IPv6 default route through "
+		    "%s: guests cannot reach the IPv6 internet", up);
+}
+
+/* Before IPv6 forwarding goes on: accept_ra 1 becomes 2 wherever it is
+ * (the host keeps taking its own routes from advertisements), and the
+ * bridge's becomes 0 (none from guests).  The names changed, for the
+ * walk's report. */
+static void
+keep_ras(struct walk *w, char *done, size_t len)
+{
+	const char *br = w->cfg->gw.bridge;
+	struct dirent *d;
+	size_t k, n;
+	DIR *dir;
+	int v;
+
+	if ((dir = opendir("/proc/sys/net/ipv6/conf")) == NULL)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.' || strcmp(d->d_name, "all") == 0 ||
+		    strcmp(d->d_name, "lo") == 0)
+			continue;
+		v = v6_get(d->d_name, "accept_ra");
+		if (strcmp(d->d_name, br) == 0 ? v <= 0 : v != 1)
+			continue;
+		if (v6_set(d->d_name, "accept_ra", strcmp(d->d_name, br) == 0 ?
+		    0 : 2) == -1)
+			continue;
+		undo_add(w, "accept_ra %s %d", d->d_name, v);
+		k = strlen(done);
+		n = strlen(d->d_name);
+		if (k + n + 3 < len) {
+			if (k > 0) {
+				memcpy(done + k, ", ", 2);
+				k += 2;
+			}
+			memcpy(done + k, d->d_name, n + 1);
+		}
+	}
+	closedir(dir);
+}
+
+/* IPv6 forwarding, host-wide (Linux has no other switch for it). */
+static void
+walk_forwarding6(struct walk *w)
+{
+	char done[120] = "";
+	int v = v6_get("all", "forwarding");
+
+	if (v == -1) {
+		item(w, true, "IPv6", "not available on this host (disabled "
+		    "in the kernel?): guests get no IPv6");
+		return;
+	}
+	if (v == 1) {
+		item(w, false, "forwarding IPv6", "on");
+		return;
+	}
+	if (!w->apply) {
+		item(w, true, "forwarding IPv6", "off (net.ipv6.conf.all."
+		    "forwarding): guests reach only the gateway over IPv6%s",
+		    not_managed(w));
+		return;
+	}
+	keep_ras(w, done, sizeof(done));
+	if (done[0] != '\0')
+		item(w, false, "accept_ra", "kept on %s (2: advertisements "
+		    "taken with forwarding on; 0 on the bridge)", done);
+	if (v6_set("all", "forwarding", 1) == 0) {
+		undo_add(w, "forwarding6 all 0");
+		item(w, false, "forwarding IPv6", "enabled");
+	} else
+		item(w, true, "forwarding IPv6", "cannot enable: %s",
+		    strerror(errno));
 }
 
 /* The config as gatewayd takes it: valid, and valid on this host (its
@@ -252,13 +420,20 @@ net_config_load(const char *path, struct moat_errors *errs)
 void
 net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
 {
-	struct walk w = { cfg, out, NULL, apply && cfg->gw.manage_network, "" };
+	struct walk w = { cfg, out, NULL, apply && cfg->gw.manage_network, "",
+	    "" };
 	char a[INET_ADDRSTRLEN];
 
 	memset(out, 0, sizeof(*out));
 	out->managed = cfg->gw.manage_network;
 	addr_fmt(&cfg->gw.address, a, sizeof(a));
 	snprintf(w.cidr, sizeof(w.cidr), "%s/%d", a, cfg->gw.network.plen);
+	if (cfg->gw.ipv6) {
+		char a6[INET6_ADDRSTRLEN];
+
+		addr_fmt(&cfg->gw.ipv6_address, a6, sizeof(a6));
+		snprintf(w.cidr6, sizeof(w.cidr6), "%s/64", a6);
+	}
 	if ((w.r = rtnl_open()) == NULL) {
 		item(&w, true, "netlink", "cannot open rtnetlink: %s",
 		    strerror(errno));
@@ -268,6 +443,10 @@ net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
 	if (fwd_get(cfg->gw.bridge) != -1)
 		walk_forwarding(&w, cfg->gw.bridge);
 	walk_uplink(&w);
+	if (cfg->gw.ipv6) {
+		walk_forwarding6(&w);
+		walk_uplink6(&w);
+	}
 	rtnl_close(w.r);
 }
 
@@ -379,10 +558,27 @@ undo_line(struct rtnl *r, char *line, int *rc)
 	char *verb = strtok(line, " \n"), *ifn = strtok(NULL, " \n"),
 	    *arg = strtok(NULL, " \n"), *slash;
 	struct rtnl_link l;
-	struct in_addr in;
+	uint8_t in[16];
+	int family, v;
 
 	if (verb == NULL || ifn == NULL)
 		return;
+	/* IPv6 knobs: interface accept_ra 0..2, forwarding of "all". */
+	if ((strcmp(verb, "accept_ra") == 0 || (strcmp(verb, "forwarding6") ==
+	    0 && strcmp(ifn, "all") == 0)) && arg != NULL) {
+		if (arg[0] < '0' || arg[0] > '2' || arg[1] != '\0') {
+			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
+			    ifn, arg);
+			return;
+		}
+		v = arg[0] - '0';
+		if (v6_set(ifn, verb[0] == 'a' ?
+		    "accept_ra" : "forwarding", v) == -1)
+			return;	/* a vanished interface has nothing to undo */
+		printf("%s on %s set back to %d\n", verb[0] == 'a' ?
+		    "accept_ra" : "IPv6 forwarding", ifn, v);
+		return;
+	}
 	if (strcmp(verb, "sysctl") == 0 && arg != NULL) {
 		undo_sysctl(ifn, arg, rc);
 		return;
@@ -397,8 +593,9 @@ undo_line(struct rtnl *r, char *line, int *rc)
 	if (strcmp(verb, "address") == 0 && arg != NULL &&
 	    (slash = strchr(arg, '/')) != NULL) {
 		*slash = '\0';
-		if (inet_pton(AF_INET, arg, &in) == 1 && rtnl_addr4_del(r,
-		    l.index, (uint8_t *)&in, atoi(slash + 1)) == 0)
+		family = strchr(arg, ':') != NULL ? AF_INET6 : AF_INET;
+		if (inet_pton(family, arg, in) == 1 && rtnl_addr_del(r,
+		    l.index, family, in, atoi(slash + 1)) == 0)
 			printf("removed %s/%s from %s\n", arg, slash + 1, ifn);
 	} else if (strcmp(verb, "bridge") == 0) {
 		if (rtnl_link_del(r, l.index) == 0)

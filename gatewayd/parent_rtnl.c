@@ -1,7 +1,8 @@
 /*
  * parent_rtnl.c -- the few rtnetlink requests gatewayd makes for its own
  * network (libmnl): look up a link, create a bridge, bring a link up, find
- * and add an IPv4 address, find a default route, delete a link.  Each
+ * and add an address, find a default route, delete a link; and a socket
+ * told of every address the host gains or loses.  Each
  * request waits for the kernel's answer; errors come back in errno.
  */
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 #include <linux/rtnetlink.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -167,11 +169,18 @@ rtnl_link_del(struct rtnl *r, int index)
 	return talk(r, nlh, NULL, NULL);
 }
 
-/* --- IPv4 addresses --- */
+/* --- addresses (IPv4 4 bytes, IPv6 16) --- */
+
+static size_t
+alen(int family)
+{
+	return family == AF_INET6 ? 16 : 4;
+}
 
 struct addr_find {
 	int		 index;
-	const uint8_t	*addr;		/* 4 bytes */
+	int		 family;
+	const uint8_t	*addr;
 	int		 plen;
 	bool		 found;
 };
@@ -182,63 +191,75 @@ addr_cb(const struct nlmsghdr *nlh, void *data)
 	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
 	struct addr_find *f = data;
 	const struct nlattr *a;
+	/* IPv6 addresses carry IFA_ADDRESS only; IPv4 ones IFA_LOCAL too. */
+	uint16_t type = f->family == AF_INET6 ? IFA_ADDRESS : IFA_LOCAL;
 
-	if ((int)ifa->ifa_index != f->index || ifa->ifa_family != AF_INET ||
+	if ((int)ifa->ifa_index != f->index || ifa->ifa_family != f->family ||
 	    ifa->ifa_prefixlen != f->plen)
 		return MNL_CB_OK;
 	mnl_attr_for_each(a, nlh, sizeof(*ifa))
-		if (mnl_attr_get_type(a) == IFA_LOCAL &&
-		    mnl_attr_get_payload_len(a) == 4 &&
-		    memcmp(mnl_attr_get_payload(a), f->addr, 4) == 0)
+		if (mnl_attr_get_type(a) == type &&
+		    mnl_attr_get_payload_len(a) == alen(f->family) &&
+		    memcmp(mnl_attr_get_payload(a), f->addr,
+		    alen(f->family)) == 0)
 			f->found = true;
 	return MNL_CB_OK;
 }
 
 int
-rtnl_addr4_has(struct rtnl *r, int index, const uint8_t addr[4], int plen)
+rtnl_addr_has(struct rtnl *r, int index, int family, const uint8_t *addr,
+    int plen)
 {
 	struct nlmsghdr *nlh = msg_new(r, RTM_GETADDR, NLM_F_DUMP);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	struct addr_find f = { index, addr, plen, false };
+	struct addr_find f = { index, family, addr, plen, false };
 
-	ifa->ifa_family = AF_INET;
+	ifa->ifa_family = (uint8_t)family;
 	if (talk(r, nlh, addr_cb, &f) == -1)
 		return -1;
 	return f.found ? 1 : 0;
 }
 
 static int
-addr4_req(struct rtnl *r, uint16_t type, uint16_t flags, int index,
-    const uint8_t addr[4], int plen)
+addr_req(struct rtnl *r, uint16_t type, uint16_t flags, int index,
+    int family, const uint8_t *addr, int plen)
 {
 	struct nlmsghdr *nlh = msg_new(r, type, flags | NLM_F_ACK);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 
-	ifa->ifa_family = AF_INET;
+	ifa->ifa_family = (uint8_t)family;
 	ifa->ifa_prefixlen = (uint8_t)plen;
 	ifa->ifa_index = (unsigned)index;
-	mnl_attr_put(nlh, IFA_LOCAL, 4, addr);
-	mnl_attr_put(nlh, IFA_ADDRESS, 4, addr);
+	/* The gateway's IPv6 address is usable at once: it is the guests'
+	 * router, and duplicate detection would hold it back a second. */
+	if (family == AF_INET6)
+		ifa->ifa_flags = IFA_F_NODAD;
+	else
+		mnl_attr_put(nlh, IFA_LOCAL, alen(family), addr);
+	mnl_attr_put(nlh, IFA_ADDRESS, alen(family), addr);
 	return talk(r, nlh, NULL, NULL);
 }
 
 int
-rtnl_addr4_add(struct rtnl *r, int index, const uint8_t addr[4], int plen)
+rtnl_addr_add(struct rtnl *r, int index, int family, const uint8_t *addr,
+    int plen)
 {
-	return addr4_req(r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index,
-	    addr, plen);
+	return addr_req(r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index,
+	    family, addr, plen);
 }
 
 int
-rtnl_addr4_del(struct rtnl *r, int index, const uint8_t addr[4], int plen)
+rtnl_addr_del(struct rtnl *r, int index, int family, const uint8_t *addr,
+    int plen)
 {
-	return addr4_req(r, RTM_DELADDR, 0, index, addr, plen);
+	return addr_req(r, RTM_DELADDR, 0, index, family, addr, plen);
 }
 
 /* --- routes --- */
 
 struct route_find {
 	int	 index;
+	int	 family;
 	bool	 found;
 };
 
@@ -249,7 +270,7 @@ route_cb(const struct nlmsghdr *nlh, void *data)
 	struct route_find *f = data;
 	const struct nlattr *a;
 
-	if (rtm->rtm_family != AF_INET || rtm->rtm_dst_len != 0 ||
+	if (rtm->rtm_family != f->family || rtm->rtm_dst_len != 0 ||
 	    rtm->rtm_type != RTN_UNICAST)
 		return MNL_CB_OK;
 	mnl_attr_for_each(a, nlh, sizeof(*rtm))
@@ -260,14 +281,91 @@ route_cb(const struct nlmsghdr *nlh, void *data)
 }
 
 int
-rtnl_default_route_via(struct rtnl *r, int index)
+rtnl_default_route_via(struct rtnl *r, int family, int index)
 {
 	struct nlmsghdr *nlh = msg_new(r, RTM_GETROUTE, NLM_F_DUMP);
 	struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
-	struct route_find f = { index, false };
+	struct route_find f = { index, family, false };
 
-	rtm->rtm_family = AF_INET;
+	rtm->rtm_family = (uint8_t)family;
 	if (talk(r, nlh, route_cb, &f) == -1)
 		return -1;
 	return f.found ? 1 : 0;
+}
+
+/* --- following the host's addresses --- */
+
+struct rtnl_watch {
+	struct mnl_socket	*nl;
+	char			 buf[16384];
+};
+
+struct rtnl_watch *
+rtnl_watch_open(void)
+{
+	struct rtnl_watch *w = calloc(1, sizeof(*w));
+	/* IPv6 only: the policy follows no IPv4 network of the host (every
+	 * private IPv4 range is refused whatever the host has). */
+	unsigned groups = 1u << (RTNLGRP_IPV6_IFADDR - 1);
+	int fl;
+
+	if (w == NULL)
+		return NULL;
+	if ((w->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC)) == NULL ||
+	    mnl_socket_bind(w->nl, groups, MNL_SOCKET_AUTOPID) == -1 ||
+	    (fl = fcntl(mnl_socket_get_fd(w->nl), F_GETFL)) == -1 ||
+	    fcntl(mnl_socket_get_fd(w->nl), F_SETFL, fl | O_NONBLOCK) == -1) {
+		rtnl_watch_close(w);
+		return NULL;
+	}
+	return w;
+}
+
+int
+rtnl_watch_fd(const struct rtnl_watch *w)
+{
+	return w ? mnl_socket_get_fd(w->nl) : -1;
+}
+
+void
+rtnl_watch_close(struct rtnl_watch *w)
+{
+	if (w == NULL)
+		return;
+	if (w->nl != NULL)
+		mnl_socket_close(w->nl);
+	free(w);
+}
+
+static int
+watch_cb(const struct nlmsghdr *nlh, void *data)
+{
+	if (nlh->nlmsg_type == RTM_NEWADDR || nlh->nlmsg_type == RTM_DELADDR)
+		*(bool *)data = true;
+	return MNL_CB_OK;
+}
+
+/* Read every pending notification.  An overrun socket lost some: that
+ * counts as a change too, so the caller looks again. */
+int
+rtnl_watch_drain(struct rtnl_watch *w)
+{
+	bool changed = false;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(mnl_socket_get_fd(w->nl), w->buf, sizeof(w->buf), 0);
+		if (n == -1 && errno == ENOBUFS) {
+			changed = true;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		mnl_cb_run(w->buf, (size_t)n, 0, 0, watch_cb, &changed);
+	}
+	if (n == -1 && errno != EAGAIN)
+		return -1;
+	return changed ? 1 : 0;
 }

@@ -23,10 +23,23 @@ int	rtnl_link_get(struct rtnl *, const char *name, struct rtnl_link *);
 int	rtnl_bridge_add(struct rtnl *, const char *name);
 int	rtnl_link_set_up(struct rtnl *, int index, bool up);
 int	rtnl_link_del(struct rtnl *, int index);
-int	rtnl_addr4_has(struct rtnl *, int index, const uint8_t addr[4], int plen);
-int	rtnl_addr4_add(struct rtnl *, int index, const uint8_t addr[4], int plen);
-int	rtnl_addr4_del(struct rtnl *, int index, const uint8_t addr[4], int plen);
-/* An IPv4 default route out of the link (any table). */
-int	rtnl_default_route_via(struct rtnl *, int index);
+/* addr: 4 bytes for AF_INET, 16 for AF_INET6 (added without duplicate
+ * address detection). */
+int	rtnl_addr_has(struct rtnl *, int index, int family, const uint8_t *addr,
+	    int plen);
+int	rtnl_addr_add(struct rtnl *, int index, int family, const uint8_t *addr,
+	    int plen);
+int	rtnl_addr_del(struct rtnl *, int index, int family, const uint8_t *addr,
+	    int plen);
+/* A default route of family out of the link (any table). */
+int	rtnl_default_route_via(struct rtnl *, int family, int index);
+
+/* A socket subscribed to the host's IPv6 address changes, not
+ * blocking.  drain: 1 some address came or went, 0 none, -1 error. */
+struct rtnl_watch;
+struct rtnl_watch *rtnl_watch_open(void);
+int	rtnl_watch_fd(const struct rtnl_watch *);
+int	rtnl_watch_drain(struct rtnl_watch *);
+void	rtnl_watch_close(struct rtnl_watch *);
 
 #endif

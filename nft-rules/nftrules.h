@@ -94,6 +94,11 @@ struct nftr_opts {
 	bool		 incremental;
 };
 
+/* This host's IPv6 networks as the policy's set lan6 holds them (the
+ * default of nftr_opts.lan6): global and unique-local prefixes of every
+ * interface but bridge, in the order getifaddrs gives them. */
+int	nftr_lan6_host(const char *bridge, struct moat_prefix **v, size_t *n);
+
 #define NFTR_PROXY_USER	"moat-proxy"
 #define NFTR_DNS_USER	"moat-dns"
 

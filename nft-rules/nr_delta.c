@@ -9,10 +9,13 @@
  * as they do around one changed sandbox, so the cost is a walk of the
  * lists, not a search).  A chain whose rules differ is flushed and
  * refilled; a set whose elements differ gets the elements deleted and
- * added, matched by their nft text.  Anything else that differs (table
- * layout, counters, a base chain's hook, a set's type or flags, the
- * elements of a constant or interval set) is not worth being clever
- * about: the whole ruleset is replaced, as nftr_apply does.  So is
+ * added, matched by their nft text; an interval set that is not constant
+ * (the host's IPv6 networks, lan6, which follow the host's interfaces) is
+ * emptied and refilled in the same transaction, so no packet sees it half
+ * done.  Anything else that differs (table layout, counters, a base
+ * chain's hook, a set's type or flags, the elements of a constant set) is
+ * not worth being clever about: the whole ruleset is replaced, as
+ * nftr_apply does.  So is
  * everything when the kernel does not give moat's tables an owner, since
  * then another process may have changed them behind the old model.
  *
@@ -223,6 +226,17 @@ elems_mutable(const struct nr_set *s)
 	    s->nnle == s->nelems;
 }
 
+/* An interval set the kernel lets change: refilled whole (its elements
+ * come in halves, which cannot be matched one by one). */
+static bool
+elems_refillable(const struct nr_set *s)
+{
+	uint32_t f = nftnl_set_get_u32(s->nl, NFTNL_SET_FLAGS);
+
+	return (f & (NFT_SET_CONSTANT | NFT_SET_INTERVAL)) ==
+	    NFT_SET_INTERVAL && !s->map;
+}
+
 static const char *
 sets_comparable(const struct nr_set *a, const struct nr_set *b)
 {
@@ -232,8 +246,9 @@ sets_comparable(const struct nr_set *a, const struct nr_set *b)
 	    nftnl_set_get_u32(b->nl, NFTNL_SET_FLAGS))
 		return "a set changed its type or flags";
 	if (!a->dynamic && !elems_equal(a, b) &&
-	    (!elems_mutable(a) || !elems_mutable(b)))
-		return "a constant or interval set changed its elements";
+	    (!elems_mutable(a) || !elems_mutable(b)) &&
+	    (!elems_refillable(a) || !elems_refillable(b)))
+		return "a constant set changed its elements";
 	return NULL;
 }
 
@@ -434,6 +449,22 @@ elems_minus(const struct nr_table *t, const struct nr_set *a,
 	return out;
 }
 
+/* A deletion that names no element empties the set. */
+static void
+msg_flush_set(struct nl_batch *b, const struct nr_table *t,
+    const struct nr_set *s)
+{
+	struct nftnl_set *ns = set_ref(t, s);
+	struct nlmsghdr *nlh;
+	char desc[300];
+
+	snprintf(desc, sizeof(desc), "flush set %s", s->name);
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, t->family, 0, desc);
+	nftnl_set_elems_nlmsg_build_payload(nlh, ns);
+	batch_next(b);
+	nftnl_set_free(ns);
+}
+
 static void
 msg_elems_of(struct nl_batch *b, const struct nr_table *t,
     struct nftnl_set *s, uint16_t type, const char *what, const char *name)
@@ -473,6 +504,10 @@ delta_removals(struct nl_batch *b, const struct nr_table *t,
 
 		if (o == NULL || n == NULL || o->dynamic || elems_equal(o, n))
 			continue;
+		if (elems_refillable(o)) {
+			msg_flush_set(b, t, o);
+			continue;
+		}
 		if ((gone = elems_minus(t, o, n)) == NULL)
 			continue;
 		msg_elems_of(b, t, gone, NFT_MSG_DELSETELEM, "old", o->name);
@@ -513,6 +548,10 @@ delta_additions(struct nl_batch *b, const struct nr_table *t,
 
 		o = sets->n2o[i];
 		if (o == NULL)
+			msg_elems_of(b, t, n->nl, NFT_MSG_NEWSETELEM, "new",
+			    n->name);
+		else if (!n->dynamic && !elems_equal(o, n) &&
+		    elems_refillable(n))
 			msg_elems_of(b, t, n->nl, NFT_MSG_NEWSETELEM, "new",
 			    n->name);
 		else if (!n->dynamic && !elems_equal(o, n)) {

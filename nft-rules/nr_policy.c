@@ -1033,8 +1033,8 @@ pfx(const char *s)
 	return p;
 }
 
-static int
-lan6_sys(const char *bridge, struct moat_prefix **v, size_t *n)
+int
+nftr_lan6_host(const char *bridge, struct moat_prefix **v, size_t *n)
 {
 	struct moat_hostif *ifs;
 	size_t i, k;
@@ -1064,7 +1064,7 @@ v6_sets(struct build *b, struct nr_table *t)
 {
 	const struct moat_config *cfg = b->cfg;
 	int (*lan)(const char *, struct moat_prefix **, size_t *) =
-	    b->opts->lan6 ? b->opts->lan6 : lan6_sys;
+	    b->opts->lan6 ? b->opts->lan6 : nftr_lan6_host;
 	struct moat_prefix *v = NULL;
 	struct moat_addr a;
 	struct nr_set *g, *l;

@@ -158,3 +158,16 @@ netmask_fmt(int plen, char out[16])
 
 	inet_ntop(AF_INET, &m, out, 16);
 }
+
+void
+pv_addr6(const struct moat_config *cfg, const struct moat_sandbox *x,
+    char addr[46], char gw[46])
+{
+	struct moat_addr a;
+
+	addr[0] = gw[0] = '\0';
+	if (!config_sandbox_addr6(cfg, x, &a))
+		return;
+	addr_fmt(&a, addr, 46);
+	addr_fmt(&cfg->gw.ipv6_address, gw, 46);
+}

@@ -381,6 +381,7 @@ static int
 plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
     struct seed_in *s)
 {
+	struct moat_sandbox x = { 0 };
 	struct moat_addr a;
 	uint8_t mac[6];
 	size_t i;
@@ -420,9 +421,16 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 	memcpy(s->address, d->address, sizeof(s->address));
 	s->plen = pv->cfg->gw.network.plen;
 	addr_fmt(&pv->cfg->gw.address, s->gateway, sizeof(s->gateway));
-	s->targets = targets_text(pv->cfg, o->g.name,
-	    strcmp(o->egress, "open") == 0 ? EGRESS_OPEN :
-	    strcmp(o->egress, "allowlist") == 0 ? EGRESS_ALLOWLIST : EGRESS_NONE);
+	x.egress = strcmp(o->egress, "open") == 0 ? EGRESS_OPEN :
+	    strcmp(o->egress, "allowlist") == 0 ? EGRESS_ALLOWLIST : EGRESS_NONE;
+	s->targets = targets_text(pv->cfg, o->g.name, x.egress);
+	/* The sandbox as its drop-in will read, for its IPv6 address. */
+	x.address = a;
+	x.ipv6 = true;
+	x.egress_budget = -1;
+	x.secrets.v = o->secrets.v;
+	x.secrets.n = o->secrets.n;
+	pv_addr6(pv->cfg, &x, s->address6, s->gateway6);
 	for (i = 0; i < o->secrets.n; i++) {
 		const struct moat_secret *sec =
 		    config_secret_by_name(pv->cfg, o->secrets.v[i]);

@@ -79,6 +79,7 @@ qemu_in_fill(const struct pv *pv, const struct target *t, enum pv_accel a,
 	addr_fmt(&t->sb->address, in->address, sizeof(in->address));
 	addr_fmt(&pv->cfg->gw.address, in->gateway, sizeof(in->gateway));
 	netmask_fmt(pv->cfg->gw.network.plen, in->netmask);
+	pv_addr6(pv->cfg, t->sb, in->address6, in->gateway6);
 }
 
 static int

@@ -102,6 +102,10 @@ int	 alloc_tap(const struct moat_config *, const char *name,
 bool	 name_valid(const char *);
 void	 mac_fmt(const uint8_t mac[6], char out[18]);
 void	 netmask_fmt(int plen, char out[16]);
+/* The sandbox's IPv6 address and the gateway's, as text, when
+ * config_sandbox_addr6 gives it one; else both "". */
+void	 pv_addr6(const struct moat_config *, const struct moat_sandbox *,
+	    char addr[46], char gw[46]);
 
 /* dropin.c */
 struct dropin {
@@ -180,6 +184,10 @@ struct qemu_in {
 	char			 address[16];
 	char			 gateway[16];
 	char			 netmask[16];
+	/* The guest's IPv6 address and the gateway's (moat.ip6= on a
+	 * kernel-mode command line); "" when it has none. */
+	char			 address6[46];
+	char			 gateway6[46];
 	int			 tapfd;
 	int			 logfd;		/* the serial logger's pipe */
 };
@@ -198,6 +206,10 @@ struct seed_in {
 	char		 address[16];
 	int		 plen;
 	char		 gateway[16];
+	/* The guest's IPv6 address (a /64) and the gateway's, its router
+	 * and resolver; "" when the sandbox has no IPv6. */
+	char		 address6[46];
+	char		 gateway6[46];
 	struct strv	 env;		/* "VAR=value" placeholders */
 	const char	*cc_path;	/* containment-check, or NULL */
 	const char	*cc_expect;	/* its --expect: the egress mode */

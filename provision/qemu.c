@@ -100,7 +100,9 @@ add_devices(struct strv *a, const struct qemu_in *in)
 }
 
 /* Kernel mode: static addressing in the kernel's own ip= syntax, which
- * initramfs-tools and the test initramfs both honour. */
+ * initramfs-tools and the test initramfs both honour.  The kernel's ip=
+ * knows no IPv6: a guest with IPv6 gets moat.ip6=ADDRESS/64,GATEWAY,
+ * for its init to set up (the kernel itself ignores it). */
 static void
 add_boot(struct strv *a, const struct qemu_in *in)
 {
@@ -118,8 +120,10 @@ add_boot(struct strv *a, const struct qemu_in *in)
 		strv_add(a, g->initrd);
 	}
 	strv_add(a, "-append");
-	strv_addf(a, "console=ttyS0 panic=-1 ip=%s::%s:%s:%s:eth0:off:%s%s%s",
-	    in->address, in->gateway, in->netmask, g->name, in->gateway,
+	strv_addf(a, "console=ttyS0 panic=-1 ip=%s::%s:%s:%s:eth0:off:%s%s%s%s"
+	    "%s%s%s", in->address, in->gateway, in->netmask, g->name,
+	    in->gateway, in->address6[0] ? " moat.ip6=" : "", in->address6,
+	    in->address6[0] ? "/64," : "", in->gateway6,
 	    g->append != NULL ? " " : "", g->append != NULL ? g->append : "");
 }
 

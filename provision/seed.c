@@ -177,20 +177,34 @@ seed_meta_data(FILE *f, const struct seed_in *in)
 	return ferror(f) ? -1 : 0;
 }
 
+/* IPv6, when the sandbox has it, is static too: the gateway sends no
+ * router advertisements, and the guest takes none (accept-ra false), so
+ * that its only IPv6 router is the one written here. */
 int
 seed_network_config(FILE *f, const struct seed_in *in)
 {
+	bool v6 = in->address6[0] != '\0';
+
 	fprintf(f, "version: 2\nethernets:\n  eth0:\n    match:\n"
 	    "      macaddress: \"%s\"\n    set-name: eth0\n"
-	    "    dhcp4: false\n    dhcp6: false\n"
-	    "    addresses: [ \"%s/%d\" ]\n"
-	    /* gateway4, not a route "to: default": cloud-init 22.4 (Debian
-	     * 12) rejects "default" and then sets up no network at all, and
-	     * its ifupdown renderer writes other routes as `route add`
-	     * commands (net-tools, absent from cloud images). */
-	    "    gateway4: \"%s\"\n"
-	    "    nameservers:\n      addresses: [ \"%s\" ]\n",
-	    in->mac, in->address, in->plen, in->gateway, in->gateway);
+	    "    dhcp4: false\n    dhcp6: false\n", in->mac);
+	if (v6)
+		fprintf(f, "    accept-ra: false\n");
+	fprintf(f, "    addresses: [ \"%s/%d\"", in->address, in->plen);
+	if (v6)
+		fprintf(f, ", \"%s/64\"", in->address6);
+	/* gateway4, not a route "to: default": cloud-init 22.4 (Debian 12)
+	 * rejects "default" and then sets up no network at all, and its
+	 * ifupdown renderer writes other routes as `route add` commands
+	 * (net-tools, absent from cloud images).  gateway6 likewise. */
+	fprintf(f, " ]\n    gateway4: \"%s\"\n", in->gateway);
+	if (v6)
+		fprintf(f, "    gateway6: \"%s\"\n", in->gateway6);
+	fprintf(f, "    nameservers:\n      addresses: [ \"%s\"",
+	    in->gateway);
+	if (v6)
+		fprintf(f, ", \"%s\"", in->gateway6);
+	fprintf(f, " ]\n");
 	return ferror(f) ? -1 : 0;
 }
 

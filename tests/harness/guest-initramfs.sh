@@ -12,6 +12,11 @@
 #   MOAT-VERDICT: contained            containment-check exited 0
 #   MOAT-VERDICT: breach (exit N)      anything else
 #
+# With moat.ip6=ADDR/64,GW (what provision adds for a guest with IPv6) eth0
+# also gets ADDR and an IPv6 default route via GW.  moat.probe6=ADDR.PORT,...
+# then tries each over TCP and prints one line for each:
+#   MOAT-PROBE6: [ADDR]:PORT open TEXT    or    MOAT-PROBE6: [ADDR]:PORT closed
+#
 # With moat.spoof=ADDR it then moves eth0 to ADDR and tries the gateway, the
 # targets in moat.spoof_targets (HOST:PORT,...) and GET /moat-spoofed from
 # moat.spoof_http, printing
@@ -61,6 +66,19 @@ ip addr add "\$addr/\${PREFIX:-24}" dev "\$dev"
 ip route add default via "\$gw"
 echo "nameserver \$gw" >/etc/resolv.conf
 echo "moat-guest: network up \$addr/\${PREFIX:-24} via \$gw on \$dev"
+ip6=\$(arg moat.ip6)
+if [ -n "\$ip6" ]; then
+	ip -6 addr add "\${ip6%,*}" dev "\$dev"
+	ip -6 route add default via "\${ip6#*,}" dev "\$dev"
+	echo "nameserver \${ip6#*,}" >>/etc/resolv.conf
+	i=0; while ip -6 addr show dev "\$dev" | grep -q tentative && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done
+	echo "moat-guest: IPv6 up \${ip6%,*} via \${ip6#*,} on \$dev"
+fi
+for t in \$(arg moat.probe6 | tr ',' ' '); do
+	if nc -w 3 "\${t%.*}" "\${t##*.}" </dev/null >/tmp/p6 2>/dev/null && [ -s /tmp/p6 ]; then
+		echo "MOAT-PROBE6: [\${t%.*}]:\${t##*.} open \$(head -c 40 /tmp/p6)"
+	else echo "MOAT-PROBE6: [\${t%.*}]:\${t##*.} closed"; fi
+done
 cc=\$(arg moat.cc | tr ',' ' ')
 if [ -x /bin/containment-check ]; then
 	echo "moat-guest: running containment-check --in-guest \$cc"

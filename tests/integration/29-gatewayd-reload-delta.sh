@@ -110,7 +110,7 @@ still_there "sandbox removed"
 sed -i 's|treat_as_public = \[ "203.0.113.0/24" \];|treat_as_public = [ "203.0.113.0/24", "192.0.2.0/24" ];|' "$GW_CONF"
 expect_ok "reload with a private range made public" gw_ctl reload
 expect_match "that reload replaced the policy, and says why" \
-	'policy: replaced, [0-9]+ message.*constant or interval set' "$(cat "$GW_LOG")"
+	'policy: replaced, [0-9]+ message.*a constant set changed' "$(cat "$GW_LOG")"
 expect_eq "192.0.2.0/24 is no longer private" "" \
 	"$(in_ns "$NS_GW" nft list set inet moat private4 | grep '192\.0\.2\.0')"
 expect_match "web's element was carried into the new set" '203\.0\.113\.10 timeout' "$(set_web)"

@@ -365,6 +365,94 @@ t_seed(void **state)
 	strv_free(&in.env);
 }
 
+/* IPv6 in the seed: the /64 address, the gateway as router and resolver,
+ * no router advertisements taken; none of it without an address. */
+static void
+t_seed_ipv6(void **state)
+{
+	struct seed_in in = { .name = "web", .mac = "02:6d:74:00:00:05",
+	    .address = "10.77.0.5", .plen = 24, .gateway = "10.77.0.1" };
+	char *n;
+
+	(void)state;
+	n = render(seed_network_config, &in);
+	assert_null(strstr(n, "gateway6"));
+	assert_null(strstr(n, "accept-ra"));
+	assert_null(strstr(n, "fd77"));
+	assert_non_null(strstr(n, "addresses: [ \"10.77.0.5/24\" ]"));
+	assert_non_null(strstr(n, "nameservers:\n      addresses: "
+	    "[ \"10.77.0.1\" ]\n"));
+	free(n);
+	snprintf(in.address6, sizeof(in.address6), "fd77:0:0:1::5");
+	snprintf(in.gateway6, sizeof(in.gateway6), "fd77:0:0:1::1");
+	n = render(seed_network_config, &in);
+	assert_string_equal(n, "version: 2\nethernets:\n  eth0:\n"
+	    "    match:\n      macaddress: \"02:6d:74:00:00:05\"\n"
+	    "    set-name: eth0\n    dhcp4: false\n    dhcp6: false\n"
+	    "    accept-ra: false\n"
+	    "    addresses: [ \"10.77.0.5/24\", \"fd77:0:0:1::5/64\" ]\n"
+	    "    gateway4: \"10.77.0.1\"\n"
+	    "    gateway6: \"fd77:0:0:1::1\"\n"
+	    "    nameservers:\n      addresses: [ \"10.77.0.1\", "
+	    "\"fd77:0:0:1::1\" ]\n");
+	free(n);
+}
+
+/* The addresses provision gives: derived from the IPv4 one, none for a
+ * sandbox kept to IPv4, none without gateway.ipv6; and the kernel-mode
+ * command line carries them as moat.ip6= after ip=. */
+static void
+t_addr6(void **state)
+{
+	struct moat_config *c = load_text("gateway: { uplink = \"up0\"; "
+	    "network = \"10.77.0.0/24\"; bridge = \"moat0\"; dns: { upstream "
+	    "= [ \"203.0.113.53\" ]; }; ipv6 = { network = \"fd77:0:0:1::/64\";"
+	    " uplink_mode = \"nat66\"; }; };\nsandboxes = ( { name = \"a\"; "
+	    "mac = \"52:54:00:00:00:0b\"; address = \"10.77.0.11\"; tap = "
+	    "\"mt-a\"; egress = \"open\"; }, { name = \"b\"; mac = "
+	    "\"52:54:00:00:00:0c\"; address = \"10.77.0.12\"; tap = \"mt-b\"; "
+	    "egress = \"open\"; ipv6 = false; } );\n", "/nonexistent");
+	struct moat_config *c4 = load_text(base_conf, "/nonexistent");
+	struct guest g = { .name = "a", .mode = MODE_KERNEL, .cpus = 1,
+	    .memory_mb = 256, .kernel = "/k", .append = "quiet" };
+	struct gpaths p = { .qmp = "/q", .console = "/c", .pidfile = "/p",
+	    .log = "/l" };
+	struct qemu_in in = { .g = &g, .p = &p, .accel = ACCEL_TCG,
+	    .qemu = "/q", .mac = "02:6d:74:00:00:0b", .address = "10.77.0.11",
+	    .gateway = "10.77.0.1", .netmask = "255.255.255.0" };
+	struct strv a = { 0 };
+	char a6[46], g6[46], *s;
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(c4);
+	pv_addr6(c, &c->sandboxes[0], a6, g6);
+	assert_string_equal(a6, "fd77:0:0:1::b");
+	assert_string_equal(g6, "fd77:0:0:1::1");
+	pv_addr6(c, &c->sandboxes[1], a6, g6);
+	assert_string_equal(a6, "");
+	assert_string_equal(g6, "");
+	c->sandboxes[0].ipv6 = true;
+	pv_addr6(c4, &c->sandboxes[0], a6, g6);	/* gateway.ipv6 off */
+	assert_string_equal(a6, "");
+
+	pv_addr6(c, &c->sandboxes[0], in.address6, in.gateway6);
+	qemu_argv(&in, &a);
+	s = strv_join(&a);
+	assert_non_null(strstr(s, ":eth0:off:10.77.0.1 moat.ip6="
+	    "fd77:0:0:1::b/64,fd77:0:0:1::1 quiet'"));
+	free(s);
+	strv_free(&a);
+	in.address6[0] = in.gateway6[0] = '\0';
+	qemu_argv(&in, &a);
+	s = strv_join(&a);
+	assert_null(strstr(s, "moat.ip6"));
+	free(s);
+	strv_free(&a);
+	config_free(c);
+	config_free(c4);
+}
+
 /* The scanner's targets: exceptions that do not apply to this guest must
  * be probed as closed; the host's own addresses are listed. */
 static void
@@ -623,6 +711,8 @@ main(void)
 		cmocka_unit_test(t_names),
 		cmocka_unit_test(t_dropin_loads),
 		cmocka_unit_test(t_seed),
+		cmocka_unit_test(t_seed_ipv6),
+		cmocka_unit_test(t_addr6),
 		cmocka_unit_test(t_targets),
 		cmocka_unit_test(t_env_names),
 		cmocka_unit_test(t_join),
