@@ -25,7 +25,10 @@
 # be on the hooks the policy uses (min_rules below): the floor under any
 # policy there.  "-ct" adds conntrack tracking the queries, "-nt" has
 # conntrack loaded but the queries and answers untracked, as the policy
-# does.  MISS=0 skips the miss runs.
+# does.  "dnsd-policy-noacct" and "dnsd-policy-nospoof" are dnsd-policy
+# without the accounting lookups or without the bridge's address check
+# on the query (policy_minus): measurement only, what each part costs.
+# MISS=0 skips the miss runs.
 #
 # Prints a Markdown table; with --write replaces the measured block of the
 # dnsd section of docs/benchmarks.md (between its markers; BLOCK=NAME picks
@@ -138,6 +141,29 @@ table inet moat {
 NFT
 }
 
+# policy_minus PART -- measurement only: the policy without one part of
+# what it does to a guest's query and its answer, to see what that part
+# costs.  "acct": no accounting lookups (the fast path's rule in raw_pre
+# without @acct_out, acct_local empty); "spoof": bridge prerouting accepts
+# the query without checking port, MAC and address against @guest_ip.
+policy_minus() {
+	local h
+	case $1 in
+	acct)
+		h=$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/@acct_out notrack accept/ { print $NF }')
+		in_ns "$NS_GW" nft delete rule inet moat raw_pre handle $h
+		# in its place: after the loopback rule
+		in_ns "$NS_GW" nft add rule inet moat raw_pre position \
+			"$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/iifname "lo" accept/ { print $NF }')" \
+			iifname moat0 ip saddr 10.77.0.0/24 ip daddr 10.77.0.1 udp dport 53 notrack accept
+		in_ns "$NS_GW" nft flush chain inet moat acct_local ;;
+	spoof)
+		h=$(in_ns "$NS_GW" nft -a list chain bridge moat prerouting | awk '/@guest_ip accept/ { print $NF }')
+		in_ns "$NS_GW" nft replace rule bridge moat prerouting handle $h \
+			ether type ip ip daddr 10.77.0.1 udp dport 53 accept ;;
+	esac
+}
+
 # as_dnsd UID -- the policy's exemptions for dnsd's answers (untracked,
 # the only UDP from port 53 to guests) also for UID: dnsmasq --nftset
 # needs CAP_NET_ADMIN and runs as root, so it answers under the same
@@ -153,11 +179,11 @@ NFT
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev)
+	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev|dnsd-policy-noacct|dnsd-policy-nospoof)
 		local nr=build/nft-rules
 		[ $1 = dnsd-policy-prev ] && nr=${PREV_NFT_RULES:?PREV_NFT_RULES=BINARY for dnsd-policy-prev}
 		[ $1 != dnsd ] && in_ns "$NS_GW" $nr -c $W/moat.conf apply
-		case $1 in *-ct) track_dns;; esac
+		case $1 in *-ct) track_dns;; *-noacct) policy_minus acct;; *-nospoof) policy_minus spoof;; esac
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
 			-u $DNSUSER --rate 0 --cache-size 67108864 \
 			$([ $1 = dnsd ] && echo --no-nft) ;;
