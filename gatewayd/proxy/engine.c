@@ -412,8 +412,7 @@ put_head(struct conn *c, const struct http_head *hd, const char *host,
 static void
 scrub_refresh(struct http *h)
 {
-	redactor_free(&h->red);
-	redactor_init(&h->red, h->scrub.s, h->scrub.n);
+	redactor_reset(&h->red, h->scrub.s, h->scrub.n);
 }
 
 /* RQ_HEAD: parse the next head; request_taken keeps it (h->req) for the
@@ -682,8 +681,7 @@ response_done(struct conn *c)
 
 	reqrule_done(&h->rr);
 	h->rs = RS_IDLE;
-	redactor_free(&h->red);
-	redactor_init(&h->red, h->scrub.s, h->scrub.n);
+	redactor_reset(&h->red, h->scrub.s, h->scrub.n);
 	if (h->rq != RQ_DONE)
 		h->close_after = true;	/* answered before the body ended */
 	if (h->close_after) {
