@@ -21,6 +21,14 @@
 # With PREV_NFT_RULES=BINARY (another build of nft-rules, for example one
 # from before a change to the policy), the row "dnsd-policy-prev" is
 # dnsd-policy with that binary's policy, in the same run.
+# The "dnsd-nft-min*" rows are plain dnsd behind the least nftables can
+# be on the hooks the policy uses (min_rules below): the floor under any
+# policy there.  "-ct" adds conntrack tracking the queries, "-nt" has
+# conntrack loaded but the queries and answers untracked, as the policy
+# does.  "dnsd-policy-noacct" and "dnsd-policy-nospoof" are dnsd-policy
+# without the accounting lookups or without the bridge's address check
+# on the query (policy_minus): measurement only, what each part costs.
+# MISS=0 skips the miss runs.
 #
 # Prints a Markdown table; with --write replaces the measured block of the
 # dnsd section of docs/benchmarks.md (between its markers; BLOCK=NAME picks
@@ -109,6 +117,53 @@ track_dns() {
 	in_ns "$NS_GW" nft flush chain inet moat raw_out 2>/dev/null
 }
 
+# min_rules MODE -- one accept rule on each hook the policy's DNS path
+# meets: bridge prerouting; inet prerouting (raw), input, output (raw),
+# output twice (filter, as the policy's output and acct_local).  MODE
+# "min": nothing asks for conntrack; "ct": a ct expression registers
+# conntrack's hooks and the queries are tracked; "nt": as ct, with the
+# queries and answers untracked in the raw chains, as the policy does.
+min_rules() {
+	local ct= nt_in= nt_out=
+	[ $1 != min ] && ct='ct state established,related counter'
+	[ $1 = nt ] && { nt_in='udp dport 53 notrack'; nt_out='udp sport 53 notrack'; }
+	in_ns "$NS_GW" nft -f - <<NFT
+table bridge moat {
+	chain prerouting { type filter hook prerouting priority filter; policy accept; accept; }
+}
+table inet moat {
+	chain raw_pre { type filter hook prerouting priority raw; policy accept; $nt_in accept; }
+	chain raw_out { type filter hook output priority raw; policy accept; $nt_out accept; }
+	chain input { type filter hook input priority filter; policy accept; $ct accept; }
+	chain output { type filter hook output priority filter; policy accept; accept; }
+	chain acct_local { type filter hook output priority filter; policy accept; accept; }
+}
+NFT
+}
+
+# policy_minus PART -- measurement only: the policy without one part of
+# what it does to a guest's query and its answer, to see what that part
+# costs.  "acct": no accounting lookups (the fast path's rule in raw_pre
+# without @acct_out, acct_local empty); "spoof": bridge prerouting accepts
+# the query without checking port, MAC and address against @guest_ip.
+policy_minus() {
+	local h
+	case $1 in
+	acct)
+		h=$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/@acct_out notrack accept/ { print $NF }')
+		in_ns "$NS_GW" nft delete rule inet moat raw_pre handle $h
+		# in its place: after the loopback rule
+		in_ns "$NS_GW" nft add rule inet moat raw_pre position \
+			"$(in_ns "$NS_GW" nft -a list chain inet moat raw_pre | awk '/iifname "lo" accept/ { print $NF }')" \
+			iifname moat0 ip saddr 10.77.0.0/24 ip daddr 10.77.0.1 udp dport 53 notrack accept
+		in_ns "$NS_GW" nft flush chain inet moat acct_local ;;
+	spoof)
+		h=$(in_ns "$NS_GW" nft -a list chain bridge moat prerouting | awk '/@guest_ip accept/ { print $NF }')
+		in_ns "$NS_GW" nft replace rule bridge moat prerouting handle $h \
+			ether type ip ip daddr 10.77.0.1 udp dport 53 accept ;;
+	esac
+}
+
 # as_dnsd UID -- the policy's exemptions for dnsd's answers (untracked,
 # the only UDP from port 53 to guests) also for UID: dnsmasq --nftset
 # needs CAP_NET_ADMIN and runs as root, so it answers under the same
@@ -124,14 +179,19 @@ NFT
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev)
+	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev|dnsd-policy-noacct|dnsd-policy-nospoof)
 		local nr=build/nft-rules
 		[ $1 = dnsd-policy-prev ] && nr=${PREV_NFT_RULES:?PREV_NFT_RULES=BINARY for dnsd-policy-prev}
 		[ $1 != dnsd ] && in_ns "$NS_GW" $nr -c $W/moat.conf apply
-		case $1 in *-ct) track_dns;; esac
+		case $1 in *-ct) track_dns;; *-noacct) policy_minus acct;; *-nospoof) policy_minus spoof;; esac
 		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
 			-u $DNSUSER --rate 0 --cache-size 67108864 \
 			$([ $1 = dnsd ] && echo --no-nft) ;;
+	dnsd-nft-min|dnsd-nft-min-ct|dnsd-nft-min-nt)
+		local m=${1#dnsd-nft-}; m=${m#min-}
+		min_rules $m
+		topo_bg "$NS_GW" $1 $(cpu 0) build/dnsd -c $W/moat.conf -d \
+			-u $DNSUSER --rate 0 --cache-size 67108864 --no-nft ;;
 	dnsmasq)
 		topo_bg "$NS_GW" dnsmasq $(cpu 0) dnsmasq -k --no-resolv --no-hosts \
 			--listen-address=10.77.0.1 --bind-interfaces --user=nobody \
@@ -191,12 +251,17 @@ perf() {
 			>/dev/null 2>&1 & pp=$!
 		sleep 0.5
 	fi
-	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$f" -q 100 -t 2 "$@" \
-		>$W/perf.out 2>&1
+	# dnsperf's own CPU too: this kernel charges the softirq work of a
+	# packet (veth, bridge, netfilter, the receiving socket) to the task
+	# that sends it, so resolver + client is the whole path's cost.
+	in_ns "$TOPO-$g" $(cpu 1) /usr/bin/time -f "%U %S" -o $W/time.out \
+		dnsperf -s 10.77.0.1 -d "$f" -q 100 -t 2 "$@" >$W/perf.out 2>&1
 	[ -n "$pp" ] && { kill -INT $pp; wait $pp; }
 	c1=$(res_cpu)
 	nq=$(awk "/Queries completed/ {print \$3}" $W/perf.out)
 	us=$(awk -v c=$((c1 - c0)) -v n="${nq:-0}" 'BEGIN { printf "%.1f", (n > 0 ? c * 1000 / n : 0) }')
+	local cus
+	cus=$(awk -v n="${nq:-0}" '{ printf "%.1f", (n > 0 ? ($1 + $2) * 1e6 / n : 0) }' $W/time.out)
 	local qps lost n
 	qps=$(awk '/Queries per second/ {printf "%d", $4}' $W/perf.out)
 	lost=$(awk '/Queries lost/ {print $3}' $W/perf.out)
@@ -205,7 +270,7 @@ perf() {
 	awk '$1 == ">" && $2 == "NOERROR" {print $NF * 1000}' $W/perf.out | sort -n >$W/lat
 	n=$(wc -l <$W/lat)
 	pct() { [ "$n" -gt 0 ] && sed -n "$(( (n * $1 + 999) / 1000 ))p" $W/lat | awk '{printf "%.3f", $1}' || echo -; }
-	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?} $us"
+	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?} $us $cus"
 }
 
 # Rounds interleave the resolvers (A B C D, A B C D, ...) so that a burst
@@ -225,9 +290,12 @@ for round in $(seq $ROUNDS); do
 		ct0=$(ct_count)
 		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
 		hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
-		miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
+		miss="- - - - - - -"
+		[ "${MISS:-1}" = 0 ] ||
+			miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
 		stop_resolver
 		echo "$r $hit $miss" >>$W/rows
+		echo "$round $r $hit" >>$W/rounds
 		echo "  round $round $r: hit [$hit] miss [$miss] conntrack $ct0 -> $(ct_count) (guests' DNS to the gateway: $(ct_dns)); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	done
 done
@@ -241,16 +309,38 @@ for r in $RESOLVERS; do
 done
 
 table() {
-	echo "| resolver | cache hit q/s | hit p50 ms | hit p99 ms | hit p99.9 ms | resolver CPU µs per hit | miss q/s | miss p50 ms | miss p99 ms | miss lost | CPU µs per miss |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| resolver | cache hit q/s | hit p50 ms | hit p99 ms | hit p99.9 ms | resolver CPU µs per hit | resolver + dnsperf CPU µs per hit | miss q/s | miss p50 ms | miss p99 ms | miss lost | CPU µs per miss |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for row in "${rows[@]}"; do
 		set -- $row
-		echo "| $1 | $2 | $3 | $4 | $5 | $7 | ${8} | ${9} | ${10} | ${12} | ${13} |"
+		echo "| $1 | $2 | $3 | $4 | $5 | $7 | $(awk -v a=$7 -v b=$8 'BEGIN { printf "%.1f", a + b }') | ${9} | ${10} | ${11} | ${13} | ${14} |"
 	done
 }
 out=$(table)
+# Each row's hits against plain dnsd's in the same round (the first of
+# RESOLVERS when dnsd is not among them): median (range) of the rounds,
+# for q/s and for the resolver's CPU per hit.
+base=dnsd; case " $RESOLVERS " in *" dnsd "*) ;; *) base=${RESOLVERS%% *};; esac
+ratios=$(awk -v base=$base '
+	{ q[$1, $2] = $3; c[$1, $2] = $8; t[$1, $2] = $8 + $9; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 }
+	  if ($1 > nr) nr = $1 }
+	function stat(a, k,   i, j, t, m) {
+		m = 0; for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++)
+			if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return sprintf("%.2f (%.2f-%.2f)", a[int((k + 1) / 2)], a[1], a[k]) }
+	END {
+		for (i = 1; i <= n; i++) { r = order[i]; if (r == base) continue
+			k = 0; delete qa; delete ca; delete ta
+			for (d = 1; d <= nr; d++) if (((d, r) in q) && ((d, base) in q) && q[d, base] > 0 && c[d, base] > 0) {
+				k++; qa[k] = q[d, r] / q[d, base]; ca[k] = c[d, r] / c[d, base]; ta[k] = t[d, r] / t[d, base] }
+			if (k) printf "| %s | %s | %s | %s |\n", r, stat(qa, k), stat(ca, k), stat(ta, k)
+		} }' $W/rounds)
 echo "load average $LOAD0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end; ROUNDS=$ROUNDS SECONDS_RUN=$SECONDS_RUN"
 echo "$out"
+echo
+echo "| against $base, same round | hit q/s | resolver CPU per hit | resolver + dnsperf CPU per hit |"
+echo "|---|---:|---:|---:|"
+echo "$ratios"
 
 if [ $WRITE -eq 1 ]; then
 	# Only the measured block between the markers is replaced; the text
@@ -265,6 +355,10 @@ if [ $WRITE -eq 1 ]; then
 		echo "SECONDS_RUN=$SECONDS_RUN ROUNDS=$ROUNDS PIN=$PIN."
 		echo
 		echo "$out"
+		echo
+		echo "| against $base, same round | hit q/s | resolver CPU per hit | resolver + dnsperf CPU per hit |"
+		echo "|---|---:|---:|---:|"
+		echo "$ratios"
 		echo "<!-- $BLOCK:end -->"
 	} >$sec
 	awk -v sec=$sec -v b="<!-- $BLOCK:begin -->" -v e="<!-- $BLOCK:end -->" '

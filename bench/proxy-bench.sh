@@ -62,6 +62,7 @@ ip -n "$NS_INET" route add 10.77.0.0/24 via 203.0.113.1
 SRV=$TOPO_TMP/bench-server
 cc -O2 -o "$SRV" bench/bench-server.c -lssl -lcrypto -lpthread || exit 1
 cc -O2 -o "$TOPO_TMP/relay" bench/relay.c -lpthread || exit 1
+cc -O2 -o "$TOPO_TMP/tls-relay" bench/tls-relay.c -lssl -lcrypto -lpthread || exit 1
 proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
 ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
@@ -89,6 +90,9 @@ if [ -n "${PX_BIN_B:-}" ]; then
 fi
 topo_bg "$NS_GW" relay "$TOPO_TMP/relay" $GW_ADDR 9000 $PX_OTHER 443 $LIFE
 topo_wait_port "$NS_GW" $GW_ADDR 9000 || exit 1
+topo_bg "$NS_GW" tls-relay "$TOPO_TMP/tls-relay" $GW_ADDR 9443 $PX_BOUND 443 \
+    "$PX_DIR/api.bound.test.crt" "$PX_DIR/api.bound.test.key" "$PX_DIR/testca.crt" $LIFE
+topo_wait_port "$NS_GW" $GW_ADDR 9443 || exit 1
 MITM=
 if command -v mitmdump >/dev/null; then
 	MITM=mitmproxy
@@ -143,6 +147,7 @@ curl_args() {
 	spliced-b)     echo "-x http://$GW_ADDR:3138 https://other.test" ;;
 	intercepted-b) echo "-x http://$GW_ADDR:3138 https://api.bound.test" ;;
 	relay)       echo "--connect-to other.test:443:$GW_ADDR:9000 https://other.test" ;;
+	tls-relay)   echo "--connect-to api.bound.test:443:$GW_ADDR:9443 https://api.bound.test" ;;
 	# mitmproxy resolves with the system resolver, as tinyproxy does
 	mitmproxy)   echo "-x http://$GW_ADDR:8080 --connect-to api.bound.test:443:$PX_BOUND:443 https://api.bound.test" ;;
 	# tinyproxy resolves names with the system resolver, which knows no
@@ -166,7 +171,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	base=${a[-1]}; unset 'a[-1]'
 	# Intercepted paths get NI (200) requests, so that a round stays within
 	# seconds even where interception is slow.
-	for i in $(seq "$(case $1 in intercepted*|mitmproxy) echo "${NI:-200}" ;; *) echo "$N" ;; esac)"); do
+	for i in $(seq "$(case $1 in intercepted*|mitmproxy|tls-relay) echo "${NI:-200}" ;; *) echo "$N" ;; esac)"); do
 		urls+=(-o /dev/null "$base/small")
 	done
 	in_ns "$(where "$1")" $CPIN curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
@@ -189,15 +194,16 @@ cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
 }
 cpu_ns() {	# on-CPU time of a process's threads, in ns
-	# the relay's threads end with their connection: it keeps the count
-	if [ "$1" = "$rlpid" ]; then
-		sleep 0.2; awk '/^cpu_ns/ { n = $2 } END { printf "%.0f", n }' "$TOPO_TMP/relay.log"
+	# the relays' threads end with their connection: each keeps the count
+	if [ "$1" = "$rlpid" ] || [ "$1" = "$tlpid" ]; then
+		sleep 0.2; awk '/^cpu_ns/ { n = $2 } END { printf "%.0f", n }' \
+		    "$TOPO_TMP/$([ "$1" = "$rlpid" ] && echo relay || echo tls-relay).log"
 		return
 	fi
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
 }
 pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
-	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; mitmproxy) echo "$mipid" ;; esac; }
+	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; tls-relay) echo "$tlpid" ;; mitmproxy) echo "$mipid" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 idle() {	# idle PORT PID HOST -> RSS growth in KiB for 1,000 idle tunnels
 	local before after py
@@ -224,26 +230,26 @@ pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | he
 tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 lpid() { in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
-pxbpid=$(lpid 3138); rlpid=$(lpid 9000); mipid=$(lpid 8080)
+pxbpid=$(lpid 3138); rlpid=$(lpid 9000); tlpid=$(lpid 9443); mipid=$(lpid 8080)
 ulimit -n 8192
 CPIN=
 if [ "${PIN:-0}" = 1 ]; then
 	CPIN="taskset -c 0"
-	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		taskset -a -p -c 1 "$p" >/dev/null
 	done
 	echo "# pinned: curl on CPU 0; servers and proxies on CPU 1" >&2
 fi
 
 if [ -n "${NICE:-}" ]; then
-	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		for t in /proc/"$p"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
 	done
 	CPIN="nice -n $NICE $CPIN"
 	echo "# niceness $NICE: client, servers and proxies" >&2
 fi
 
-MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b}${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
+MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b} tls-relay${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do

@@ -128,9 +128,20 @@ small_cols = [
 table("Small requests in a CONNECT tunnel (peer: tinyproxy)",
       ["direct", "spliced", "spliced-b", "tinyproxy", "relay"],
       "direct", "tinyproxy", small_cols)
-table("Small requests, intercepted (peer: mitmproxy)",
-      ["direct", "intercepted", "intercepted-b", "mitmproxy"],
-      "direct", "mitmproxy", small_cols)
+
+
+def col_cpu_of(bound):
+    def f(p, b, q):
+        if p in (b, bound) or bound not in paths or p.endswith("direct"):
+            return "—"
+        return mr([v for v in ratio(p, bound, "spr") if v > 0])
+    return f
+
+
+table("Small requests, intercepted (peer: mitmproxy; bound: tls-relay)",
+      ["direct", "intercepted", "intercepted-b", "tls-relay", "mitmproxy"],
+      "direct", "mitmproxy",
+      small_cols + [("proxy CPU of tls-relay's", col_cpu_of("tls-relay"))])
 dl_cols = [
     ("MiB/s", col_med("dl", "%.0f")),
     ("of direct", col_ratio("dl")),
@@ -139,7 +150,7 @@ dl_cols = [
 ]
 table("100 MiB download",
       ["direct", "spliced", "spliced-b", "tinyproxy", "relay", "intercepted",
-       "intercepted-b", "mitmproxy"], "direct", None, dl_cols)
+       "intercepted-b", "tls-relay", "mitmproxy"], "direct", None, dl_cols)
 table("Plain HTTP (absolute-URI GETs, keep-alive)",
       ["plain-direct", "plain-moat", "plain-tinyproxy", "plain-squid"],
       "plain-direct", None,

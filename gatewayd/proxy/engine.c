@@ -374,8 +374,7 @@ put_field(struct conn *c, const struct http_field *f, const char *host)
 	    f->value, f->valuelen) < 0)
 		rc = -2;
 	else
-		rc = buf_printf(&c->u.out, "%.*s: %.*s\r\n", (int)f->namelen,
-		    f->name, (int)cl, cur);
+		rc = buf_field(&c->u.out, f->name, f->namelen, cur, cl);
 	if (n > 0)
 		explicit_bzero(buf, sizeof(buf));	/* held a real value */
 	return rc;
@@ -402,9 +401,8 @@ put_head(struct conn *c, const struct http_head *hd, const char *host,
 	/* Only now is it known whether a secret went into this head. */
 	for (i = 0; i < hd->nfields && !c->h->injected; i++) {
 		f = &hd->fields[i];
-		if (withheld_after_secret(f) && buf_printf(&c->u.out,
-		    "%.*s: %.*s\r\n", (int)f->namelen, f->name,
-		    (int)f->valuelen, f->value) < 0)
+		if (withheld_after_secret(f) && buf_field(&c->u.out,
+		    f->name, f->namelen, f->value, f->valuelen) < 0)
 			return -1;
 	}
 	return buf_put(&c->u.out, "\r\n", 2);
@@ -414,8 +412,7 @@ put_head(struct conn *c, const struct http_head *hd, const char *host,
 static void
 scrub_refresh(struct http *h)
 {
-	redactor_free(&h->red);
-	redactor_init(&h->red, h->scrub.s, h->scrub.n);
+	redactor_reset(&h->red, h->scrub.s, h->scrub.n);
 }
 
 /* RQ_HEAD: parse the next head; request_taken keeps it (h->req) for the
@@ -632,8 +629,7 @@ put_redacted_field(struct conn *c, const struct http_field *f)
 	    val, sizeof(val), NULL);
 	if (vl < 0)
 		return -1;
-	return buf_printf(&c->g.out, "%.*s: %.*s\r\n", (int)f->namelen,
-	    f->name, (int)vl, val);
+	return buf_field(&c->g.out, f->name, f->namelen, val, (size_t)vl);
 }
 
 static bool
@@ -685,8 +681,7 @@ response_done(struct conn *c)
 
 	reqrule_done(&h->rr);
 	h->rs = RS_IDLE;
-	redactor_free(&h->red);
-	redactor_init(&h->red, h->scrub.s, h->scrub.n);
+	redactor_reset(&h->red, h->scrub.s, h->scrub.n);
 	if (h->rq != RQ_DONE)
 		h->close_after = true;	/* answered before the body ended */
 	if (h->close_after) {

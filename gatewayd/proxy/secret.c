@@ -556,6 +556,24 @@ redactor_init(struct redactor *r, const struct subst *s, size_t n)
 	r->hold = xmalloc(r->maxfrom + 1);
 }
 
+/* perf: a keep-alive connection starts a new stream for every request
+ * and every response; its set of values changes only when a new form
+ * of a credential was sent, which adds to the set (scrub_add_basic: the
+ * array is allocated once, so the same array and count is the same
+ * set).  Otherwise the tables stay and only what was held back from the
+ * last stream, which may be the start of a secret, is wiped. */
+void
+redactor_reset(struct redactor *r, const struct subst *s, size_t n)
+{
+	if (r->hold == NULL || r->s != s || r->n != n) {
+		redactor_free(r);
+		redactor_init(r, s, n);
+		return;
+	}
+	explicit_bzero(r->hold, r->maxfrom + 1);
+	r->holdlen = 0;
+}
+
 void
 redactor_free(struct redactor *r)
 {

@@ -157,6 +157,9 @@ struct redactor {
 
 void	redactor_init(struct redactor *, const struct subst *, size_t n);
 void	redactor_free(struct redactor *);
+/* Ready for a new stream over s[0..n): the tables are built again only
+ * when the set is not the one r was built for. */
+void	redactor_reset(struct redactor *, const struct subst *, size_t n);
 /* Growth bound: out must hold redact_outmax(r, len) bytes. */
 size_t	redact_outmax(const struct redactor *, size_t len);
 /* The most input bytes (up to REDACT_CHUNK) whose output surely fits in

@@ -96,6 +96,33 @@ buf_put(struct buf *b, const void *p, size_t n)
 	return 0;
 }
 
+/* perf: a header line "NAME: VALUE\r\n" put by copying, not formatted:
+ * every intercepted request and response re-emits each of its fields,
+ * and vfprintf showed in the profile of small requests.  Names and
+ * values hold no NUL (the parser takes field octets only), so this puts
+ * what "%.*s: %.*s\r\n" would. */
+int
+buf_field(struct buf *b, const char *name, size_t namelen, const char *value,
+    size_t valuelen)
+{
+	size_t n = namelen + valuelen + 4;
+	uint8_t *d;
+
+	if (buf_room_for(b, n) < n)
+		return -1;
+	d = b->d + b->off + b->len;
+	memcpy(d, name, namelen);
+	d += namelen;
+	*d++ = ':';
+	*d++ = ' ';
+	memcpy(d, value, valuelen);
+	d += valuelen;
+	*d++ = '\r';
+	*d = '\n';
+	b->len += n;
+	return 0;
+}
+
 int
 buf_printf(struct buf *b, const char *fmt, ...)
 {

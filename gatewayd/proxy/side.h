@@ -70,6 +70,8 @@ void	buf_free(struct buf *);
 size_t	buf_room(struct buf *);		/* compacts first */
 void	buf_consume(struct buf *, size_t);
 int	buf_put(struct buf *, const void *, size_t);	/* 0 or -1 if no room */
+/* "NAME: VALUE\r\n", copied; 0 or -1 if no room */
+int	buf_field(struct buf *, const char *, size_t, const char *, size_t);
 int	buf_printf(struct buf *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 

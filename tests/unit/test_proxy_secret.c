@@ -330,6 +330,38 @@ test_redact_holds_prefix_only(void **state)
 	redactor_free(&r);
 }
 
+/* A new stream on the same connection (redactor_reset): what the last
+ * one held back, perhaps the start of a secret, is wiped and never sent;
+ * the same set keeps its tables, a grown set gets new ones. */
+static void
+test_redactor_reset(void **state)
+{
+	struct subst two[2] = { red, { "k9-other-value", 14, PH, sizeof(PH) - 1 } };
+	struct redactor r;
+	uint8_t out[256], *hold;
+	size_t o, i;
+
+	redactor_init(&r, &red, 1);
+	o = redact_feed(&r, (const uint8_t *)"data sk-real", 12, out, false);
+	assert_int_equal(o, 5);
+	hold = r.hold;
+	redactor_reset(&r, &red, 1);
+	assert_ptr_equal(r.hold, hold);		/* kept, not rebuilt */
+	assert_int_equal(r.holdlen, 0);
+	for (i = 0; i <= r.maxfrom; i++)
+		assert_int_equal(r.hold[i], 0);
+	o = redact_feed(&r, (const uint8_t *)"x " VAL, 2 + sizeof(VAL) - 1,
+	    out, true);
+	out[o] = '\0';
+	assert_string_equal((char *)out, "x " PH);	/* no "sk-real" */
+	redactor_reset(&r, two, 2);
+	assert_int_equal(r.n, 2);
+	o = redact_feed(&r, (const uint8_t *)"k9-other-value", 14, out, true);
+	out[o] = '\0';
+	assert_string_equal((char *)out, PH);
+	redactor_free(&r);
+}
+
 static void
 test_placeholder_spotting(void **state)
 {
@@ -499,6 +531,7 @@ main(void)
 		cmocka_unit_test(test_redact_inmax),
 		cmocka_unit_test(test_redact_many_firsts),
 		cmocka_unit_test(test_redact_holds_prefix_only),
+		cmocka_unit_test(test_redactor_reset),
 		cmocka_unit_test(test_placeholder_spotting),
 	};
 
