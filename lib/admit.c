@@ -187,6 +187,32 @@ exception_admits(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return false;
 }
 
+/* A sandbox with an IPv6 address (config_sandbox_addr6) may reach public
+ * IPv6 as it reaches public IPv4; every other sandbox has no IPv6. */
+static bool
+sandbox_has_v6(const struct moat_config *cfg, const struct moat_sandbox *sb)
+{
+	struct moat_addr a6;
+
+	return config_sandbox_addr6(cfg, sb, &a6);
+}
+
+/* One address of a resolver's answer for an allowlist set: public, never
+ * the sandbox network (either family), IPv6 only for a sandbox that has
+ * it. */
+static bool
+set_addr_ok(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct moat_addr *a)
+{
+	if (a->family == AF_INET6 && (!sandbox_has_v6(cfg, sb) ||
+	    prefix_contains(&cfg->gw.ipv6_network, a)))
+		return false;
+	if (a->family != AF_INET && a->family != AF_INET6)
+		return false;
+	return !rangeset_contains(cfg->private, a) &&
+	    !prefix_contains(&cfg->gw.network, a);
+}
+
 enum admit_why
 admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
     const struct admit_host *host, const struct moat_addr *addr, int proto,
@@ -206,8 +232,12 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	if (host != NULL && (admit_host_has(host, &a) ||
 	    admit_host_has(host, addr)))
 		return ADMIT_HOST;
-	if (a.family != AF_INET)
+	if (a.family != AF_INET && !sandbox_has_v6(cfg, sb))
 		return ADMIT_IPV6;
+	if (a.family == AF_INET6 && cfg->gw.ipv6 &&
+	    (prefix_contains(&cfg->gw.ipv6_network, &a) ||
+	    addr_cmp(&a, &cfg->gw.ipv6_address) == 0))
+		return ADMIT_SANDBOX_NET;
 	if (exception_admits(cfg, sb, &a, proto, port))
 		return ADMIT_OK;
 	if (rangeset_contains(cfg->private, &a))
@@ -292,9 +322,7 @@ admit_set_add(const struct moat_config *cfg, const char *sandbox,
 	if (*timeout_ms > ADMIT_SET_TIMEOUT_MAX_MS)
 		*timeout_ms = ADMIT_SET_TIMEOUT_MAX_MS;
 	for (i = 0; i < n; i++)
-		if (in[i].family == AF_INET &&
-		    !rangeset_contains(cfg->private, &in[i]) &&
-		    !prefix_contains(&cfg->gw.network, &in[i]))
+		if (set_addr_ok(cfg, sb, &in[i]))
 			ok[k++] = in[i];
 	return k;
 }

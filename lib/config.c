@@ -219,8 +219,9 @@ config_sandbox_addr6(const struct moat_config *cfg,
 	 * IPv4 alone: a sandbox with a budget or with secrets stays
 	 * IPv4-only, so that IPv6 is neither a way around its budget nor a
 	 * path on which its API calls reach a dual-stack host with the
-	 * placeholder instead of the secret. */
-	if (!gw->ipv6 || !x->ipv6 || x->egress != EGRESS_OPEN ||
+	 * placeholder instead of the secret.  An allowlist sandbox's IPv6
+	 * goes where its AAAA answers opened (allow6_NAME). */
+	if (!gw->ipv6 || !x->ipv6 || x->egress == EGRESS_NONE ||
 	    x->address.family != AF_INET || gw->network.plen <= 0 ||
 	    config_egress_budget(cfg, x) > 0 || x->secrets.n > 0)
 		return false;

@@ -24,6 +24,10 @@
  *                          with ports of their own ("NAME:tcp/22"); filled
  *                          the same way (nftr_set_add_elems).  Only for a
  *                          sandbox with such an entry.
+ *   set  allow6_<sandbox>, allowp6_<sandbox>
+ *                          the same with ipv6_addr, for an allowlist
+ *                          sandbox with IPv6 (gateway.ipv6): filled from
+ *                          AAAA answers the same way.
  *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
  *   set  exc_<n>           ipv4_addr: the sandboxes exception n applies to
  *   counter <reason>       one per refusal reason, see nftr_reasons().
@@ -57,6 +61,8 @@
 #define NFTR_HA_TABLE		"moat_ha"
 #define NFTR_ALLOW_PREFIX	"allow_"
 #define NFTR_ALLOWP_PREFIX	"allowp_"
+#define NFTR_ALLOW6_PREFIX	"allow6_"
+#define NFTR_ALLOWP6_PREFIX	"allowp6_"
 #define NFTR_LOG_PREFIX		"moat:"
 #define NFTR_ACCT_OUT		"acct_out"
 #define NFTR_ACCT_IN		"acct_in"
@@ -131,6 +137,8 @@ const struct nftr_reason *nftr_reasons(size_t *n);
 int	nftr_set_name(const char *sandbox, char *buf, size_t len);
 /* Its set of addresses with a port: "allowp_<name>". */
 int	nftr_ports_set_name(const char *sandbox, char *buf, size_t len);
+/* The same for IPv6: "allow6_<name>", with ports "allowp6_<name>". */
+int	nftr_set6_name(const char *sandbox, bool ports, char *buf, size_t len);
 
 /* A netlink socket to nf_tables in the caller's network namespace. */
 struct nftr_ctx *nftr_ctx_new(void);

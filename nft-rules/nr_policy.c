@@ -201,6 +201,18 @@ nftr_ports_set_name(const char *sandbox, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+int
+nftr_set6_name(const char *sandbox, bool ports, char *buf, size_t len)
+{
+	int n;
+
+	if (!name_ok(sandbox))
+		return -1;
+	n = snprintf(buf, len, "%s%s", ports ? NFTR_ALLOWP6_PREFIX :
+	    NFTR_ALLOW6_PREFIX, sandbox);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 /* refuse_<reason> or drop_<reason>: count, log, refuse. */
 static void
 reason_chains(struct nr_table *t, uint16_t group, bool v6)
@@ -319,17 +331,18 @@ fmt_ip(const struct moat_addr *a, char *buf, size_t len)
 }
 
 /* An allowed name may share its address with every other site of a CDN:
- * the address opens only the sandbox's allow_ports. */
+ * the address opens only the sandbox's allow_ports.  daddr: F_IP_DADDR
+ * for allow_NAME, F_IP6_DADDR for allow6_NAME. */
 static void
 allow_port_rules(struct nr_table *t, struct nr_chain *c,
-    const struct moat_sandbox *sb, const char *setname)
+    const struct moat_sandbox *sb, const char *setname, enum nr_field daddr)
 {
 	struct nr_rb rb;
 	size_t i;
 
 	for (i = 0; i < sb->nallow_ports; i++) {
 		rb_begin(&rb, t, c);
-		rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, setname,
+		rb_lookup(&rb, (enum nr_field[]){ daddr }, 1, setname,
 		    false);
 		rb_cmp_port(&rb, sb->allow_ports[i].proto == IPPROTO_TCP ?
 		    F_TCP_DPORT : F_UDP_DPORT, sb->allow_ports[i].port);
@@ -342,21 +355,50 @@ allow_port_rules(struct nr_table *t, struct nr_chain *c,
  * addresses for exactly those: elements address . protocol . port. */
 static void
 named_port_rule(struct nr_table *t, struct nr_chain *c,
-    const struct moat_sandbox *sb)
+    const struct moat_sandbox *sb, bool v6)
 {
-	static const enum nr_field key[] = { F_IP_DADDR, F_L4PROTO,
+	enum nr_field key[] = { v6 ? F_IP6_DADDR : F_IP_DADDR, F_L4PROTO,
 	    F_TH_DPORT };
 	char setname[256];
 	struct nr_rb rb;
 
-	nftr_ports_set_name(sb->name, setname, sizeof(setname));
-	model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IPADDR,
-	    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 12, NFT_SET_TIMEOUT,
-	    "type ipv4_addr . inet_proto . inet_service; flags timeout;");
+	if (v6) {
+		nftr_set6_name(sb->name, true, setname, sizeof(setname));
+		model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IP6ADDR,
+		    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 24,
+		    NFT_SET_TIMEOUT, "type ipv6_addr . inet_proto . "
+		    "inet_service; flags timeout;");
+	} else {
+		nftr_ports_set_name(sb->name, setname, sizeof(setname));
+		model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IPADDR,
+		    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 12,
+		    NFT_SET_TIMEOUT, "type ipv4_addr . inet_proto . "
+		    "inet_service; flags timeout;");
+	}
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, key, 3, setname, false);
 	rb_verdict(&rb, NF_ACCEPT, NULL);
 	rb_end(&rb);
+}
+
+/* A sandbox with IPv6 (config_sandbox_addr6) has the same sets for the
+ * AAAA answers of its allowed names, in the same chain: allow6_NAME, and
+ * allowp6_NAME where some entry has ports of its own. */
+static void
+allow6_rules(const struct build *b, struct nr_table *t, struct nr_chain *c,
+    const struct moat_sandbox *sb)
+{
+	char setname[256];
+	struct moat_addr a6;
+
+	if (!config_sandbox_addr6(b->cfg, sb, &a6))
+		return;
+	nftr_set6_name(sb->name, false, setname, sizeof(setname));
+	model_set(t, setname, NR_TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT,
+	    "type ipv6_addr; flags timeout;");
+	allow_port_rules(t, c, sb, setname, F_IP6_DADDR);
+	if (config_allow_has_ports(&sb->allow))
+		named_port_rule(t, c, sb, true);
 }
 
 static void
@@ -395,11 +437,12 @@ sandbox_map(struct build *b, struct nr_table *t)
 			model_set(t, setname, NR_TYPE_IPADDR, 4,
 			    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
 			c = model_chain(t, chain, NULL, 0, 0, NULL);
-			allow_port_rules(t, c, sb, setname);
+			allow_port_rules(t, c, sb, setname, F_IP_DADDR);
 			/* Only where some name has ports of its own: the
 			 * set and rule cost every other sandbox nothing. */
 			if (config_allow_has_ports(&sb->allow))
-				named_port_rule(t, c, sb);
+				named_port_rule(t, c, sb, false);
+			allow6_rules(b, t, c, sb);
 			rb_begin(&rb, t, c);
 			rb_verdict(&rb, NFT_GOTO,
 			    reason_chain("inet", "allowlist"));
@@ -1062,18 +1105,31 @@ v6_sets(struct build *b, struct nr_table *t)
 	    b->opts->lan6 ? b->opts->lan6 : lan6_sys;
 	struct moat_prefix *v = NULL;
 	struct moat_addr a;
-	struct nr_set *g, *l;
-	char ip[64], text[140];
+	struct nr_set *g, *l, *m;
+	char ip[64], text[600], chain[256];
 	uint8_t end[16];
 	size_t i, n = 0;
 
 	g = sandbox_set(b, t, "guest6", NR_TYPE_IP6ADDR, 16,
 	    NFT_SET_CONSTANT, "type ipv6_addr; flags constant;");
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a)) {
-			addr_fmt(&a, ip, sizeof(ip));
-			model_set_elem(g, a.a, 16, 0, 0, NULL, ip);
-		}
+	/* Allowlist sandboxes' IPv6 goes to their own chain (sb_NAME, the
+	 * one their IPv4 takes), before guest6's accept. */
+	m = sandbox_set(b, t, "sandboxes6", NR_TYPE_IP6ADDR, 16,
+	    NFT_SET_MAP | NFT_SET_CONSTANT,
+	    "type ipv6_addr : verdict; flags constant;");
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &cfg->sandboxes[i];
+
+		if (!config_sandbox_addr6(cfg, sb, &a))
+			continue;
+		addr_fmt(&a, ip, sizeof(ip));
+		model_set_elem(g, a.a, 16, 0, 0, NULL, ip);
+		if (sb->egress != EGRESS_ALLOWLIST)
+			continue;
+		snprintf(chain, sizeof(chain), "sb_%s", sb->name);
+		snprintf(text, sizeof(text), "%s : goto %s", ip, chain);
+		model_set_elem(m, a.a, 16, 0, NFT_GOTO, chain, text);
+	}
 	/* Not constant: the networks may change while the policy stands. */
 	l = model_set(t, "lan6", NR_TYPE_IP6ADDR, 16, NFT_SET_INTERVAL,
 	    "type ipv6_addr; flags interval;");
@@ -1155,6 +1211,9 @@ v6_guest_fwd(struct nr_table *t, struct nr_chain *c)
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "lan6", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_vmap(&rb, F_IP6_SADDR, "sandboxes6");
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6", false);
