@@ -215,15 +215,15 @@ config_sandbox_addr6(const struct moat_config *cfg,
 	const struct moat_gateway *gw = &cfg->gw;
 	uint32_t host, m;
 
-	/* An egress budget counts IPv4 only, and the proxy takes guests'
-	 * IPv4 alone: a sandbox with a budget or with secrets stays
-	 * IPv4-only, so that IPv6 is neither a way around its budget nor a
-	 * path on which its API calls reach a dual-stack host with the
-	 * placeholder instead of the secret.  An allowlist sandbox's IPv6
-	 * goes where its AAAA answers opened (allow6_NAME). */
+	/* The proxy takes guests' IPv4 alone: a sandbox with secrets stays
+	 * IPv4-only, so that IPv6 is not a path on which its API calls
+	 * reach a dual-stack host with the placeholder instead of the
+	 * secret.  An egress budget counts both families (acct6_out) and
+	 * refuses both once spent (budget_spent6).  An allowlist sandbox's
+	 * IPv6 goes where its AAAA answers opened (allow6_NAME). */
 	if (!gw->ipv6 || !x->ipv6 || x->egress == EGRESS_NONE ||
 	    x->address.family != AF_INET || gw->network.plen <= 0 ||
-	    config_egress_budget(cfg, x) > 0 || x->secrets.n > 0)
+	    x->secrets.n > 0)
 		return false;
 	m = gw->network.plen >= 32 ? 0 : ~0u >> gw->network.plen;
 	memcpy(&host, x->address.a, 4);

@@ -40,6 +40,10 @@
  *                          budget is spent until their window ends (only
  *                          when some sandbox has egress_bytes_per_day);
  *                          filled by gatewayd through nftr_budget_set().
+ *   set  acct6_*, budget_spent6
+ *                          the same for guests' IPv6 addresses (only with
+ *                          gateway.ipv6); nftr_acct_read() adds a guest's
+ *                          two families up, nftr_budget_set() fills both.
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -69,6 +73,11 @@
 #define NFTR_ACCT_NEW_OUT	"acct_new_out"
 #define NFTR_ACCT_NEW_IN	"acct_new_in"
 #define NFTR_BUDGET_SPENT	"budget_spent"
+#define NFTR_ACCT6_OUT		"acct6_out"
+#define NFTR_ACCT6_IN		"acct6_in"
+#define NFTR_ACCT6_NEW_OUT	"acct6_new_out"
+#define NFTR_ACCT6_NEW_IN	"acct6_new_in"
+#define NFTR_BUDGET_SPENT6	"budget_spent6"
 
 enum nftr_mode {
 	NFTR_MODE_GATEWAY = 0,	/* both tables: co-located gateway */

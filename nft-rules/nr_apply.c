@@ -674,35 +674,39 @@ nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 	return r;
 }
 
-/* Replace budget_spent's elements: the flush and the additions are one
- * transaction, so no packet sees the set between them. */
-int
-nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
-    size_t n, const uint32_t *timeouts_ms)
+/* Replace the elements of budget set name with the addresses of family:
+ * the flush and the additions are one transaction, so no packet sees the
+ * set between them. */
+static int
+budget_fill(struct nftr_ctx *ctx, const char *name, int family,
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms)
 {
 	struct nftnl_set *s;
 	struct nftnl_set_elem *e;
 	struct nftnl_set_elems_iter *it;
 	struct nlmsghdr *nlh;
 	struct nl_batch *b;
+	char flush[64], elems[64];
 	size_t i;
 	int more, r;
 
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, NFTR_BUDGET_SPENT);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	snprintf(flush, sizeof(flush), "flush set %s", name);
+	snprintf(elems, sizeof(elems), "elements of set %s", name);
 	b = batch_new(ctx, false);
-	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0,
-	    "flush set " NFTR_BUDGET_SPENT);
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, flush);
 	nftnl_set_elems_nlmsg_build_payload(nlh, s);
 	batch_next(b);
 	for (i = 0; i < n; i++) {
-		if (addrs[i].family != AF_INET || timeouts_ms[i] == 0)
+		if (addrs[i].family != family || timeouts_ms[i] == 0)
 			continue;
 		if ((e = nftnl_set_elem_alloc()) == NULL)
 			fatalx("out of memory");
-		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a,
+		    addr_len(family));
 		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT,
 		    timeouts_ms[i]);
 		nftnl_set_elem_add(s, e);
@@ -711,7 +715,7 @@ nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
 		fatalx("out of memory");
 	while (nftnl_set_elems_iter_cur(it) != NULL) {
 		nlh = batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET,
-		    NLM_F_CREATE, "elements of set " NFTR_BUDGET_SPENT);
+		    NLM_F_CREATE, elems);
 		more = nftnl_set_elems_nlmsg_build_payload_iter(nlh, it);
 		batch_next(b);
 		if (more <= 0)
@@ -722,6 +726,26 @@ nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
 	batch_free(b);
 	nftnl_set_free(s);
 	return r;
+}
+
+/* budget_spent, then budget_spent6, which the policy has only with
+ * gateway.ipv6: without it, no IPv6 address may be asked for. */
+int
+nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
+    size_t n, const uint32_t *timeouts_ms)
+{
+	bool v6 = false;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v6 |= addrs[i].family == AF_INET6 && timeouts_ms[i] != 0;
+	if (budget_fill(ctx, NFTR_BUDGET_SPENT, AF_INET, addrs, n,
+	    timeouts_ms) == -1)
+		return -1;
+	if (budget_fill(ctx, NFTR_BUDGET_SPENT6, AF_INET6, addrs, n,
+	    timeouts_ms) == -1 && (v6 || errno != ENOENT))
+		return -1;
+	return 0;
 }
 
 /* ---- probe ---------------------------------------------------------- */

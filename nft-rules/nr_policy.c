@@ -661,12 +661,45 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
  */
 enum { ACCT_OUT, ACCT_NEW_OUT, ACCT_IN, ACCT_NEW_IN };
 
-static const struct { const char *set; enum nr_field f; bool new; } acct[] = {
-	[ACCT_OUT] = { NFTR_ACCT_OUT, F_IP_SADDR, false },
-	[ACCT_NEW_OUT] = { NFTR_ACCT_NEW_OUT, F_IP_SADDR, true },
-	[ACCT_IN] = { NFTR_ACCT_IN, F_IP_DADDR, false },
-	[ACCT_NEW_IN] = { NFTR_ACCT_NEW_IN, F_IP_DADDR, true },
+static const struct {
+	const char	*set, *set6;
+	enum nr_field	 f, f6;
+	bool		 new;
+} acct[] = {
+	[ACCT_OUT] = { NFTR_ACCT_OUT, NFTR_ACCT6_OUT, F_IP_SADDR, F_IP6_SADDR,
+	    false },
+	[ACCT_NEW_OUT] = { NFTR_ACCT_NEW_OUT, NFTR_ACCT6_NEW_OUT, F_IP_SADDR,
+	    F_IP6_SADDR, true },
+	[ACCT_IN] = { NFTR_ACCT_IN, NFTR_ACCT6_IN, F_IP_DADDR, F_IP6_DADDR,
+	    false },
+	[ACCT_NEW_IN] = { NFTR_ACCT_NEW_IN, NFTR_ACCT6_NEW_IN, F_IP_DADDR,
+	    F_IP6_DADDR, true },
 };
+
+/* With gateway.ipv6, the same four sets for the guests' IPv6 addresses
+ * (acct6_*): gatewayd adds a guest's two elements up, so a sandbox's
+ * IPv6 counts towards what it sent as its IPv4 does. */
+static void
+acct6_sets(struct build *b, struct nr_table *t)
+{
+	struct nr_set *s;
+	struct moat_addr a6;
+	char ip[64];
+	size_t i, k;
+
+	for (k = 0; k < sizeof(acct) / sizeof(acct[0]); k++) {
+		s = sandbox_set(b, t, acct[k].set6, NR_TYPE_IP6ADDR, 16,
+		    NFT_SET_CONSTANT, "type ipv6_addr; flags constant; counter;");
+		model_set_counter(s);
+		for (i = 0; i < b->cfg->nsandboxes; i++) {
+			if (!config_sandbox_addr6(b->cfg, &b->cfg->sandboxes[i],
+			    &a6))
+				continue;
+			fmt_ip(&a6, ip, sizeof(ip));
+			model_set_elem(s, a6.a, 16, 0, 0, NULL, ip);
+		}
+	}
+}
 
 static void
 acct_sets(struct build *b, struct nr_table *t)
@@ -686,20 +719,32 @@ acct_sets(struct build *b, struct nr_table *t)
 			model_set_elem(s, sb->address.a, 4, 0, 0, NULL, ip);
 		}
 	}
+	if (b->cfg->gw.ipv6)
+		acct6_sets(b, t);
 }
 
-/* Count the packet in its guest's element of acct[k], if it has one; no
- * verdict, the chain goes on. */
 static void
-acct_rule(struct nr_table *t, struct nr_chain *c, int k)
+acct_lookup(struct nr_table *t, struct nr_chain *c, int k, bool v6)
 {
 	struct nr_rb rb;
 
 	rb_begin(&rb, t, c);
 	if (acct[k].new)
 		rb_ct_unconfirmed(&rb);
-	rb_lookup(&rb, &acct[k].f, 1, acct[k].set, false);
+	rb_lookup(&rb, v6 ? &acct[k].f6 : &acct[k].f, 1,
+	    v6 ? acct[k].set6 : acct[k].set, false);
 	rb_end(&rb);
+}
+
+/* Count the packet in its guest's element of acct[k], if it has one; no
+ * verdict, the chain goes on.  Both families where the guests have IPv6
+ * (outgoing IPv6 is counted in raw_pre by acct6_out's own rule). */
+static void
+acct_rule(struct nr_table *t, struct nr_chain *c, int k)
+{
+	acct_lookup(t, c, k, false);
+	if (k != ACCT_OUT && model_find_set(t, acct[k].set6) != NULL)
+		acct_lookup(t, c, k, true);
 }
 
 static void
@@ -725,23 +770,34 @@ acct_local(struct nr_table *t)
 static void
 budget_set(struct build *b, struct nr_table *t)
 {
-	if (config_any_egress_budget(b->cfg))
-		model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
-		    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+	if (!config_any_egress_budget(b->cfg))
+		return;
+	model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
+	    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+	/* A spent guest's IPv6 is refused too: IPv6 is no way around it. */
+	if (b->cfg->gw.ipv6)
+		model_set(t, NFTR_BUDGET_SPENT6, NR_TYPE_IP6ADDR, 16,
+		    NFT_SET_TIMEOUT, "type ipv6_addr; flags timeout;");
 }
 
 static void
 budget_rule(struct nr_table *t, struct nr_chain *c)
 {
+	static const struct { const char *set; enum nr_field f; } fam[] = {
+		{ NFTR_BUDGET_SPENT, F_IP_SADDR },
+		{ NFTR_BUDGET_SPENT6, F_IP6_SADDR },
+	};
 	struct nr_rb rb;
+	size_t i;
 
-	if (model_find_set(t, NFTR_BUDGET_SPENT) == NULL)
-		return;
-	rb_begin(&rb, t, c);
-	rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1, NFTR_BUDGET_SPENT,
-	    false);
-	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "budget"));
-	rb_end(&rb);
+	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+		if (model_find_set(t, fam[i].set) == NULL)
+			continue;
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, &fam[i].f, 1, fam[i].set, false);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "budget"));
+		rb_end(&rb);
+	}
 }
 
 static void
@@ -1168,6 +1224,8 @@ v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
 	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &gw->ipv6_network);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
+	/* What a guest sends over IPv6, counted before its accept. */
+	acct_lookup(t, c, ACCT_OUT, true);
 	rb_begin(&rb, t, c);
 	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6", false);
