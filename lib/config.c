@@ -189,10 +189,18 @@ const struct moat_sandbox *
 config_sandbox_by_addr(const struct moat_config *cfg,
     const struct moat_addr *a)
 {
+	struct moat_addr a6;
 	size_t i;
 
 	for (i = 0; i < cfg->nsandboxes; i++)
 		if (addr_cmp(&cfg->sandboxes[i].address, a) == 0)
+			return &cfg->sandboxes[i];
+	if (a->family != AF_INET6 || !cfg->gw.ipv6 ||
+	    !prefix_contains(&cfg->gw.ipv6_network, a))
+		return NULL;
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a6) &&
+		    addr_cmp(&a6, a) == 0)
 			return &cfg->sandboxes[i];
 	return NULL;
 }

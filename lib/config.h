@@ -319,6 +319,8 @@ void	config_summary(FILE *, const struct moat_config *);
 
 const struct moat_sandbox *config_sandbox_by_name(const struct moat_config *,
 	    const char *);
+/* The sandbox with IPv4 address a, or with IPv6 address a
+ * (config_sandbox_addr6); NULL if none. */
 const struct moat_sandbox *config_sandbox_by_addr(const struct moat_config *,
 	    const struct moat_addr *);
 const struct moat_secret *config_secret_by_name(const struct moat_config *,
