@@ -124,7 +124,8 @@ struct build {
 	size_t			 errlen;
 };
 
-static void v6_guest_in(struct nr_table *, struct nr_chain *);
+static void v6_guest_in(const struct moat_gateway *, struct nr_table *,
+	    struct nr_chain *);
 static void v6_guest_fwd(struct nr_table *, struct nr_chain *);
 
 /*
@@ -814,7 +815,7 @@ guest_input(struct build *b, struct nr_table *t)
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
 	    NULL);
 	if (gw->ipv6)
-		v6_guest_in(t, c);
+		v6_guest_in(gw, t, c);
 	/* Nothing else, on any local address: a separate box's registration
 	 * endpoint listens on its management network, never for guests. */
 	simple_rule(t, c, NFT_GOTO, reason_chain("inet", "host"));
@@ -1242,18 +1243,30 @@ v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
 }
 
 /* guest_in: neighbour discovery with the gateway (router and neighbour
- * solicitations, neighbour advertisements); conntrack places none of
- * them, and nothing else of a guest's IPv6 reaches the host. */
+ * solicitations, neighbour advertisements), which conntrack places
+ * nowhere, and DNS (udp and tcp 53) to the gateway's IPv6 address, where
+ * dnsd answers as on its IPv4 one; nothing else of a guest's IPv6 reaches
+ * the host.  Only guests' own addresses get this far (raw_pre). */
 static void
-v6_guest_in(struct nr_table *t, struct nr_chain *c)
+v6_guest_in(const struct moat_gateway *gw, struct nr_table *t,
+    struct nr_chain *c)
 {
 	static const uint8_t nd[] = { 133, 135, 136 };
+	static const enum nr_field dns[] = { F_UDP_DPORT, F_TCP_DPORT };
+	struct moat_prefix me = { .addr = gw->ipv6_address, .plen = 128 };
 	struct nr_rb rb;
 	size_t i;
 
 	for (i = 0; i < sizeof(nd); i++) {
 		rb_begin(&rb, t, c);
 		rb_cmp_u8(&rb, F_ICMP6_TYPE, nd[i]);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+	for (i = 0; i < sizeof(dns) / sizeof(dns[0]); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_prefix(&rb, F_IP6_DADDR, false, &me);
+		rb_cmp_port(&rb, dns[i], 53);
 		rb_verdict(&rb, NF_ACCEPT, NULL);
 		rb_end(&rb);
 	}

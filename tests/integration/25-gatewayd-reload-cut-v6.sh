@@ -74,8 +74,8 @@ step() {	# step NAME -- let flow NAME send once more, wait for its answer
 elem6() { in_ns "$NS_GW" nft list set inet moat allow6_web 2>&1 | grep -F "$1"; }
 
 FLOWS=()
-expect_eq "web's AAAA answer, through gatewayd's dnsd" "$AAAA6" \
-	"$(in_ns "$TOPO-web" dig @$GW_ADDR +short +time=5 +tries=1 AAAA v6only.github.test)"
+expect_eq "web's AAAA answer, through gatewayd's dnsd on its IPv6 address" "$AAAA6" \
+	"$(in_ns "$TOPO-web" dig @$NET6::1 +short +time=5 +tries=1 AAAA v6only.github.test)"
 expect_match "...opened the address in allow6_web" "$AAAA6" "$(elem6 $AAAA6)"
 flow web aaaa $AAAA6
 flow dev shrunk $SHRUNK6

@@ -8,7 +8,9 @@
 # unreachable; an address no answer gave stays refused.  The same allow
 # list with ipv6 = false gets no AAAA record at all (an empty answer, the
 # upstream never asked), and an open guest with IPv6 gets AAAA answers
-# with nothing added to any set.  dnsd alone, policy from nft-rules, in
+# with nothing added to any set.  dnsd answers on the gateway's IPv6
+# address as on its IPv4 one, knowing each guest by its IPv6 address.
+# dnsd alone, policy from nft-rules, in
 # the gateway namespace; the v6 "internet" is documentation space made
 # public with treat_as_public, off the uplink's own network (which is the
 # host's, refused as such).
@@ -116,6 +118,19 @@ out=$(qdig web AAAA denied6.test)
 expect_eq "a name the allow list lacks: REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
 expect_eq "...opening nothing" "" "$(elem6 web $V6_DENIED)"
 expect_eq "...and its address stays unreachable over IPv6" "" "$(curl6 web $V6_DENIED)"
+
+# dnsd answers on the gateway's IPv6 address too, and knows the guest
+# by its IPv6 address: the same policy, the same set.
+out=$(in_ns "$TOPO-web" dig @$NET6::1 +time=5 +tries=1 AAAA mixed6.github.test 2>&1)
+expect_eq "over IPv6 to [$NET6::1]: web's allowed name is answered" "$V6_MIXED" "$(aaaa_of <<<"$out")"
+out=$(in_ns "$TOPO-web" dig @$NET6::1 +tcp +time=5 +tries=1 AAAA v6only.github.test 2>&1)
+expect_eq "...over TCP too" "$V6_OK" "$(aaaa_of <<<"$out")"
+out=$(in_ns "$TOPO-web" dig @$NET6::1 +time=5 +tries=1 AAAA denied6.test 2>&1)
+expect_eq "...and a name off web's list is refused there as on IPv4" "REFUSED" "$(rcode_of <<<"$out")"
+out=$(in_ns "$TOPO-dev" dig @$NET6::1 +time=5 +tries=1 AAAA denied6.test 2>&1)
+expect_eq "...while the open guest dev gets it over IPv6" "$V6_DENIED" "$(aaaa_of <<<"$out")"
+expect_eq "web4 (no IPv6) cannot ask over IPv6" "" \
+	"$(in_ns "$TOPO-web4" dig @$NET6::1 +time=2 +tries=1 +short AAAA v6only.github.test 2>/dev/null | grep -v '^;')"
 
 # ipv6 = false: the same allow list, no AAAA, the upstream not asked.
 n0=$(upstream_count v6only.github.test)
