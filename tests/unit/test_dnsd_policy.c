@@ -5,6 +5,7 @@
  * by address; the rate limit.
  */
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -217,6 +218,7 @@ test_v6(void **state)
 	struct moat_config *c6;
 	struct policy *p6;
 	struct moat_addr a, in[5], ok[5];
+	const struct moat_sandbox *sb;
 	struct sbpolicy *sp;
 	uint32_t t = 60000;
 	size_t i;
@@ -248,6 +250,23 @@ test_v6(void **state)
 	assert_int_equal(addr_cmp(&ok[1], &in[4]), 0);
 	assert_int_equal(admit_set_add(c6, "web4", in, 5, ok, &t), 1);
 	assert_int_equal(addr_cmp(&ok[0], &in[4]), 0);
+	/* The same judgement for a flow (reload cuts, the proxy). */
+	sb = config_sandbox_by_name(c6, "web");
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[0], IPPROTO_TCP, 443),
+	    ADMIT_OK);
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[0], IPPROTO_TCP, 22),
+	    ADMIT_PORT);
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[1], IPPROTO_TCP, 443),
+	    ADMIT_PRIVATE);
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[2], IPPROTO_TCP, 443),
+	    ADMIT_SANDBOX_NET);
+	assert_int_equal(admit_addr(c6, config_sandbox_by_name(c6, "web4"),
+	    NULL, &in[0], IPPROTO_TCP, 443), ADMIT_IPV6);
+	/* A guest is found by its IPv6 address too. */
+	assert_int_equal(addr_parse("fd77:0:0:1::a", &a), 0);
+	assert_ptr_equal(config_sandbox_by_addr(c6, &a), sb);
+	assert_int_equal(addr_parse("fd77:0:0:1::d", &a), 0);
+	assert_null(config_sandbox_by_addr(c6, &a));
 	policy_free(p6);
 	config_free(c6);
 }
