@@ -187,30 +187,31 @@ exception_admits(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return false;
 }
 
-/* A sandbox with an IPv6 address (config_sandbox_addr6) may reach public
- * IPv6 as it reaches public IPv4; every other sandbox has no IPv6. */
+/* Whatever the networks are, they hold the guests and the gateway: its
+ * IPv4 network and address, and with gateway.ipv6 the guests' /64 and
+ * the gateway's IPv6 address. */
 static bool
-sandbox_has_v6(const struct moat_config *cfg, const struct moat_sandbox *sb)
+in_sandbox_net(const struct moat_config *cfg, const struct moat_addr *a)
+{
+	const struct moat_gateway *gw = &cfg->gw;
+
+	return prefix_contains(&gw->network, a) ||
+	    addr_cmp(a, &gw->address) == 0 || (gw->ipv6 &&
+	    (prefix_contains(&gw->ipv6_network, a) ||
+	    addr_cmp(a, &gw->ipv6_address) == 0));
+}
+
+/* IPv4 for every sandbox; IPv6 for a sandbox with an IPv6 address
+ * (config_sandbox_addr6), which reaches public IPv6 as it reaches public
+ * IPv4. */
+static bool
+family_admitted(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct moat_addr *a)
 {
 	struct moat_addr a6;
 
-	return config_sandbox_addr6(cfg, sb, &a6);
-}
-
-/* One address of a resolver's answer for an allowlist set: public, never
- * the sandbox network (either family), IPv6 only for a sandbox that has
- * it. */
-static bool
-set_addr_ok(const struct moat_config *cfg, const struct moat_sandbox *sb,
-    const struct moat_addr *a)
-{
-	if (a->family == AF_INET6 && (!sandbox_has_v6(cfg, sb) ||
-	    prefix_contains(&cfg->gw.ipv6_network, a)))
-		return false;
-	if (a->family != AF_INET && a->family != AF_INET6)
-		return false;
-	return !rangeset_contains(cfg->private, a) &&
-	    !prefix_contains(&cfg->gw.network, a);
+	return a->family == AF_INET || (a->family == AF_INET6 &&
+	    config_sandbox_addr6(cfg, sb, &a6));
 }
 
 enum admit_why
@@ -225,19 +226,13 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	if (sb->egress == EGRESS_NONE)
 		return ADMIT_NONE;
 	addr_unmap(&a);
-	/* Whatever the network is, it holds the guests and the gateway. */
-	if (prefix_contains(&cfg->gw.network, &a) ||
-	    addr_cmp(&a, &cfg->gw.address) == 0)
+	if (in_sandbox_net(cfg, &a))
 		return ADMIT_SANDBOX_NET;
 	if (host != NULL && (admit_host_has(host, &a) ||
 	    admit_host_has(host, addr)))
 		return ADMIT_HOST;
-	if (a.family != AF_INET && !sandbox_has_v6(cfg, sb))
+	if (!family_admitted(cfg, sb, &a))
 		return ADMIT_IPV6;
-	if (a.family == AF_INET6 && cfg->gw.ipv6 &&
-	    (prefix_contains(&cfg->gw.ipv6_network, &a) ||
-	    addr_cmp(&a, &cfg->gw.ipv6_address) == 0))
-		return ADMIT_SANDBOX_NET;
 	if (exception_admits(cfg, sb, &a, proto, port))
 		return ADMIT_OK;
 	if (rangeset_contains(cfg->private, &a))
@@ -321,8 +316,12 @@ admit_set_add(const struct moat_config *cfg, const char *sandbox,
 		return -1;
 	if (*timeout_ms > ADMIT_SET_TIMEOUT_MAX_MS)
 		*timeout_ms = ADMIT_SET_TIMEOUT_MAX_MS;
+	/* As admit_addr judges a flow's address, without exceptions (which
+	 * the policy applies by rule, never through the sets). */
 	for (i = 0; i < n; i++)
-		if (set_addr_ok(cfg, sb, &in[i]))
+		if (family_admitted(cfg, sb, &in[i]) &&
+		    !in_sandbox_net(cfg, &in[i]) &&
+		    !rangeset_contains(cfg->private, &in[i]))
 			ok[k++] = in[i];
 	return k;
 }
