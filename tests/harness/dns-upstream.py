@@ -100,7 +100,8 @@ def zone(base):
                      ("priv6.github.test", ["fd00:99::2"]),
                      ("mixed6.github.test", ["fd00:99::2",
                                              "2001:db8:cafe::12"]),
-                     ("denied6.test", ["2001:db8:cafe::11"])):
+                     ("denied6.test", ["2001:db8:cafe::11"]),
+                     ("ssh6.test", ["2001:db8:cafe::13"])):
         z[(n, AAAA)] = [(n, AAAA, 300, ipv6(a)) for a in addrs]
     # A big answer: more than 512 bytes, so UDP clients without EDNS
     # must be told to retry over TCP.

@@ -5,7 +5,8 @@
 # arrives, so its first connect over IPv6 succeeds; a unique-local AAAA is
 # removed with an EDE (Blocked), also from a mixed answer, and opens
 # nothing; a name the allow list lacks is refused and its address stays
-# unreachable; an address no answer gave stays refused.  The same allow
+# unreachable; an address no answer gave stays refused; a name with ports
+# of its own opens its AAAA address for those ports alone (allowp6_web).  The same allow
 # list with ipv6 = false gets no AAAA record at all (an empty answer, the
 # upstream never asked), and an open guest with IPv6 gets AAAA answers
 # with nothing added to any set.  dnsd answers on the gateway's IPv6
@@ -28,6 +29,7 @@ NET6=fd77:0:0:1
 V6_OK=2001:db8:cafe::10		# v6only.github.test
 V6_DENIED=2001:db8:cafe::11	# denied6.test
 V6_MIXED=2001:db8:cafe::12	# mixed6.github.test, with a unique-local one
+V6_SSH=2001:db8:cafe::13	# ssh6.test, allowed for tcp/2222 only
 in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip -n "$NS_GW" addr add $NET6::1/64 dev moat0 nodad
 for g in "web $NET6::a" "web4 $NET6::d" "dev $NET6::b"; do
@@ -35,7 +37,7 @@ for g in "web $NET6::a" "web4 $NET6::d" "dev $NET6::b"; do
 	ip -n "$TOPO-$1" addr add "$2"/64 dev eth0 nodad
 	ip -n "$TOPO-$1" -6 route add default via $NET6::1
 done
-for a in $V6_OK $V6_DENIED $V6_MIXED; do
+for a in $V6_OK $V6_DENIED $V6_MIXED $V6_SSH; do
 	ip -n "$NS_INET" addr add $a/128 dev lo nodad
 done
 # The way back for the controls without the policy (with it, nat66).
@@ -44,9 +46,11 @@ for ns in "$NS_GW" "$TOPO-web" "$TOPO-web4" "$TOPO-dev"; do
 	topo_wait_dad "$ns" "$( [ "$ns" = "$NS_GW" ] && echo moat0 || echo eth0)" ||
 		{ not_ok "link-local addresses ready in $ns"; exit 1; }
 done
-for a in $V6_OK $V6_DENIED $V6_MIXED; do
+for a in $V6_OK $V6_DENIED $V6_MIXED $V6_SSH; do
 	topo_http "$NS_INET" $a 80 "hello from $a" || { not_ok "http on [$a]"; exit 1; }
 done
+topo_bg "$NS_INET" ssh6 socat TCP6-LISTEN:2222,bind="[$V6_SSH]",fork,reuseaddr SYSTEM:"echo hi"
+topo_wait_port "$NS_INET" $V6_SSH 2222 || { not_ok "listener on [$V6_SSH]:2222"; exit 1; }
 
 cat >"$DNS_CONF" <<CONF
 gateway: {
@@ -60,7 +64,7 @@ gateway: {
 };
 sandboxes = (
   { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
-    egress = "allowlist"; allow = [ "pypi.org", "*.github.test" ]; },
+    egress = "allowlist"; allow = [ "pypi.org", "*.github.test", "ssh6.test:tcp/2222" ]; },
   { name = "web4"; mac = "52:54:00:00:00:0d"; address = "10.77.0.13"; tap = "mt-web4";
     egress = "allowlist"; allow = [ "pypi.org", "*.github.test" ]; ipv6 = false; },
   { name = "dev"; mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev";
@@ -118,6 +122,16 @@ out=$(qdig web AAAA denied6.test)
 expect_eq "a name the allow list lacks: REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
 expect_eq "...opening nothing" "" "$(elem6 web $V6_DENIED)"
 expect_eq "...and its address stays unreachable over IPv6" "" "$(curl6 web $V6_DENIED)"
+
+# A name with ports of its own: its AAAA address opens for those ports
+# alone, in allowp6_web (address . protocol . port).
+expect_eq "ssh6.test (tcp/2222 only): its AAAA answer" "$V6_SSH" "$(qdig web AAAA ssh6.test | aaaa_of)"
+expect_match "...opened as address . tcp . 2222 in allowp6_web" "$V6_SSH . tcp . 2222" \
+	"$(in_ns "$NS_GW" nft list set inet moat allowp6_web 2>&1)"
+expect_eq "...not as a plain address" "" "$(elem6 web $V6_SSH)"
+expect_eq "...so web reaches [$V6_SSH]:2222" "hi" \
+	"$(in_ns "$TOPO-web" timeout 5 socat -u TCP6:"[$V6_SSH]":2222,connect-timeout=4 STDOUT 2>/dev/null)"
+expect_eq "...and not its port 80" "" "$(curl6 web $V6_SSH)"
 
 # dnsd answers on the gateway's IPv6 address too, and knows the guest
 # by its IPv6 address: the same policy, the same set.
