@@ -18,6 +18,11 @@
 # same as dnsd-allowlist's, and the allowlist mode is the only difference.
 # The "-ct" rows are the same with the policy's notrack rules removed:
 # guests' DNS to the gateway tracked by conntrack, as before they existed.
+# With V6=1, gateway.ipv6 is on (web has IPv6) and the upstream also
+# answers AAAA for bench.test (2001:db8:cafe::10, made public): the row
+# "dnsd-allowlist-aaaa" is dnsd-allowlist asked AAAA instead of A, every
+# answer opening allow6_web the same way, for AAAA hits against A hits:
+#   V6=1 RESOLVERS="dnsd-allowlist dnsd-allowlist-aaaa" bash bench/dnsd-bench.sh
 # With PREV_NFT_RULES=BINARY (another build of nft-rules, for example one
 # from before a change to the policy), the row "dnsd-policy-prev" is
 # dnsd-policy with that binary's policy, in the same run.
@@ -57,13 +62,19 @@ topo_up >/dev/null || exit 1
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 W=$TOPO_TMP
+V6=${V6:-0}
+V6CONF=; V6UP=
+if [ "$V6" = 1 ]; then
+	V6CONF='treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ]; ipv6 = { network = "fd77:0:0:1::/64"; uplink_mode = "nat66"; };'
+	V6UP=--address=/bench.test/2001:db8:cafe::10
+fi
 
 cat >$W/moat.conf <<CONF
 gateway: {
   uplink = "up0"; network = "10.77.0.0/24"; bridge = "moat0";
   dns: { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
-  treat_as_public = [ "203.0.113.0/24" ];
+  ${V6CONF:-treat_as_public = [ "203.0.113.0/24" ];}
 };
 sandboxes = (
   { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
@@ -96,11 +107,13 @@ forward-zone:
   name: "."
   forward-addr: 203.0.113.53
 CONF
-awk -v n=$NAMES 'BEGIN { for (i = 0; i < n; i++) printf "h%d.bench.test A\n", i }' >$W/hit.txt
+for q in A AAAA; do
+	awk -v n=$NAMES -v q=$q 'BEGIN { for (i = 0; i < n; i++) printf "h%d.bench.test %s\n", i, q }' >$W/hit-$q.txt
+done
 
 topo_bg "$NS_INET" upstream $(cpu 1) dnsmasq -k --no-resolv --no-hosts \
 	--listen-address=203.0.113.53 --bind-interfaces --user=nobody \
-	--cache-size=0 --local-ttl=300 --address=/bench.test/203.0.113.10 --log-facility=-
+	--cache-size=0 --local-ttl=300 --address=/bench.test/203.0.113.10 $V6UP --log-facility=-
 sleep 0.5
 
 ct_count() { in_ns "$NS_GW" conntrack -C 2>/dev/null; }
@@ -179,7 +192,7 @@ NFT
 # start_resolver NAME -- bring one resolver up on 10.77.0.1:53, pinned.
 start_resolver() {
 	case $1 in
-	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev|dnsd-policy-noacct|dnsd-policy-nospoof)
+	dnsd|dnsd-allowlist|dnsd-policy|dnsd-policy-ct|dnsd-allowlist-ct|dnsd-policy-prev|dnsd-policy-noacct|dnsd-policy-nospoof|dnsd-allowlist-aaaa)
 		local nr=build/nft-rules
 		[ $1 = dnsd-policy-prev ] && nr=${PREV_NFT_RULES:?PREV_NFT_RULES=BINARY for dnsd-policy-prev}
 		[ $1 != dnsd ] && in_ns "$NS_GW" $nr -c $W/moat.conf apply
@@ -281,18 +294,21 @@ LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 RESOLVERS=${RESOLVERS:-dnsd dnsd-policy-ct dnsd-policy dnsd-allowlist-ct dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
 : >$W/rows
 for round in $(seq $ROUNDS); do
-	awk -v n=$MISSES -v r=$round 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test A\n", i, r }' >$W/miss.txt
+	for q in A AAAA; do
+		awk -v n=$MISSES -v r=$round -v q=$q 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test %s\n", i, r, q }' >$W/miss-$q.txt
+	done
 	for r in $RESOLVERS; do
-		awk -v n=$((RATE * 4)) -v r=$r -v k=$round 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test A\n", i, k, r }' >$W/miss-lat-$r.txt
+		q=A; case $r in *-aaaa) q=AAAA;; esac
+		awk -v n=$((RATE * 4)) -v r=$r -v k=$round -v q=$q 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test %s\n", i, k, r, q }' >$W/miss-lat-$r.txt
 		g=dev; case $r in dnsd-allowlist*|dnsmasq-nftset) g=web;; esac
 		start_resolver $r || continue
 		CUR=$r
 		ct0=$(ct_count)
-		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit.txt -n 1 -q 50 >/dev/null 2>&1	# warm
-		hit=$(perf $g $W/hit.txt $W/hit.txt -l $SECONDS_RUN)
+		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit-$q.txt -n 1 -q 50 >/dev/null 2>&1	# warm
+		hit=$(perf $g $W/hit-$q.txt $W/hit-$q.txt -l $SECONDS_RUN)
 		miss="- - - - - - -"
 		[ "${MISS:-1}" = 0 ] ||
-			miss=$(perf $g $W/miss.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
+			miss=$(perf $g $W/miss-$q.txt $W/miss-lat-$r.txt -n 1 -l $SECONDS_RUN)
 		stop_resolver
 		echo "$r $hit $miss" >>$W/rows
 		echo "$round $r $hit" >>$W/rounds

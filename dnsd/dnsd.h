@@ -32,6 +32,7 @@ struct dnsd_opts {
 	const char	*listen;	/* NULL: gateway.address */
 	uint16_t	 port;
 	int		 udp_fd, tcp_fd, ipc_fd;	/* -1: none given */
+	int		 udp6_fd, tcp6_fd;	/* the gateway's IPv6; -1: none */
 	int		 config_fd;	/* -1: read -c FILE */
 	bool		 foreground;
 	bool		 no_nft;	/* standalone: never touch nftables */
@@ -50,7 +51,8 @@ int	resolver_run(const struct dnsd_opts *, struct moat_config *cfg,
 int	priv_run(const struct dnsd_opts *, struct moat_config *cfg,
 	    int udpfd, int tcpfd);
 
-/* main.c: bind the UDP and TCP sockets for addr:port. */
+/* main.c: bind the UDP and TCP sockets for addr:port (IPv4, or IPv6:
+ * IPv6 only, bound before the address may be on the bridge). */
 int	bind_sockets(const char *addr, uint16_t port, const char *user,
 	    int *udp, int *tcp);
 

@@ -40,6 +40,7 @@ struct tconn {
 
 static struct {
 	struct ev	 udp, tcp;
+	struct ev	 udp6, tcp6;	/* the gateway's IPv6 address, if any */
 	struct tlist	 idle, life;
 	int		 ntcp;
 } F;
@@ -93,6 +94,7 @@ tconn_write(struct tconn *t, const uint8_t *wire, size_t len)
  * hit.  Answers produced later (forwarded, acknowledged) go one by one. */
 static struct {
 	int		 on;
+	int		 fd;		/* the socket the batch came in on */
 	unsigned	 n;
 	struct mmsghdr	 m[UDP_BATCH];
 	struct iovec	 iov[UDP_BATCH];
@@ -107,7 +109,7 @@ udp_flush(void)
 	int n;
 
 	while (done < OB.n) {
-		n = sendmmsg(F.udp.fd, OB.m + done, OB.n - done, MSG_DONTWAIT);
+		n = sendmmsg(OB.fd, OB.m + done, OB.n - done, MSG_DONTWAIT);
 		if (n <= 0) {
 			log_debug("udp sendmmsg: %s", strerror(errno));
 			break;
@@ -138,8 +140,8 @@ client_send(struct client *c, const uint8_t *wire, size_t len)
 		    .msg_iovlen = 1 };
 		return;
 	}
-	if (sendto(F.udp.fd, wire, len, MSG_DONTWAIT,
-	    (struct sockaddr *)&c->ss, c->sslen) == -1)
+	if (sendto(c->ss.ss_family == AF_INET6 ? F.udp6.fd : F.udp.fd, wire,
+	    len, MSG_DONTWAIT, (struct sockaddr *)&c->ss, c->sslen) == -1)
 		log_debug("udp send: %s", strerror(errno));
 }
 
@@ -183,6 +185,7 @@ udp_cb(struct ev *h, uint32_t events)
 	if ((n = recvmmsg(h->fd, m, UDP_BATCH, MSG_DONTWAIT, NULL)) <= 0)
 		return;
 	OB.on = 1;
+	OB.fd = h->fd;
 	for (i = 0; i < n; i++) {
 		R.c.udp++;
 		if (m[i].msg_hdr.msg_flags & MSG_TRUNC) {
@@ -380,6 +383,20 @@ frontend_start(int udpfd, int tcpfd)
 		fatal("sockets");
 	if (ev_add(&F.udp, udpfd, EPOLLIN, udp_cb, NULL) == -1 ||
 	    ev_add(&F.tcp, tcpfd, EPOLLIN, tcp_accept_cb, NULL) == -1)
+		fatal("epoll");
+	F.udp6.fd = -1;
+}
+
+/* The same on the gateway's IPv6 address: answers go back on the socket
+ * their query came in on. */
+void
+frontend_start6(int udpfd, int tcpfd)
+{
+	if (fcntl(udpfd, F_SETFL, O_NONBLOCK) == -1 ||
+	    fcntl(tcpfd, F_SETFL, O_NONBLOCK) == -1)
+		fatal("IPv6 sockets");
+	if (ev_add(&F.udp6, udpfd, EPOLLIN, udp_cb, NULL) == -1 ||
+	    ev_add(&F.tcp6, tcpfd, EPOLLIN, tcp_accept_cb, NULL) == -1)
 		fatal("epoll");
 }
 

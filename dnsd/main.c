@@ -45,6 +45,7 @@ usage(FILE *fp)
 "                      out, IPC_SET_ACK and IPC_RELOAD in\n"
 "      --udp-fd N      bound UDP socket to serve on\n"
 "      --tcp-fd N      bound, listening TCP socket to serve on\n"
+"      --udp6-fd N, --tcp6-fd N  the same on the gateway's IPv6 address\n"
 "      --config-fd N   the normalised configuration (-c names it only)\n"
 "  -h, --help          this help\n"
 "      --version       print the version\n"
@@ -53,7 +54,7 @@ usage(FILE *fp)
 }
 
 enum { O_NO_NFT = 256, O_CACHE, O_RATE, O_TIMEOUT, O_IPC, O_UDP, O_TCP,
-	O_CONFIG_FD };
+	O_CONFIG_FD, O_UDP6, O_TCP6 };
 
 static long
 number(const char *s, long min, long max)
@@ -90,6 +91,8 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 		{ "ipc-fd", required_argument, NULL, O_IPC },
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
+		{ "udp6-fd", required_argument, NULL, O_UDP6 },
+		{ "tcp6-fd", required_argument, NULL, O_TCP6 },
 		{ "config-fd", required_argument, NULL, O_CONFIG_FD },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -124,6 +127,12 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 			break;
 		case O_UDP: o->udp_fd = (int)number(optarg, 0, INT_MAX); break;
 		case O_TCP: o->tcp_fd = (int)number(optarg, 0, INT_MAX); break;
+		case O_UDP6:
+			o->udp6_fd = (int)number(optarg, 0, INT_MAX);
+			break;
+		case O_TCP6:
+			o->tcp6_fd = (int)number(optarg, 0, INT_MAX);
+			break;
 		case 'V':
 			printf("%s %s\n", "dnsd", MOAT_VERSION);
 			exit(EXIT_OK);
@@ -135,7 +144,8 @@ parse_args(int argc, char *argv[], struct dnsd_opts *o, int *check,
 			exit(EXIT_USAGE);
 		}
 	}
-	if (optind != argc || (o->udp_fd == -1) != (o->tcp_fd == -1)) {
+	if (optind != argc || (o->udp_fd == -1) != (o->tcp_fd == -1) ||
+	    (o->udp6_fd == -1) != (o->tcp6_fd == -1)) {
 		usage(stderr);
 		exit(EXIT_USAGE);
 	}
@@ -150,18 +160,26 @@ bind_sockets(const char *addr, uint16_t port, const char *user, int *udp,
 	socklen_t sl;
 	int one = 1, rcv = 4 << 20;
 
-	if (addr_parse(addr, &a) == -1 || a.family != AF_INET) {
-		log_warnx("listen address %s is not IPv4", addr);
+	if (addr_parse(addr, &a) == -1) {
+		log_warnx("listen address %s is not an address", addr);
 		return -1;
 	}
 	sl = addr_to_sockaddr(&a, port, &ss);
 	/* Made as user's: the policy lets only its packets answer guests. */
-	*udp = socket_as(user, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC);
-	*tcp = socket_as(user, AF_INET, SOCK_STREAM | SOCK_CLOEXEC);
+	*udp = socket_as(user, a.family, SOCK_DGRAM | SOCK_CLOEXEC);
+	*tcp = socket_as(user, a.family, SOCK_STREAM | SOCK_CLOEXEC);
 	if (*udp == -1 || *tcp == -1)
 		return -1;
 	(void)setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
 	(void)setsockopt(*tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (a.family == AF_INET6 && (setsockopt(*udp, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &one, sizeof(one)) == -1 || setsockopt(*tcp,
+	    IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == -1 ||
+	    setsockopt(*udp, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) == -1 ||
+	    setsockopt(*tcp, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) == -1)) {
+		log_warn("IPv6 socket options");
+		return -1;
+	}
 	if (bind(*udp, (struct sockaddr *)&ss, sl) == -1 ||
 	    bind(*tcp, (struct sockaddr *)&ss, sl) == -1 ||
 	    listen(*tcp, 128) == -1) {
@@ -195,6 +213,7 @@ main(int argc, char *argv[])
 	struct dnsd_opts o = {
 		.conf = MOAT_CONF_DEFAULT, .user = DNSD_USER_DEFAULT,
 		.port = 53, .udp_fd = -1, .tcp_fd = -1, .ipc_fd = -1,
+		.udp6_fd = -1, .tcp6_fd = -1,
 		.config_fd = -1,
 		.cache_bytes = 0, .qps = -1, .burst = -1,
 		.timeout_ms = 1000,
@@ -218,6 +237,12 @@ main(int argc, char *argv[])
 		tcp = o.tcp_fd;
 	} else if (bind_sockets(o.listen ? o.listen : addr_fmt(&cfg->gw.address,
 	    gw, sizeof(gw)), o.port, o.user, &udp, &tcp) == -1)
+		return EXIT_SYSTEM;
+	/* With gateway.ipv6, also the gateway's IPv6 address (not with
+	 * --listen, which names the one address to serve). */
+	else if (cfg->gw.ipv6 && o.listen == NULL && bind_sockets(addr_fmt(
+	    &cfg->gw.ipv6_address, gw, sizeof(gw)), o.port, o.user, &o.udp6_fd,
+	    &o.tcp6_fd) == -1)
 		return EXIT_SYSTEM;
 	if (!o.foreground && daemon(0, 0) == -1)
 		fatal("daemon");

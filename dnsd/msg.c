@@ -447,7 +447,7 @@ svcb_filter(ldns_rr *rr, const struct moat_rangeset *priv, size_t *removed)
 }
 
 /* One record of the chain: keep (true) or remove (false) it, collecting
- * the public A addresses that will be opened for the sandbox. */
+ * the public A and AAAA addresses that will be opened for the sandbox. */
 static bool
 filter_rr(ldns_rr *rr, const struct moat_rangeset *priv, struct answer *a)
 {
@@ -462,13 +462,11 @@ filter_rr(ldns_rr *rr, const struct moat_rangeset *priv, struct answer *a)
 			a->removed++;
 			return false;
 		}
-		if (addr.family == AF_INET) {
-			/* Never tell the guest an address that was not
-			 * opened for it. */
-			if (a->naddr == DNSD_MAX_ADDRS)
-				return false;
-			a->addr[a->naddr++] = addr;
-		}
+		/* Never tell the guest an address that was not opened
+		 * for it. */
+		if (a->naddr == DNSD_MAX_ADDRS)
+			return false;
+		a->addr[a->naddr++] = addr;
 		return true;
 	case LDNS_RR_TYPE_SVCB:
 	case LDNS_RR_TYPE_HTTPS:

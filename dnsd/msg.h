@@ -61,7 +61,7 @@ struct answer {
 	uint32_t	 ttl;		/* clamped lifetime */
 	uint16_t	 ede;		/* 0 or EDE_* */
 	size_t		 removed;	/* records or hints removed */
-	struct moat_addr addr[DNSD_MAX_ADDRS];	/* A records of the chain */
+	struct moat_addr addr[DNSD_MAX_ADDRS];	/* A/AAAA records of the chain */
 	size_t		 naddr;
 };
 

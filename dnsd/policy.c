@@ -2,6 +2,7 @@
  * policy.c -- sandboxes by address, and names by hash (see policy.h).
  */
 #include <sys/socket.h>
+#include <arpa/inet.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,7 @@ pattern_to_wire(const char *pattern, uint8_t *wire, size_t cap, bool *wild)
 /* --- sandboxes ------------------------------------------------------- */
 
 struct policy {
+	const struct moat_config *cfg;	/* the sandboxes point into it */
 	struct sbpolicy	 *sb;
 	size_t		  nsb;
 	size_t		 *byaddr;	/* open addressing: index + 1, 0 empty */
@@ -158,15 +160,18 @@ addr_slot(const struct policy *p, const uint8_t v4[4])
 }
 
 static void
-sbpolicy_init(struct sbpolicy *sp, const struct moat_sandbox *sb, size_t i)
+sbpolicy_init(struct sbpolicy *sp, const struct moat_config *cfg,
+    const struct moat_sandbox *sb, size_t i)
 {
 	uint8_t wire[LDNS_MAX_DOMAINLEN + 2];
+	struct moat_addr a6;
 	size_t j, len;
 	bool wild;
 
 	sp->sb = sb;
 	sp->index = i;
 	sp->egress = sb->egress;
+	sp->v6 = config_sandbox_addr6(cfg, sb, &a6);
 	sp->exact = nameset_new(sb->allow.n);
 	sp->wild = nameset_new(sb->allow.n);
 	sp->named_ports = config_allow_has_ports(&sb->allow);
@@ -196,6 +201,7 @@ policy_new(const struct moat_config *cfg)
 	size_t i, k;
 
 	p->seed = random_seed();
+	p->cfg = cfg;
 	p->nsb = cfg->nsandboxes;
 	p->sb = xcalloc(p->nsb ? p->nsb : 1, sizeof(*p->sb));
 	p->nbyaddr = 16;
@@ -205,7 +211,7 @@ policy_new(const struct moat_config *cfg)
 	for (i = 0; i < p->nsb; i++) {
 		const struct moat_sandbox *sb = &cfg->sandboxes[i];
 
-		sbpolicy_init(&p->sb[i], sb, i);
+		sbpolicy_init(&p->sb[i], cfg, sb, i);
 		if (sb->address.family != AF_INET)
 			continue;
 		for (k = addr_slot(p, sb->address.a); p->byaddr[k] != 0;
@@ -225,7 +231,7 @@ policy_update(struct policy *p, size_t i)
 
 	nameset_free(sp->exact);
 	nameset_free(sp->wild);
-	sbpolicy_init(sp, sp->sb, i);
+	sbpolicy_init(sp, p->cfg, sp->sb, i);
 	sp->tokens = tokens;
 	sp->last_ms = last;
 	sp->dropped = dropped;
@@ -247,13 +253,46 @@ policy_free(struct policy *p)
 	free(p);
 }
 
+/* A guest's IPv6 address holds the host part of its IPv4 address in its
+ * low 32 bits (config_sandbox_addr6): the IPv4 address it stands for, to
+ * be confirmed against the sandbox found. */
+static bool
+v6_to_v4(const struct policy *p, const struct moat_addr *a6,
+    struct moat_addr *a4)
+{
+	const struct moat_gateway *gw = &p->cfg->gw;
+	uint32_t net, host, m;
+
+	if (!gw->ipv6 || !prefix_contains(&gw->ipv6_network, a6) ||
+	    gw->network.plen <= 0)
+		return false;
+	m = gw->network.plen >= 32 ? 0 : ~0u >> gw->network.plen;
+	memcpy(&net, gw->network.addr.a, 4);
+	memcpy(&host, &a6->a[12], 4);
+	net = htonl((ntohl(net) & ~m) | (ntohl(host) & m));
+	memset(a4, 0, sizeof(*a4));
+	a4->family = AF_INET;
+	memcpy(a4->a, &net, 4);
+	return true;
+}
+
 struct sbpolicy *
 policy_sandbox(const struct policy *p, const struct moat_addr *addr)
 {
-	struct moat_addr a = *addr;
+	struct moat_addr a = *addr, six;
+	struct sbpolicy *sp;
 	size_t k, i;
 
 	addr_unmap(&a);
+	if (a.family == AF_INET6) {
+		/* Only the one address config_sandbox_addr6 gives it. */
+		if (!v6_to_v4(p, &a, &six) ||
+		    (sp = policy_sandbox(p, &six)) == NULL || !sp->v6 ||
+		    !config_sandbox_addr6(p->cfg, sp->sb, &six) ||
+		    addr_cmp(&six, &a) != 0)
+			return NULL;
+		return sp;
+	}
 	if (a.family != AF_INET)
 		return NULL;
 	for (k = addr_slot(p, a.a); (i = p->byaddr[k]) != 0;

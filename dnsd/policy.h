@@ -41,6 +41,7 @@ struct sbpolicy {
 	struct nameset	*exact;
 	struct nameset	*wild;		/* "*.x" stored as "x" */
 	bool		 named_ports;	/* some entry has ports of its own */
+	bool		 v6;		/* has IPv6: AAAA answers forwarded */
 	/* Per-sandbox query rate limit: a token bucket. */
 	double		 tokens;
 	uint64_t	 last_ms;
@@ -55,7 +56,8 @@ struct policy *policy_new(const struct moat_config *);
  * stays. */
 void	 policy_update(struct policy *, size_t index);
 void	 policy_free(struct policy *);
-/* The sandbox whose address is addr (IPv4 or IPv4-mapped), or NULL. */
+/* The sandbox whose address is addr (IPv4 or IPv4-mapped, or the IPv6
+ * address config_sandbox_addr6 gives it), or NULL. */
 struct sbpolicy *policy_sandbox(const struct policy *,
 	    const struct moat_addr *addr);
 size_t	 policy_nsandboxes(const struct policy *);

@@ -79,7 +79,8 @@ answer_told_ttl(const struct answer *a, uint32_t age)
 	for (i = 0; i < ldns_rr_list_rr_count(a->an); i++) {
 		const ldns_rr *rr = ldns_rr_list_rr(a->an, i);
 
-		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_A)
+		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_A &&
+		    ldns_rr_get_type(rr) != LDNS_RR_TYPE_AAAA)
 			continue;
 		t = ldns_rr_ttl(rr);
 		t = t > age ? t - age : 0;
@@ -554,8 +555,8 @@ handle_query(struct client *c, const uint8_t *buf, size_t len)
 	c->named = false;
 	if (c->allowlist && sb->named_ports)
 		name_ports(c, sb);
-	if (c->q.qtype == LDNS_RR_TYPE_AAAA) {
-		/* Guests have no IPv6: an empty answer, at once, so that
+	if (c->q.qtype == LDNS_RR_TYPE_AAAA && !sb->v6) {
+		/* This guest has no IPv6: an empty answer, at once, so that
 		 * happy eyeballs does not wait for one. */
 		R.c.aaaa_empty++;
 		respond(c, LDNS_RCODE_NOERROR, 0, NULL);

@@ -456,6 +456,8 @@ resolver_run(const struct dnsd_opts *opts, struct moat_config *cfg,
 		fatal("event loop");
 	query_init();
 	frontend_start(udpfd, tcpfd);
+	if (opts->udp6_fd != -1)
+		frontend_start6(opts->udp6_fd, opts->tcp6_fd);
 	watch(&sig_ev, sfd, sig_cb);
 	if (ipcfd != -1) {
 		if (fcntl(ipcfd, F_SETFL, O_NONBLOCK) == -1)

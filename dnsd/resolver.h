@@ -74,6 +74,7 @@ extern struct resolver R;
 
 /* frontend.c */
 void	frontend_start(int udpfd, int tcpfd);
+void	frontend_start6(int udpfd, int tcpfd);
 void	client_move(struct client *to, struct client *from);
 void	client_done(struct client *);
 void	client_send(struct client *, const uint8_t *wire, size_t len);

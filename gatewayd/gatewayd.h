@@ -529,6 +529,7 @@ struct gw {
 	}			 draining[GW_MAX_DRAINING];
 	int			 nlfd;		/* nflog socket, kept for restarts */
 	int			 dns_udp, dns_tcp;	/* bound by the parent */
+	int			 dns_udp6, dns_tcp6;	/* gateway.ipv6, or -1 */
 	unsigned		 nworkers;	/* proxy workers wanted now */
 	struct pool_group	 proxy4, proxy6;	/* the proxy's
 					   listening sockets, bound by the

@@ -172,6 +172,7 @@ gw_run(struct gw_opts *opts)
 	gw.opts = *opts;
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
 	gw.dns_udp = gw.dns_tcp = gw.regfd = gw.metricsfd = -1;
+	gw.dns_udp6 = gw.dns_tcp6 = -1;
 	gw.started = time(NULL);
 	gw.on_ctl_msg = ctl_message;
 	gw.on_audit_line = ctl_log_line;

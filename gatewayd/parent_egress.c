@@ -4,11 +4,13 @@
  * flows once they are spent.
  *
  * The kernel counts: acct_out holds what each guest sends (every packet
- * past the source checks, to anywhere: the internet, the proxy, dnsd).
+ * past the source checks, to anywhere: the internet, the proxy, dnsd),
+ * and with gateway.ipv6 acct6_out what it sends over IPv6; the two add
+ * up (nftr_acct_read).
  * Once a second the parent reads those counters and charges what each
  * sandbox sent since the last read to its window's total.  A sandbox
  * whose total reaches its budget is put in the kernel's budget_spent set
- * until its window ends: from then on the kernel refuses every new flow
+ * (and its IPv6 address in budget_spent6) until its window ends: from then on the kernel refuses every new flow
  * it opens (nft-rules, reason "budget").  Flows already open go on.
  *
  * A window is a UTC day (00:00 to 24:00).  What was spent survives a
@@ -166,14 +168,17 @@ charge(struct gw *gw, const struct moat_config *cfg)
 static void
 enforce(struct gw *gw)
 {
+	const struct moat_sandbox *sb;
 	struct moat_addr *a;
 	uint32_t *tmo, left = window_left_ms();
 	char b[24], s[24];
 	size_t i, n = 0;
 	bool changed = gw->egress_resync;
 
-	a = xcalloc(gw->negress + 1, sizeof(*a));
-	tmo = xcalloc(gw->negress + 1, sizeof(*tmo));
+	/* Each spent sandbox's IPv4 address, and its IPv6 address when it
+	 * has one (budget_spent6): its IPv6 is no way around the budget. */
+	a = xcalloc(gw->negress * 2 + 1, sizeof(*a));
+	tmo = xcalloc(gw->negress * 2 + 1, sizeof(*tmo));
 	for (i = 0; i < gw->negress; i++) {
 		struct gw_egress *e = &gw->egress[i];
 		bool over = e->configured && e->budget > 0 &&
@@ -186,6 +191,9 @@ enforce(struct gw *gw)
 			continue;
 		a[n] = e->addr;
 		tmo[n++] = left;
+		if ((sb = config_sandbox_by_name(gw->cfg, e->name)) != NULL &&
+		    config_sandbox_addr6(gw->cfg, sb, &a[n]))
+			tmo[n++] = left;
 		if (e->audited)
 			continue;
 		e->audited = true;

@@ -489,6 +489,7 @@ struct ct_cut {
 	struct mnl_socket	*nl;
 	const struct moat_config *old, *new;
 	char			*dels;		/* copies of refused tuples */
+	uint8_t			*fams;		/* the family of each */
 	size_t			 dlen, nd;
 };
 
@@ -508,14 +509,17 @@ ct_tuple_ip(const struct nlattr *ip, struct ct_flow *f)
 	mnl_attr_for_each_nested(b, ip) {
 		struct moat_addr *a = NULL;
 
-		if (mnl_attr_get_type(b) == CTA_IP_V4_SRC)
+		uint16_t t = mnl_attr_get_type(b);
+		bool v6 = t == CTA_IP_V6_SRC || t == CTA_IP_V6_DST;
+
+		if (t == CTA_IP_V4_SRC || t == CTA_IP_V6_SRC)
 			a = &f->src;
-		else if (mnl_attr_get_type(b) == CTA_IP_V4_DST)
+		else if (t == CTA_IP_V4_DST || t == CTA_IP_V6_DST)
 			a = &f->dst;
-		if (a == NULL || mnl_attr_get_payload_len(b) != 4)
+		if (a == NULL || mnl_attr_get_payload_len(b) != (v6 ? 16 : 4))
 			continue;
-		a->family = AF_INET;
-		memcpy(a->a, mnl_attr_get_payload(b), 4);
+		a->family = v6 ? AF_INET6 : AF_INET;
+		memcpy(a->a, mnl_attr_get_payload(b), v6 ? 16 : 4);
 	}
 }
 
@@ -543,7 +547,8 @@ ct_tuple(const struct nlattr *tuple, struct ct_flow *f)
 			}
 		}
 	}
-	return f->src.family == AF_INET && f->dst.family == AF_INET ? 0 : -1;
+	return (f->src.family == AF_INET || f->src.family == AF_INET6) &&
+	    f->dst.family == f->src.family ? 0 : -1;
 }
 
 /* Would the new policy let this guest's flow start now?  The same
@@ -564,7 +569,8 @@ flow_refused(const struct ct_cut *c, const struct ct_flow *f)
 	n = config_sandbox_by_addr(c->new, &f->src);
 	if (n == NULL)
 		return true;
-	if (addr_cmp(&f->dst, &gw->address) == 0)
+	if (addr_cmp(&f->dst, &gw->address) == 0 || (gw->ipv6 &&
+	    addr_cmp(&f->dst, &gw->ipv6_address) == 0))
 		return !(f->dport == 53 && (f->proto == IPPROTO_UDP ||
 		    f->proto == IPPROTO_TCP)) && !(f->proto == IPPROTO_TCP &&
 		    f->dport == gw->proxy_port);
@@ -589,13 +595,15 @@ ct_cb(const struct nlmsghdr *nlh, void *data)
 		memset(c->dels + c->dlen, 0, al);
 		memcpy(c->dels + c->dlen, a, a->nla_len);
 		c->dlen += al;
-		c->nd++;
+		c->fams = xreallocarray(c->fams, c->nd + 1, 1);
+		c->fams[c->nd++] = (uint8_t)f.src.family;
 	}
 	return MNL_CB_OK;
 }
 
+/* family: of the tuple a deletion names; AF_UNSPEC dumps both. */
 static struct nlmsghdr *
-ct_hdr(char *buf, uint16_t type, uint16_t flags, uint32_t seq)
+ct_hdr(char *buf, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct nfgenmsg *nfg;
@@ -604,7 +612,7 @@ ct_hdr(char *buf, uint16_t type, uint16_t flags, uint32_t seq)
 	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
 	nlh->nlmsg_seq = seq;
 	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
-	nfg->nfgen_family = AF_INET;
+	nfg->nfgen_family = family;
 	nfg->version = NFNETLINK_V0;
 	nfg->res_id = 0;
 	return nlh;
@@ -618,12 +626,14 @@ ct_delete_all(struct ct_cut *c)
 	const struct nlattr *a;
 	size_t off = 0;
 	int deleted = 0;
+	size_t k = 0;
 	uint32_t seq = (uint32_t)time(NULL) + 1000;
 
 	while (off < c->dlen) {
 		a = (const struct nlattr *)(c->dels + off);
 		off += MNL_ALIGN(a->nla_len);
-		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++seq);
+		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++seq,
+		    c->fams[k++]);
 		memcpy(mnl_nlmsg_get_payload_tail(nlh), a, a->nla_len);
 		nlh->nlmsg_len += MNL_ALIGN(a->nla_len);
 		if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0)
@@ -642,7 +652,7 @@ int
 policy_cut_flows(const struct moat_config *old, const struct moat_config *new)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct ct_cut c = { NULL, old, new, NULL, 0, 0 };
+	struct ct_cut c = { NULL, old, new, NULL, NULL, 0, 0 };
 	struct nlmsghdr *nlh;
 	uint32_t seq = (uint32_t)time(NULL);
 	ssize_t n;
@@ -653,7 +663,8 @@ policy_cut_flows(const struct moat_config *old, const struct moat_config *new)
 		rc = -1;
 		goto out;
 	}
-	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq);
+	/* Both families: a guest's IPv6 flows are judged as its IPv4. */
+	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq, AF_UNSPEC);
 	if (mnl_socket_sendto(c.nl, nlh, nlh->nlmsg_len) < 0) {
 		rc = -1;
 		goto out;
@@ -667,5 +678,6 @@ out:
 	if (c.nl != NULL)
 		mnl_socket_close(c.nl);
 	free(c.dels);
+	free(c.fams);
 	return rc;
 }

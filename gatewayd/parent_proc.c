@@ -549,20 +549,25 @@ child_fds(int *fds, int n)
  * parent (port 53 needs privilege the children do not have) and handed to
  * every incarnation of the child. */
 static int
-bound_socket(struct gw *gw, int type, uint16_t port)
+bound_socket_on(struct gw *gw, const struct moat_addr *a, int type,
+    uint16_t port)
 {
 	struct sockaddr_storage ss;
-	socklen_t sl = addr_to_sockaddr(&gw->cfg->gw.address, port, &ss);
+	socklen_t sl = addr_to_sockaddr(a, port, &ss);
 	int fd, one = 1;
+	bool v6 = a->family == AF_INET6;
 
 	/* dnsd's are made as its user: the policy knows its answers by uid. */
-	if ((fd = socket_as(port == 53 ? NFTR_DNS_USER : NULL, AF_INET,
+	if ((fd = socket_as(port == 53 ? NFTR_DNS_USER : NULL, a->family,
 	    type | SOCK_CLOEXEC)) == -1)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* In a pair keepalived puts the address on the master only. */
-	if ((gw->cfg->gw.ha && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one,
+	/* In a pair keepalived puts the address on the master only; the
+	 * gateway's IPv6 address may come to the bridge after this. */
+	if ((v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
 	    sizeof(one)) == -1) ||
+	    ((gw->cfg->gw.ha || v6) && setsockopt(fd, IPPROTO_IP, IP_FREEBIND,
+	    &one, sizeof(one)) == -1) ||
 	    bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
 	    (type == SOCK_STREAM && listen(fd, 1024) == -1)) {
 		log_warn("bind %s port %u", type == SOCK_STREAM ? "tcp" : "udp",
@@ -574,13 +579,26 @@ bound_socket(struct gw *gw, int type, uint16_t port)
 }
 
 static int
+bound_socket(struct gw *gw, int type, uint16_t port)
+{
+	return bound_socket_on(gw, &gw->cfg->gw.address, type, port);
+}
+
+static int
 ensure_sockets(struct gw *gw, enum gw_proc_id id)
 {
+	const struct moat_addr *a6 = &gw->cfg->gw.ipv6_address;
+
 	if (id == PROC_DNSD) {
 		if (gw->dns_udp == -1)
 			gw->dns_udp = bound_socket(gw, SOCK_DGRAM, 53);
 		if (gw->dns_tcp == -1)
 			gw->dns_tcp = bound_socket(gw, SOCK_STREAM, 53);
+		/* With gateway.ipv6, dnsd answers on its IPv6 address too. */
+		if (gw->cfg->gw.ipv6 && gw->dns_udp6 == -1)
+			gw->dns_udp6 = bound_socket_on(gw, a6, SOCK_DGRAM, 53);
+		if (gw->cfg->gw.ipv6 && gw->dns_tcp6 == -1)
+			gw->dns_tcp6 = bound_socket_on(gw, a6, SOCK_STREAM, 53);
 		return gw->dns_udp == -1 || gw->dns_tcp == -1 ? -1 : 0;
 	}
 	return pool_sockets(gw);
@@ -690,8 +708,8 @@ gw_sealed_memfd(const char *name, const char *text, size_t len)
 static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
-	char prog[1024], *argv[30];
-	int argc = 0, fds[5], nfds = 0, signer = -1, conf;
+	char prog[1024], *argv[32];
+	int argc = 0, fds[6], nfds = 0, signer = -1, conf;
 	unsigned w = id - PROC_PROXY;
 	pid_t pid;
 
@@ -750,6 +768,14 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		fds[nfds++] = gw->proxy6.fds[w];	/* fd 7 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "7";
+	}
+	if (id == PROC_DNSD && gw->dns_udp6 != -1 && gw->dns_tcp6 != -1) {
+		fds[nfds++] = gw->dns_udp6;		/* fd 7 */
+		fds[nfds++] = gw->dns_tcp6;		/* fd 8 */
+		argv[argc++] = "--udp6-fd";
+		argv[argc++] = "7";
+		argv[argc++] = "--tcp6-fd";
+		argv[argc++] = "8";
 	}
 	argv[argc] = NULL;
 	if ((pid = fork()) == -1)

@@ -188,23 +188,41 @@ exception_admits(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	return false;
 }
 
-/* A sandbox's IPv6 goes where the kernel lets a guest's own go (the
- * policy's guest6, private6 and lan6): no exceptions, which are IPv4. */
-static enum admit_why
-admit_addr6(const struct moat_config *cfg, const struct moat_sandbox *sb,
-    const struct admit_host *host, const struct moat_addr *a, int proto,
-    uint16_t port)
+/* Whatever the networks are, they hold the guests and the gateway: its
+ * IPv4 network and address, and with gateway.ipv6 the guests' /64 and
+ * the gateway's IPv6 address. */
+static bool
+in_sandbox_net(const struct moat_config *cfg, const struct moat_addr *a)
 {
-	struct moat_addr mine;
+	const struct moat_gateway *gw = &cfg->gw;
+
+	return prefix_contains(&gw->network, a) ||
+	    addr_cmp(a, &gw->address) == 0 || (gw->ipv6 &&
+	    (prefix_contains(&gw->ipv6_network, a) ||
+	    addr_cmp(a, &gw->ipv6_address) == 0));
+}
+
+/* IPv4 for every sandbox; IPv6 for a sandbox with an IPv6 address
+ * (config_sandbox_addr6), which reaches public IPv6 as it reaches public
+ * IPv4. */
+static bool
+family_admitted(const struct moat_config *cfg, const struct moat_sandbox *sb,
+    const struct moat_addr *a)
+{
+	struct moat_addr a6;
+
+	return a->family == AF_INET || (a->family == AF_INET6 &&
+	    config_sandbox_addr6(cfg, sb, &a6));
+}
+
+/* IPv6: on one of the host's own networks (a LAN with a global prefix,
+ * the policy's lan6), which no private range covers. */
+static bool
+on_host_net6(const struct admit_host *host, const struct moat_addr *a)
+{
 	size_t i;
 
-	if (!config_sandbox_addr6(cfg, sb, &mine))
-		return ADMIT_IPV6;
-	if (prefix_contains(&cfg->gw.ipv6_network, a))
-		return ADMIT_SANDBOX_NET;
-	if (rangeset_contains(cfg->private, a))
-		return ADMIT_PRIVATE;
-	for (i = 0; host != NULL && i < host->n; i++) {
+	for (i = 0; host != NULL && host->plen != NULL && i < host->n; i++) {
 		struct moat_prefix net = { host->v[i], host->plen[i] };
 		int bit;
 
@@ -213,12 +231,9 @@ admit_addr6(const struct moat_config *cfg, const struct moat_sandbox *sb,
 		for (bit = net.plen; bit < 128; bit++)
 			net.addr.a[bit / 8] &= (uint8_t)~(0x80 >> (bit % 8));
 		if (prefix_contains(&net, a))
-			return ADMIT_HOST_NET;
+			return true;
 	}
-	if (sb->egress == EGRESS_ALLOWLIST &&
-	    !admit_port_allowed(sb, proto, port))
-		return ADMIT_PORT;
-	return ADMIT_OK;
+	return false;
 }
 
 enum admit_why
@@ -233,15 +248,15 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	if (sb->egress == EGRESS_NONE)
 		return ADMIT_NONE;
 	addr_unmap(&a);
-	/* Whatever the network is, it holds the guests and the gateway. */
-	if (prefix_contains(&cfg->gw.network, &a) ||
-	    addr_cmp(&a, &cfg->gw.address) == 0)
+	if (in_sandbox_net(cfg, &a))
 		return ADMIT_SANDBOX_NET;
 	if (host != NULL && (admit_host_has(host, &a) ||
 	    admit_host_has(host, addr)))
 		return ADMIT_HOST;
-	if (a.family != AF_INET)
-		return admit_addr6(cfg, sb, host, &a, proto, port);
+	if (!family_admitted(cfg, sb, &a))
+		return ADMIT_IPV6;
+	if (a.family == AF_INET6 && on_host_net6(host, &a))
+		return ADMIT_HOST_NET;
 	if (exception_admits(cfg, sb, &a, proto, port))
 		return ADMIT_OK;
 	if (rangeset_contains(cfg->private, &a))
@@ -325,10 +340,12 @@ admit_set_add(const struct moat_config *cfg, const char *sandbox,
 		return -1;
 	if (*timeout_ms > ADMIT_SET_TIMEOUT_MAX_MS)
 		*timeout_ms = ADMIT_SET_TIMEOUT_MAX_MS;
+	/* As admit_addr judges a flow's address, without exceptions (which
+	 * the policy applies by rule, never through the sets). */
 	for (i = 0; i < n; i++)
-		if (in[i].family == AF_INET &&
-		    !rangeset_contains(cfg->private, &in[i]) &&
-		    !prefix_contains(&cfg->gw.network, &in[i]))
+		if (family_admitted(cfg, sb, &in[i]) &&
+		    !in_sandbox_net(cfg, &in[i]) &&
+		    !rangeset_contains(cfg->private, &in[i]))
 			ok[k++] = in[i];
 	return k;
 }

@@ -104,8 +104,9 @@ enum admit_why admit_addr(const struct moat_config *,
 	    const struct moat_addr *, int proto, uint16_t port);
 
 /* dnsd asks to open addresses for a sandbox: what may go into the set?
- * Copies the admissible addresses (public IPv4, outside the sandbox
- * network) to ok[] (room for n), returns how many, or -1 if the
+ * Copies the admissible addresses (public IPv4, and public IPv6 for a
+ * sandbox with an IPv6 address; outside the sandbox network) to ok[]
+ * (room for n), returns how many, or -1 if the
  * sandbox may have no set at all (unknown, or not allowlist).
  * *timeout_ms is capped at ADMIT_SET_TIMEOUT_MAX_MS. */
 #define ADMIT_SET_TIMEOUT_MAX_MS	(3600u * 1000u)

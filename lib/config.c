@@ -226,12 +226,12 @@ config_sandbox_addr6(const struct moat_config *cfg,
 	const struct moat_gateway *gw = &cfg->gw;
 	uint32_t host, m;
 
-	/* An egress budget counts IPv4 only: a sandbox with a budget stays
-	 * IPv4-only, so that IPv6 is no way around it.  Secrets are no
-	 * reason: the proxy takes guests' IPv6 as their IPv4. */
-	if (!gw->ipv6 || !x->ipv6 || x->egress != EGRESS_OPEN ||
-	    x->address.family != AF_INET || gw->network.plen <= 0 ||
-	    config_egress_budget(cfg, x) > 0)
+	/* An allowlist sandbox's IPv6 goes where its AAAA answers opened
+	 * (allow6_NAME); an egress budget counts both families (acct6_out)
+	 * and refuses both once spent (budget_spent6); the proxy takes
+	 * guests' IPv6 as their IPv4, injecting secrets on either. */
+	if (!gw->ipv6 || !x->ipv6 || x->egress == EGRESS_NONE ||
+	    x->address.family != AF_INET || gw->network.plen <= 0)
 		return false;
 	m = gw->network.plen >= 32 ? 0 : ~0u >> gw->network.plen;
 	memcpy(&host, x->address.a, 4);

@@ -309,7 +309,7 @@ size_t	config_check_host(const struct moat_config *,
  * bits, then the low 32 bits of its IPv4 address masked to the host part
  * of gateway.network (10.77.0.5 in 10.77.0.0/24 with fd77::/64: fd77::5).
  * False, out untouched, when the sandbox has no IPv6: gateway.ipv6 off,
- * its ipv6 = false, or an egress other than open (no v6 egress yet).
+ * its ipv6 = false, egress "none", or secrets.
  */
 bool	config_sandbox_addr6(const struct moat_config *,
 	    const struct moat_sandbox *, struct moat_addr *out);
@@ -319,7 +319,8 @@ void	config_summary(FILE *, const struct moat_config *);
 
 const struct moat_sandbox *config_sandbox_by_name(const struct moat_config *,
 	    const char *);
-/* By its IPv4 address, or by its one IPv6 address (config_sandbox_addr6). */
+/* The sandbox with IPv4 address a, or with IPv6 address a
+ * (config_sandbox_addr6); NULL if none. */
 const struct moat_sandbox *config_sandbox_by_addr(const struct moat_config *,
 	    const struct moat_addr *);
 const struct moat_secret *config_secret_by_name(const struct moat_config *,

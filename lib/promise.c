@@ -29,7 +29,8 @@ struct pent {
 	struct pent	*next;
 	struct psb	*sb;
 	uint64_t	 until_ms;
-	uint32_t	 addr;		/* IPv4, network order */
+	uint8_t		 addr[16];	/* network order; IPv4 in the first 4 */
+	bool		 v6;
 	uint32_t	 svc;		/* 0, or ADMIT_SVC(proto, port) */
 };
 
@@ -51,12 +52,39 @@ hash_name(const char *s)
 	return h;
 }
 
-static size_t
-slot(const struct promises *p, const struct psb *sb, uint32_t addr,
-    uint32_t svc)
+/* An address as the table keys it: 16 bytes, IPv4 in the first 4 and
+ * the rest zero, and its family. */
+struct pkey {
+	uint8_t		 a[16];
+	bool		 v6;
+};
+
+static struct pkey
+key_of(const struct moat_addr *a)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)sb ^ addr ^ (uint64_t)svc << 32) *
-	    0x9e3779b97f4a7c15ULL;
+	struct pkey k;
+
+	memset(&k, 0, sizeof(k));
+	k.v6 = a->family == AF_INET6;
+	memcpy(k.a, a->a, k.v6 ? 16 : 4);
+	return k;
+}
+
+static uint32_t
+fold(const uint8_t a[16], bool v6)
+{
+	uint32_t w[4];
+
+	memcpy(w, a, 16);
+	return w[0] ^ w[1] ^ w[2] ^ w[3] ^ (uint32_t)v6;
+}
+
+static size_t
+slot(const struct promises *p, const struct psb *sb, const uint8_t addr[16],
+    bool v6, uint32_t svc)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)sb ^ fold(addr, v6) ^
+	    (uint64_t)svc << 32) * 0x9e3779b97f4a7c15ULL;
 
 	return (size_t)(h >> 32 ^ h) & p->mask;
 }
@@ -179,15 +207,17 @@ sweep_all(struct promises *p, uint64_t now_ms)
 }
 
 static struct pent *
-ent_find(const struct promises *p, const struct psb *sb, uint32_t addr,
-    uint32_t svc)
+ent_find(const struct promises *p, const struct psb *sb,
+    const struct pkey *k, uint32_t svc)
 {
 	struct pent *e;
 
 	if (sb == NULL)
 		return NULL;
-	for (e = p->b[slot(p, sb, addr, svc)]; e != NULL; e = e->next)
-		if (e->sb == sb && e->addr == addr && e->svc == svc)
+	for (e = p->b[slot(p, sb, k->a, k->v6, svc)]; e != NULL;
+	    e = e->next)
+		if (e->sb == sb && e->v6 == k->v6 && e->svc == svc &&
+		    memcmp(e->addr, k->a, 16) == 0)
 			return e;
 	return NULL;
 }
@@ -205,7 +235,7 @@ grow(struct promises *p)
 	p->b = xcalloc(p->mask + 1, sizeof(*p->b));
 	for (i = 0; i <= omask; i++)
 		for (e = old[i]; e != NULL; e = next) {
-			size_t s = slot(p, e->sb, e->addr, e->svc);
+			size_t s = slot(p, e->sb, e->addr, e->v6, e->svc);
 
 			next = e->next;
 			e->next = p->b[s];
@@ -214,13 +244,10 @@ grow(struct promises *p)
 	free(old);
 }
 
-static uint32_t
-addr4(const struct moat_addr *a)
+static bool
+addr_ok(const struct moat_addr *a)
 {
-	uint32_t v;
-
-	memcpy(&v, a->a, 4);
-	return v;
+	return a->family == AF_INET || a->family == AF_INET6;
 }
 
 static bool
@@ -236,14 +263,16 @@ promises_plan(struct promises *p, const char *sandbox,
 {
 	struct psb *sb = sb_find(p, sandbox);
 	struct pent *e;
+	struct pkey k;
 	size_t i, need = 0;
 
 	sweep_some(p, now_ms);
 	for (i = 0; i < n; i++) {
 		out_ms[i] = timeout_ms;
-		if (a[i].family != AF_INET)
+		if (!addr_ok(&a[i]))
 			continue;
-		e = ent_find(p, sb, addr4(&a[i]), svc ? svc[i] : 0);
+		k = key_of(&a[i]);
+		e = ent_find(p, sb, &k, svc ? svc[i] : 0);
 		if (e == NULL)
 			need++;
 		else if (live(e, now_ms) && e->until_ms - now_ms > timeout_ms)
@@ -267,17 +296,18 @@ promises_commit(struct promises *p, const char *sandbox,
 {
 	struct psb *sb = NULL;
 	struct pent *e;
+	struct pkey k;
 	uint64_t until;
 	size_t i, s;
 
 	for (i = 0; i < n; i++) {
-		if (a[i].family != AF_INET)
+		if (!addr_ok(&a[i]))
 			continue;
 		if (sb == NULL)
 			sb = sb_get(p, sandbox);
 		until = now_ms + out_ms[i];
-		if ((e = ent_find(p, sb, addr4(&a[i]), svc ? svc[i] : 0)) !=
-		    NULL) {
+		k = key_of(&a[i]);
+		if ((e = ent_find(p, sb, &k, svc ? svc[i] : 0)) != NULL) {
 			if (until > e->until_ms)
 				e->until_ms = until;
 			continue;
@@ -286,10 +316,11 @@ promises_commit(struct promises *p, const char *sandbox,
 			continue;	/* promises_plan said there was room */
 		e = xcalloc(1, sizeof(*e));
 		e->sb = sb;
-		e->addr = addr4(&a[i]);
+		memcpy(e->addr, k.a, 16);
+		e->v6 = k.v6;
 		e->svc = svc ? svc[i] : 0;
 		e->until_ms = until;
-		s = slot(p, sb, e->addr, e->svc);
+		s = slot(p, sb, e->addr, e->v6, e->svc);
 		e->next = p->b[s];
 		p->b[s] = e;
 		sb->n++;
@@ -303,10 +334,12 @@ promises_left(struct promises *p, const char *sandbox,
     const struct moat_addr *a, uint64_t now_ms)
 {
 	struct pent *e;
+	struct pkey k;
 
-	if (a->family != AF_INET)
+	if (!addr_ok(a))
 		return 0;
-	e = ent_find(p, sb_find(p, sandbox), addr4(a), 0);
+	k = key_of(a);
+	e = ent_find(p, sb_find(p, sandbox), &k, 0);
 	return live(e, now_ms) ? e->until_ms - now_ms : 0;
 }
 

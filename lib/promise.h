@@ -1,9 +1,10 @@
 /*
  * promise.h -- what the privileged parent (gatewayd's, or dnsd's when it
- * runs alone) has promised each sandbox's allowlist sets: per (sandbox, IPv4
- * address, svc), the latest moment an element it added lives until; svc
+ * runs alone) has promised each sandbox's allowlist sets: per (sandbox,
+ * address (IPv4 or IPv6), svc), the latest moment an element it added lives until; svc
  * is 0 for the address alone (set allow_<sandbox>) or ADMIT_SVC(proto,
- * port) for the address with a port (set allowp_<sandbox>), and svc[]
+ * port) for the address with a port (set allowp_<sandbox>; the IPv6
+ * sets are allow6_ and allowp6_), and svc[]
  * NULL below means 0 for each.
  *
  * An addition resets an existing element's timeout, so a short-TTL answer
@@ -35,8 +36,8 @@ struct promises;
 struct promises *promises_new(size_t max, size_t per_sandbox);
 void	promises_free(struct promises *);
 /*
- * The timeouts to send for n addresses (IPv4; others are left at
- * timeout_ms) asked for timeout_ms at now_ms: each raised to what is
+ * The timeouts to send for n addresses (IPv4 or IPv6; others are left
+ * at timeout_ms) asked for timeout_ms at now_ms: each raised to what is
  * still promised for it.  -1 if an address has no entry and none can be
  * made (table full); nothing is recorded then.
  */

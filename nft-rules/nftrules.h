@@ -24,6 +24,10 @@
  *                          with ports of their own ("NAME:tcp/22"); filled
  *                          the same way (nftr_set_add_elems).  Only for a
  *                          sandbox with such an entry.
+ *   set  allow6_<sandbox>, allowp6_<sandbox>
+ *                          the same with ipv6_addr, for an allowlist
+ *                          sandbox with IPv6 (gateway.ipv6): filled from
+ *                          AAAA answers the same way.
  *   map  sandboxes         ipv4_addr : verdict, source address -> mode.
  *   set  exc_<n>           ipv4_addr: the sandboxes exception n applies to
  *   counter <reason>       one per refusal reason, see nftr_reasons().
@@ -36,6 +40,10 @@
  *                          budget is spent until their window ends (only
  *                          when some sandbox has egress_bytes_per_day);
  *                          filled by gatewayd through nftr_budget_set().
+ *   set  acct6_*, budget_spent6
+ *                          the same for guests' IPv6 addresses (only with
+ *                          gateway.ipv6); nftr_acct_read() adds a guest's
+ *                          two families up, nftr_budget_set() fills both.
  * Every refusal is logged to nflog group gateway.nflog_group with the
  * prefix "moat:<reason> ".
  *
@@ -57,12 +65,19 @@
 #define NFTR_HA_TABLE		"moat_ha"
 #define NFTR_ALLOW_PREFIX	"allow_"
 #define NFTR_ALLOWP_PREFIX	"allowp_"
+#define NFTR_ALLOW6_PREFIX	"allow6_"
+#define NFTR_ALLOWP6_PREFIX	"allowp6_"
 #define NFTR_LOG_PREFIX		"moat:"
 #define NFTR_ACCT_OUT		"acct_out"
 #define NFTR_ACCT_IN		"acct_in"
 #define NFTR_ACCT_NEW_OUT	"acct_new_out"
 #define NFTR_ACCT_NEW_IN	"acct_new_in"
 #define NFTR_BUDGET_SPENT	"budget_spent"
+#define NFTR_ACCT6_OUT		"acct6_out"
+#define NFTR_ACCT6_IN		"acct6_in"
+#define NFTR_ACCT6_NEW_OUT	"acct6_new_out"
+#define NFTR_ACCT6_NEW_IN	"acct6_new_in"
+#define NFTR_BUDGET_SPENT6	"budget_spent6"
 
 enum nftr_mode {
 	NFTR_MODE_GATEWAY = 0,	/* both tables: co-located gateway */
@@ -136,6 +151,8 @@ const struct nftr_reason *nftr_reasons(size_t *n);
 int	nftr_set_name(const char *sandbox, char *buf, size_t len);
 /* Its set of addresses with a port: "allowp_<name>". */
 int	nftr_ports_set_name(const char *sandbox, char *buf, size_t len);
+/* The same for IPv6: "allow6_<name>", with ports "allowp6_<name>". */
+int	nftr_set6_name(const char *sandbox, bool ports, char *buf, size_t len);
 
 /* A netlink socket to nf_tables in the caller's network namespace. */
 struct nftr_ctx *nftr_ctx_new(void);

@@ -23,7 +23,7 @@
 #include "nr_nl.h"
 
 struct acct_idx {
-	uint32_t	 addr;		/* host order, for sorting */
+	uint8_t		 addr[16];	/* network order: sorts as numbers */
 	size_t		 i;		/* in cfg->sandboxes */
 };
 
@@ -32,19 +32,23 @@ struct acct_read {
 	size_t		 n;
 	struct nftr_acct *out;
 	size_t		 which;		/* index in sets[] */
+	uint32_t	 alen;		/* 4, or 16 for the acct6_ sets */
 };
 
+/* IPv4 then IPv6 (gateway.ipv6): a guest's two elements of the same
+ * kind add up. */
 static const char *const sets[] = {
 	NFTR_ACCT_OUT, NFTR_ACCT_NEW_OUT, NFTR_ACCT_IN, NFTR_ACCT_NEW_IN,
+};
+static const char *const sets6[] = {
+	NFTR_ACCT6_OUT, NFTR_ACCT6_NEW_OUT, NFTR_ACCT6_IN, NFTR_ACCT6_NEW_IN,
 };
 
 static int
 idx_cmp(const void *a, const void *b)
 {
-	uint32_t x = ((const struct acct_idx *)a)->addr;
-	uint32_t y = ((const struct acct_idx *)b)->addr;
-
-	return x < y ? -1 : x > y;
+	return memcmp(((const struct acct_idx *)a)->addr,
+	    ((const struct acct_idx *)b)->addr, 16);
 }
 
 static void
@@ -90,10 +94,10 @@ elem_one(struct nftnl_set_elem *e, void *arg)
 	uint32_t len = 0;
 
 	k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-	if (k == NULL || len != 4)
+	if (k == NULL || len != r->alen)
 		return 0;
-	memcpy(&key.addr, k, 4);
-	key.addr = ntohl(key.addr);
+	memset(key.addr, 0, sizeof(key.addr));
+	memcpy(key.addr, k, len);
 	if ((hit = bsearch(&key, r->idx, r->n, sizeof(key), idx_cmp)) == NULL)
 		return 0;
 	if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_EXPR))
@@ -125,7 +129,8 @@ read_set(struct nftr_ctx *ctx, struct acct_read *r)
 	if (s == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, sets[r->which]);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, r->alen == 16 ?
+	    sets6[r->which] : sets[r->which]);
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NFPROTO_INET,
 	    NLM_F_DUMP | NLM_F_ACK, ctx->seq++);
 	nftnl_set_elems_nlmsg_build_payload(nlh, s);
@@ -137,34 +142,51 @@ read_set(struct nftr_ctx *ctx, struct acct_read *r)
 	return rc;
 }
 
+/* The sandboxes' addresses of one family, sorted; how many. */
+static size_t
+acct_index(const struct moat_config *cfg, bool v6, struct acct_idx *idx)
+{
+	struct moat_addr a6;
+	size_t i, n = 0;
+
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_addr *a = &cfg->sandboxes[i].address;
+
+		memset(idx[n].addr, 0, sizeof(idx[n].addr));
+		if (v6) {
+			if (!config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a6))
+				continue;
+			memcpy(idx[n].addr, a6.a, 16);
+		} else if (a->family == AF_INET)
+			memcpy(idx[n].addr, a->a, 4);
+		else
+			continue;
+		idx[n++].i = i;
+	}
+	qsort(idx, n, sizeof(*idx), idx_cmp);
+	return n;
+}
+
 int
 nftr_acct_read(struct nftr_ctx *ctx, const struct moat_config *cfg,
     struct nftr_acct *out)
 {
 	struct acct_idx *idx;
 	struct acct_read r;
-	size_t i, n = 0;
+	size_t n, fam;
 	int rc = 0;
 
 	memset(out, 0, cfg->nsandboxes * sizeof(*out));
 	if (cfg->nsandboxes == 0)
 		return 0;
 	idx = xcalloc(cfg->nsandboxes, sizeof(*idx));
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		const struct moat_addr *a = &cfg->sandboxes[i].address;
-		uint32_t v;
-
-		if (a->family != AF_INET)
-			continue;
-		memcpy(&v, a->a, 4);
-		idx[n].addr = ntohl(v);
-		idx[n++].i = i;
+	for (fam = 0; rc == 0 && fam < (cfg->gw.ipv6 ? 2u : 1u); fam++) {
+		n = acct_index(cfg, fam == 1, idx);
+		r = (struct acct_read){ idx, n, out, 0, fam == 1 ? 16 : 4 };
+		for (r.which = 0; rc == 0 &&
+		    r.which < sizeof(sets) / sizeof(sets[0]); r.which++)
+			rc = read_set(ctx, &r);
 	}
-	qsort(idx, n, sizeof(*idx), idx_cmp);
-	r = (struct acct_read){ idx, n, out, 0 };
-	for (r.which = 0; rc == 0 && r.which < sizeof(sets) / sizeof(sets[0]);
-	    r.which++)
-		rc = read_set(ctx, &r);
 	free(idx);
 	return rc;
 }

@@ -454,27 +454,48 @@ nftr_set_add_each(struct nftr_ctx *ctx, const char *sandbox,
 	return r == -1 ? -1 : added;
 }
 
-/* The key of e in its set: the address, or address . proto . port with
- * each part in a register of 4 bytes, as the rule loads them. */
-static uint32_t
-elem_key(const struct admit_elem *e, uint8_t key[12])
-{
-	uint16_t port = ADMIT_SVC_PORT(e->svc);
+#define ELEM_KEY_MAX	24	/* ipv6_addr . inet_proto . inet_service */
 
-	memset(key, 0, 12);
-	memcpy(key, e->addr.a, 4);
-	if (e->svc == 0)
-		return 4;
-	key[4] = (uint8_t)ADMIT_SVC_PROTO(e->svc);
-	key[8] = (uint8_t)(port >> 8);	/* network order */
-	key[9] = (uint8_t)port;
-	return 12;
+static uint32_t
+addr_len(int family)
+{
+	return family == AF_INET6 ? 16 : 4;
 }
 
-/* Append to b the elements of e that go to set name (ports: those with
- * a port); how many. */
+/* The key of e in its set: the address, or address . proto . port with
+ * each part in registers of 4 bytes, as the rule loads them. */
+static uint32_t
+elem_key(const struct admit_elem *e, uint8_t key[ELEM_KEY_MAX])
+{
+	uint16_t port = ADMIT_SVC_PORT(e->svc);
+	uint32_t al = addr_len(e->addr.family);
+
+	memset(key, 0, ELEM_KEY_MAX);
+	memcpy(key, e->addr.a, al);
+	if (e->svc == 0)
+		return al;
+	key[al] = (uint8_t)ADMIT_SVC_PROTO(e->svc);
+	key[al + 4] = (uint8_t)(port >> 8);	/* network order */
+	key[al + 5] = (uint8_t)port;
+	return al + 8;
+}
+
+/* The sets of a sandbox, by family and ports: allow_, allowp_, allow6_,
+ * allowp6_.  -1 if the name does not fit. */
 static int
-elems_to_batch(struct nl_batch *b, const char *name, bool ports,
+set_name_of(const char *sandbox, int family, bool ports, char *buf,
+    size_t len)
+{
+	if (family == AF_INET6)
+		return nftr_set6_name(sandbox, ports, buf, len);
+	return ports ? nftr_ports_set_name(sandbox, buf, len) :
+	    nftr_set_name(sandbox, buf, len);
+}
+
+/* Append to b the elements of e of family that go to set name (ports:
+ * those with a port); how many. */
+static int
+elems_to_batch(struct nl_batch *b, const char *name, int family, bool ports,
     const struct admit_elem *e, size_t n, const uint32_t *tmo)
 {
 	struct nftnl_set_elems_iter *it;
@@ -482,7 +503,7 @@ elems_to_batch(struct nl_batch *b, const char *name, bool ports,
 	struct nftnl_set_elem *x;
 	struct nlmsghdr *nlh;
 	char desc[300];
-	uint8_t key[12];
+	uint8_t key[ELEM_KEY_MAX];
 	size_t i;
 	int added = 0, more;
 
@@ -491,7 +512,7 @@ elems_to_batch(struct nl_batch *b, const char *name, bool ports,
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
 	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
 	for (i = 0; i < n; i++) {
-		if (e[i].addr.family != AF_INET || (e[i].svc != 0) != ports)
+		if (e[i].addr.family != family || (e[i].svc != 0) != ports)
 			continue;
 		if ((x = nftnl_set_elem_alloc()) == NULL)
 			fatalx("out of memory");
@@ -525,24 +546,31 @@ int
 nftr_set_add_elems(struct nftr_ctx *ctx, const char *sandbox,
     const struct admit_elem *e, size_t n, const uint32_t *timeouts_ms)
 {
-	char name[256], pname[256];
+	static const int fam[] = { AF_INET, AF_INET6 };
+	char name[256];
 	struct nl_batch *b;
-	size_t i;
-	int added, r;
+	size_t i, f;
+	int added = 0, r;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1 ||
-	    nftr_ports_set_name(sandbox, pname, sizeof(pname)) == -1) {
-		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
-		return -1;
-	}
 	for (i = 0; i < n; i++)
 		if (timeouts_ms[i] == 0) {
 			nl_seterr(ctx, "allowlist elements need a timeout");
 			return -1;
 		}
 	b = batch_new(ctx, false);
-	added = elems_to_batch(b, name, false, e, n, timeouts_ms);
-	added += elems_to_batch(b, pname, true, e, n, timeouts_ms);
+	/* Four sets, and only those an element goes to are named: a
+	 * sandbox without IPv6 has no allow6_ set. */
+	for (f = 0; f < 4; f++) {
+		if (set_name_of(sandbox, fam[f / 2], f % 2, name,
+		    sizeof(name)) == -1) {
+			batch_free(b);
+			nl_seterr(ctx, "sandbox name \"%s\" is not usable",
+			    sandbox);
+			return -1;
+		}
+		added += elems_to_batch(b, name, fam[f / 2], f % 2, e, n,
+		    timeouts_ms);
+	}
 	r = added > 0 ? batch_run(b, true) : 0;
 	batch_free(b);
 	return r == -1 ? -1 : added;
@@ -551,9 +579,10 @@ nftr_set_add_elems(struct nftr_ctx *ctx, const char *sandbox,
 /* The elements of one of sandbox's sets (ports: allowp_, keys address .
  * proto . port), to fn; how many, 0 if the set does not exist. */
 static int
-elems_of(struct nftr_ctx *ctx, const char *name, bool ports,
+elems_of(struct nftr_ctx *ctx, const char *name, int family, bool ports,
     void (*fn)(const struct admit_elem *, uint64_t, void *), void *arg)
 {
+	uint32_t al = addr_len(family);
 	struct nftnl_set *s;
 	struct nftnl_set_elems_iter *it;
 	struct nftnl_set_elem *e;
@@ -569,14 +598,14 @@ elems_of(struct nftr_ctx *ctx, const char *name, bool ports,
 		fatalx("out of memory");
 	while ((e = nftnl_set_elems_iter_next(it)) != NULL) {
 		key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-		if (key == NULL || len != (ports ? 12u : 4u))
+		if (key == NULL || len != (ports ? al + 8 : al))
 			continue;
 		memset(&x, 0, sizeof(x));
-		x.addr.family = AF_INET;
-		memcpy(x.addr.a, key, 4);
+		x.addr.family = family;
+		memcpy(x.addr.a, key, al);
 		if (ports)
-			x.svc = ADMIT_SVC(key[4], (uint16_t)(key[8] << 8 |
-			    key[9]));
+			x.svc = ADMIT_SVC(key[al], (uint16_t)(key[al + 4] <<
+			    8 | key[al + 5]));
 		fn(&x, nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT), arg);
 		n++;
 	}
@@ -589,16 +618,19 @@ int
 nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
     void (*fn)(const struct admit_elem *, uint64_t, void *), void *arg)
 {
+	static const int fam[] = { AF_INET, AF_INET6 };
 	char name[256];
-	int n, m;
+	size_t f;
+	int n = 0, m;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1 ||
-	    (n = elems_of(ctx, name, false, fn, arg)) == -1)
-		return -1;
-	if (nftr_ports_set_name(sandbox, name, sizeof(name)) == -1 ||
-	    (m = elems_of(ctx, name, true, fn, arg)) == -1)
-		return -1;
-	return n + m;
+	for (f = 0; f < 4; f++) {
+		if (set_name_of(sandbox, fam[f / 2], f % 2, name,
+		    sizeof(name)) == -1 ||
+		    (m = elems_of(ctx, name, fam[f / 2], f % 2, fn, arg)) == -1)
+			return -1;
+		n += m;
+	}
+	return n;
 }
 
 int
@@ -607,70 +639,74 @@ nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 	struct nftnl_set *s;
 	struct nlmsghdr *nlh;
 	struct nl_batch *b;
-	char name[256], desc[300], pdesc[300];
-	int r;
+	static const int fam[] = { AF_INET, AF_INET6 };
+	char name[256], desc[4][300];
+	size_t f;
+	int r = 0;
 
-	if (nftr_set_name(sandbox, name, sizeof(name)) == -1) {
-		nl_seterr(ctx, "sandbox name \"%s\" is not usable", sandbox);
-		return -1;
-	}
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
-	snprintf(desc, sizeof(desc), "flush set %s", name);
-	b = batch_new(ctx, false);
-	/* A deletion that names no element empties the set. */
-	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, desc);
-	nftnl_set_elems_nlmsg_build_payload(nlh, s);
-	batch_next(b);
-	r = batch_run(b, true);
-	batch_free(b);
-	/* The set of names with ports of their own, which a sandbox has
-	 * only when some entry has ports: none is nothing to empty. */
-	nftr_ports_set_name(sandbox, name, sizeof(name));
-	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
-	snprintf(pdesc, sizeof(pdesc), "flush set %s", name);
-	b = batch_new(ctx, false);
-	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, pdesc);
-	nftnl_set_elems_nlmsg_build_payload(nlh, s);
-	batch_next(b);
-	if (r == 0 && batch_run(b, true) == -1 && errno != ENOENT)
-		r = -1;
-	batch_free(b);
+	/* allow_ first, which every allowlist sandbox has; then allowp_
+	 * (only when some entry has ports of its own) and the IPv6 sets
+	 * (only with IPv6): a set that does not exist is nothing to empty. */
+	for (f = 0; f < 4 && r == 0; f++) {
+		if (set_name_of(sandbox, fam[f / 2], f % 2, name,
+		    sizeof(name)) == -1) {
+			nl_seterr(ctx, "sandbox name \"%s\" is not usable",
+			    sandbox);
+			r = -1;
+			break;
+		}
+		nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+		snprintf(desc[f], sizeof(desc[f]), "flush set %s", name);
+		b = batch_new(ctx, false);
+		/* A deletion that names no element empties the set. */
+		nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0,
+		    desc[f]);
+		nftnl_set_elems_nlmsg_build_payload(nlh, s);
+		batch_next(b);
+		if (batch_run(b, true) == -1 && (f == 0 || errno != ENOENT))
+			r = -1;
+		batch_free(b);
+	}
 	nftnl_set_free(s);
 	return r;
 }
 
-/* Replace budget_spent's elements: the flush and the additions are one
- * transaction, so no packet sees the set between them. */
-int
-nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
-    size_t n, const uint32_t *timeouts_ms)
+/* Replace the elements of budget set name with the addresses of family:
+ * the flush and the additions are one transaction, so no packet sees the
+ * set between them. */
+static int
+budget_fill(struct nftr_ctx *ctx, const char *name, int family,
+    const struct moat_addr *addrs, size_t n, const uint32_t *timeouts_ms)
 {
 	struct nftnl_set *s;
 	struct nftnl_set_elem *e;
 	struct nftnl_set_elems_iter *it;
 	struct nlmsghdr *nlh;
 	struct nl_batch *b;
+	char flush[64], elems[64];
 	size_t i;
 	int more, r;
 
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, NFTR_BUDGET_SPENT);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	snprintf(flush, sizeof(flush), "flush set %s", name);
+	snprintf(elems, sizeof(elems), "elements of set %s", name);
 	b = batch_new(ctx, false);
-	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0,
-	    "flush set " NFTR_BUDGET_SPENT);
+	nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0, flush);
 	nftnl_set_elems_nlmsg_build_payload(nlh, s);
 	batch_next(b);
 	for (i = 0; i < n; i++) {
-		if (addrs[i].family != AF_INET || timeouts_ms[i] == 0)
+		if (addrs[i].family != family || timeouts_ms[i] == 0)
 			continue;
 		if ((e = nftnl_set_elem_alloc()) == NULL)
 			fatalx("out of memory");
-		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a, 4);
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i].a,
+		    addr_len(family));
 		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT,
 		    timeouts_ms[i]);
 		nftnl_set_elem_add(s, e);
@@ -679,7 +715,7 @@ nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
 		fatalx("out of memory");
 	while (nftnl_set_elems_iter_cur(it) != NULL) {
 		nlh = batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET,
-		    NLM_F_CREATE, "elements of set " NFTR_BUDGET_SPENT);
+		    NLM_F_CREATE, elems);
 		more = nftnl_set_elems_nlmsg_build_payload_iter(nlh, it);
 		batch_next(b);
 		if (more <= 0)
@@ -690,6 +726,26 @@ nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
 	batch_free(b);
 	nftnl_set_free(s);
 	return r;
+}
+
+/* budget_spent, then budget_spent6, which the policy has only with
+ * gateway.ipv6: without it, no IPv6 address may be asked for. */
+int
+nftr_budget_set(struct nftr_ctx *ctx, const struct moat_addr *addrs,
+    size_t n, const uint32_t *timeouts_ms)
+{
+	bool v6 = false;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v6 |= addrs[i].family == AF_INET6 && timeouts_ms[i] != 0;
+	if (budget_fill(ctx, NFTR_BUDGET_SPENT, AF_INET, addrs, n,
+	    timeouts_ms) == -1)
+		return -1;
+	if (budget_fill(ctx, NFTR_BUDGET_SPENT6, AF_INET6, addrs, n,
+	    timeouts_ms) == -1 && (v6 || errno != ENOENT))
+		return -1;
+	return 0;
 }
 
 /* ---- probe ---------------------------------------------------------- */

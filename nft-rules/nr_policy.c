@@ -126,7 +126,8 @@ struct build {
 	size_t			 errlen;
 };
 
-static void v6_guest_in(struct nr_table *, struct nr_chain *);
+static void v6_guest_in(const struct moat_gateway *, struct nr_table *,
+	    struct nr_chain *);
 static void v6_guest_fwd(struct nr_table *, struct nr_chain *);
 static void v6_proxy_in(struct build *, struct nr_table *, struct nr_chain *);
 
@@ -201,6 +202,18 @@ nftr_ports_set_name(const char *sandbox, char *buf, size_t len)
 	if (!name_ok(sandbox))
 		return -1;
 	n = snprintf(buf, len, "%s%s", NFTR_ALLOWP_PREFIX, sandbox);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int
+nftr_set6_name(const char *sandbox, bool ports, char *buf, size_t len)
+{
+	int n;
+
+	if (!name_ok(sandbox))
+		return -1;
+	n = snprintf(buf, len, "%s%s", ports ? NFTR_ALLOWP6_PREFIX :
+	    NFTR_ALLOW6_PREFIX, sandbox);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
@@ -322,17 +335,18 @@ fmt_ip(const struct moat_addr *a, char *buf, size_t len)
 }
 
 /* An allowed name may share its address with every other site of a CDN:
- * the address opens only the sandbox's allow_ports. */
+ * the address opens only the sandbox's allow_ports.  daddr: F_IP_DADDR
+ * for allow_NAME, F_IP6_DADDR for allow6_NAME. */
 static void
 allow_port_rules(struct nr_table *t, struct nr_chain *c,
-    const struct moat_sandbox *sb, const char *setname)
+    const struct moat_sandbox *sb, const char *setname, enum nr_field daddr)
 {
 	struct nr_rb rb;
 	size_t i;
 
 	for (i = 0; i < sb->nallow_ports; i++) {
 		rb_begin(&rb, t, c);
-		rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, setname,
+		rb_lookup(&rb, (enum nr_field[]){ daddr }, 1, setname,
 		    false);
 		rb_cmp_port(&rb, sb->allow_ports[i].proto == IPPROTO_TCP ?
 		    F_TCP_DPORT : F_UDP_DPORT, sb->allow_ports[i].port);
@@ -345,21 +359,50 @@ allow_port_rules(struct nr_table *t, struct nr_chain *c,
  * addresses for exactly those: elements address . protocol . port. */
 static void
 named_port_rule(struct nr_table *t, struct nr_chain *c,
-    const struct moat_sandbox *sb)
+    const struct moat_sandbox *sb, bool v6)
 {
-	static const enum nr_field key[] = { F_IP_DADDR, F_L4PROTO,
+	enum nr_field key[] = { v6 ? F_IP6_DADDR : F_IP_DADDR, F_L4PROTO,
 	    F_TH_DPORT };
 	char setname[256];
 	struct nr_rb rb;
 
-	nftr_ports_set_name(sb->name, setname, sizeof(setname));
-	model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IPADDR,
-	    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 12, NFT_SET_TIMEOUT,
-	    "type ipv4_addr . inet_proto . inet_service; flags timeout;");
+	if (v6) {
+		nftr_set6_name(sb->name, true, setname, sizeof(setname));
+		model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IP6ADDR,
+		    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 24,
+		    NFT_SET_TIMEOUT, "type ipv6_addr . inet_proto . "
+		    "inet_service; flags timeout;");
+	} else {
+		nftr_ports_set_name(sb->name, setname, sizeof(setname));
+		model_set(t, setname, NR_CONCAT(NR_CONCAT(NR_TYPE_IPADDR,
+		    NR_TYPE_INET_PROTO), NR_TYPE_INET_SERVICE), 12,
+		    NFT_SET_TIMEOUT, "type ipv4_addr . inet_proto . "
+		    "inet_service; flags timeout;");
+	}
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, key, 3, setname, false);
 	rb_verdict(&rb, NF_ACCEPT, NULL);
 	rb_end(&rb);
+}
+
+/* A sandbox with IPv6 (config_sandbox_addr6) has the same sets for the
+ * AAAA answers of its allowed names, in the same chain: allow6_NAME, and
+ * allowp6_NAME where some entry has ports of its own. */
+static void
+allow6_rules(const struct build *b, struct nr_table *t, struct nr_chain *c,
+    const struct moat_sandbox *sb)
+{
+	char setname[256];
+	struct moat_addr a6;
+
+	if (!config_sandbox_addr6(b->cfg, sb, &a6))
+		return;
+	nftr_set6_name(sb->name, false, setname, sizeof(setname));
+	model_set(t, setname, NR_TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT,
+	    "type ipv6_addr; flags timeout;");
+	allow_port_rules(t, c, sb, setname, F_IP6_DADDR);
+	if (config_allow_has_ports(&sb->allow))
+		named_port_rule(t, c, sb, true);
 }
 
 static void
@@ -398,11 +441,12 @@ sandbox_map(struct build *b, struct nr_table *t)
 			model_set(t, setname, NR_TYPE_IPADDR, 4,
 			    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
 			c = model_chain(t, chain, NULL, 0, 0, NULL);
-			allow_port_rules(t, c, sb, setname);
+			allow_port_rules(t, c, sb, setname, F_IP_DADDR);
 			/* Only where some name has ports of its own: the
 			 * set and rule cost every other sandbox nothing. */
 			if (config_allow_has_ports(&sb->allow))
-				named_port_rule(t, c, sb);
+				named_port_rule(t, c, sb, false);
+			allow6_rules(b, t, c, sb);
 			rb_begin(&rb, t, c);
 			rb_verdict(&rb, NFT_GOTO,
 			    reason_chain("inet", "allowlist"));
@@ -621,12 +665,45 @@ ct_rule(struct nr_table *t, struct nr_chain *c, uint32_t mask,
  */
 enum { ACCT_OUT, ACCT_NEW_OUT, ACCT_IN, ACCT_NEW_IN };
 
-static const struct { const char *set; enum nr_field f; bool new; } acct[] = {
-	[ACCT_OUT] = { NFTR_ACCT_OUT, F_IP_SADDR, false },
-	[ACCT_NEW_OUT] = { NFTR_ACCT_NEW_OUT, F_IP_SADDR, true },
-	[ACCT_IN] = { NFTR_ACCT_IN, F_IP_DADDR, false },
-	[ACCT_NEW_IN] = { NFTR_ACCT_NEW_IN, F_IP_DADDR, true },
+static const struct {
+	const char	*set, *set6;
+	enum nr_field	 f, f6;
+	bool		 new;
+} acct[] = {
+	[ACCT_OUT] = { NFTR_ACCT_OUT, NFTR_ACCT6_OUT, F_IP_SADDR, F_IP6_SADDR,
+	    false },
+	[ACCT_NEW_OUT] = { NFTR_ACCT_NEW_OUT, NFTR_ACCT6_NEW_OUT, F_IP_SADDR,
+	    F_IP6_SADDR, true },
+	[ACCT_IN] = { NFTR_ACCT_IN, NFTR_ACCT6_IN, F_IP_DADDR, F_IP6_DADDR,
+	    false },
+	[ACCT_NEW_IN] = { NFTR_ACCT_NEW_IN, NFTR_ACCT6_NEW_IN, F_IP_DADDR,
+	    F_IP6_DADDR, true },
 };
+
+/* With gateway.ipv6, the same four sets for the guests' IPv6 addresses
+ * (acct6_*): gatewayd adds a guest's two elements up, so a sandbox's
+ * IPv6 counts towards what it sent as its IPv4 does. */
+static void
+acct6_sets(struct build *b, struct nr_table *t)
+{
+	struct nr_set *s;
+	struct moat_addr a6;
+	char ip[64];
+	size_t i, k;
+
+	for (k = 0; k < sizeof(acct) / sizeof(acct[0]); k++) {
+		s = sandbox_set(b, t, acct[k].set6, NR_TYPE_IP6ADDR, 16,
+		    NFT_SET_CONSTANT, "type ipv6_addr; flags constant; counter;");
+		model_set_counter(s);
+		for (i = 0; i < b->cfg->nsandboxes; i++) {
+			if (!config_sandbox_addr6(b->cfg, &b->cfg->sandboxes[i],
+			    &a6))
+				continue;
+			fmt_ip(&a6, ip, sizeof(ip));
+			model_set_elem(s, a6.a, 16, 0, 0, NULL, ip);
+		}
+	}
+}
 
 static void
 acct_sets(struct build *b, struct nr_table *t)
@@ -646,20 +723,32 @@ acct_sets(struct build *b, struct nr_table *t)
 			model_set_elem(s, sb->address.a, 4, 0, 0, NULL, ip);
 		}
 	}
+	if (b->cfg->gw.ipv6)
+		acct6_sets(b, t);
 }
 
-/* Count the packet in its guest's element of acct[k], if it has one; no
- * verdict, the chain goes on. */
 static void
-acct_rule(struct nr_table *t, struct nr_chain *c, int k)
+acct_lookup(struct nr_table *t, struct nr_chain *c, int k, bool v6)
 {
 	struct nr_rb rb;
 
 	rb_begin(&rb, t, c);
 	if (acct[k].new)
 		rb_ct_unconfirmed(&rb);
-	rb_lookup(&rb, &acct[k].f, 1, acct[k].set, false);
+	rb_lookup(&rb, v6 ? &acct[k].f6 : &acct[k].f, 1,
+	    v6 ? acct[k].set6 : acct[k].set, false);
 	rb_end(&rb);
+}
+
+/* Count the packet in its guest's element of acct[k], if it has one; no
+ * verdict, the chain goes on.  Both families where the guests have IPv6
+ * (outgoing IPv6 is counted in raw_pre by acct6_out's own rule). */
+static void
+acct_rule(struct nr_table *t, struct nr_chain *c, int k)
+{
+	acct_lookup(t, c, k, false);
+	if (k != ACCT_OUT && model_find_set(t, acct[k].set6) != NULL)
+		acct_lookup(t, c, k, true);
 }
 
 static void
@@ -685,23 +774,34 @@ acct_local(struct nr_table *t)
 static void
 budget_set(struct build *b, struct nr_table *t)
 {
-	if (config_any_egress_budget(b->cfg))
-		model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
-		    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+	if (!config_any_egress_budget(b->cfg))
+		return;
+	model_set(t, NFTR_BUDGET_SPENT, NR_TYPE_IPADDR, 4,
+	    NFT_SET_TIMEOUT, "type ipv4_addr; flags timeout;");
+	/* A spent guest's IPv6 is refused too: IPv6 is no way around it. */
+	if (b->cfg->gw.ipv6)
+		model_set(t, NFTR_BUDGET_SPENT6, NR_TYPE_IP6ADDR, 16,
+		    NFT_SET_TIMEOUT, "type ipv6_addr; flags timeout;");
 }
 
 static void
 budget_rule(struct nr_table *t, struct nr_chain *c)
 {
+	static const struct { const char *set; enum nr_field f; } fam[] = {
+		{ NFTR_BUDGET_SPENT, F_IP_SADDR },
+		{ NFTR_BUDGET_SPENT6, F_IP6_SADDR },
+	};
 	struct nr_rb rb;
+	size_t i;
 
-	if (model_find_set(t, NFTR_BUDGET_SPENT) == NULL)
-		return;
-	rb_begin(&rb, t, c);
-	rb_lookup(&rb, (enum nr_field[]){ F_IP_SADDR }, 1, NFTR_BUDGET_SPENT,
-	    false);
-	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "budget"));
-	rb_end(&rb);
+	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+		if (model_find_set(t, fam[i].set) == NULL)
+			continue;
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, &fam[i].f, 1, fam[i].set, false);
+		rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "budget"));
+		rb_end(&rb);
+	}
 }
 
 static void
@@ -718,7 +818,7 @@ guest_input(struct build *b, struct nr_table *t)
 	port_rule(t, c, &gw->address, F_TCP_DPORT, gw->proxy_port, NF_ACCEPT,
 	    NULL);
 	if (gw->ipv6) {
-		v6_guest_in(t, c);
+		v6_guest_in(gw, t, c);
 		v6_proxy_in(b, t, c);
 	}
 	/* Nothing else, on any local address: a separate box's registration
@@ -1067,18 +1167,31 @@ v6_sets(struct build *b, struct nr_table *t)
 	    b->opts->lan6 ? b->opts->lan6 : nftr_lan6_host;
 	struct moat_prefix *v = NULL;
 	struct moat_addr a;
-	struct nr_set *g, *l;
-	char ip[64], text[140];
+	struct nr_set *g, *l, *m;
+	char ip[64], text[600], chain[256];
 	uint8_t end[16];
 	size_t i, n = 0;
 
 	g = sandbox_set(b, t, "guest6", NR_TYPE_IP6ADDR, 16,
 	    NFT_SET_CONSTANT, "type ipv6_addr; flags constant;");
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a)) {
-			addr_fmt(&a, ip, sizeof(ip));
-			model_set_elem(g, a.a, 16, 0, 0, NULL, ip);
-		}
+	/* Allowlist sandboxes' IPv6 goes to their own chain (sb_NAME, the
+	 * one their IPv4 takes), before guest6's accept. */
+	m = sandbox_set(b, t, "sandboxes6", NR_TYPE_IP6ADDR, 16,
+	    NFT_SET_MAP | NFT_SET_CONSTANT,
+	    "type ipv6_addr : verdict; flags constant;");
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &cfg->sandboxes[i];
+
+		if (!config_sandbox_addr6(cfg, sb, &a))
+			continue;
+		addr_fmt(&a, ip, sizeof(ip));
+		model_set_elem(g, a.a, 16, 0, 0, NULL, ip);
+		if (sb->egress != EGRESS_ALLOWLIST)
+			continue;
+		snprintf(chain, sizeof(chain), "sb_%s", sb->name);
+		snprintf(text, sizeof(text), "%s : goto %s", ip, chain);
+		model_set_elem(m, a.a, 16, 0, NFT_GOTO, chain, text);
+	}
 	/* Not constant: the networks may change while the policy stands. */
 	l = model_set(t, "lan6", NR_TYPE_IP6ADDR, 16, NFT_SET_INTERVAL,
 	    "type ipv6_addr; flags interval;");
@@ -1117,6 +1230,8 @@ v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
 	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &gw->ipv6_network);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
+	/* What a guest sends over IPv6, counted before its accept. */
+	acct_lookup(t, c, ACCT_OUT, true);
 	rb_begin(&rb, t, c);
 	rb_sandbox_side(b, &rb, F_IIFNAME, false);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6", false);
@@ -1133,18 +1248,30 @@ v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
 }
 
 /* guest_in: neighbour discovery with the gateway (router and neighbour
- * solicitations, neighbour advertisements); conntrack places none of
- * them, and nothing else of a guest's IPv6 reaches the host. */
+ * solicitations, neighbour advertisements), which conntrack places
+ * nowhere, and DNS (udp and tcp 53) to the gateway's IPv6 address, where
+ * dnsd answers as on its IPv4 one; nothing else of a guest's IPv6 reaches
+ * the host.  Only guests' own addresses get this far (raw_pre). */
 static void
-v6_guest_in(struct nr_table *t, struct nr_chain *c)
+v6_guest_in(const struct moat_gateway *gw, struct nr_table *t,
+    struct nr_chain *c)
 {
 	static const uint8_t nd[] = { 133, 135, 136 };
+	static const enum nr_field dns[] = { F_UDP_DPORT, F_TCP_DPORT };
+	struct moat_prefix me = { .addr = gw->ipv6_address, .plen = 128 };
 	struct nr_rb rb;
 	size_t i;
 
 	for (i = 0; i < sizeof(nd); i++) {
 		rb_begin(&rb, t, c);
 		rb_cmp_u8(&rb, F_ICMP6_TYPE, nd[i]);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+	for (i = 0; i < sizeof(dns) / sizeof(dns[0]); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_prefix(&rb, F_IP6_DADDR, false, &me);
+		rb_cmp_port(&rb, dns[i], 53);
 		rb_verdict(&rb, NF_ACCEPT, NULL);
 		rb_end(&rb);
 	}
@@ -1160,6 +1287,9 @@ v6_guest_fwd(struct nr_table *t, struct nr_chain *c)
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "lan6", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
+	rb_end(&rb);
+	rb_begin(&rb, t, c);
+	rb_vmap(&rb, F_IP6_SADDR, "sandboxes6");
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_SADDR }, 1, "guest6", false);

@@ -38,6 +38,10 @@ def ipv4(s):
     return socket.inet_aton(s)
 
 
+def ipv6(s):
+    return socket.inet_pton(socket.AF_INET6, s)
+
+
 def zone(base):
     pub = "203.0.113.%d" % base
     z = {
@@ -90,6 +94,15 @@ def zone(base):
     z[("api.bound.test", A)] = [("api.bound.test", A, 300, ipv4("203.0.113.20"))]
     z[("other.test", A)] = [("other.test", A, 300, ipv4("203.0.113.21"))]
     z[("lan.test", A)] = [("lan.test", A, 300, ipv4("192.168.77.2"))]
+    # AAAA-only names, for guests with IPv6 (30-dnsd-aaaa): public, a
+    # unique-local one, both, and one no allow list names.
+    for n, addrs in (("v6only.github.test", ["2001:db8:cafe::10"]),
+                     ("priv6.github.test", ["fd00:99::2"]),
+                     ("mixed6.github.test", ["fd00:99::2",
+                                             "2001:db8:cafe::12"]),
+                     ("denied6.test", ["2001:db8:cafe::11"]),
+                     ("ssh6.test", ["2001:db8:cafe::13"])):
+        z[(n, AAAA)] = [(n, AAAA, 300, ipv6(a)) for a in addrs]
     # A big answer: more than 512 bytes, so UDP clients without EDNS
     # must be told to retry over TCP.
     z[("big.test", A)] = [("big.test", A, 300, ipv4("203.0.113.%d" % i))

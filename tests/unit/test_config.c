@@ -655,8 +655,9 @@ ipv6_model(void **state)
 	assert_true(addr_eq(&a, &want));
 	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[1], &a));
 	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[2], &a));
-	/* A budget counts IPv4 only: its sandbox gets no IPv6 around it. */
-	assert_false(config_sandbox_addr6(cfg, &cfg->sandboxes[3], &a));
+	/* A budget counts and refuses both families (acct6_out,
+	 * budget_spent6): its sandbox has IPv6. */
+	assert_true(config_sandbox_addr6(cfg, &cfg->sandboxes[3], &a));
 	/* A sandbox with secrets does: the proxy takes its IPv6 too. */
 	assert_true(config_sandbox_addr6(cfg, &cfg->sandboxes[4], &a));
 	assert_int_equal(addr_parse("2001:db8:77:1::e", &want), 0);

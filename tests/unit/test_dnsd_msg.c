@@ -355,6 +355,25 @@ test_answer_rebinding(void **state)
 	assert_int_equal(a.removed, 1);
 	answer_clear(&a);
 	free(w);
+	/* AAAA, record by record as A: unique-local, link-local and
+	 * documentation space go, with the EDE; the public one stays and is
+	 * the address the set-add opens. */
+	w = answer(1, "six.test.", LDNS_RR_TYPE_AAAA, LDNS_RCODE_NOERROR,
+	    false, &len, "six.test. 300 IN AAAA fd00::1",
+	    "six.test. 300 IN AAAA 2606:4700::1111",
+	    "six.test. 300 IN AAAA fe80::1",
+	    "six.test. 300 IN AAAA 2001:db8::1", NULL);
+	assert_int_equal(da_parse(w, len, question(1, "six.test.", 28), priv,
+	    &a), DA_OK);
+	assert_int_equal(ldns_rr_list_rr_count(a.an), 1);
+	assert_int_equal(a.removed, 3);
+	assert_int_equal(a.ede, EDE_BLOCKED);
+	assert_int_equal(a.naddr, 1);
+	assert_int_equal(a.addr[0].family, AF_INET6);
+	assert_int_equal(a.addr[0].a[0], 0x26);
+	assert_int_equal(a.addr[0].a[15], 0x11);
+	answer_clear(&a);
+	free(w);
 }
 
 static void

@@ -5,6 +5,7 @@
  * by address; the rate limit.
  */
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 #include <ldns/ldns.h>
 
+#include "admit.h"
 #include "config.h"
 #include "policy.h"
 
@@ -188,6 +190,87 @@ test_ratelimit(void **state)
 	assert_true(policy_ratelimit(sb, 1200, 0, 0));	/* unlimited */
 }
 
+/*
+ * With gateway.ipv6: which sandboxes have IPv6 (AAAA answers forwarded),
+ * a guest found by its one IPv6 address and by no other address of the
+ * /64, and the set-add admission of AAAA addresses (admit_set_add): public
+ * IPv6 for a sandbox with IPv6, never private, never the guests' /64,
+ * nothing of IPv6 for a sandbox with ipv6 = false.
+ */
+static const char conf6[] =
+"gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";\n"
+"  dns: { upstream = [ \"203.0.113.53\" ]; };\n"
+"  ipv6 = { network = \"fd77:0:0:1::/64\"; uplink_mode = \"nat66\"; }; };\n"
+"sandboxes = (\n"
+"  { name = \"web\"; mac = \"52:54:00:00:00:0a\"; address = \"10.77.0.10\";\n"
+"    tap = \"mt-web\"; egress = \"allowlist\"; allow = [ \"pypi.org\" ]; },\n"
+"  { name = \"web4\"; mac = \"52:54:00:00:00:0d\"; address = \"10.77.0.13\";\n"
+"    tap = \"mt-web4\"; egress = \"allowlist\"; allow = [ \"pypi.org\" ];\n"
+"    ipv6 = false; },\n"
+"  { name = \"locked\"; mac = \"52:54:00:00:00:0c\"; address = \"10.77.0.12\";\n"
+"    tap = \"mt-locked\"; egress = \"none\"; }\n"
+");\n";
+
+static void
+test_v6(void **state)
+{
+	struct moat_errors errs = { 0 };
+	struct moat_config *c6;
+	struct policy *p6;
+	struct moat_addr a, in[5], ok[5];
+	const struct moat_sandbox *sb;
+	struct sbpolicy *sp;
+	uint32_t t = 60000;
+	size_t i;
+	static const char *const addrs[] = { "2606:4700::1111", "fd00::1",
+	    "fd77:0:0:1::b", "2001:db8::1", "9.9.9.9" };
+
+	(void)state;
+	c6 = config_load_buffer("v6.conf", conf6, "/nonexistent", &errs);
+	if (c6 == NULL)
+		config_errors_print(stderr, &errs);
+	assert_non_null(c6);
+	p6 = policy_new(c6);
+	assert_true(policy_sandbox_at(p6, 0)->v6);
+	assert_false(policy_sandbox_at(p6, 1)->v6);	/* ipv6 = false */
+	assert_false(policy_sandbox_at(p6, 2)->v6);	/* egress none */
+	assert_int_equal(addr_parse("fd77:0:0:1::a", &a), 0);
+	assert_non_null(sp = policy_sandbox(p6, &a));
+	assert_string_equal(sp->sb->name, "web");
+	assert_int_equal(addr_parse("fd77:0:0:1::d", &a), 0);
+	assert_null(policy_sandbox(p6, &a));		/* has no IPv6 */
+	assert_int_equal(addr_parse("fd77:0:0:1:1::a", &a), 0);
+	assert_null(policy_sandbox(p6, &a));		/* same low bits */
+	assert_int_equal(addr_parse("fd77:0:0:2::a", &a), 0);
+	assert_null(policy_sandbox(p6, &a));		/* another /64 */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(addr_parse(addrs[i], &in[i]), 0);
+	assert_int_equal(admit_set_add(c6, "web", in, 5, ok, &t), 2);
+	assert_int_equal(addr_cmp(&ok[0], &in[0]), 0);
+	assert_int_equal(addr_cmp(&ok[1], &in[4]), 0);
+	assert_int_equal(admit_set_add(c6, "web4", in, 5, ok, &t), 1);
+	assert_int_equal(addr_cmp(&ok[0], &in[4]), 0);
+	/* The same judgement for a flow (reload cuts, the proxy). */
+	sb = config_sandbox_by_name(c6, "web");
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[0], IPPROTO_TCP, 443),
+	    ADMIT_OK);
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[0], IPPROTO_TCP, 22),
+	    ADMIT_PORT);
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[1], IPPROTO_TCP, 443),
+	    ADMIT_PRIVATE);
+	assert_int_equal(admit_addr(c6, sb, NULL, &in[2], IPPROTO_TCP, 443),
+	    ADMIT_SANDBOX_NET);
+	assert_int_equal(admit_addr(c6, config_sandbox_by_name(c6, "web4"),
+	    NULL, &in[0], IPPROTO_TCP, 443), ADMIT_IPV6);
+	/* A guest is found by its IPv6 address too. */
+	assert_int_equal(addr_parse("fd77:0:0:1::a", &a), 0);
+	assert_ptr_equal(config_sandbox_by_addr(c6, &a), sb);
+	assert_int_equal(addr_parse("fd77:0:0:1::d", &a), 0);
+	assert_null(config_sandbox_by_addr(c6, &a));
+	policy_free(p6);
+	config_free(c6);
+}
+
 int
 main(void)
 {
@@ -199,6 +282,7 @@ main(void)
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_nameset_many),
 		cmocka_unit_test(test_ratelimit),
+		cmocka_unit_test(test_v6),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -63,6 +63,29 @@ never_shortened(void **state)
 	promises_free(p);
 }
 
+/* An IPv6 address is its own promise (allow6_), never confused with an
+ * IPv4 address that shares its first four bytes. */
+static void
+v6_keyed(void **state)
+{
+	struct promises *p = promises_new(1024, 1024);
+	struct moat_addr a[2] = { ip(113, 14), { .family = AF_INET6 } };
+	uint32_t out[2];
+
+	(void)state;
+	memcpy(a[1].a, a[0].a, 4);		/* cb00:710e:: */
+	a[1].a[15] = 1;
+	assert_int_equal(add(p, "web", a, 1, 3600000, 1000, out), 0);
+	assert_int_equal(promises_left(p, "web", &a[1], 1000), 0);
+	assert_int_equal(add(p, "web", &a[1], 1, 61000, 1000, out), 0);
+	assert_int_equal(out[0], 61000);	/* not the IPv4 hour */
+	assert_int_equal(add(p, "web", &a[1], 1, 30000, 11000, out), 0);
+	assert_int_equal(out[0], 51000);	/* its own promise, kept */
+	assert_int_equal(promises_left(p, "web", &a[1], 11000), 51000);
+	assert_int_equal(promises_left(p, "web", &a[0], 11000), 3590000);
+	promises_free(p);
+}
+
 static void
 lapse(void **state)
 {
@@ -215,6 +238,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(never_shortened),
+		cmocka_unit_test(v6_keyed),
 		cmocka_unit_test(lapse),
 		cmocka_unit_test(reload_voids_deleted_sets_only),
 		cmocka_unit_test(narrowed_voids),
