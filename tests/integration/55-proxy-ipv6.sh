@@ -5,7 +5,8 @@
 # address, explicitly and by the redirect of its tcp 443 to public IPv6;
 # the proxy knows it by its IPv6 source and injects the real key for the
 # secret-bound host over IPv6 (the upstream sees it, the guest never
-# does).  IPv6 literals for the gateway host, a LAN host on a global
+# does).  An allowlist guest's tcp 443 over IPv6 is name-checked by the
+# proxy as over IPv4.  IPv6 literals for the gateway host, a LAN host on a global
 # prefix, another guest and a unique-local address are refused by the
 # proxy (403), and the proxy's user cannot reach the LAN or the host over
 # IPv6 itself (the output chain) while it reaches public IPv6.  Happy
@@ -33,6 +34,7 @@ ULA=fd00:99::2
 topo_up || { not_ok "topology comes up"; exit 1; }
 topo_guest agent 10.77.0.10 52:54:00:00:00:0a mt-agent
 topo_guest plain 10.77.0.11 52:54:00:00:00:0b mt-plain
+topo_guest listed 10.77.0.12 52:54:00:00:00:0c mt-listed
 in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip -n "$NS_GW" addr add $GW6/64 dev moat0 nodad
 ip -n "$NS_GW" addr add 2001:db8:77:5::1/64 dev lan0 nodad
@@ -40,7 +42,7 @@ ip -n "$NS_LAN" addr add $LAN6_HOST/64 dev eth0 nodad
 ip -n "$NS_LAN" addr add $ULA/64 dev eth0 nodad
 ip -n "$NS_LAN" -6 route add default via 2001:db8:77:5::1
 ip -n "$NS_GW" -6 route add fd00:99::/64 via $LAN6_HOST
-for g in agent:a plain:b; do
+for g in agent:a plain:b listed:c; do
 	ip -n "$TOPO-${g%%:*}" addr add $NET6::${g#*:}/64 dev eth0 nodad
 	ip -n "$TOPO-${g%%:*}" -6 route add default via $GW6
 	in_ns "$TOPO-${g%%:*}" sysctl -qw net.ipv6.conf.eth0.accept_ra=0
@@ -49,7 +51,7 @@ ip -n "$NS_INET" addr add $BOUND6/128 dev eth0 nodad
 ip -n "$NS_INET" addr add $RST6/128 dev eth0 nodad
 ip -n "$NS_INET" -6 route add blackhole $DARK6/128
 ip -n "$NS_GW" -6 route add unreachable $UNREACH6/128
-for ns in "$NS_GW:moat0" "$TOPO-agent:eth0" "$TOPO-plain:eth0" "$NS_LAN:eth0"; do
+for ns in "$NS_GW:moat0" "$TOPO-agent:eth0" "$TOPO-plain:eth0" "$TOPO-listed:eth0" "$NS_LAN:eth0"; do
 	topo_wait_dad "${ns%:*}" "${ns#*:}" || { not_ok "link-local ready in ${ns%:*}"; exit 1; }
 done
 
@@ -102,6 +104,24 @@ expect_match "transparent over IPv6 (tcp 443 redirected): the bound host receive
 	"Authorization: Bearer $PX_SECRET" "$(cat "$PX_DIR/bound6.log" 2>/dev/null)"
 expect_match "... the guest sees the placeholder" "Bearer $PX_PLACEHOLDER" "$out"
 expect_fail "... and never the real value" grep -q "$PX_SECRET" <<<"$out"
+
+# --- an allowlist guest's tcp 443 over IPv6 is name-checked by the proxy --
+# as over IPv4: the redirect comes before its allow6_ set, so an address
+# is no way around the names it may reach.  The address is opened in its
+# set first, as an AAAA answer for the allowed name would open it.
+expect_ok "the allowed name's IPv6 address is in allow6_listed (as an answer puts it)" \
+	in_ns "$NS_GW" nft add element inet moat allow6_listed "{ $BOUND6 timeout 120s }"
+out=$(in_ns "$TOPO-listed" curl -sS --max-time 8 --cacert "$PX_DIR/bundle.crt" \
+	--resolve "api.bound.test:443:[$BOUND6]" https://api.bound.test/echo 2>&1)
+expect_match "allowlist over IPv6: an allowed name (tcp 443 redirected) is served" "GET /echo" "$out"
+: >"$PX_DIR/bound6.log"
+out=$(in_ns "$TOPO-listed" curl -sS --max-time 8 --insecure \
+	--resolve "other.test:443:[$BOUND6]" https://other.test/echo 2>&1)
+rc=$?
+[ "$rc" != 0 ] && ! grep -q "GET /echo" "$PX_DIR/bound6.log"
+expect_eq "... a name off its list at the same IPv6 address is refused (curl rc $rc), nothing reaches the server" 0 $?
+expect_match "... refused by name, audited with its IPv6 source" \
+	"\"event\":\"refuse\".*\"src\":\"$NET6::c\"" "$(cat "$TOPO_TMP/moat-proxy.log")"
 
 # --- IPv6 literals the guest may not reach --------------------------------
 connect6() {	# connect6 GUEST ADDR PORT -- the proxy's answer to CONNECT
