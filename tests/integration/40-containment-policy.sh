@@ -60,8 +60,7 @@ topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "moat-proxy starts"
 
 # The worst case for IPv6: the gateway forwards it (a dual-stack host) and
 # the guest gives itself a global address and a route through it (to
-# 2000::/3, not a default route, which the scan's own check on the guest
-# counts as a breach by itself); the public resolvers' stand-ins answer on
+# 2000::/3); the public resolvers' stand-ins answer on
 # their IPv6 addresses.
 in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip -n "$NS_GW" addr add 2001:db8:77::1/64 dev moat0 nodad
