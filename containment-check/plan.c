@@ -1231,10 +1231,53 @@ gateway_iface(const struct cc_disc *d)
 	return NULL;
 }
 
+/* IPv6: a TCP SYN from an unused address of the guest's own /64 (global
+ * or unique local) to the first IPv6 --internet control, else to the
+ * IPv6 next hop's port 53; only where the guest has IPv6. */
+static void
+plan_spoof6(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_spoof *tmpl,
+    const struct cc_probes *ph1)
+{
+	const struct moat_addr *self = NULL;
+	struct moat_addr dst[CC_DNS_MAXADDR];
+	struct cc_spoof t = *tmpl;
+	uint16_t port = 53;
+	bool have = false;
+	size_t i;
+
+	if (!disc_has_v6(d))
+		return;
+	for (i = 0; i < d->nv6 && self == NULL; i++)
+		if (d->v6[i].index == d->gw_ifindex &&
+		    ((d->v6[i].addr.a[0] & 0xe0) == 0x20 ||
+		    (d->v6[i].addr.a[0] & 0xfe) == 0xfc))
+			self = &d->v6[i].addr;
+	for (i = 0; i < o->ninternet && !have; i++)
+		if ((addr_parse(o->internet[i].host, dst) == 0 ||
+		    resolved(ph1, o->internet[i].host, dst, 1) == 1) &&
+		    dst[0].family == AF_INET6) {
+			port = o->internet[i].port;
+			have = true;
+		}
+	if (!have && d->gw6.family == AF_INET6) {
+		dst[0] = d->gw6;
+		have = true;
+	}
+	if (self == NULL || !have)
+		return;
+	memcpy(t.src_mac, t.own_mac, 6);
+	t.answer_arp = false;
+	spoof_pick6(self, random16(), &t.src6);
+	add_spoof(v, o, &t, SP_IP6, IPPROTO_TCP, &dst[0], port,
+	    "forged source IPv6 (own MAC)");
+}
+
 /* Frames forged at layer 2 towards two positive-control destinations (the
  * gateway's DNS and the first --internet address), plus a forged ARP.
- * Five probes at most, one frame each (and ARP answers), all bounded by
- * the probe timeout.  A few frames; only the DNS query carries data. */
+ * Six probes at most (the sixth IPv6, plan_spoof6), one frame each (and
+ * ARP answers), all bounded by the probe timeout.  A few frames; only the
+ * DNS query carries data. */
 static void
 plan_spoof(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const struct cc_probes *ph1)
@@ -1282,6 +1325,7 @@ plan_spoof(struct cc_probes *v, const struct cc_opts *o,
 		add_spoof(v, o, &t, SP_MAC, IPPROTO_TCP, &inet[0],
 		    o->internet[0].port,
 		    "forged source MAC (own IPv4)");
+	plan_spoof6(v, o, d, &t, ph1);
 }
 
 void

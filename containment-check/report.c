@@ -30,7 +30,7 @@ static const char *const class_titles[C_NCLASS] = {
 	[C_IPV6] = "IPv6 (link-local, ULA, NAT64, the gateway host's IPv6)",
 	[C_DNSBYPASS] = "DNS past the gateway's resolver",
 	[C_DNSPOLICY] = "DNS policy (--allow/--deny/--rebind-name)",
-	[C_SPOOF] = "anti-spoofing (forged source MAC, IPv4, ARP)",
+	[C_SPOOF] = "anti-spoofing (forged source MAC, IPv4, ARP, IPv6)",
 	[C_HOST] = "host exposure inside the guest",
 };
 

@@ -114,6 +114,8 @@ expect_eq "IPv6 policy: no IPv6 breach, the guest has IPv6" "0 True" \
 	"$(cc_q "r['families']['ipv6']['breaches'], r['families']['ipv6']['guest_has_ipv6']" | tr -d '(),')"
 expect_eq "IPv6 policy: one IPv6 default route is not a finding" True \
 	"$(cc_q "not any(x['class']=='host' and 'default route' in x['what'] for x in rs)")"
+expect_eq "IPv6 policy: all 6 forged-source probes (one IPv6) ran and got nothing back" 6 \
+	"$(cc_q "r['ok_counts']['spoofing'].get('filtered', 0)")"
 expect_eq "IPv6 policy: the special-purpose samples, 6to4 and NAT64 reached nothing" 0 \
 	"$(cc_q "sum(1 for x in rs if x['target'].startswith(('[100::1]', '[2001:2::1]', '[3fff::1]', '[5f00::1]', '[2002:c0a8:4d02::1]')))")"
 
@@ -195,6 +197,21 @@ mutation "guest_in neighbour solicitation accept weakened to all IPv6" ipv6 '^\[
 	repl_rule inet guest_in 'nd-neighbor-solicit accept' meta nfproto ipv6 accept
 expect_eq "mutation 'guest_in weakened': the uplink's IPv6 address named too" True \
 	"$(cc_breach ipv6 '^\[2001:db8:203::1\]:22$')"
+# IPv6 anti-spoofing has two layers: the bridge binds a port's IPv6 to
+# its MAC and address (guest_ip6), raw_pre to the guests' addresses
+# (guest6).  Both weakened to the MAC and the /64, a forged source of the
+# guest's own /64 gets past the gateway (its refusal comes back to the
+# forged address, after a neighbour solicitation for it).
+v6_spoof_off() {
+	repl_rule bridge from_guest 'ip6 saddr @guest_ip6 accept' \
+		iifname . ether saddr @guest_mac6 accept &&
+	repl_rule inet raw_pre 'ip6 saddr @guest6 accept' \
+		iifname moat0 ip6 saddr $NET6::/64 accept
+}
+mutation "IPv6 anti-spoofing weakened to the MAC and the /64" spoofing '^\[2001:db8:cafe::80\]:80$' \
+	v6_spoof_off
+expect_eq "mutation 'IPv6 anti-spoofing weakened': the evidence names the forged address" True \
+	"$(cc_q "any(x['class']=='spoofing' and x['outcome']=='BREACH' and 'forged fd77::1:26d:6f61:7400:' in x['evidence'] for x in rs)")"
 # Rules that let the guest's own IPv6 through: deleted, the guest has no
 # IPv6 path, and the control says so.
 failing "raw_pre guest6 accept removed" \
