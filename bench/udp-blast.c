@@ -32,6 +32,9 @@ int
 main(int argc, char **argv)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+	struct sockaddr *sa = (struct sockaddr *)&sin;
+	socklen_t salen = sizeof(sin);
 	struct timespec t0, t1;
 	struct rusage r0, r1;
 	static char buf[1472];
@@ -39,17 +42,24 @@ main(int argc, char **argv)
 	double s;
 	int fd;
 
-	if (argc != 5 || inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1) {
+	if (argc != 5) {
 		fprintf(stderr, "usage: udp-blast ADDR PORT SIZE COUNT\n");
 		return 2;
 	}
-	sin.sin_port = htons((unsigned short)atoi(argv[2]));
+	if (inet_pton(AF_INET6, argv[1], &sin6.sin6_addr) == 1) {
+		sa = (struct sockaddr *)&sin6;
+		salen = sizeof(sin6);
+	} else if (inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1) {
+		fprintf(stderr, "udp-blast: not an address: %s\n", argv[1]);
+		return 2;
+	}
+	sin.sin_port = sin6.sin6_port = htons((unsigned short)atoi(argv[2]));
 	size = atol(argv[3]);
 	count = atol(argv[4]);
 	if (size < 1 || size > (long)sizeof(buf) || count < 1)
 		return 2;
-	if ((fd = socket(AF_INET, SOCK_DGRAM, 0)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+	if ((fd = socket(sa->sa_family, SOCK_DGRAM, 0)) == -1 ||
+	    connect(fd, sa, salen) == -1) {
 		perror("udp-blast");
 		return 1;
 	}

@@ -85,7 +85,8 @@ struct cc_dns_reply {
 enum cc_spoof_kind {
 	SP_IP,		/* own MAC, an unused address of the subnet */
 	SP_MAC,		/* a forged MAC, own address */
-	SP_ARP		/* ARP who-has the gateway from the unused address */
+	SP_ARP,		/* ARP who-has the gateway from the unused address */
+	SP_IP6		/* own MAC, an unused address of the own IPv6 /64 */
 };
 
 struct cc_spoof {
@@ -93,6 +94,7 @@ struct cc_spoof {
 	unsigned	ifindex;
 	uint8_t		own_mac[6], src_mac[6], gw_mac[6];
 	struct in_addr	src_ip;
+	struct in6_addr	src6;		/* SP_IP6: the forged address */
 	uint8_t		proto;		/* IPPROTO_UDP or _TCP; SP_ARP: 0 */
 	uint16_t	sport, ipid;	/* sport: outside the ephemeral range */
 	uint32_t	seq;
@@ -290,6 +292,17 @@ void	 spoof_filter(const struct cc_spoof *, struct sock_filter *);
 enum spoof_rx spoof_classify(const struct cc_spoof *,
 	    const struct sockaddr_in *dst, const uint8_t *, size_t, char *ev,
 	    size_t evlen, struct spoof_peer *);
+/* SP_IP6: a TCP SYN from src6; what came back (an answer to src6, or the
+ * gateway's neighbour solicitation for it, is RX_REPLY). */
+size_t	 spoof_frame6(const struct cc_spoof *, const struct sockaddr_in6 *dst,
+	    uint8_t *, size_t);
+void	 spoof_filter6(const struct cc_spoof *, struct sock_filter *);
+enum spoof_rx spoof_classify6(const struct cc_spoof *,
+	    const struct sockaddr_in6 *dst, const uint8_t *, size_t, char *ev,
+	    size_t evlen);
+/* An address of self's /64 that nobody has: its IID reads "moat". */
+void	 spoof_pick6(const struct moat_addr *self, uint16_t rnd,
+	    struct in6_addr *);
 int	 spoof_pick(const struct moat_addr *self, int plen,
 	    const struct moat_addr *gw, const struct moat_addr *taken,
 	    size_t ntaken, struct in_addr *);

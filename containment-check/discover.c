@@ -308,6 +308,11 @@ discover_neigh(struct cc_disc *d)
 	close(fd);
 }
 
+/* A unique local address counts: behind moat's nat66 a guest has one
+ * and reaches the IPv6 internet through the gateway's masquerade.  The
+ * route beyond the link (nout6: a default route or one into 2000::/3)
+ * is what says the way out is meant; a ULA network without internet
+ * advertises neither. */
 bool
 disc_has_v6(const struct cc_disc *d)
 {
@@ -316,7 +321,8 @@ disc_has_v6(const struct cc_disc *d)
 	if (d->nout6 == 0)
 		return false;
 	for (i = 0; i < d->nv6; i++)
-		if ((d->v6[i].addr.a[0] & 0xe0) == 0x20)
+		if ((d->v6[i].addr.a[0] & 0xe0) == 0x20 ||
+		    (d->v6[i].addr.a[0] & 0xfe) == 0xfc)
 			return true;
 	return false;
 }

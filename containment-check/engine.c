@@ -715,7 +715,10 @@ spoof_open(struct cc_probe *p)
 	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (p->fd == -1)
 		return -1;
-	spoof_filter(p->spoof, f);
+	if (p->spoof->kind == SP_IP6)
+		spoof_filter6(p->spoof, f);
+	else
+		spoof_filter(p->spoof, f);
 	if (setsockopt(p->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
 	    sizeof(prog)) == -1 ||
 	    bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) == -1)
@@ -738,8 +741,12 @@ spoof_start(struct engine *e, struct cc_probe *p)
 		finish(e, p, V_SKIPPED);
 		return;
 	}
-	len = spoof_frame(p->spoof, &p->dst.sin, p->payload, p->paylen, frame,
-	    sizeof(frame));
+	if (p->spoof->kind == SP_IP6)
+		len = spoof_frame6(p->spoof, &p->dst.sin6, frame,
+		    sizeof(frame));
+	else
+		len = spoof_frame(p->spoof, &p->dst.sin, p->payload,
+		    p->paylen, frame, sizeof(frame));
 	p->state = S_AWAIT;
 	if (len == 0 || spoof_send(p, frame, len, p->spoof->gw_mac) == -1 ||
 	    watch(e, p, EPOLL_CTL_ADD, EPOLLIN) == -1)
@@ -775,6 +782,15 @@ spoof_io(struct engine *e, struct cc_probe *p, uint32_t ev)
 		flen = sizeof(from);
 		if (from.sll_pkttype == PACKET_OUTGOING)
 			continue;
+		if (p->spoof->kind == SP_IP6) {
+			if (spoof_classify6(p->spoof, &p->dst.sin6, buf,
+			    (size_t)n, p->evidence, sizeof(p->evidence)) ==
+			    RX_REPLY) {
+				finish(e, p, V_REACHABLE);
+				return;
+			}
+			continue;
+		}
 		switch (spoof_classify(p->spoof, &p->dst.sin, buf, (size_t)n,
 		    p->evidence, sizeof(p->evidence), &peer)) {
 		case RX_ARP_REQUEST:
@@ -792,9 +808,12 @@ spoof_io(struct engine *e, struct cc_probe *p, uint32_t ev)
 static void
 spoof_expire(struct engine *e, struct cc_probe *p)
 {
-	char a[INET_ADDRSTRLEN];
+	char a[INET6_ADDRSTRLEN];
 
-	inet_ntop(AF_INET, &p->spoof->src_ip, a, sizeof(a));
+	if (p->spoof->kind == SP_IP6)
+		inet_ntop(AF_INET6, &p->spoof->src6, a, sizeof(a));
+	else
+		inet_ntop(AF_INET, &p->spoof->src_ip, a, sizeof(a));
 	evidence(p, false, "nothing back to %s in %u ms", a, p->timeout_ms);
 	finish(e, p, V_FILTERED);
 }

@@ -342,7 +342,8 @@ v4_only_control(struct cc_probes *v, const struct moat_addr *a,
 	    "the IPv6 internet is reachable", 0);
 	p->verdict = V_SKIPPED;
 	snprintf(p->evidence, sizeof(p->evidence),
-	    "the guest is IPv4-only (no global IPv6 address and route)");
+	    "the guest is IPv4-only (no global or unique local IPv6 "
+	    "address and route)");
 }
 
 static void
@@ -557,6 +558,45 @@ via_proxy(struct cc_probes *v, const struct cc_opts *o,
 	set_payload(p, A_HTTP, req, (size_t)len);
 }
 
+/* An origin-form request whose only destination is its Host header, an
+ * IPv6 literal: a proxy that routes by Host must judge the literal. */
+static void
+via_proxy_host(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a,
+    const char *what)
+{
+	struct cc_probe *p;
+	char ab[INET6_ADDRSTRLEN], req[256];
+	int len;
+
+	if (o->proxy_port == 0 || d->gateway.family != AF_INET ||
+	    a->family != AF_INET6)
+		return;
+	addr_fmt(a, ab, sizeof(ab));
+	len = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: [%s]\r\n"
+	    "Connection: close\r\n\r\n", ab);
+	p = add(v, cls, K_TCP, E_DENY, &d->gateway, o->proxy_port, 0, what,
+	    o->timeout_ms);
+	p->fam = AF_INET6;
+	set_payload(p, A_HTTP, req, (size_t)len);
+}
+
+static const char WHAT_V6_LIT_PROXY[] =
+    "IPv6 address through the proxy (CONNECT, absolute URI, Host)";
+
+/* An IPv6 host the guest must not reach, asked of the proxy in each
+ * spelling: CONNECT [a]:22 and [a]:443, GET http://[a]:80/, and an
+ * origin-form GET with Host: [a]. */
+static void
+v6_via_proxy(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a)
+{
+	via_proxy(v, o, d, cls, a, 22, true, WHAT_V6_LIT_PROXY);
+	via_proxy(v, o, d, cls, a, 443, true, WHAT_V6_LIT_PROXY);
+	via_proxy(v, o, d, cls, a, 80, false, WHAT_V6_LIT_PROXY);
+	via_proxy_host(v, o, d, cls, a, WHAT_V6_LIT_PROXY);
+}
+
 /* Transparent: tcp 80 to addr is redirected to the proxy; an answer the
  * proxy did not write means it fetched from addr (intercept.c). */
 static void
@@ -587,6 +627,8 @@ static const char WHAT_EXC[] = "an exception that does not apply here";
 static const char WHAT_EXC_PROXY[] =
     "an exception that does not apply here, through the proxy";
 static const char WHAT_V6_PROXY[] = "IPv6 literal through the proxy";
+static const char WHAT_V6_HOST[] =
+    "IPv6 literal as the Host of an origin-form request to the proxy";
 static const char WHAT_NET_PROXY[] = "the sandbox network through the proxy";
 static const char WHAT_ALLOW_PORT[] =
     "an allowlisted address on a port not in allow_ports";
@@ -670,7 +712,14 @@ plan_admission(struct cc_probes *v, const struct cc_opts *o,
 	for (i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
 		parse_or_die(v6[i], &a[0]);
 		via_proxy(v, o, d, C_IPV6, &a[0], 443, true, WHAT_V6_PROXY);
+		if (i + 1 < sizeof(v6) / sizeof(v6[0]))	/* not the public one */
+			via_proxy_host(v, o, d, C_IPV6, &a[0], WHAT_V6_HOST);
 	}
+	for (i = 0; i < o->ntargets; i++)	/* the LAN's IPv6 hosts */
+		if (o->targets[i].addr.family == AF_INET6)
+			v6_via_proxy(v, o, d, C_PRIVATE, &o->targets[i].addr);
+	if (d->gw6.family == AF_INET6 && !is_linklocal6(&d->gw6))
+		v6_via_proxy(v, o, d, C_IPV6, &d->gw6);
 	/* The gateway's own sandbox-side address and a neighbour of ours. */
 	net = d->gateway;
 	net.a[3] ^= 2;
@@ -828,6 +877,27 @@ static const char WHAT_NAT64[] = "NAT64-mapped private IPv4";
 static const char WHAT_NAT64_PROXY[] =
     "NAT64-mapped private IPv4 through the proxy";
 
+static const char WHAT_6TO4[] = "6to4-mapped private IPv4";
+static const char WHAT_6TO4_PROXY[] =
+    "6to4-mapped private IPv4 through the proxy";
+static const char WHAT_TEREDO[] = "Teredo-mapped private IPv4";
+
+/* One IPv6 address that carries the IPv4 address v4, probed on the
+ * subnet ports directly and, as a literal, through the proxy. */
+static void
+embedded_one(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct moat_addr *a, const char *what,
+    const char *what_proxy)
+{
+	add_ports(v, C_IPV6, a, 0, subnet_ports,
+	    sizeof(subnet_ports) / sizeof(subnet_ports[0]), what,
+	    o->timeout_ms);
+	if (what_proxy == NULL)
+		return;
+	via_proxy(v, o, d, C_IPV6, a, 443, true, what_proxy);
+	via_proxy(v, o, d, C_IPV6, a, 80, false, what_proxy);
+}
+
 static void
 nat64_one(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const uint8_t pfx[12],
@@ -839,11 +909,55 @@ nat64_one(struct cc_probes *v, const struct cc_opts *o,
 	a.family = AF_INET6;
 	memcpy(a.a, pfx, 12);
 	memcpy(a.a + 12, v4->a, 4);
-	add_ports(v, C_IPV6, &a, 0, subnet_ports,
-	    sizeof(subnet_ports) / sizeof(subnet_ports[0]), WHAT_NAT64,
-	    o->timeout_ms);
-	via_proxy(v, o, d, C_IPV6, &a, 443, true, WHAT_NAT64_PROXY);
-	via_proxy(v, o, d, C_IPV6, &a, 80, false, WHAT_NAT64_PROXY);
+	embedded_one(v, o, d, &a, WHAT_NAT64, WHAT_NAT64_PROXY);
+}
+
+/* 6to4 (RFC 3056, 2002::/16) puts the IPv4 address of a site's relay in
+ * bits 16-47: a relay on the way tunnels the probe to it.  Its router is
+ * by convention ::1 of the site's /48. */
+static void
+sixtofour_one(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct moat_addr *v4)
+{
+	struct moat_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	a.a[0] = 0x20;
+	a.a[1] = 0x02;
+	memcpy(a.a + 2, v4->a, 4);
+	a.a[15] = 1;
+	embedded_one(v, o, d, &a, WHAT_6TO4, WHAT_6TO4_PROXY);
+}
+
+/* Teredo (RFC 4380, 2001::/32): the server's IPv4 address in bits 32-63
+ * and the client's, inverted, in the last 32 bits; a relay sends the
+ * probe to the client over IPv4.  Both are the private address here. */
+static void
+teredo_one(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct moat_addr *v4)
+{
+	struct moat_addr a;
+	int k;
+
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	a.a[0] = 0x20;
+	a.a[1] = 0x01;
+	memcpy(a.a + 4, v4->a, 4);
+	for (k = 0; k < 4; k++)
+		a.a[12 + k] = (uint8_t)~v4->a[k];
+	embedded_one(v, o, d, &a, WHAT_TEREDO, NULL);
+}
+
+/* Every private IPv4 address the scan cares about, in each IPv6 form
+ * that carries one. */
+static void
+embedded_v4(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct moat_addr *v4)
+{
+	nat64_one(v, o, d, nat64_wkp, v4);
+	sixtofour_one(v, o, d, v4);
 }
 
 static void
@@ -855,15 +969,44 @@ plan_nat64(struct cc_probes *v, const struct cc_opts *o,
 
 	for (i = 0; i < sizeof(nat64_v4) / sizeof(nat64_v4[0]); i++) {
 		parse_or_die(nat64_v4[i], &a);
-		nat64_one(v, o, d, nat64_wkp, &a);
+		embedded_v4(v, o, d, &a);
 	}
 	parse_or_die(nat64_v4[0], &a);
 	nat64_one(v, o, d, nat64_local, &a);
+	teredo_one(v, o, d, &a);
 	if (d->gateway.family == AF_INET)
-		nat64_one(v, o, d, nat64_wkp, &d->gateway);
+		embedded_v4(v, o, d, &d->gateway);
 	for (i = 0; i < o->ntargets; i++)
 		if (o->targets[i].addr.family == AF_INET)
-			nat64_one(v, o, d, nat64_wkp, &o->targets[i].addr);
+			embedded_v4(v, o, d, &o->targets[i].addr);
+}
+
+/* One address in each block of the IANA IPv6 special-purpose registry
+ * that is not covered above (NAT64, 6to4, Teredo, ULA, link-local):
+ * nothing is there on the internet, so an answer is a path that should
+ * not exist. */
+static const char *const special6[] = {
+	"100::1",		/* discard-only, RFC 6666 */
+	"2001:2::1",		/* benchmarking, RFC 5180 */
+	"2001:20::1",		/* ORCHIDv2, RFC 7343 */
+	"2001:db8::1",		/* documentation, RFC 3849 */
+	"3fff::1",		/* documentation, RFC 9637 */
+	"5f00::1",		/* SRv6 SIDs, RFC 9602 */
+	"fec0::1",		/* site-local, deprecated by RFC 3879 */
+};
+
+static void
+plan_special6(struct cc_probes *v, const struct cc_opts *o)
+{
+	struct moat_addr a;
+	size_t i;
+
+	for (i = 0; i < sizeof(special6) / sizeof(special6[0]); i++) {
+		parse_or_die(special6[i], &a);
+		add_ports(v, C_IPV6, &a, 0, subnet_ports,
+		    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
+		    "IPv6 special-purpose block sample", o->timeout_ms);
+	}
 }
 
 /* Other guests on the guest's own IPv6 prefixes (global and ULA): a /64
@@ -920,6 +1063,11 @@ plan_own64(struct cc_probes *v, const struct cc_opts *o,
 			if (!own64_sampled(&a))
 				own64_add(v, o, d, &a);
 		}
+		/* Our neighbour, through the proxy as a literal. */
+		a = *self;
+		a.a[15] = (uint8_t)(a.a[15] + 1);
+		if (!disc_is_self(d, &a))
+			v6_via_proxy(v, o, d, C_GUESTS, &a);
 	}
 }
 
@@ -948,6 +1096,7 @@ plan_ipv6(struct cc_probes *v, const struct cc_opts *o,
 	plan_ipv6_neighbours(v, o, d, ph1);
 	plan_gw6(v, o, d);
 	plan_nat64(v, o, d);
+	plan_special6(v, o);
 	plan_own64(v, o, d);
 	for (i = 0; i < sizeof(ula_samples) / sizeof(ula_samples[0]); i++) {
 		parse_or_die(ula_samples[i], &a);
@@ -1082,10 +1231,53 @@ gateway_iface(const struct cc_disc *d)
 	return NULL;
 }
 
+/* IPv6: a TCP SYN from an unused address of the guest's own /64 (global
+ * or unique local) to the first IPv6 --internet control, else to the
+ * IPv6 next hop's port 53; only where the guest has IPv6. */
+static void
+plan_spoof6(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, const struct cc_spoof *tmpl,
+    const struct cc_probes *ph1)
+{
+	const struct moat_addr *self = NULL;
+	struct moat_addr dst[CC_DNS_MAXADDR];
+	struct cc_spoof t = *tmpl;
+	uint16_t port = 53;
+	bool have = false;
+	size_t i;
+
+	if (!disc_has_v6(d))
+		return;
+	for (i = 0; i < d->nv6 && self == NULL; i++)
+		if (d->v6[i].index == d->gw_ifindex &&
+		    ((d->v6[i].addr.a[0] & 0xe0) == 0x20 ||
+		    (d->v6[i].addr.a[0] & 0xfe) == 0xfc))
+			self = &d->v6[i].addr;
+	for (i = 0; i < o->ninternet && !have; i++)
+		if ((addr_parse(o->internet[i].host, dst) == 0 ||
+		    resolved(ph1, o->internet[i].host, dst, 1) == 1) &&
+		    dst[0].family == AF_INET6) {
+			port = o->internet[i].port;
+			have = true;
+		}
+	if (!have && d->gw6.family == AF_INET6) {
+		dst[0] = d->gw6;
+		have = true;
+	}
+	if (self == NULL || !have)
+		return;
+	memcpy(t.src_mac, t.own_mac, 6);
+	t.answer_arp = false;
+	spoof_pick6(self, random16(), &t.src6);
+	add_spoof(v, o, &t, SP_IP6, IPPROTO_TCP, &dst[0], port,
+	    "forged source IPv6 (own MAC)");
+}
+
 /* Frames forged at layer 2 towards two positive-control destinations (the
  * gateway's DNS and the first --internet address), plus a forged ARP.
- * Five probes at most, one frame each (and ARP answers), all bounded by
- * the probe timeout.  A few frames; only the DNS query carries data. */
+ * Six probes at most (the sixth IPv6, plan_spoof6), one frame each (and
+ * ARP answers), all bounded by the probe timeout.  A few frames; only the
+ * DNS query carries data. */
 static void
 plan_spoof(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const struct cc_probes *ph1)
@@ -1133,6 +1325,7 @@ plan_spoof(struct cc_probes *v, const struct cc_opts *o,
 		add_spoof(v, o, &t, SP_MAC, IPPROTO_TCP, &inet[0],
 		    o->internet[0].port,
 		    "forged source MAC (own IPv4)");
+	plan_spoof6(v, o, d, &t, ph1);
 }
 
 void

@@ -30,7 +30,7 @@ static const char *const class_titles[C_NCLASS] = {
 	[C_IPV6] = "IPv6 (link-local, ULA, NAT64, the gateway host's IPv6)",
 	[C_DNSBYPASS] = "DNS past the gateway's resolver",
 	[C_DNSPOLICY] = "DNS policy (--allow/--deny/--rebind-name)",
-	[C_SPOOF] = "anti-spoofing (forged source MAC, IPv4, ARP)",
+	[C_SPOOF] = "anti-spoofing (forged source MAC, IPv4, ARP, IPv6)",
 	[C_HOST] = "host exposure inside the guest",
 };
 
@@ -290,8 +290,8 @@ v6_state(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	size_t i;
 
 	if (!disc_has_v6(d))
-		return "the guest is IPv4-only (no global IPv6 address and "
-		    "route)";
+		return "the guest is IPv4-only (no global or unique local "
+		    "IPv6 address and route)";
 	for (i = 0; i < n; i++)
 		ctl |= p[i].cls == C_CONTROL && p[i].fam == AF_INET6 &&
 		    (p[i].expect == E_REACH || p[i].expect == E_UNREACH);

@@ -337,6 +337,147 @@ spoof_sport(unsigned lo, unsigned hi, uint16_t rnd)
 	return (uint16_t)(65535 - rnd % 512);	/* no room: the top, rarely used */
 }
 
+/* --- IPv6: a forged source of the own /64 ------------------------------- */
+
+/*
+ * A guest's port must pass only its own IPv6 address too.  The probe
+ * sends a TCP SYN from an unused address of its own /64 with its own MAC.
+ * It does not answer neighbour discovery for that address: the gateway's
+ * neighbour solicitation for it is proof enough that something past the
+ * port wants to answer it (a refusal from a later layer included).
+ */
+#define IP6_HLEN	40
+#define ETHERTYPE_IPV6_	0x86dd
+#define ICMP6_NS	135
+
+size_t
+spoof_frame6(const struct cc_spoof *s, const struct sockaddr_in6 *dst,
+    uint8_t *f, size_t len)
+{
+	uint8_t *ip = f + ETH_HLEN, *l4 = ip + IP6_HLEN, pseudo[40];
+	uint32_t sum;
+
+	if (len < ETH_HLEN + IP6_HLEN + TCP_HLEN)
+		return 0;
+	memset(f, 0, ETH_HLEN + IP6_HLEN + TCP_HLEN);
+	eth_header(f, s->gw_mac, s->src_mac, ETHERTYPE_IPV6_);
+	ip[0] = 0x60;
+	put16(ip + 4, TCP_HLEN);
+	ip[6] = IPPROTO_TCP;
+	ip[7] = 64;
+	memcpy(ip + 8, &s->src6, 16);
+	memcpy(ip + 24, &dst->sin6_addr, 16);
+	put16(l4, s->sport);
+	memcpy(l4 + 2, &dst->sin6_port, 2);
+	memcpy(l4 + 4, &s->seq, 4);
+	l4[12] = (TCP_HLEN / 4) << 4;
+	l4[13] = 0x02;			/* SYN */
+	put16(l4 + 14, 64240);
+	memset(pseudo, 0, sizeof(pseudo));
+	memcpy(pseudo, ip + 8, 32);
+	put16(pseudo + 34, TCP_HLEN);
+	pseudo[39] = IPPROTO_TCP;
+	sum = sum16(l4, TCP_HLEN, sum16(pseudo, sizeof(pseudo), 0));
+	put16(l4 + 16, fold(sum) ? fold(sum) : 0xffff);
+	return ETH_HLEN + IP6_HLEN + TCP_HLEN;
+}
+
+/* Classic BPF: IPv6 whose destination ends in the forged address's last
+ * 32 bits, or a neighbour solicitation whose target does. */
+static uint32_t
+tail32(const struct in6_addr *a)
+{
+	return (uint32_t)a->s6_addr[12] << 24 | (uint32_t)a->s6_addr[13] << 16 |
+	    (uint32_t)a->s6_addr[14] << 8 | a->s6_addr[15];
+}
+
+void
+spoof_filter6(const struct cc_spoof *s, struct sock_filter *f)
+{
+	uint32_t tail = tail32(&s->src6);
+	size_t i;
+	const struct sock_filter prog[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETHERTYPE_IPV6_, 0, 9),
+		/* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + 36),
+		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, tail, 6, 0),
+		/* 4 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + 6),
+		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMPV6, 0, 5),
+		/* 6 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ETH_HLEN + IP6_HLEN),
+		/* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP6_NS, 0, 3),
+		/* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ETH_HLEN + IP6_HLEN + 20),
+		/* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, tail, 0, 1),
+		/* 10 */ BPF_STMT(BPF_RET | BPF_K, 0xffff),
+		/* 11 */ BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+
+	for (i = 0; i < SPOOF_NFILTER; i++)	/* the rest: unreachable */
+		f[i] = i < sizeof(prog) / sizeof(prog[0]) ? prog[i] :
+		    (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+}
+
+static void
+addr6_fmt(const uint8_t *a, char *buf, size_t len)
+{
+	if (inet_ntop(AF_INET6, a, buf, (socklen_t)len) == NULL)
+		snprintf(buf, len, "?");
+}
+
+/* An answer to the forged address: the far end's SYN-ACK or RST, an
+ * ICMPv6 error quoting our SYN, anything else to it; or the neighbour
+ * solicitation a reply to it needs first. */
+enum spoof_rx
+spoof_classify6(const struct cc_spoof *s, const struct sockaddr_in6 *dst,
+    const uint8_t *f, size_t len, char *ev, size_t evlen)
+{
+	const uint8_t *ip = f + ETH_HLEN, *l4 = ip + IP6_HLEN;
+	char who[INET6_ADDRSTRLEN], forged[INET6_ADDRSTRLEN];
+	size_t plen;
+
+	if (len < ETH_HLEN + IP6_HLEN || get16(f + 12) != ETHERTYPE_IPV6_ ||
+	    (ip[0] >> 4) != 6)
+		return RX_NONE;
+	plen = get16(ip + 4);
+	if (plen > len - ETH_HLEN - IP6_HLEN)
+		return RX_NONE;
+	addr6_fmt(ip + 8, who, sizeof(who));
+	addr6_fmt(s->src6.s6_addr, forged, sizeof(forged));
+	if (ip[6] == IPPROTO_ICMPV6 && plen >= 24 && l4[0] == ICMP6_NS &&
+	    memcmp(l4 + 8, &s->src6, 16) == 0) {
+		snprintf(ev, evlen, "neighbour solicitation from %s for "
+		    "forged %s", who, forged);
+		return RX_REPLY;
+	}
+	if (memcmp(ip + 24, &s->src6, 16) != 0)
+		return RX_NONE;
+	if (ip[6] == IPPROTO_ICMPV6 && plen >= 8 && l4[0] < 128)	/* an error */
+		snprintf(ev, evlen, "ICMPv6 type %u code %u from %s to "
+		    "forged %s", l4[0], l4[1], who, forged);
+	else if (ip[6] == IPPROTO_TCP && plen >= TCP_HLEN &&
+	    memcmp(ip + 8, &dst->sin6_addr, 16) == 0 &&
+	    get16(l4 + 2) == s->sport)
+		snprintf(ev, evlen, "%s from %s to forged %s",
+		    (l4[13] & 0x12) == 0x12 ? "SYN-ACK" : (l4[13] & 0x04) ?
+		    "RST" : "TCP segment", who, forged);
+	else
+		snprintf(ev, evlen, "a packet from %s to forged %s", who,
+		    forged);
+	return RX_REPLY;
+}
+
+void
+spoof_pick6(const struct moat_addr *self, uint16_t rnd, struct in6_addr *out)
+{
+	static const uint8_t iid[6] = { 0x02, 0x6d, 0x6f, 0x61, 0x74, 0x00 };
+
+	memcpy(out->s6_addr, self->a, 8);
+	memcpy(out->s6_addr + 8, iid, 6);
+	out->s6_addr[14] = (uint8_t)(rnd >> 8);
+	out->s6_addr[15] = (uint8_t)rnd;
+	if (memcmp(out->s6_addr, self->a, 16) == 0)
+		out->s6_addr[15] ^= 1;
+}
+
 /* --- which address to forge ---------------------------------------------- */
 
 /*

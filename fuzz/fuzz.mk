@@ -26,6 +26,7 @@ FUZZ_SRCS_fuzz_dnsd_answer = dnsd/msg.c dnsd/policy.c dnsd/cache.c
 FUZZ_SRCS_fuzz_cc_dns = $(filter-out containment-check/main.c,$(wildcard containment-check/*.c))
 FUZZ_SRCS_fuzz_cc_http = $(FUZZ_SRCS_fuzz_cc_dns)
 FUZZ_SRCS_fuzz_cc_targets = $(FUZZ_SRCS_fuzz_cc_dns)
+FUZZ_SRCS_fuzz_cc_spoof = $(FUZZ_SRCS_fuzz_cc_dns)
 FUZZ_SRCS_fuzz_proxy_http = gatewayd/proxy/http.c
 FUZZ_SRCS_fuzz_proxy_chunked = gatewayd/proxy/http.c
 FUZZ_SRCS_fuzz_proxy_sni = gatewayd/proxy/sni.c

@@ -60,8 +60,7 @@ topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "moat-proxy starts"
 
 # The worst case for IPv6: the gateway forwards it (a dual-stack host) and
 # the guest gives itself a global address and a route through it (to
-# 2000::/3, not a default route, which the scan's own check on the guest
-# counts as a breach by itself); the public resolvers' stand-ins answer on
+# 2000::/3); the public resolvers' stand-ins answer on
 # their IPv6 addresses.
 in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip -n "$NS_GW" addr add 2001:db8:77::1/64 dev moat0 nodad
@@ -86,7 +85,7 @@ expect_eq "full policy: gateway sweep refused with admin-prohibited" True \
 # as information for an open sandbox, which shows the route was there.)
 expect_eq "full policy: the public resolvers' IPv6 addresses were probed over the guest's route, none reached" True \
 	"$(cc_q "any(x['target'].startswith('[2620:fe::fe]') for x in rs) and all('unreach' not in x['evidence'] for x in rs if x['target'].startswith('[2620:fe::fe]')) and not any(x['class']=='dns-bypass' and x['target'].startswith('[') and x['outcome']=='BREACH' for x in rs)")"
-expect_eq "full policy: all 5 forged-source probes ran and got nothing back" 5 \
+expect_eq "full policy: all 6 forged-source probes (one IPv6) ran and got nothing back" 6 \
 	"$(cc_q "r['ok_counts']['spoofing'].get('filtered', 0)")"
 probes=$(cc_q 'r["probes"]'); ms=$(cc_q 'r["elapsed_ms"]')
 echo "# full-policy scan: $probes probes in $ms ms"

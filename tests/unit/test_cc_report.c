@@ -230,8 +230,14 @@ families(void **state)
 	d.nout6 = 1;
 	snprintf(d.route6, sizeof(d.route6), "2000::/3 via 2001:db8::1 dev eth0");
 	assert_true(disc_has_v6(&d));
+	/* A ULA with a route beyond the link: nat66 behind the gateway. */
 	assert_int_equal(addr_parse("fd00::10", &d.v6[0].addr), 0);
-	assert_false(disc_has_v6(&d));	/* a ULA is not the internet */
+	assert_true(disc_has_v6(&d));
+	d.nout6 = 0;		/* a ULA network and nothing beyond it */
+	assert_false(disc_has_v6(&d));
+	d.nout6 = 1;
+	assert_int_equal(addr_parse("fe80::10", &d.v6[0].addr), 0);
+	assert_false(disc_has_v6(&d));	/* link-local is not a way out */
 	assert_int_equal(addr_parse("2001:db8::10", &d.v6[0].addr), 0);
 	capture(report_json, p, 4, &d, out, sizeof(out));
 	assert_non_null(strstr(out, "\"guest_has_ipv6\": true, \"state\": "

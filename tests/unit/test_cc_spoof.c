@@ -183,13 +183,11 @@ reply_icmp(uint8_t *f, const char *from, const char *src, const char *dst,
 }
 
 static unsigned
-run_filter(const struct cc_spoof *s, const uint8_t *f, size_t len)
+run_prog(const struct sock_filter *prog, const uint8_t *f, size_t len)
 {
-	struct sock_filter prog[SPOOF_NFILTER];
 	uint32_t A = 0, X = 0;
 	size_t pc = 0;
 
-	spoof_filter(s, prog);
 	for (;;) {		/* the few classic BPF forms spoof_filter uses */
 		const struct sock_filter *i = &prog[pc++];
 		size_t k = i->k;
@@ -228,6 +226,135 @@ run_filter(const struct cc_spoof *s, const uint8_t *f, size_t len)
 		}
 		assert_true(pc < SPOOF_NFILTER);
 	}
+}
+
+static unsigned
+run_filter(const struct cc_spoof *s, const uint8_t *f, size_t len)
+{
+	struct sock_filter prog[SPOOF_NFILTER];
+
+	spoof_filter(s, prog);
+	return run_prog(prog, f, len);
+}
+
+static unsigned
+run_filter6(const struct cc_spoof *s, const uint8_t *f, size_t len)
+{
+	struct sock_filter prog[SPOOF_NFILTER];
+
+	spoof_filter6(s, prog);
+	return run_prog(prog, f, len);
+}
+
+/* An IPv6 frame from src to dst: next header nh, payload l4 of len n. */
+static size_t
+frame6(uint8_t *f, const char *src, const char *dst, uint8_t nh,
+    const uint8_t *l4, size_t n)
+{
+	memset(f, 0, 14 + 40);
+	memcpy(f, own_mac, 6);
+	memcpy(f + 6, gw_mac, 6);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	f[14] = 0x60;
+	f[18] = (uint8_t)(n >> 8);
+	f[19] = (uint8_t)n;
+	f[20] = nh;
+	f[21] = 255;
+	inet_pton(AF_INET6, src, f + 22);
+	inet_pton(AF_INET6, dst, f + 38);
+	memcpy(f + 54, l4, n);
+	return 14 + 40 + n;
+}
+
+/* IPv6: the forged address, the SYN's headers and checksum, and what
+ * counts as an answer -- filter and judgement agree. */
+static void
+ipv6(void **state)
+{
+	struct cc_spoof s = spoof(SP_IP6, IPPROTO_TCP, "0.0.0.0");
+	struct sockaddr_in6 d = { .sin6_family = AF_INET6,
+	    .sin6_port = htons(80) };
+	struct moat_addr self;
+	uint8_t f[256], l4[64], pseudo[40];
+	char b[INET6_ADDRSTRLEN], ev[160];
+	size_t n;
+
+	(void)state;
+	addr_parse("fd77:0:0:1::a", &self);
+	spoof_pick6(&self, 0x1234, &s.src6);
+	assert_string_equal(inet_ntop(AF_INET6, &s.src6, b, sizeof(b)),
+	    "fd77::1:26d:6f61:7400:1234");
+	inet_pton(AF_INET6, "2001:db8:cafe::80", &d.sin6_addr);
+	n = spoof_frame6(&s, &d, f, sizeof(f));
+	assert_int_equal(n, 14 + 40 + 20);
+	assert_memory_equal(f, gw_mac, 6);
+	assert_memory_equal(f + 6, own_mac, 6);
+	assert_int_equal(f[12] << 8 | f[13], 0x86dd);
+	assert_int_equal(f[14] >> 4, 6);
+	assert_int_equal(f[20], IPPROTO_TCP);
+	assert_memory_equal(f + 22, &s.src6, 16);
+	assert_memory_equal(f + 38, &d.sin6_addr, 16);
+	assert_int_equal(f[54 + 13], 0x02);		/* SYN */
+	memset(pseudo, 0, sizeof(pseudo));
+	memcpy(pseudo, f + 22, 32);
+	pseudo[35] = 20;
+	pseudo[39] = IPPROTO_TCP;
+	assert_int_equal(cksum(f + 54, 20, cksum(pseudo, 40, 0)), 0xffff);
+	assert_int_equal(spoof_frame6(&s, &d, f, 60), 0);
+
+	/* The far end's SYN-ACK to the forged address. */
+	memset(l4, 0, sizeof(l4));
+	l4[0] = 0;
+	l4[1] = 80;
+	l4[2] = (uint8_t)(4242 >> 8);
+	l4[3] = (uint8_t)4242;
+	l4[12] = 0x50;
+	l4[13] = 0x12;
+	n = frame6(f, "2001:db8:cafe::80", b, IPPROTO_TCP, l4, 20);
+	assert_int_equal(run_filter6(&s, f, n), 0xffff);
+	assert_int_equal(spoof_classify6(&s, &d, f, n, ev, sizeof(ev)),
+	    RX_REPLY);
+	assert_string_equal(ev, "SYN-ACK from 2001:db8:cafe::80 to forged "
+	    "fd77::1:26d:6f61:7400:1234");
+	/* An ICMPv6 refusal to it from a later layer. */
+	memset(l4, 0, sizeof(l4));
+	l4[0] = 1;
+	l4[1] = 1;
+	n = frame6(f, "fd77:0:0:1::1", b, 58, l4, 48);
+	assert_int_equal(run_filter6(&s, f, n), 0xffff);
+	assert_int_equal(spoof_classify6(&s, &d, f, n, ev, sizeof(ev)),
+	    RX_REPLY);
+	assert_string_equal(ev, "ICMPv6 type 1 code 1 from fd77:0:0:1::1 to "
+	    "forged fd77::1:26d:6f61:7400:1234");
+	/* The gateway's neighbour solicitation for it. */
+	memset(l4, 0, sizeof(l4));
+	l4[0] = 135;
+	memcpy(l4 + 8, &s.src6, 16);
+	n = frame6(f, "fe80::1", "ff02::1:ff00:1234", 58, l4, 24);
+	assert_int_equal(run_filter6(&s, f, n), 0xffff);
+	assert_int_equal(spoof_classify6(&s, &d, f, n, ev, sizeof(ev)),
+	    RX_REPLY);
+	assert_string_equal(ev, "neighbour solicitation from fe80::1 for "
+	    "forged fd77::1:26d:6f61:7400:1234");
+	/* Not for us: a solicitation for another address, a reply to the
+	 * guest's own address, IPv4. */
+	inet_pton(AF_INET6, "fd77:0:0:1::b", l4 + 8);
+	n = frame6(f, "fe80::1", "ff02::1:ff00:b", 58, l4, 24);
+	assert_int_equal(run_filter6(&s, f, n), 0);
+	assert_int_equal(spoof_classify6(&s, &d, f, n, ev, sizeof(ev)),
+	    RX_NONE);
+	memset(l4, 0, sizeof(l4));
+	n = frame6(f, "2001:db8:cafe::80", "fd77:0:0:1::a", IPPROTO_TCP, l4,
+	    20);
+	assert_int_equal(run_filter6(&s, f, n), 0);
+	assert_int_equal(spoof_classify6(&s, &d, f, n, ev, sizeof(ev)),
+	    RX_NONE);
+	f[12] = 0x08;
+	f[13] = 0x00;
+	assert_int_equal(run_filter6(&s, f, n), 0);
+	assert_int_equal(spoof_classify6(&s, &d, f, n, ev, sizeof(ev)),
+	    RX_NONE);
 }
 
 static void
@@ -400,6 +527,7 @@ main(void)
 		cmocka_unit_test(arp),
 		cmocka_unit_test(source_port),
 		cmocka_unit_test(pick),
+		cmocka_unit_test(ipv6),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
