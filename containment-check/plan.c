@@ -175,8 +175,10 @@ host_of(const struct cc_probe *p, const char *name, char *buf, size_t len)
 	struct moat_addr a;
 	char ab[INET6_ADDRSTRLEN];
 
+	/* An IPv6 literal in a Host header is bracketed (RFC 3986). */
 	if (name != NULL) {
-		snprintf(buf, len, "%s", name);
+		snprintf(buf, len, addr_parse(name, &a) == 0 &&
+		    a.family == AF_INET6 ? "[%s]" : "%s", name);
 		return;
 	}
 	if (addr_from_sockaddr((const struct sockaddr_storage *)(const void *)
@@ -694,8 +696,10 @@ static void
 plan_admission(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, const struct cc_probes *ph1)
 {
+	/* The last is public: refused only to a guest without IPv6. */
 	static const char *const v6[] = { "fd00::1", "fe80::1",
 	    "2001:4860:4860::8888" };
+	const size_t v6_public = 2;
 	struct moat_addr a[CC_DNS_MAXADDR], net;
 	size_t i, k, n;
 
@@ -711,6 +715,10 @@ plan_admission(struct cc_probes *v, const struct cc_opts *o,
 	}
 	for (i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
 		parse_or_die(v6[i], &a[0]);
+		/* A guest with IPv6 may reach public IPv6 through the proxy
+		 * as directly; one without may not reach it at all. */
+		if (i == v6_public && disc_has_v6(d))
+			continue;
 		via_proxy(v, o, d, C_IPV6, &a[0], 443, true, WHAT_V6_PROXY);
 		if (i + 1 < sizeof(v6) / sizeof(v6[0]))	/* not the public one */
 			via_proxy_host(v, o, d, C_IPV6, &a[0], WHAT_V6_HOST);
@@ -1072,18 +1080,29 @@ plan_own64(struct cc_probes *v, const struct cc_opts *o,
 }
 
 /* The IPv6 route's next hop is the gateway host (or a router beside it):
- * the ports a host serves, directly. */
+ * the ports a host serves, directly.  On its global or unique-local
+ * address the gateway's resolver and proxy may answer, as on its IPv4
+ * one; on a link-local one nothing may. */
 static void
 plan_gw6(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d)
 {
 	static const uint16_t ports[] = { 22, 53, 80, 443, 3128, 8080 };
+	bool ll = is_linklocal6(&d->gw6);
+	size_t i;
 
 	if (d->gw6.family != AF_INET6)
 		return;
-	add_ports(v, C_IPV6, &d->gw6, is_linklocal6(&d->gw6) ?
-	    d->gw6_ifindex : 0, ports, sizeof(ports) / sizeof(ports[0]),
-	    "the IPv6 route's next hop (the gateway host)", o->timeout_ms);
+	for (i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
+		bool allowed = !ll && (ports[i] == 53 ||
+		    ports[i] == o->proxy_port);
+
+		add(v, C_IPV6, K_TCP, allowed ? E_INFO : E_DENY, &d->gw6,
+		    ports[i], ll ? d->gw6_ifindex : 0, allowed ?
+		    "allowed service on the gateway's IPv6 address" :
+		    "the IPv6 route's next hop (the gateway host)",
+		    o->timeout_ms);
+	}
 }
 
 static void

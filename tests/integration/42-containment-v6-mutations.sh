@@ -58,6 +58,9 @@ v6_banner "$NS_LAN" 80 lan-v6-web
 v6_banner "$NS_GW" 22 SSH-2.0-gateway-v6
 v6_banner "$TOPO-g2" 22 SSH-2.0-guest-g2-v6
 topo_http "$NS_INET" $WWW6 80 "inet6" || not_ok "HTTP on the IPv6 internet's web server"
+# tcp 80 is the proxy's (redirected, with interception on): the direct
+# path, forwarding and nat66, is proven on a port nobody intercepts.
+topo_http "$NS_INET" $WWW6 8080 "inet6-direct" || not_ok "HTTP on the IPv6 internet's web server, port 8080"
 for ns in "$NS_GW" "$TOPO-web" "$TOPO-g2" "$NS_LAN"; do
 	topo_wait_dad "$ns" "$( [ "$ns" = "$NS_GW" ] && echo moat0 || echo eth0)" ||
 		{ not_ok "link-local addresses ready in $ns"; exit 1; }
@@ -69,13 +72,13 @@ gateway $GW_UP6
 gateway $GW_LL
 lan 2001:db8:1a::/64
 EOF
-CC_ARGS+=(--internet "[$WWW6]:80" --targets-file "$TOPO_TMP/targets")
+CC_ARGS+=(--internet "[$WWW6]:80" --internet "[$WWW6]:8080" --targets-file "$TOPO_TMP/targets")
 
 CONF=$TOPO_TMP/cc-v6.conf
 mkdir -p "$TOPO_TMP/state"
-# 2001:db8::/32 is public here (the LAN's global prefix and the web
-# server): what keeps the guest off the LAN is then the host-networks set
-# (lan6), not the private table.
+# The LAN's global prefix and the web server's are public here: what
+# keeps the guest off the LAN is then the host-networks set (lan6), not
+# the private table.  The rest of 2001:db8::/32 stays documentation space.
 cat >"$CONF" <<CONF
 gateway: {
   uplink  = "up0";
@@ -83,7 +86,7 @@ gateway: {
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; };
-  treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ];
+  treat_as_public = [ "203.0.113.0/24", "2001:db8:1a::/64", "2001:db8:cafe::/64", "2001:db8:203::/64" ];
   exceptions = ( );
   state_dir = "$TOPO_TMP/state";
   ipv6 = { network = "$NET6::/64"; uplink_mode = "nat66"; };
@@ -103,8 +106,8 @@ ok "nft-rules applies the IPv6 policy"
 topo_bg "$NS_GW" moat-proxy build/moat-proxy -d -c "$CONF" --user nobody
 topo_wait_port "$NS_GW" $GW_ADDR 3128 || not_ok "moat-proxy starts"
 
-v6_ctl() {	# the IPv6 control's outcome
-	cc_q "[x['outcome'] for x in rs if x['class']=='controls' and x['target']=='[$WWW6]:80'] or ['missing']"
+v6_ctl() {	# the direct IPv6 control's outcome
+	cc_q "[x['outcome'] for x in rs if x['class']=='controls' and x['target']=='[$WWW6]:8080'] or ['missing']"
 }
 cc_scan web
 expect_eq "IPv6 policy: contained, exit 0" 0 "$CC_RC"
