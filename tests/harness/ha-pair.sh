@@ -109,7 +109,7 @@ pair_lan_count() {
 pair_box_start() {	# pair_box_start X -- X's gatewayd, same config, own state
 	local x=$1
 	SOCK[$x]=$TOPO_TMP/$x.sock
-	sed "s|^gateway: {|gateway: { state_dir = \"$TOPO_TMP/state-$x\";\n  ha: { enabled = true; uplink_address = \"$UP_VIP\"; };|" \
+	sed "s|^gateway: {|gateway: { state_dir = \"$TOPO_TMP/state-$x\";\n  ha: { enabled = true; uplink_address = \"$UP_VIP\"; };\n  metrics: { textfile = \"$TOPO_TMP/$x.prom\"; interval = 1; };|" \
 	    examples/demo.conf >"$TOPO_TMP/$x.conf"
 	ip netns exec "${PAIR_NS[$x]}" build/gatewayd -d -c "$TOPO_TMP/$x.conf" -s "${SOCK[$x]}" \
 	    -a "$TOPO_TMP/$x-audit.log" >>"$TOPO_TMP/$x-gatewayd.log" 2>&1 &
@@ -131,14 +131,16 @@ pair_ctd_start() {	# pair_ctd_start X -- X's conntrackd, from the example
 	    -e "s|LogFile off|LogFile $d/conntrackd.log|" \
 	    -e "s|/var/lock/conntrackd.lock|$d/lock|" -e "s|/var/run/conntrackd.ctl|$d/ctl|" \
 	    examples/conntrackd.conf >"$d/conntrackd.conf"
-	rm -f "$d/lock"
+	rm -f "$d/lock" "$d/ctl"
 	topo_bg "${PAIR_NS[$x]}" "conntrackd-$x" conntrackd -C "$d/conntrackd.conf"
 	CTD_PID[$x]=${TOPO_PIDS[-1]}
 	wait_for 10 test -S "$d/ctl"
 }
 pair_ctd() { local x=$1; shift; conntrackd -C "$TOPO_TMP/ctd-$x/conntrackd.conf" "$@"; }
 
-pair_ka_start() {	# pair_ka_start X [ADVERT_INT] -- X's keepalived, from the example
+# pair_ka_start X [ADVERT_INT [FALL]] -- X's keepalived, from the example;
+# an advert interval under a second is VRRP version 3's (centiseconds).
+pair_ka_start() {
 	local x=$1 o=${PAIR_OTHER[$1]} d=$TOPO_TMP/ka-$1
 	mkdir -p "$d"
 	for s in moat-ha-notify.sh moat-ha-check.sh; do
@@ -151,14 +153,17 @@ pair_ka_start() {	# pair_ka_start X [ADVERT_INT] -- X's keepalived, from the exa
 	    -e "s|^\t\t192.168.200.2|\t\t${PAIR_PEER[$o]}|" \
 	    -e "s|/etc/conntrackd/conntrackd.conf|$TOPO_TMP/ctd-$x/conntrackd.conf|" \
 	    -e "s|$UP_VIP/24 dev eth0|$UP_VIP/24 dev up0|" \
-	    -e "s|advert_int 1|advert_int ${2:-1}|" \
+	    -e "s|advert_int 1|advert_int ${2:-1}|" -e "s|fall 2|fall ${3:-2}|" \
 	    examples/keepalived.conf >"$d/keepalived.conf"
+	case ${2:-1} in
+	0.*) sed -i "s|^\tadvert_int .*|&\n\tversion 3|" "$d/keepalived.conf" ;;
+	esac
 	topo_bg "${PAIR_NS[$x]}" "keepalived-$x" keepalived -n -l -D -P -f "$d/keepalived.conf" \
 	    -p "$d/k.pid" -r "$d/v.pid" -c "$d/c.pid"
 	KA_PID[$x]=${TOPO_PIDS[-1]}
 }
 
-# pair_start [ADVERT_INT] -- both gatewayds, conntrackds and keepalived;
+# pair_start [ADVERT_INT [FALL]] -- both gatewayds, conntrackds and keepalived;
 # A master, B backup.
 pair_start() {
 	bash gatewayd/install-users.sh

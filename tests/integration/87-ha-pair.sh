@@ -16,7 +16,8 @@
 # refused ones got through, nor did any packet reach the LAN.  A comes
 # back each time and takes over again by priority, and nothing opens
 # during that switch either.  containment-check passes from the guest
-# before and after the failover.
+# before and after the failover.  Last, split brain: the peer link cut,
+# both are master, nothing opens, and both say so in ctl status.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -114,4 +115,32 @@ switchback "kill -9 A's gatewayd" pair_box_start A
 
 failover "A's links down" pair_links A down
 switchback "A's links down" pair_links A up
+
+# --- split brain -------------------------------------------------------
+# The peer link is cut: neither box hears the other, both are master and
+# hold the shared addresses.  The policy stands on both (nothing the
+# guest may not reach gets through), and each box's ctl status says that
+# another master answers for the shared uplink address (gatewayd's ARP
+# probe of it on the uplink).  The link back, B is backup again and the
+# state clears.
+split() { pair_ctl "$1" status 2>/dev/null | grep -q '^split-brain '; }
+pair_watch 14 "$W-split.json"
+expect_fail "no split brain shown before" split A
+ip -n "$NS_B" link set peer0 down
+expect_ok "split brain: B becomes master too" wait_for 15 pair_is_role B master
+expect_ok "split brain: A stays master" pair_is_role A master
+expect_ok "split brain: A's ctl status shows it" wait_for 5 split A
+expect_ok "split brain: and B's" wait_for 5 split B
+echo "# $(pair_ctl A status | grep '^split-brain')"
+expect_match "split brain: in --json" '"split_brain":true' "$(pair_ctl B status --json)"
+prom_split() { grep -q '^moat_ha_split_brain 1$' "$TOPO_TMP/A.prom" 2>/dev/null; }
+expect_ok "split brain: in the metrics" wait_for 5 prom_split
+expect_match "split brain: in A's audit log" '"event":"ha-split-brain"' "$(cat "$TOPO_TMP/A-audit.log")"
+wait "$WATCH_PID"
+echo "# split brain: $(cat "$W-split.json")"
+refused "split brain" "$W-split.json"
+ip -n "$NS_B" link set peer0 up
+expect_ok "split brain over: B is backup again" wait_for 15 pair_is_role B backup
+not_split() { ! split A; }
+expect_ok "and A's status clears" wait_for 8 not_split
 tap_done
