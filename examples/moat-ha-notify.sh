@@ -11,13 +11,15 @@
 # changed state).
 #
 # With CONNTRACKD_CONF, conntrackd (FTFW mode, examples/conntrackd.conf)
-# is driven as its documentation advises: becoming master, commit the
-# connections learnt from the other box to the kernel before this box
-# forwards them, then start over from the kernel's table and send it to
-# the other box; becoming backup, shorten the timers of what this box
-# forwarded (the other box now does) and ask for the master's table;
-# in fault, shorten the timers.  A conntrackd step that fails is logged
-# and does not keep the role from gatewayd.
+# is told what its documentation's primary-backup.sh tells it, but for
+# -t: becoming master, commit what came from the other box (a no-op with
+# DisableExternalCache On, where it is in the kernel already), then start
+# over from the kernel's table and send it to the other box; becoming
+# backup, ask for the master's table.  Not -t ("shorten the timers"):
+# conntrackd implements it as a flush of the whole kernel table a few
+# seconds later, and with DisableExternalCache On that table holds the
+# master's flows, which the next failover needs.  A conntrackd step that
+# fails is logged and does not keep the role from gatewayd.
 sock=${1:-/run/moat/gatewayd.sock}
 state=${2:-/run/moat/ha-role}
 ctd=
@@ -25,8 +27,8 @@ ctd=
 eval "kstate=\${$(($# - 1))}"
 case $kstate in
 MASTER) role=master steps="-c -f -R -B" ;;
-BACKUP) role=backup steps="-t -n" ;;
-*) role=fault steps="-t" ;;
+BACKUP) role=backup steps="-n" ;;
+*) role=fault steps= ;;
 esac
 echo "$role" >"$state.tmp" && mv -f "$state.tmp" "$state"
 if [ -n "$ctd" ]; then

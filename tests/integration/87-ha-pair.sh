@@ -98,10 +98,17 @@ refused() {	# refused NAME OUT -- not one refused probe got through
 # switchback NAME CMD... -- CMD brings A back; it takes over by priority.
 switchback() {
 	local name=$1 out=$W-$1-back.json; shift
-	pair_watch 12 "$out"
+	pair_watch 16 "$out"
 	"$@"
 	expect_ok "$name: A comes back as master" wait_for 30 pair_is_role A master
 	expect_ok "$name: and B goes back to backup" wait_for 15 pair_is_role B backup
+	# The next failover needs B's copy of what A forwards now, however
+	# soon it comes: still there past conntrackd's PurgeTimeout (5 s),
+	# after which its -t would have flushed B's table.
+	sleep 7
+	expect_eq "$name: B still holds the download A forwards now, 7 s on" 1 \
+		"$(in_ns "$NS_B" conntrack -L -p tcp --dport 5001 -s 10.77.0.11 --state ESTABLISHED 2>/dev/null |
+		   grep -c "dst=$UP_VIP ")"
 	wait "$WATCH_PID"
 	echo "# $name, switching back: $(cat "$out")"
 	refused "$name, switching back" "$out"
