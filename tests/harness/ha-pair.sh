@@ -174,10 +174,12 @@ pair_start() {
 	wait_for 30 pair_is_role A master && wait_for 30 pair_is_role B backup
 }
 
-# pair_links X up|down -- all of box X's links (its power cord).
+# pair_links X up|down -- all of box X's links (its power cord).  The
+# peer link first: a box that loses another link first goes to FAULT and
+# tells the other at once (a priority 0 advert), which a dead box cannot.
 pair_links() {
 	local i
-	for i in up0 lan0 mt-dev peer0; do ip -n "${PAIR_NS[$1]}" link set "$i" "$2"; done
+	for i in peer0 up0 lan0 mt-dev; do ip -n "${PAIR_NS[$1]}" link set "$i" "$2"; done
 }
 
 # pair_watch SECONDS OUT [ha-watch args] -- ha-watch.py in the guest, in
