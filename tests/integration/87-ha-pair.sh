@@ -57,7 +57,7 @@ containment "with A master"
 W=$TOPO_TMP/watch
 failover() {
 	local name=$1 out=$W-$1.json t0 ms; shift
-	pair_watch 14 "$out" --stream proxied=$STREAM_ADDR:80
+	pair_watch 18 "$out" --stream proxied=$STREAM_ADDR:80
 	expect_ok "$name: the guest's downloads and DNS run before" test -s "$out.ready"
 	sleep 2
 	t0=$(date +%s%N)
@@ -66,20 +66,27 @@ failover() {
 	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 	ok "$name: B is master ${ms} ms after"
 	expect_ok "$name: B holds the gateway address" pair_has_vip B
+	has_flow() { [ "$(flow_on B)" -ge 1 ]; }
+	expect_ok "$name: B's conntrack has the download, at the shared uplink address" \
+		wait_for 5 has_flow
 	wait "$WATCH_PID"
 	echo "# $name: $(cat "$out")"
 	check_watch "$name" "$out"
-	expect_eq "$name: B's conntrack has the download (its masquerade mapping too)" 1 \
-		"$(in_ns "$NS_B" conntrack -L -p tcp --dport 5001 -s 10.77.0.11 2>/dev/null |
-		   grep -c "dst=$UP_VIP ")"
 	expect_ok "$name: DNS answers from B" resolves
+}
+# flow_on X -- established entries in X's conntrack for a download (port
+# 5001) at the shared uplink address, in either direction: an entry a box
+# picked up mid-stream (a reply arriving first) has them turned round.
+flow_on() {
+	in_ns "${PAIR_NS[$1]}" conntrack -L -p tcp 2>/dev/null |
+		grep " ESTABLISHED .*port=5001 " | grep -c "=$UP_VIP "
 }
 check_watch() {	# check_watch NAME OUT -- what the guest saw
 	local name=$1 out=$2 g
 	expect_eq "$name: the plain download continued, no reset, bytes to the end" running \
 		"$(pair_watch_get "$out" 'r["stream fwd"]["outcome"] if r["stream fwd"].get("idle_at_end", 9) < 2 else "idle %.1fs at the end" % r["stream fwd"].get("idle_at_end", 0)')"
 	g=$(pair_watch_get "$out" '"%.1f" % r["stream fwd"]["max_gap"]')
-	expect_ok "$name: its longest stall ${g}s (under 5 s)" python3 -c "assert $g < 5"
+	expect_ok "$name: its longest stall ${g}s (under 14 s: TCP backs off, 6 s then 12 s)" python3 -c "assert $g < 14"
 	expect_match "$name: the download through the proxy ended (its socket was on A)" \
 		'^(reset|eof|stalled|idle)' "$(pair_watch_get "$out" 'r["stream proxied"]["outcome"] if r["stream proxied"].get("idle_at_end", 0) < 5 else "idle %.1fs at the end" % r["stream proxied"]["idle_at_end"]')"
 	g=$(pair_watch_get "$out" '"%.1f" % r["dns"]["max_gap"]')
@@ -106,9 +113,8 @@ switchback() {
 	# soon it comes: still there past conntrackd's PurgeTimeout (5 s),
 	# after which its -t would have flushed B's table.
 	sleep 7
-	expect_eq "$name: B still holds the download A forwards now, 7 s on" 1 \
-		"$(in_ns "$NS_B" conntrack -L -p tcp --dport 5001 -s 10.77.0.11 --state ESTABLISHED 2>/dev/null |
-		   grep -c "dst=$UP_VIP ")"
+	expect_ok "$name: B still holds the download A forwards now, 7 s on" test \
+		"$(flow_on B)" -ge 1
 	wait "$WATCH_PID"
 	echo "# $name, switching back: $(cat "$out")"
 	refused "$name, switching back" "$out"
