@@ -139,7 +139,8 @@ install: all
 	install -m 0644 examples/moat.logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/moat
 	install -d $(DESTDIR)$(PREFIX)/lib/moat
 	install -m 0755 gatewayd/install-users.sh $(DESTDIR)$(PREFIX)/lib/moat/
-	# An active/standby pair's keepalived scripts, and its example (ha.md).
+	# An active/standby pair's keepalived scripts, and the examples of
+	# keepalived's and conntrackd's configuration (ha.md).
 	for s in moat-ha-notify.sh moat-ha-check.sh; do \
 		sed -e 's|/usr/local/sbin|$(SBINDIR)|g' examples/$$s \
 		    >$(DESTDIR)$(PREFIX)/lib/moat/$$s && \
@@ -148,6 +149,7 @@ install: all
 	sed -e 's|/usr/local/lib/moat|$(PREFIX)/lib/moat|g' examples/keepalived.conf \
 	    >$(DESTDIR)$(DOCDIR)/keepalived.conf
 	chmod 0644 $(DESTDIR)$(DOCDIR)/keepalived.conf
+	install -m 0644 examples/conntrackd.conf $(DESTDIR)$(DOCDIR)/conntrackd.conf
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
 		sh gatewayd/install-users.sh && echo "moat's users (moat-dns, moat-proxy, moat-log, moat-ca, moat-ctl, moat-reg, moat-qemu) and group moat are in place"; \
 	else echo "as root on the target, run $(PREFIX)/lib/moat/install-users.sh"; fi

@@ -561,6 +561,7 @@ struct gw {
 	bool			 ha_on;
 	int			 ha_role;
 	time_t			 ha_since;
+	struct ha_dup		*ha_dup;	/* split-brain watch, or NULL */
 	time_t			 started;
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
@@ -649,6 +650,13 @@ void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 enum gw_ha_role { HA_UNKNOWN, HA_MASTER, HA_BACKUP, HA_FAULT };
 int	ha_start(struct gw *, char *err, size_t errlen);
 void	ha_stop(struct gw *);
+void	ha_dup_start(struct gw *);	/* parent_ha_dup.c */
+void	ha_dup_stop(struct gw *);
+bool	ha_dup_now(const struct gw *, char *mac, size_t, time_t *first);
+int	ha_dup_fd(const struct gw *);
+int	ha_dup_timeout(const struct gw *, int timeout);	/* ms, -1 */
+void	ha_dup_tick(struct gw *);
+void	ha_dup_readable(struct gw *);
 void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
 void	ha_status(struct ctl_req *);
 void	ha_metrics(FILE *, const struct gw *);

@@ -51,6 +51,7 @@ ha_start(struct gw *gw, char *err, size_t errlen)
 		    nftr_error(gw->nft));
 		return -1;
 	}
+	ha_dup_start(gw);
 	return 0;
 }
 
@@ -102,14 +103,19 @@ void
 ha_status(struct ctl_req *r)
 {
 	struct gw *gw = r->gw;
-	char when[32];
+	char when[32], mac[18];
 	struct tm tm;
+	time_t first;
+	bool dup;
 
 	if (!gw->ha_on)
 		return;
+	dup = ha_dup_now(gw, mac, sizeof(mac), &first);
 	if (r->json) {
-		ctl_reply(r, "\"ha\":{\"role\":\"%s\",\"since\":%lld},",
-		    roles[gw->ha_role].name, (long long)gw->ha_since);
+		ctl_reply(r, "\"ha\":{\"role\":\"%s\",\"since\":%lld%s},",
+		    roles[gw->ha_role].name, (long long)gw->ha_since,
+		    gw->ha_dup == NULL ? "" : dup ? ",\"split_brain\":true" :
+		    ",\"split_brain\":false");
 		return;
 	}
 	gmtime_r(&gw->ha_since, &tm);
@@ -118,11 +124,17 @@ ha_status(struct ctl_req *r)
 	    roles[gw->ha_role].name, when,
 	    (long long)(time(NULL) - gw->ha_since),
 	    roles[gw->ha_role].open ? "forwarding" : "forwarding nothing");
+	if (dup)
+		ctl_reply(r, "split-brain another master (%s) answers for the "
+		    "shared uplink address too, for %llds\n", mac,
+		    (long long)(time(NULL) - first));
 }
 
 void
 ha_metrics(FILE *fp, const struct gw *gw)
 {
+	char mac[18];
+	time_t first;
 	size_t i;
 
 	if (!gw->ha_on)
@@ -132,6 +144,12 @@ ha_metrics(FILE *fp, const struct gw *gw)
 	for (i = 0; i < NROLES; i++)
 		fprintf(fp, "moat_ha_role{role=\"%s\"} %d\n", roles[i].name,
 		    (int)i == gw->ha_role);
+	if (gw->ha_dup != NULL)
+		fprintf(fp, "# HELP moat_ha_split_brain 1 while another box "
+		    "answers for the shared uplink address as this master "
+		    "does.\n# TYPE moat_ha_split_brain gauge\n"
+		    "moat_ha_split_brain %d\n",
+		    ha_dup_now(gw, mac, sizeof(mac), &first));
 	fprintf(fp, "# HELP moat_ha_role_change_timestamp_seconds When the "
 	    "role last changed.\n# TYPE moat_ha_role_change_timestamp_seconds "
 	    "gauge\nmoat_ha_role_change_timestamp_seconds %lld\n",

@@ -163,6 +163,10 @@ struct moat_gateway {
 	unsigned	 metrics_interval;	/* seconds between two writes */
 	struct moat_where metrics_where;	/* of listen, for messages */
 	bool		 ha;	/* ha.enabled: one box of an active/standby pair */
+	struct moat_addr ha_uplink_address; /* ha.uplink_address: the guests'
+					 * flows are translated to it (snat)
+					 * instead of masqueraded; family 0
+					 * when not given */
 	struct moat_where uplink_where, network_where;	/* for messages */
 	bool		 ipv6;		/* gateway.ipv6 given: guests' IPv6 on */
 	struct moat_prefix ipv6_network; /* a /64 */

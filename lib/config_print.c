@@ -177,8 +177,16 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
-	if (gw->ha)
-		fputs("  ha: { enabled = true; };\n", fp);
+	if (gw->ha || gw->ha_uplink_address.family != 0) {
+		fprintf(fp, "  ha: { enabled = %s; ", gw->ha ? "true" : "false");
+		if (gw->ha_uplink_address.family != 0) {
+			fputs("uplink_address = ", fp);
+			pstr(fp, addr_fmt(&gw->ha_uplink_address, buf,
+			    sizeof(buf)));
+			fputs("; ", fp);
+		}
+		fputs("};\n", fp);
+	}
 	fputs("};\n", fp);
 }
 

@@ -447,8 +447,32 @@ set_metrics(struct loader *ld, const config_setting_t *s, void *obj,
 	walk(ld, s, metrics_keys, NKEYS(metrics_keys), obj, "gateway.metrics");
 }
 
+/*
+ * uplink_address: the pair's shared uplink address (keepalived's).  A
+ * masquerade mapping is dropped by the kernel when its address leaves
+ * the uplink, as it does on the old master at failover, and conntrackd
+ * would carry that drop to the new master: snat to the shared address
+ * keeps the mapping on both boxes.
+ */
+static void
+set_ha_uplink(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+
+	if (addr_parse(v, &gw->ha_uplink_address) == -1 ||
+	    gw->ha_uplink_address.family != AF_INET) {
+		serr(ld, s, "gateway.ha: uplink_address: expected an IPv4 "
+		    "address like \"203.0.113.1\", got \"%s\"", v);
+		memset(&gw->ha_uplink_address, 0,
+		    sizeof(gw->ha_uplink_address));
+	}
+}
+
 static const struct key ha_keys[] = {
 	{ "enabled", K_BOOL, 1, set_bool, offsetof(struct moat_gateway, ha) },
+	{ "uplink_address", K_STR, 0, set_ha_uplink, 0 },
 };
 
 static void

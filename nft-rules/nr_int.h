@@ -155,6 +155,7 @@ void	rb_reject(struct nr_rb *);
 void	rb_verdict(struct nr_rb *, int verdict, const char *chain);
 void	rb_redirect(struct nr_rb *, uint16_t port);
 void	rb_masquerade(struct nr_rb *);
+void	rb_snat4(struct nr_rb *, const struct moat_addr *);
 void	rb_limit_over(struct nr_rb *, uint32_t rate, uint32_t burst);
 void	rb_meter_over(struct nr_rb *, enum nr_field, const char *set,
 	    uint32_t rate, uint32_t burst);

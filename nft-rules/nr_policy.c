@@ -20,7 +20,8 @@
  *             then one lookup in the "sandboxes" verdict map (source
  *             address -> accept / allowlist chain / refusal); towards
  *             guests only replies
- *   nat_post  masquerade out of the uplink
+ *   nat_post  masquerade out of the uplink (snat to gateway.ha.uplink_address
+ *             when a pair shares one)
  *   acct_local output: what the gateway host itself sends each guest;
  *             with the end of raw_pre (what guests send), rules in
  *             guest_in and guest_fwd (connections they open) and in
@@ -1451,7 +1452,11 @@ inet_base_chains(struct build *b, struct nr_table *t)
 	rb_begin(&rb, t, c);
 	rb_cmp_str(&rb, F_OIFNAME, false, gw->uplink);
 	rb_cmp_prefix(&rb, F_IP_SADDR, false, &gw->network);
-	rb_masquerade(&rb);
+	/* A pair's shared uplink address: see gateway.ha.uplink_address. */
+	if (gw->ha_uplink_address.family == AF_INET)
+		rb_snat4(&rb, &gw->ha_uplink_address);
+	else
+		rb_masquerade(&rb);
 	rb_end(&rb);
 	if (gw->ipv6 && gw->ipv6_uplink == V6_UPLINK_NAT66) {
 		rb_begin(&rb, t, c);

@@ -691,3 +691,22 @@ rb_masquerade(struct nr_rb *rb)
 	text_sp(rb);
 	buf_add(&rb->text, "masquerade");
 }
+
+/* snat to one IPv4 address (of an inet table). */
+void
+rb_snat4(struct nr_rb *rb, const struct moat_addr *a)
+{
+	struct nftnl_expr *e = expr_new("immediate");
+	char txt[INET6_ADDRSTRLEN];
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, REG0);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, a->a, 4);
+	e_add(rb, e);
+	e = expr_new("nat");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_SNAT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, NFPROTO_IPV4);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, REG0);
+	e_add(rb, e);
+	text_sp(rb);
+	buf_add(&rb->text, "snat ip to %s", addr_fmt(a, txt, sizeof(txt)));
+}

@@ -20,6 +20,10 @@ expect_match "the pair's notify script runs gatewayd from PREFIX" \
 expect_ok "and is executable" test -x "$D/opt/moat/lib/moat/moat-ha-check.sh"
 expect_match "the keepalived example names the scripts under PREFIX" \
 	'script "/opt/moat/lib/moat/moat-ha-check.sh' "$(cat "$D/opt/moat/share/doc/moat/keepalived.conf" 2>/dev/null)"
+expect_match "and passes conntrackd's configuration to the notify script" \
+	'moat-ha-notify.sh .* /etc/conntrackd/conntrackd.conf"' "$(cat "$D/opt/moat/share/doc/moat/keepalived.conf" 2>/dev/null)"
+expect_match "the conntrackd example is installed with it (FTFW)" 'Mode FTFW' \
+	"$(cat "$D/opt/moat/share/doc/moat/conntrackd.conf" 2>/dev/null)"
 expect_eq "secrets folder is 0700" 700 "$(stat -c %a "$D/etc/moat/secrets")"
 expect_match "systemd unit points at PREFIX" 'ExecStart=/opt/moat/sbin/gatewayd -d' \
 	"$(cat "$D/lib/systemd/system/moat-gatewayd.service")"

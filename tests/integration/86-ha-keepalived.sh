@@ -82,6 +82,7 @@ expect_match "neither box put the gateway address on its bridge" "left to keepal
 fwd() { tcp_probe "$G" $INET_ADDR 2222; }
 
 # --- keepalived, from the examples -------------------------------------
+# Without conntrackd and without the uplink's address (87-ha-pair has both).
 ka_start() {	# ka_start X NS PRIO SRC PEER
 	local d=$TOPO_TMP/ka-$1
 	mkdir -p "$d"
@@ -92,7 +93,8 @@ ka_start() {	# ka_start X NS PRIO SRC PEER
 	sed -e "s|/usr/local/lib/moat/|$d/|g" -e "s|/run/moat/gatewayd.sock|${SOCK[$1]}|g" \
 	    -e "s|/run/moat/ha-role|$d/ha-role|g" -e "s|priority 150|priority $3|" \
 	    -e "s|unicast_src_ip 192.168.200.1|unicast_src_ip $4|" \
-	    -e "s|^\t\t192.168.200.2|\t\t$5|" examples/keepalived.conf >"$d/keepalived.conf"
+	    -e "s|^\t\t192.168.200.2|\t\t$5|" -e "s| /etc/conntrackd/conntrackd.conf||" \
+	    -e "/dev eth0\$/d" examples/keepalived.conf >"$d/keepalived.conf"
 	topo_bg "$2" "keepalived-$1" keepalived -n -l -D -P -f "$d/keepalived.conf" \
 	    -p "$d/k.pid" -r "$d/v.pid" -c "$d/c.pid"
 	KA_PID[$1]=${TOPO_PIDS[-1]}

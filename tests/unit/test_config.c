@@ -452,6 +452,45 @@ egress_budget_sizes(void **state)
 	config_free(c);
 }
 
+/* ha.uplink_address: an IPv4 address, kept by the normalised config; an
+ * IPv6 one is an error naming the key. */
+static void
+ha_uplink_address(void **state)
+{
+	char t[1024], *text = NULL;
+	size_t len = 0;
+	struct moat_config *c, *c2;
+	struct moat_errors errs;
+	char path[600];
+	FILE *fp;
+
+	(void)state;
+	snprintf(t, sizeof(t), SB_GW "sandboxes = ( " SB_B " );\n",
+	    "ha: { enabled = true; uplink_address = \"203.0.113.1\"; };");
+	c = load_text("ha.conf", t);
+	assert_true(c->gw.ha);
+	assert_int_equal(c->gw.ha_uplink_address.family, AF_INET);
+	fp = open_memstream(&text, &len);
+	config_print(fp, c);
+	fclose(fp);
+	assert_non_null(strstr(text, "uplink_address = \"203.0.113.1\""));
+	c2 = load_text("ha-nv.conf", text);
+	assert_true(addr_eq(&c2->gw.ha_uplink_address,
+	    &c->gw.ha_uplink_address));
+	free(text);
+	config_free(c2);
+	config_free(c);
+	snprintf(t, sizeof(t), SB_GW "sandboxes = ( " SB_B " );\n",
+	    "ha: { enabled = true; uplink_address = \"2001:db8::1\"; };");
+	snprintf(path, sizeof(path), "%s/ha6.conf", scratch);
+	write_file(path, t, 0644);
+	assert_null(config_load(path, NULL, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_non_null(strstr(errs.msg[0], "uplink_address: expected an "
+	    "IPv4 address"));
+	config_errors_free(&errs);
+}
+
 /* What lets the proxy take a reload in place: two configs whose text but
  * sandboxes is equal differ in sandboxes only; a sandbox compares equal
  * only with every setting equal. */
@@ -753,7 +792,7 @@ main(void)
 		fprintf(stderr, "cannot read corpus %s\n", corpus);
 		return 1;
 	}
-	t = realloc(t, (n + 9) * sizeof(*t));
+	t = realloc(t, (n + 10) * sizeof(*t));
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(ipv6_model);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(ports_parser);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(name_ports);
@@ -762,6 +801,7 @@ main(void)
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(allow_normalised);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(text_but_sandboxes);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(egress_budget_sizes);
+	t[n++] = (struct CMUnitTest)cmocka_unit_test(ha_uplink_address);
 	t[n++] = (struct CMUnitTest)cmocka_unit_test(all_errors_reported);
 	rc = _cmocka_run_group_tests("config", t, n, NULL, NULL);
 	nftw(scratch, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
