@@ -248,6 +248,7 @@ int	 args_targets_line(const char *line, struct cc_opts *);
 void	 discover(struct cc_disc *, bool read_resolv);
 void	 discover_neigh(struct cc_disc *);
 bool	 disc_is_self(const struct cc_disc *, const struct moat_addr *);
+bool	 disc_is_gateway(const struct cc_disc *, const struct moat_addr *);
 /* A global IPv6 address and a route into 2000::/3: IPv6 is on. */
 bool	 disc_has_v6(const struct cc_disc *);
 

@@ -204,6 +204,19 @@ discover(struct cc_disc *d, bool read_resolv)
 		discover_resolv(d);
 }
 
+/* The gateway: its IPv4 address, or the IPv6 default route's next hop
+ * when that is a routable address (the gateway's global or unique-local
+ * one, where its resolver and proxy answer as on its IPv4 one). */
+bool
+disc_is_gateway(const struct cc_disc *d, const struct moat_addr *a)
+{
+	if (d->gateway.family != AF_UNSPEC && addr_cmp(a, &d->gateway) == 0)
+		return true;
+	return a->family == AF_INET6 && d->gw6.family == AF_INET6 &&
+	    !(d->gw6.a[0] == 0xfe && (d->gw6.a[1] & 0xc0) == 0x80) &&
+	    addr_cmp(a, &d->gw6) == 0;
+}
+
 bool
 disc_is_self(const struct cc_disc *d, const struct moat_addr *a)
 {

@@ -206,7 +206,7 @@ foreign_resolver(const struct cc_disc *d, char *ev, size_t len)
 	size_t i;
 
 	for (i = 0; i < d->nns; i++) {
-		if (addr_cmp(&d->ns[i], &d->gateway) == 0)
+		if (disc_is_gateway(d, &d->ns[i]))
 			continue;
 		snprintf(ev, len, "resolv.conf names %s",
 		    addr_fmt(&d->ns[i], a, sizeof(a)));

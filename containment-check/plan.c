@@ -865,10 +865,14 @@ plan_ipv6_neighbours(struct cc_probes *v, const struct cc_opts *o,
 			ll_add(&s, &n->addr, n->ifindex);
 	}
 	for (i = 0; i < s.n; i++)
-		add_ports(v, C_IPV6, &s.a[i], s.scope[i], ll_gw_ports,
-		    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
-		    "IPv6 link-local neighbour (all-nodes reply, router, "
-		    "gateway EUI-64)", o->timeout_ms);
+		/* The next hop's routable address is probed as such, where
+		 * its resolver and proxy may answer (plan_gw6). */
+		if (!disc_is_gateway(d, &s.a[i]))
+			add_ports(v, C_IPV6, &s.a[i], s.scope[i],
+			    ll_gw_ports,
+			    sizeof(ll_gw_ports) / sizeof(ll_gw_ports[0]),
+			    "IPv6 link-local neighbour (all-nodes reply, "
+			    "router, gateway EUI-64)", o->timeout_ms);
 }
 
 /* NAT64 (RFC 6052 64:ff9b::/96, and the local-use 64:ff9b:1::/48 of RFC
@@ -1171,7 +1175,7 @@ plan_bypass(struct cc_probes *v, const struct cc_opts *o,
 	}
 	for (i = 0; i < d->nns; i++) {
 		/* Loopback is a stub resolver in the guest itself. */
-		if (addr_cmp(&d->ns[i], &d->gateway) == 0 ||
+		if (disc_is_gateway(d, &d->ns[i]) ||
 		    (d->ns[i].family == AF_INET && d->ns[i].a[0] == 127))
 			continue;
 		plan_bypass_one(v, o, &d->ns[i]);

@@ -8,7 +8,8 @@
 # both addresses and forwarding, and the host keeps its advertised
 # default route.  provision creates and starts a kernel-mode guest under
 # TCG as its own uid; the guest gets its IPv6 address from provision,
-# containment-check inside it finds IPv4 contained, it reaches a host on the
+# containment-check inside it finds both families contained (with an IPv6
+# internet control that passes), it reaches a host on the
 # IPv6 internet (through nat66 and the advertised route) and is refused
 # the LAN's global prefix and the gateway host's own LAN address.  Then
 # destroy, stop and `gatewayd --teardown`: every IPv6 change set back.
@@ -94,7 +95,7 @@ gateway: {
   network = "10.77.0.0/24";
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
-  treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ];
+  treat_as_public = [ "203.0.113.0/24", "2001:db8:300::/48", "2001:db8:77:5::/64" ];
   ipv6 = { network = "$NET6::/64"; uplink_mode = "nat66"; };
   state_dir = "$STATE";
 };
@@ -127,6 +128,7 @@ install -m 0644 "$GUEST_KERNEL" "$IMG/vmlinuz"
 install -m 0644 "$GUEST_INITRD" "$IMG/initrd.gz"
 pv() { in_ns "$NS_GW" provision -c "$CONF" --run-dir "$RUN" "$@"; }
 CC="--gateway,10.77.0.1,--expect,open,--internet,$INET_HTTP:80,--target,$LAN_HOST"
+CC="$CC,--internet,[$FAR6]:2222,--target,$LAN6_HOST"
 CC="$CC,--resolver,203.0.113.53,--treat-as-public,203.0.113.0/24,--timeout,3000"
 out=$(pv create dev --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.gz" \
 	--append "quiet moat.cc=$CC moat.probe6=$FAR6.2222,$LAN6_HOST.2222,$LAN6_GW.2222" \
@@ -140,17 +142,17 @@ log=$(cat "$STATE/guests/dev/console.log" 2>/dev/null)
 expect_match "guest network came up through gatewayd's bridge" "network up 10.77.0.2/24 via 10.77.0.1" "$log"
 expect_match "guest IPv6 came up from provision's moat.ip6" \
 	"IPv6 up $NET6::2/64 via $NET6::1 on eth0" "$log"
-# containment-check's IPv4 verdict; its IPv6 side does not yet know the
-# gateway's IPv6 address as the guest's router and resolver (it reports
-# both as breaches), so the overall verdict is not asserted here.
 expect_match "containment-check in the guest: IPv4 contained" \
 	"^IPv4: [0-9]+ probes, 0 breaches, 0 failed controls, [1-9][0-9]* controls passed" "$log"
+expect_match "containment-check in the guest: IPv6 contained, its IPv6 internet control passed" \
+	"^IPv6: [0-9]+ probes, 0 breaches, 0 failed controls, [1-9][0-9]* controls? passed" "$log"
 expect_match "the guest reaches a host on the IPv6 internet" \
 	"MOAT-PROBE6: \[$FAR6\]:2222 open hi-far" "$log"
 expect_match "the guest is refused a host on the LAN's global prefix" \
 	"MOAT-PROBE6: \[$LAN6_HOST\]:2222 closed" "$log"
 expect_match "the guest is refused the gateway host's LAN address" \
 	"MOAT-PROBE6: \[$LAN6_GW\]:2222 closed" "$log"
+[ "$TAP_FAILED" -gt 0 ] && printf '%s\n' "$log" | grep -E '^ *(BREACH|FAILED) ' | head -20 | sed 's/^/# finding: /'
 [ "$TAP_FAILED" -gt 0 ] && printf '%s\n' "$log" | grep -v '^\[' | tail -30 | sed 's/^/# console: /'
 [ "$TAP_FAILED" -gt 0 ] && tail -40 "$TOPO_TMP/gw.log" | sed 's/^/# gatewayd: /'
 
