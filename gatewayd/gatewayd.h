@@ -70,7 +70,7 @@ struct gw_opts {
 /* The proxy is a pool: worker i is PROC_PROXY + i. */
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
     PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_METRICS,
-    PROC_MAX };
+    PROC_HA_RECV, PROC_HA_SEND, PROC_MAX };
 #define PROC_IS_PROXY(id)	((id) >= PROC_PROXY && (id) < PROC_CONTROL)
 
 struct gw_proc {
@@ -378,6 +378,9 @@ int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 /* dnsd's IPC_SET_ADD, decided by nftr_allow_add, answered on p->ipc. */
+/* Admit and add a set addition (dnsd's, or the other box's): what
+ * nftr_allow_add returns. */
+int	policy_set_add(struct gw *, const struct ipc_set_add *);
 void	policy_set_add_request(struct gw *, struct gw_proc *, uint32_t id,
 	    const struct ipc_set_add *);
 typedef void policy_counter_fn(void *arg, const char *family, const char *name,
@@ -538,6 +541,10 @@ struct gw {
 	bool			 ha_on;
 	int			 ha_role;
 	time_t			 ha_since;
+	/* Replication to and from the other box (parent_harepl.c). */
+	int			 hafd;		/* gateway.ha.listen, or -1 */
+	uint64_t		 ha_queued, ha_dropped;	/* to the sender */
+	uint64_t		 ha_received, ha_refused, ha_unknown;
 	time_t			 started;
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
@@ -628,6 +635,12 @@ int	ha_start(struct gw *, char *err, size_t errlen);
 void	ha_stop(struct gw *);
 void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
 void	ha_status(struct ctl_req *);
+/* parent_harepl.c: replication between the boxes of a pair. */
+int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
+int	harepl_pem_read(const struct gw *, struct reg_pem *);
+void	harepl_forward(struct gw *, const struct ipc_set_add *, size_t);
+void	harepl_status(struct ctl_req *);
+gw_dispatch_fn harepl_recv_dispatch, harepl_send_dispatch;
 void	ha_metrics(FILE *, const struct gw *);
 
 #endif

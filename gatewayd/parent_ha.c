@@ -110,6 +110,7 @@ ha_status(struct ctl_req *r)
 	if (r->json) {
 		ctl_reply(r, "\"ha\":{\"role\":\"%s\",\"since\":%lld},",
 		    roles[gw->ha_role].name, (long long)gw->ha_since);
+		harepl_status(r);
 		return;
 	}
 	gmtime_r(&gw->ha_since, &tm);
@@ -118,6 +119,7 @@ ha_status(struct ctl_req *r)
 	    roles[gw->ha_role].name, when,
 	    (long long)(time(NULL) - gw->ha_since),
 	    roles[gw->ha_role].open ? "forwarding" : "forwarding nothing");
+	harepl_status(r);
 }
 
 void

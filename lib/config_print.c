@@ -177,8 +177,23 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
-	if (gw->ha)
+	if (gw->ha && gw->ha_peer == NULL)
 		fputs("  ha: { enabled = true; };\n", fp);
+	else if (gw->ha || gw->ha_peer != NULL) {
+		fprintf(fp, "  ha: { enabled = %s; listen = ",
+		    gw->ha ? "true" : "false");
+		pstr(fp, gw->ha_listen);
+		fputs("; peer = ", fp);
+		pstr(fp, gw->ha_peer);
+		fputs("; peer_key = \"sha256:", fp);
+		for (size_t k = 0; k < 32; k++)
+			fprintf(fp, "%02x", gw->ha_peer_key[k]);
+		fputs("\"; cert = ", fp);
+		pstr(fp, gw->ha_cert);
+		fputs("; key = ", fp);
+		pstr(fp, gw->ha_key);
+		fputs("; };\n", fp);
+	}
 	fputs("};\n", fp);
 }
 

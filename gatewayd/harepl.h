@@ -1,0 +1,51 @@
+/*
+ * harepl.h -- replication of allowlist set elements between the two
+ * boxes of a pair (gateway.ha.peer).
+ *
+ * The master's parent hands each set addition the kernel took to the
+ * sending process (harepl_send.c), which keeps one TLS connection to the
+ * other box, this box's certificate presented, the other's key checked
+ * against gateway.ha.peer_key.  There the replication process (the
+ * registration process's code, register.c, on gateway.ha.listen) checks
+ * the connecting key with its parent, parses each line (harepl_parse)
+ * into the same typed set addition dnsd sends, and the parent admits and
+ * adds it exactly as it does dnsd's: a peer can open no more than a DNS
+ * answer could.
+ *
+ * One line each way:
+ *   elem SANDBOX TIMEOUT_MS plain|- PORTS|- ADDR,ADDR,...  -> ok | error REASON
+ * PORTS is "tcp/22,udp/443" (the ports of the entries with ports of their
+ * own that cover the name), "-" for none; "plain" says the addresses open
+ * the sandbox's allow_ports.
+ */
+#ifndef GATEWAYD_HAREPL_H
+#define GATEWAYD_HAREPL_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+
+#include "ipc.h"
+#include "register.h"
+
+#define HAREPL_USER		REG_USER	/* both ends run as moat-reg */
+#define HAREPL_TIMEOUT_S	2	/* connect, handshake, each answer */
+#define HAREPL_QUEUE_MAX	4096	/* lines waiting for the peer */
+
+/* One line (newline optional) into m, room bytes: 0 with the message's
+ * length in *mlen, or -1 with the reason (one line) in err.  What it
+ * accepts passes ipc_check as an IPC_SET_ADD. */
+int	harepl_parse(const char *line, size_t len, struct ipc_set_add *m,
+	    size_t room, size_t *mlen, char *err, size_t errlen);
+/* The line for m (without newline) into buf; -1 if it does not fit. */
+int	harepl_format(const struct ipc_set_add *m, char *buf, size_t len);
+
+/* The sending process, in the forked child: ctx-building from pem, drop
+ * to HAREPL_USER, narrow, then forward what the parent sends to peer. */
+void	harepl_send_main(int ipc, pid_t parent, struct reg_pem *,
+	    const char *peer, const uint8_t pin[32]) __attribute__((noreturn));
+/* The replication endpoint: regproc_main in its replication mode. */
+void	harepl_recv_main(int listen, int ipc, pid_t parent, struct reg_pem *)
+	    __attribute__((noreturn));
+
+#endif

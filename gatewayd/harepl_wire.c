@@ -1,0 +1,133 @@
+/*
+ * harepl_wire.c -- the replication line (harepl.h), both ways: pure, so
+ * that the fuzz harness runs the parser the receiving process runs on
+ * what the other box sends.
+ */
+#include <netinet/in.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "config.h"
+#include "harepl.h"
+
+#define WORDS	6
+
+static int
+fail(char *err, size_t errlen, const char *why)
+{
+	snprintf(err, errlen, "%s", why);
+	return -1;
+}
+
+static int
+parse_addrs(char *s, struct ipc_set_add *m, size_t room)
+{
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(s, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if (m->naddr == IPC_SET_MAX_ADDRS ||
+		    sizeof(*m) + (m->naddr + 1) * sizeof(m->addr[0]) > room ||
+		    addr_parse(tok, &m->addr[m->naddr]) == -1)
+			return -1;
+		m->naddr++;
+	}
+	return m->naddr > 0 ? 0 : -1;
+}
+
+static int
+parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
+    size_t errlen)
+{
+	char why[128], *end;
+	unsigned long t;
+	int np;
+
+	if (strcmp(w[0], "elem") != 0)
+		return fail(err, errlen, "unknown request");
+	if (strlen(w[1]) >= sizeof(m->sandbox))
+		return fail(err, errlen, "sandbox name too long");
+	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
+	t = strtoul(w[2], &end, 10);
+	if (w[2][0] < '0' || w[2][0] > '9' || *end != '\0' || t == 0 ||
+	    t > IPC_SET_TIMEOUT_MAX_MS)
+		return fail(err, errlen, "timeout: expected 1-3600000 ms");
+	m->timeout_ms = (uint32_t)t;
+	if (strcmp(w[3], "plain") != 0 && strcmp(w[3], "-") != 0)
+		return fail(err, errlen, "expected \"plain\" or \"-\"");
+	m->plain = strcmp(w[3], "plain") == 0;
+	if (strcmp(w[4], "-") != 0) {
+		if ((np = config_ports_parse(w[4], strlen(w[4]), m->ports, why,
+		    sizeof(why))) <= 0)
+			return fail(err, errlen, "ports: expected tcp/N,udp/N");
+		m->nports = (uint8_t)np;
+	}
+	if (!m->plain && m->nports == 0)
+		return fail(err, errlen, "neither plain nor ports");
+	if (parse_addrs(w[5], m, room) == -1)
+		return fail(err, errlen, "addresses: expected 1-64 IP "
+		    "addresses, comma-separated");
+	return 0;
+}
+
+int
+harepl_parse(const char *line, size_t len, struct ipc_set_add *m,
+    size_t room, size_t *mlen, char *err, size_t errlen)
+{
+	char buf[REG_LINE_MAX + 1], *w[WORDS], *tok, *save = NULL;
+	size_t i;
+	int n = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (len > 0 && line[len - 1] == '\n')
+		len--;
+	if (len > REG_LINE_MAX)
+		return fail(err, errlen, "request too long");
+	for (i = 0; i < len; i++)
+		if (line[i] < 0x20 || line[i] > 0x7e)
+			return fail(err, errlen, "malformed request");
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	for (tok = strtok_r(buf, " ", &save); tok != NULL;
+	    tok = strtok_r(NULL, " ", &save)) {
+		if (n == WORDS)
+			return fail(err, errlen, "too many words");
+		w[n++] = tok;
+	}
+	if (n != WORDS)
+		return fail(err, errlen, "elem: expected SANDBOX TIMEOUT_MS "
+		    "plain|- PORTS|- ADDRESSES");
+	if (parse_words(w, m, room, err, errlen) == -1)
+		return -1;
+	*mlen = sizeof(*m) + m->naddr * sizeof(m->addr[0]);
+	return 0;
+}
+
+int
+harepl_format(const struct ipc_set_add *m, char *buf, size_t len)
+{
+	char ports[MOAT_NAME_PORTS_MAX * 10 + 2], a[64];
+	size_t i, off;
+	int n;
+
+	if (m->nports > 0)
+		config_ports_fmt(m->ports, m->nports, ports, sizeof(ports));
+	else
+		snprintf(ports, sizeof(ports), "-");
+	n = snprintf(buf, len, "elem %s %u %s %s ", m->sandbox, m->timeout_ms,
+	    m->plain ? "plain" : "-", ports);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	off = (size_t)n;
+	for (i = 0; i < m->naddr; i++) {
+		addr_fmt(&m->addr[i], a, sizeof(a));
+		n = snprintf(buf + off, len - off, "%s%s", i ? "," : "", a);
+		if (n < 0 || (size_t)n >= len - off)
+			return -1;
+		off += (size_t)n;
+	}
+	return off > REG_LINE_MAX ? -1 : 0;
+}
