@@ -490,6 +490,7 @@ struct gw_egress {
 	bool		 audited;	/* "egress-budget-spent" this window */
 	bool		 in_set;	/* in the kernel's budget_spent */
 	bool		 configured;	/* else kept for its total only */
+	uint64_t	 replicated;	/* spent as the other box last heard it */
 };
 
 struct gw {
@@ -610,6 +611,8 @@ int	gw_sealed_memfd(const char *name, const char *text, size_t len);
 void	egress_before_apply(struct gw *, const struct moat_config *cur);
 void	egress_after_apply(struct gw *, const struct moat_config *cfg);
 void	egress_tick(struct gw *);
+/* The other box's total for a sandbox (replication): the larger counts. */
+void	egress_merge(struct gw *, const struct ipc_ha_spent *);
 int	egress_timeout(const struct gw *, int timeout);	/* ms, -1 */
 void	egress_stop(struct gw *);
 /* Sandbox i of gw->cfg's budget, or NULL if it has none to show. */
@@ -638,7 +641,7 @@ void	ha_status(struct ctl_req *);
 /* parent_harepl.c: replication between the boxes of a pair. */
 int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
 int	harepl_pem_read(const struct gw *, struct reg_pem *);
-void	harepl_forward(struct gw *, const struct ipc_set_add *, size_t);
+void	harepl_forward(struct gw *, int type, const void *, size_t);
 void	harepl_status(struct ctl_req *);
 gw_dispatch_fn harepl_recv_dispatch, harepl_send_dispatch;
 void	ha_metrics(FILE *, const struct gw *);

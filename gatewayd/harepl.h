@@ -14,9 +14,12 @@
  *
  * One line each way:
  *   elem SANDBOX TIMEOUT_MS plain|- PORTS|- ADDR,ADDR,...  -> ok | error REASON
+ *   spent SANDBOX WINDOW BYTES                             -> ok | error REASON
  * PORTS is "tcp/22,udp/443" (the ports of the entries with ports of their
  * own that cover the name), "-" for none; "plain" says the addresses open
- * the sandbox's allow_ports.
+ * the sandbox's allow_ports.  spent is what the sandbox's guest sent in
+ * egress budget window WINDOW, as the master counted it: the other box
+ * keeps the larger of that and its own count (parent_egress.c).
  */
 #ifndef GATEWAYD_HAREPL_H
 #define GATEWAYD_HAREPL_H
@@ -32,13 +35,22 @@
 #define HAREPL_TIMEOUT_S	2	/* connect, handshake, each answer */
 #define HAREPL_QUEUE_MAX	4096	/* lines waiting for the peer */
 
-/* One line (newline optional) into m, room bytes: 0 with the message's
- * length in *mlen, or -1 with the reason (one line) in err.  What it
- * accepts passes ipc_check as an IPC_SET_ADD. */
-int	harepl_parse(const char *line, size_t len, struct ipc_set_add *m,
-	    size_t room, size_t *mlen, char *err, size_t errlen);
-/* The line for m (without newline) into buf; -1 if it does not fit. */
-int	harepl_format(const struct ipc_set_add *m, char *buf, size_t len);
+/* One line's message: an IPC_SET_ADD or an IPC_HA_SPENT. */
+union harepl_msg {
+	struct ipc_set_add	add;
+	struct ipc_ha_spent	spent;
+	char			raw[IPC_MAX_PAYLOAD];
+};
+
+/* One line (newline optional) into m: 0 with the message's IPC type in
+ * *type and its length in *mlen, or -1 with the reason (one line) in
+ * err.  What it accepts passes ipc_check as that type. */
+int	harepl_parse(const char *line, size_t len, union harepl_msg *m,
+	    int *type, size_t *mlen, char *err, size_t errlen);
+/* The line for a message of that type (without newline) into buf; -1 if
+ * it does not fit. */
+int	harepl_format(int type, const union harepl_msg *m, char *buf,
+	    size_t len);
 
 /* The sending process, in the forked child: ctx-building from pem, drop
  * to HAREPL_USER, narrow, then forward what the parent sends to peer. */

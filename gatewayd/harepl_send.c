@@ -5,7 +5,8 @@
  * over in memory.
  *
  * The parent sends each set addition the kernel took while this box is
- * master (IPC_SET_ADD, never waiting: its end of the socket does not
+ * master (IPC_SET_ADD), and each budgeted sandbox's egress total as it
+ * grows (IPC_HA_SPENT), never waiting: its end of the socket does not
  * block, and what does not fit is counted there as dropped).  This
  * process queues them, keeps one TLS connection to the other box, checks
  * that box's key against gateway.ha.peer_key before it sends a line, and
@@ -72,12 +73,12 @@ say(const char *event, const char *reason)
 }
 
 static void
-push(const struct ipc_set_add *m)
+push(int type, const union harepl_msg *m)
 {
 	char line[REG_LINE_MAX + 1];
 	size_t tail;
 
-	if (harepl_format(m, line, sizeof(line)) == -1)
+	if (harepl_format(type, m, line, sizeof(line)) == -1)
 		return;
 	if (S.n == HAREPL_QUEUE_MAX) {	/* the oldest goes */
 		free(S.q[S.head]);
@@ -103,10 +104,7 @@ pop(void)
 static void
 take(void)
 {
-	static union {
-		struct ipc_set_add m;
-		char raw[IPC_MAX_PAYLOAD];
-	} u;
+	static union harepl_msg u;
 	struct ipc_hdr h;
 	char err[256];
 	ssize_t n;
@@ -115,9 +113,9 @@ take(void)
 		n = ipc_recv(S.ipc, &h, u.raw, sizeof(u.raw), err, sizeof(err));
 		if (n == -1 && errno == EAGAIN)
 			return;
-		if (n <= 0 || h.type != IPC_SET_ADD)
+		if (n <= 0 || (h.type != IPC_SET_ADD && h.type != IPC_HA_SPENT))
 			_exit(n == 0 ? 0 : 1);
-		push(&u.m);
+		push(h.type, &u);
 	}
 }
 

@@ -5,6 +5,7 @@
  */
 #include <netinet/in.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,31 @@ parse_addrs(char *s, struct ipc_set_add *m, size_t room)
 	return m->naddr > 0 ? 0 : -1;
 }
 
+static bool
+digits(const char *s, size_t max)
+{
+	return s[0] != '\0' && strlen(s) <= max &&
+	    strspn(s, "0123456789") == strlen(s);
+}
+
+/* spent SANDBOX WINDOW BYTES */
+static int
+parse_spent(char **w, int n, struct ipc_ha_spent *m, char *err,
+    size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (n != 4)
+		return fail(err, errlen, "spent: expected SANDBOX WINDOW BYTES");
+	if (strlen(w[1]) >= sizeof(m->sandbox))
+		return fail(err, errlen, "sandbox name too long");
+	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
+	if (!digits(w[2], 15) || !digits(w[3], 19))
+		return fail(err, errlen, "spent: expected numbers");
+	m->window = (int64_t)strtoll(w[2], NULL, 10);
+	m->bytes = strtoull(w[3], NULL, 10);
+	return 0;
+}
+
 static int
 parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
     size_t errlen)
@@ -46,8 +72,6 @@ parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
 	unsigned long t;
 	int np;
 
-	if (strcmp(w[0], "elem") != 0)
-		return fail(err, errlen, "unknown request");
 	if (strlen(w[1]) >= sizeof(m->sandbox))
 		return fail(err, errlen, "sandbox name too long");
 	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
@@ -74,10 +98,11 @@ parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
 }
 
 int
-harepl_parse(const char *line, size_t len, struct ipc_set_add *m,
-    size_t room, size_t *mlen, char *err, size_t errlen)
+harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
+    size_t *mlen, char *err, size_t errlen)
 {
 	char buf[REG_LINE_MAX + 1], *w[WORDS], *tok, *save = NULL;
+	struct ipc_set_add *m = &u->add;
 	size_t i;
 	int n = 0;
 
@@ -97,21 +122,41 @@ harepl_parse(const char *line, size_t len, struct ipc_set_add *m,
 			return fail(err, errlen, "too many words");
 		w[n++] = tok;
 	}
+	if (n > 0 && strcmp(w[0], "spent") == 0) {
+		if (parse_spent(w, n, &u->spent, err, errlen) == -1)
+			return -1;
+		*type = IPC_HA_SPENT;
+		*mlen = sizeof(u->spent);
+		return 0;
+	}
+	if (n == 0 || strcmp(w[0], "elem") != 0)
+		return fail(err, errlen, "unknown request");
 	if (n != WORDS)
 		return fail(err, errlen, "elem: expected SANDBOX TIMEOUT_MS "
 		    "plain|- PORTS|- ADDRESSES");
-	if (parse_words(w, m, room, err, errlen) == -1)
+	if (parse_words(w, m, sizeof(*u), err, errlen) == -1)
 		return -1;
+	*type = IPC_SET_ADD;
 	*mlen = sizeof(*m) + m->naddr * sizeof(m->addr[0]);
 	return 0;
 }
 
 int
-harepl_format(const struct ipc_set_add *m, char *buf, size_t len)
+harepl_format(int type, const union harepl_msg *u, char *buf, size_t len)
 {
+	const struct ipc_set_add *m = &u->add;
 	char ports[MOAT_NAME_PORTS_MAX * 10 + 2], a[64];
 	size_t i, off;
 	int n;
+
+	if (type == IPC_HA_SPENT) {
+		n = snprintf(buf, len, "spent %s %lld %llu", u->spent.sandbox,
+		    (long long)u->spent.window,
+		    (unsigned long long)u->spent.bytes);
+		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
+	}
+	if (type != IPC_SET_ADD)
+		return -1;
 
 	if (m->nports > 0)
 		config_ports_fmt(m->ports, m->nports, ports, sizeof(ports));

@@ -10,6 +10,8 @@
  * record): a compromised peer can open for an allowlist sandbox only
  * what a DNS answer could, never a private range, the sandbox network or
  * an address of this box; the name behind an address is the peer's word.
+ * Egress totals only ever grow here (egress_merge): a peer can spend a
+ * sandbox's budget early, never give it more.
  */
 #include <sys/socket.h>
 
@@ -74,11 +76,13 @@ harepl_pem_read(const struct gw *gw, struct reg_pem *pem)
 	return 0;
 }
 
-/* A set addition the kernel took: to the other box, while master.  The
- * sending process's socket never blocks this loop: what does not fit is
- * dropped and counted (the guest's next answer opens it there). */
+/* A set addition the kernel took (IPC_SET_ADD) or a sandbox's egress
+ * total (IPC_HA_SPENT): to the other box, while master.  The sending
+ * process's socket never blocks this loop: what does not fit is dropped
+ * and counted (the guest's next answer opens it there; the next total
+ * supersedes it). */
 void
-harepl_forward(struct gw *gw, const struct ipc_set_add *m, size_t len)
+harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 {
 	struct gw_proc *p = &gw->procs[PROC_HA_SEND];
 	int fl;
@@ -88,7 +92,7 @@ harepl_forward(struct gw *gw, const struct ipc_set_add *m, size_t len)
 		return;
 	if ((fl = fcntl(p->ipc, F_GETFL)) != -1 && !(fl & O_NONBLOCK))
 		(void)fcntl(p->ipc, F_SETFL, fl | O_NONBLOCK);
-	if (ipc_send(p->ipc, IPC_SET_ADD, 0, m, len) == -1)
+	if (ipc_send(p->ipc, (enum ipc_type)type, 0, m, len) == -1)
 		gw->ha_dropped++;
 	else
 		gw->ha_queued++;
@@ -171,6 +175,10 @@ harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 		hello(gw, fd, (const struct ipc_reg_req *)m->data);
 	else if (m->h->type == IPC_SET_ADD)
 		element(gw, fd, (const struct ipc_set_add *)m->data);
+	else if (m->h->type == IPC_HA_SPENT) {
+		egress_merge(gw, (const struct ipc_ha_spent *)m->data);
+		reply(fd, 0, "");
+	}
 }
 
 void

@@ -315,7 +315,8 @@ policy_set_add_request(struct gw *gw, struct gw_proc *p, uint32_t id,
 		log_warn("%s: set-ack", p->name);
 	/* Acknowledged: the other box of a pair gets it too. */
 	if (ack.status > 0)
-		harepl_forward(gw, m, sizeof(*m) + m->naddr * sizeof(m->addr[0]));
+		harepl_forward(gw, IPC_SET_ADD, m, sizeof(*m) +
+		    m->naddr * sizeof(m->addr[0]));
 }
 
 /* --- counters ------------------------------------------------------------ */

@@ -448,12 +448,13 @@ ask_next(void)
 {
 	static union {
 		struct ipc_reg_req m;
-		struct ipc_set_add e;
+		union harepl_msg e;
 		char raw[IPC_MAX_PAYLOAD];
 	} u;
 	char err[160];
 	size_t mlen;
 	struct conn *c;
+	int type;
 
 	if (R.asking || (c = R.qhead) == NULL)
 		return;
@@ -466,9 +467,9 @@ ask_next(void)
 		u.m.verb = REG_HELLO;
 		mlen = sizeof(u.m) + 1;
 	} else if (R.ha) {	/* only after the parent took the key */
-		if (harepl_parse(c->in, head_line(c), &u.e, sizeof(u.raw),
-		    &mlen, err, sizeof(err)) != 0 ||
-		    ipc_send(R.ipc, IPC_SET_ADD, 0, &u.e, mlen) == -1)
+		if (harepl_parse(c->in, head_line(c), &u.e, &type, &mlen, err,
+		    sizeof(err)) != 0 ||
+		    ipc_send(R.ipc, (enum ipc_type)type, 0, &u.e, mlen) == -1)
 			_exit(1);	/* parsed once already: cannot differ */
 		goto sent;
 	} else if (reg_parse(c->in, head_line(c), &u.m, sizeof(u.raw), &mlen,
@@ -532,17 +533,17 @@ line(struct conn *c, size_t len)
 {
 	static union {
 		struct ipc_reg_req m;
-		struct ipc_set_add e;
+		union harepl_msg e;
 		char raw[IPC_MAX_PAYLOAD];
 	} u;
 	char err[160], out[200];
 	size_t mlen = 0;
-	int rc;
+	int rc, type;
 
 	if (R.ha)
 		rc = len <= 1 ?
-		    REG_PARSE_EMPTY : harepl_parse(c->in, len, &u.e,
-		    sizeof(u.raw), &mlen, err, sizeof(err));
+		    REG_PARSE_EMPTY : harepl_parse(c->in, len, &u.e, &type,
+		    &mlen, err, sizeof(err));
 	else
 		rc = reg_parse(c->in, len, &u.m, sizeof(u.raw), &mlen, err,
 		    sizeof(err));

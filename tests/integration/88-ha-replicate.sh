@@ -52,6 +52,8 @@ topo_services || { not_ok "services"; exit 1; }
 dns_upstream 203.0.113.53 || { not_ok "dns upstream"; exit 1; }
 # pypi.org is 203.0.113.10 upstream: a plain service there, not 80/443.
 topo_banner "$NS_INET" $INET_HTTP 2222 "far-end" || { not_ok "banner"; exit 1; }
+# And a sink, to spend the guest's egress budget into.
+topo_bg "$NS_INET" sink socat -u TCP-LISTEN:2223,bind=$INET_HTTP,fork,reuseaddr OPEN:/dev/null
 
 # --- keys: each box's own, and one neither pins -------------------------
 PKI=$TOPO_TMP/pki
@@ -71,7 +73,7 @@ declare -A PID SOCK
 box_conf() {	# box_conf X LISTEN PEER PEERKEY
 	local x=${1,,}
 	sed -e "s|^gateway: {|gateway: { state_dir = \"$TOPO_TMP/state-$1\";\n  ha: { enabled = true; listen = \"$2\"; peer = \"$3\";\n    peer_key = \"$4\"; cert = \"$PKI/$x.crt\"; key = \"$PKI/$x.key\"; };|" \
-	    -e 's|allow = \[ "pypi.org", "\*.github.test" \];|allow = [ "pypi.org", "*.github.test" ]; allow_ports = [ "tcp/2222" ];|' \
+	    -e 's|allow = \[ "pypi.org", "\*.github.test" \];|allow = [ "pypi.org", "*.github.test" ]; allow_ports = [ "tcp/2222", "tcp/2223" ];\n    egress_bytes_per_day = "64K";|' \
 	    examples/demo.conf >"$TOPO_TMP/$1.conf"
 }
 box_start() {	# box_start X NS
@@ -200,4 +202,24 @@ in_ns "$G" dig @$GW_ADDR +time=2 +tries=1 +short long.github.test A >/dev/null
 expect_ok "B (master) opens while A is stopped" has_elem "$NS_B" 203.0.113.14
 kill -CONT "${PID[A]}"
 expect_ok "and A has it once it runs again" wait_for 10 has_elem "$NS_A" 203.0.113.14
+
+# --- budgets: the master's egress totals follow it ---------------------------
+# web has 64K a day.  Through B (master) it sends 100K: B refuses its new
+# flows.  A hears B's total and refuses them as well, before it is master
+# again: a failover does not hand the guest a fresh budget.
+spent() { in_ns "$1" nft list set inet moat budget_spent 2>/dev/null | grep -q 10.77.0.10; }
+expect_fail "A has not refused web's flows yet" spent "$NS_A"
+head -c 100000 /dev/zero | in_ns "$G" timeout 5 socat -u - TCP:$INET_HTTP:2223 2>/dev/null
+expect_ok "B counts the 100K and refuses web's new flows" wait_for 5 spent "$NS_B"
+expect_match "the guest's new connection through B is refused" '^(unreachable|timeout)$' \
+	"$(tcp_probe "$G" $INET_HTTP 2222)"
+expect_ok "A has B's total within a few seconds, and refuses too" wait_for 5 spent "$NS_A"
+ctl B ha backup >/dev/null; ctl A ha master >/dev/null
+ip -n "$NS_B" addr del $GW_ADDR/24 dev moat0
+ip -n "$NS_A" addr add $GW_ADDR/24 dev moat0
+ip -n "$G" neigh flush all
+expect_match "after failing back to A the guest's new connection is still refused" '^(unreachable|timeout)$' \
+	"$(tcp_probe "$G" $INET_HTTP 2222)"
+expect_match "A audited the budget spent" '"event":"egress-budget-spent".*"sandbox":"web"' \
+	"$(cat "$TOPO_TMP/A-audit.log")"
 tap_done
