@@ -223,9 +223,10 @@ int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
 int	gw_listen_tcp(const char *addrport, const char *what);
 /* The box's certificate and key for a new registration process. */
 int	reg_pem_read(const struct gw *, struct reg_pem *);
-/* An IPC_REG_REQ from the registration process (shape-checked); the
- * answer goes back on fd. */
-void	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
+/* An IPC_REG_REQ from the registration process or, forwarded, from the
+ * other box of a pair (shape-checked); the answer goes back on fd.  0 if
+ * it was answered "ok". */
+int	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
 gw_dispatch_fn reg_dispatch;
 /* Sandboxes host has registered (drop-ins with its mark). */
 size_t	reg_count(const struct gw *, const struct moat_host *);

@@ -15,11 +15,14 @@
  * One line each way:
  *   elem SANDBOX TIMEOUT_MS plain|- PORTS|- ADDR,ADDR,...  -> ok | error REASON
  *   spent SANDBOX WINDOW BYTES                             -> ok | error REASON
+ *   reg HOSTKEY REQUEST                                    -> ok | error REASON
  * PORTS is "tcp/22,udp/443" (the ports of the entries with ports of their
  * own that cover the name), "-" for none; "plain" says the addresses open
  * the sandbox's allow_ports.  spent is what the sandbox's guest sent in
  * egress budget window WINDOW, as the master counted it: the other box
- * keeps the larger of that and its own count (parent_egress.c).
+ * keeps the larger of that and its own count (parent_egress.c).  reg is a
+ * KVM host's registration request (register.c: register, remove, sync)
+ * that the master applied, HOSTKEY the host's key in 64 hex digits.
  */
 #ifndef GATEWAYD_HAREPL_H
 #define GATEWAYD_HAREPL_H
@@ -35,10 +38,11 @@
 #define HAREPL_TIMEOUT_S	2	/* connect, handshake, each answer */
 #define HAREPL_QUEUE_MAX	4096	/* lines waiting for the peer */
 
-/* One line's message: an IPC_SET_ADD or an IPC_HA_SPENT. */
+/* One line's message: an IPC_SET_ADD, IPC_HA_SPENT or IPC_REG_REQ. */
 union harepl_msg {
 	struct ipc_set_add	add;
 	struct ipc_ha_spent	spent;
+	struct ipc_reg_req	reg;
 	char			raw[IPC_MAX_PAYLOAD];
 };
 

@@ -6,7 +6,8 @@
  *
  * The parent sends each set addition the kernel took while this box is
  * master (IPC_SET_ADD), and each budgeted sandbox's egress total as it
- * grows (IPC_HA_SPENT), never waiting: its end of the socket does not
+ * grows (IPC_HA_SPENT), and each KVM host's registration it applied
+ * (IPC_REG_REQ), never waiting: its end of the socket does not
  * block, and what does not fit is counted there as dropped).  This
  * process queues them, keeps one TLS connection to the other box, checks
  * that box's key against gateway.ha.peer_key before it sends a line, and
@@ -113,7 +114,8 @@ take(void)
 		n = ipc_recv(S.ipc, &h, u.raw, sizeof(u.raw), err, sizeof(err));
 		if (n == -1 && errno == EAGAIN)
 			return;
-		if (n <= 0 || (h.type != IPC_SET_ADD && h.type != IPC_HA_SPENT))
+		if (n <= 0 || (h.type != IPC_SET_ADD &&
+		    h.type != IPC_HA_SPENT && h.type != IPC_REG_REQ))
 			_exit(n == 0 ? 0 : 1);
 		push(h.type, &u);
 	}

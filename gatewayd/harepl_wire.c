@@ -97,6 +97,35 @@ parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
 	return 0;
 }
 
+/* reg HOSTKEY REQUEST: the request as the host sent it (reg_parse). */
+static int
+parse_reg(const char *line, size_t len, union harepl_msg *u, size_t *mlen,
+    char *err, size_t errlen)
+{
+	unsigned int x;
+	size_t i;
+	int rc;
+
+	if (len < 4 + 64 + 1 || line[4 + 64] != ' ')
+		return fail(err, errlen, "reg: expected HOSTKEY REQUEST");
+	for (i = 4; i < 4 + 64; i++)	/* line is not NUL-terminated */
+		if (!((line[i] >= '0' && line[i] <= '9') ||
+		    (line[i] >= 'a' && line[i] <= 'f')))
+			return fail(err, errlen, "reg: expected HOSTKEY "
+			    "REQUEST");
+	rc = reg_parse(line + 69, len - 69, &u->reg, sizeof(*u), mlen, err,
+	    errlen);
+	if (rc != 0 || (u->reg.verb != REG_REGISTER &&
+	    u->reg.verb != REG_REMOVE && u->reg.verb != REG_SYNC))
+		return rc == -1 ? -1 : fail(err, errlen, "reg: expected "
+		    "register, remove or sync");
+	for (i = 0; i < 32; i++) {
+		sscanf(line + 4 + 2 * i, "%2x", &x);
+		u->reg.key[i] = (uint8_t)x;
+	}
+	return 0;
+}
+
 int
 harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
     size_t *mlen, char *err, size_t errlen)
@@ -114,6 +143,10 @@ harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
 	for (i = 0; i < len; i++)
 		if (line[i] < 0x20 || line[i] > 0x7e)
 			return fail(err, errlen, "malformed request");
+	if (len > 4 && strncmp(line, "reg ", 4) == 0) {
+		*type = IPC_REG_REQ;
+		return parse_reg(line, len, u, mlen, err, errlen);
+	}
 	memcpy(buf, line, len);
 	buf[len] = '\0';
 	for (tok = strtok_r(buf, " ", &save); tok != NULL;
@@ -141,6 +174,29 @@ harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
 	return 0;
 }
 
+static int
+format_reg(const struct ipc_reg_req *r, char *buf, size_t len)
+{
+	char hex[65];
+	size_t i;
+	int n;
+
+	for (i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", r->key[i]);
+	if (r->verb == REG_REGISTER)
+		n = snprintf(buf, len, "reg %s register %s %s %s %s%s%s%s%s",
+		    hex, r->name, r->address, r->mac, r->egress,
+		    r->text[0] ? " allow=" : "", r->text,
+		    r->secrets[0] ? " secrets=" : "", r->secrets);
+	else if (r->verb == REG_REMOVE)
+		n = snprintf(buf, len, "reg %s remove %s", hex, r->name);
+	else if (r->verb == REG_SYNC)
+		n = snprintf(buf, len, "reg %s sync %s", hex, r->text);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
+}
+
 int
 harepl_format(int type, const union harepl_msg *u, char *buf, size_t len)
 {
@@ -155,6 +211,8 @@ harepl_format(int type, const union harepl_msg *u, char *buf, size_t len)
 		    (unsigned long long)u->spent.bytes);
 		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
 	}
+	if (type == IPC_REG_REQ)
+		return format_reg(&u->reg, buf, len);
 	if (type != IPC_SET_ADD)
 		return -1;
 

@@ -11,7 +11,11 @@
  * what a DNS answer could, never a private range, the sandbox network or
  * an address of this box; the name behind an address is the peer's word.
  * Egress totals only ever grow here (egress_merge): a peer can spend a
- * sandbox's budget early, never give it more.
+ * sandbox's budget early, never give it more.  A KVM host's registration
+ * the master applied comes with the host's key and is decided here again
+ * by reg_message (admit_registration, against this box's hosts =): the
+ * peer can do no more than that host could.  Nothing received is sent
+ * on, so two boxes that both believe they are master do not echo.
  */
 #include <sys/socket.h>
 
@@ -121,6 +125,13 @@ hello(struct gw *gw, int fd, const struct ipc_reg_req *m)
 	char hex[65];
 	size_t i;
 
+	if (m->verb != REG_HELLO) {	/* a host's request, forwarded */
+		if (gw->regfd == -1)
+			reply(fd, 1, "this box takes no registrations");
+		else
+			(void)reg_message(gw, fd, m);
+		return;
+	}
 	if (m->verb == REG_HELLO && gw->cfg->gw.ha_has_peer_key &&
 	    CRYPTO_memcmp(m->key, gw->cfg->gw.ha_peer_key, 32) == 0) {
 		reply(fd, 0, "");

@@ -66,41 +66,48 @@ pin() {
 	echo "sha256:$(openssl x509 -in "$PKI/$1.crt" -pubkey -noout |
 		openssl pkey -pubin -outform DER | sha256sum | cut -d' ' -f1)"
 }
-for k in a b wrong; do mkcert $k; done
+for k in a b wrong h1; do mkcert $k; done
 
 bash gatewayd/install-users.sh
 declare -A PID SOCK
-box_conf() {	# box_conf X LISTEN PEER PEERKEY
-	local x=${1,,}
-	sed -e "s|^gateway: {|gateway: { state_dir = \"$TOPO_TMP/state-$1\";\n  ha: { enabled = true; listen = \"$2\"; peer = \"$3\";\n    peer_key = \"$4\"; cert = \"$PKI/$x.crt\"; key = \"$PKI/$x.key\"; };|" \
+box_conf() {	# box_conf X LISTEN PEER PEERKEY -- $TOPO_TMP/X/moat.conf
+	local x=${1,,} reg=${2%:*}:7443
+	mkdir -p "$TOPO_TMP/$1/sandboxes.d"
+	{ sed -e "s|^gateway: {|gateway: { state_dir = \"$TOPO_TMP/state-$1\";\n  ha: { enabled = true; listen = \"$2\"; peer = \"$3\";\n    peer_key = \"$4\"; cert = \"$PKI/$x.crt\"; key = \"$PKI/$x.key\"; };\n  registration: { listen = \"$reg\"; cert = \"$PKI/$x.crt\"; key = \"$PKI/$x.key\"; };|" \
 	    -e 's|allow = \[ "pypi.org", "\*.github.test" \];|allow = [ "pypi.org", "*.github.test" ]; allow_ports = [ "tcp/2222", "tcp/2223" ];\n    egress_bytes_per_day = "64K";|' \
-	    examples/demo.conf >"$TOPO_TMP/$1.conf"
+	    examples/demo.conf
+	  echo "hosts = ( { name = \"h1\"; key = \"$(pin h1)\"; pool = \"10.77.0.64/26\"; trunk = \"tr-h1\"; } );"
+	} >"$TOPO_TMP/$1/moat.conf"
 }
 box_start() {	# box_start X NS
 	SOCK[$1]=$TOPO_TMP/$1.sock
-	ip netns exec "$2" build/gatewayd -d -c "$TOPO_TMP/$1.conf" -s "${SOCK[$1]}" \
+	ip netns exec "$2" build/gatewayd -d -c "$TOPO_TMP/$1/moat.conf" -s "${SOCK[$1]}" \
 	    -a "$TOPO_TMP/$1-audit.log" >>"$TOPO_TMP/$1-gatewayd.log" 2>&1 &
 	PID[$1]=$!
 	TOPO_PIDS+=("${PID[$1]}")
 	wait_for 30 build/gatewayd ctl -s "${SOCK[$1]}" status >/dev/null 2>&1
 }
 ctl() { local x=$1; shift; build/gatewayd ctl -s "${SOCK[$x]}" "$@"; }
+peer_line() {	# peer_line KEYNAME LINE -- say LINE to B as KEYNAME, print the answer
+	(printf '%s\n' "$2"; sleep 2) | in_ns "$NS_A" timeout 8 openssl s_client -quiet \
+		-connect 192.168.200.2:7444 -cert "$PKI/$1.crt" -key "$PKI/$1.key" 2>/dev/null
+}
 box_conf A 192.168.200.1:7444 192.168.200.2:7444 "$(pin b)"
 box_conf B 192.168.200.2:7444 192.168.200.1:7444 "$(pin a)"
 
 # --- the keys in moat.conf ------------------------------------------------
 expect_match "-nv prints the replication keys" \
 	"ha: \{ enabled = true; listen = \"192.168.200.1:7444\"; peer = \"192.168.200.2:7444\"; peer_key = \"$(pin b)\";" \
-	"$(in_ns "$NS_A" build/gatewayd -nv -c "$TOPO_TMP/A.conf" 2>&1)"
-sed 's|peer_key = "sha256:[0-9a-f]*";||' "$TOPO_TMP/A.conf" >"$TOPO_TMP/bad.conf"
+	"$(in_ns "$NS_A" build/gatewayd -nv -c "$TOPO_TMP/A/moat.conf" 2>&1)"
+sed 's|peer_key = "sha256:[0-9a-f]*";||' "$TOPO_TMP/A/moat.conf" >"$TOPO_TMP/bad.conf"
 expect_match "listen and peer without peer_key: an error naming file:line" \
 	"bad.conf:[0-9]+: gateway.ha: expected listen, peer, peer_key, cert and key together" \
 	"$(in_ns "$NS_A" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)"
-sed 's|peer_key = "sha256:[0-9a-f]*";|peer_key = "sha256:12ab";|' "$TOPO_TMP/A.conf" >"$TOPO_TMP/bad.conf"
+sed 's|peer_key = "sha256:[0-9a-f]*";|peer_key = "sha256:12ab";|' "$TOPO_TMP/A/moat.conf" >"$TOPO_TMP/bad.conf"
 expect_match "a short peer_key: an error naming file:line" \
 	"bad.conf:[0-9]+: .*peer_key: expected \"sha256:\" and 64 hex digits" \
 	"$(in_ns "$NS_A" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)"
-sed 's|listen = "192.168.200.1:7444"|listen = "10.77.0.1:7444"|' "$TOPO_TMP/A.conf" >"$TOPO_TMP/bad.conf"
+sed 's|listen = "192.168.200.1:7444"|listen = "10.77.0.1:7444"|' "$TOPO_TMP/A/moat.conf" >"$TOPO_TMP/bad.conf"
 expect_match "listen on the sandbox side: refused" \
 	"bad.conf:[0-9]+: gateway.ha: listen: expected an address on the management network" \
 	"$(in_ns "$NS_A" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1)"
@@ -138,6 +145,31 @@ expect_match "B counts what it took" "[1-9][0-9]* received, 0 refused, 0 unknown
 	"$(ctl B status | grep '^ha peer')"
 expect_match "--json too" '"ha_replication":\{"peer":"192.168.200.1:7444",' "$(ctl B status --json)"
 
+# --- registrations: what A (master) applied, B applies too ------------------
+H1HEX=$(pin h1 | cut -d: -f2)
+host_req() {	# host_req BOX REQUEST... -- h1 asks box A or B
+	local a=192.168.200.1 k=a
+	[ "$1" = B ] && { a=192.168.200.2; k=b; }
+	shift
+	in_ns "$NS_A" build/gatewayd register --box $a:7443 --ca "$PKI/$k.crt" \
+		--cert "$PKI/h1.crt" --key "$PKI/h1.key" "$@" 2>&1
+}
+dropin() { [ -f "$TOPO_TMP/$1/sandboxes.d/$2.conf" ]; }
+has_sb() { ctl "$1" sandboxes 2>/dev/null | grep -q "^$2 "; }
+out=$(host_req A register s1 10.77.0.70 52:54:00:aa:00:01 allowlist allow=pypi.org); rc=$?
+expect_eq "h1 registers s1 with A (master)" 0 $rc; [ $rc = 0 ] || echo "# $out"
+expect_ok "A has it" has_sb A s1
+expect_ok "B has it too, its own drop-in" wait_for 5 dropin B s1
+expect_ok "and applied" wait_for 5 has_sb B s1
+expect_match "B audits it as h1's registration" '"event":"registration","host":"h1".*"sandbox":"s1"' \
+	"$(cat "$TOPO_TMP/B-audit.log")"
+ans=$(peer_line a "reg $H1HEX register s8 10.77.0.20 52:54:00:aa:00:08 none")
+expect_match "a forwarded registration outside h1's pool is refused by B's own check" "^error .*pool" "$ans"
+expect_fail "and not written" dropin B s8
+ans=$(peer_line a "reg $(pin wrong | cut -d: -f2) register s9 10.77.0.71 52:54:00:aa:00:09 none")
+expect_eq "one with a key no host has is refused" "error unknown host key" "$ans"
+expect_fail "and not written" dropin B s9
+
 # --- failover: B master, the guest's cached answer works -----------------
 ctl A ha backup >/dev/null; ctl B ha master >/dev/null
 ip -n "$NS_A" addr del $GW_ADDR/24 dev moat0
@@ -166,11 +198,12 @@ ip -n "$NS_A" addr del $GW_ADDR/24 dev moat0
 ip -n "$NS_B" addr add $GW_ADDR/24 dev moat0
 ip -n "$G" neigh flush all
 
+out=$(host_req B remove s1); rc=$?
+expect_eq "h1 removes s1 through B, the master now" 0 $rc
+expect_ok "A removes it too" wait_for 5 bash -c "! test -f '$TOPO_TMP/A/sandboxes.d/s1.conf'"
+expect_ok "and A no longer has it" wait_for 5 bash -c "! build/gatewayd ctl -s '${SOCK[A]}' sandboxes | grep -q '^s1 '"
+
 # --- a connection with a key B does not pin --------------------------------
-peer_line() {	# peer_line KEYNAME LINE -- say LINE to B as KEYNAME, print the answer
-	(printf '%s\n' "$2"; sleep 2) | in_ns "$NS_A" timeout 8 openssl s_client -quiet \
-		-connect 192.168.200.2:7444 -cert "$PKI/$1.crt" -key "$PKI/$1.key" 2>/dev/null
-}
 ans=$(peer_line wrong "elem web 60000 plain - 203.0.113.21")
 expect_eq "a key other than peer_key gets no answer" "" "$(grep -v '^error unknown peer key' <<<"$ans")"
 expect_fail "and opens nothing" has_elem "$NS_B" 203.0.113.21
