@@ -121,21 +121,45 @@ has_elem() {	# has_elem NS ADDR -- ADDR is in allow_web
 	in_ns "$1" nft list set inet moat allow_web 2>/dev/null | grep -q "$2"
 }
 expect_fail "B's allow_web is empty at first" has_elem "$NS_B" 203.0.113.10
+topo_bg "$NS_B" monB python3 -u -c 'import ctypes, subprocess, time
+p = subprocess.Popen(["stdbuf", "-oL", "nft", "monitor", "elements"], stdout=subprocess.PIPE, text=True,
+    preexec_fn=lambda: ctypes.CDLL(None).prctl(1, 15))
+for l in p.stdout:
+    print(time.time_ns(), l.strip(), flush=True)'
+# Ready once it reports an element of the test's own, in a table of its own.
+in_ns "$NS_B" nft -f - <<'NFT'
+table inet moattest { set probe { type ipv4_addr; }; }
+NFT
+mon_ready() {
+	in_ns "$NS_B" nft flush set inet moattest probe
+	in_ns "$NS_B" nft add element inet moattest probe '{ 192.0.2.77 }'
+	grep -q 192.0.2.77 "$TOPO_TMP/monB.log"
+}
+expect_ok "B's element monitor runs" wait_for 10 mon_ready
+in_ns "$NS_B" nft delete table inet moattest
 q0=$(grep -c 'pypi.org' "$DNS_UPLOG" 2>/dev/null)
-ans=$(in_ns "$G" dig @$GW_ADDR +time=2 +tries=2 +short pypi.org A)
 t0=$(date +%s%N)
+ans=$(in_ns "$G" dig @$GW_ADDR +time=2 +tries=2 +short pypi.org A)
+a0=$(( ($(date +%s%N) - t0) / 1000000 ))
 expect_eq "the guest resolves pypi.org through A" 203.0.113.10 "$ans"
 expect_ok "A opened it" has_elem "$NS_A" 203.0.113.10
-# The lag: from the guest's answer to the element in B's set, polled
-# every few milliseconds (an nft listing costs some itself).
-lag=none
-for _ in $(seq 1 400); do
-	if has_elem "$NS_B" 203.0.113.10; then lag=$(( ($(date +%s%N) - t0) / 1000000 )); break; fi
-	sleep 0.005
-done
-expect_match "the element lands on B within 2 s" '^[0-9]+$' "$lag"
-[ "$lag" != none ] && [ "$lag" -le 2000 ] || not_ok "lag $lag ms is over 2 s"
-echo "# lag A -> B: $lag ms (answer to the guest -> element in B's set)"
+# The lag: from the guest's query to the element in B's kernel, as B's
+# `nft monitor` reports it (each line stamped when read), next to the
+# time the guest waited for its answer.
+stamp_of() {	# stamp_of ADDR -- when B's monitor saw ADDR added, ns
+	awk -v a="$1" 'index($0, a) && /add element/ {print $1; exit}' "$TOPO_TMP/monB.log"
+}
+expect_ok "the element lands on B" wait_for 5 has_elem "$NS_B" 203.0.113.10
+lag=$(( ($(stamp_of 203.0.113.10) - t0) / 1000000 ))
+expect_ok "within 2 s (the first, with the TLS connection made)" test "$lag" -le 2000
+echo "# lag: query sent -> answer $a0 ms, -> element in B's kernel $lag ms (first, connecting)"
+t1=$(date +%s%N)
+ans=$(in_ns "$G" dig @$GW_ADDR +time=2 +tries=2 +short short.github.test A)
+a1=$(( ($(date +%s%N) - t1) / 1000000 ))
+expect_ok "a second name lands on B" wait_for 5 has_elem "$NS_B" 203.0.113.13
+lag=$(( ($(stamp_of 203.0.113.13) - t1) / 1000000 ))
+expect_ok "within 2 s" test "$lag" -le 2000
+echo "# lag: query sent -> answer $a1 ms, -> element in B's kernel $lag ms (connected)"
 expect_match "with its promise: a timeout on B too" "203.0.113.10 timeout" \
 	"$(in_ns "$NS_B" nft list set inet moat allow_web)"
 expect_eq "the guest reaches it through A" connected "$(tcp_probe "$G" $INET_HTTP 2222)"
