@@ -98,8 +98,8 @@ harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 		(void)fcntl(p->ipc, F_SETFL, fl | O_NONBLOCK);
 	if (ipc_send(p->ipc, (enum ipc_type)type, 0, m, len) == -1)
 		gw->ha_dropped++;
-	else
-		gw->ha_queued++;
+	else if (type == IPC_SET_ADD)
+		gw->ha_queued++;	/* "elements sent" */
 }
 
 static void
