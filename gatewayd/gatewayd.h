@@ -70,7 +70,7 @@ struct gw_opts {
 /* The proxy is a pool: worker i is PROC_PROXY + i. */
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
     PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_METRICS,
-    PROC_MAX };
+    PROC_HA_RECV, PROC_HA_SEND, PROC_MAX };
 #define PROC_IS_PROXY(id)	((id) >= PROC_PROXY && (id) < PROC_CONTROL)
 
 struct gw_proc {
@@ -227,9 +227,10 @@ int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
 int	gw_listen_tcp(const char *addrport, const char *what);
 /* The box's certificate and key for a new registration process. */
 int	reg_pem_read(const struct gw *, struct reg_pem *);
-/* An IPC_REG_REQ from the registration process (shape-checked); the
- * answer goes back on fd. */
-void	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
+/* An IPC_REG_REQ from the registration process or, forwarded, from the
+ * other box of a pair (shape-checked); the answer goes back on fd.  0 if
+ * it was answered "ok". */
+int	reg_message(struct gw *, int fd, const struct ipc_reg_req *);
 gw_dispatch_fn reg_dispatch;
 /* Sandboxes host has registered (drop-ins with its mark). */
 size_t	reg_count(const struct gw *, const struct moat_host *);
@@ -382,6 +383,9 @@ int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 /* dnsd's IPC_SET_ADD, decided by nftr_allow_add, answered on p->ipc. */
+/* Admit and add a set addition (dnsd's, or the other box's): what
+ * nftr_allow_add returns. */
+int	policy_set_add(struct gw *, const struct ipc_set_add *);
 void	policy_set_add_request(struct gw *, struct gw_proc *, uint32_t id,
 	    const struct ipc_set_add *);
 typedef void policy_counter_fn(void *arg, const char *family, const char *name,
@@ -499,6 +503,7 @@ struct gw_egress {
 	bool		 audited;	/* "egress-budget-spent" this window */
 	bool		 in_set;	/* in the kernel's budget_spent */
 	bool		 configured;	/* else kept for its total only */
+	uint64_t	 replicated;	/* spent as the other box last heard it */
 };
 
 /* One reuseport group of the proxy's listening sockets (parent_pool.c):
@@ -562,6 +567,10 @@ struct gw {
 	int			 ha_role;
 	time_t			 ha_since;
 	struct ha_dup		*ha_dup;	/* split-brain watch, or NULL */
+	/* Replication to and from the other box (parent_harepl.c). */
+	int			 hafd;		/* gateway.ha.listen, or -1 */
+	uint64_t		 ha_queued, ha_dropped;	/* to the sender */
+	uint64_t		 ha_received, ha_refused, ha_unknown;
 	time_t			 started;
 	time_t			 last_reload;
 	unsigned		 reloads, reload_failures;
@@ -627,6 +636,8 @@ int	gw_sealed_memfd(const char *name, const char *text, size_t len);
 void	egress_before_apply(struct gw *, const struct moat_config *cur);
 void	egress_after_apply(struct gw *, const struct moat_config *cfg);
 void	egress_tick(struct gw *);
+/* The other box's total for a sandbox (replication): the larger counts. */
+void	egress_merge(struct gw *, const struct ipc_ha_spent *);
 int	egress_timeout(const struct gw *, int timeout);	/* ms, -1 */
 void	egress_stop(struct gw *);
 /* Sandbox i of gw->cfg's budget, or NULL if it has none to show. */
@@ -659,6 +670,12 @@ void	ha_dup_tick(struct gw *);
 void	ha_dup_readable(struct gw *);
 void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
 void	ha_status(struct ctl_req *);
+/* parent_harepl.c: replication between the boxes of a pair. */
+int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
+int	harepl_pem_read(const struct gw *, struct reg_pem *);
+void	harepl_forward(struct gw *, int type, const void *, size_t);
+void	harepl_status(struct ctl_req *);
+gw_dispatch_fn harepl_recv_dispatch, harepl_send_dispatch;
 void	ha_metrics(FILE *, const struct gw *);
 
 #endif

@@ -162,7 +162,7 @@ startup(struct gw *gw)
 	net_log(&gw->net);
 	audit_open(gw);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
-	    metrics_listen(gw) == -1)
+	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
 		return -1;
 	return 0;
 }
@@ -175,7 +175,7 @@ gw_run(struct gw_opts *opts)
 
 	gw.opts = *opts;
 	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
-	gw.dns_udp = gw.dns_tcp = gw.regfd = gw.metricsfd = -1;
+	gw.dns_udp = gw.dns_tcp = gw.regfd = gw.metricsfd = gw.hafd = -1;
 	gw.dns_udp6 = gw.dns_tcp6 = -1;
 	gw.started = time(NULL);
 	gw.on_ctl_msg = ctl_message;
@@ -220,6 +220,8 @@ gw_run(struct gw_opts *opts)
 		close(gw.regfd);
 	if (gw.metricsfd != -1)
 		close(gw.metricsfd);
+	if (gw.hafd != -1)
+		close(gw.hafd);
 	metrics_free(gw.metrics);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;

@@ -119,6 +119,7 @@ roll(struct gw *gw, int64_t w)
 			continue;
 		gw->egress[n] = gw->egress[i];
 		gw->egress[n].spent = 0;
+		gw->egress[n].replicated = 0;
 		gw->egress[n].audited = false;
 		n++;
 	}
@@ -381,6 +382,52 @@ egress_after_apply(struct gw *gw, const struct moat_config *cfg)
 		save(gw);
 }
 
+/* The master's totals that grew since the other box last heard them. */
+static void
+replicate(struct gw *gw)
+{
+	struct ipc_ha_spent m;
+	size_t i;
+
+	if (gw->ha_role != HA_MASTER)
+		return;
+	for (i = 0; i < gw->negress; i++) {
+		struct gw_egress *e = &gw->egress[i];
+
+		if (!e->configured || e->budget == 0 || e->spent == e->replicated)
+			continue;
+		memset(&m, 0, sizeof(m));
+		snprintf(m.sandbox, sizeof(m.sandbox), "%s", e->name);
+		m.window = gw->egress_window;
+		m.bytes = e->spent;
+		harepl_forward(gw, IPC_HA_SPENT, &m, sizeof(m));
+		e->replicated = e->spent;
+	}
+}
+
+/* The other box's total for a sandbox: the larger of it and ours counts,
+ * so a failover gives a guest no more than what the master had not yet
+ * sent of it (a second's worth). */
+void
+egress_merge(struct gw *gw, const struct ipc_ha_spent *m)
+{
+	struct gw_egress *e;
+
+	if (!gw->egress_policy)
+		return;
+	if (gw->egress_window != window_now()) {
+		roll(gw, window_now());
+		gw->egress_resync = true;
+	}
+	if (m->window != gw->egress_window ||
+	    (e = find(gw->egress, gw->negress, m->sandbox)) == NULL ||
+	    !e->configured || m->bytes <= e->spent)
+		return;
+	e->spent = e->replicated = m->bytes;
+	gw->egress_dirty = true;
+	enforce(gw);
+}
+
 void
 egress_tick(struct gw *gw)
 {
@@ -393,8 +440,10 @@ egress_tick(struct gw *gw)
 		roll(gw, window_now());
 		gw->egress_resync = true;
 	}
-	if (charge(gw, gw->cfg) == 0)
+	if (charge(gw, gw->cfg) == 0) {
 		enforce(gw);
+		replicate(gw);
+	}
 	if (gw->egress_dirty && time(NULL) - gw->egress_saved >= EGRESS_SAVE_S)
 		save(gw);
 }

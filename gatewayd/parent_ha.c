@@ -116,6 +116,7 @@ ha_status(struct ctl_req *r)
 		    roles[gw->ha_role].name, (long long)gw->ha_since,
 		    gw->ha_dup == NULL ? "" : dup ? ",\"split_brain\":true" :
 		    ",\"split_brain\":false");
+		harepl_status(r);
 		return;
 	}
 	gmtime_r(&gw->ha_since, &tm);
@@ -128,6 +129,7 @@ ha_status(struct ctl_req *r)
 		ctl_reply(r, "split-brain another master (%s) answers for the "
 		    "shared uplink address too, for %llds\n", mac,
 		    (long long)(time(NULL) - first));
+	harepl_status(r);
 }
 
 void

@@ -288,22 +288,35 @@ policy_promises_seed(struct gw *gw)
  * only in allowlist mode, only public IPv4, the timeout capped).  No
  * timeout sent ends before one this parent already promised for the same
  * address (promise.h), whatever dnsd remembers. */
-void
-policy_set_add_request(struct gw *gw, struct gw_proc *p, uint32_t id,
-    const struct ipc_set_add *m)
+int
+policy_set_add(struct gw *gw, const struct ipc_set_add *m)
 {
 	struct nftr_allow_stats st = { 0, 0 };
-	struct ipc_set_ack ack;
+	int rc;
 
 	if (gw->promises == NULL)
 		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
-	ack.status = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
+	rc = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
 	    m->addr, m->naddr, m->plain, m->ports, m->nports, m->timeout_ms,
 	    policy_dns_frozen(gw, m->sandbox), gw_mono_ms(), &st);
 	gw->set_adds += st.added;
 	gw->set_refused += st.refused;
+	return rc;
+}
+
+void
+policy_set_add_request(struct gw *gw, struct gw_proc *p, uint32_t id,
+    const struct ipc_set_add *m)
+{
+	struct ipc_set_ack ack;
+
+	ack.status = policy_set_add(gw, m);
 	if (ipc_send(p->ipc, IPC_SET_ACK, id, &ack, sizeof(ack)) == -1)
 		log_warn("%s: set-ack", p->name);
+	/* Acknowledged: the other box of a pair gets it too. */
+	if (ack.status > 0)
+		harepl_forward(gw, IPC_SET_ADD, m, sizeof(*m) +
+		    m->naddr * sizeof(m->addr[0]));
 }
 
 /* --- counters ------------------------------------------------------------ */

@@ -26,6 +26,7 @@
 
 #include "admit.h"
 #include "control.h"
+#include "harepl.h"
 #include "register.h"
 #include "gatewayd.h"
 #include "secretfile.h"
@@ -45,6 +46,8 @@ static int start_nflog(struct gw *, int ipc);
 static int start_control(struct gw *, int ipc);
 static int start_register(struct gw *, int ipc);
 static int start_metrics(struct gw *, int ipc);
+static int start_ha_recv(struct gw *, int ipc);
+static int start_ha_send(struct gw *, int ipc);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
@@ -72,6 +75,10 @@ static const struct role {
 	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ,
 	    reg_dispatch },
 	[PROC_METRICS] = { "metrics", start_metrics, 0, NULL },	/* sends nothing */
+	[PROC_HA_RECV] = { "ha-recv", start_ha_recv, (1u << IPC_REG_REQ) |
+	    (1u << IPC_SET_ADD) | (1u << IPC_HA_SPENT), harepl_recv_dispatch },
+	[PROC_HA_SEND] = { "ha-send", start_ha_send, 1u << IPC_AUDIT,
+	    harepl_send_dispatch },
 };
 
 /* Every proxy worker has the proxy's role: the same name, the same
@@ -129,6 +136,9 @@ proc_init(struct gw *gw)
 	gw->procs[PROC_REGISTER].enabled = gw->regfd != -1;
 	/* And only gateway.metrics.listen serves metrics. */
 	gw->procs[PROC_METRICS].enabled = gw->metricsfd != -1;
+	/* And only a box of a pair with gateway.ha.peer replicates. */
+	gw->procs[PROC_HA_RECV].enabled = gw->hafd != -1;
+	gw->procs[PROC_HA_SEND].enabled = gw->hafd != -1;
 	pool_enable(gw);
 }
 
@@ -505,6 +515,51 @@ start_register(struct gw *gw, int ipc)
 		child_signals();
 		child_fds(keep, 2);
 		regproc_main(3, 4, parent, &pem);
+	}
+	reg_pem_wipe(&pem);
+	return pid;
+}
+
+/* Replication's receiving process: the registration process's code on
+ * gateway.ha.listen, with this box's certificate and key (harepl.h). */
+static int
+start_ha_recv(struct gw *gw, int ipc)
+{
+	struct reg_pem pem;
+	pid_t pid, parent = getpid();
+
+	if (harepl_pem_read(gw, &pem) == -1)
+		return -1;
+	if ((pid = fork()) == -1)
+		log_warn("ha-recv: fork");
+	if (pid == 0) {
+		int keep[2] = { gw->hafd, ipc };
+
+		child_signals();
+		child_fds(keep, 2);
+		harepl_recv_main(3, 4, parent, &pem);
+	}
+	reg_pem_wipe(&pem);
+	return pid;
+}
+
+/* Its sending process: the IPC end, the certificate and key, the other
+ * box's address and pin; no listening socket. */
+static int
+start_ha_send(struct gw *gw, int ipc)
+{
+	struct reg_pem pem;
+	pid_t pid, parent = getpid();
+
+	if (harepl_pem_read(gw, &pem) == -1)
+		return -1;
+	if ((pid = fork()) == -1)
+		log_warn("ha-send: fork");
+	if (pid == 0) {
+		child_signals();
+		child_fds(&ipc, 1);
+		harepl_send_main(3, parent, &pem, gw->cfg->gw.ha_peer,
+		    gw->cfg->gw.ha_peer_key);
 	}
 	reg_pem_wipe(&pem);
 	return pid;

@@ -430,10 +430,15 @@ unknown_key(struct gw *gw, int fd, const struct ipc_reg_req *m)
 void
 reg_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
 {
-	reg_message(gw, fd, (const struct ipc_reg_req *)m->data);
+	const struct ipc_reg_req *r = (const struct ipc_reg_req *)m->data;
+
+	/* Applied here: the other box of a pair applies it too. */
+	if (reg_message(gw, fd, r) == 0 && (r->verb == REG_REGISTER ||
+	    r->verb == REG_REMOVE || r->verb == REG_SYNC))
+		harepl_forward(gw, IPC_REG_REQ, r, m->len);
 }
 
-void
+int
 reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 {
 	struct reg_ctx x = { .gw = gw, .m = m };
@@ -444,7 +449,7 @@ reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 
 	if ((x.h = admit_host_by_key(gw->cfg, m->key)) == NULL) {
 		unknown_key(gw, fd, m);
-		return;
+		return -1;
 	}
 	snprintf(x.host, sizeof(x.host), "%s", x.h->name);
 	st = hoststat(gw, x.host);
@@ -471,6 +476,7 @@ reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 		reply(gw, fd, 0, body, blen);
 	}
 	free(body);
+	return rc == -1 ? -1 : 0;
 }
 
 /* --- gatewayd ctl hosts -------------------------------------------------- */

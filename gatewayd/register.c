@@ -47,6 +47,7 @@
 #include "log.h"
 #include "parent.h"
 #include "privdrop.h"
+#include "harepl.h"
 #include "register.h"
 #include "sandbox.h"
 
@@ -189,37 +190,6 @@ accept_any(int ok, X509_STORE_CTX *x)
 	return 1;
 }
 
-/* The box's certificate chain and key, from PEM the parent read. */
-static int
-ctx_load(SSL_CTX *ctx, const struct reg_pem *pem)
-{
-	BIO *b = BIO_new_mem_buf(pem->cert, (int)pem->certlen);
-	X509 *x;
-	EVP_PKEY *k;
-	int rc = -1;
-
-	if (b == NULL || (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) == NULL ||
-	    SSL_CTX_use_certificate(ctx, x) != 1)
-		goto out;
-	X509_free(x);
-	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
-		if (SSL_CTX_add_extra_chain_cert(ctx, x) != 1) {
-			X509_free(x);
-			goto out;
-		}
-	ERR_clear_error();	/* the end of the chain */
-	BIO_free(b);
-	if ((b = BIO_new_mem_buf(pem->key, (int)pem->keylen)) == NULL ||
-	    (k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) == NULL)
-		goto out;
-	rc = SSL_CTX_use_PrivateKey(ctx, k) == 1 &&
-	    SSL_CTX_check_private_key(ctx) == 1 ? 0 : -1;
-	EVP_PKEY_free(k);
-out:
-	BIO_free(b);
-	return rc;
-}
-
 static SSL_CTX *
 reg_ctx(const struct reg_pem *pem)
 {
@@ -227,7 +197,8 @@ reg_ctx(const struct reg_pem *pem)
 
 	if (ctx == NULL ||
 	    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-	    ctx_load(ctx, pem) == -1) {
+	    regtls_use_pem(ctx, pem->cert, pem->certlen, pem->key,
+	    pem->keylen) == -1) {
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -316,6 +287,7 @@ static struct {
 	struct conn	*qhead, *qtail;	/* waiting to ask */
 	bool		 asking;	/* a request is with the parent */
 	struct conn	*asker;		/* its connection; NULL when gone */
+	bool		 ha;		/* the replication endpoint (harepl.h) */
 } R;
 
 static void	step(struct conn *);
@@ -476,11 +448,13 @@ ask_next(void)
 {
 	static union {
 		struct ipc_reg_req m;
+		union harepl_msg e;
 		char raw[IPC_MAX_PAYLOAD];
 	} u;
 	char err[160];
 	size_t mlen;
 	struct conn *c;
+	int type;
 
 	if (R.asking || (c = R.qhead) == NULL)
 		return;
@@ -492,12 +466,19 @@ ask_next(void)
 		memset(&u.m, 0, sizeof(u.m) + 1);
 		u.m.verb = REG_HELLO;
 		mlen = sizeof(u.m) + 1;
+	} else if (R.ha) {	/* only after the parent took the key */
+		if (harepl_parse(c->in, head_line(c), &u.e, &type, &mlen, err,
+		    sizeof(err)) != 0 ||
+		    ipc_send(R.ipc, (enum ipc_type)type, 0, &u.e, mlen) == -1)
+			_exit(1);	/* parsed once already: cannot differ */
+		goto sent;
 	} else if (reg_parse(c->in, head_line(c), &u.m, sizeof(u.raw), &mlen,
 	    err, sizeof(err)) != 0)
 		_exit(1);	/* parsed once already: cannot differ */
 	memcpy(u.m.key, c->key, sizeof(u.m.key));
 	if (ipc_send(R.ipc, IPC_REG_REQ, 0, &u.m, mlen) == -1)
 		_exit(1);
+sent:
 	R.asking = true;
 	R.asker = c;
 }
@@ -552,14 +533,20 @@ line(struct conn *c, size_t len)
 {
 	static union {
 		struct ipc_reg_req m;
+		union harepl_msg e;
 		char raw[IPC_MAX_PAYLOAD];
 	} u;
 	char err[160], out[200];
 	size_t mlen = 0;
-	int rc;
+	int rc, type;
 
-	rc = reg_parse(c->in, len, &u.m, sizeof(u.raw), &mlen, err,
-	    sizeof(err));
+	if (R.ha)
+		rc = len <= 1 ?
+		    REG_PARSE_EMPTY : harepl_parse(c->in, len, &u.e, &type,
+		    &mlen, err, sizeof(err));
+	else
+		rc = reg_parse(c->in, len, &u.m, sizeof(u.raw), &mlen, err,
+		    sizeof(err));
 	if (rc == 0) {
 		enqueue(c);
 		ask_next();
@@ -798,6 +785,15 @@ regproc_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
 	for (;;)
 		if (ev_run_once(-1) == -1)
 			_exit(1);
+}
+
+/* The same process, serving the other box of a pair: its lines are set
+ * elements (harepl.h), each sent to the parent as a set addition. */
+void
+harepl_recv_main(int listen, int ipc, pid_t parent, struct reg_pem *pem)
+{
+	R.ha = true;
+	regproc_main(listen, ipc, parent, pem);
 }
 
 void

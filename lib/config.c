@@ -79,6 +79,10 @@ config_free(struct moat_config *cfg)
 	free(cfg->gw.metrics_listen);
 	free(cfg->gw.reg_cert);
 	free(cfg->gw.reg_key);
+	free(cfg->gw.ha_listen);
+	free(cfg->gw.ha_peer);
+	free(cfg->gw.ha_cert);
+	free(cfg->gw.ha_key);
 	free(cfg->gw.admin_group);
 	strlist_free(&cfg->gw.member_allow);
 	for (i = 0; i < cfg->gw.nexceptions; i++) {

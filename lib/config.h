@@ -167,6 +167,13 @@ struct moat_gateway {
 					 * flows are translated to it (snat)
 					 * instead of masqueraded; family 0
 					 * when not given */
+	char		*ha_listen;	/* ha.listen "ADDR:PORT": the peer's replication, or NULL */
+	char		*ha_peer;	/* ha.peer "ADDR:PORT": the peer's listen */
+	char		*ha_cert, *ha_key;	/* this box's certificate and key (PEM) */
+	uint8_t		 ha_peer_key[32];	/* SHA-256 of the peer's SPKI */
+	bool		 ha_has_peer_key;
+	struct moat_where ha_where;	/* of the ha group, for messages */
+	struct moat_where ha_listen_where;
 	struct moat_where uplink_where, network_where;	/* for messages */
 	bool		 ipv6;		/* gateway.ipv6 given: guests' IPv6 on */
 	struct moat_prefix ipv6_network; /* a /64 */

@@ -508,9 +508,34 @@ check_metrics(struct loader *ld)
 	    gw->metrics_listen, &gw->metrics_where, "192.168.100.1:9477");
 }
 
+/* Replication between the boxes of a pair needs all five keys: an
+ * address to listen on, the other box's, its key's pin, and this box's
+ * certificate and key; or none of them (no replication). */
+static void
+check_ha(struct loader *ld)
+{
+	struct moat_gateway *gw = &ld->cfg->gw;
+	int n = (gw->ha_listen != NULL) + (gw->ha_peer != NULL) +
+	    gw->ha_has_peer_key + (gw->ha_cert != NULL) + (gw->ha_key != NULL);
+
+	if (n == 0)
+		return;
+	if (n != 5)
+		adderr(ld, gw->ha_where.file, gw->ha_where.line, "gateway.ha: "
+		    "expected listen, peer, peer_key, cert and key together "
+		    "(replication to the other box of the pair), or none of "
+		    "them");
+	else if (!gw->ha)
+		adderr(ld, gw->ha_where.file, gw->ha_where.line, "gateway.ha: "
+		    "peer: replication needs enabled = true");
+	check_listen(ld, "gateway.ha", "the replication endpoint",
+	    gw->ha_listen, &gw->ha_listen_where, "192.168.200.1:7444");
+}
+
 void
 check_all(struct loader *ld)
 {
+	check_ha(ld);
 	check_hosts(ld);
 	check_unique(ld);
 	check_secrets(ld);

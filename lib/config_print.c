@@ -177,12 +177,27 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
-	if (gw->ha || gw->ha_uplink_address.family != 0) {
+	if (gw->ha || gw->ha_uplink_address.family != 0 ||
+	    gw->ha_peer != NULL) {
 		fprintf(fp, "  ha: { enabled = %s; ", gw->ha ? "true" : "false");
 		if (gw->ha_uplink_address.family != 0) {
 			fputs("uplink_address = ", fp);
 			pstr(fp, addr_fmt(&gw->ha_uplink_address, buf,
 			    sizeof(buf)));
+			fputs("; ", fp);
+		}
+		if (gw->ha_peer != NULL) {
+			fputs("listen = ", fp);
+			pstr(fp, gw->ha_listen);
+			fputs("; peer = ", fp);
+			pstr(fp, gw->ha_peer);
+			fputs("; peer_key = \"sha256:", fp);
+			for (size_t k = 0; k < 32; k++)
+				fprintf(fp, "%02x", gw->ha_peer_key[k]);
+			fputs("\"; cert = ", fp);
+			pstr(fp, gw->ha_cert);
+			fputs("; key = ", fp);
+			pstr(fp, gw->ha_key);
 			fputs("; ", fp);
 		}
 		fputs("};\n", fp);

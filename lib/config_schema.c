@@ -470,15 +470,76 @@ set_ha_uplink(struct loader *ld, const config_setting_t *s, void *obj,
 	}
 }
 
+/* ha = { listen; peer; peer_key; cert; key; }: replication between the
+ * two boxes of a pair (gatewayd/harepl.c).  Their presence together is
+ * checked once the group is read (check_ha). */
+static void
+set_ha_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	char **f = FIELD(obj, k, char *);
+	const char *v = config_setting_get_string(s);
+	bool addr = strcmp(k->name, "listen") == 0 ||
+	    strcmp(k->name, "peer") == 0;
+	const char *colon = strrchr(v, ':');
+
+	if (!addr && v[0] != '/') {
+		serr(ld, s, "%s: %s: expected an absolute path, got \"%s\"",
+		    ctx, k->name, v);
+		return;
+	}
+	if (addr && (colon == NULL || colon == v || colon[1] == '\0' ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1))) {
+		serr(ld, s, "%s: %s: expected \"ADDRESS:PORT\" on the link "
+		    "between the two boxes, got \"%s\"", ctx, k->name, v);
+		return;
+	}
+	if (strcmp(k->name, "listen") == 0)
+		where(ld, s, &gw->ha_listen_where);
+	free(*f);
+	*f = xstrdup(v);
+}
+
+static void
+set_ha_peer_key(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	const char *v = config_setting_get_string(s);
+	unsigned int x;
+	size_t i;
+
+	if (strncmp(v, "sha256:", 7) != 0 || strlen(v) != 7 + 64 ||
+	    strspn(v + 7, "0123456789abcdefABCDEF") != 64) {
+		serr(ld, s, "%s: peer_key: expected \"sha256:\" and 64 hex "
+		    "digits (the SHA-256 of the other box's certificate's "
+		    "public key), got \"%s\"", ctx, v);
+		return;
+	}
+	for (i = 0; i < 32; i++) {
+		sscanf(v + 7 + 2 * i, "%2x", &x);
+		gw->ha_peer_key[i] = (uint8_t)x;
+	}
+	gw->ha_has_peer_key = true;
+}
+
 static const struct key ha_keys[] = {
 	{ "enabled", K_BOOL, 1, set_bool, offsetof(struct moat_gateway, ha) },
 	{ "uplink_address", K_STR, 0, set_ha_uplink, 0 },
+	{ "listen", K_STR, 0, set_ha_str,
+	    offsetof(struct moat_gateway, ha_listen) },
+	{ "peer", K_STR, 0, set_ha_str, offsetof(struct moat_gateway, ha_peer) },
+	{ "peer_key", K_STR, 0, set_ha_peer_key, 0 },
+	{ "cert", K_STR, 0, set_ha_str, offsetof(struct moat_gateway, ha_cert) },
+	{ "key", K_STR, 0, set_ha_str, offsetof(struct moat_gateway, ha_key) },
 };
 
 static void
 set_ha(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
 {
+	where(ld, s, &((struct moat_gateway *)obj)->ha_where);
 	walk(ld, s, ha_keys, NKEYS(ha_keys), obj, "gateway.ha");
 }
 

@@ -35,6 +35,7 @@ static int shape_conf_ack(const void *, size_t, char *, size_t);
 static int shape_conf_changed(const void *, size_t, char *, size_t);
 static int shape_dns_name(const void *, size_t, char *, size_t);
 static int shape_conf_allow(const void *, size_t, char *, size_t);
+static int shape_ha_spent(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -62,6 +63,7 @@ static const struct {
 	[IPC_DNS_NAME] = { "dns-name", shape_dns_name },
 	[IPC_CONF_ALLOW] = { "conf-allow", shape_conf_allow },
 	[IPC_CONF_CHANGED] = { "conf-changed", shape_conf_changed },
+	[IPC_HA_SPENT] = { "ha-spent", shape_ha_spent },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -148,6 +150,24 @@ shape_set_add(const void *p, size_t len, char *err, size_t errlen)
 			    "%d", i, m->addr[i].family);
 			return -1;
 		}
+	return 0;
+}
+
+static int
+shape_ha_spent(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_spent *m = p;
+
+	if (len != sizeof(*m)) {
+		snprintf(err, errlen, "ha-spent: %zu bytes, expected %zu", len,
+		    sizeof(*m));
+		return -1;
+	}
+	if (memchr(m->sandbox, '\0', sizeof(m->sandbox)) == NULL ||
+	    m->sandbox[0] == '\0' || m->window < 0) {
+		snprintf(err, errlen, "ha-spent: bad sandbox name or window");
+		return -1;
+	}
 	return 0;
 }
 

@@ -51,6 +51,8 @@ enum ipc_type {
 				 * allow list (a grant), nothing else */
 	IPC_CONF_CHANGED,	/* parent -> proxy: what changed, before an
 				 * IPC_CONF */
+	IPC_HA_SPENT,		/* parent <-> replication: a sandbox's egress
+				 * total this window (gateway.ha.peer) */
 	IPC_TYPE_MAX
 };
 
@@ -75,6 +77,16 @@ struct ipc_set_add {
 	uint8_t		pad2[2];
 	struct moat_port ports[IPC_SET_MAX_PORTS];	/* tcp or udp, 1.. */
 	struct moat_addr addr[];	/* naddr entries */
+};
+
+/* What a sandbox's guest sent in egress budget window `window` (its
+ * index: seconds since the epoch / the window's length), as the master
+ * counted it; the other box keeps the larger of its own and this. */
+struct ipc_ha_spent {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[7];
+	int64_t		window;
+	uint64_t	bytes;
 };
 
 struct ipc_set_ack {

@@ -18,6 +18,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -193,24 +194,11 @@ regclient_close(struct regclient *rc)
 	free(rc);
 }
 
-struct regclient *
-regclient_open(const char *box, const char *ca, const uint8_t pin[32],
-    const char *cert, const char *key, int timeout_s, char *why,
-    size_t whylen)
+/* Connect, handshake, check the pin: rc has its ctx. */
+static struct regclient *
+open_with(struct regclient *rc, const char *box, const char *ca,
+    const uint8_t pin[32], int timeout_s, char *why, size_t whylen)
 {
-	struct regclient *rc = calloc(1, sizeof(*rc));
-
-	if (rc == NULL) {
-		snprintf(why, whylen, "out of memory");
-		return NULL;
-	}
-	rc->fd = -1;
-	if ((rc->ctx = client_ctx(ca, cert, key)) == NULL) {
-		snprintf(why, whylen, "cannot load %s%s%s or %s (or the key "
-		    "does not match the certificate)", ca ? ca : "", ca ? ", " :
-		    "", cert, key);
-		goto fail;
-	}
 	if ((rc->fd = connect_box(box, timeout_s)) == -1) {
 		snprintf(why, whylen, "cannot reach the box at %s", box);
 		goto fail;
@@ -235,6 +223,97 @@ fail:
 	ERR_clear_error();
 	regclient_close(rc);
 	return NULL;
+}
+
+struct regclient *
+regclient_open(const char *box, const char *ca, const uint8_t pin[32],
+    const char *cert, const char *key, int timeout_s, char *why,
+    size_t whylen)
+{
+	struct regclient *rc = calloc(1, sizeof(*rc));
+
+	if (rc == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	rc->fd = -1;
+	if ((rc->ctx = client_ctx(ca, cert, key)) == NULL) {
+		snprintf(why, whylen, "cannot load %s%s%s or %s (or the key "
+		    "does not match the certificate)", ca ? ca : "", ca ? ", " :
+		    "", cert, key);
+		ERR_clear_error();
+		regclient_close(rc);
+		return NULL;
+	}
+	return open_with(rc, box, ca, pin, timeout_s, why, whylen);
+}
+
+struct regclient *
+regclient_open_ctx(const char *box, const uint8_t pin[32], SSL_CTX *ctx,
+    int timeout_s, char *why, size_t whylen)
+{
+	struct regclient *rc = calloc(1, sizeof(*rc));
+
+	if (rc == NULL || SSL_CTX_up_ref(ctx) != 1) {
+		free(rc);
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	rc->fd = -1;
+	rc->ctx = ctx;
+	return open_with(rc, box, NULL, pin, timeout_s, why, whylen);
+}
+
+SSL_CTX *
+regclient_ctx_pem(const char *cert, size_t certlen, const char *key,
+    size_t keylen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (ctx == NULL ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
+	    regtls_use_pem(ctx, cert, certlen, key, keylen) == -1) {
+		SSL_CTX_free(ctx);
+		ERR_clear_error();
+		return NULL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);	/* pin_ok decides */
+	return ctx;
+}
+
+/* The certificate chain and key, from PEM in memory. */
+int
+regtls_use_pem(SSL_CTX *ctx, const char *cert, size_t certlen,
+    const char *key, size_t keylen)
+{
+	BIO *b = BIO_new_mem_buf(cert, (int)certlen);
+	X509 *x;
+	EVP_PKEY *k;
+	int rc = -1;
+
+	if (b == NULL || (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) == NULL)
+		goto out;
+	if (SSL_CTX_use_certificate(ctx, x) != 1) {
+		X509_free(x);
+		goto out;
+	}
+	X509_free(x);
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+		if (SSL_CTX_add_extra_chain_cert(ctx, x) != 1) {
+			X509_free(x);
+			goto out;
+		}
+	ERR_clear_error();	/* the end of the chain */
+	BIO_free(b);
+	if ((b = BIO_new_mem_buf(key, (int)keylen)) == NULL ||
+	    (k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) == NULL)
+		goto out;
+	rc = SSL_CTX_use_PrivateKey(ctx, k) == 1 &&
+	    SSL_CTX_check_private_key(ctx) == 1 ? 0 : -1;
+	EVP_PKEY_free(k);
+out:
+	BIO_free(b);
+	return rc;
 }
 
 /* One line from the box, without its newline, into out.  -1 when the

@@ -18,6 +18,7 @@
 #define REG_REQUEST_MAX	1024
 
 struct regclient;
+struct ssl_ctx_st;
 
 /* Results of regclient_request (and regclient_open's failures). */
 enum {
@@ -34,6 +35,18 @@ enum {
 struct regclient *regclient_open(const char *box, const char *ca,
 	    const uint8_t pin[32], const char *cert, const char *key,
 	    int timeout_s, char *why, size_t whylen);
+/* The same with a client context made once (regclient_ctx_pem), so that
+ * a process that may no longer read the key files can reconnect; the
+ * box is accepted by its pin alone. */
+struct regclient *regclient_open_ctx(const char *box, const uint8_t pin[32],
+	    struct ssl_ctx_st *ctx, int timeout_s, char *why, size_t whylen);
+/* A TLS 1.3 client context presenting cert (a PEM chain) and key. */
+struct ssl_ctx_st *regclient_ctx_pem(const char *cert, size_t certlen,
+	    const char *key, size_t keylen);
+/* Put a PEM certificate chain and its key, in memory, on ctx: 0 or -1.
+ * The registration and replication endpoints use it too. */
+int	 regtls_use_pem(struct ssl_ctx_st *ctx, const char *cert,
+	    size_t certlen, const char *key, size_t keylen);
 /* Send one request line (no newline) and read its answer.  Lines before
  * the final one (list's) go to each_line when it is not NULL. */
 int	 regclient_request(struct regclient *, const char *line,

@@ -152,6 +152,23 @@ static const int metrics_calls[] = {
 	SCMP_SYS(newfstatat),
 };
 
+/* Replication to the other box of a pair: one TLS connection out (a
+ * socket, connect, a deadline on each read and write), lines from the
+ * parent over its socket; SIGPIPE held back around writes. */
+static const int ha_send_calls[] = {
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
+	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(connect),
+	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(fcntl),
+	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(close),
+	SCMP_SYS(shutdown), SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap),
+	SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(futex),
+	SCMP_SYS(clock_gettime), SCMP_SYS(getrandom), SCMP_SYS(getpid),
+	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigpending),
+	SCMP_SYS(rt_sigtimedwait), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(fstat),
+	SCMP_SYS(newfstatat),
+};
+
 static const int inet[] = { AF_INET, AF_INET6 };
 
 #define LIST(a)	(a), sizeof(a) / sizeof((a)[0])
@@ -175,6 +192,7 @@ static const struct role {
 	[SANDBOX_CONTROL] = { LIST(control_calls), NONE, NONE, false },
 	[SANDBOX_REGISTER] = { LIST(register_calls), NONE, NONE, false },
 	[SANDBOX_METRICS] = { LIST(metrics_calls), NONE, NONE, false },
+	[SANDBOX_HA_SEND] = { LIST(ha_send_calls), NONE, LIST(inet), false },
 };
 
 /* A call this architecture does not have (a negative pseudo number that

@@ -19,6 +19,7 @@ enum sandbox_role {
 	SANDBOX_CONTROL,	/* gatewayd's control process */
 	SANDBOX_REGISTER,	/* gatewayd's registration endpoint */
 	SANDBOX_METRICS,	/* gatewayd's metrics endpoint */
+	SANDBOX_HA_SEND,	/* gatewayd's replication to the other box */
 	SANDBOX_NROLES
 };
 
