@@ -8,8 +8,8 @@
 # the IPv6 internet answers, through the gateway's nat66; the host's LAN
 # prefix (global, the homelab case) and the gateway host's own address
 # on it are refused.  Image mode: the seed's network-config holds the
-# IPv6 address, gateway6 and the IPv6 resolver; a sandbox without IPv6
-# (allowlist, none) gets none in its seed or on its command line.
+# IPv6 address, gateway6 and the IPv6 resolver (an allowlist sandbox's
+# too); a sandbox without IPv6 (egress none) gets none on its command line.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -81,8 +81,9 @@ expect_match "seed: no router advertisements taken" "accept-ra: false" "$n"
 expect_match "create img4 (image mode, allowlist)" "created img4" \
 	"$(icreate img4 --egress allowlist --allow pypi.org 2>&1)"
 n=$(netcfg img4)
-expect_match "allowlist seed: the IPv4 address" 'addresses: \[ "10.77.0.4/24" \]' "$n"
-expect_fail "allowlist seed: no IPv6 at all" grep -Eq "$NET6|gateway6|accept-ra" <<<"$n"
+# An allowlist sandbox has IPv6 too (its AAAA answers open allow6_img4).
+expect_match "allowlist seed: its IPv6 address beside the IPv4 one" \
+	'addresses: \[ "10.77.0.4/24", "'$NET6'::4/64" \]' "$n"
 expect_match "create k4 (kernel mode, egress none)" "created k4" \
 	"$(pv create k4 --kernel "$GUEST_KERNEL" --initrd "$GUEST_INITRD" --egress none \
 	--user "$PV_USER" --accel tcg --memory 128 2>&1)"
