@@ -227,6 +227,8 @@ int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
 int	gw_listen_tcp(const char *addrport, const char *what);
 /* The box's certificate and key for a new registration process. */
 int	reg_pem_read(const struct gw *, struct reg_pem *);
+int	reg_pem_load(const char *, const char *, const char *,
+	    struct reg_pem *);
 /* An IPC_REG_REQ from the registration process or, forwarded, from the
  * other box of a pair (shape-checked); the answer goes back on fd.  0 if
  * it was answered "ok". */

@@ -31,9 +31,6 @@
 #include "gatewayd.h"
 #include "harepl.h"
 #include "log.h"
-#include "smallfile.h"
-
-#define PEM_MAX	16384
 
 int
 harepl_listen(struct gw *gw)
@@ -50,34 +47,11 @@ harepl_listen(struct gw *gw)
 	return 0;
 }
 
-static int
-slurp(const char *path, char **buf, size_t *len)
-{
-	*buf = read_small_file(path, PEM_MAX, len);
-	if (*buf != NULL && *len > 0 && *len < PEM_MAX)
-		return 0;
-	if (*buf != NULL) {
-		explicit_bzero(*buf, *len);
-		free(*buf);
-	}
-	*buf = NULL;
-	return -1;
-}
-
 int
 harepl_pem_read(const struct gw *gw, struct reg_pem *pem)
 {
-	const struct moat_gateway *g = &gw->cfg->gw;
-
-	memset(pem, 0, sizeof(*pem));
-	if (slurp(g->ha_cert, &pem->cert, &pem->certlen) == -1 ||
-	    slurp(g->ha_key, &pem->key, &pem->keylen) == -1) {
-		log_warnx("ha replication: cannot read %s or %s", g->ha_cert,
-		    g->ha_key);
-		reg_pem_wipe(pem);
-		return -1;
-	}
-	return 0;
+	return reg_pem_load(gw->cfg->gw.ha_cert, gw->cfg->gw.ha_key,
+	    "ha replication", pem);
 }
 
 /* A set addition the kernel took (IPC_SET_ADD) or a sandbox's egress

@@ -99,20 +99,27 @@ slurp(const char *path, char **buf, size_t *len)
 	return -1;
 }
 
+/* A TLS endpoint's certificate and key, read as root for a process that
+ * cannot open them; what: the endpoint, for the message. */
 int
-reg_pem_read(const struct gw *gw, struct reg_pem *pem)
+reg_pem_load(const char *cert, const char *key, const char *what,
+    struct reg_pem *pem)
 {
-	const struct moat_gateway *g = &gw->cfg->gw;
-
 	memset(pem, 0, sizeof(*pem));
-	if (slurp(g->reg_cert, &pem->cert, &pem->certlen) == -1 ||
-	    slurp(g->reg_key, &pem->key, &pem->keylen) == -1) {
-		log_warnx("registration: cannot read %s or %s", g->reg_cert,
-		    g->reg_key);
+	if (slurp(cert, &pem->cert, &pem->certlen) == -1 ||
+	    slurp(key, &pem->key, &pem->keylen) == -1) {
+		log_warnx("%s: cannot read %s or %s", what, cert, key);
 		reg_pem_wipe(pem);
 		return -1;
 	}
 	return 0;
+}
+
+int
+reg_pem_read(const struct gw *gw, struct reg_pem *pem)
+{
+	return reg_pem_load(gw->cfg->gw.reg_cert, gw->cfg->gw.reg_key,
+	    "registration", pem);
 }
 
 /* --- per-host state, kept across reloads by name ---------------------- */
