@@ -1,6 +1,4 @@
 #!/usr/bin/env bash
-# run: alone (a scan per mutation; refusals that arrive late under load
-# would turn into silence)
 # containment-check against moat's IPv6 policy (gateway.ipv6, nat66), the
 # homelab case: the guest has its derived address and an IPv6 default
 # route through the gateway, the LAN a global prefix.  Contained: exit 0,
