@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "msg.h"
 #include "ranges.h"
 
@@ -311,12 +312,9 @@ upq_build(const struct dquestion *q, size_t *len)
 bool
 addr_is_private(const struct moat_rangeset *priv, const struct moat_addr *a)
 {
-	struct moat_addr u = *a;
-
-	/* ::ffff:a.b.c.d is judged as a.b.c.d (the issue's rule); other
+	/* ::ffff:a.b.c.d and 64:ff9b::a.b.c.d are judged as a.b.c.d; other
 	 * IPv6 forms that embed IPv4 are in the table themselves. */
-	addr_unmap(&u);
-	return rangeset_contains(priv, &u);
+	return admit_private(priv, a);
 }
 
 void

@@ -112,3 +112,17 @@ addr_unmap(struct moat_addr *a)
 	memcpy(a->a, v4, 4);
 	return true;
 }
+
+bool
+addr_nat64_v4(const struct moat_addr *a, struct moat_addr *v4)
+{
+	static const uint8_t wkp[12] =
+	    { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+	if (a->family != AF_INET6 || memcmp(a->a, wkp, 12) != 0)
+		return false;
+	memset(v4, 0, sizeof(*v4));
+	v4->family = AF_INET;
+	memcpy(v4->a, a->a + 12, 4);
+	return true;
+}

@@ -32,5 +32,9 @@ socklen_t addr_to_sockaddr(const struct moat_addr *, uint16_t port,
 int	 addr_mask_plen(const struct sockaddr *mask, int family);
 /* If addr is IPv4-mapped IPv6, rewrite it as IPv4 and return true. */
 bool	 addr_unmap(struct moat_addr *);
+/* If addr is in NAT64's well-known prefix 64:ff9b::/96 (RFC 6052), the
+ * IPv4 address its last 32 bits carry in v4, and true.  The local-use
+ * 64:ff9b:1::/48 is not: its mapping is the operator's own. */
+bool	 addr_nat64_v4(const struct moat_addr *, struct moat_addr *v4);
 
 #endif

@@ -236,6 +236,39 @@ on_host_net6(const struct admit_host *host, const struct moat_addr *a)
 	return false;
 }
 
+bool
+admit_private(const struct moat_rangeset *priv, const struct moat_addr *a)
+{
+	struct moat_addr u = *a, v4;
+
+	addr_unmap(&u);
+	if (addr_nat64_v4(&u, &v4))
+		return rangeset_contains(priv, &v4);
+	return rangeset_contains(priv, &u);
+}
+
+/* The guests' networks and the gateway, for an address itself or, in
+ * NAT64's well-known prefix, for the IPv4 address it carries: the
+ * translator would take 64:ff9b::<gateway> to the gateway. */
+static bool
+in_sandbox_net_or_nat64(const struct moat_config *cfg,
+    const struct moat_addr *a)
+{
+	struct moat_addr v4;
+
+	return in_sandbox_net(cfg, a) ||
+	    (addr_nat64_v4(a, &v4) && in_sandbox_net(cfg, &v4));
+}
+
+static bool
+host_has_or_nat64(const struct admit_host *host, const struct moat_addr *a)
+{
+	struct moat_addr v4;
+
+	return admit_host_has(host, a) ||
+	    (addr_nat64_v4(a, &v4) && admit_host_has(host, &v4));
+}
+
 enum admit_why
 admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
     const struct admit_host *host, const struct moat_addr *addr, int proto,
@@ -248,18 +281,21 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	if (sb->egress == EGRESS_NONE)
 		return ADMIT_NONE;
 	addr_unmap(&a);
-	if (in_sandbox_net(cfg, &a))
+	if (in_sandbox_net_or_nat64(cfg, &a))
 		return ADMIT_SANDBOX_NET;
-	if (host != NULL && (admit_host_has(host, &a) ||
+	if (host != NULL && (host_has_or_nat64(host, &a) ||
 	    admit_host_has(host, addr)))
 		return ADMIT_HOST;
+	/* 64:ff9b::<IPv4> stays IPv6 here: only a sandbox with IPv6. */
 	if (!family_admitted(cfg, sb, &a))
 		return ADMIT_IPV6;
 	if (a.family == AF_INET6 && on_host_net6(host, &a))
 		return ADMIT_HOST_NET;
+	/* Exceptions match the address as written: one for 10.1.2.3 does
+	 * not open 64:ff9b::10.1.2.3. */
 	if (exception_admits(cfg, sb, &a, proto, port))
 		return ADMIT_OK;
-	if (rangeset_contains(cfg->private, &a))
+	if (admit_private(cfg->private, &a))
 		return ADMIT_PRIVATE;
 	if (sb->egress == EGRESS_ALLOWLIST &&
 	    !admit_port_allowed(sb, proto, port))
@@ -344,8 +380,8 @@ admit_set_add(const struct moat_config *cfg, const char *sandbox,
 	 * the policy applies by rule, never through the sets). */
 	for (i = 0; i < n; i++)
 		if (family_admitted(cfg, sb, &in[i]) &&
-		    !in_sandbox_net(cfg, &in[i]) &&
-		    !rangeset_contains(cfg->private, &in[i]))
+		    !in_sandbox_net_or_nat64(cfg, &in[i]) &&
+		    !admit_private(cfg->private, &in[i]))
 			ok[k++] = in[i];
 	return k;
 }

@@ -93,12 +93,19 @@ bool	admit_set_ports(const struct moat_config *, const char *sandbox,
 /* May something acting for sb (a guest's own packet, or the proxy for
  * it) open a connection to a:port over proto?  host may be NULL when the
  * caller's host addresses are enforced elsewhere (the kernel's input
- * chain).  IPv4-mapped IPv6 is judged as the IPv4 address it maps.
+ * chain).  IPv4-mapped IPv6 is judged as the IPv4 address it maps; an
+ * address in NAT64's well-known prefix 64:ff9b::/96 by the IPv4 address
+ * its last 32 bits carry (private, the guests' network, the gateway and
+ * the host's addresses refused), and as IPv6 for which sandbox may have it.
  * IPv6 only for a sandbox with an IPv6 address (config_sandbox_addr6),
  * and as the kernel judges a guest's own: public (not cfg->private),
  * outside the guests' /64 and every IPv6 network of the host's.
  * Allowlist sandboxes: the name check is the caller's; this checks the
  * address and the port. */
+/* Is a private by the private rangeset?  ::ffff:a.b.c.d and
+ * 64:ff9b::a.b.c.d are judged as a.b.c.d; every other special-purpose
+ * block, 64:ff9b:1::/48 included, by the set itself. */
+bool	admit_private(const struct moat_rangeset *, const struct moat_addr *);
 enum admit_why admit_addr(const struct moat_config *,
 	    const struct moat_sandbox *, const struct admit_host *,
 	    const struct moat_addr *, int proto, uint16_t port);

@@ -281,6 +281,74 @@ addr_inc(uint8_t *a, size_t len)
 	return true;
 }
 
+/* a -= 1, big-endian (never called on all zeros). */
+static void
+addr_dec(uint8_t *a, size_t len)
+{
+	size_t i = len;
+
+	while (i-- > 0)
+		if (a[i]-- != 0)
+			return;
+}
+
+/* NAT64's well-known prefix, which private6 leaves out: nat64_rule
+ * judges it by the IPv4 address it carries, against private4. */
+static const uint8_t nat64_lo[16] = { 0, 0x64, 0xff, 0x9b };
+static const uint8_t nat64_hi[16] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0,
+    0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
+
+/* The private IPv6 intervals less 64:ff9b::/96, in *cut (freed by the
+ * caller); n is updated. */
+static const struct moat_interval *
+cut_nat64(const struct moat_interval *iv, size_t *n,
+    struct moat_interval **cut)
+{
+	struct moat_interval *o = xcalloc(*n + 1, sizeof(*o));
+	size_t i, k = 0;
+
+	for (i = 0; i < *n; i++) {
+		struct moat_interval x = iv[i];
+
+		if (memcmp(x.hi.a, nat64_lo, 16) < 0 ||
+		    memcmp(x.lo.a, nat64_hi, 16) > 0) {
+			o[k++] = x;
+			continue;
+		}
+		if (memcmp(x.lo.a, nat64_lo, 16) < 0) {
+			o[k] = x;
+			memcpy(o[k].hi.a, nat64_lo, 16);
+			addr_dec(o[k++].hi.a, 16);
+		}
+		if (memcmp(x.hi.a, nat64_hi, 16) > 0) {
+			o[k] = x;
+			memcpy(o[k].lo.a, nat64_hi, 16);
+			addr_inc(o[k++].lo.a, 16);
+		}
+	}
+	*n = k;
+	*cut = o;
+	return o;
+}
+
+/* A guest's IPv6 to 64:ff9b::/96 whose IPv4 part is in private4 (the
+ * private table, the guests' network and the gateway): verdict. */
+static void
+nat64_rule(struct nr_table *t, struct nr_chain *c, uint32_t verdict,
+    const char *chain)
+{
+	static const struct moat_prefix wkp = {
+		{ AF_INET6, { 0, 0x64, 0xff, 0x9b } }, 96 };
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &wkp);
+	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR_V4 }, 1, "private4",
+	    false);
+	rb_verdict(&rb, verdict, chain);
+	rb_end(&rb);
+}
+
 static void
 private_set(struct nr_table *t, const struct moat_config *cfg, int af,
     const char *name)
@@ -288,6 +356,7 @@ private_set(struct nr_table *t, const struct moat_config *cfg, int af,
 	const struct moat_interval *iv;
 	struct nr_set *s;
 	size_t n, i, j, len = af == AF_INET ? 4 : 16;
+	struct moat_interval *cut = NULL;
 	char lo[64], hi[64], text[140];
 	uint8_t end[16];
 
@@ -296,6 +365,8 @@ private_set(struct nr_table *t, const struct moat_config *cfg, int af,
 	    af == AF_INET ? "type ipv4_addr; flags constant, interval;" :
 	    "type ipv6_addr; flags constant, interval;");
 	iv = rangeset_intervals(cfg->private, af, &n);
+	if (af == AF_INET6)
+		iv = cut_nat64(iv, &n, &cut);
 	for (i = 0; i < n; i = j) {
 		/* Merge touching intervals: the kernel wants one start and
 		 * one end per range, never an end equal to the next start. */
@@ -325,6 +396,7 @@ private_set(struct nr_table *t, const struct moat_config *cfg, int af,
 			model_set_elem(s, end, (uint32_t)len,
 			    NFT_SET_ELEM_INTERVAL_END, 0, NULL, NULL);
 	}
+	free(cut);
 }
 
 /* ---- inet moat ------------------------------------------------------ */
@@ -941,6 +1013,7 @@ guest_forward(struct build *b, struct nr_table *t)
 	rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, "private4", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
 	rb_end(&rb);
+	nat64_rule(t, c, NFT_GOTO, reason_chain("inet", "private"));
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "private6", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
@@ -1327,6 +1400,8 @@ v6_intercept(struct build *b, struct nr_table *t, struct nr_chain *c)
 	struct nr_rb rb;
 	size_t i;
 
+	/* NAT64 of a private IPv4 is not redirected: guest_fwd refuses it. */
+	nat64_rule(t, c, NF_ACCEPT, NULL);
 	for (i = 0; i < 2; i++) {
 		rb_begin(&rb, t, c);
 		rb_sandbox_side(b, &rb, F_IIFNAME, false);
@@ -1349,6 +1424,7 @@ v6_proxy_out(struct nr_table *t, struct nr_chain *c, const char *refuse)
 	struct nr_rb rb;
 	size_t i;
 
+	nat64_rule(t, c, NFT_GOTO, refuse);
 	for (i = 0; i < 2; i++) {
 		rb_begin(&rb, t, c);
 		rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, deny[i],

@@ -95,13 +95,19 @@ def zone(base):
     z[("other.test", A)] = [("other.test", A, 300, ipv4("203.0.113.21"))]
     z[("lan.test", A)] = [("lan.test", A, 300, ipv4("192.168.77.2"))]
     # AAAA-only names, for guests with IPv6 (30-dnsd-aaaa): public, a
-    # unique-local one, both, and one no allow list names.
+    # unique-local one, both, one no allow list names, and NAT64 ones.
     for n, addrs in (("v6only.github.test", ["2001:db8:cafe::10"]),
                      ("priv6.github.test", ["fd00:99::2"]),
                      ("mixed6.github.test", ["fd00:99::2",
                                              "2001:db8:cafe::12"]),
                      ("denied6.test", ["2001:db8:cafe::11"]),
-                     ("ssh6.test", ["2001:db8:cafe::13"])):
+                     ("ssh6.test", ["2001:db8:cafe::13"]),
+                     # NAT64 (64:ff9b::/96) of 10.9.9.9, 169.254.169.254,
+                     # the gateway's 10.77.0.1 and public 203.0.113.20.
+                     ("nat64.github.test", ["64:ff9b::a09:909",
+                                            "64:ff9b::a9fe:a9fe",
+                                            "64:ff9b::a4d:1",
+                                            "64:ff9b::cb00:7114"])):
         z[(n, AAAA)] = [(n, AAAA, 300, ipv6(a)) for a in addrs]
     # A big answer: more than 512 bytes, so UDP clients without EDNS
     # must be told to retry over TCP.

@@ -5,13 +5,17 @@
 # resolvers' v6 addresses, through the gateway's masquerade), and never:
 # the gateway host's own IPv6 addresses (uplink and bridge), a host on the
 # LAN's global prefix, another guest's IPv6 address, a unique-local
-# address, or a NAT64-mapped private IPv4 address; each refused at once
+# address, or a NAT64-mapped private IPv4 address (RFC1918, link-local
+# metadata, the gateway's own IPv4) or NAT64's local-use /48; each refused at once
 # (ICMPv6 admin-prohibited) and counted.  A spoofed IPv6 source is dropped
 # at the guest's port, a guest's router advertisement is dropped (counted
 # "ra") and changes no other guest's routes, and a sandbox with ipv6 =
 # false gets no IPv6 at all.  The LAN and uplink prefixes are documentation
 # space made public with treat_as_public, so that what refuses the LAN is
-# the host-networks set (lan6), not the private table.  No interception:
+# the host-networks set (lan6), not the private table.  NAT64's
+# well-known prefix is judged by its IPv4 part: 64:ff9b::203.0.113.9
+# (public by treat_as_public) is reached through a stand-in translator
+# route to the LAN host.  No interception:
 # the guest's own packets are the subject here (55-proxy-ipv6 has the
 # proxy's redirect of guests' IPv6 80/443).
 . "$(dirname "$0")/../harness/tap.sh"
@@ -39,6 +43,15 @@ ip -n "$NS_LAN" -6 route add default via 2001:db8:77:5::1
 ip -n "$NS_GW" -6 route add fd00:99::/64 via $LAN6_HOST
 ip -n "$NS_GW" -6 route add 64:ff9b::/96 via $LAN6_HOST
 ip -n "$NS_LAN" addr add 64:ff9b::c0a8:4d02/128 dev lo nodad
+# The translator's stand-in also holds NAT64 forms of a public IPv4, of
+# private ones and of the gateway's IPv4, and one in the local-use /48.
+NAT64_PUB=64:ff9b::cb00:7109	# 203.0.113.9
+NAT64_PRIV="64:ff9b::a09:909 64:ff9b::a9fe:a9fe 64:ff9b::a4d:1"	# 10.9.9.9 169.254.169.254 10.77.0.1
+NAT64_LOCAL=64:ff9b:1::cb00:7109
+ip -n "$NS_GW" -6 route add 64:ff9b:1::/48 via $LAN6_HOST
+for t in $NAT64_PUB $NAT64_PRIV $NAT64_LOCAL; do
+	ip -n "$NS_LAN" addr add $t/128 dev lo nodad
+done
 guest6() {	# guest6 NAME V6 -- the guest's static address and route
 	ip -n "$TOPO-$1" addr add "$2"/64 dev eth0 nodad
 	ip -n "$TOPO-$1" -6 route add default via $NET6::1
@@ -66,6 +79,9 @@ banner6() {	# banner6 NS ADDR -- a TCP service on [ADDR]:2222 that says hi
 for t in "$NS_GW $GW_UP6" "$NS_GW $NET6::1" "$NS_LAN $LAN6_HOST" "$NS_LAN $ULA" \
     "$NS_LAN $NAT64" "$TOPO-other $NET6::c"; do
 	banner6 $t || { not_ok "listener on $t"; exit 1; }
+done
+for t in $NAT64_PUB $NAT64_PRIV $NAT64_LOCAL; do
+	banner6 "$NS_LAN" $t || { not_ok "listener on $t"; exit 1; }
 done
 
 CONF=$TOPO_TMP/moat.conf
@@ -104,7 +120,7 @@ hi() {	# hi GUEST ADDR -- what [ADDR]:2222 says, and how long it took (ms)
 
 a=${PUBLIC_RESOLVERS6%% *}
 # Controls without moat's policy: every target is really there.
-for t in $GW_UP6 $NET6::1 $LAN6_HOST $ULA $NAT64 $NET6::c; do
+for t in $GW_UP6 $NET6::1 $LAN6_HOST $ULA $NAT64 $NET6::c $NAT64_PUB $NAT64_PRIV $NAT64_LOCAL; do
 	r=$(hi dev $t)
 	expect_eq "no policy: the guest reaches [$t]:2222 (the path is real)" hi "${r% *}"
 done
@@ -133,6 +149,12 @@ check_refused "the LAN host on a global prefix" $LAN6_HOST private
 check_refused "a unique-local address" $ULA private
 check_refused "a NAT64-mapped private IPv4" $NAT64 private
 check_refused "another guest's address" $NET6::c guest
+r=$(hi dev $NAT64_PUB)
+expect_eq "policy: NAT64 of a public IPv4 [$NAT64_PUB] is reached (its IPv4 part is public)" hi "${r% *}"
+for t in $NAT64_PRIV; do
+	check_refused "NAT64 of a private IPv4 or the gateway's" $t private
+done
+check_refused "NAT64's local-use prefix" $NAT64_LOCAL private
 
 # A spoofed source: another address of the /64 on dev's own port.
 ip -n "$TOPO-dev" addr add $NET6::99/64 dev eth0 nodad

@@ -30,6 +30,7 @@ V6_OK=2001:db8:cafe::10		# v6only.github.test
 V6_DENIED=2001:db8:cafe::11	# denied6.test
 V6_MIXED=2001:db8:cafe::12	# mixed6.github.test, with a unique-local one
 V6_SSH=2001:db8:cafe::13	# ssh6.test, allowed for tcp/2222 only
+V6_NAT64=64:ff9b::cb00:7114	# nat64.github.test's public one (203.0.113.20)
 in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip -n "$NS_GW" addr add $NET6::1/64 dev moat0 nodad
 for g in "web $NET6::a" "web4 $NET6::d" "dev $NET6::b"; do
@@ -37,7 +38,7 @@ for g in "web $NET6::a" "web4 $NET6::d" "dev $NET6::b"; do
 	ip -n "$TOPO-$1" addr add "$2"/64 dev eth0 nodad
 	ip -n "$TOPO-$1" -6 route add default via $NET6::1
 done
-for a in $V6_OK $V6_DENIED $V6_MIXED $V6_SSH; do
+for a in $V6_OK $V6_DENIED $V6_MIXED $V6_SSH $V6_NAT64; do
 	ip -n "$NS_INET" addr add $a/128 dev lo nodad
 done
 # The way back for the controls without the policy (with it, nat66).
@@ -46,7 +47,7 @@ for ns in "$NS_GW" "$TOPO-web" "$TOPO-web4" "$TOPO-dev"; do
 	topo_wait_dad "$ns" "$( [ "$ns" = "$NS_GW" ] && echo moat0 || echo eth0)" ||
 		{ not_ok "link-local addresses ready in $ns"; exit 1; }
 done
-for a in $V6_OK $V6_DENIED $V6_MIXED $V6_SSH; do
+for a in $V6_OK $V6_DENIED $V6_MIXED $V6_SSH $V6_NAT64; do
 	topo_http "$NS_INET" $a 80 "hello from $a" || { not_ok "http on [$a]"; exit 1; }
 done
 topo_bg "$NS_INET" ssh6 socat TCP6-LISTEN:2222,bind="[$V6_SSH]",fork,reuseaddr SYSTEM:"echo hi"
@@ -117,6 +118,18 @@ expect_eq "a mixed answer keeps only its public AAAA" "$V6_MIXED" "$(aaaa_of <<<
 expect_match "...marked with the EDE" "EDE: 15 \(Blocked\)" "$out"
 expect_match "...its public address opened" "$V6_MIXED timeout" "$(elem6 web $V6_MIXED)"
 expect_eq "...and reached" "hello from $V6_MIXED" "$(curl6 web $V6_MIXED)"
+
+# NAT64 (64:ff9b::/96) is judged by its IPv4 part: the mapped private
+# IPv4s and the gateway's go with the EDE, the mapped public one is opened
+# and reached through the translator (here the internet's stand-in).
+out=$(qdig web AAAA nat64.github.test)
+expect_eq "a NAT64 answer keeps only its mapped public AAAA" "$V6_NAT64" "$(aaaa_of <<<"$out")"
+expect_match "...marked with the EDE" "EDE: 15 \(Blocked\).*private address removed by moat" "$out"
+expect_match "...its address opened in allow6_web" "$V6_NAT64 timeout" "$(elem6 web $V6_NAT64)"
+for a in 64:ff9b::a09:909 64:ff9b::a9fe:a9fe 64:ff9b::a4d:1; do
+	expect_eq "...the mapped private $a opened nothing" "" "$(elem6 web $a)"
+done
+expect_eq "...and reached" "hello from $V6_NAT64" "$(curl6 web $V6_NAT64)"
 
 out=$(qdig web AAAA denied6.test)
 expect_eq "a name the allow list lacks: REFUSED" "REFUSED" "$(rcode_of <<<"$out")"

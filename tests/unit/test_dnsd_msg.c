@@ -355,6 +355,21 @@ test_answer_rebinding(void **state)
 	assert_int_equal(a.removed, 1);
 	answer_clear(&a);
 	free(w);
+	/* NAT64's well-known prefix is judged as its IPv4 too; its
+	 * local-use /48 stays private. */
+	w = answer(1, "n64.test.", LDNS_RR_TYPE_AAAA, LDNS_RCODE_NOERROR,
+	    false, &len, "n64.test. 300 IN AAAA 64:ff9b::192.168.1.1",
+	    "n64.test. 300 IN AAAA 64:ff9b::169.254.169.254",
+	    "n64.test. 300 IN AAAA 64:ff9b:1::cb00:7107",
+	    "n64.test. 300 IN AAAA 64:ff9b::203.0.113.7", NULL);
+	assert_int_equal(da_parse(w, len, question(1, "n64.test.", 28), priv,
+	    &a), DA_OK);
+	assert_int_equal(ldns_rr_list_rr_count(a.an), 1);
+	assert_int_equal(a.naddr, 1);
+	assert_int_equal(a.removed, 3);
+	assert_int_equal(a.ede, EDE_BLOCKED);
+	answer_clear(&a);
+	free(w);
 	/* AAAA, record by record as A: unique-local, link-local and
 	 * documentation space go, with the EDE; the public one stays and is
 	 * the address the set-add opens. */

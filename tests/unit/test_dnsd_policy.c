@@ -212,6 +212,52 @@ static const char conf6[] =
 ");\n";
 
 static void
+test_v6_nat64(const struct moat_config *c6)
+{
+	static const struct {
+		const char	*addr;
+		enum admit_why	 why;
+	} t[] = {
+		{ "64:ff9b::9.9.9.9", ADMIT_OK },
+		{ "64:ff9b::8.8.8.8", ADMIT_OK },
+		{ "64:ff9b::10.1.2.3", ADMIT_PRIVATE },
+		{ "64:ff9b::192.168.77.1", ADMIT_PRIVATE },
+		{ "64:ff9b::169.254.169.254", ADMIT_PRIVATE },
+		{ "64:ff9b::127.0.0.1", ADMIT_PRIVATE },
+		{ "64:ff9b::10.77.0.1", ADMIT_SANDBOX_NET },	/* gateway */
+		{ "64:ff9b::10.77.0.10", ADMIT_SANDBOX_NET },	/* a guest */
+		{ "64:ff9b:1::9.9.9.9", ADMIT_PRIVATE },	/* local use */
+		{ "64:ff9b::1:9.9.9.9", ADMIT_PRIVATE },	/* not the /96 */
+	};
+	const struct moat_sandbox *sb = config_sandbox_by_name(c6, "web");
+	const struct moat_sandbox *sb4 = config_sandbox_by_name(c6, "web4");
+	struct moat_addr in[10], ok[10], h4;
+	struct admit_host host = { 0 };
+	uint32_t tmo = 60000;
+	size_t i;
+
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(addr_parse(t[i].addr, &in[i]), 0);
+		assert_int_equal(admit_addr(c6, sb, NULL, &in[i], IPPROTO_TCP,
+		    443), t[i].why);
+	}
+	/* dnsd's set-add: the two public ones, and nothing of IPv6 for a
+	 * sandbox without it. */
+	assert_int_equal(admit_set_add(c6, "web", in, 10, ok, &tmo), 2);
+	assert_int_equal(addr_cmp(&ok[0], &in[0]), 0);
+	assert_int_equal(addr_cmp(&ok[1], &in[1]), 0);
+	assert_int_equal(admit_set_add(c6, "web4", in, 10, ok, &tmo), 0);
+	assert_int_equal(admit_addr(c6, sb4, NULL, &in[0], IPPROTO_TCP, 443),
+	    ADMIT_IPV6);
+	/* The host's own public IPv4, reached through the translator. */
+	assert_int_equal(addr_parse("9.9.9.9", &h4), 0);
+	admit_host_add(&host, &h4);
+	assert_int_equal(admit_addr(c6, sb, &host, &in[0], IPPROTO_TCP, 443),
+	    ADMIT_HOST);
+	admit_host_free(&host);
+}
+
+static void
 test_v6(void **state)
 {
 	struct moat_errors errs = { 0 };
@@ -262,6 +308,10 @@ test_v6(void **state)
 	    ADMIT_SANDBOX_NET);
 	assert_int_equal(admit_addr(c6, config_sandbox_by_name(c6, "web4"),
 	    NULL, &in[0], IPPROTO_TCP, 443), ADMIT_IPV6);
+	/* NAT64's well-known prefix is judged by the IPv4 it carries:
+	 * public opens for a sandbox with IPv6; private, the guests'
+	 * network, the gateway and the local-use /48 never do. */
+	test_v6_nat64(c6);
 	/* A guest is found by its IPv6 address too. */
 	assert_int_equal(addr_parse("fd77:0:0:1::a", &a), 0);
 	assert_ptr_equal(config_sandbox_by_addr(c6, &a), sb);

@@ -260,6 +260,29 @@ unmap(void **state)
 	assert_false(addr_unmap(&a));
 }
 
+/* NAT64's well-known /96 carries an IPv4 address in its last 32 bits;
+ * the local-use /48 and anything else does not. */
+static void
+nat64(void **state)
+{
+	struct moat_addr a, v4;
+	char buf[64];
+
+	(void)state;
+	addr_parse("64:ff9b::10.1.2.3", &a);
+	assert_true(addr_nat64_v4(&a, &v4));
+	assert_int_equal(v4.family, AF_INET);
+	assert_string_equal(addr_fmt(&v4, buf, sizeof(buf)), "10.1.2.3");
+	addr_parse("64:ff9b:1::a01:203", &a);
+	assert_false(addr_nat64_v4(&a, &v4));
+	addr_parse("64:ff9b::1:a01:203", &a);
+	assert_false(addr_nat64_v4(&a, &v4));
+	addr_parse("::ffff:10.1.2.3", &a);
+	assert_false(addr_nat64_v4(&a, &v4));
+	addr_parse("100.100.255.155", &a);
+	assert_false(addr_nat64_v4(&a, &v4));
+}
+
 /* The sandbox network is denied whatever it is: a public prefix given
  * as denied stays in the set even where treat_as_public covers it. */
 static void
@@ -292,6 +315,7 @@ main(void)
 		cmocka_unit_test(adjacent_rows_merge),
 		cmocka_unit_test(parse_rejects),
 		cmocka_unit_test(unmap),
+		cmocka_unit_test(nat64),
 		cmocka_unit_test(deny_wins_over_public),
 	};
 	return cmocka_run_group_tests_name("ranges", tests, NULL, NULL);
