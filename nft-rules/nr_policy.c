@@ -292,21 +292,36 @@ addr_dec(uint8_t *a, size_t len)
 			return;
 }
 
-/* NAT64's well-known prefix, which private6 leaves out: nat64_rule
- * judges it by the IPv4 address it carries, against private4. */
+/*
+ * NAT64's well-known prefix 64:ff9b::/96 carries an IPv4 address in its
+ * last 32 bits, and is judged by it: in private6 the /96 is replaced by
+ * the private IPv4 intervals (private4's) mapped into it, so that
+ * 64:ff9b::10.0.0.1 is refused as 10.0.0.1 is, and 64:ff9b::<a public
+ * IPv4> is public.  One set, one lookup, as for every other range.
+ */
 static const uint8_t nat64_lo[16] = { 0, 0x64, 0xff, 0x9b };
 static const uint8_t nat64_hi[16] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0,
     0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
 
-/* The private IPv6 intervals less 64:ff9b::/96, in *cut (freed by the
- * caller); n is updated. */
-static const struct moat_interval *
-cut_nat64(const struct moat_interval *iv, size_t *n,
-    struct moat_interval **cut)
+static int
+interval_cmp(const void *x, const void *y)
 {
-	struct moat_interval *o = xcalloc(*n + 1, sizeof(*o));
-	size_t i, k = 0;
+	return memcmp(((const struct moat_interval *)x)->lo.a,
+	    ((const struct moat_interval *)y)->lo.a, 16);
+}
 
+/* The private IPv6 intervals with 64:ff9b::/96 judged by its IPv4 part,
+ * sorted, in *out (freed by the caller); *n is updated. */
+static const struct moat_interval *
+nat64_private(const struct moat_config *cfg, const struct moat_interval *iv,
+    size_t *n, struct moat_interval **out)
+{
+	const struct moat_interval *v4;
+	struct moat_interval *o;
+	size_t i, k = 0, n4;
+
+	v4 = rangeset_intervals(cfg->private, AF_INET, &n4);
+	o = xcalloc(*n * 2 + n4 + 1, sizeof(*o));
 	for (i = 0; i < *n; i++) {
 		struct moat_interval x = iv[i];
 
@@ -326,27 +341,17 @@ cut_nat64(const struct moat_interval *iv, size_t *n,
 			addr_inc(o[k++].lo.a, 16);
 		}
 	}
+	for (i = 0; i < n4; i++, k++) {
+		o[k].lo.family = o[k].hi.family = AF_INET6;
+		memcpy(o[k].lo.a, nat64_lo, 12);
+		memcpy(o[k].hi.a, nat64_lo, 12);
+		memcpy(o[k].lo.a + 12, v4[i].lo.a, 4);
+		memcpy(o[k].hi.a + 12, v4[i].hi.a, 4);
+	}
+	qsort(o, k, sizeof(*o), interval_cmp);
 	*n = k;
-	*cut = o;
+	*out = o;
 	return o;
-}
-
-/* A guest's IPv6 to 64:ff9b::/96 whose IPv4 part is in private4 (the
- * private table, the guests' network and the gateway): verdict. */
-static void
-nat64_rule(struct nr_table *t, struct nr_chain *c, uint32_t verdict,
-    const char *chain)
-{
-	static const struct moat_prefix wkp = {
-		{ AF_INET6, { 0, 0x64, 0xff, 0x9b } }, 96 };
-	struct nr_rb rb;
-
-	rb_begin(&rb, t, c);
-	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &wkp);
-	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR_V4 }, 1, "private4",
-	    false);
-	rb_verdict(&rb, verdict, chain);
-	rb_end(&rb);
 }
 
 static void
@@ -366,7 +371,7 @@ private_set(struct nr_table *t, const struct moat_config *cfg, int af,
 	    "type ipv6_addr; flags constant, interval;");
 	iv = rangeset_intervals(cfg->private, af, &n);
 	if (af == AF_INET6)
-		iv = cut_nat64(iv, &n, &cut);
+		iv = nat64_private(cfg, iv, &n, &cut);
 	for (i = 0; i < n; i = j) {
 		/* Merge touching intervals: the kernel wants one start and
 		 * one end per range, never an end equal to the next start. */
@@ -1013,7 +1018,6 @@ guest_forward(struct build *b, struct nr_table *t)
 	rb_lookup(&rb, (enum nr_field[]){ F_IP_DADDR }, 1, "private4", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
 	rb_end(&rb);
-	nat64_rule(t, c, NFT_GOTO, reason_chain("inet", "private"));
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "private6", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "private"));
@@ -1400,8 +1404,6 @@ v6_intercept(struct build *b, struct nr_table *t, struct nr_chain *c)
 	struct nr_rb rb;
 	size_t i;
 
-	/* NAT64 of a private IPv4 is not redirected: guest_fwd refuses it. */
-	nat64_rule(t, c, NF_ACCEPT, NULL);
 	for (i = 0; i < 2; i++) {
 		rb_begin(&rb, t, c);
 		rb_sandbox_side(b, &rb, F_IIFNAME, false);
@@ -1424,7 +1426,6 @@ v6_proxy_out(struct nr_table *t, struct nr_chain *c, const char *refuse)
 	struct nr_rb rb;
 	size_t i;
 
-	nat64_rule(t, c, NFT_GOTO, refuse);
 	for (i = 0; i < 2; i++) {
 		rb_begin(&rb, t, c);
 		rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, deny[i],

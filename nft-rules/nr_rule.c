@@ -55,10 +55,6 @@ static const struct field fields[F_NFIELDS] = {
 	    24, 16, G_IP6 },
 	[F_IP6_SADDR] = { "ip6 saddr", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    8, 16, G_IP6 },
-	/* The last 32 bits of the IPv6 destination: the IPv4 address a
-	 * NAT64 address (64:ff9b::/96) carries. */
-	[F_IP6_DADDR_V4] = { "@nh,288,32", false, NFT_PAYLOAD_NETWORK_HEADER,
-	    36, 4, G_IP6 },
 	[F_ARP_SHA] = { "arp saddr ether", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    8, 6, G_ARP },
 	[F_ARP_SPA] = { "arp saddr ip", false, NFT_PAYLOAD_NETWORK_HEADER,

@@ -170,13 +170,14 @@ failing() {
 		"$CC_RC $(v6_ctl)"
 }
 
-# Each element of private6 (the IANA special-purpose registry).  ::/3 is
-# two: NAT64's well-known 64:ff9b::/96 is left out of it and judged by the
-# IPv4 it carries (the rule after).
-mutation "private6 64:ff9b::1:0:0-1fff:... (NAT64 local use, discard) removed" ipv6 '^\[100::1\]:22$' \
-	private6_without 64:ff9b::1:0:0-1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff
-mutation "guest_fwd NAT64 rule (its IPv4 part in private4) removed" ipv6 '^\[64:ff9b::c0a8:4d02\]:22$' \
-	del_rule inet guest_fwd '@nh,288,32 @private4'
+# Each element of private6 (the IANA special-purpose registry).  In ::/3,
+# NAT64's well-known 64:ff9b::/96 is judged by the IPv4 it carries: the
+# private IPv4 ranges mapped into it, each an element, merged with the
+# blocks they touch.
+mutation "private6 64:ff9b::e000:0-1fff:... (NAT64 of 224/3, NAT64 local use, discard) removed" ipv6 '^\[100::1\]:22$' \
+	private6_without 64:ff9b::e000:0-1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff
+mutation "private6 64:ff9b::c0a8:0/112 (NAT64 of 192.168/16) removed" ipv6 '^\[64:ff9b::c0a8:4d02\]:22$' \
+	private6_without 64:ff9b::c0a8:0/112
 mutation "private6 2001::/23 (benchmarking, ORCHID, Teredo) removed" ipv6 '^\[2001:2::1\]:22$' \
 	private6_without 2001::/23
 mutation "private6 2002::/16 (6to4) removed" ipv6 '^\[2002:c0a8:4d02::1\]:22$' \
