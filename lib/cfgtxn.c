@@ -8,7 +8,8 @@
  *
  * A process that dies in the middle (killed, or the machine losing power)
  * cannot roll back itself, so each transaction keeps a journal beside
- * moat.conf: ".moat-txn.XXXXXX", locked with flock(2) for as long as the
+ * the first file it changes (in moat.conf's folder or one of the folders
+ * in it): ".moat-txn.XXXXXX", locked with flock(2) for as long as the
  * transaction lives.  It names each staged file, and each old file once
  * its hidden link exists, before the step that needs it.  cfgtxn_recover()
  * (gatewayd runs it before it reads the configuration) finds the journals
@@ -129,7 +130,10 @@ journal_add(struct cfgtxn *t, char kind, const char *a, const char *b)
 	int rc;
 
 	if (t->jfd == -1) {
-		char *dir = dir_of(t->conf);
+		/* Beside the first file it changes: a folder the change
+		 * may write to (under a unit's ProtectSystem, moat.conf's
+		 * own folder may be read-only). */
+		char *dir = dir_of(kind == 'R' ? a : b);
 		int saved;
 
 		xasprintf(&t->journal, "%s/" JOURNAL_PREFIX "XXXXXX", dir);
@@ -586,10 +590,10 @@ jitem_undo(const struct jitem *it, bool abandoned)
 	return rc;
 }
 
-int
-cfgtxn_recover(const char *conf_path)
+static int
+recover_dir(const char *dir)
 {
-	char *dir = dir_of(conf_path), *jpath;
+	char *jpath;
 	struct jitem *v;
 	struct dirent *de;
 	bool abandoned;
@@ -598,10 +602,8 @@ cfgtxn_recover(const char *conf_path)
 	FILE *fp;
 	int fd, rc = 0;
 
-	if ((dp = opendir(dir)) == NULL) {
-		free(dir);
+	if ((dp = opendir(dir)) == NULL)
 		return errno == ENOENT ? 0 : -1;
-	}
 	while ((de = readdir(dp)) != NULL) {
 		if (strncmp(de->d_name, JOURNAL_PREFIX,
 		    strlen(JOURNAL_PREFIX)) != 0)
@@ -646,6 +648,33 @@ cfgtxn_recover(const char *conf_path)
 		free(jpath);
 	}
 	closedir(dp);
+	return rc;
+}
+
+/* Journals lie beside the files they change: moat.conf's folder and the
+ * folders in it (sandboxes.d, secrets.d, ...). */
+int
+cfgtxn_recover(const char *conf_path)
+{
+	char *dir = dir_of(conf_path), *sub;
+	struct dirent *de;
+	struct stat st;
+	DIR *dp;
+	int rc;
+
+	rc = recover_dir(dir);
+	if ((dp = opendir(dir)) != NULL) {
+		while ((de = readdir(dp)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			xasprintf(&sub, "%s/%s", dir, de->d_name);
+			if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode) &&
+			    recover_dir(sub) == -1)
+				rc = -1;
+			free(sub);
+		}
+		closedir(dp);
+	}
 	free(dir);
 	return rc;
 }

@@ -48,7 +48,7 @@ printf 'mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";\negre
 mv "$NEWTMP" "$WEB.tmp" && mv "$WEB.tmp" "$WEB"
 STAGED=$ETC/.api.secret.new.XyZ123
 printf 'sk-staged-SECRET\n' >"$STAGED"; chmod 600 "$STAGED"
-JOURNAL=$ETC/.moat-txn.k4Lm9P
+JOURNAL=$ETC/sandboxes.d/.moat-txn.k4Lm9P	# beside the first file it changed
 printf 'W %s\t%s\nO %s\t%s\nW %s\t%s\n' "$NEWTMP" "$WEB" "$OLD" "$WEB" \
 	"$STAGED" "$ETC/api.secret" >"$JOURNAL"
 chmod 600 "$JOURNAL"
