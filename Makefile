@@ -106,8 +106,10 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
+# Built in parallel (each source once), then run one harness at a time.
 fuzz:
-	@$(MAKE) --no-print-directory -f fuzz/fuzz.mk
+	@$(MAKE) --no-print-directory -j$(shell nproc) -f fuzz/fuzz.mk build
+	@$(MAKE) --no-print-directory -f fuzz/fuzz.mk all
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \

@@ -3,16 +3,23 @@ SHELL := /bin/bash
 # ASan and UBSan, then run each for FUZZ_SECONDS on its seed corpus
 # (fuzz/corpus/<name>/, copied to a scratch folder so the tree stays clean).
 #
-# A harness that tests a program's parser lists that program's sources in
-# FUZZ_SRCS_<harness> below; lib/ is always linked.
+# Every source is compiled once: lib/*.c into one archive, each program
+# source a harness names into its own object, and each harness links its
+# own object, the program objects it lists in FUZZ_SRCS_<harness> below and
+# the archive (which brings in only the lib objects it uses).
+#
+#   make fuzz                    build, then run each harness FUZZ_SECONDS
+#   make fuzz FUZZ_SECONDS=5     the smoke run CI does
 
 FUZZ_SECONDS ?= 30
 FCC	 = clang
 FBUILD	 = build-fuzz
-FCFLAGS	 = -g -O1 -std=c17 -D_GNU_SOURCE -Ilib -Igatewayd -Inft-rules -fsanitize=fuzzer,address,undefined \
-	   -fno-sanitize-recover=undefined $(shell pkg-config --cflags libconfig)
+FSAN	 = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FCFLAGS	 = -g -O1 -std=c17 -D_GNU_SOURCE -Ilib -Igatewayd -Inft-rules $(FSAN) \
+	   $(shell pkg-config --cflags libconfig)
 FLIBS	 = $(shell pkg-config --libs libconfig ldns libssl libcrypto libmnl libnftnl libseccomp)
 LIBSRC	 = $(wildcard lib/*.c)
+FLIB	 = $(FBUILD)/libmoat-fuzz.a
 
 FUZZ_SRCS_fuzz_config =
 FUZZ_SRCS_fuzz_ipc =
@@ -36,8 +43,9 @@ FUZZ_SRCS_fuzz_refused = gatewayd/parent_seen.c gatewayd/parent_dropin.c
 FUZZ_SRCS_fuzz_allowentry =
 
 HARNESSES = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+fobj	 = $(patsubst %.c,$(FBUILD)/obj/%.o,$(1))
 
-all: $(HARNESSES:%=$(FBUILD)/%)
+all: build
 	@set -e; for h in $(HARNESSES); do \
 		c=$(FBUILD)/corpus-$$h; rm -rf $$c; mkdir -p $$c; \
 		n=$${h#fuzz_}; [ -d fuzz/corpus/$$n ] && cp fuzz/corpus/$$n/* $$c/ 2>/dev/null || true; \
@@ -48,9 +56,30 @@ all: $(HARNESSES:%=$(FBUILD)/%)
 		test $${PIPESTATUS[0]} -eq 0; \
 	done
 
-.SECONDEXPANSION:
-$(FBUILD)/%: fuzz/%.c $(LIBSRC) $$(FUZZ_SRCS_$$*)
-	@mkdir -p $(FBUILD)
-	$(FCC) $(FCFLAGS) -o $@ $< $(LIBSRC) $(FUZZ_SRCS_$*) $(FLIBS)
+build: $(HARNESSES:%=$(FBUILD)/%)
 
-.PHONY: all
+# Objects other than the harnesses' own are built for coverage only
+# (fuzzer-no-link): libFuzzer's main comes in once, at each harness's link.
+$(FBUILD)/obj/fuzz/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	@echo "FUZZCC  $<"
+	@$(FCC) $(FCFLAGS) -fsanitize=fuzzer -MMD -MP -c -o $@ $<
+
+$(FBUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "FUZZCC  $<"
+	@$(FCC) $(FCFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FLIB): $(call fobj,$(LIBSRC))
+	@rm -f $@
+	@echo "AR      $@"
+	@ar rcs $@ $^
+
+.SECONDEXPANSION:
+$(FBUILD)/%: $(FBUILD)/obj/fuzz/%.o $$(call fobj,$$(FUZZ_SRCS_$$*)) $(FLIB)
+	@echo "LINK    $@"
+	@$(FCC) $(FCFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(FLIB) $(FLIBS)
+
+-include $(shell find $(FBUILD)/obj -name '*.d' 2>/dev/null)
+
+.PHONY: all build

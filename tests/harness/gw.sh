@@ -8,7 +8,12 @@ GW_AUDIT=$TOPO_TMP/audit.log
 GW_LOG=$TOPO_TMP/gatewayd.log
 GW_PID=
 
-gw_ctl() { build/gatewayd ctl -s "$GW_SOCK" "$@"; }
+# A reload reads $GW_CONF again: a test that rewrote it must have kept the
+# state folder gw_start gave it (gw_own_state), or the reload is refused.
+gw_ctl() {
+	[ "${1:-}" = reload ] && { host_guard_conf "$GW_CONF" || return 1; }
+	build/gatewayd ctl -s "$GW_SOCK" "$@"
+}
 
 # gw_own_state -- give $GW_CONF this run's state folder unless it names
 # one: the default (/var/lib/moat) is the host's, and a test must never

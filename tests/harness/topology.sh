@@ -12,6 +12,7 @@
 # here ever sends a packet outside these namespaces.
 
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/host-guard.sh"
 TOPO=${TOPO:-moat$$}
 NS_GW=$TOPO-gw
 NS_INET=$TOPO-inet
@@ -42,6 +43,7 @@ in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
 topo_down() {
 	local pid ns
+	host_guard_report || HOST_GUARD_BAD=1
 	for pid in "${TOPO_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	for ns in "${TOPO_NSES[@]}"; do
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do
@@ -63,7 +65,7 @@ topo_down() {
 }
 
 topo_trap() {
-	trap 'rc=$?; topo_down; exit $rc' EXIT
+	trap 'rc=$?; topo_down; [ "${HOST_GUARD_BAD:-0}" = 0 ] || rc=1; exit $rc' EXIT
 	trap 'topo_down; exit 130' INT
 	trap 'topo_down; exit 143' TERM
 }

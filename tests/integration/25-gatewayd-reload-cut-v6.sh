@@ -55,6 +55,7 @@ sandboxes = (
     egress = "open"; }
 );
 EOF
+	gw_own_state	# the harness's state folder, this run's, at every rewrite
 }
 conf '"2001:db8::/32"' '"pypi.org", "*.github.test"'
 gw_start; expect_eq "gatewayd starts with gateway.ipv6" 0 $?

@@ -44,6 +44,7 @@ EOF
 );
 EOF
 	} >"$GW_CONF"
+	gw_own_state	# the harness's state folder, this run's, at every rewrite
 }
 EXC='{ to = "192.168.77.2/32"; proto = "tcp"; ports = [ 7001 ]; }'
 conf "$EXC" '"203.0.113.0/24"' open open
