@@ -11,7 +11,8 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	metrics_series.c metrics.c parent_seen.c \
 	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c \
-	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c)
+	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
+	parent_owner.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "nftrules.h"
+#include "owner.h"
 
 static void
 on_signal(struct gw *gw, int sfd)
@@ -116,6 +117,12 @@ startup(struct gw *gw)
 	struct group *gr;
 	char err[1024];
 
+	/* Only one gatewayd changes this namespace's tables, files and
+	 * gate: a second one stops here, having changed nothing. */
+	if (owner_claim(err, sizeof(err)) == -1) {
+		log_warnx("%s; not starting", err);
+		return -1;
+	}
 	/* A verb that was killed halfway through writing the configuration
 	 * is undone before anything reads it: the files are as they were
 	 * before that verb, never half of its change. */

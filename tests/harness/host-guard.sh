@@ -101,6 +101,7 @@ PY
 # folders; anything else passes.
 host_guard_cmd() {
 	local i prog= a d conf= sock= audit= mode=daemon want
+	HOST_GUARD_DAEMON=0
 	[ -n "${HOST_GUARD_OWN_MOUNTS:-}" ] && return 0
 	for ((i = 1; i <= $#; i++)); do
 		case "$(basename -- "${!i}")" in
@@ -128,6 +129,7 @@ host_guard_cmd() {
 	if d=$(host_guard_hostdir "$conf"); then
 		host_guard_refuse "$prog's -c $conf lies in the host's $d"; return 1
 	fi
+	[ $mode = check ] || HOST_GUARD_DAEMON=1
 	[ "$prog" = gatewayd ] || return 0
 	[ $mode = check ] && return 0
 	for want in sock audit; do
@@ -145,9 +147,17 @@ host_guard_cmd() {
 # directly.  (A command run under `timeout` or another wrapper calls
 # host_guard_cmd itself; one that gives the daemon private mounts over the
 # host's folders on purpose says so with HOST_GUARD_OWN_MOUNTS=1.)
+#
+# A daemon started in the background (`ip netns exec NS build/gatewayd
+# ... &`) runs in a subshell of its own: exec'ing ip there keeps $! the
+# daemon's pid, as tests that signal or wait for it need.
 ip() {
+	HOST_GUARD_DAEMON=0
 	if [ "${1:-}" = netns ] && [ "${2:-}" = exec ] && [ $# -gt 3 ]; then
 		host_guard_cmd "${@:4}" || return 1
+	fi
+	if [ "$HOST_GUARD_DAEMON" = 1 ] && [ "$BASHPID" != "$$" ]; then
+		exec ip "$@"
 	fi
 	command ip "$@"
 }
