@@ -2,27 +2,36 @@
  * gatewayd.h -- the moat appliance daemon, shared between its modules.
  *
  * Process model (the parent touches no hostile input; keys stay where
- * the network is not; messages are typed and size-checked):
+ * the network is not; messages are typed and size-checked, and each
+ * child may send only the types its entry in roles[] lists):
  *
- *   parent (root, CAP_NET_ADMIN)  applies the policy, binds the control
- *        |                        socket, owns the audit log; parses no
+ *   parent (root, CAP_NET_ADMIN)  applies the policy, binds every socket,
+ *        |                        owns the audit log, reads the config,
+ *        |                        the secret files and the CA; parses no
  *        |                        guest bytes and no control requests,
  *        |                        only typed IPC
- *        +-- dnsd     exec'ed, own user, sockets handed over, IPC fd
- *        +-- proxy    exec'ed (moat-proxy), drops to its own user after
- *        |            reading the secrets it needs
- *        +-- nflog    forked, own user, no capabilities, seccomp: reads
- *        |            the kernel's refusal log from a socket the parent
- *        |            bound, sends one IPC_AUDIT per refusal
- *        +-- control  forked, own user, no capabilities, seccomp: owns
- *        |            the control socket's clients, parses their
- *        |            requests, sends one IPC_CTL_REQ each (control.c)
- *        +-- register forked, own user, no capabilities, seccomp: a
- *                     separate box's TLS endpoint for KVM hosts; sends
- *                     one IPC_REG_REQ per request line (register.c)
+ *        +-- nflog     forked, moat-log: the kernel's refusal log from a
+ *        |             socket the parent bound; one IPC_AUDIT per refusal
+ *        +-- dnsd      exec'ed, moat-dns: guests' DNS on sockets handed
+ *        |             over; IPC_SET_ADD for what allowed names resolve to
+ *        +-- proxy     exec'ed (moat-proxy), moat-proxy, one per worker:
+ *        |    |        gets each secret's value over IPC (IPC_CONF_SECRET)
+ *        |    |        and never opens a file
+ *        |    +-- signer  moat-ca: holds the CA key, signs its worker's leaves
+ *        +-- control   forked, moat-ctl: parses control requests, sends
+ *        |             one IPC_CTL_REQ each (control.c)
+ *        +-- register  forked, moat-reg: a separate box's TLS endpoint for
+ *        |             KVM hosts; one IPC_REG_REQ per line (register.c)
+ *        +-- metrics   forked, moat-mon: answers scrapers from the latest
+ *        |             rendering the parent sends (metrics.c)
+ *        +-- ha-recv   forked, moat-reg: replication from the other box
+ *        +-- ha-send   forked, moat-reg: replication to the other box
+ *                      (harepl_send.c)
  *
+ * Every child drops to its own user and seccomp list (lib/sandbox.c).
  * Children that die are restarted with backoff; the kernel policy stays
- * in place throughout (fail closed).
+ * in place throughout (fail closed).  docs/architecture.md has the same
+ * picture with every message.
  */
 #ifndef GATEWAYD_H
 #define GATEWAYD_H
