@@ -507,6 +507,7 @@ struct gw_job {
 /* A sandbox's egress budget in the current window (parent_egress.c). */
 struct gw_egress {
 	char		 name[IPC_NAME_LEN];
+	char		 owner[IPC_NAME_LEN];	/* "" without one */
 	struct moat_addr addr;
 	uint64_t	 budget;	/* bytes a window, 0: none */
 	uint64_t	 spent;		/* bytes sent this window */

@@ -15,11 +15,18 @@
  *
  * A window is a UTC day (00:00 to 24:00).  What was spent survives a
  * reload (the totals are the parent's, read before and after every
- * policy change, and kept by sandbox name, also for a sandbox removed
- * and created again in the same window) and a restart of gatewayd (the
+ * policy change) and a restart of gatewayd (the
  * totals are written to STATE_DIR/egress-budget every few seconds and
  * when gatewayd stops; the counters the kernel kept meanwhile are
  * charged on start).
+ *
+ * A budget limits a guest, not a name: a total is kept for the window
+ * after its sandbox is removed, and a sandbox that appears in the window
+ * takes over the total of one that is gone: first one at the same
+ * address, else one of the same owner (the largest).  So renaming a
+ * sandbox, creating it again at its address, or an owner's destroying
+ * and creating sandboxes gives no fresh budget: an owner with N sandboxes
+ * has at most N budgets a window.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -242,10 +249,11 @@ save(struct gw *gw)
 	for (i = 0; i < gw->negress; i++) {
 		const struct gw_egress *e = &gw->egress[i];
 
-		fprintf(fp, "%s %s %llu %llu %d\n", e->name,
+		fprintf(fp, "%s %s %llu %llu %d %s\n", e->name,
 		    addr_fmt(&e->addr, ip, sizeof(ip)),
 		    (unsigned long long)e->spent,
-		    (unsigned long long)e->last, e->audited);
+		    (unsigned long long)e->last, e->audited,
+		    e->owner[0] != '\0' ? e->owner : "-");
 	}
 	if (fclose(fp) == EOF || rename(tmp, path) == -1) {
 		log_warn("egress budgets: %s", path);
@@ -262,6 +270,7 @@ static void
 load(struct gw *gw)
 {
 	char path[1024], line[256], name[IPC_NAME_LEN], ip[64];
+	char owner[IPC_NAME_LEN];
 	unsigned long long spent, last;
 	long long w;
 	long len;
@@ -286,12 +295,18 @@ load(struct gw *gw)
 			continue;
 		}
 		memset(&e, 0, sizeof(e));
+		/* The owner (a sixth field) is missing in files written by
+		 * an older gatewayd. */
+		strcpy(owner, "-");
 		if (gw->egress_window == 0 || sscanf(line, "%32s %63s %llu "
-		    "%llu %d", name, ip, &spent, &last, &audited) != 5 ||
+		    "%llu %d %32s", name, ip, &spent, &last, &audited,
+		    owner) < 5 ||
 		    addr_parse(ip, &e.addr) == -1 ||
 		    find(gw->egress, gw->negress, name) != NULL)
 			continue;
 		snprintf(e.name, sizeof(e.name), "%s", name);
+		if (strcmp(owner, "-") != 0)
+			snprintf(e.owner, sizeof(e.owner), "%s", owner);
 		e.spent = spent;
 		e.last = last;
 		e.audited = audited != 0;
@@ -330,6 +345,32 @@ egress_before_apply(struct gw *gw, const struct moat_config *cur)
 	(void)charge(gw, cur);
 }
 
+/* The total a new sandbox SB takes over: that of a sandbox gone from the
+ * configuration (not taken yet) at SB's address, else the largest of one
+ * of SB's owner; NULL for a fresh one. */
+static struct gw_egress *
+heir_of(struct gw *gw, const struct moat_sandbox *sb)
+{
+	struct gw_egress *e, *best = NULL;
+	size_t i;
+
+	for (i = 0; i < gw->negress; i++) {
+		e = &gw->egress[i];
+		if (e->name[0] != '\0' && memcmp(&e->addr, &sb->address,
+		    sizeof(e->addr)) == 0)
+			return e;
+	}
+	if (sb->owner == NULL || sb->owner[0] == '\0')
+		return NULL;
+	for (i = 0; i < gw->negress; i++) {
+		e = &gw->egress[i];
+		if (e->name[0] != '\0' && strcmp(e->owner, sb->owner) == 0 &&
+		    (best == NULL || e->spent > best->spent))
+			best = e;
+	}
+	return best;
+}
+
 /* After the policy changed to cfg: one entry per configured sandbox (its
  * total kept by name), the counters' values as the baseline, and the
  * kernel's budget_spent made to match (a full replacement of the tables
@@ -345,17 +386,35 @@ egress_after_apply(struct gw *gw, const struct moat_config *cfg)
 	v = xcalloc(cfg->nsandboxes + gw->negress + 1, sizeof(*v));
 	t = xcalloc(cfg->nsandboxes + 1, sizeof(*t));
 	ok = gw->nft != NULL && nftr_acct_read(gw->nft, cfg, t) == 0;
+	/* Those that keep their name first, so that an heir never takes a
+	 * total that is still its own sandbox's. */
 	for (i = 0; i < cfg->nsandboxes; i++) {
-		const struct moat_sandbox *sb = &cfg->sandboxes[i];
 		struct gw_egress *old = entry(gw->egress, gw->negress, i,
-		    sb->name);
-		long long b = config_egress_budget(cfg, sb);
+		    cfg->sandboxes[i].name);
 
 		if (old != NULL) {
-			v[n] = *old;
+			v[i] = *old;
 			old->name[0] = '\0';	/* taken */
-		} else
+		}
+	}
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		const struct moat_sandbox *sb = &cfg->sandboxes[i];
+		struct gw_egress *old;
+		long long b = config_egress_budget(cfg, sb);
+
+		if (v[n].name[0] == '\0') {
+			if ((old = heir_of(gw, sb)) != NULL) {
+				log_info("sandbox %s: takes over the egress "
+				    "total of %s (%llu bytes this window)",
+				    sb->name, old->name,
+				    (unsigned long long)old->spent);
+				v[n] = *old;
+				old->name[0] = '\0';
+			}
 			snprintf(v[n].name, sizeof(v[n].name), "%s", sb->name);
+		}
+		snprintf(v[n].owner, sizeof(v[n].owner), "%s",
+		    sb->owner != NULL ? sb->owner : "");
 		v[n].addr = sb->address;
 		v[n].budget = b > 0 ? (uint64_t)b : 0;
 		v[n].configured = true;
