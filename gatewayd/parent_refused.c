@@ -290,8 +290,13 @@ same_dst(const struct seen_entry *x, const struct seen_entry *y)
 	return n == seen_dst_len(y) && strncmp(x->what, y->what, n) == 0;
 }
 
-/* The kernel's entries for e[i]'s destination, not yet shown, as one row:
- * a scan of a guest's own gateway is one line, not hundreds. */
+/* The kernel refused at least this many ports of one destination: one
+ * row for them all. */
+#define FOLD_MIN	4
+
+/* The kernel's entries for e[i]'s destination, not yet shown, as one row
+ * if there are FOLD_MIN or more: a scan of a guest's own gateway is one
+ * line, not hundreds. */
 static void
 fold(struct ctl_req *r, const char *sandbox, const struct seen_entry **e,
     size_t n, size_t i, bool *done)
@@ -300,23 +305,33 @@ fold(struct ctl_req *r, const char *sandbox, const struct seen_entry **e,
 	char what[SEEN_WHAT_LEN + 32];
 	uint64_t count = 0;
 	time_t first = x->first, last = x->last;
-	size_t j, ports = 0;
+	size_t j, ports = 0;	/* counted first, then shown */
 	bool mixed = false;
 
+	for (j = i; j < n; j++)
+		if (!done[j] && e[j]->source == SEEN_KERNEL && same_dst(x, e[j]))
+			ports++;
+	if (ports < FOLD_MIN) {
+		/* A few ports are read better one per row. */
+		for (j = i; j < n; j++)
+			if (!done[j] && e[j]->source == SEEN_KERNEL &&
+			    same_dst(x, e[j])) {
+				done[j] = true;
+				row(r, sandbox, e[j]->what, e[j]->count,
+				    e[j]->first, e[j]->last,
+				    seen_source_str(e[j]->source),
+				    seen_why_str(e[j]->why));
+			}
+		return;
+	}
 	for (j = i; j < n; j++) {
 		if (done[j] || e[j]->source != SEEN_KERNEL || !same_dst(x, e[j]))
 			continue;
 		done[j] = true;
-		ports++;
 		count += e[j]->count;
 		first = e[j]->first < first ? e[j]->first : first;
 		last = e[j]->last > last ? e[j]->last : last;
 		mixed |= e[j]->why != x->why;
-	}
-	if (ports == 1) {
-		row(r, sandbox, x->what, x->count, x->first, x->last,
-		    seen_source_str(x->source), seen_why_str(x->why));
-		return;
 	}
 	snprintf(what, sizeof(what), "%.*s: %zu ports", (int)seen_dst_len(x),
 	    x->what, ports);
