@@ -8,6 +8,11 @@
  * IPC_DNS_NAME for names, the nflog reader's and the proxy's audit events
  * for the rest.  Views exist only for configured sandboxes and are pruned
  * at each reload.
+ *
+ * A name is what a guest chose: every output shows it through
+ * seen_shown() or the JSON writer, and --as-allow lists only names the
+ * config loader takes as allow entries (seen_as_allow).  Text puts names
+ * first and folds the kernel's refusals of many ports of one address.
  */
 #include <stdio.h>
 #include <stdlib.h>
