@@ -99,7 +99,7 @@ ctl_usage(FILE *fp)
 "                          put a secret on your sandbox, or take it off\n"
 "  refused [SANDBOX] [--since DURATION] [--kind dns|proxy|kernel]\n"
 "                          what your sandboxes were refused: names first\n"
-"  names SANDBOX [--since DURATION] [--as-allow]\n"
+"  names SANDBOX [--since DURATION] [--as-allow | --json]\n"
 "                          the names it resolved; --as-allow: as allow = [..];\n"
 "  allow SANDBOX NAME... [--for DURATION] [--ports tcp/22,...]\n"
 "                          let it reach NAME (for a while, or in its file;\n"
@@ -108,9 +108,9 @@ ctl_usage(FILE *fp)
 "  ha master|backup|fault  this box's role in a pair, from keepalived's\n"
 "                          notify script (admins; gateway.ha only)\n"
 "\n"
-"--json (status, sandboxes, list, counters, hosts, secret list, refused; log\n"
-"is JSON already) prints one JSON document; other verbs refuse it.  -s: the\n"
-"control socket (default " GW_SOCK_DEFAULT ").\n"
+"--json (status, sandboxes, list, counters, hosts, secret list, refused,\n"
+"names; log is JSON already) prints one JSON document; other verbs refuse\n"
+"it.  -s: the control socket (default " GW_SOCK_DEFAULT ").\n"
 "Exit status: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the\n"
 "daemon.\n");
 }

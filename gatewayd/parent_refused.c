@@ -141,7 +141,7 @@ usage(struct ctl_req *r, bool names)
 {
 	if (names)
 		ctl_reply(r, "error: usage: names SANDBOX [--since DURATION] "
-		    "[--as-allow]\n");
+		    "[--as-allow | --json]\n");
 	else
 		ctl_reply(r, "error: usage: refused [SANDBOX] [--since DURATION] "
 		    "[--kind dns|proxy|kernel] [--json]\n");

@@ -7,8 +7,8 @@
 #    pasted output, after a sandbox's own allow_ports, still loads; the
 #    sandbox keeps its allow_ports; no hostile name is in its list.
 #  - `ctl names` and `ctl refused` show each name on one row (no raw
-#    newline or quote from a name); refused --json parses and gives the
-#    name back; the audit log's lines parse.
+#    newline or quote from a name); names/refused --json parse and give
+#    the name back; the audit log's lines parse.
 #  - After web was refused a name and then scanned 200 ports of the
 #    gateway, the name is the first row of `ctl refused web` and the ports
 #    are one row, "10.77.0.1: N ports".
@@ -106,6 +106,10 @@ N=$(gw_ctl names dev)
 expect_eq "ctl names: every row is a row (header, dev rows, ok)" "" \
 	"$(grep -vE '^(SANDBOX |dev |ok$)' <<<"$N")"
 expect_match "ctl names shows the quote escaped" 'zzzz\.evil\.test\\"\]allow_ports' "$N"
+expect_eq "ctl names --json parses and gives the name back" yes "$(gw_ctl names --json dev | python3 -c '
+import json, sys
+w = [e["what"] for v in json.load(sys.stdin) for e in v["entries"]]
+print("yes" if sys.argv[1] + "." in w or sys.argv[1] in w else w)' "$HOSTILE")"
 expect_match "web is refused the hostile name" 'status: REFUSED' "$(dig_in web "$HOSTILE")"
 refused_has() { gw_ctl refused web | grep -q 'zzzz\.evil'; }
 expect_ok "ctl refused lists it" wait_for 5 refused_has
