@@ -107,15 +107,24 @@ change(struct ctl_req *r, const char *sbname, const char *name, bool attach)
 		ctl_refuse(r, sbname, "no sandbox %s (or not yours)", sbname);
 		return;
 	}
-	if (s == NULL || (attach && !may_use(r, s))) {
+	/* One answer for a secret that is missing and one that is someone
+	 * else's, in both directions: detach looks only at the sandbox's
+	 * own list, which its owner already sees. */
+	if (attach && (s == NULL || !may_use(r, s))) {
 		ctl_refuse(r, sbname, "no secret \"%s\" you may attach: it must "
 		    "be yours or shared with you (secret list shows them)",
 		    name);
 		return;
 	}
-	if (attach == config_strlist_has(&sb->secrets, name)) {
-		ctl_refuse(r, sbname, "sandbox %s %s secret \"%s\"", sbname,
-		    attach ? "already holds" : "does not hold", name);
+	if (!attach && (s == NULL || !config_strlist_has(&sb->secrets,
+	    name))) {
+		ctl_refuse(r, sbname, "sandbox %s does not hold secret \"%s\"",
+		    sbname, name);
+		return;
+	}
+	if (attach && config_strlist_has(&sb->secrets, name)) {
+		ctl_refuse(r, sbname, "sandbox %s already holds secret \"%s\"",
+		    sbname, name);
 		return;
 	}
 	placeholder = xstrdup(s->placeholder);	/* a reload frees s */

@@ -61,7 +61,7 @@ static const struct {
 	[CTL_CONSOLE] = { ctl_console, false, false },
 	[CTL_HOSTS] = { ctl_hosts, true, true },
 	[CTL_REFUSED] = { ctl_refused, false, true },
-	[CTL_NAMES] = { ctl_names, false, false },
+	[CTL_NAMES] = { ctl_names, false, true },
 	[CTL_ALLOW] = { ctl_allow, false, false },
 	[CTL_UNALLOW] = { ctl_unallow, false, false },
 	[CTL_HA] = { ctl_ha, true, false },

@@ -8,6 +8,11 @@
  * IPC_DNS_NAME for names, the nflog reader's and the proxy's audit events
  * for the rest.  Views exist only for configured sandboxes and are pruned
  * at each reload.
+ *
+ * A name is what a guest chose: every output shows it through
+ * seen_shown() or the JSON writer, and --as-allow lists only names the
+ * config loader takes as allow entries (seen_as_allow).  Text puts names
+ * first and folds the kernel's refusals of many ports of one address.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,8 +121,32 @@ gw_duration(const char *s, long *secs)
 struct seen_args {
 	const char	*sandbox;	/* NULL: every one the caller may see */
 	long		 since;		/* seconds, 0: all */
+	int		 kind;		/* enum seen_source, -1: every one */
 	bool		 as_allow;
 };
+
+static int
+parse_kind(const char *s)
+{
+	int k;
+
+	for (k = 0; k < SEEN_NSOURCES; k++)
+		if (strcmp(s, seen_source_str(k)) == 0)
+			return k;
+	return -1;
+}
+
+static int
+usage(struct ctl_req *r, bool names)
+{
+	if (names)
+		ctl_reply(r, "error: usage: names SANDBOX [--since DURATION] "
+		    "[--as-allow | --json]\n");
+	else
+		ctl_reply(r, "error: usage: refused [SANDBOX] [--since DURATION] "
+		    "[--kind dns|proxy|kernel] [--json]\n");
+	return -1;
+}
 
 static int
 parse_args(struct ctl_req *r, bool names, struct seen_args *a)
@@ -125,6 +154,7 @@ parse_args(struct ctl_req *r, bool names, struct seen_args *a)
 	int i;
 
 	memset(a, 0, sizeof(*a));
+	a->kind = -1;
 	for (i = 1; i < r->argc; i++) {
 		if (strcmp(r->argv[i], "--since") == 0 && i + 1 < r->argc) {
 			if (gw_duration(r->argv[++i], &a->since) == -1) {
@@ -133,22 +163,22 @@ parse_args(struct ctl_req *r, bool names, struct seen_args *a)
 				    r->argv[i]);
 				return -1;
 			}
+		} else if (!names && strcmp(r->argv[i], "--kind") == 0 &&
+		    i + 1 < r->argc) {
+			if ((a->kind = parse_kind(r->argv[++i])) == -1) {
+				ctl_reply(r, "error: --kind: expected dns, proxy "
+				    "or kernel\n");
+				return -1;
+			}
 		} else if (names && strcmp(r->argv[i], "--as-allow") == 0)
 			a->as_allow = true;
 		else if (r->argv[i][0] != '-' && a->sandbox == NULL)
 			a->sandbox = r->argv[i];
-		else {
-			ctl_reply(r, "error: usage: %s %s[--since DURATION]%s\n",
-			    r->argv[0], names ? "SANDBOX " : "[SANDBOX] ",
-			    names ? " [--as-allow]" : " [--json]");
-			return -1;
-		}
+		else
+			return usage(r, names);
 	}
-	if (names && a->sandbox == NULL) {
-		ctl_reply(r, "error: usage: names SANDBOX [--since DURATION] "
-		    "[--as-allow]\n");
-		return -1;
-	}
+	if (names && a->sandbox == NULL)
+		return usage(r, names);
 	if (a->as_allow && r->json) {
 		ctl_reply(r, "error: --as-allow and --json are two outputs; "
 		    "choose one\n");
@@ -198,7 +228,8 @@ stamp(time_t t, char *buf, size_t len)
 
 /* The view's entries since the cutoff, sorted; malloc'ed, *n of them. */
 static const struct seen_entry **
-entries(const struct seen_view *v, time_t cutoff, bool alpha, size_t *n)
+entries(const struct seen_view *v, time_t cutoff, int kind, bool alpha,
+    size_t *n)
 {
 	const struct seen_entry **e = xreallocarray(NULL, v->n + 1,
 	    sizeof(*e));
@@ -206,26 +237,31 @@ entries(const struct seen_view *v, time_t cutoff, bool alpha, size_t *n)
 
 	*n = 0;
 	for (i = 0; i < v->n; i++)
-		if (v->e[i].last >= cutoff)
+		if (v->e[i].last >= cutoff &&
+		    (kind == -1 || v->e[i].source == kind))
 			e[(*n)++] = &v->e[i];
 	qsort(e, *n, sizeof(*e), alpha ? by_what : by_last_desc);
 	return e;
 }
 
 static void
-show_json(struct ctl_req *r, const struct seen_view *v, time_t cutoff,
-    bool *first)
+show_json(struct ctl_req *r, const struct seen_view *v,
+    const struct seen_args *a, time_t cutoff, bool *first)
 {
 	const struct seen_entry **e;
-	char f[32], l[32];
+	char f[32], l[32], dst[SEEN_WHAT_LEN];
 	size_t i, n;
 
-	e = entries(v, cutoff, false, &n);
+	e = entries(v, cutoff, a->kind, false, &n);
 	ctl_reply(r, "%s{\"sandbox\":\"%s\",\"dropped\":%llu,\"entries\":[",
 	    *first ? "" : ",", v->sandbox, (unsigned long long)v->dropped);
 	for (i = 0; i < n; i++) {
 		ctl_reply(r, "%s{\"what\":", i ? "," : "");
 		ctl_reply_jstr(r, e[i]->what);
+		snprintf(dst, sizeof(dst), "%.*s", (int)seen_dst_len(e[i]),
+		    e[i]->what);
+		ctl_reply(r, ",\"destination\":");
+		ctl_reply_jstr(r, dst);
 		ctl_reply(r, ",\"count\":%llu,\"first\":\"%s\",\"last\":\"%s\","
 		    "\"source\":\"%s\",\"reason\":\"%s\"}",
 		    (unsigned long long)e[i]->count,
@@ -239,43 +275,128 @@ show_json(struct ctl_req *r, const struct seen_view *v, time_t cutoff,
 }
 
 static void
-show_text(struct ctl_req *r, const struct seen_view *v, time_t cutoff,
-    size_t per, bool *first)
+row(struct ctl_req *r, const char *sandbox, const char *what,
+    uint64_t count, time_t first, time_t last, const char *source,
+    const char *reason)
+{
+	char f[32], l[32], *shown = seen_shown(what);
+
+	ctl_reply(r, "%-16s %-40s %7llu %-20s %-20s %-6s %s\n", sandbox, shown,
+	    (unsigned long long)count, stamp(first, f, sizeof(f)),
+	    stamp(last, l, sizeof(l)), source, reason);
+	free(shown);
+}
+
+static bool
+same_dst(const struct seen_entry *x, const struct seen_entry *y)
+{
+	size_t n = seen_dst_len(x);
+
+	return n == seen_dst_len(y) && strncmp(x->what, y->what, n) == 0;
+}
+
+/* The kernel refused at least this many ports of one destination: one
+ * row for them all. */
+#define FOLD_MIN	4
+
+/* The kernel's entries for e[i]'s destination, not yet shown, as one row
+ * if there are FOLD_MIN or more: a scan of a guest's own gateway is one
+ * line, not hundreds. */
+static void
+fold(struct ctl_req *r, const char *sandbox, const struct seen_entry **e,
+    size_t n, size_t i, bool *done)
+{
+	const struct seen_entry *x = e[i];
+	char what[SEEN_WHAT_LEN + 32];
+	uint64_t count = 0;
+	time_t first = x->first, last = x->last;
+	size_t j, ports = 0;	/* counted first, then shown */
+	bool mixed = false;
+
+	for (j = i; j < n; j++)
+		if (!done[j] && e[j]->source == SEEN_KERNEL && same_dst(x, e[j]))
+			ports++;
+	if (ports < FOLD_MIN) {
+		/* A few ports are read better one per row. */
+		for (j = i; j < n; j++)
+			if (!done[j] && e[j]->source == SEEN_KERNEL &&
+			    same_dst(x, e[j])) {
+				done[j] = true;
+				row(r, sandbox, e[j]->what, e[j]->count,
+				    e[j]->first, e[j]->last,
+				    seen_source_str(e[j]->source),
+				    seen_why_str(e[j]->why));
+			}
+		return;
+	}
+	for (j = i; j < n; j++) {
+		if (done[j] || e[j]->source != SEEN_KERNEL || !same_dst(x, e[j]))
+			continue;
+		done[j] = true;
+		count += e[j]->count;
+		first = e[j]->first < first ? e[j]->first : first;
+		last = e[j]->last > last ? e[j]->last : last;
+		mixed |= e[j]->why != x->why;
+	}
+	snprintf(what, sizeof(what), "%.*s: %zu ports", (int)seen_dst_len(x),
+	    x->what, ports);
+	row(r, sandbox, what, count, first, last, seen_source_str(SEEN_KERNEL),
+	    mixed ? "several reasons" : seen_why_str(x->why));
+}
+
+/* Names first (dnsd's and the proxy's), most recent first; then the
+ * kernel's refusals, folded per destination. */
+static void
+show_text(struct ctl_req *r, const struct seen_view *v,
+    const struct seen_args *a, time_t cutoff, size_t per, bool *first)
 {
 	const struct seen_entry **e;
-	char f[32], l[32];
 	size_t i, n;
+	bool *done;
 
-	e = entries(v, cutoff, false, &n);
+	e = entries(v, cutoff, a->kind, false, &n);
+	done = xreallocarray(NULL, n + 1, sizeof(*done));
+	memset(done, 0, (n + 1) * sizeof(*done));
 	if (*first)
 		ctl_reply(r, "%-16s %-40s %7s %-20s %-20s %-6s %s\n", "SANDBOX",
 		    "WHAT", "COUNT", "FIRST", "LAST", "SOURCE", "REASON");
 	for (i = 0; i < n; i++)
-		ctl_reply(r, "%-16s %-40s %7llu %-20s %-20s %-6s %s\n",
-		    v->sandbox, e[i]->what, (unsigned long long)e[i]->count,
-		    stamp(e[i]->first, f, sizeof(f)),
-		    stamp(e[i]->last, l, sizeof(l)),
-		    seen_source_str(e[i]->source), seen_why_str(e[i]->why));
+		if (e[i]->source != SEEN_KERNEL)
+			row(r, v->sandbox, e[i]->what, e[i]->count, e[i]->first,
+			    e[i]->last, seen_source_str(e[i]->source),
+			    seen_why_str(e[i]->why));
+	for (i = 0; i < n; i++)
+		if (e[i]->source == SEEN_KERNEL && !done[i])
+			fold(r, v->sandbox, e, n, i, done);
 	if (v->dropped > 0)
 		ctl_reply(r, "%s: %llu older entr%s dropped (the view keeps "
 		    "the %d most recent)\n", v->sandbox,
 		    (unsigned long long)v->dropped, v->dropped == 1 ? "y" :
 		    "ies", (int)per);
 	*first = false;
+	free(done);
 	free(e);
 }
 
+/* Only names the config loader takes as allow entries go in the list;
+ * the rest follow as escaped comments (seen_as_allow), so pasting the
+ * output can never write a setting a guest chose. */
 static void
 show_allow(struct ctl_req *r, const struct seen_view *v, time_t cutoff)
 {
 	const struct seen_entry **e;
+	const char **what;
+	char *text;
 	size_t i, n;
 
-	e = entries(v, cutoff, true, &n);
-	ctl_reply(r, "allow = [");
+	e = entries(v, cutoff, -1, true, &n);
+	what = xreallocarray(NULL, n + 1, sizeof(*what));
 	for (i = 0; i < n; i++)
-		ctl_reply(r, "%s \"%s\"", i ? "," : "", e[i]->what);
-	ctl_reply(r, " ];\n");
+		what[i] = e[i]->what;
+	text = seen_as_allow(what, n);
+	ctl_reply(r, "%s", text);
+	free(text);
+	free(what);
 	free(e);
 }
 
@@ -310,9 +431,9 @@ show(struct ctl_req *r, struct seen_set *set, bool names)
 		if (a.as_allow)
 			show_allow(r, v, cutoff);
 		else if (r->json)
-			show_json(r, v, cutoff, &first);
+			show_json(r, v, &a, cutoff, &first);
 		else
-			show_text(r, v, cutoff, seen_per(set), &first);
+			show_text(r, v, &a, cutoff, seen_per(set), &first);
 		if (a.sandbox != NULL)
 			break;
 	}

@@ -342,6 +342,19 @@ below_secret_limit(struct ctl_req *r)
 	return false;
 }
 
+/*
+ * A member asking for a name they cannot have hears one answer, whether
+ * it is another member's secret, an administrator's or a file left in
+ * the way: never whose it is or that a secret of that name exists.
+ * Secret names are one namespace, so "taken" itself cannot be hidden.
+ */
+static void
+name_taken(struct ctl_req *r, const char *name)
+{
+	ctl_refuse(r, NULL, "secret set: the name \"%s\" is not available to "
+	    "you; choose another name", name);
+}
+
 /* A new secret: its value in state_dir/secrets/NAME, its definition in
  * secrets.d/NAME.conf, owned by the caller. */
 static int
@@ -360,9 +373,13 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 	xasprintf(&dpath, "%s/%s.conf", ddir, q->name);
 	text = dropin_text(q, file, q->header ? q->header : "Authorization",
 	    placeholder, r->user);
-	if (access(dpath, F_OK) == 0)
+	if (access(dpath, F_OK) == 0 && !r->admin)
+		name_taken(r, q->name);
+	else if (access(dpath, F_OK) == 0)
 		ctl_refuse(r, NULL, "%s exists but defines no secret \"%s\"; "
 		    "choose another name", dpath, q->name);
+	else if (value_file_used(cfg, file) != NULL && !r->admin)
+		name_taken(r, q->name);
 	else if (value_file_used(cfg, file) != NULL)
 		ctl_refuse(r, NULL, "%s holds the value of another secret; "
 		    "choose another name", file);
@@ -418,8 +435,10 @@ secret_set(struct ctl_req *r)
 	old = config_secret_by_name(r->gw->cfg, q.name);
 	if (old != NULL && !r->admin && (old->owner == NULL ||
 	    strcmp(old->owner, r->user) != 0)) {
-		ctl_refuse(r, NULL, "secret \"%s\" belongs to someone else; "
-		    "choose another name", q.name);
+		/* The checks a new name meets first, in the same order, so
+		 * that no answer tells a taken name from a free one. */
+		if (ctl_may_own(r, NULL) && below_secret_limit(r))
+			name_taken(r, q.name);
 		return;
 	}
 	rotated = old != NULL;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "json.h"
 #include "log.h"
 #include "seen.h"
 
@@ -301,6 +303,7 @@ parse_kernel(const char *json, char *what, size_t whatlen,
 {
 	char reason[32], dst[64], port[8], proto[16];
 	size_t i;
+	bool v6;
 
 	if (!seen_json_field(json, "reason", reason, sizeof(reason)) ||
 	    !seen_json_field(json, "dst", dst, sizeof(dst)))
@@ -311,14 +314,19 @@ parse_kernel(const char *json, char *what, size_t whatlen,
 	if (i == sizeof(kernel_whys) / sizeof(kernel_whys[0]))
 		return false;
 	*why = kernel_whys[i].why;
+	/* An IPv6 address with a port is bracketed, so that the address
+	 * (seen_dst_len) is found again without guessing. */
+	v6 = strchr(dst, ':') != NULL;
 	if (!seen_json_field(json, "port", port, sizeof(port)) ||
 	    strcmp(port, "0") == 0)
 		snprintf(what, whatlen, "%s", dst);
 	else if (seen_json_field(json, "proto", proto, sizeof(proto)) &&
 	    strcmp(proto, "tcp") != 0)
-		snprintf(what, whatlen, "%s:%s/%s", dst, port, proto);
+		snprintf(what, whatlen, "%s%s%s:%s/%s", v6 ? "[" : "", dst,
+		    v6 ? "]" : "", port, proto);
 	else
-		snprintf(what, whatlen, "%s:%s", dst, port);
+		snprintf(what, whatlen, "%s%s%s:%s", v6 ? "[" : "", dst,
+		    v6 ? "]" : "", port);
 	return true;
 }
 
@@ -376,4 +384,108 @@ seen_parse_audit(const char *json, char *sandbox, size_t sblen, char *what,
 		    event[2] == 'q', what, whatlen, why);
 	}
 	return false;
+}
+
+/* --- printing ------------------------------------------------------------ */
+
+/*
+ * Everything a guest chose (a name it resolved, a Host header, an SNI) is
+ * data wherever it is shown: in a row of text, a JSON string, a comment.
+ * seen_shown() is json_escape's body, so one rule holds for every output:
+ * printable ASCII only, '"' and '\' behind a backslash, every other byte
+ * as \u00XX.  Nothing a guest sends can end a string, a line or a row.
+ */
+char *
+seen_shown(const char *what)
+{
+	return json_escape(what);
+}
+
+bool
+seen_allow_name(const char *what, char *out, size_t len)
+{
+	char why[384];
+
+	/* A resolved name is a name: "*" is legal in DNS but would widen
+	 * the list to a pattern the operator never saw resolved. */
+	if (strlen(what) >= len || strchr(what, '*') != NULL ||
+	    what[0] == '@')
+		return false;
+	memcpy(out, what, strlen(what) + 1);
+	/* The config loader's own rule for an allow entry (no ports: a
+	 * name resolved carries none). */
+	return config_allow_entry(out, why, sizeof(why));
+}
+
+static int
+by_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void
+buf_add(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*len + n + 1 > *cap) {
+		*cap = (*len + n + 1) * 2;
+		*buf = xreallocarray(*buf, *cap, 1);
+	}
+	memcpy(*buf + *len, s, n + 1);
+	*len += n;
+}
+
+char *
+seen_as_allow(const char *const *what, size_t n)
+{
+	char **ok = xreallocarray(NULL, n + 1, sizeof(*ok)), *buf = NULL, *e;
+	char name[SEEN_WHAT_LEN];
+	size_t i, nok = 0, len = 0, cap = 0, bad = 0;
+
+	for (i = 0; i < n; i++)
+		if (seen_allow_name(what[i], name, sizeof(name)))
+			ok[nok++] = xstrdup(name);
+	qsort(ok, nok, sizeof(*ok), by_str);
+	buf_add(&buf, &len, &cap, "allow = [");
+	for (i = 0; i < nok; i++) {
+		/* Two spellings of one name ("A.test", "a.test.") are one
+		 * entry; the loader refuses a name listed twice. */
+		if (i > 0 && strcmp(ok[i], ok[i - 1]) == 0)
+			continue;
+		buf_add(&buf, &len, &cap, i ? ", \"" : " \"");
+		buf_add(&buf, &len, &cap, ok[i]);
+		buf_add(&buf, &len, &cap, "\"");
+	}
+	buf_add(&buf, &len, &cap, " ];\n");
+	for (i = 0; i < nok; i++)
+		free(ok[i]);
+	free(ok);
+	for (i = 0; i < n; i++) {
+		if (seen_allow_name(what[i], name, sizeof(name)))
+			continue;
+		if (bad++ == 0)
+			buf_add(&buf, &len, &cap, "# left out, not valid allow "
+			    "entries (as resolved, escaped):\n");
+		e = seen_shown(what[i]);
+		buf_add(&buf, &len, &cap, "#   \"");
+		buf_add(&buf, &len, &cap, e);
+		buf_add(&buf, &len, &cap, "\"\n");
+		free(e);
+	}
+	return buf;
+}
+
+size_t
+seen_dst_len(const struct seen_entry *e)
+{
+	const char *c;
+
+	if (e->source != SEEN_KERNEL)
+		return strlen(e->what);
+	if (e->what[0] == '[' && (c = strchr(e->what, ']')) != NULL)
+		return (size_t)(c + 1 - e->what);
+	if ((c = strchr(e->what, ':')) != NULL && strchr(c + 1, ':') == NULL)
+		return (size_t)(c - e->what);
+	return strlen(e->what);
 }

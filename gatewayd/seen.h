@@ -96,4 +96,22 @@ bool	seen_parse_audit(const char *json, char *sandbox, size_t sblen,
 bool	seen_json_field(const char *json, const char *key, char *out,
 	    size_t len);
 
+/*
+ * Printing.  A name a guest chose is data: seen_shown() is its one
+ * escaped spelling for rows, comments and labels (json_escape's body:
+ * printable ASCII, no raw '"', '\' or control character); malloc'ed.
+ */
+char	*seen_shown(const char *what);
+/* what as an allow entry, normalised into out: true only if the config
+ * loader takes it as one (config_allow_entry) and it is a plain name
+ * (no "*", no "@"). */
+bool	seen_allow_name(const char *what, char *out, size_t len);
+/* `ctl names --as-allow`: one `allow = [ ... ];` line holding only the
+ * names seen_allow_name() takes, sorted, each once; then every other
+ * name as an escaped comment line.  malloc'ed. */
+char	*seen_as_allow(const char *const *what, size_t n);
+/* The length of e->what's destination: a kernel entry's address without
+ * its port ("10.77.0.1:22" -> 9, "[2001:db8::1]:22" -> 13); else all. */
+size_t	seen_dst_len(const struct seen_entry *e);
+
 #endif

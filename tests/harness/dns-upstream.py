@@ -9,7 +9,9 @@ queries (cache hits do not reach it).
   dns-upstream.py --addr 203.0.113.53 --log FILE [--base 10]
 
 --base changes the last octet of the "plain" answers so that a test can
-tell two upstreams apart.
+tell two upstreams apart.  --answer-all ADDR answers an A query for any
+name outside the zone with ADDR instead of NXDOMAIN (names a guest makes
+up, such as hostile ones).
 """
 import argparse
 import socket
@@ -122,8 +124,9 @@ SOA_RR = ("test", SOA, 300, name_wire("ns.test") + name_wire("root.test") +
 
 
 class Server:
-    def __init__(self, base, log):
+    def __init__(self, base, log, answer_all=None):
         self.zone = zone(base)
+        self.answer_all = answer_all
         self.log = open(log, "a", buffering=1) if log else None
         self.lock = threading.Lock()
 
@@ -151,6 +154,8 @@ class Server:
                 self.log.write("%s %d %s\n" % (name, qtype, proto))
         rd = flags & 0x0100
         recs = self.zone.get((name, qtype))
+        if recs is None and self.answer_all and qtype == A:
+            recs = [(name, A, 300, ipv4(self.answer_all))]
         rcode, tc, auth = 0, 0, []
         if recs is None:
             known = any(k[0] == name for k in self.zone)
@@ -171,8 +176,9 @@ def main():
     ap.add_argument("--port", type=int, default=53)
     ap.add_argument("--log")
     ap.add_argument("--base", type=int, default=10)
+    ap.add_argument("--answer-all")
     a = ap.parse_args()
-    srv = Server(a.base, a.log)
+    srv = Server(a.base, a.log, a.answer_all)
 
     class UDP(socketserver.BaseRequestHandler):
         def handle(self):

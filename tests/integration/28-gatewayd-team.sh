@@ -109,7 +109,7 @@ expect_fail "$UB cannot read it either (root-only)" as $UB cat "$f"
 expect_match "the drop-in names the owner" "owner = \"$UB\"" "$(cat "$TOPO_TMP/secrets.d/bkey.conf")"
 expect_fail "the drop-in holds no value" grep -q "$VB" "$TOPO_TMP/secrets.d/bkey.conf"
 out=$(printf '%s' "stolen" | actl secret set bkey --host api.bound.test 2>&1)
-expect_match "$UA cannot overwrite $UB's secret" "belongs to someone else" "$out"
+expect_match "$UA cannot overwrite $UB's secret" "the name \"bkey\" is not available to you" "$out"
 expect_eq "$UB's value is unchanged" "$VB" "$(cat "$f")"
 out=$(actl secret list)
 expect_match "$UA lists their secret" "^akey " "$out"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -245,6 +246,67 @@ json_fields(void **state)
 	assert_false(seen_json_field("{\"b\":1}", "a", out, sizeof(out)));
 }
 
+/* Issue 40 finding 2: a name a guest resolved never reaches the list. */
+static void
+as_allow(void **state)
+{
+	const char *names[] = {
+		"zzzz.evil.test\"]allow_ports=[\"tcp/22\",\"tcp/80\",\"tcp/443",
+		"open.test", "A.github.test.", "a.github.test", "*.wide.test",
+		"@go", "line\nbreak.test", "back\\slash.test", "b.test:tcp/22",
+	};
+	char *out, out2[64];
+
+	(void)state;
+	out = seen_as_allow(names, sizeof(names) / sizeof(names[0]));
+	assert_string_equal(out,
+	    "allow = [ \"a.github.test\", \"open.test\" ];\n"
+	    "# left out, not valid allow entries (as resolved, escaped):\n"
+	    "#   \"zzzz.evil.test\\\"]allow_ports=[\\\"tcp/22\\\",\\\"tcp/80\\\","
+	    "\\\"tcp/443\"\n"
+	    "#   \"*.wide.test\"\n"
+	    "#   \"@go\"\n"
+	    "#   \"line\\u000abreak.test\"\n"
+	    "#   \"back\\\\slash.test\"\n"
+	    "#   \"b.test:tcp/22\"\n");
+	free(out);
+	out = seen_as_allow(NULL, 0);
+	assert_string_equal(out, "allow = [ ];\n");
+	free(out);
+	assert_true(seen_allow_name("Pypi.ORG", out2, sizeof(out2)));
+	assert_string_equal(out2, "pypi.org");
+	out = seen_shown("a\"b\\c\rd");
+	assert_string_equal(out, "a\\\"b\\\\c\\u000dd");
+	free(out);
+}
+
+static void
+destinations(void **state)
+{
+	struct seen_entry e;
+	struct parsed p;
+
+	(void)state;
+	memset(&e, 0, sizeof(e));
+	e.source = SEEN_KERNEL;
+	snprintf(e.what, sizeof(e.what), "10.77.0.1:22");
+	assert_int_equal(seen_dst_len(&e), 9);
+	snprintf(e.what, sizeof(e.what), "10.77.0.1:161/udp");
+	assert_int_equal(seen_dst_len(&e), 9);
+	snprintf(e.what, sizeof(e.what), "[2001:db8::1]:22");
+	assert_int_equal(seen_dst_len(&e), 13);
+	snprintf(e.what, sizeof(e.what), "2001:db8::1");
+	assert_int_equal(seen_dst_len(&e), 11);
+	e.source = SEEN_PROXY;
+	snprintf(e.what, sizeof(e.what), "a.example:8443");
+	assert_int_equal(seen_dst_len(&e), 14);
+	p = parse("{\"source\":\"nflog\",\"event\":\"refusal\",\"reason\":"
+	    "\"guest\",\"sandbox\":\"web\",\"dst\":\"2001:db8::7\","
+	    "\"proto\":\"tcp\",\"port\":22}");
+	assert_true(p.ok);
+	assert_string_equal(p.what, "[2001:db8::7]:22");
+}
+
 int
 main(void)
 {
@@ -256,6 +318,8 @@ main(void)
 		cmocka_unit_test(limited),
 		cmocka_unit_test(audit_events),
 		cmocka_unit_test(json_fields),
+		cmocka_unit_test(as_allow),
+		cmocka_unit_test(destinations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
