@@ -113,6 +113,9 @@ struct gw_delta {
 	size_t		 nvalues;
 	struct gw_secret_id *ids;	/* the new config's secret files */
 	size_t		 nids;
+	bool		 nflog_view;	/* what the nflog reader knows of
+					 * sandboxes (names, addresses,
+					 * MACs, the bridge) changed */
 };
 
 /* A secret file's identity when its value was read for the proxy: a

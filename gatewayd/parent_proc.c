@@ -346,7 +346,8 @@ void
 proc_reload(struct gw *gw, const struct gw_delta *d)
 {
 	dnsd_reconfigure(gw);
-	proc_restart(gw, PROC_NFLOG);
+	if (d->nflog_view)
+		proc_restart(gw, PROC_NFLOG);
 	if (gw->opts.no_children)
 		return;
 	pool_enable(gw);

@@ -203,6 +203,41 @@ gw_log_warnings(const struct moat_config *cfg, const struct moat_errors *errs)
 	free(text);
 }
 
+/* Whether what the nflog reader names refusals by differs between A
+ * and B: its copy of the configuration is the one it was started with,
+ * so it is started again only when that would now name a packet wrong. */
+static bool
+nflog_view_changed(const struct moat_config *a, const struct moat_config *b)
+{
+	struct moat_addr a6, b6;
+	bool ha, hb;
+	size_t i;
+
+	if (a->nsandboxes != b->nsandboxes ||
+	    strcmp(a->gw.bridge, b->gw.bridge) != 0 ||
+	    memcmp(&a->gw.network, &b->gw.network, sizeof(a->gw.network)) ||
+	    a->gw.ipv6 != b->gw.ipv6 ||
+	    memcmp(&a->gw.ipv6_network, &b->gw.ipv6_network,
+	    sizeof(a->gw.ipv6_network)) != 0)
+		return true;
+	for (i = 0; i < a->nsandboxes; i++) {
+		const struct moat_sandbox *x = &a->sandboxes[i];
+		const struct moat_sandbox *y = &b->sandboxes[i];
+
+		if (strcmp(x->name, y->name) != 0 ||
+		    addr_cmp(&x->address, &y->address) != 0 ||
+		    memcmp(x->mac, y->mac, sizeof(x->mac)) != 0)
+			return true;
+		memset(&a6, 0, sizeof(a6));
+		memset(&b6, 0, sizeof(b6));
+		ha = config_sandbox_addr6(a, x, &a6);
+		hb = config_sandbox_addr6(b, y, &b6);
+		if (ha != hb || (ha && addr_cmp(&a6, &b6) != 0))
+			return true;
+	}
+	return false;
+}
+
 int
 gw_reload(struct gw *gw, char **errors)
 {
@@ -255,6 +290,7 @@ gw_reload(struct gw *gw, char **errors)
 	cut = policy_cut_flows(old, cfg);
 	snprintf(count, sizeof(count), "%d", cut);
 	conf_delta(gw, old, cfg, &d);
+	d.nflog_view = nflog_view_changed(old, cfg);
 	config_free(old);
 	gw->reloads++;
 	gw->last_reload = time(NULL);
@@ -265,8 +301,9 @@ gw_reload(struct gw *gw, char **errors)
 	    cfg->nsandboxes, cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
 	/* Every child gets the new config and what the change means for it:
-	 * dnsd in place, the nflog reader restarted at once, each proxy
-	 * worker in place or after draining its connections. */
+	 * dnsd in place, the nflog reader restarted at once when what it
+	 * names refusals by changed, each proxy worker in place or after
+	 * draining its connections. */
 	proc_reload(gw, &d);
 	conf_delta_free(&d);
 	return 0;

@@ -59,6 +59,9 @@ mark() {	# mark N -- commit a marker and wait until the monitor shows it
 k=0
 listening() { k=$((k + 1)); in_ns "$NS_GW" nft add table ip "ready$k"; grep -q 'add table ip ready' "$MON"; }
 wait_for 30 listening
+# The nflog reader names refusals from its copy of the sandboxes' names,
+# addresses and MACs: a reload that leaves those alone leaves it running.
+nflog0=$(gw_child_pid nflog)
 mark 0
 expect_ok "reload of an unchanged config" gw_ctl reload
 mark 1
@@ -68,6 +71,8 @@ expect_eq "an unchanged reload sends nothing to the kernel (nft monitor)" "" \
 expect_match "gatewayd logs the reload as unchanged" 'policy: unchanged, 0 message' \
 	"$(cat "$GW_LOG")"
 still_there "unchanged reload"
+
+expect_eq "an unchanged reload leaves the nflog reader running" "$nflog0" "$(gw_child_pid nflog)"
 
 # --- one sandbox added ---------------------------------------------------
 cat >"$TOPO_TMP/sandboxes.d/extra.conf" <<'EOF'
@@ -87,6 +92,9 @@ expect_match "the new sandbox is in the verdict map" '10\.77\.0\.13 : goto sb_ex
 expect_match "the reload was a delta, not a replacement" 'policy: updated, [0-9]+ message' \
 	"$(cat "$GW_LOG")"
 still_there "sandbox added"
+nflog_new() { nflog1=$(gw_child_pid nflog); [ -n "$nflog1" ] && [ "$nflog1" != "$nflog0" ]; }
+expect_ok "a sandbox added starts the nflog reader again (it must know it)" wait_for 10 nflog_new
+nflog1=$(gw_child_pid nflog)
 
 # --- one sandbox changed -------------------------------------------------
 sed -i 's|egress = "open"; owner = "bob"; }|egress = "allowlist"; allow = [ "pypi.org" ]; owner = "bob"; }|' "$GW_CONF"
@@ -96,6 +104,7 @@ expect_match "dev now goes through its own chain" '10\.77\.0\.11 : goto sb_dev' 
 expect_eq "dev's web access now needs an allowlist answer" unreachable \
 	"$(tcp_probe $TOPO-dev $INET_HTTP 80)"
 still_there "sandbox changed"
+expect_eq "a sandbox's egress changed leaves the nflog reader running" "$nflog1" "$(gw_child_pid nflog)"
 
 # --- one sandbox removed -------------------------------------------------
 rm "$TOPO_TMP/sandboxes.d/extra.conf"
