@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "dropin.h"
+#include "json.h"
 #include "gatewayd.h"
 #include "log.h"
 #include "smallfile.h"
@@ -46,7 +47,8 @@ struct grant_req {
 	char		 secsbuf[24];	/* as given, for messages */
 	char		*lists[IPC_CTL_MAX_ARGS];	/* "@NAME" as given */
 	size_t		 nlists;
-	bool		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from one */
+	size_t		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from
+					   lists[listed[i] - 1], or 0 */
 	struct moat_port ports[MOAT_NAME_PORTS_MAX];	/* --ports */
 	size_t		 nports;
 	char		 portsbuf[MOAT_NAME_PORTS_MAX * 10 + 1];
@@ -114,14 +116,31 @@ grants_of(const struct gw *gw, const char *sandbox)
 	return n;
 }
 
+/* The grant of name given as from ("@LIST" or ""); from NULL: any. */
 static struct gw_grant *
-grant_find(struct gw *gw, const char *sandbox, const char *name)
+grant_find(struct gw *gw, const char *sandbox, const char *name,
+    const char *from)
 {
 	size_t i;
 
 	for (i = 0; i < gw->ngrants; i++)
 		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
-		    strcmp(gw->grants[i].name, name) == 0)
+		    strcmp(gw->grants[i].name, name) == 0 && (from == NULL ||
+		    strcmp(gw->grants[i].from, from) == 0))
+			return &gw->grants[i];
+	return NULL;
+}
+
+/* Another grant of x's name to x's sandbox, which keeps it in force. */
+static struct gw_grant *
+grant_other(struct gw *gw, const struct gw_grant *x)
+{
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++)
+		if (&gw->grants[i] != x &&
+		    strcmp(gw->grants[i].sandbox, x->sandbox) == 0 &&
+		    strcmp(gw->grants[i].name, x->name) == 0)
 			return &gw->grants[i];
 	return NULL;
 }
@@ -206,13 +225,30 @@ grants_timeout(const struct gw *gw, int timeout)
 	return next > INT32_MAX ? INT32_MAX : (int)next;
 }
 
-/* Take names away from sb in force and empty its set; children next. */
+/* Names were taken away from sb in force: empty its set; children next,
+ * and then cut_narrowed. */
 static void
 narrowed(struct gw *gw, const char *sandbox)
 {
 	policy_flush_sandbox(gw, sandbox);
 	if (gw->promises != NULL)
 		promises_forget(gw->promises, sandbox);
+}
+
+/* Cut the flows of sandboxes grants narrowed, as a reload that narrows
+ * them does (policy_cut_narrowed judges them the same way): what a grant
+ * opened closes with it, spliced or direct, either family. */
+static void
+cut_narrowed(struct gw *gw, const char *const *sandboxes, size_t n)
+{
+	int cut = policy_cut_narrowed(gw->cfg, sandboxes, n);
+
+	if (cut == -1)
+		log_warnx("grants narrowed %s%s: its flows could not be cut",
+		    sandboxes[0], n > 1 ? " and others" : "");
+	else
+		log_info("grants narrowed %s%s: %d flow(s) cut", sandboxes[0],
+		    n > 1 ? " and others" : "", cut);
 }
 
 void
@@ -233,7 +269,10 @@ grants_tick(struct gw *gw)
 		audit_event(gw, "grant-expired", "sandbox", x->sandbox, "name",
 		    x->name, "by", x->by, NULL);
 		sb = sandbox_rw(gw->cfg, x->sandbox);
-		if (x->added && sb != NULL && list_del(&sb->allow, x->name)) {
+		if (x->added && grant_other(gw, x) != NULL)
+			grant_other(gw, x)->added = true;	/* it stays */
+		else if (x->added && sb != NULL &&
+		    list_del(&sb->allow, x->name)) {
 			narrowed(gw, x->sandbox);
 			for (j = 0; j < n && changed[j] != sb->name; j++)
 				;
@@ -246,8 +285,10 @@ grants_tick(struct gw *gw)
 		log_info("grant of %s to %s expired", x->name, x->sandbox);
 		grant_drop(gw, x);
 	}
-	if (n > 0)
+	if (n > 0) {
 		proc_reload_sandboxes(gw, changed, n);
+		cut_narrowed(gw, changed, n);
+	}
 	free(changed);
 }
 
@@ -297,7 +338,7 @@ add_list(struct ctl_req *r, struct grant_req *g, const char *arg)
 		if (rc == 0 && add_name(r, g, l.v[i]) == -1)
 			rc = -1;
 		if (g->n > before)
-			g->listed[before] = true;
+			g->listed[before] = g->nlists;
 		free(l.v[i]);
 	}
 	free(l.v);
@@ -533,9 +574,9 @@ dropin_change(struct ctl_req *r, const struct moat_sandbox *sb,
 /*
  * sb's list in force becomes base (its file's list, as loaded) with the
  * grants for a while laid over it; the set is emptied if that loses a
- * name.
+ * name (true: then cut_narrowed once the children have the list).
  */
-static void
+static bool
 list_replace(struct gw *gw, struct moat_sandbox *sb,
     const struct moat_strlist *base)
 {
@@ -562,18 +603,21 @@ list_replace(struct gw *gw, struct moat_sandbox *sb,
 	sb->allow = l;
 	if (lost)
 		narrowed(gw, sb->name);
+	return lost;
 }
 
 /* The file's list as the configuration just loaded has it. */
-static void
+static bool
 list_from(struct gw *gw, struct moat_sandbox *sb, struct moat_config *loaded)
 {
 	const struct moat_sandbox *f = config_sandbox_by_name(loaded,
 	    sb->name);
 	struct moat_strlist none = { NULL, 0 };
+	bool lost;
 
-	list_replace(gw, sb, f != NULL ? &f->allow : &none);
+	lost = list_replace(gw, sb, f != NULL ? &f->allow : &none);
 	config_free(loaded);
+	return lost;
 }
 
 /*
@@ -661,7 +705,20 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 		return -1;
 	}
 	for (i = 0; i < g->n; i++) {
-		if ((x = grant_find(gw, g->sb->name, g->names[i])) == NULL) {
+		char from[sizeof(x->from)];
+
+		snprintf(from, sizeof(from), "%s", g->listed[i] ?
+		    g->lists[g->listed[i] - 1] : "");
+		if (grant_of_name(gw, g->sb->name, g->names[i]) == NULL &&
+		    config_strlist_has(&g->sb->allow, g->names[i]))
+			ctl_reply(r, "note: %s is on %s's allow list from its "
+			    "configuration already; the grant adds nothing "
+			    "while it stays there\n",
+			    g->names[i], g->sb->name);
+		/* One grant per name and source: granting a list again
+		 * leaves the grants of its names given alone as they are. */
+		if ((x = grant_find(gw, g->sb->name, g->names[i], from)) ==
+		    NULL) {
 			gw->grants = xreallocarray(gw->grants, gw->ngrants + 1,
 			    sizeof(*gw->grants));
 			x = &gw->grants[gw->ngrants++];
@@ -669,6 +726,7 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 			snprintf(x->sandbox, sizeof(x->sandbox), "%s",
 			    g->sb->name);
 			x->name = xstrdup(g->names[i]);
+			memcpy(x->from, from, sizeof(x->from));
 			x->added = !config_strlist_has(&g->sb->allow, x->name);
 			if (x->added)
 				list_add(&g->sb->allow, x->name);
@@ -676,6 +734,8 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 		/* Granted again: the new time counts, longer or shorter. */
 		x->until_ms = gw_mono_ms() + (uint64_t)g->secs * 1000;
 		x->until = time(NULL) + g->secs;
+		x->since = time(NULL);
+		x->uid = r->uid;
 		snprintf(x->by, sizeof(x->by), "%s", r->user);
 	}
 	return 0;
@@ -698,6 +758,12 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 	if (dropin_change(r, g->sb, add, n, NULL, 0, NULL, true,
 	    &loaded) == -1)
 		return -1;
+	for (i = 0; i < g->n; i++)
+		if (!g->listed[i] && grant_of_name(r->gw, g->sb->name,
+		    g->names[i]) != NULL)
+			ctl_reply(r, "note: %s was granted for a while; now it "
+			    "is in %s's file too (the grant ending takes "
+			    "nothing away)\n", g->names[i], g->sb->name);
 	/* The file has them now: a grant for a while of one of them takes
 	 * nothing away when it expires. */
 	list_from(r->gw, g->sb, loaded);
@@ -767,26 +833,110 @@ ctl_allow(struct ctl_req *r)
 	req_free(&g);
 }
 
+/* Why name, asked to go, is still in sb's list in force: a grant for a
+ * while, the sandbox's file by name, or else a list or moat.conf. */
+static void
+say_stays(struct ctl_req *r, const struct moat_sandbox *sb, const char *name,
+    bool by_name_in_file)
+{
+	struct gw_grant *x = grant_of_name(r->gw, sb->name, name);
+	char until[32];
+	struct tm tm;
+
+	if (x != NULL) {
+		gmtime_r(&x->until, &tm);
+		strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ctl_reply(r, "%s stays: a grant for a while has it until %s%s%s"
+		    "%s\n", name, until, x->from[0] ? " (with " : "",
+		    x->from, x->from[0] ? ")" : "");
+	} else if (by_name_in_file)
+		ctl_reply(r, "%s stays: it is in the sandbox's file\n", name);
+	else
+		ctl_reply(r, "%s stays: it comes from a list or from moat.conf "
+		    "(change it there)\n", name);
+}
+
+static bool
+in_force(struct ctl_req *r, const struct moat_sandbox *sb, const char *name)
+{
+	return config_strlist_has(&sb->allow, name) ||
+	    grant_of_name(r->gw, sb->name, name) != NULL;
+}
+
+/* What went of what g names, then what stays in force, each with why. */
+static void
+say_unallowed(struct ctl_req *r, const struct grant_req *g)
+{
+	const char *stay[IPC_CTL_MAX_ARGS];
+	bool found[IPC_CTL_MAX_ARGS] = { false };
+	size_t i, n = 0, went = 0;
+	char *path;
+
+	for (i = 0; i < g->n; i++) {
+		if (in_force(r, g->sb, g->names[i])) {
+			stay[n++] = g->names[i];
+			continue;
+		}
+		ctl_reply(r, "%s%s", went++ ? ", " : "", g->names[i]);
+	}
+	ctl_reply(r, went > 0 ? "\n" : "nothing more than before\n");
+	if (n > 0 && (path = dropin_path(r, g->sb, true)) != NULL) {
+		free(path);
+		(void)dropin_change(r, g->sb, NULL, 0, stay, n, found, false,
+		    NULL);
+	}
+	for (i = 0; i < n; i++)
+		say_stays(r, g->sb, stay[i], found[i]);
+}
+
+/* A grant of x's that unallow's del asks for: by name (the first nnamed,
+ * with whatever ports of its own), or by the list it came with. */
+static bool
+grant_asked(const struct gw_grant *x, const struct moat_sandbox *sb,
+    const char *const *del, size_t ndel, size_t nnamed)
+{
+	size_t j, n;
+
+	if (strcmp(x->sandbox, sb->name) != 0)
+		return false;
+	for (j = 0; j < ndel; j++) {
+		n = config_allow_namelen(del[j]);
+		if (j < nnamed ? config_allow_namelen(x->name) == n &&
+		    strncmp(x->name, del[j], n) == 0 :
+		    strcmp(x->from, del[j]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * unallow takes away exactly what it names: a name given, with whatever
+ * ports of its own, from the sandbox's file and every grant for a while
+ * of it; a list "@LIST", its entry in the file and the grants for a while
+ * made with it, never its names that the file holds by name, another list
+ * or another grant.  What stays in force says why.
+ */
 void
 ctl_unallow(struct ctl_req *r)
 {
 	struct grant_req g;
 	const char *del[2 * IPC_CTL_MAX_ARGS];
 	bool found[2 * IPC_CTL_MAX_ARGS] = { false }, in_file = false;
-	bool list_in_file = false;
 	struct moat_config *loaded = NULL;
 	struct moat_strlist rest = { NULL, 0 };
 	struct gw_grant *x;
-	size_t i, ndel = 0;
+	size_t i, j, ndel = 0, nnamed = 0;
+	bool lost, granted;
 	char *path;
 
 	if (parse(r, false, &g) == -1)
 		goto out;
-	/* First where each name is: a grant for a while, the sandbox's file
-	 * (itself or through a list named there), or neither (then nothing
-	 * changes). */
+	/* The file's entries asked for: the names given, and the lists as
+	 * named, never a list's names. */
 	for (i = 0; i < g.n; i++)
-		del[ndel++] = g.names[i];
+		if (!g.listed[i])
+			del[nnamed++] = g.names[i];
+	ndel = nnamed;
 	for (i = 0; i < g.nlists; i++)
 		del[ndel++] = g.lists[i];
 	if ((path = dropin_path(r, g.sb, true)) != NULL) {
@@ -795,48 +945,183 @@ ctl_unallow(struct ctl_req *r)
 		    NULL) == -1)
 			goto out;
 	}
-	for (i = 0; i < g.nlists; i++)
-		list_in_file |= found[g.n + i];
-	for (i = 0; i < ndel; i++)
+	for (i = 0; i < ndel; i++) {
 		in_file |= found[i];
-	for (i = 0; i < g.n; i++)
-		if (grant_of_name(r->gw, g.sb->name, g.names[i]) == NULL &&
-		    !found[i] && !list_in_file) {
-			ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
-			    "changed\n", g.names[i], g.sb->name,
-			    config_strlist_has(&g.sb->allow, g.names[i]) ? " (it comes "
-			    "from a list or from moat.conf: change it there)" :
-			    "");
-			goto out;
-		}
+		for (j = 0, granted = false; j < r->gw->ngrants && !granted; j++)
+			granted = grant_asked(&r->gw->grants[j], g.sb, &del[i],
+			    1, i < nnamed ? 1 : 0);
+		if (granted || found[i])
+			continue;
+		ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
+		    "changed\n", del[i], g.sb->name, i < nnamed &&
+		    config_strlist_has(&g.sb->allow, del[i]) ? " (it comes "
+		    "from a list or from moat.conf: change it there)" : "");
+		goto out;
+	}
 	if (in_file && dropin_change(r, g.sb, NULL, 0, del, ndel, found, true,
 	    &loaded) == -1)
 		goto out;
 	/* Without the file: the list in force less what grants added (the
 	 * grants that stay add theirs again, list_replace). */
 	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
-		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i]);
-		if (x == NULL || !x->added)
+		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i], NULL);
+		for (granted = false, j = 0; x != NULL && j < r->gw->ngrants;
+		    j++)
+			granted |= r->gw->grants[j].added && strcmp(
+			    r->gw->grants[j].sandbox, g.sb->name) == 0 &&
+			    strcmp(r->gw->grants[j].name, x->name) == 0;
+		if (!granted)
 			list_add(&rest, g.sb->allow.v[i]);
 	}
-	for (i = 0; i < g.n; i++)	/* with whatever ports of its own */
-		while ((x = grant_of_name(r->gw, g.sb->name, g.names[i])) !=
-		    NULL)
-			grant_drop(r->gw, x);
+	for (i = 0; i < r->gw->ngrants;)
+		if (grant_asked(&r->gw->grants[i], g.sb, del, ndel, nnamed))
+			grant_drop(r->gw, &r->gw->grants[i]);
+		else
+			i++;
 	if (loaded != NULL)
-		list_from(r->gw, g.sb, loaded);
+		lost = list_from(r->gw, g.sb, loaded);
 	else {
-		list_replace(r->gw, g.sb, &rest);
+		lost = list_replace(r->gw, g.sb, &rest);
 		for (i = 0; i < rest.n; i++)
 			free(rest.v[i]);
 		free(rest.v);
 	}
 	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
+	if (lost)
+		cut_narrowed(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);
-	for (i = 0; i < g.n; i++)
-		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
-	ctl_reply(r, "\nok\n");
+	say_unallowed(r, &g);
+	ctl_reply(r, "ok\n");
 out:
 	req_free(&g);
+}
+
+/* --- ctl grants ------------------------------------------------------------ */
+
+size_t
+grants_count(const struct gw *gw, const char *sandbox, long *left)
+{
+	uint64_t now = gw_mono_ms(), soonest = UINT64_MAX;
+	size_t i, n = 0;
+
+	for (i = 0; i < gw->ngrants; i++) {
+		if (strcmp(gw->grants[i].sandbox, sandbox) != 0)
+			continue;
+		n++;
+		if (gw->grants[i].until_ms < soonest)
+			soonest = gw->grants[i].until_ms;
+	}
+	*left = soonest == UINT64_MAX ? -1 : soonest <= now ? 0 :
+	    (long)((soonest - now + 999) / 1000);
+	return n;
+}
+
+static const char *
+grant_stamp(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+/* One grant as a JSON object; every string escaped (json.h). */
+static void
+grant_json(struct ctl_req *r, const struct gw_grant *x, long left, bool first)
+{
+	struct json j = JSON_INIT;
+	char num[24], since[32], until[32], name[300];
+	const char *colon = strchr(x->name, ':');
+
+	snprintf(name, sizeof(name), "%.*s", (int)config_allow_namelen(x->name),
+	    x->name);
+	json_begin(&j);
+	json_kstr(&j, "sandbox", x->sandbox);
+	json_kstr(&j, "entry", x->name);
+	json_kstr(&j, "name", name);
+	json_kstr(&j, "ports", colon != NULL ? colon + 1 : "allow_ports");
+	json_kstr(&j, "list", x->from[0] ? x->from : NULL);
+	snprintf(num, sizeof(num), "%u", (unsigned)x->uid);
+	json_kraw(&j, "uid", num);
+	json_kstr(&j, "user", x->by);
+	json_kstr(&j, "since", grant_stamp(x->since, since, sizeof(since)));
+	json_kstr(&j, "until", grant_stamp(x->until, until, sizeof(until)));
+	snprintf(num, sizeof(num), "%ld", left);
+	json_kraw(&j, "seconds_left", num);
+	json_end(&j);
+	ctl_reply(r, "%s%s", first ? "" : ",", j.buf);
+	json_free(&j);
+}
+
+static void
+grant_text(struct ctl_req *r, const struct gw_grant *x, long left, bool first)
+{
+	char since[32], until[32], *sb = json_escape(x->sandbox);
+	char *e = json_escape(x->name), *by = json_escape(x->by);
+
+	if (first)
+		ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %s\n",
+		    "SANDBOX", "ENTRY", "LIST", "BY", "SINCE", "UNTIL", "LEFT");
+	ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %lds\n", sb, e,
+	    x->from[0] ? x->from : "-", by,
+	    grant_stamp(x->since, since, sizeof(since)),
+	    grant_stamp(x->until, until, sizeof(until)), left);
+	free(sb);
+	free(e);
+	free(by);
+}
+
+/*
+ * `ctl grants [SANDBOX]`: every live grant for a while, who made it, when
+ * and when it ends.  Members see those of their own sandboxes only, as
+ * ctl refused shows them (grants for good are the sandbox's file).
+ */
+void
+ctl_grants(struct ctl_req *r)
+{
+	const struct moat_sandbox *sb;
+	const char *want = NULL;
+	uint64_t now = gw_mono_ms();
+	bool first = true;
+	size_t i;
+	long left;
+
+	for (i = 1; i < (size_t)r->argc; i++) {
+		if (r->argv[i][0] == '-' || want != NULL) {
+			ctl_reply(r, "error: usage: grants [SANDBOX] [--json]\n");
+			return;
+		}
+		want = r->argv[i];
+	}
+	if (want != NULL && ((sb = config_sandbox_by_name(r->gw->cfg, want)) ==
+	    NULL || !ctl_may_see(r, sb->owner))) {
+		ctl_reply(r, "error: no sandbox %.32s (or not yours)\n", want);
+		return;
+	}
+	if (r->json)
+		ctl_reply(r, "[");
+	for (i = 0; i < r->gw->ngrants; i++) {
+		const struct gw_grant *x = &r->gw->grants[i];
+
+		if (want != NULL && strcmp(x->sandbox, want) != 0)
+			continue;
+		sb = config_sandbox_by_name(r->gw->cfg, x->sandbox);
+		if (sb == NULL || !ctl_may_see(r, sb->owner))
+			continue;
+		left = x->until_ms <= now ? 0 :
+		    (long)((x->until_ms - now + 999) / 1000);
+		if (r->json)
+			grant_json(r, x, left, first);
+		else
+			grant_text(r, x, left, first);
+		first = false;
+	}
+	if (r->json)
+		ctl_reply(r, "]\n");
+	else if (first)
+		ctl_reply(r, "no grants for a while%s%s\n", want ? " of " : "",
+		    want ? want : "");
+	ctl_reply(r, "ok\n");
 }

@@ -85,6 +85,29 @@ render_children(FILE *fp, const struct gw *gw)
 			    gw->procs[i].restarts);
 }
 
+/* Live grants for a while per sandbox that has any, and the seconds
+ * until the soonest of them ends. */
+static void
+render_grants(FILE *fp, const struct gw *gw)
+{
+	const struct moat_config *cfg = gw->cfg;
+	size_t i, n;
+	long left;
+
+	head(fp, "moat_grants", "gauge", "Live grants for a while of each "
+	    "sandbox (ctl grants).");
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if ((n = grants_count(gw, cfg->sandboxes[i].name, &left)) > 0)
+			fprintf(fp, "moat_grants{sandbox=\"%s\"} %zu\n",
+			    cfg->sandboxes[i].name, n);
+	head(fp, "moat_grant_seconds_left", "gauge", "Seconds until the "
+	    "soonest grant for a while of each sandbox ends.");
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (grants_count(gw, cfg->sandboxes[i].name, &left) > 0)
+			fprintf(fp, "moat_grant_seconds_left{sandbox=\"%s\"} "
+			    "%ld\n", cfg->sandboxes[i].name, left);
+}
+
 static void
 render_sandboxes(FILE *fp, const struct gw *gw)
 {
@@ -99,6 +122,7 @@ render_sandboxes(FILE *fp, const struct gw *gw)
 		fprintf(fp, "moat_sandbox_info{sandbox=\"%s\",egress=\"%s\"} 1\n",
 		    cfg->sandboxes[i].name,
 		    egress_name(cfg->sandboxes[i].egress));
+	render_grants(fp, gw);
 	head(fp, "moat_dns_dropped_total", "counter", "DNS queries dnsd dropped "
 	    "over a sandbox's rate.");
 	for (i = 0; i < gw->ndnsdrops; i++)
