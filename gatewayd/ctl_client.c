@@ -105,7 +105,7 @@ ctl_usage(FILE *fp)
 "                          let it reach NAME (for a while, or in its file;\n"
 "                          --ports: on those ports only)\n"
 "  unallow SANDBOX NAME... take back what allow gave\n"
-"  grants [SANDBOX]        live grants for a while: who, when, until\n"
+"  grants [SANDBOX]        live grants: who, when, until when\n"
 "  ha master|backup|fault  this box's role in a pair, from keepalived's\n"
 "                          notify script (admins; gateway.ha only)\n"
 "\n"

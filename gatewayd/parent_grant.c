@@ -170,6 +170,97 @@ grant_drop(struct gw *gw, struct gw_grant *x)
 	gw->ngrants--;
 }
 
+/* --- grants for good, as ctl grants shows them ------------------------------ */
+
+/*
+ * What `allow` wrote to a sandbox's file since gatewayd started, with who
+ * and when, for ctl grants only: the file is what grants.  A record goes
+ * when unallow takes its entry out, or a reload finds the sandbox or the
+ * name gone from it.
+ */
+struct kept {
+	char		 sandbox[IPC_NAME_LEN];
+	char		*entry;		/* as written: "NAME[:PORTS]" or "@LIST" */
+	char		 by[33];
+	uid_t		 uid;
+	time_t		 since;
+};
+static struct kept *kept;
+static size_t nkept;
+
+static void
+kept_drop(size_t i)
+{
+	free(kept[i].entry);
+	memmove(&kept[i], &kept[i + 1], (nkept - i - 1) * sizeof(*kept));
+	nkept--;
+}
+
+static void
+kept_add(const struct ctl_req *r, const char *sandbox, const char *entry)
+{
+	struct kept *k;
+	size_t i;
+
+	for (i = 0; i < nkept; i++)
+		if (strcmp(kept[i].sandbox, sandbox) == 0 &&
+		    strcmp(kept[i].entry, entry) == 0)
+			kept_drop(i);
+	if (nkept >= GW_GRANTS_MAX)	/* bounded: the oldest goes */
+		kept_drop(0);
+	kept = xreallocarray(kept, nkept + 1, sizeof(*kept));
+	k = &kept[nkept++];
+	memset(k, 0, sizeof(*k));
+	snprintf(k->sandbox, sizeof(k->sandbox), "%s", sandbox);
+	k->entry = xstrdup(entry);
+	snprintf(k->by, sizeof(k->by), "%s", r->user);
+	k->uid = r->uid;
+	k->since = time(NULL);
+}
+
+/* unallow took these out of sandbox's file: the first nnamed names with
+ * whatever ports of their own, the rest lists as named. */
+static void
+kept_forget(const char *sandbox, const char *const *del, size_t ndel,
+    size_t nnamed)
+{
+	size_t i = 0, j, n;
+	bool went;
+
+	while (i < nkept) {
+		for (j = 0, went = false; j < ndel && !went &&
+		    strcmp(kept[i].sandbox, sandbox) == 0; j++) {
+			n = config_allow_namelen(del[j]);
+			went = j < nnamed ? config_allow_namelen(kept[i].entry) ==
+			    n && strncmp(kept[i].entry, del[j], n) == 0 :
+			    strcmp(kept[i].entry, del[j]) == 0;
+		}
+		if (went)
+			kept_drop(i);
+		else
+			i++;
+	}
+}
+
+/* After a reload: records of sandboxes gone, or of names their files no
+ * longer have (a list's entry is not in the loaded list: it stays). */
+static void
+kept_prune(const struct moat_config *cfg)
+{
+	const struct moat_sandbox *sb;
+	size_t i = 0;
+
+	while (i < nkept) {
+		sb = config_sandbox_by_name(cfg, kept[i].sandbox);
+		if (sb == NULL || sb->egress != EGRESS_ALLOWLIST ||
+		    (kept[i].entry[0] != '@' &&
+		    !config_strlist_has(&sb->allow, kept[i].entry)))
+			kept_drop(i);
+		else
+			i++;
+	}
+}
+
 void
 grants_overlay(struct gw *gw, struct moat_config *cfg)
 {
@@ -206,6 +297,7 @@ grants_commit(struct gw *gw)
 		x->added = x->next_added;
 		i++;
 	}
+	kept_prune(gw->cfg);
 }
 
 int
@@ -302,6 +394,10 @@ grants_free(struct gw *gw)
 	free(gw->grants);
 	gw->grants = NULL;
 	gw->ngrants = 0;
+	while (nkept > 0)
+		kept_drop(nkept - 1);
+	free(kept);
+	kept = NULL;
 }
 
 static int add_name(struct ctl_req *, struct grant_req *, const char *);
@@ -758,6 +854,8 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 	if (dropin_change(r, g->sb, add, n, NULL, 0, NULL, true,
 	    &loaded) == -1)
 		return -1;
+	for (i = 0; i < n; i++)
+		kept_add(r, g->sb->name, add[i]);
 	for (i = 0; i < g->n; i++)
 		if (!g->listed[i] && grant_of_name(r->gw, g->sb->name,
 		    g->names[i]) != NULL)
@@ -961,6 +1059,8 @@ ctl_unallow(struct ctl_req *r)
 	if (in_file && dropin_change(r, g.sb, NULL, 0, del, ndel, found, true,
 	    &loaded) == -1)
 		goto out;
+	if (in_file)
+		kept_forget(g.sb->name, del, ndel, nnamed);
 	/* Without the file: the list in force less what grants added (the
 	 * grants that stay add theirs again, list_replace). */
 	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
@@ -1027,66 +1127,103 @@ grant_stamp(time_t t, char *buf, size_t len)
 	return buf;
 }
 
+/* One line of ctl grants: a grant for a while, or one for good (left -1,
+ * until 0). */
+struct grant_row {
+	const char	*sandbox, *entry, *from, *by;
+	uid_t		 uid;
+	time_t		 since, until;
+	long		 left;
+};
+
 /* One grant as a JSON object; every string escaped (json.h). */
 static void
-grant_json(struct ctl_req *r, const struct gw_grant *x, long left, bool first)
+row_json(struct ctl_req *r, const struct grant_row *w, bool first)
 {
 	struct json j = JSON_INIT;
 	char num[24], since[32], until[32], name[300];
-	const char *colon = strchr(x->name, ':');
+	const char *colon = w->entry[0] == '@' ? NULL : strchr(w->entry, ':');
 
-	snprintf(name, sizeof(name), "%.*s", (int)config_allow_namelen(x->name),
-	    x->name);
+	snprintf(name, sizeof(name), "%.*s",
+	    (int)config_allow_namelen(w->entry), w->entry);
 	json_begin(&j);
-	json_kstr(&j, "sandbox", x->sandbox);
-	json_kstr(&j, "entry", x->name);
-	json_kstr(&j, "name", name);
+	json_kstr(&j, "sandbox", w->sandbox);
+	json_kstr(&j, "entry", w->entry);
+	json_kstr(&j, "name", w->entry[0] == '@' ? NULL : name);
 	json_kstr(&j, "ports", colon != NULL ? colon + 1 : "allow_ports");
-	json_kstr(&j, "list", x->from[0] ? x->from : NULL);
-	snprintf(num, sizeof(num), "%u", (unsigned)x->uid);
+	json_kstr(&j, "list", w->entry[0] == '@' ? w->entry :
+	    w->from[0] ? w->from : NULL);
+	snprintf(num, sizeof(num), "%u", (unsigned)w->uid);
 	json_kraw(&j, "uid", num);
-	json_kstr(&j, "user", x->by);
-	json_kstr(&j, "since", grant_stamp(x->since, since, sizeof(since)));
-	json_kstr(&j, "until", grant_stamp(x->until, until, sizeof(until)));
-	snprintf(num, sizeof(num), "%ld", left);
-	json_kraw(&j, "seconds_left", num);
+	json_kstr(&j, "user", w->by);
+	json_kstr(&j, "since", grant_stamp(w->since, since, sizeof(since)));
+	json_kraw(&j, "permanent", w->left < 0 ? "true" : "false");
+	json_kstr(&j, "until", w->left < 0 ? NULL :
+	    grant_stamp(w->until, until, sizeof(until)));
+	snprintf(num, sizeof(num), "%ld", w->left);
+	json_kraw(&j, "seconds_left", w->left < 0 ? "null" : num);
 	json_end(&j);
 	ctl_reply(r, "%s%s", first ? "" : ",", j.buf);
 	json_free(&j);
 }
 
+/* Printable whatever it holds: names and users are checked where they
+ * come in, and escaped here all the same. */
 static void
-grant_text(struct ctl_req *r, const struct gw_grant *x, long left, bool first)
+row_text(struct ctl_req *r, const struct grant_row *w, bool first)
 {
-	char since[32], until[32], *sb = json_escape(x->sandbox);
-	char *e = json_escape(x->name), *by = json_escape(x->by);
+	char since[32], until[32], left[24];
+	char *sb = json_escape(w->sandbox), *e = json_escape(w->entry);
+	char *from = json_escape(w->from[0] ? w->from : "-");
+	char *by = json_escape(w->by);
 
 	if (first)
 		ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %s\n",
 		    "SANDBOX", "ENTRY", "LIST", "BY", "SINCE", "UNTIL", "LEFT");
-	ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %lds\n", sb, e,
-	    x->from[0] ? x->from : "-", by,
-	    grant_stamp(x->since, since, sizeof(since)),
-	    grant_stamp(x->until, until, sizeof(until)), left);
+	snprintf(left, sizeof(left), "%lds", w->left);
+	ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %s\n", sb, e, from,
+	    by, grant_stamp(w->since, since, sizeof(since)), w->left < 0 ?
+	    "forever" : grant_stamp(w->until, until, sizeof(until)),
+	    w->left < 0 ? "(in its file)" : left);
 	free(sb);
 	free(e);
+	free(from);
 	free(by);
+}
+
+static bool
+row_show(struct ctl_req *r, const char *want, const struct grant_row *w,
+    bool first)
+{
+	const struct moat_sandbox *sb;
+
+	if (want != NULL && strcmp(w->sandbox, want) != 0)
+		return false;
+	sb = config_sandbox_by_name(r->gw->cfg, w->sandbox);
+	if (sb == NULL || !ctl_may_see(r, sb->owner))
+		return false;
+	if (r->json)
+		row_json(r, w, first);
+	else
+		row_text(r, w, first);
+	return true;
 }
 
 /*
  * `ctl grants [SANDBOX]`: every live grant for a while, who made it, when
- * and when it ends.  Members see those of their own sandboxes only, as
- * ctl refused shows them (grants for good are the sandbox's file).
+ * and when it ends; then what `allow` wrote to files since gatewayd
+ * started ("forever").  Members see those of their own sandboxes only,
+ * as ctl refused shows them.
  */
 void
 ctl_grants(struct ctl_req *r)
 {
 	const struct moat_sandbox *sb;
 	const char *want = NULL;
+	struct grant_row w;
 	uint64_t now = gw_mono_ms();
 	bool first = true;
 	size_t i;
-	long left;
 
 	for (i = 1; i < (size_t)r->argc; i++) {
 		if (r->argv[i][0] == '-' || want != NULL) {
@@ -1105,23 +1242,22 @@ ctl_grants(struct ctl_req *r)
 	for (i = 0; i < r->gw->ngrants; i++) {
 		const struct gw_grant *x = &r->gw->grants[i];
 
-		if (want != NULL && strcmp(x->sandbox, want) != 0)
-			continue;
-		sb = config_sandbox_by_name(r->gw->cfg, x->sandbox);
-		if (sb == NULL || !ctl_may_see(r, sb->owner))
-			continue;
-		left = x->until_ms <= now ? 0 :
-		    (long)((x->until_ms - now + 999) / 1000);
-		if (r->json)
-			grant_json(r, x, left, first);
-		else
-			grant_text(r, x, left, first);
-		first = false;
+		w = (struct grant_row){ x->sandbox, x->name, x->from, x->by,
+		    x->uid, x->since, x->until, x->until_ms <= now ? 0 :
+		    (long)((x->until_ms - now + 999) / 1000) };
+		if (row_show(r, want, &w, first))
+			first = false;
+	}
+	for (i = 0; i < nkept; i++) {
+		w = (struct grant_row){ kept[i].sandbox, kept[i].entry, "",
+		    kept[i].by, kept[i].uid, kept[i].since, 0, -1 };
+		if (row_show(r, want, &w, first))
+			first = false;
 	}
 	if (r->json)
 		ctl_reply(r, "]\n");
 	else if (first)
-		ctl_reply(r, "no grants for a while%s%s\n", want ? " of " : "",
+		ctl_reply(r, "no grants%s%s\n", want ? " of " : "",
 		    want ? want : "");
 	ctl_reply(r, "ok\n");
 }

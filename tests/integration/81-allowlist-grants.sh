@@ -66,6 +66,17 @@ expect_match "allow dev files.pythonhosted.org --for 1h" '^dev may reach files\.
 expect_match "allow dev @pypi (for good)" 'dev may reach pypi\.org, files\.pythonhosted\.org \(written to its file\)' \
 	"$(gw_ctl allow dev @pypi 2>&1)"
 expect_match "...the file has the list as named" 'allow = \[ "pypi.org", "@pypi" \];' "$(cat "$DEV")"
+expect_match "ctl grants lists it as written to the file, forever" \
+	'^dev +@pypi +- +root +[0-9T:-]+Z +forever +\(in its file\)$' "$(gw_ctl grants dev 2>&1)"
+perm_json() {
+	gw_ctl grants dev --json | python3 -c '
+import json, sys
+p = [x for x in json.load(sys.stdin) if x["entry"] == "@pypi"][0]
+assert p["permanent"] is True and p["until"] is None, p
+assert p["seconds_left"] is None and p["list"] == "@pypi" and p["name"] is None, p
+'
+}
+expect_ok "...in --json: permanent, no end" perm_json
 out=$(gw_ctl unallow dev @pypi 2>&1); rc=$?
 expect_eq "unallow dev @pypi succeeds" 0 $rc
 expect_match "...and says pypi.org stays, and why" "pypi\.org stays: it is in the sandbox's file" "$out"
@@ -74,6 +85,7 @@ expect_match "...and that the 1h grant keeps files.pythonhosted.org" \
 expect_match "the file is as it was before the allow" 'allow = \[ "pypi.org" \];' "$(cat "$DEV")"
 expect_eq "dev still resolves pypi.org" "status: NOERROR" "$(status_in dev pypi.org)"
 expect_eq "...and files.pythonhosted.org (the 1h grant)" "status: NOERROR" "$(status_in dev files.pythonhosted.org)"
+expect_eq "the record of @pypi for good went with it" "" "$(gw_ctl grants dev | grep -F '@pypi')"
 expect_match "ctl grants still lists the 1h grant" \
 	"^dev +files\.pythonhosted\.org +- +root +[0-9T:-]+Z +[0-9T:-]+Z +3[56][0-9][0-9]s$" "$(gw_ctl grants 2>&1)"
 
@@ -97,7 +109,7 @@ out=$(gw_ctl unallow dev files.pythonhosted.org 2>&1)
 expect_match "unallow dev files.pythonhosted.org ends the 1h grant" '^dev no longer reaches files\.pythonhosted\.org$' "$(head -1 <<<"$out")"
 expect_eq "...refused now" "status: REFUSED" "$(status_in dev files.pythonhosted.org)"
 expect_eq "...pypi.org is not" "status: NOERROR" "$(status_in dev pypi.org)"
-expect_match "no grants for a while left" '^no grants for a while' "$(gw_ctl grants 2>&1)"
+expect_match "no grants for a while left" '^no grants$' "$(gw_ctl grants 2>&1)"
 
 # --- a name held by a grant and the file: says which it changed ------------------
 gw_ctl allow dev files.pythonhosted.org --for 1h >/dev/null 2>&1
