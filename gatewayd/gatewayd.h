@@ -436,9 +436,14 @@ struct gw_grant {
 void	ctl_allow(struct ctl_req *);
 void	ctl_unallow(struct ctl_req *);
 void	ctl_grants(struct ctl_req *);
-/* For the metrics: live grants of sandbox, and seconds until the soonest
- * of them ends (-1: none). */
-size_t	grants_count(const struct gw *, const char *sandbox, long *left);
+/* For the metrics: each sandbox with live grants for a while, how many,
+ * and the seconds until the soonest ends; *out malloc'ed, sorted by name. */
+struct grant_sum {
+	const char	*sandbox;	/* in gw->grants: valid until it changes */
+	size_t		 n;
+	long		 left;
+};
+size_t	grants_sums(const struct gw *, struct grant_sum **out);
 /* After a reload loaded cfg (not yet in force): lay the grants over it;
  * grants_commit once cfg is in force (a reload that fails leaves the
  * grants as they were for the configuration still in force). */

@@ -1099,21 +1099,45 @@ out:
 
 /* --- ctl grants ------------------------------------------------------------ */
 
-size_t
-grants_count(const struct gw *gw, const char *sandbox, long *left)
+static int
+sum_cmp(const void *a, const void *b)
 {
-	uint64_t now = gw_mono_ms(), soonest = UINT64_MAX;
-	size_t i, n = 0;
+	return strcmp(((const struct grant_sum *)a)->sandbox,
+	    ((const struct grant_sum *)b)->sandbox);
+}
 
+/* One pass and a sort, so that a render costs O(g log g) whatever the
+ * number of sandboxes. */
+size_t
+grants_sums(const struct gw *gw, struct grant_sum **out)
+{
+	uint64_t now = gw_mono_ms(), ms;
+	struct grant_sum *v;
+	size_t i, n = 0;
+	long left;
+
+	*out = NULL;
+	if (gw->ngrants == 0)
+		return 0;
+	v = xcalloc(gw->ngrants, sizeof(*v));
 	for (i = 0; i < gw->ngrants; i++) {
-		if (strcmp(gw->grants[i].sandbox, sandbox) != 0)
-			continue;
-		n++;
-		if (gw->grants[i].until_ms < soonest)
-			soonest = gw->grants[i].until_ms;
+		ms = gw->grants[i].until_ms;
+		v[i].sandbox = gw->grants[i].sandbox;
+		v[i].n = 1;
+		v[i].left = ms <= now ? 0 : (long)((ms - now + 999) / 1000);
 	}
-	*left = soonest == UINT64_MAX ? -1 : soonest <= now ? 0 :
-	    (long)((soonest - now + 999) / 1000);
+	qsort(v, gw->ngrants, sizeof(*v), sum_cmp);
+	for (i = 0; i < gw->ngrants; i++) {
+		if (n > 0 && strcmp(v[n - 1].sandbox, v[i].sandbox) == 0) {
+			left = v[i].left;
+			v[n - 1].n++;
+			if (left < v[n - 1].left)
+				v[n - 1].left = left;
+			continue;
+		}
+		v[n++] = v[i];
+	}
+	*out = v;
 	return n;
 }
 

@@ -90,22 +90,20 @@ render_children(FILE *fp, const struct gw *gw)
 static void
 render_grants(FILE *fp, const struct gw *gw)
 {
-	const struct moat_config *cfg = gw->cfg;
-	size_t i, n;
-	long left;
+	struct grant_sum *v;
+	size_t i, n = grants_sums(gw, &v);
 
 	head(fp, "moat_grants", "gauge", "Live grants for a while of each "
 	    "sandbox (ctl grants).");
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if ((n = grants_count(gw, cfg->sandboxes[i].name, &left)) > 0)
-			fprintf(fp, "moat_grants{sandbox=\"%s\"} %zu\n",
-			    cfg->sandboxes[i].name, n);
+	for (i = 0; i < n; i++)
+		fprintf(fp, "moat_grants{sandbox=\"%s\"} %zu\n", v[i].sandbox,
+		    v[i].n);
 	head(fp, "moat_grant_seconds_left", "gauge", "Seconds until the "
 	    "soonest grant for a while of each sandbox ends.");
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (grants_count(gw, cfg->sandboxes[i].name, &left) > 0)
-			fprintf(fp, "moat_grant_seconds_left{sandbox=\"%s\"} "
-			    "%ld\n", cfg->sandboxes[i].name, left);
+	for (i = 0; i < n; i++)
+		fprintf(fp, "moat_grant_seconds_left{sandbox=\"%s\"} %ld\n",
+		    v[i].sandbox, v[i].left);
+	free(v);
 }
 
 static void
