@@ -32,8 +32,8 @@
 #include <time.h>
 
 #include "dropin.h"
-#include "json.h"
 #include "gatewayd.h"
+#include "json.h"
 #include "log.h"
 #include "smallfile.h"
 
@@ -863,8 +863,10 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 			    "is in %s's file too (the grant ending takes "
 			    "nothing away)\n", g->names[i], g->sb->name);
 	/* The file has them now: a grant for a while of one of them takes
-	 * nothing away when it expires. */
-	list_from(r->gw, g->sb, loaded);
+	 * nothing away when it expires.  (The file may have lost a name by
+	 * hand since it was loaded: then what it opened closes.) */
+	if (list_from(r->gw, g->sb, loaded))
+		cut_narrowed(r->gw, (const char *const *)&g->sb->name, 1);
 	return 0;
 }
 
