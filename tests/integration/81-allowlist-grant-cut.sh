@@ -2,7 +2,9 @@
 # A grant that narrows cuts what it opened: a direct TCP flow opened under
 # `ctl allow --ports tcp/7000 --for` is cut when the grant expires, and one
 # opened under a grant taken back by `ctl unallow` is cut at once, over
-# IPv4 and IPv6 alike (the reload's own judgement, policy_cut_narrowed).
+# IPv4 and IPv6 alike (the reload's own judgement, policy_cut_narrowed);
+# a tunnel through the proxy (spliced) to the granted name is cut at the
+# expiry too.
 # Another sandbox's flow to the same server goes on, and so does the
 # narrowed sandbox's DNS.
 cd "$(dirname "$0")/../.."
@@ -64,6 +66,14 @@ flow() {	# flow GUEST NAME ADDR -- a long-lived echo flow to ADDR:7000
 	for k in $(seq 100); do grep -q before: "$TOPO_TMP/res-$n" 2>/dev/null && break; sleep 0.1; done
 	expect_match "flow $n from $g to $a:7000 established" "before:one" "$(cat "$TOPO_TMP/res-$n" 2>/dev/null)"
 }
+tunnel() {	# tunnel GUEST NAME HOST:PORT -- a CONNECT tunnel through the proxy (spliced)
+	local g=$1 n=$2
+	ip netns exec $TOPO-$g python3 tests/harness/echo-flow.py $GW_ADDR 3128 "$TOPO_TMP/res-$n" \
+	    --connect "$3" "$TOPO_TMP/go-$n-0" "$TOPO_TMP/go-$n-1" &
+	FLOWS+=($!)
+	for k in $(seq 100); do grep -q before: "$TOPO_TMP/res-$n" 2>/dev/null && break; sleep 0.1; done
+	expect_eq "tunnel $n from $g to $3 through the proxy" "before:200 one" "$(cat "$TOPO_TMP/res-$n" 2>/dev/null)"
+}
 step() {	# step NAME K -- let flow NAME send once more, wait for its answer
 	touch "$TOPO_TMP/go-$1-$2"
 	for k in $(seq 100); do grep -q "after$2:" "$TOPO_TMP/res-$1" 2>/dev/null && break; sleep 0.1; done
@@ -88,14 +98,18 @@ expect_match "allow web open.test --ports tcp/7000 --for 4s" '^web may reach ope
 	"$(gw_ctl allow web open.test --ports tcp/7000 --for 4s 2>&1)"
 expect_eq "web resolves open.test" "$INET_HTTP" "$(dig_in web open.test)"
 flow web exp4 $INET_HTTP
+tunnel web tun4 open.test:7000
 flow dev other4 $INET_HTTP
 expect_eq "the flow echoes while the grant lasts" step0 "$(step exp4 0)"
+expect_eq "...and the tunnel" step0 "$(step tun4 0)"
 expect_eq "its conntrack entry is there" 1 "$(ct 10.77.0.10 $INET_HTTP ipv4)"
 wait_for 10 expired open.test
 expect_ok "the grant expired (audited)" expired open.test
 t=$(cut_within 10.77.0.10 $INET_HTTP ipv4)
 expect_ok "the flow's conntrack entry is cut within a second of the expiry ($t ms)" test "$t" -lt 1000
 expect_match "...and the flow gets no more echo" "^error" "$(step exp4 1)"
+expect_match "the tunnel through the proxy is cut too" "^(closed|error)" "$(step tun4 1)"
+expect_match "...audited as the proxy's cut" '"event":"cut","sandbox":"web".*"host":"open.test"' "$(cat "$GW_AUDIT")"
 expect_match "...and gatewayd says how many flows it cut" 'grants narrowed web: [1-9][0-9]* flow\(s\) cut' "$(cat "$GW_LOG")"
 expect_eq "dev's flow to the same server goes on" step0 "$(step other4 0)"
 expect_eq "web still resolves pypi.org (its DNS is not cut for good)" "$INET_HTTP" "$(dig_in web pypi.org)"
@@ -116,13 +130,16 @@ expect_match "allow web ssh6.test --ports tcp/7000 --for 4s" '^web may reach ssh
 expect_eq "web resolves ssh6.test's AAAA through gatewayd's dnsd" "$SSH6" \
 	"$(in_ns "$TOPO-web" dig @$NET6::1 +short +time=5 +tries=1 AAAA ssh6.test)"
 flow web exp6 $SSH6
+tunnel web tun6 ssh6.test:7000
 expect_eq "the IPv6 flow echoes while the grant lasts" step0 "$(step exp6 0)"
+expect_eq "...and the tunnel to ssh6.test" step0 "$(step tun6 0)"
 expect_eq "its conntrack entry is there" 1 "$(ct $NET6::a $SSH6 ipv6)"
 wait_for 10 expired ssh6.test
 expect_ok "the grant expired (audited)" expired ssh6.test
 t=$(cut_within $NET6::a $SSH6 ipv6)
 expect_ok "the IPv6 flow's entry is cut within a second of the expiry ($t ms)" test "$t" -lt 1000
 expect_match "...and the flow gets no more echo" "^error" "$(step exp6 1)"
+expect_match "the tunnel to ssh6.test is cut too" "^(closed|error)" "$(step tun6 1)"
 
 expect_match "allow web ssh6.test --ports tcp/7000 --for 1m" '^web may reach ssh6\.test' \
 	"$(gw_ctl allow web ssh6.test --ports tcp/7000 --for 1m 2>&1)"
