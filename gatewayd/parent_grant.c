@@ -1022,6 +1022,7 @@ ctl_unallow(struct ctl_req *r)
 	struct grant_req g;
 	const char *del[2 * IPC_CTL_MAX_ARGS];
 	bool found[2 * IPC_CTL_MAX_ARGS] = { false }, in_file = false;
+	bool both[2 * IPC_CTL_MAX_ARGS] = { false };
 	struct moat_config *loaded = NULL;
 	struct moat_strlist rest = { NULL, 0 };
 	struct gw_grant *x;
@@ -1050,6 +1051,7 @@ ctl_unallow(struct ctl_req *r)
 		for (j = 0, granted = false; j < r->gw->ngrants && !granted; j++)
 			granted = grant_asked(&r->gw->grants[j], g.sb, &del[i],
 			    1, i < nnamed ? 1 : 0);
+		both[i] = granted && found[i];
 		if (granted || found[i])
 			continue;
 		ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
@@ -1094,6 +1096,10 @@ ctl_unallow(struct ctl_req *r)
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);
 	say_unallowed(r, &g);
+	for (i = 0; i < ndel; i++)	/* held twice: say that both went */
+		if (both[i])
+			ctl_reply(r, "%s: its grant for a while ended, and it was "
+			    "taken out of the sandbox's file\n", del[i]);
 	ctl_reply(r, "ok\n");
 out:
 	req_free(&g);

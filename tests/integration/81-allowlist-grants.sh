@@ -116,7 +116,10 @@ gw_ctl allow dev files.pythonhosted.org --for 1h >/dev/null 2>&1
 out=$(gw_ctl allow dev files.pythonhosted.org 2>&1)
 expect_match "allow for good of a name granted for a while says so" \
 	"note: files\.pythonhosted\.org was granted for a while; now it is in dev's file too" "$out"
-gw_ctl unallow dev files.pythonhosted.org >/dev/null 2>&1
+out=$(gw_ctl unallow dev files.pythonhosted.org 2>&1)
+expect_match "unallow of a name held by a grant and the file says both went" \
+	"files\.pythonhosted\.org: its grant for a while ended, and it was taken out of the sandbox's file" "$out"
+expect_match "...the file is as before" 'allow = \[ "pypi.org" \];' "$(cat "$DEV")"
 
 # --- ctl grants: who, when, until; members see their own --------------------------
 expect_match "a member grants on their own sandbox (member_allow)" '^dev may reach short\.test for 5m' \
