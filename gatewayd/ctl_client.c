@@ -105,12 +105,13 @@ ctl_usage(FILE *fp)
 "                          let it reach NAME (for a while, or in its file;\n"
 "                          --ports: on those ports only)\n"
 "  unallow SANDBOX NAME... take back what allow gave\n"
+"  grants [SANDBOX]        live grants: who, when, until when\n"
 "  ha master|backup|fault  this box's role in a pair, from keepalived's\n"
 "                          notify script (admins; gateway.ha only)\n"
 "\n"
 "--json (status, sandboxes, list, counters, hosts, secret list, refused,\n"
-"names; log is JSON already) prints one JSON document; other verbs refuse\n"
-"it.  -s: the control socket (default " GW_SOCK_DEFAULT ").\n"
+"names, grants; log is JSON already) prints one JSON document; other verbs\n"
+"refuse it.  -s: the control socket (default " GW_SOCK_DEFAULT ").\n"
 "Exit status: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the\n"
 "daemon.\n");
 }

@@ -395,6 +395,10 @@ void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
  * were removed between old and new.  Returns entries deleted or -1. */
 int	policy_cut_flows(const struct moat_config *old,
 	    const struct moat_config *new);
+/* The same, after grants narrowed the lists of these sandboxes of cfg in
+ * place (an expiry, an unallow). */
+int	policy_cut_narrowed(const struct moat_config *cfg,
+	    const char *const *sandboxes, size_t n);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 /* dnsd's IPC_SET_ADD, decided by nftr_allow_add, answered on p->ipc. */
 /* Admit and add a set addition (dnsd's, or the other box's): what
@@ -433,12 +437,25 @@ struct gw_grant {
 					   reload is trying (grants_overlay) */
 	bool		 next_gone;	/* its sandbox is not in that one */
 	char		 by[33];
+	uid_t		 uid;		/* who granted it */
+	time_t		 since;		/* when */
+	char		 from[IPC_NAME_LEN + 1];	/* "@LIST" it came
+					   with, or "" for a name given */
 };
 #define GW_GRANTS_MAX		4096
 #define GW_GRANTS_PER_SANDBOX	64
 
 void	ctl_allow(struct ctl_req *);
 void	ctl_unallow(struct ctl_req *);
+void	ctl_grants(struct ctl_req *);
+/* For the metrics: each sandbox with live grants for a while, how many,
+ * and the seconds until the soonest ends; *out malloc'ed, sorted by name. */
+struct grant_sum {
+	const char	*sandbox;	/* in gw->grants: valid until it changes */
+	size_t		 n;
+	long		 left;
+};
+size_t	grants_sums(const struct gw *, struct grant_sum **out);
 /* After a reload loaded cfg (not yet in force): lay the grants over it;
  * grants_commit once cfg is in force (a reload that fails leaves the
  * grants as they were for the configuration still in force). */

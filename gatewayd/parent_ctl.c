@@ -65,6 +65,7 @@ static const struct {
 	[CTL_ALLOW] = { ctl_allow, false, false },
 	[CTL_UNALLOW] = { ctl_unallow, false, false },
 	[CTL_HA] = { ctl_ha, true, false },
+	[CTL_GRANTS] = { ctl_grants, false, true },
 };
 
 #define reply ctl_reply

@@ -33,6 +33,7 @@
 
 #include "dropin.h"
 #include "gatewayd.h"
+#include "json.h"
 #include "log.h"
 #include "smallfile.h"
 
@@ -46,7 +47,8 @@ struct grant_req {
 	char		 secsbuf[24];	/* as given, for messages */
 	char		*lists[IPC_CTL_MAX_ARGS];	/* "@NAME" as given */
 	size_t		 nlists;
-	bool		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from one */
+	size_t		 listed[IPC_CTL_MAX_ARGS];	/* names[i] from
+					   lists[listed[i] - 1], or 0 */
 	struct moat_port ports[MOAT_NAME_PORTS_MAX];	/* --ports */
 	size_t		 nports;
 	char		 portsbuf[MOAT_NAME_PORTS_MAX * 10 + 1];
@@ -114,14 +116,31 @@ grants_of(const struct gw *gw, const char *sandbox)
 	return n;
 }
 
+/* The grant of name given as from ("@LIST" or ""); from NULL: any. */
 static struct gw_grant *
-grant_find(struct gw *gw, const char *sandbox, const char *name)
+grant_find(struct gw *gw, const char *sandbox, const char *name,
+    const char *from)
 {
 	size_t i;
 
 	for (i = 0; i < gw->ngrants; i++)
 		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
-		    strcmp(gw->grants[i].name, name) == 0)
+		    strcmp(gw->grants[i].name, name) == 0 && (from == NULL ||
+		    strcmp(gw->grants[i].from, from) == 0))
+			return &gw->grants[i];
+	return NULL;
+}
+
+/* Another grant of x's name to x's sandbox, which keeps it in force. */
+static struct gw_grant *
+grant_other(struct gw *gw, const struct gw_grant *x)
+{
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++)
+		if (&gw->grants[i] != x &&
+		    strcmp(gw->grants[i].sandbox, x->sandbox) == 0 &&
+		    strcmp(gw->grants[i].name, x->name) == 0)
 			return &gw->grants[i];
 	return NULL;
 }
@@ -149,6 +168,97 @@ grant_drop(struct gw *gw, struct gw_grant *x)
 	memmove(&gw->grants[i], &gw->grants[i + 1], (gw->ngrants - i - 1) *
 	    sizeof(*gw->grants));
 	gw->ngrants--;
+}
+
+/* --- grants for good, as ctl grants shows them ------------------------------ */
+
+/*
+ * What `allow` wrote to a sandbox's file since gatewayd started, with who
+ * and when, for ctl grants only: the file is what grants.  A record goes
+ * when unallow takes its entry out, or a reload finds the sandbox or the
+ * name gone from it.
+ */
+struct kept {
+	char		 sandbox[IPC_NAME_LEN];
+	char		*entry;		/* as written: "NAME[:PORTS]" or "@LIST" */
+	char		 by[33];
+	uid_t		 uid;
+	time_t		 since;
+};
+static struct kept *kept;
+static size_t nkept;
+
+static void
+kept_drop(size_t i)
+{
+	free(kept[i].entry);
+	memmove(&kept[i], &kept[i + 1], (nkept - i - 1) * sizeof(*kept));
+	nkept--;
+}
+
+static void
+kept_add(const struct ctl_req *r, const char *sandbox, const char *entry)
+{
+	struct kept *k;
+	size_t i;
+
+	for (i = 0; i < nkept; i++)
+		if (strcmp(kept[i].sandbox, sandbox) == 0 &&
+		    strcmp(kept[i].entry, entry) == 0)
+			kept_drop(i);
+	if (nkept >= GW_GRANTS_MAX)	/* bounded: the oldest goes */
+		kept_drop(0);
+	kept = xreallocarray(kept, nkept + 1, sizeof(*kept));
+	k = &kept[nkept++];
+	memset(k, 0, sizeof(*k));
+	snprintf(k->sandbox, sizeof(k->sandbox), "%s", sandbox);
+	k->entry = xstrdup(entry);
+	snprintf(k->by, sizeof(k->by), "%s", r->user);
+	k->uid = r->uid;
+	k->since = time(NULL);
+}
+
+/* unallow took these out of sandbox's file: the first nnamed names with
+ * whatever ports of their own, the rest lists as named. */
+static void
+kept_forget(const char *sandbox, const char *const *del, size_t ndel,
+    size_t nnamed)
+{
+	size_t i = 0, j, n;
+	bool went;
+
+	while (i < nkept) {
+		for (j = 0, went = false; j < ndel && !went &&
+		    strcmp(kept[i].sandbox, sandbox) == 0; j++) {
+			n = config_allow_namelen(del[j]);
+			went = j < nnamed ? config_allow_namelen(kept[i].entry) ==
+			    n && strncmp(kept[i].entry, del[j], n) == 0 :
+			    strcmp(kept[i].entry, del[j]) == 0;
+		}
+		if (went)
+			kept_drop(i);
+		else
+			i++;
+	}
+}
+
+/* After a reload: records of sandboxes gone, or of names their files no
+ * longer have (a list's entry is not in the loaded list: it stays). */
+static void
+kept_prune(const struct moat_config *cfg)
+{
+	const struct moat_sandbox *sb;
+	size_t i = 0;
+
+	while (i < nkept) {
+		sb = config_sandbox_by_name(cfg, kept[i].sandbox);
+		if (sb == NULL || sb->egress != EGRESS_ALLOWLIST ||
+		    (kept[i].entry[0] != '@' &&
+		    !config_strlist_has(&sb->allow, kept[i].entry)))
+			kept_drop(i);
+		else
+			i++;
+	}
 }
 
 void
@@ -187,6 +297,7 @@ grants_commit(struct gw *gw)
 		x->added = x->next_added;
 		i++;
 	}
+	kept_prune(gw->cfg);
 }
 
 int
@@ -206,13 +317,30 @@ grants_timeout(const struct gw *gw, int timeout)
 	return next > INT32_MAX ? INT32_MAX : (int)next;
 }
 
-/* Take names away from sb in force and empty its set; children next. */
+/* Names were taken away from sb in force: empty its set; children next,
+ * and then cut_narrowed. */
 static void
 narrowed(struct gw *gw, const char *sandbox)
 {
 	policy_flush_sandbox(gw, sandbox);
 	if (gw->promises != NULL)
 		promises_forget(gw->promises, sandbox);
+}
+
+/* Cut the flows of sandboxes grants narrowed, as a reload that narrows
+ * them does (policy_cut_narrowed judges them the same way): what a grant
+ * opened closes with it, spliced or direct, either family. */
+static void
+cut_narrowed(struct gw *gw, const char *const *sandboxes, size_t n)
+{
+	int cut = policy_cut_narrowed(gw->cfg, sandboxes, n);
+
+	if (cut == -1)
+		log_warnx("grants narrowed %s%s: its flows could not be cut",
+		    sandboxes[0], n > 1 ? " and others" : "");
+	else
+		log_info("grants narrowed %s%s: %d flow(s) cut", sandboxes[0],
+		    n > 1 ? " and others" : "", cut);
 }
 
 void
@@ -233,7 +361,10 @@ grants_tick(struct gw *gw)
 		audit_event(gw, "grant-expired", "sandbox", x->sandbox, "name",
 		    x->name, "by", x->by, NULL);
 		sb = sandbox_rw(gw->cfg, x->sandbox);
-		if (x->added && sb != NULL && list_del(&sb->allow, x->name)) {
+		if (x->added && grant_other(gw, x) != NULL)
+			grant_other(gw, x)->added = true;	/* it stays */
+		else if (x->added && sb != NULL &&
+		    list_del(&sb->allow, x->name)) {
 			narrowed(gw, x->sandbox);
 			for (j = 0; j < n && changed[j] != sb->name; j++)
 				;
@@ -246,8 +377,10 @@ grants_tick(struct gw *gw)
 		log_info("grant of %s to %s expired", x->name, x->sandbox);
 		grant_drop(gw, x);
 	}
-	if (n > 0)
+	if (n > 0) {
 		proc_reload_sandboxes(gw, changed, n);
+		cut_narrowed(gw, changed, n);
+	}
 	free(changed);
 }
 
@@ -261,6 +394,10 @@ grants_free(struct gw *gw)
 	free(gw->grants);
 	gw->grants = NULL;
 	gw->ngrants = 0;
+	while (nkept > 0)
+		kept_drop(nkept - 1);
+	free(kept);
+	kept = NULL;
 }
 
 static int add_name(struct ctl_req *, struct grant_req *, const char *);
@@ -297,7 +434,7 @@ add_list(struct ctl_req *r, struct grant_req *g, const char *arg)
 		if (rc == 0 && add_name(r, g, l.v[i]) == -1)
 			rc = -1;
 		if (g->n > before)
-			g->listed[before] = true;
+			g->listed[before] = g->nlists;
 		free(l.v[i]);
 	}
 	free(l.v);
@@ -533,9 +670,9 @@ dropin_change(struct ctl_req *r, const struct moat_sandbox *sb,
 /*
  * sb's list in force becomes base (its file's list, as loaded) with the
  * grants for a while laid over it; the set is emptied if that loses a
- * name.
+ * name (true: then cut_narrowed once the children have the list).
  */
-static void
+static bool
 list_replace(struct gw *gw, struct moat_sandbox *sb,
     const struct moat_strlist *base)
 {
@@ -562,18 +699,21 @@ list_replace(struct gw *gw, struct moat_sandbox *sb,
 	sb->allow = l;
 	if (lost)
 		narrowed(gw, sb->name);
+	return lost;
 }
 
 /* The file's list as the configuration just loaded has it. */
-static void
+static bool
 list_from(struct gw *gw, struct moat_sandbox *sb, struct moat_config *loaded)
 {
 	const struct moat_sandbox *f = config_sandbox_by_name(loaded,
 	    sb->name);
 	struct moat_strlist none = { NULL, 0 };
+	bool lost;
 
-	list_replace(gw, sb, f != NULL ? &f->allow : &none);
+	lost = list_replace(gw, sb, f != NULL ? &f->allow : &none);
 	config_free(loaded);
+	return lost;
 }
 
 /*
@@ -661,7 +801,20 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 		return -1;
 	}
 	for (i = 0; i < g->n; i++) {
-		if ((x = grant_find(gw, g->sb->name, g->names[i])) == NULL) {
+		char from[sizeof(x->from)];
+
+		snprintf(from, sizeof(from), "%s", g->listed[i] ?
+		    g->lists[g->listed[i] - 1] : "");
+		if (grant_of_name(gw, g->sb->name, g->names[i]) == NULL &&
+		    config_strlist_has(&g->sb->allow, g->names[i]))
+			ctl_reply(r, "note: %s is on %s's allow list from its "
+			    "configuration already; the grant adds nothing "
+			    "while it stays there\n",
+			    g->names[i], g->sb->name);
+		/* One grant per name and source: granting a list again
+		 * leaves the grants of its names given alone as they are. */
+		if ((x = grant_find(gw, g->sb->name, g->names[i], from)) ==
+		    NULL) {
 			gw->grants = xreallocarray(gw->grants, gw->ngrants + 1,
 			    sizeof(*gw->grants));
 			x = &gw->grants[gw->ngrants++];
@@ -669,6 +822,7 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 			snprintf(x->sandbox, sizeof(x->sandbox), "%s",
 			    g->sb->name);
 			x->name = xstrdup(g->names[i]);
+			memcpy(x->from, from, sizeof(x->from));
 			x->added = !config_strlist_has(&g->sb->allow, x->name);
 			if (x->added)
 				list_add(&g->sb->allow, x->name);
@@ -676,6 +830,8 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 		/* Granted again: the new time counts, longer or shorter. */
 		x->until_ms = gw_mono_ms() + (uint64_t)g->secs * 1000;
 		x->until = time(NULL) + g->secs;
+		x->since = time(NULL);
+		x->uid = r->uid;
 		snprintf(x->by, sizeof(x->by), "%s", r->user);
 	}
 	return 0;
@@ -698,9 +854,19 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 	if (dropin_change(r, g->sb, add, n, NULL, 0, NULL, true,
 	    &loaded) == -1)
 		return -1;
+	for (i = 0; i < n; i++)
+		kept_add(r, g->sb->name, add[i]);
+	for (i = 0; i < g->n; i++)
+		if (!g->listed[i] && grant_of_name(r->gw, g->sb->name,
+		    g->names[i]) != NULL)
+			ctl_reply(r, "note: %s was granted for a while; now it "
+			    "is in %s's file too (the grant ending takes "
+			    "nothing away)\n", g->names[i], g->sb->name);
 	/* The file has them now: a grant for a while of one of them takes
-	 * nothing away when it expires. */
-	list_from(r->gw, g->sb, loaded);
+	 * nothing away when it expires.  (The file may have lost a name by
+	 * hand since it was loaded: then what it opened closes.) */
+	if (list_from(r->gw, g->sb, loaded))
+		cut_narrowed(r->gw, (const char *const *)&g->sb->name, 1);
 	return 0;
 }
 
@@ -767,26 +933,111 @@ ctl_allow(struct ctl_req *r)
 	req_free(&g);
 }
 
+/* Why name, asked to go, is still in sb's list in force: a grant for a
+ * while, the sandbox's file by name, or else a list or moat.conf. */
+static void
+say_stays(struct ctl_req *r, const struct moat_sandbox *sb, const char *name,
+    bool by_name_in_file)
+{
+	struct gw_grant *x = grant_of_name(r->gw, sb->name, name);
+	char until[32];
+	struct tm tm;
+
+	if (x != NULL) {
+		gmtime_r(&x->until, &tm);
+		strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ctl_reply(r, "%s stays: a grant for a while has it until %s%s%s"
+		    "%s\n", name, until, x->from[0] ? " (with " : "",
+		    x->from, x->from[0] ? ")" : "");
+	} else if (by_name_in_file)
+		ctl_reply(r, "%s stays: it is in the sandbox's file\n", name);
+	else
+		ctl_reply(r, "%s stays: it comes from a list or from moat.conf "
+		    "(change it there)\n", name);
+}
+
+static bool
+in_force(struct ctl_req *r, const struct moat_sandbox *sb, const char *name)
+{
+	return config_strlist_has(&sb->allow, name) ||
+	    grant_of_name(r->gw, sb->name, name) != NULL;
+}
+
+/* What went of what g names, then what stays in force, each with why. */
+static void
+say_unallowed(struct ctl_req *r, const struct grant_req *g)
+{
+	const char *stay[IPC_CTL_MAX_ARGS];
+	bool found[IPC_CTL_MAX_ARGS] = { false };
+	size_t i, n = 0, went = 0;
+	char *path;
+
+	for (i = 0; i < g->n; i++) {
+		if (in_force(r, g->sb, g->names[i])) {
+			stay[n++] = g->names[i];
+			continue;
+		}
+		ctl_reply(r, "%s%s", went++ ? ", " : "", g->names[i]);
+	}
+	ctl_reply(r, went > 0 ? "\n" : "nothing more than before\n");
+	if (n > 0 && (path = dropin_path(r, g->sb, true)) != NULL) {
+		free(path);
+		(void)dropin_change(r, g->sb, NULL, 0, stay, n, found, false,
+		    NULL);
+	}
+	for (i = 0; i < n; i++)
+		say_stays(r, g->sb, stay[i], found[i]);
+}
+
+/* A grant of x's that unallow's del asks for: by name (the first nnamed,
+ * with whatever ports of its own), or by the list it came with. */
+static bool
+grant_asked(const struct gw_grant *x, const struct moat_sandbox *sb,
+    const char *const *del, size_t ndel, size_t nnamed)
+{
+	size_t j, n;
+
+	if (strcmp(x->sandbox, sb->name) != 0)
+		return false;
+	for (j = 0; j < ndel; j++) {
+		n = config_allow_namelen(del[j]);
+		if (j < nnamed ? config_allow_namelen(x->name) == n &&
+		    strncmp(x->name, del[j], n) == 0 :
+		    strcmp(x->from, del[j]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * unallow takes away exactly what it names: a name given, with whatever
+ * ports of its own, from the sandbox's file and every grant for a while
+ * of it; a list "@LIST", its entry in the file and the grants for a while
+ * made with it, never its names that the file holds by name, another list
+ * or another grant.  What stays in force says why.
+ */
 void
 ctl_unallow(struct ctl_req *r)
 {
 	struct grant_req g;
 	const char *del[2 * IPC_CTL_MAX_ARGS];
 	bool found[2 * IPC_CTL_MAX_ARGS] = { false }, in_file = false;
-	bool list_in_file = false;
+	bool both[2 * IPC_CTL_MAX_ARGS] = { false };
 	struct moat_config *loaded = NULL;
 	struct moat_strlist rest = { NULL, 0 };
 	struct gw_grant *x;
-	size_t i, ndel = 0;
+	size_t i, j, ndel = 0, nnamed = 0;
+	bool lost, granted;
 	char *path;
 
 	if (parse(r, false, &g) == -1)
 		goto out;
-	/* First where each name is: a grant for a while, the sandbox's file
-	 * (itself or through a list named there), or neither (then nothing
-	 * changes). */
+	/* The file's entries asked for: the names given, and the lists as
+	 * named, never a list's names. */
 	for (i = 0; i < g.n; i++)
-		del[ndel++] = g.names[i];
+		if (!g.listed[i])
+			del[nnamed++] = g.names[i];
+	ndel = nnamed;
 	for (i = 0; i < g.nlists; i++)
 		del[ndel++] = g.lists[i];
 	if ((path = dropin_path(r, g.sb, true)) != NULL) {
@@ -795,48 +1046,250 @@ ctl_unallow(struct ctl_req *r)
 		    NULL) == -1)
 			goto out;
 	}
-	for (i = 0; i < g.nlists; i++)
-		list_in_file |= found[g.n + i];
-	for (i = 0; i < ndel; i++)
+	for (i = 0; i < ndel; i++) {
 		in_file |= found[i];
-	for (i = 0; i < g.n; i++)
-		if (grant_of_name(r->gw, g.sb->name, g.names[i]) == NULL &&
-		    !found[i] && !list_in_file) {
-			ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
-			    "changed\n", g.names[i], g.sb->name,
-			    config_strlist_has(&g.sb->allow, g.names[i]) ? " (it comes "
-			    "from a list or from moat.conf: change it there)" :
-			    "");
-			goto out;
-		}
+		for (j = 0, granted = false; j < r->gw->ngrants && !granted; j++)
+			granted = grant_asked(&r->gw->grants[j], g.sb, &del[i],
+			    1, i < nnamed ? 1 : 0);
+		both[i] = granted && found[i];
+		if (granted || found[i])
+			continue;
+		ctl_reply(r, "error: %s is not a grant of %s%s; nothing "
+		    "changed\n", del[i], g.sb->name, i < nnamed &&
+		    config_strlist_has(&g.sb->allow, del[i]) ? " (it comes "
+		    "from a list or from moat.conf: change it there)" : "");
+		goto out;
+	}
 	if (in_file && dropin_change(r, g.sb, NULL, 0, del, ndel, found, true,
 	    &loaded) == -1)
 		goto out;
+	if (in_file)
+		kept_forget(g.sb->name, del, ndel, nnamed);
 	/* Without the file: the list in force less what grants added (the
 	 * grants that stay add theirs again, list_replace). */
 	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
-		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i]);
-		if (x == NULL || !x->added)
+		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i], NULL);
+		for (granted = false, j = 0; x != NULL && j < r->gw->ngrants;
+		    j++)
+			granted |= r->gw->grants[j].added && strcmp(
+			    r->gw->grants[j].sandbox, g.sb->name) == 0 &&
+			    strcmp(r->gw->grants[j].name, x->name) == 0;
+		if (!granted)
 			list_add(&rest, g.sb->allow.v[i]);
 	}
-	for (i = 0; i < g.n; i++)	/* with whatever ports of its own */
-		while ((x = grant_of_name(r->gw, g.sb->name, g.names[i])) !=
-		    NULL)
-			grant_drop(r->gw, x);
+	for (i = 0; i < r->gw->ngrants;)
+		if (grant_asked(&r->gw->grants[i], g.sb, del, ndel, nnamed))
+			grant_drop(r->gw, &r->gw->grants[i]);
+		else
+			i++;
 	if (loaded != NULL)
-		list_from(r->gw, g.sb, loaded);
+		lost = list_from(r->gw, g.sb, loaded);
 	else {
-		list_replace(r->gw, g.sb, &rest);
+		lost = list_replace(r->gw, g.sb, &rest);
 		for (i = 0; i < rest.n; i++)
 			free(rest.v[i]);
 		free(rest.v);
 	}
 	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
+	if (lost)
+		cut_narrowed(r->gw, (const char *const *)&g.sb->name, 1);
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);
-	for (i = 0; i < g.n; i++)
-		ctl_reply(r, "%s%s", i ? ", " : "", g.names[i]);
-	ctl_reply(r, "\nok\n");
+	say_unallowed(r, &g);
+	for (i = 0; i < ndel; i++)	/* held twice: say that both went */
+		if (both[i])
+			ctl_reply(r, "%s: its grant for a while ended, and it was "
+			    "taken out of the sandbox's file\n", del[i]);
+	ctl_reply(r, "ok\n");
 out:
 	req_free(&g);
+}
+
+/* --- ctl grants ------------------------------------------------------------ */
+
+static int
+sum_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct grant_sum *)a)->sandbox,
+	    ((const struct grant_sum *)b)->sandbox);
+}
+
+/* One pass and a sort, so that a render costs O(g log g) whatever the
+ * number of sandboxes. */
+size_t
+grants_sums(const struct gw *gw, struct grant_sum **out)
+{
+	uint64_t now = gw_mono_ms(), ms;
+	struct grant_sum *v;
+	size_t i, n = 0;
+	long left;
+
+	*out = NULL;
+	if (gw->ngrants == 0)
+		return 0;
+	v = xcalloc(gw->ngrants, sizeof(*v));
+	for (i = 0; i < gw->ngrants; i++) {
+		ms = gw->grants[i].until_ms;
+		v[i].sandbox = gw->grants[i].sandbox;
+		v[i].n = 1;
+		v[i].left = ms <= now ? 0 : (long)((ms - now + 999) / 1000);
+	}
+	qsort(v, gw->ngrants, sizeof(*v), sum_cmp);
+	for (i = 0; i < gw->ngrants; i++) {
+		if (n > 0 && strcmp(v[n - 1].sandbox, v[i].sandbox) == 0) {
+			left = v[i].left;
+			v[n - 1].n++;
+			if (left < v[n - 1].left)
+				v[n - 1].left = left;
+			continue;
+		}
+		v[n++] = v[i];
+	}
+	*out = v;
+	return n;
+}
+
+static const char *
+grant_stamp(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+/* One line of ctl grants: a grant for a while, or one for good (left -1,
+ * until 0). */
+struct grant_row {
+	const char	*sandbox, *entry, *from, *by;
+	uid_t		 uid;
+	time_t		 since, until;
+	long		 left;
+};
+
+/* One grant as a JSON object; every string escaped (json.h). */
+static void
+row_json(struct ctl_req *r, const struct grant_row *w, bool first)
+{
+	struct json j = JSON_INIT;
+	char num[24], since[32], until[32], name[300];
+	const char *colon = w->entry[0] == '@' ? NULL : strchr(w->entry, ':');
+
+	snprintf(name, sizeof(name), "%.*s",
+	    (int)config_allow_namelen(w->entry), w->entry);
+	json_begin(&j);
+	json_kstr(&j, "sandbox", w->sandbox);
+	json_kstr(&j, "entry", w->entry);
+	json_kstr(&j, "name", w->entry[0] == '@' ? NULL : name);
+	json_kstr(&j, "ports", colon != NULL ? colon + 1 : "allow_ports");
+	json_kstr(&j, "list", w->entry[0] == '@' ? w->entry :
+	    w->from[0] ? w->from : NULL);
+	snprintf(num, sizeof(num), "%u", (unsigned)w->uid);
+	json_kraw(&j, "uid", num);
+	json_kstr(&j, "user", w->by);
+	json_kstr(&j, "since", grant_stamp(w->since, since, sizeof(since)));
+	json_kraw(&j, "permanent", w->left < 0 ? "true" : "false");
+	json_kstr(&j, "until", w->left < 0 ? NULL :
+	    grant_stamp(w->until, until, sizeof(until)));
+	snprintf(num, sizeof(num), "%ld", w->left);
+	json_kraw(&j, "seconds_left", w->left < 0 ? "null" : num);
+	json_end(&j);
+	ctl_reply(r, "%s%s", first ? "" : ",", j.buf);
+	json_free(&j);
+}
+
+/* Printable whatever it holds: names and users are checked where they
+ * come in, and escaped here all the same. */
+static void
+row_text(struct ctl_req *r, const struct grant_row *w, bool first)
+{
+	char since[32], until[32], left[24];
+	char *sb = json_escape(w->sandbox), *e = json_escape(w->entry);
+	char *from = json_escape(w->from[0] ? w->from : "-");
+	char *by = json_escape(w->by);
+
+	if (first)
+		ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %s\n",
+		    "SANDBOX", "ENTRY", "LIST", "BY", "SINCE", "UNTIL", "LEFT");
+	snprintf(left, sizeof(left), "%lds", w->left);
+	ctl_reply(r, "%-16s %-40s %-12s %-16s %-20s %-20s %s\n", sb, e, from,
+	    by, grant_stamp(w->since, since, sizeof(since)), w->left < 0 ?
+	    "forever" : grant_stamp(w->until, until, sizeof(until)),
+	    w->left < 0 ? "(in its file)" : left);
+	free(sb);
+	free(e);
+	free(from);
+	free(by);
+}
+
+static bool
+row_show(struct ctl_req *r, const char *want, const struct grant_row *w,
+    bool first)
+{
+	const struct moat_sandbox *sb;
+
+	if (want != NULL && strcmp(w->sandbox, want) != 0)
+		return false;
+	sb = config_sandbox_by_name(r->gw->cfg, w->sandbox);
+	if (sb == NULL || !ctl_may_see(r, sb->owner))
+		return false;
+	if (r->json)
+		row_json(r, w, first);
+	else
+		row_text(r, w, first);
+	return true;
+}
+
+/*
+ * `ctl grants [SANDBOX]`: every live grant for a while, who made it, when
+ * and when it ends; then what `allow` wrote to files since gatewayd
+ * started ("forever").  Members see those of their own sandboxes only,
+ * as ctl refused shows them.
+ */
+void
+ctl_grants(struct ctl_req *r)
+{
+	const struct moat_sandbox *sb;
+	const char *want = NULL;
+	struct grant_row w;
+	uint64_t now = gw_mono_ms();
+	bool first = true;
+	size_t i;
+
+	for (i = 1; i < (size_t)r->argc; i++) {
+		if (r->argv[i][0] == '-' || want != NULL) {
+			ctl_reply(r, "error: usage: grants [SANDBOX] [--json]\n");
+			return;
+		}
+		want = r->argv[i];
+	}
+	if (want != NULL && ((sb = config_sandbox_by_name(r->gw->cfg, want)) ==
+	    NULL || !ctl_may_see(r, sb->owner))) {
+		ctl_reply(r, "error: no sandbox %.32s (or not yours)\n", want);
+		return;
+	}
+	if (r->json)
+		ctl_reply(r, "[");
+	for (i = 0; i < r->gw->ngrants; i++) {
+		const struct gw_grant *x = &r->gw->grants[i];
+
+		w = (struct grant_row){ x->sandbox, x->name, x->from, x->by,
+		    x->uid, x->since, x->until, x->until_ms <= now ? 0 :
+		    (long)((x->until_ms - now + 999) / 1000) };
+		if (row_show(r, want, &w, first))
+			first = false;
+	}
+	for (i = 0; i < nkept; i++) {
+		w = (struct grant_row){ kept[i].sandbox, kept[i].entry, "",
+		    kept[i].by, kept[i].uid, kept[i].since, 0, -1 };
+		if (row_show(r, want, &w, first))
+			first = false;
+	}
+	if (r->json)
+		ctl_reply(r, "]\n");
+	else if (first)
+		ctl_reply(r, "no grants%s%s\n", want ? " of " : "",
+		    want ? want : "");
+	ctl_reply(r, "ok\n");
 }

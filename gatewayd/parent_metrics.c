@@ -85,6 +85,27 @@ render_children(FILE *fp, const struct gw *gw)
 			    gw->procs[i].restarts);
 }
 
+/* Live grants for a while per sandbox that has any, and the seconds
+ * until the soonest of them ends. */
+static void
+render_grants(FILE *fp, const struct gw *gw)
+{
+	struct grant_sum *v;
+	size_t i, n = grants_sums(gw, &v);
+
+	head(fp, "moat_grants", "gauge", "Live grants for a while of each "
+	    "sandbox (ctl grants).");
+	for (i = 0; i < n; i++)
+		fprintf(fp, "moat_grants{sandbox=\"%s\"} %zu\n", v[i].sandbox,
+		    v[i].n);
+	head(fp, "moat_grant_seconds_left", "gauge", "Seconds until the "
+	    "soonest grant for a while of each sandbox ends.");
+	for (i = 0; i < n; i++)
+		fprintf(fp, "moat_grant_seconds_left{sandbox=\"%s\"} %ld\n",
+		    v[i].sandbox, v[i].left);
+	free(v);
+}
+
 static void
 render_sandboxes(FILE *fp, const struct gw *gw)
 {
@@ -99,6 +120,7 @@ render_sandboxes(FILE *fp, const struct gw *gw)
 		fprintf(fp, "moat_sandbox_info{sandbox=\"%s\",egress=\"%s\"} 1\n",
 		    cfg->sandboxes[i].name,
 		    egress_name(cfg->sandboxes[i].egress));
+	render_grants(fp, gw);
 	head(fp, "moat_dns_dropped_total", "counter", "DNS queries dnsd dropped "
 	    "over a sandbox's rate.");
 	for (i = 0; i < gw->ndnsdrops; i++)

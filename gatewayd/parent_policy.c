@@ -501,6 +501,8 @@ narrowed(const struct moat_sandbox *o, const struct moat_config *new)
 struct ct_cut {
 	struct mnl_socket	*nl;
 	const struct moat_config *old, *new;
+	const char *const	*narrowed;	/* narrowed in place (grants) */
+	size_t			 nnarrowed;
 	char			*dels;		/* copies of refused tuples */
 	uint8_t			*fams;		/* the family of each */
 	size_t			 dlen, nd;
@@ -564,10 +566,22 @@ ct_tuple(const struct nlattr *tuple, struct ct_flow *f)
 	    f->dst.family == f->src.family ? 0 : -1;
 }
 
+/* A sandbox whose list a grant narrowed in place (old is new then). */
+static bool
+narrowed_in_place(const struct ct_cut *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->nnarrowed; i++)
+		if (strcmp(c->narrowed[i], name) == 0)
+			return true;
+	return false;
+}
+
 /* Would the new policy let this guest's flow start now?  The same
  * admission function the proxy and the compiler use (admit_addr); the
  * set of an allowlist sandbox is runtime state, so a sandbox whose list
- * shrank loses all its flows (narrowed). */
+ * shrank loses all its flows (narrowed), by a reload or by a grant. */
 static bool
 flow_refused(const struct ct_cut *c, const struct ct_flow *f)
 {
@@ -577,7 +591,7 @@ flow_refused(const struct ct_cut *c, const struct ct_flow *f)
 
 	if (o == NULL && (n = config_sandbox_by_addr(c->new, &f->src)) == NULL)
 		return false;		/* not a guest's flow */
-	if (o != NULL && narrowed(o, c->new))
+	if (o != NULL && (narrowed(o, c->new) || narrowed_in_place(c, o->name)))
 		return true;
 	n = config_sandbox_by_addr(c->new, &f->src);
 	if (n == NULL)
@@ -658,39 +672,61 @@ ct_delete_all(struct ct_cut *c)
 	return deleted;
 }
 
+/* Dump both families' conntrack tables and delete every flow c refuses;
+ * the number deleted, or -1. */
+static int
+cut_flows(struct ct_cut *c)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	uint32_t seq = (uint32_t)time(NULL);
+	ssize_t n;
+	int rc = 0;
+
+	if ((c->nl = mnl_socket_open(NETLINK_NETFILTER)) == NULL ||
+	    mnl_socket_bind(c->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		rc = -1;
+		goto out;
+	}
+	/* Both families: a guest's IPv6 flows are judged as its IPv4. */
+	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq, AF_UNSPEC);
+	if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0) {
+		rc = -1;
+		goto out;
+	}
+	while ((n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf))) > 0)
+		if (mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(c->nl),
+		    ct_cb, c) <= MNL_CB_STOP)
+			break;
+	rc = ct_delete_all(c);
+out:
+	if (c->nl != NULL)
+		mnl_socket_close(c->nl);
+	free(c->dels);
+	free(c->fams);
+	return rc;
+}
+
 /* Cut every flow the new policy refuses: a removed exception, a shrunk
  * treat_as_public, a narrowed sandbox.  Each conntrack entry is judged on
  * its own, so there is no cap on how many sources a reload may touch. */
 int
 policy_cut_flows(const struct moat_config *old, const struct moat_config *new)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct ct_cut c = { NULL, old, new, NULL, NULL, 0, 0 };
-	struct nlmsghdr *nlh;
-	uint32_t seq = (uint32_t)time(NULL);
-	ssize_t n;
-	int rc = 0;
+	struct ct_cut c = { .old = old, .new = new };
 
-	if ((c.nl = mnl_socket_open(NETLINK_NETFILTER)) == NULL ||
-	    mnl_socket_bind(c.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = -1;
-		goto out;
-	}
-	/* Both families: a guest's IPv6 flows are judged as its IPv4. */
-	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq, AF_UNSPEC);
-	if (mnl_socket_sendto(c.nl, nlh, nlh->nlmsg_len) < 0) {
-		rc = -1;
-		goto out;
-	}
-	while ((n = mnl_socket_recvfrom(c.nl, buf, sizeof(buf))) > 0)
-		if (mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(c.nl),
-		    ct_cb, &c) <= MNL_CB_STOP)
-			break;
-	rc = ct_delete_all(&c);
-out:
-	if (c.nl != NULL)
-		mnl_socket_close(c.nl);
-	free(c.dels);
-	free(c.fams);
-	return rc;
+	return cut_flows(&c);
+}
+
+/* The same cut after grants narrowed these sandboxes' lists in cfg in
+ * place (an expiry, an unallow): the reload's judgement with those
+ * sandboxes taken as narrowed. */
+int
+policy_cut_narrowed(const struct moat_config *cfg, const char *const *names,
+    size_t n)
+{
+	struct ct_cut c = { .old = cfg, .new = cfg, .narrowed = names,
+	    .nnarrowed = n };
+
+	return cut_flows(&c);
 }

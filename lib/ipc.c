@@ -75,7 +75,7 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_CONSOLE] = "console", [CTL_HOSTS] = "hosts",
 	[CTL_REFUSED] = "refused", [CTL_NAMES] = "names",
 	[CTL_ALLOW] = "allow", [CTL_UNALLOW] = "unallow",
-	[CTL_HA] = "ha",
+	[CTL_HA] = "ha", [CTL_GRANTS] = "grants",
 };
 
 const char *
