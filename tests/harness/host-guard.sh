@@ -123,6 +123,11 @@ host_guard_cmd() {
 		--socket=*) sock=${a#*=} ;;
 		-a|--audit) audit=${1:-}; shift ;;
 		--audit=*) audit=${a#*=} ;;
+		-[!-]?*)	# a cluster of short options: -nv, -dX, -c FILE
+			case "$a" in
+			-*[hV]*) return 0 ;;
+			-*n*) mode=check ;;
+			esac ;;
 		esac
 	done
 	[ -n "$conf" ] || { host_guard_refuse "$prog started without -c: it would read the host's /etc/moat/moat.conf"; return 1; }
