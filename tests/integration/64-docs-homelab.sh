@@ -191,6 +191,7 @@ declare -A HOW=(
 doc_varies() {
 	[ "$HOW_NOW" = standin_create ] &&
 		echo 's/^created ([a-z-]+): image mode,/created \1: kernel mode,/'
+	echo 's/ image allowlist stopped / (image|kernel) allowlist stopped /'
 	echo 's/^started dev: (pid [^,]+), kvm,/started dev: \1, (kvm|tcg),/'
 	echo 's/^accelerator kvm: KVM works$/accelerator (kvm: KVM works|tcg: KVM not usable by uid [0-9]+ \\(guest dev\\): .*)/'
 }
