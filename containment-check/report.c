@@ -230,8 +230,12 @@ probe_target(const struct cc_probe *p, char *buf, size_t len)
 		    ntohs(p->dst.sin6.sin6_port));
 }
 
+/* refused: a probe that must be refused got the gateway's refusal
+ * (admin-prohibited, or the proxy's); filtered: it got no answer at all,
+ * which contains as well (the policy's own silent drops, forged packets
+ * that come to nothing, an answer later than the probe waited). */
 struct tally {
-	size_t	probes, breaches, failed, passed, silent, skipped;
+	size_t	probes, breaches, failed, passed, refused, filtered, skipped;
 };
 
 static void
@@ -245,7 +249,9 @@ tally(const struct cc_probe *p, size_t n, struct tally *t)
 		t->breaches += p[i].outcome == O_BREACH;
 		t->failed += p[i].outcome == O_FAILED;
 		t->passed += p[i].outcome == O_PASS;
-		t->silent += p[i].outcome == O_OK &&
+		t->refused += p[i].outcome == O_OK &&
+		    (p[i].verdict == V_BLOCKED || p[i].verdict == V_PROXY);
+		t->filtered += p[i].outcome == O_OK &&
 		    p[i].verdict == V_FILTERED;
 		t->skipped += p[i].verdict == V_SKIPPED;
 	}
@@ -474,9 +480,11 @@ report_human(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	free(done);
 	tally(p, n, &t);
 	printf("\n%zu probes in %.2f s: %zu breach%s, %zu failed control%s, "
-	    "%zu controls passed, %zu silent drops, %zu not run\n", t.probes,
-	    (double)elapsed_us / 1e6, t.breaches, t.breaches == 1 ? "" : "es",
-	    t.failed, t.failed == 1 ? "" : "s", t.passed, t.silent, t.skipped);
+	    "%zu controls passed, %zu refused by the gateway, %zu filtered "
+	    "(expected), %zu not run\n", t.probes, (double)elapsed_us / 1e6,
+	    t.breaches, t.breaches == 1 ? "" : "es", t.failed,
+	    t.failed == 1 ? "" : "s", t.passed, t.refused, t.filtered,
+	    t.skipped);
 	human_families(p, n, d);
 	printf("verdict: %s\n", t.breaches || t.failed ? "NOT CONTAINED" :
 	    "contained");
@@ -560,9 +568,12 @@ report_json(const struct cc_probe *p, size_t n, const struct cc_disc *d,
 	    addr_fmt(&d->gateway, a, sizeof(a)));
 	printf(",\n  \"contained\": %s,\n  \"probes\": %zu,\n"
 	    "  \"breaches\": %zu,\n  \"failed_controls\": %zu,\n"
+	    "  \"controls_passed\": %zu,\n  \"refused\": %zu,\n"
+	    "  \"filtered\": %zu,\n  \"not_run\": %zu,\n"
 	    "  \"elapsed_ms\": %.1f,\n  \"results\": [",
 	    t.breaches || t.failed ? "false" : "true", t.probes, t.breaches,
-	    t.failed, (double)elapsed_us / 1000.0);
+	    t.failed, t.passed, t.refused, t.filtered, t.skipped,
+	    (double)elapsed_us / 1000.0);
 	for (i = 0; i < n; i++) {
 		if (!o->verbose && p[i].outcome == O_OK) {
 			counts[p[i].cls][p[i].verdict]++;

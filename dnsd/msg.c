@@ -149,23 +149,41 @@ clone_aged(const ldns_rr_list *l, uint32_t age)
 	return out;
 }
 
+/*
+ * RFC 8914 bounds EXTRA-TEXT only by the option's 16-bit length; what
+ * bounds it here is the answer: a text longer than the largest answer we
+ * send by UDP could never go whole, so it is cut there (a TCP client
+ * still gets that much).  A refusal's text names the whole command for
+ * a 253-character name; resp_build falls back to the code alone where
+ * the client's payload size leaves no room.
+ */
+#define EDE_TEXT_MAX	DNSD_EDNS_SIZE
+
 static void
 set_ede(ldns_pkt *p, uint16_t code, const char *text)
 {
 	ldns_edns_option_list *ol;
 	ldns_edns_option *o;
 	size_t tlen = text ? strlen(text) : 0;
-	uint8_t data[2 + 128];
+	uint8_t data[2 + EDE_TEXT_MAX];
 
-	if (tlen > sizeof(data) - 2)
-		tlen = sizeof(data) - 2;
+	if (tlen > EDE_TEXT_MAX)
+		tlen = EDE_TEXT_MAX;
 	ldns_write_uint16(data, code);
 	if (tlen)
 		memcpy(data + 2, text, tlen);
-	if ((ol = ldns_edns_option_list_new()) == NULL)
-		return;
 	if ((o = ldns_edns_new_from_data(LDNS_EDNS_EDE, 2 + tlen, data)) ==
-	    NULL || !ldns_edns_option_list_push(ol, o)) {
+	    NULL)
+		return;
+	/* A second call replaces the packet's one option in place. */
+	if ((ol = ldns_pkt_edns_get_option_list(p)) != NULL) {
+		ldns_edns_deep_free(ldns_edns_option_list_pop(ol));
+		if (!ldns_edns_option_list_push(ol, o))
+			ldns_edns_deep_free(o);
+		return;
+	}
+	if ((ol = ldns_edns_option_list_new()) == NULL ||
+	    !ldns_edns_option_list_push(ol, o)) {
 		ldns_edns_deep_free(o);
 		ldns_edns_option_list_deep_free(ol);
 		return;
@@ -249,6 +267,13 @@ resp_build(const struct dq *q, ldns_pkt_rcode rcode, const ldns_rr_list *an,
 		section_set(p, LDNS_SECTION_AUTHORITY, ldns_rr_list_new());
 		ldns_pkt_set_tc(p, true);
 		wire = render(p, len);
+		if (wire != NULL && *len > q->maxlen && ede != 0) {
+			/* Even empty, the text does not fit: the code alone
+			 * goes by UDP, the whole text over TCP. */
+			free(wire);
+			set_ede(p, ede, NULL);
+			wire = render(p, len);
+		}
 	}
 	ldns_pkt_free(p);
 	return wire;

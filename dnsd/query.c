@@ -445,9 +445,9 @@ told(const char *who, char *name, const char *reason, enum ipc_dns_why why,
 
 	if (n > 1 && name[n - 1] == '.')
 		name[--n] = '\0';
-	if (n > 100)		/* keep the answer small: the reason only */
-		snprintf(buf, len, "%s", reason);
-	else if (why == IPC_DNS_WHY_LIST)
+	/* The whole command, even for a 253-character name: a cut one
+	 * names another host.  It fits a 1232-byte answer. */
+	if (why == IPC_DNS_WHY_LIST)
 		snprintf(buf, len, "sandbox %s may not resolve %s (%s); ask the "
 		    "operator: gatewayd ctl allow %s %s", who, name, reason,
 		    who, name);

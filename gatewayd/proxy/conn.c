@@ -330,7 +330,9 @@ conn_refuse(struct conn *c, int code, const char *reason)
 void
 conn_refuse_policy(struct conn *c, const char *reason)
 {
-	char told[768];
+	/* Room for the whole command: twice a 253-character name and a
+	 * 32-character sandbox name, and the reason. */
+	char told[2 * 256 + 2 * 33 + 512];
 	bool port;
 
 	port = strstr(reason, "allow_ports") != NULL;

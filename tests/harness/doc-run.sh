@@ -4,7 +4,7 @@
 # doc_machine_up builds the machine the pages assume: a gateway namespace
 # whose uplink is eth0 (a default route through it, the shipped
 # dns.upstream 9.9.9.9 answering behind it, a LAN on lan0), and a mount
-# namespace in which /etc, /usr, /var, /srv and /home are overlays of
+# namespace in which /etc, /usr, /var, /srv, /home and /root are overlays of
 # $TOPO_TMP (nothing lands on the host) and /run a tmpfs, with none of
 # moat's files: make install, /etc/moat, /var/lib/moat, /run/moat are
 # the page's own paths.  doc_walk DOC runs every command of DOC in order
@@ -47,12 +47,14 @@ doc_disk_up() {
 	TOPO_PIDS+=("$DOC_HOLD")
 	wait_for 10 doc_hold_apart || return 1
 	inside sh -ec "
-	for d in etc usr var srv home; do
+	for d in etc usr var srv home root; do
 		mkdir -p '$DOC_OV'/\$d.u '$DOC_OV'/\$d.w
 		mount -t overlay overlay -o lowerdir=/\$d,upperdir='$DOC_OV'/\$d.u,workdir='$DOC_OV'/\$d.w /\$d
 	done
 	# A fresh machine: none of moat's files (whiteouts in the overlays only).
 	rm -rf /etc/moat /var/lib/moat /var/log/moat /usr/local/sbin/gatewayd /usr/local/bin/provision
+	# ...and root has no ssh key yet, as on a fresh box.
+	rm -f /root/.ssh/id_ed25519 /root/.ssh/id_ed25519.pub
 	mkdir -p '$DOC_OV'/run.host
 	mount --rbind /run '$DOC_OV'/run.host
 	mount -t tmpfs -o mode=0755 tmpfs /run

@@ -34,6 +34,55 @@ words = re.findall(r"[A-Za-z0-9.]*[A-Za-z0-9]_[A-Za-z0-9_]*[A-Za-z0-9]",
 print(" ".join(sorted({w for w in words if w not in text})))' "$T/$name.txt" "$src")
 	expect_eq "$name: no underscore eaten" "" "$lost"
 done
+
+# Read as rendered (man -l, as a user reads it): no Markdown table row
+# left raw (a blank line inside a table used to end it, and the rest
+# printed as "| trunk | string | ... |"), and options only where a reader
+# looks for them: a "-x"/"--long" item under a section whose name says
+# OPTIONS (gatewayd(8) listed --help, --version and --teardown under
+# ENVIRONMENT).
+for txt in "$T"/*.txt; do
+	name=${txt##*/}; name=${name%.txt}
+	expect_eq "$name: no raw table row in the rendered page" "" \
+		"$(grep -nE '^[[:space:]]*\|[^|]*\|' "$txt" | head -5)"
+	misplaced=$(python3 -c 'import re, sys
+sec = ""
+for l in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    l = l.rstrip("\n")
+    if re.match(r"[A-Z][A-Z0-9 ()-]*$", l):
+        sec = l
+    elif re.match(r" {7}(\u2022|\u00b7|o) +--?[A-Za-z]", l) and \
+            not re.search(r"OPTIONS|SYNOPSIS", sec):
+        print(sec + ": " + l.strip())' "$txt" | head -5)
+	expect_eq "$name: every option item is under OPTIONS" "" "$misplaced"
+done
+
+# Every key of the configuration schema (lib/config_schema.c's key
+# tables) is a tagged paragraph of moat.conf(5), bare or under its
+# group's prefix ("ipv6.network"; a group may be a subsection of its own
+# name instead), and every sandbox key is one in the
+# sandboxes section: the sandbox "ipv6" key used to be lost.
+keys=$(python3 - lib/config_schema.c <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+for m in re.finditer(r'static const struct key (\w+)_keys\[\] = \{(.*?)\n\};', src, re.S):
+    for k in re.findall(r'\{ "([a-z0-9_]+)", K_', m.group(2)):
+        print(m.group(1), k)
+PY
+)
+expect_ok "the schema's key tables are found" test "$(wc -l <<<"$keys")" -gt 80
+MC=$T/moat.conf.5.txt
+missing=$(while read -r table key; do
+	grep -qE "^( {7}([a-z0-9_]+\.)*$key(\.[a-z0-9_.]+)?( \(.*)?| {3}([a-z0-9_]+\.)*$key)\$" "$MC" ||
+		echo "$table.$key"
+done <<<"$keys")
+expect_eq "moat.conf(5): every schema key has its tagged paragraph" "" "$missing"
+sbsec=$(awk '/^SANDBOXES/ { on = 1; next } /^[A-Z][A-Z ]+$/ { on = 0 } on' "$MC")
+missing=$(while read -r table key; do
+	[ "$table" = sandbox ] || continue
+	grep -qE "^ {7}$key( \(.*)?\$" <<<"$sbsec" || echo "$key"
+done <<<"$keys")
+expect_eq "moat.conf(5): every sandbox key is in SANDBOXES" "" "$missing"
 expect_match "moat.conf(5): a table row is a tagged paragraph" \
 	'^       state_dir \(string, default "/var/lib/moat"\)$' "$(cat "$T/moat.conf.5.txt")"
 expect_match "gatewayd(8): each SYNOPSIS form on its own line" \

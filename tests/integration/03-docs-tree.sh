@@ -5,6 +5,14 @@
 # and tools/) is named in its section, and every file or folder the
 # section names exists.  A file is named by its path, or by its name
 # under its folder's heading ("### gatewayd/proxy/").
+#
+# And the docs agree with the tree and with each other, where a
+# contradiction can be found by reading: no page says a ctl verb is
+# missing that lib/ipc.c's verb table (or its `secret` sub-verbs in
+# ctl_usage) has; a guest's first-boot time under TCG is stated in
+# docs/benchmarks.md only, the others point there; and no page tells the
+# reader to copy containment-check into a guest, which provision put
+# there already.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 
@@ -46,4 +54,43 @@ missing=$(sed -n 's/^MISSING *//p' <<<"$out")
 gone=$(sed -n 's/^GONE *//p' <<<"$out")
 expect_eq "every source file of the programs is named in 'Where the code is'" "" "$missing"
 expect_eq "every file or folder it names exists" "" "$gone"
+
+agree=$(python3 - <<'PY'
+import glob, re
+verbs = set(re.findall(r'\[CTL_\w+\] = "([a-z-]+)"', open("lib/ipc.c").read()))
+for m in re.finditer(r'"  secret ([a-z|]+)', open("gatewayd/ctl_client.c").read()):
+    verbs.update(m.group(1).split("|"))
+pages = sorted(glob.glob("docs/*.md")) + ["README.md"]
+absent = [
+    r"\bno (?:`?(?:gatewayd )?ctl`? )?(?:verb|command|subcommand)s? (?:to|for|that) ([a-z-]+)",
+    r"\bno `(?:gatewayd )?(?:ctl )?(?:secret )?([a-z-]+)` (?:verb|command)",
+    r"`(?:gatewayd )?ctl (?:secret )?([a-z-]+)` (?:does not exist|is not (?:yet )?(?:implemented|available))",
+]
+dur = r"\b\d+(?:\.\d+)?\s*(?:minutes?|min|seconds?|s)\b"
+out = []
+for p in pages:
+    text = open(p, encoding="utf-8").read()
+    flat = re.sub(r"\s+", " ", text)
+    for rx in absent:
+        for m in re.finditer(rx, flat):
+            if m.group(1) in verbs:
+                out.append("%s: says '%s' is missing; the verb table has it: %s"
+                           % (p, m.group(1), m.group(0)))
+    if p != "docs/benchmarks.md":
+        for sent in re.split(r"(?<=[.;])\s", flat):
+            if "TCG" in sent and re.search(r"first[ -]boot|verdict", sent) and \
+                    re.search(dur, sent):
+                out.append("%s: states the TCG first-boot time (benchmarks.md's): %s"
+                           % (p, sent[:160]))
+    for i, l in enumerate(text.splitlines(), 1):
+        if re.search(r"\bscp\b.*containment-check|containment-check.*\bscp\b|"
+                     r"copied in with scp", l):
+            out.append("%s:%d: copies containment-check into the guest, which "
+                       "provision did: %s" % (p, i, l.strip()))
+print("VERBS %d %s" % (len(verbs), "attach" in verbs))
+print("\n".join(out))
+PY
+)
+expect_match "the ctl verb table is read (secret attach among its verbs)" '^VERBS [1-9][0-9] True$' "$(head -1 <<<"$agree")"
+expect_eq "the docs contradict neither the tree nor each other" "" "$(sed 1d <<<"$agree")"
 tap_done

@@ -38,6 +38,24 @@ expect_eq "allowlist: *.github.test does not match github.test" "REFUSED" \
 out=$(qdig web denied.test)
 expect_eq "allowlist: other name REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
 expect_match "refusal carries EDE 15 (Blocked)" "EDE: 15 \(Blocked\)" "$out"
+# The refusal names the whole command, even for a 253-character name (the
+# text used to stop at 128 bytes: "gatewayd ctl allow web aaa...a" named
+# another host).  A client whose payload size leaves no room gets TC and
+# the EDE code, and over TCP the whole text.
+l63=$(printf 'a%.0s' $(seq 63)); long="$l63.$l63.$l63.$(printf 'b%.0s' $(seq 56)).test"
+expect_eq "the long name has 253 characters" 253 "${#long}"
+out=$(qdig web "$long")
+expect_eq "253-character name: REFUSED" "REFUSED" "$(rcode_of <<<"$out")"
+expect_match "...and dig's EDE line carries the whole command" \
+	"EDE: 15 \(Blocked\): \(sandbox web may not resolve $long \(not on the allow list\); ask the operator: gatewayd ctl allow web $long\)\$" \
+	"$out"
+out=$(qdig web +bufsize=512 +ignore "$long")
+expect_match "...a 512-byte client gets TC by UDP" "flags:.* tc" "$out"
+expect_match "...with the EDE code, within its 512 bytes" "EDE: 15 \(Blocked\)" "$out"
+expect_match "...and the message fits" "MSG SIZE  rcvd: ([1-4][0-9][0-9]|5(0[0-9]|1[0-2]))\$" "$out"
+out=$(qdig web +bufsize=512 "$long")
+expect_match "...and over TCP the whole command" \
+	"ask the operator: gatewayd ctl allow web $long\)\$" "$out"
 # The log line may follow the answer: wait for it (or fail below).
 wait_for 20 grep -qF "sandbox web: refused A denied.test.: not on the allow list" "$TOPO_TMP/dnsd.log"
 expect_match "refusal is logged with sandbox, name and reason" \

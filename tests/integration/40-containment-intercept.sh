@@ -82,6 +82,15 @@ for a in $PUBLIC_RESOLVERS; do
 		"ok +tcp +${a//./\\.}:443 +proxy-refused +refused by the gateway's proxy: TLS alert access_denied +\[DNS over HTTPS \(port\)\]" "$out"
 done
 expect_match "human report: contained" 'verdict: contained$' "$out"
+# The summary says what each count is; a clean scan has no word that
+# reads like a warning (the spoofing probes' silence, the policy's own,
+# used to show as "silent drops", explained as possible rate limiting).
+expect_match "human report: the summary names the gateway's refusals and the expected filtered probes" \
+	'^[0-9]+ probes in [0-9.]+ s: 0 breaches, 0 failed controls, [1-9][0-9]* controls passed, [1-9][0-9]* refused by the gateway, [0-9]+ filtered \(expected\), [0-9]+ not run$' "$out"
+expect_eq "human report: nothing in a clean scan reads like a warning" "" \
+	"$(grep -Ei 'silent|rate.limit|warn' <<<"$out"; grep -E 'BREACH|FAILED' <<<"$out")"
+expect_eq "--json: the summary's counts add up to the probes" True \
+	"$(cc_q "r['breaches'] + r['failed_controls'] + r['controls_passed'] + r['refused'] + r['filtered'] <= r['probes'] and r['refused'] > 60000")"
 expect_match "the proxy refused for want of a server name" \
 	'no server name \(allowlist needs one\)' "$(cat "$TOPO_TMP/proxy.log")"
 

@@ -25,8 +25,9 @@
 # (the installed unit's own commands run instead), the image download and
 # the cloud image (the test's kernel-mode guest, same provision flags but
 # the image's, whose initramfs carries the package's containment-check),
-# `provision console` (interactive), and ssh into the guest (the guest
-# runs containment-check with the page's arguments at boot).  A command
+# `provision console` (interactive), ssh into the guest (the guest runs
+# containment-check with the page's arguments at boot), and the
+# workstation's ssh through the box (not run).  A command
 # the page gains that this table does not know fails the test.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
@@ -124,8 +125,8 @@ CC_ARGS=$(python3 tests/harness/doc-blocks.py "$DOC" | python3 -c '
 import json, sys
 for l in sys.stdin:
     c = json.loads(l).get("cmd") or ""
-    if c.startswith("ssh ") and "./containment-check" in c:
-        print(c.split("./containment-check", 1)[1].strip())')
+    if c.startswith("ssh agent@") and " containment-check " in c:
+        print(c.split(" containment-check ", 1)[1].strip())')
 standin_create() {
 	echo "# stand-in: kernel mode instead of the cloud image (no cloud-init, no ssh):"
 	echo "#   --image/--ssh-key replaced, every other flag as written; the guest runs"
@@ -135,22 +136,23 @@ standin_create() {
 		-e 's| --ssh-key [^ ]+||' <<<"$1")
 	doc_run "$cmd --append 'quiet moat.cc=$(tr ' ' ',' <<<"$CC_ARGS")'"
 }
-standin_scp() {
-	echo "# stand-in: no scp into the kernel-mode guest: its initramfs carries the"
-	echo "#   containment-check on the page's PATH, which the package installed"
+standin_ssh() {
+	echo "# stand-in: no ssh into the kernel-mode guest: its initramfs carries the"
+	echo "#   containment-check the package installed (as provision puts it in an"
+	echo "#   image-mode guest), and its console log shows the run"
 	local cc
 	cc=$(doc_run 'command -v containment-check') || return 1
 	echo "#   $cc: $(inside dpkg -S "$cc")"
-	inside dpkg -S "$cc" | grep -q '^moat: ' && inside cmp "$cc" "$CC_PKG"
-}
-standin_ssh() {
-	echo "# stand-in: no ssh into the kernel-mode guest: its console log shows the run"
+	inside dpkg -S "$cc" | grep -q '^moat: ' && inside cmp "$cc" "$CC_PKG" || return 1
 	inside test -e /var/lib/moat/guests/dev/console.log || return 1	# no guest started
 	wait_for 300 inside grep -q MOAT-VERDICT /var/lib/moat/guests/dev/console.log
 	inside cat /var/lib/moat/guests/dev/console.log
 	inside grep -E 'running containment-check|BREACH|FAILED|DNS over HTTPS|probes in|verdict' \
 		/var/lib/moat/guests/dev/console.log | sed 's/^/#   guest: /'
 	inside grep -q '^MOAT-VERDICT: contained' /var/lib/moat/guests/dev/console.log
+}
+skip_workstation() {
+	echo "# not run: on the admin's workstation, through the box's sshd (no sshd here)"
 }
 skip_console() {
 	echo "# not run: interactive (63-provision-console.sh drives provision console)"
@@ -166,12 +168,17 @@ declare -A HOW=(
 	["cd /srv/moat-images"]=run
 	["wget https://cloud.debian.org/images/cloud/bookworm/latest/$IMAGE_NAME"]=standin_wget
 	["chmod 0644 $IMAGE_NAME"]=run
+	["[ -f ~/.ssh/id_ed25519 ] || ssh-keygen -t ed25519 -N '' -f ~/.ssh/id_ed25519"]=run
 	["provision create dev --image /srv/moat-images/$IMAGE_NAME --ssh-key ~/.ssh/id_ed25519.pub --egress allowlist --allow github.com --allow '*.githubusercontent.com' --allow pypi.org --cpus 2 --memory 4G --disk 20G"]=standin_create
 	["provision start dev"]=run
 	["provision console dev            # watch cloud-init finish; Ctrl-] leaves"]=skip_console
 	["provision list"]=run
-	["scp \"\$(command -v containment-check)\" agent@10.77.0.2:"]=standin_scp
-	["ssh agent@10.77.0.2 ./containment-check --expect allowlist --in-guest"]=standin_ssh
+	["ssh agent@10.77.0.2 containment-check --expect allowlist --in-guest"]=standin_ssh
+	["ssh -J root@box agent@10.77.0.2"]=skip_workstation
+	["getent passwd alice >/dev/null || useradd -m -G moat alice"]=run
+	["provision create alice-dev --owner alice --ssh-key alice.pub --image /srv/moat-images/$IMAGE_NAME --egress allowlist --allow pypi.org"]=standin_create
+	["provision list --owner alice"]=run
+	["provision destroy alice-dev"]=run
 	["gatewayd ctl refused dev"]=run
 	["gatewayd ctl allow dev files.pythonhosted.org --for 10m"]=run
 	["gatewayd ctl allow dev @pypi          # written to sandboxes.d/dev.conf"]=run
@@ -183,7 +190,8 @@ declare -A HOW=(
 
 doc_varies() {
 	[ "$HOW_NOW" = standin_create ] &&
-		echo 's/^created dev: image mode,/created dev: kernel mode,/'
+		echo 's/^created ([a-z-]+): image mode,/created \1: kernel mode,/'
+	echo 's/ image allowlist stopped / (image|kernel) allowlist stopped /'
 	echo 's/^started dev: (pid [^,]+), kvm,/started dev: \1, (kvm|tcg),/'
 	echo 's/^accelerator kvm: KVM works$/accelerator (kvm: KVM works|tcg: KVM not usable by uid [0-9]+ \\(guest dev\\): .*)/'
 }
@@ -204,6 +212,8 @@ expect_eq "... which is the shipped examples/moat.conf" "" \
 	"$(inside diff "$PWD/examples/moat.conf" /etc/moat/moat.conf)"
 expect_ok "... whose proxy intercepts (intercept = true, the default)" \
 	inside grep -q 'intercept = true' /etc/moat/moat.conf
+expect_ok "the page made root an ssh key where it had none (in the overlay's /root)" \
+	inside ssh-keygen -l -f /root/.ssh/id_ed25519.pub
 expect_eq "provision destroy left nothing of the guest" "" \
 	"$(inside find /var/lib/moat/guests/ /etc/moat/sandboxes.d/ -mindepth 1 2>/dev/null)"
 expect_fail "the bridge is gone after --teardown" ip -n "$NS_GW" link show moat0

@@ -75,6 +75,11 @@ expect_match "...and says what one looks like" 'expected a duration' "$(gw_ctl r
 body=$(in_ns "$TOPO-web" curl -s -m 5 -x "http://$GW_ADDR:3128" http://open.test/)
 expect_eq "the proxy's 403 says the same" \
 	'moat: sandbox web may not reach open.test (name not on the allowlist); ask the operator: gatewayd ctl allow web open.test' "$body"
+# ...whole for a 253-character name too (twice the name in one text).
+l63=$(printf 'a%.0s' $(seq 63)); long="$l63.$l63.$l63.$(printf 'b%.0s' $(seq 56)).test"
+body=$(in_ns "$TOPO-web" curl -s -m 5 -x "http://$GW_ADDR:3128" "http://$long/")
+expect_eq "the proxy's 403 carries the whole command for a 253-character name" \
+	"moat: sandbox web may not reach $long (name not on the allowlist); ask the operator: gatewayd ctl allow web $long" "$body"
 within_1s "the proxy's refusal shows in ctl refused" \
 	shows web '^web +open\.test .* proxy +not on the allow list$'
 

@@ -253,6 +253,35 @@ families(void **state)
 	    "(2000::/3 via 2001:db8::1 dev eth0)\""));
 }
 
+/* A clean scan's summary says what each count is and nothing in it
+ * reads like a warning: refusals without an answer are "filtered
+ * (expected)", never "silent drops". */
+static void
+summary_words(void **state)
+{
+	static char out[16384];
+	struct cc_probe p[4];
+	struct cc_disc d;
+
+	fam_probe(&p[0], C_GATEWAY, E_DENY, "10.77.0.1", V_BLOCKED);
+	fam_probe(&p[1], C_PRIVATE, E_DENY, "192.168.1.1", V_BLOCKED);
+	fam_probe(&p[2], C_GATEWAY, E_DENY, "10.77.0.1", V_FILTERED);
+	fam_probe(&p[3], C_CONTROL, E_REACH, "203.0.113.10", V_REACHABLE);
+	report_judge(p, 4, priv);
+	memset(&d, 0, sizeof(d));
+	d.gateway.family = AF_UNSPEC;
+	d.gw6.family = AF_UNSPEC;
+	capture(report_human, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "4 probes in 0.00 s: 0 breaches, 0 failed "
+	    "controls, 1 controls passed, 2 refused by the gateway, 1 filtered "
+	    "(expected), 0 not run\n"));
+	assert_null(strstr(out, "silent"));
+	assert_non_null(strstr(out, "verdict: contained\n"));
+	capture(report_json, p, 4, &d, out, sizeof(out));
+	assert_non_null(strstr(out, "\"controls_passed\": 1,\n  \"refused\": 2,"
+	    "\n  \"filtered\": 1,\n  \"not_run\": 0,"));
+}
+
 static int
 setup(void **state)
 {
@@ -279,6 +308,7 @@ main(void)
 		cmocka_unit_test(dns_no_reply),
 		cmocka_unit_test(proxy_status),
 		cmocka_unit_test(families),
+		cmocka_unit_test(summary_words),
 	};
 	return cmocka_run_group_tests_name("cc_report", tests, setup, teardown);
 }

@@ -250,6 +250,61 @@ test_resp_ede(void **state)
 	free(w);
 }
 
+/* A refusal's text for a 253-character name goes whole where the client
+ * takes it (RFC 8914 sets no 128-byte limit); where its EDNS size cannot,
+ * TC is set and the EDE code goes alone, within that size. */
+static void
+test_resp_ede_long(void **state)
+{
+	char name[256], text[1024];
+	struct dq q;
+	ldns_pkt *p = NULL;
+	ldns_edns_option *o;
+	uint8_t *w, *r;
+	size_t len, rlen, i;
+
+	(void)state;
+	for (i = 0; i < 253; i++)
+		name[i] = (i + 1) % 64 == 0 ? '.' : 'a';
+	memcpy(name + 248, ".test", 6);	/* 253 characters */
+	snprintf(text, sizeof(text), "sandbox web may not resolve %s (not on "
+	    "the allow list); ask the operator: gatewayd ctl allow web %s",
+	    name, name);
+	strcat(name, ".");
+	w = query(name, LDNS_RR_TYPE_A, 1232, &len);
+	assert_int_equal(dq_parse(w, len, false, &q), DQ_OK);
+	r = resp_build(&q, LDNS_RCODE_REFUSED, NULL, NULL, 0, EDE_BLOCKED,
+	    text, &rlen);
+	assert_true(rlen <= 1232);
+	assert_int_equal(ldns_wire2pkt(&p, r, rlen), LDNS_STATUS_OK);
+	assert_false(ldns_pkt_tc(p));
+	o = ldns_edns_option_list_get_option(ldns_pkt_edns_get_option_list(p),
+	    0);
+	assert_int_equal(ldns_edns_get_size(o), 2 + strlen(text));
+	assert_memory_equal(ldns_edns_get_data(o) + 2, text, strlen(text));
+	ldns_pkt_free(p);
+	p = NULL;
+	free(r);
+	dq_clear(&q);
+	free(w);
+
+	w = query(name, LDNS_RR_TYPE_A, 512, &len);
+	assert_int_equal(dq_parse(w, len, false, &q), DQ_OK);
+	r = resp_build(&q, LDNS_RCODE_REFUSED, NULL, NULL, 0, EDE_BLOCKED,
+	    text, &rlen);
+	assert_true(rlen <= 512);
+	assert_int_equal(ldns_wire2pkt(&p, r, rlen), LDNS_STATUS_OK);
+	assert_true(ldns_pkt_tc(p));
+	o = ldns_edns_option_list_get_option(ldns_pkt_edns_get_option_list(p),
+	    0);
+	assert_int_equal(ldns_edns_get_size(o), 2);
+	assert_int_equal(ldns_read_uint16(ldns_edns_get_data(o)), 15);
+	ldns_pkt_free(p);
+	free(r);
+	dq_clear(&q);
+	free(w);
+}
+
 /* --- upstream answers ------------------------------------------------ */
 
 static void
@@ -503,6 +558,7 @@ main(void)
 		cmocka_unit_test(test_query_bad),
 		cmocka_unit_test(test_resp_truncates),
 		cmocka_unit_test(test_resp_ede),
+		cmocka_unit_test(test_resp_ede_long),
 		cmocka_unit_test(test_answer_match),
 		cmocka_unit_test(test_answer_chain),
 		cmocka_unit_test(test_answer_rebinding),
