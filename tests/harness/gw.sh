@@ -31,7 +31,7 @@ gw_start() {	# gw_start [extra gatewayd args]
 	[ -e "$GW_CONF" ] || cp examples/demo.conf "$GW_CONF"
 	gw_own_state || return 1
 	bash gatewayd/install-users.sh
-	ip netns exec "$NS_GW" build/gatewayd -d -c "$GW_CONF" -s "$GW_SOCK" \
+	moat_daemon "$NS_GW" build/gatewayd -d -c "$GW_CONF" -s "$GW_SOCK" \
 	    -a "$GW_AUDIT" "$@" >>"$GW_LOG" 2>&1 &
 	GW_PID=$!
 	TOPO_PIDS+=("$GW_PID")

@@ -111,7 +111,7 @@ pair_box_start() {	# pair_box_start X -- X's gatewayd, same config, own state
 	SOCK[$x]=$TOPO_TMP/$x.sock
 	sed "s|^gateway: {|gateway: { state_dir = \"$TOPO_TMP/state-$x\";\n  ha: { enabled = true; uplink_address = \"$UP_VIP\"; };\n  metrics: { textfile = \"$TOPO_TMP/$x.prom\"; interval = 1; };|" \
 	    examples/demo.conf >"$TOPO_TMP/$x.conf"
-	ip netns exec "${PAIR_NS[$x]}" build/gatewayd -d -c "$TOPO_TMP/$x.conf" -s "${SOCK[$x]}" \
+	moat_daemon "${PAIR_NS[$x]}" build/gatewayd -d -c "$TOPO_TMP/$x.conf" -s "${SOCK[$x]}" \
 	    -a "$TOPO_TMP/$x-audit.log" >>"$TOPO_TMP/$x-gatewayd.log" 2>&1 &
 	PID[$x]=$!
 	TOPO_PIDS+=("${PID[$x]}")

@@ -101,7 +101,6 @@ PY
 # folders; anything else passes.
 host_guard_cmd() {
 	local i prog= a d conf= sock= audit= mode=daemon want
-	HOST_GUARD_DAEMON=0
 	[ -n "${HOST_GUARD_OWN_MOUNTS:-}" ] && return 0
 	for ((i = 1; i <= $#; i++)); do
 		case "$(basename -- "${!i}")" in
@@ -134,7 +133,6 @@ host_guard_cmd() {
 	if d=$(host_guard_hostdir "$conf"); then
 		host_guard_refuse "$prog's -c $conf lies in the host's $d"; return 1
 	fi
-	[ $mode = check ] || HOST_GUARD_DAEMON=1
 	[ "$prog" = gatewayd ] || return 0
 	[ $mode = check ] && return 0
 	for want in sock audit; do
@@ -147,22 +145,15 @@ host_guard_cmd() {
 	host_guard_conf "$conf"
 }
 
-# Every namespace test starts its daemons through `ip netns exec`: check
-# them there, so a test cannot start one past the guard by calling it
-# directly.  (A command run under `timeout` or another wrapper calls
-# host_guard_cmd itself; one that gives the daemon private mounts over the
-# host's folders on purpose says so with HOST_GUARD_OWN_MOUNTS=1.)
-#
-# A daemon started in the background (`ip netns exec NS build/gatewayd
-# ... &`) runs in a subshell of its own: exec'ing ip there keeps $! the
-# daemon's pid, as tests that signal or wait for it need.
-ip() {
-	HOST_GUARD_DAEMON=0
-	if [ "${1:-}" = netns ] && [ "${2:-}" = exec ] && [ $# -gt 3 ]; then
-		host_guard_cmd "${@:4}" || return 1
-	fi
-	if [ "$HOST_GUARD_DAEMON" = 1 ] && [ "$BASHPID" != "$$" ]; then
-		exec ip "$@"
-	fi
-	command ip "$@"
+# moat_daemon NS CMD... -- `ip netns exec NS CMD` for a command that
+# starts gatewayd, dnsd or moat-proxy, after host_guard_cmd.  Started in
+# the background (`moat_daemon NS build/gatewayd ... &`) it runs in a
+# subshell of its own, which it replaces: $! is then the daemon's pid, as
+# tests that signal or wait for it need.  (A daemon that gets private
+# mounts over the host's folders on purpose says so with
+# HOST_GUARD_OWN_MOUNTS=1.)
+moat_daemon() {
+	host_guard_cmd "${@:2}" || return 1
+	[ "$BASHPID" != "$$" ] && exec ip netns exec "$@"
+	ip netns exec "$@"
 }

@@ -159,6 +159,7 @@ topo_pub() {
 
 topo_bg() {	# topo_bg NS LOGNAME cmd... -- background process, reaped by topo_down
 	local ns=$1 name=$2; shift 2
+	host_guard_cmd "$@" || return 1
 	ip netns exec "$ns" "$@" >"$TOPO_TMP/$name.log" 2>&1 &
 	TOPO_PIDS+=($!)
 }

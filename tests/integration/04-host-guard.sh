@@ -63,10 +63,10 @@ expect_match "... a path that only resolves there" 'moat.conf:4: textfile = "/va
 expect_match "... a secret's file" "moat.conf:6: file = \"/etc/moat/secrets/k\" lies in the host.s /etc/moat" "$out"
 expect_eq "... and nothing passed it" "" "$(grep 'guard passed' <<<"$out")"
 
-# gatewayd started past gw_start, without -a or -s: their defaults are the
+# gatewayd started with moat_daemon, without -a or -s: their defaults are the
 # host's.  Refused before any namespace is entered.
-fake start.sh 'ip netns exec nosuchns build/gatewayd -d -c "$GW_CONF" -s "$TOPO_TMP/s"
-ip netns exec nosuchns build/gatewayd -d -c "$GW_CONF" -a /var/log/moat/audit.log -s "$TOPO_TMP/s"
+fake start.sh 'moat_daemon nosuchns build/gatewayd -d -c "$GW_CONF" -s "$TOPO_TMP/s"
+moat_daemon nosuchns build/gatewayd -d -c "$GW_CONF" -a /var/log/moat/audit.log -s "$TOPO_TMP/s"
 ok "started"'
 out=$(run_fake start.sh)
 expect_eq "gatewayd started without its own audit log fails the test" 1 "$(cat "$T/start.sh.rc")"

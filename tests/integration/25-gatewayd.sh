@@ -210,7 +210,7 @@ for i in $(seq 100); do [ -S "$SL/log.sock" ] && break; sleep 0.1; done
 rm -f "$GW_SOCK"
 # Its /var/log is an empty tmpfs too: without -a the audit log goes to
 # /var/log/moat/audit.log, folder made 0750.
-HOST_GUARD_OWN_MOUNTS=1 ip netns exec "$NS_GW" unshare -m sh -c '
+ip netns exec "$NS_GW" unshare -m sh -c '
 	mount --make-rprivate / && mount -t tmpfs moat-dev "$1/dev" || exit 1
 	for n in null zero random urandom; do touch "$1/dev/$n"; mount --bind "/dev/$n" "$1/dev/$n"; done
 	ln -s "$1/log.sock" "$1/dev/log" && mount --bind "$1/dev" /dev || exit 1

@@ -38,7 +38,7 @@ CONF
 
 # gatewayd under strace: the trace's first pid is the parent.
 TRACE=$TOPO_TMP/trace
-ip netns exec "$NS_GW" strace -f -qq -o "$TRACE" \
+moat_daemon "$NS_GW" strace -f -qq -o "$TRACE" \
 	-e trace=open,openat,openat2,stat,lstat,newfstatat,statx \
 	build/gatewayd -d -c "$GW_CONF" -s "$GW_SOCK" -a "$GW_AUDIT" >>"$GW_LOG" 2>&1 &
 TOPO_PIDS+=($!)

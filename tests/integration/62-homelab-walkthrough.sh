@@ -89,7 +89,7 @@ expect_fail "gatewayd -n changed nothing" ip -n "$NS_GW" link show moat0
 # Step 2: start gatewayd (the unit runs this, in the foreground; the audit
 # log is the run's own, not the host's /var/log/moat).
 mkdir -p "$RUN"
-ip netns exec "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" \
+moat_daemon "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" \
 	>"$TOPO_TMP/gw.log" 2>&1 &
 GWPID=$!
 TOPO_PIDS+=($GWPID)
@@ -180,7 +180,7 @@ expect_match "a second teardown has nothing to undo" "nothing to undo" \
 # nothing and says exactly what is wrong, at start and on reload.
 sed -i 's|^  state_dir|  manage_network = false;\n  state_dir|' "$CONF"
 ip -n "$NS_GW" route del default
-ip netns exec "$NS_GW" gatewayd -d -X -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" >"$TOPO_TMP/gw2.log" 2>&1 &
+moat_daemon "$NS_GW" gatewayd -d -X -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" >"$TOPO_TMP/gw2.log" 2>&1 &
 GWPID=$!
 TOPO_PIDS+=($GWPID)
 for i in $(seq 100); do gatewayd ctl -s "$RUN/gatewayd.sock" status >/dev/null 2>&1 && break; sleep 0.2; done

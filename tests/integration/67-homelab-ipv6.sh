@@ -106,7 +106,7 @@ expect_match "gatewayd -n warns: IPv6 forwarding off" "warning: network: forward
 expect_fail "gatewayd -n changed nothing" ip -n "$NS_GW" link show moat0
 
 mkdir -p "$RUN"
-ip netns exec "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" \
+moat_daemon "$NS_GW" gatewayd -d -c "$CONF" -s "$RUN/gatewayd.sock" -a "$TOPO_TMP/audit.log" \
 	>"$TOPO_TMP/gw.log" 2>&1 &
 GWPID=$!
 TOPO_PIDS+=($GWPID)

@@ -81,7 +81,7 @@ box_conf() {	# box_conf X LISTEN PEER PEERKEY -- $TOPO_TMP/X/moat.conf
 }
 box_start() {	# box_start X NS
 	SOCK[$1]=$TOPO_TMP/$1.sock
-	ip netns exec "$2" build/gatewayd -d -c "$TOPO_TMP/$1/moat.conf" -s "${SOCK[$1]}" \
+	moat_daemon "$2" build/gatewayd -d -c "$TOPO_TMP/$1/moat.conf" -s "${SOCK[$1]}" \
 	    -a "$TOPO_TMP/$1-audit.log" >>"$TOPO_TMP/$1-gatewayd.log" 2>&1 &
 	PID[$1]=$!
 	TOPO_PIDS+=("${PID[$1]}")

@@ -97,7 +97,7 @@ CONF
 }
 box_start() {	# box_start X NS
 	SOCK[$1]=$TOPO_TMP/$1.sock
-	ip netns exec "$2" build/gatewayd -d -c "$TOPO_TMP/$1/moat.conf" -s "${SOCK[$1]}" \
+	moat_daemon "$2" build/gatewayd -d -c "$TOPO_TMP/$1/moat.conf" -s "${SOCK[$1]}" \
 	    -a "$TOPO_TMP/$1-audit.log" --test-clock "$CLOCK" >>"$TOPO_TMP/$1-gatewayd.log" 2>&1 &
 	PID[$1]=$!
 	TOPO_PIDS+=("${PID[$1]}")
