@@ -109,19 +109,66 @@ loop(struct gw *gw, int sfd)
 	}
 }
 
+/* Journals recovery refused, kept until the audit log is open. */
+struct refused_journals {
+	char	**v;
+	size_t	  n;
+};
+
+static void
+journal_refused(void *arg, const char *journal, const char *why)
+{
+	struct refused_journals *r = arg;
+
+	if (r->n >= 64)
+		return;
+	r->v = xreallocarray(r->v, r->n + 1, sizeof(*r->v));
+	xasprintf(&r->v[r->n++], "%s\t%s", journal, why);
+}
+
+static void
+journals_audit(struct gw *gw, struct refused_journals *r)
+{
+	char *tab;
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		tab = strchr(r->v[i], '\t');
+		*tab = '\0';
+		audit_event(gw, "config-journal-refused", "journal", r->v[i],
+		    "reason", tab + 1, NULL);
+		free(r->v[i]);
+	}
+	free(r->v);
+	r->v = NULL;
+	r->n = 0;
+}
+
+/* A verb that was killed halfway through writing the configuration is
+ * undone before anything reads it: the files are as they were before
+ * that verb, never half of its change.  Its journal may lie in the state
+ * folder (a new secret's value), which moat.conf names. */
+static void
+recover_changes(struct gw *gw, struct refused_journals *refused)
+{
+	char *state_dir = cfgtxn_state_dir(gw->opts.conf);
+
+	if (cfgtxn_recover(gw->opts.conf, state_dir, journal_refused,
+	    refused) == -1)
+		log_warnx("an unfinished configuration change could not be "
+		    "undone (see above); starting with the files as they are");
+	free(state_dir);
+}
+
 static int
 startup(struct gw *gw)
 {
+	struct refused_journals refused = { NULL, 0 };
 	struct moat_errors errs;
 	struct group *gr;
 	char err[1024];
 
-	/* A verb that was killed halfway through writing the configuration
-	 * is undone before anything reads it: the files are as they were
-	 * before that verb, never half of its change. */
-	if (cfgtxn_recover(gw->opts.conf) == -1)
-		log_warnx("an unfinished configuration change could not be "
-		    "undone (see above); starting with the files as they are");
+	recover_changes(gw, &refused);
 	gw->cfg = net_config_load(gw->opts.conf, &errs);
 	if (gw->cfg == NULL) {
 		config_errors_print(stderr, &errs);
@@ -161,6 +208,7 @@ startup(struct gw *gw)
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);
 	audit_open(gw);
+	journals_audit(gw, &refused);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
 	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
 		return -1;
