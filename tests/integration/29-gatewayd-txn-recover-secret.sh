@@ -37,9 +37,14 @@ gateway: {
 secrets = ( { name = "admin"; file = "$ETC/secrets/admin";
   hosts = [ "api.example.test" ]; header = "Authorization";
   placeholder = "moat-admin-PLACEHOLDER"; } );
-sandboxes = ( { name = "web"; mac = "52:54:00:00:00:0a";
-  address = "10.77.0.10"; tap = "mt-web"; egress = "open"; } );
 CONF
+WEB=$ETC/sandboxes.d/web.conf
+cat >"$WEB" <<'CONF'
+# web: written by hand; this comment stays
+mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
+egress = "allowlist"; allow = [ "example.test" ];
+CONF
+cp -p "$WEB" "$TOPO_TMP/web.before"
 VALUE=$STATE/secrets/k
 DROPIN=$ETC/secrets.d/k.conf
 
@@ -110,5 +115,33 @@ is $? "each refusal is an audit event"
 is $? "no secret value in the log or the audit"
 ! gw_ctl secret list 2>/dev/null | grep -q '^k\b'
 is $? "the running configuration has no secret k"
+
+# `ctl allow` for good goes through the same journaled writer: killed when
+# the check's load opens the sandbox's file (its second open: the first
+# reads it for the edit), the new list is in place and the journal beside
+# it; the next start puts the file back as it was.
+strace -qq -o /dev/null -p "$GW_PID" -e trace=openat,open -P "$WEB" \
+	-e inject=openat,open:signal=SIGKILL:when=2 &
+TRACER=$!
+TOPO_PIDS+=("$TRACER")
+wait_for 5 grep -q '^TracerPid:[[:space:]]*[1-9]' "/proc/$GW_PID/status"
+timeout 10 build/gatewayd ctl -s "$GW_SOCK" allow web added.test \
+	>"$TOPO_TMP/allow.out" 2>&1
+wait_for 10 bash -c "! kill -0 $GW_PID 2>/dev/null"
+! kill -0 "$GW_PID" 2>/dev/null && ! grep -q '^ok' "$TOPO_TMP/allow.out"
+is $? "gatewayd is killed in the middle of ctl allow for good"
+wait "$TRACER" 2>/dev/null
+grep -q added.test "$WEB" && ls "$ETC/sandboxes.d"/.moat-txn.* >/dev/null 2>&1
+is $? "the new list is in place, its journal beside it"
+: >"$GW_LOG"
+gw_start
+is $? "gatewayd starts again"
+cmp -s "$WEB" "$TOPO_TMP/web.before" && \
+	[ "$(stat -c %a "$WEB")" = "$(stat -c %a "$TOPO_TMP/web.before")" ]
+is $? "the sandbox's file is back as it was, comment and mode included"
+[ -z "$(ls -A "$ETC/sandboxes.d" | grep '^\.')" ]
+is $? "no journal, staged or old file is left in sandboxes.d"
+grep -q "configuration change was cut short ($ETC/sandboxes.d/.moat-txn" "$GW_LOG"
+is $? "the log names the journal in sandboxes.d"
 
 tap_done
