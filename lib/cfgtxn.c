@@ -8,9 +8,9 @@
  *
  * A process that dies in the middle (killed, or the machine losing power)
  * cannot roll back itself, so each transaction keeps a journal beside
- * the first file it changes (in moat.conf's folder or one of the folders
- * in it): ".moat-txn.XXXXXX", locked with flock(2) for as long as the
- * transaction lives.  It names each staged file, and each old file once
+ * the first file it changes (in moat.conf's folder or the state folder,
+ * or one of the folders in them): ".moat-txn.XXXXXX", locked with
+ * flock(2) for as long as the transaction lives.  It names each staged file, and each old file once
  * its hidden link exists, before the step that needs it.  cfgtxn_recover()
  * (gatewayd runs it before it reads the configuration) finds the journals
  * whose owner is gone and puts the old files back: a change that nobody
@@ -23,7 +23,10 @@
  *	O OLD PATH	the old PATH is linked at OLD
  *	A -		abandoned before the commit: only staged files to remove
  *	D TMP PATH	staging TMP failed: nothing of it to undo
- * Paths with a tab or a newline are refused at staging.
+ * Paths with a tab or a newline are refused at staging; paths are
+ * written absolute.  Recovery trusts a journal only as far as
+ * cfgtxn_recover() (cfgtxn.h) says: anyone who can write a file could
+ * have planted one.
  */
 #include <sys/file.h>
 #include <sys/random.h>
@@ -123,11 +126,24 @@ fsync_dir(const char *path)
 	free(dir);
 }
 
+/* path as an absolute one, for the journal: recovery acts only on
+ * absolute paths (gatewayd -c may have been given a relative one). */
+static char *
+absolute(const char *path)
+{
+	char cwd[4096], *s;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return xstrdup(path);
+	xasprintf(&s, "%s/%s", cwd, path);
+	return s;
+}
+
 /* Append one line to the journal and make it durable.  0 or -1. */
 static int
 journal_add(struct cfgtxn *t, char kind, const char *a, const char *b)
 {
-	char *line;
+	char *line, *absa = NULL, *absb = NULL;
 	int rc;
 
 	if (t->jfd == -1) {
@@ -155,11 +171,15 @@ journal_add(struct cfgtxn *t, char kind, const char *a, const char *b)
 		fsync_dir(t->journal);
 	}
 	if (b != NULL)
-		xasprintf(&line, "%c %s\t%s\n", kind, a, b);
+		xasprintf(&line, "%c %s\t%s\n", kind, absa = absolute(a),
+		    absb = absolute(b));
 	else
-		xasprintf(&line, "%c %s\n", kind, a);
+		xasprintf(&line, "%c %s\n", kind, kind == 'A' ? a :
+		    (absa = absolute(a)));
 	rc = write_all(t->jfd, line, strlen(line)) == -1 ||
 	    fdatasync(t->jfd) == -1 ? -1 : 0;
+	free(absa);
+	free(absb);
 	free(line);
 	return rc;
 }

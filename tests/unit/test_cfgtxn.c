@@ -420,6 +420,37 @@ state_dir_journal(void **state)
 	assert_int_equal(rmdir(sdir), 0);	/* the journal is gone too */
 }
 
+/* A verb given a relative moat.conf (gatewayd -c moat.conf) journals
+ * absolute paths, which recovery acts on from anywhere. */
+static void
+relative_paths_journaled_absolute(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	put(a, "old a\n", 0640);
+	if ((pid = fork()) == 0) {
+		char *errors = NULL;
+		int calls = 0;
+		struct cfgtxn *t;
+
+		if (chdir(dir) == -1)
+			_exit(3);
+		t = cfgtxn_begin("moat.conf");
+		if (cfgtxn_stage_write(t, "a.conf", "new a\n", 6, 0644,
+		    getuid(), getgid()) == 0)
+			cfgtxn_commit_and_check(t, check_dies, &calls, &errors);
+		_exit(3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_file(a, "new a\n", 0644);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
+	assert_file(a, "old a\n", 0640);
+	assert_no_dotfiles();
+}
+
 /* A journal refused leaves every file as it was, stays, is reported. */
 static void
 assert_refused(const char *jpath, const char *target, const char *text,
@@ -641,6 +672,7 @@ main(void)
 		cmocka_unit_test(foreign_journal),
 		cmocka_unit_test(state_dir_journal),
 		cmocka_unit_test(untrusted_journals),
+		cmocka_unit_test(relative_paths_journaled_absolute),
 		cmocka_unit_test(create_never_clobbers),
 		cmocka_unit_test(set_keeps_the_rest),
 		cmocka_unit_test(set_appends),
