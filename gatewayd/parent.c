@@ -153,6 +153,9 @@ recover_changes(struct gw *gw, struct refused_journals *refused)
 {
 	char *state_dir = cfgtxn_state_dir(gw->opts.conf);
 
+	if (state_dir == NULL)
+		log_warnx("%s: cannot read gateway.state_dir from it: a "
+		    "change cut short there is not undone", gw->opts.conf);
 	if (cfgtxn_recover(gw->opts.conf, state_dir, journal_refused,
 	    refused) == -1)
 		log_warnx("an unfinished configuration change could not be "

@@ -451,6 +451,33 @@ relative_paths_journaled_absolute(void **state)
 	assert_no_dotfiles();
 }
 
+/* Recovery learns state_dir from moat.conf alone, even when the whole
+ * configuration would not load. */
+static void
+state_dir_from_conf(void **state)
+{
+	char *s;
+
+	(void)state;
+	put(conf, "gateway: { nonsense = 1; state_dir = \"/srv/moat\"; };\n",
+	    0644);
+	s = cfgtxn_state_dir(conf);
+	assert_non_null(s);
+	assert_string_equal(s, "/srv/moat");
+	free(s);
+	put(conf, "gateway: { uplink = \"eth0\"; };\n", 0644);
+	s = cfgtxn_state_dir(conf);
+	assert_non_null(s);
+	assert_string_equal(s, CFGTXN_STATE_DIR_DEFAULT);
+	free(s);
+	put(conf, "gateway: { state_dir = \"rel\"; };\n", 0644);
+	assert_null(cfgtxn_state_dir(conf));
+	put(conf, "gateway: { state_dir = \n", 0644);
+	assert_null(cfgtxn_state_dir(conf));
+	unlink(conf);
+	assert_null(cfgtxn_state_dir(conf));
+}
+
 /* A journal refused leaves every file as it was, stays, is reported. */
 static void
 assert_refused(const char *jpath, const char *target, const char *text,
@@ -673,6 +700,7 @@ main(void)
 		cmocka_unit_test(state_dir_journal),
 		cmocka_unit_test(untrusted_journals),
 		cmocka_unit_test(relative_paths_journaled_absolute),
+		cmocka_unit_test(state_dir_from_conf),
 		cmocka_unit_test(create_never_clobbers),
 		cmocka_unit_test(set_keeps_the_rest),
 		cmocka_unit_test(set_appends),
