@@ -109,9 +109,11 @@ loop(struct gw *gw, int sfd)
 	}
 }
 
-/* Journals recovery refused, kept until the audit log is open. */
+/* Journals recovery refused, kept until the audit log is open.  Their
+ * names are anyone's (a planted file): kept apart from the reasons. */
 struct refused_journals {
-	char	**v;
+	char	**journal;
+	char	**why;
 	size_t	  n;
 };
 
@@ -122,26 +124,26 @@ journal_refused(void *arg, const char *journal, const char *why)
 
 	if (r->n >= 64)
 		return;
-	r->v = xreallocarray(r->v, r->n + 1, sizeof(*r->v));
-	xasprintf(&r->v[r->n++], "%s\t%s", journal, why);
+	r->journal = xreallocarray(r->journal, r->n + 1, sizeof(char *));
+	r->why = xreallocarray(r->why, r->n + 1, sizeof(char *));
+	r->journal[r->n] = xstrdup(journal);
+	r->why[r->n++] = xstrdup(why);
 }
 
 static void
 journals_audit(struct gw *gw, struct refused_journals *r)
 {
-	char *tab;
 	size_t i;
 
 	for (i = 0; i < r->n; i++) {
-		tab = strchr(r->v[i], '\t');
-		*tab = '\0';
-		audit_event(gw, "config-journal-refused", "journal", r->v[i],
-		    "reason", tab + 1, NULL);
-		free(r->v[i]);
+		audit_event(gw, "config-journal-refused", "journal",
+		    r->journal[i], "reason", r->why[i], NULL);
+		free(r->journal[i]);
+		free(r->why[i]);
 	}
-	free(r->v);
-	r->v = NULL;
-	r->n = 0;
+	free(r->journal);
+	free(r->why);
+	memset(r, 0, sizeof(*r));
 }
 
 /* A verb that was killed halfway through writing the configuration is
@@ -166,7 +168,7 @@ recover_changes(struct gw *gw, struct refused_journals *refused)
 static int
 startup(struct gw *gw)
 {
-	struct refused_journals refused = { NULL, 0 };
+	struct refused_journals refused = { NULL, NULL, 0 };
 	struct moat_errors errs;
 	struct group *gr;
 	char err[1024];

@@ -7,10 +7,11 @@
  * through admit_registration(), the drop-in is written atomically in
  * sandboxes.d with the host's mark (never over a file that is not the
  * host's own drop-in, and under provision's lock on sandboxes.d), and
- * the change is applied like a reload (one transaction, deltas only).  "ok" goes back only after the
- * kernel has it; a failed apply puts the old drop-ins back exactly, as
- * for every verb that writes the configuration (lib/cfgtxn.h).  Refusals
- * are audited and counted per host.
+ * the change is applied like a reload (one transaction, deltas only).
+ * "ok" goes back only after the kernel has it; a failed apply puts the
+ * old drop-ins back exactly, as for every verb that writes the
+ * configuration (lib/cfgtxn.h).  Refusals are audited and counted per
+ * host.
  */
 #include <sys/file.h>
 #include <sys/socket.h>
