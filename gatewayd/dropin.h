@@ -27,8 +27,10 @@ char	*dropin_allow_edit(const char *text, const char *const *add,
 /*
  * Replace path's contents with text, keeping its owner and mode, and load
  * the whole configuration mainconf with it: if that fails, the old file is
- * put back and *errors holds the loader's messages (malloc'ed).  The new
- * text goes in by rename and so does the old one on failure.  0 or -1;
+ * put back and *errors holds the loader's messages (malloc'ed).  It goes
+ * through the journaled writer (lib/cfgtxn.h): in by rename, the old file
+ * back by rename on failure, undone at the next start if gatewayd dies
+ * in between.  0 or -1;
  * on success *loaded (if not NULL) is the configuration as loaded, the
  * caller's to free.
  */

@@ -110,25 +110,78 @@ loop(struct gw *gw, int sfd)
 	}
 }
 
+/* Journals recovery refused, kept until the audit log is open.  Their
+ * names are anyone's (a planted file): kept apart from the reasons. */
+struct refused_journals {
+	char	**journal;
+	char	**why;
+	size_t	  n;
+};
+
+static void
+journal_refused(void *arg, const char *journal, const char *why)
+{
+	struct refused_journals *r = arg;
+
+	if (r->n >= 64)
+		return;
+	r->journal = xreallocarray(r->journal, r->n + 1, sizeof(char *));
+	r->why = xreallocarray(r->why, r->n + 1, sizeof(char *));
+	r->journal[r->n] = xstrdup(journal);
+	r->why[r->n++] = xstrdup(why);
+}
+
+static void
+journals_audit(struct gw *gw, struct refused_journals *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		audit_event(gw, "config-journal-refused", "journal",
+		    r->journal[i], "reason", r->why[i], NULL);
+		free(r->journal[i]);
+		free(r->why[i]);
+	}
+	free(r->journal);
+	free(r->why);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A verb that was killed halfway through writing the configuration is
+ * undone before anything reads it: the files are as they were before
+ * that verb, never half of its change.  Its journal may lie in the state
+ * folder (a new secret's value), which moat.conf names. */
+static void
+recover_changes(struct gw *gw, struct refused_journals *refused)
+{
+	char *state_dir = cfgtxn_state_dir(gw->opts.conf);
+
+	if (state_dir == NULL)
+		log_warnx("%s: cannot read gateway.state_dir from it: a "
+		    "change cut short there is not undone", gw->opts.conf);
+	if (cfgtxn_recover(gw->opts.conf, state_dir, journal_refused,
+	    refused) == -1)
+		log_warnx("an unfinished configuration change could not be "
+		    "undone (see above); starting with the files as they are");
+	free(state_dir);
+}
+
 static int
 startup(struct gw *gw)
 {
+	struct refused_journals refused = { NULL, NULL, 0 };
 	struct moat_errors errs;
 	struct group *gr;
 	char err[1024];
 
 	/* Only one gatewayd changes this namespace's tables, files and
-	 * gate: a second one stops here, having changed nothing. */
+	 * gate: a second one stops here, having changed nothing (no
+	 * journal recovered either). */
 	if (owner_claim(err, sizeof(err)) == -1) {
 		log_warnx("%s; not starting", err);
 		return -1;
 	}
-	/* A verb that was killed halfway through writing the configuration
-	 * is undone before anything reads it: the files are as they were
-	 * before that verb, never half of its change. */
-	if (cfgtxn_recover(gw->opts.conf) == -1)
-		log_warnx("an unfinished configuration change could not be "
-		    "undone (see above); starting with the files as they are");
+	recover_changes(gw, &refused);
 	gw->cfg = net_config_load(gw->opts.conf, &errs);
 	if (gw->cfg == NULL) {
 		config_errors_print(stderr, &errs);
@@ -168,6 +221,7 @@ startup(struct gw *gw)
 	net_walk(gw->cfg, true, &gw->net);
 	net_log(&gw->net);
 	audit_open(gw);
+	journals_audit(gw, &refused);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
 	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
 		return -1;

@@ -1,6 +1,6 @@
 /*
  * parent_dropin.c -- edit a sandbox drop-in's allow list in place and
- * write it back checked (dropin.h).
+ * write it back checked, through lib/cfgtxn.h (dropin.h).
  */
 #include <sys/stat.h>
 
@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cfgtxn.h"
 #include "config.h"
 #include "dropin.h"
 #include "log.h"
@@ -266,92 +267,56 @@ dropin_allow_edit(const char *text, const char *const *add, size_t nadd,
 
 /* --- writing, checked ---------------------------------------------------- */
 
-/* path's sibling ".BASE.suffix" (ignored by the loader: it starts with
- * a dot). */
-static char *
-sibling(const char *path, const char *suffix)
-{
-	const char *slash = strrchr(path, '/');
-	char *s;
-
-	if (slash == NULL)
-		xasprintf(&s, ".%s.%s", path, suffix);
-	else
-		xasprintf(&s, "%.*s/.%s.%s", (int)(slash - path), path,
-		    slash + 1, suffix);
-	return s;
-}
-
+/* The loader's check, keeping what it loaded for the caller. */
 static int
-write_like(const char *tmp, const struct stat *st, const char *text)
+check_keep(void *arg, const char *conf_path, char **errors)
 {
-	size_t len = strlen(text), off = 0;
-	ssize_t n;
-	int fd;
+	struct moat_config **keep = arg;
+	struct moat_errors errs;
 
-	(void)unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1)
+	if ((*keep = config_load(conf_path, NULL, &errs)) == NULL) {
+		*errors = config_errors_text(&errs);
+		config_errors_free(&errs);
 		return -1;
-	while (off < len) {
-		if ((n = write(fd, text + off, len - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		off += (size_t)n;
 	}
-	if (fchown(fd, st->st_uid, st->st_gid) == -1 ||
-	    fchmod(fd, st->st_mode & 07777) == -1 || fsync(fd) == -1)
-		goto fail;
-	return close(fd);
-fail:
-	close(fd);
-	(void)unlink(tmp);
-	return -1;
+	config_errors_free(&errs);
+	return 0;
 }
 
+/* Through the one journaled writer (lib/cfgtxn.h), like every verb that
+ * writes the configuration: a gatewayd killed halfway is undone at its
+ * next start. */
 int
 dropin_replace_checked(const char *mainconf, const char *path,
     const char *text, char **errors, struct moat_config **loaded)
 {
-	struct moat_errors errs;
-	struct moat_config *cfg;
+	struct moat_config *cfg = NULL;
+	struct cfgtxn *t;
 	struct stat st;
-	char *tmp = sibling(path, "new"), *old = sibling(path, "old");
 	int rc = -1;
 
 	*errors = NULL;
-	if (lstat(path, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    write_like(tmp, &st, text) == -1) {
+	if (lstat(path, &st) == -1) {
 		xasprintf(errors, "%s: cannot write it: %s\n", path,
 		    strerror(errno));
-		goto out;
+		return -1;
 	}
-	(void)unlink(old);
-	if (link(path, old) == -1 || rename(tmp, path) == -1) {
-		xasprintf(errors, "%s: cannot replace it: %s\n", path,
+	if (!S_ISREG(st.st_mode)) {
+		xasprintf(errors, "%s: cannot write it: not a regular file\n",
+		    path);
+		return -1;
+	}
+	t = cfgtxn_begin(mainconf);
+	if (cfgtxn_stage_write(t, path, text, strlen(text), st.st_mode & 07777,
+	    st.st_uid, st.st_gid) == -1)
+		xasprintf(errors, "%s: cannot write it: %s\n", path,
 		    strerror(errno));
-		(void)unlink(tmp);
-		(void)unlink(old);
-		goto out;
-	}
-	if ((cfg = config_load(mainconf, NULL, &errs)) == NULL) {
-		*errors = config_errors_text(&errs);
-		config_errors_free(&errs);
-		if (rename(old, path) == -1)
-			log_warn("%s: putting the old file back", path);
-		goto out;
-	}
-	config_errors_free(&errs);
-	if (loaded != NULL)
+	else if (cfgtxn_commit_and_check(t, check_keep, &cfg, errors) == 0)
+		rc = 0;
+	cfgtxn_end(t);
+	if (rc == 0 && loaded != NULL)
 		*loaded = cfg;
 	else
 		config_free(cfg);
-	(void)unlink(old);
-	rc = 0;
-out:
-	free(tmp);
-	free(old);
 	return rc;
 }

@@ -5,12 +5,15 @@
  * typed requests.  Every decision is taken here, against the parent's own
  * configuration: the host is found by its key (the pin), its claim goes
  * through admit_registration(), the drop-in is written atomically in
- * sandboxes.d with the host's mark, and the change is applied like a
- * reload (one transaction, deltas only).  "ok" goes back only after the
- * kernel has it; a failed apply puts the old drop-ins back exactly, as
- * for every verb that writes the configuration (lib/cfgtxn.h).  Refusals
- * are audited and counted per host.
+ * sandboxes.d with the host's mark (never over a file that is not the
+ * host's own drop-in, and under provision's lock on sandboxes.d), and
+ * the change is applied like a reload (one transaction, deltas only).
+ * "ok" goes back only after the kernel has it; a failed apply puts the
+ * old drop-ins back exactly, as for every verb that writes the
+ * configuration (lib/cfgtxn.h).  Refusals are audited and counted per
+ * host.
  */
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -153,23 +156,65 @@ dropin_path(const struct gw *gw, const char *name, char *buf, size_t len)
 }
 
 /* Does the drop-in NAME, as it is on disk now, still carry host's mark?
- * -1: no such file.  Who registered what is known from the loaded config
- * (registered_by); this only guards an unlink against a file that was
- * replaced since the last load. */
+ * -1: no such file; 0: a file that is not this host's (not a regular
+ * file, not readable or another mark: a local sandbox, say, written and
+ * not yet loaded).  Who registered what is known from the loaded config
+ * (registered_by); this guards a write or an unlink against a file that
+ * appeared or was replaced since the last load. */
 static int
 dropin_still_marked(const struct gw *gw, const char *name, const char *host)
 {
 	char path[4096], line[128], want[128];
-	FILE *fp;
-	int own;
+	struct stat st;
+	ssize_t n;
+	int fd, own;
 
 	dropin_path(gw, name, path, sizeof(path));
-	if ((fp = fopen(path, "re")) == NULL)
-		return -1;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+	    O_NOCTTY)) == -1)
+		return errno == ENOENT ? -1 : 0;
 	snprintf(want, sizeof(want), MOAT_REG_MARK "%s\n", host);
-	own = fgets(line, sizeof(line), fp) != NULL && strcmp(line, want) == 0;
-	fclose(fp);
+	own = 0;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (n = read(fd, line, sizeof(line) - 1)) > 0) {
+		line[n] = '\0';
+		own = strncmp(line, want, strlen(want)) == 0;
+	}
+	close(fd);
 	return own;
+}
+
+/*
+ * provision's lock: the sandboxes.d folder itself, flock(2)ed (provision
+ * create, destroy and the box sync take it around their drop-in's check
+ * and write), so a registration never writes between another writer's
+ * check and its write.  Never waited for: the root loop must not block
+ * on provision; a busy box refuses and the host asks again.  The fd, or
+ * -1 with why set.
+ */
+static int
+sbdir_lock(struct gw *gw, char *why, size_t len)
+{
+	char path[4096], *slash;
+	int fd;
+
+	dropin_path(gw, "x", path, sizeof(path));
+	if ((slash = strrchr(path, '/')) != NULL)
+		*slash = '\0';
+	if (mkdir(path, 0755) == -1 && errno != EEXIST)
+		log_warn("mkdir %s", path);
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		log_warn("registration: %s", path);
+		snprintf(why, len, "the box cannot write its configuration");
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		snprintf(why, len, "the box is changing its configuration; "
+		    "try again");
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 size_t
@@ -264,13 +309,22 @@ do_register(struct reg_ctx *x)
 	char path[4096], *text, *cur = NULL;
 	size_t len, clen = 0;
 	bool same;
+	int own;
 
 	if (admit_registration(x->gw->cfg, x->h, &c, x->why,
 	    sizeof(x->why)) == -1)
 		return -1;
+	/* A file there that is not this host's own (a local sandbox
+	 * written and not yet loaded, say) is never replaced. */
+	if ((own = dropin_still_marked(x->gw, m->name, x->h->name)) == 0) {
+		snprintf(x->why, sizeof(x->why), "name used by another "
+		    "sandbox (sandboxes.d/%s.conf is not this host's)",
+		    m->name);
+		return -1;
+	}
 	text = dropin_text(x->h, &c, &len);
 	dropin_path(x->gw, m->name, path, sizeof(path));
-	if (slurp(path, &cur, &clen) == -1)
+	if (own == 1 && slurp(path, &cur, &clen) == -1)
 		cur = NULL;
 	same = cur != NULL && clen == len && memcmp(cur, text, len) == 0 &&
 	    config_sandbox_by_name(x->gw->cfg, m->name) != NULL;
@@ -280,7 +334,10 @@ do_register(struct reg_ctx *x)
 		return 0;
 	}
 	t = cfgtxn_begin(x->gw->cfg->path);
-	if (cfgtxn_stage_write(t, path, text, len, 0640, 0, 0) == -1) {
+	/* A new one is created, never written over a file that appears
+	 * meanwhile; the host's own is replaced. */
+	if ((own == 1 ? cfgtxn_stage_write : cfgtxn_stage_create)(t, path,
+	    text, len, 0640, 0, 0) == -1) {
 		snprintf(x->why, sizeof(x->why), "cannot write the drop-in");
 		cfgtxn_end(t);
 		free(text);
@@ -434,6 +491,13 @@ unknown_key(struct gw *gw, int fd, const struct ipc_reg_req *m)
 	reply(gw, fd, 1, why, sizeof(why) - 1);
 }
 
+/* The verbs that may write sandboxes.d. */
+static bool
+writes(uint32_t verb)
+{
+	return verb == REG_REGISTER || verb == REG_REMOVE || verb == REG_SYNC;
+}
+
 void
 reg_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
 {
@@ -452,7 +516,7 @@ reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 	struct gw_hoststat *st;
 	char *body = NULL;
 	size_t blen = 0;
-	int rc;
+	int rc, lockfd;
 
 	if ((x.h = admit_host_by_key(gw->cfg, m->key)) == NULL) {
 		unknown_key(gw, fd, m);
@@ -463,7 +527,14 @@ reg_message(struct gw *gw, int fd, const struct ipc_reg_req *m)
 	st->last_seen = time(NULL);
 	if ((x.out = open_memstream(&body, &blen)) == NULL)
 		fatalx("out of memory");
-	rc = reg_verbs[m->verb].fn(&x);
+	lockfd = -1;
+	if (writes(m->verb) &&
+	    (lockfd = sbdir_lock(gw, x.why, sizeof(x.why))) == -1)
+		rc = -1;
+	else
+		rc = reg_verbs[m->verb].fn(&x);
+	if (lockfd != -1)
+		close(lockfd);
 	fclose(x.out);
 	x.h = NULL;	/* it may point into a configuration the apply freed */
 	if (rc == -1) {

@@ -8,9 +8,9 @@
  *
  * A process that dies in the middle (killed, or the machine losing power)
  * cannot roll back itself, so each transaction keeps a journal beside
- * the first file it changes (in moat.conf's folder or one of the folders
- * in it): ".moat-txn.XXXXXX", locked with flock(2) for as long as the
- * transaction lives.  It names each staged file, and each old file once
+ * the first file it changes (in moat.conf's folder or the state folder,
+ * or one of the folders in them): ".moat-txn.XXXXXX", locked with
+ * flock(2) for as long as the transaction lives.  It names each staged file, and each old file once
  * its hidden link exists, before the step that needs it.  cfgtxn_recover()
  * (gatewayd runs it before it reads the configuration) finds the journals
  * whose owner is gone and puts the old files back: a change that nobody
@@ -23,13 +23,17 @@
  *	O OLD PATH	the old PATH is linked at OLD
  *	A -		abandoned before the commit: only staged files to remove
  *	D TMP PATH	staging TMP failed: nothing of it to undo
- * Paths with a tab or a newline are refused at staging.
+ * Paths with a tab or a newline are refused at staging; paths are
+ * written absolute.  Recovery trusts a journal only as far as
+ * cfgtxn_recover() (cfgtxn.h) says: anyone who can write a file could
+ * have planted one.
  */
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
+#include <libconfig.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -122,11 +126,24 @@ fsync_dir(const char *path)
 	free(dir);
 }
 
+/* path as an absolute one, for the journal: recovery acts only on
+ * absolute paths (gatewayd -c may have been given a relative one). */
+static char *
+absolute(const char *path)
+{
+	char cwd[4096], *s;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return xstrdup(path);
+	xasprintf(&s, "%s/%s", cwd, path);
+	return s;
+}
+
 /* Append one line to the journal and make it durable.  0 or -1. */
 static int
 journal_add(struct cfgtxn *t, char kind, const char *a, const char *b)
 {
-	char *line;
+	char *line, *absa = NULL, *absb = NULL;
 	int rc;
 
 	if (t->jfd == -1) {
@@ -154,11 +171,15 @@ journal_add(struct cfgtxn *t, char kind, const char *a, const char *b)
 		fsync_dir(t->journal);
 	}
 	if (b != NULL)
-		xasprintf(&line, "%c %s\t%s\n", kind, a, b);
+		xasprintf(&line, "%c %s\t%s\n", kind, absa = absolute(a),
+		    absb = absolute(b));
 	else
-		xasprintf(&line, "%c %s\n", kind, a);
+		xasprintf(&line, "%c %s\n", kind, kind == 'A' ? a :
+		    (absa = absolute(a)));
 	rc = write_all(t->jfd, line, strlen(line)) == -1 ||
 	    fdatasync(t->jfd) == -1 ? -1 : 0;
+	free(absa);
+	free(absb);
 	free(line);
 	return rc;
 }
@@ -555,6 +576,160 @@ journal_read(FILE *fp, struct jitem **v, size_t *n, bool *abandoned)
 	return rc;
 }
 
+static void
+jitems_free(struct jitem *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].tmp);
+		free(v[i].path);
+		free(v[i].old);
+	}
+	free(v);
+}
+
+/*
+ * What recovery may touch: moat's own configuration folder (moat.conf's)
+ * and state folder, each with everything under it, as real paths.  A
+ * journal is data that anyone able to write a file could have planted, so
+ * every path in it is held to these before root renames or removes it.
+ */
+struct roots {
+	char	*v[2];
+	size_t	 n;
+};
+
+static bool
+under_root(const struct roots *r, const char *real)
+{
+	size_t i, len;
+
+	for (i = 0; i < r->n; i++) {
+		len = strlen(r->v[i]);
+		if (strncmp(real, r->v[i], len) == 0 && (real[len] == '\0' ||
+		    real[len] == '/' || strcmp(r->v[i], "/") == 0))
+			return true;
+	}
+	return false;
+}
+
+/* A folder recovery may act in: a real folder under a root, owned by
+ * the user recovery runs as (root, for gatewayd) or by root, and
+ * writable by nobody else (else its files may be swapped under it). */
+static const char *
+dir_untrusted(const struct roots *r, const char *real)
+{
+	struct stat st;
+
+	if (!under_root(r, real))
+		return "names a path outside moat's configuration and state "
+		    "folders";
+	if (stat(real, &st) == -1 || !S_ISDIR(st.st_mode))
+		return "names a path in a folder that does not exist";
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+		return "names a path in a folder others may write to";
+	return NULL;
+}
+
+/*
+ * One path of a journal, made safe to act on: p must be absolute, its
+ * last part a plain name (no "." or ".."), and its folder, resolved
+ * (symlinks and ".." followed), a trusted folder under a root.  *out: the
+ * resolved folder and the name, which is what recovery then acts on, so
+ * a symlink swapped in later changes nothing.  NULL, or why not.
+ */
+static const char *
+jpath_resolve(const struct roots *r, const char *p, char **out)
+{
+	const char *slash = strrchr(p, '/'), *base, *why;
+	char *dir, *real;
+
+	*out = NULL;
+	if (p[0] != '/' || slash == NULL)
+		return "names a relative path";
+	base = slash + 1;
+	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return "names a path that is no file";
+	if (slash == p)
+		dir = xstrdup("/");
+	else
+		xasprintf(&dir, "%.*s", (int)(slash - p), p);
+	real = realpath(dir, NULL);
+	free(dir);
+	if (real == NULL)
+		return "names a path in a folder that does not exist";
+	if ((why = dir_untrusted(r, real)) == NULL)
+		xasprintf(out, "%s/%s", strcmp(real, "/") == 0 ? "" : real,
+		    base);
+	free(real);
+	return why;
+}
+
+/* A staged or old file's hidden name is beside its target and shaped
+ * ".BASE.new.*" or ".BASE.old.*" (hidden_name()): a journal cannot make
+ * recovery rename any other file over the target. */
+static bool
+beside(const char *hidden, const char *path, const char *what)
+{
+	const char *hs = strrchr(hidden, '/'), *ps = strrchr(path, '/');
+	size_t dl = (size_t)(ps - path), bl = strlen(ps + 1);
+
+	return (size_t)(hs - hidden) == dl && strncmp(hidden, path, dl) == 0 &&
+	    hs[1] == '.' && strncmp(hs + 2, ps + 1, bl) == 0 &&
+	    hs[2 + bl] == '.' && strncmp(hs + 3 + bl, what, strlen(what)) == 0;
+}
+
+/* Every path of the journal resolved in place; NULL, or why not. */
+static const char *
+jitems_check(const struct roots *r, struct jitem *v, size_t n)
+{
+	const char *why = NULL;
+	char *rp;
+	size_t i;
+
+	for (i = 0; why == NULL && i < n; i++) {
+		if ((why = jpath_resolve(r, v[i].path, &rp)) != NULL)
+			break;
+		free(v[i].path);
+		v[i].path = rp;
+		if (v[i].tmp != NULL &&
+		    (why = jpath_resolve(r, v[i].tmp, &rp)) == NULL) {
+			free(v[i].tmp);
+			v[i].tmp = rp;
+			if (!beside(v[i].tmp, v[i].path, "new."))
+				why = "names a staged file that is not beside "
+				    "its target";
+		}
+		if (why == NULL && v[i].old != NULL &&
+		    (why = jpath_resolve(r, v[i].old, &rp)) == NULL) {
+			free(v[i].old);
+			v[i].old = rp;
+			if (!beside(v[i].old, v[i].path, "old."))
+				why = "names an old file that is not beside "
+				    "its target";
+		}
+	}
+	return why;
+}
+
+/* The journal file itself: a regular file of the user recovery runs as
+ * (or root) that nobody else may write.  NULL, or why not. */
+static const char *
+journal_untrusted(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		return "is not a regular file";
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return "is not owned by root";
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+		return "may be written by others";
+	return NULL;
+}
+
 /*
  * Undo one change.  The journal tells what was staged; the files tell
  * how far it got: a staged file still there was never put in place, and
@@ -563,8 +738,9 @@ journal_read(FILE *fp, struct jitem **v, size_t *n, bool *abandoned)
 static int
 jitem_undo(const struct jitem *it, bool abandoned)
 {
-	bool staged = it->tmp != NULL && access(it->tmp, F_OK) == 0;
-	bool old = it->old != NULL && access(it->old, F_OK) == 0;
+	struct stat st;
+	bool staged = it->tmp != NULL && lstat(it->tmp, &st) == 0;
+	bool old = it->old != NULL && lstat(it->old, &st) == 0;
 	int rc = 0;
 
 	if (staged && unlink(it->tmp) == -1)
@@ -575,7 +751,7 @@ jitem_undo(const struct jitem *it, bool abandoned)
 		/* In place (a new file, or the path removed): the old one
 		 * goes back.  Not in place: the link is only a copy. */
 		bool in_place = it->kind == 'R' ?
-		    access(it->path, F_OK) == -1 : !staged;
+		    lstat(it->path, &st) == -1 : !staged;
 
 		if (in_place ? rename(it->old, it->path) == -1 :
 		    unlink(it->old) == -1)
@@ -590,93 +766,176 @@ jitem_undo(const struct jitem *it, bool abandoned)
 	return rc;
 }
 
-static int
-recover_dir(const char *dir)
+struct recover_ctx {
+	struct roots		 roots;
+	cfgtxn_report_fn	 report;
+	void			*arg;
+	int			 rc;
+};
+
+static void
+refuse(struct recover_ctx *x, const char *jpath, const char *why)
 {
-	char *jpath;
+	log_warnx("%s: a configuration journal that %s; left alone", jpath,
+	    why);
+	if (x->report != NULL)
+		x->report(x->arg, jpath, why);
+	x->rc = -1;
+}
+
+static void
+recover_one(struct recover_ctx *x, const char *jpath, FILE *fp)
+{
 	struct jitem *v;
-	struct dirent *de;
-	bool abandoned;
+	const char *why;
+	bool abandoned, bad = false;
 	size_t n, i;
+
+	if (journal_read(fp, &v, &n, &abandoned) == -1) {
+		jitems_free(v, n);
+		refuse(x, jpath, "is not a journal of a configuration change");
+		return;
+	}
+	if ((why = jitems_check(&x->roots, v, n)) != NULL) {
+		jitems_free(v, n);
+		refuse(x, jpath, why);
+		return;
+	}
+	log_warnx("a configuration change was cut short (%s): putting back "
+	    "the %zu file%s it touched", jpath, n, n == 1 ? "" : "s");
+	for (i = n; i-- > 0; )
+		if (jitem_undo(&v[i], abandoned) == -1)
+			bad = true;
+	if (bad)
+		x->rc = -1;
+	else {
+		unlink(jpath);
+		fsync_dir(jpath);
+	}
+	jitems_free(v, n);
+}
+
+static void
+recover_dir(struct recover_ctx *x, const char *dir)
+{
+	const char *why;
+	struct dirent *de;
+	char *jpath;
 	DIR *dp;
 	FILE *fp;
-	int fd, rc = 0;
+	int fd;
 
-	if ((dp = opendir(dir)) == NULL)
-		return errno == ENOENT ? 0 : -1;
+	if ((dp = opendir(dir)) == NULL) {
+		if (errno != ENOENT)
+			x->rc = -1;
+		return;
+	}
 	while ((de = readdir(dp)) != NULL) {
 		if (strncmp(de->d_name, JOURNAL_PREFIX,
 		    strlen(JOURNAL_PREFIX)) != 0)
 			continue;
 		xasprintf(&jpath, "%s/%s", dir, de->d_name);
-		fd = open(jpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		/* Locked: its transaction is still going on. */
-		if (fd == -1 || flock(fd, LOCK_EX | LOCK_NB) == -1 ||
-		    (fp = fdopen(fd, "r")) == NULL) {
-			if (fd != -1)
-				close(fd);
+		/* Never a symlink, never a wait on a FIFO. */
+		fd = openat(dirfd(dp), de->d_name, O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (fd == -1) {
+			refuse(x, jpath, errno == ELOOP ? "is a symlink" :
+			    "cannot be opened");
 			free(jpath);
 			continue;
 		}
-		if (journal_read(fp, &v, &n, &abandoned) == -1) {
-			log_warnx("%s: not a journal of a configuration "
-			    "change; left alone", jpath);
-			rc = -1;
-		} else {
-			int bad = 0;
-
-			log_warnx("a configuration change was cut short (%s): "
-			    "putting back the %zu file%s it touched", jpath, n,
-			    n == 1 ? "" : "s");
-			for (i = n; i-- > 0; )
-				if (jitem_undo(&v[i], abandoned) == -1)
-					bad = 1;
-			if (bad)
-				rc = -1;
-			else {
-				unlink(jpath);
-				fsync_dir(jpath);
-			}
+		if ((why = journal_untrusted(fd)) != NULL ||
+		    (why = dir_untrusted(&x->roots, dir)) != NULL) {
+			refuse(x, jpath, why);
+			close(fd);
+			free(jpath);
+			continue;
 		}
-		for (i = 0; i < n; i++) {
-			free(v[i].tmp);
-			free(v[i].path);
-			free(v[i].old);
+		/* Locked: its transaction is still going on. */
+		if (flock(fd, LOCK_EX | LOCK_NB) == -1 ||
+		    (fp = fdopen(fd, "r")) == NULL) {
+			close(fd);
+			free(jpath);
+			continue;
 		}
-		free(v);
+		recover_one(x, jpath, fp);
 		fclose(fp);
 		free(jpath);
 	}
 	closedir(dp);
-	return rc;
 }
 
-/* Journals lie beside the files they change: moat.conf's folder and the
- * folders in it (sandboxes.d, secrets.d, ...). */
-int
-cfgtxn_recover(const char *conf_path)
+/* A folder and the folders in it (not deeper: no verb writes deeper). */
+static void
+recover_tree(struct recover_ctx *x, const char *dir)
 {
-	char *dir = dir_of(conf_path), *sub;
 	struct dirent *de;
 	struct stat st;
+	char *sub;
 	DIR *dp;
-	int rc;
 
-	rc = recover_dir(dir);
-	if ((dp = opendir(dir)) != NULL) {
-		while ((de = readdir(dp)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			xasprintf(&sub, "%s/%s", dir, de->d_name);
-			if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode) &&
-			    recover_dir(sub) == -1)
-				rc = -1;
-			free(sub);
-		}
-		closedir(dp);
+	recover_dir(x, dir);
+	if ((dp = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(dp)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		xasprintf(&sub, "%s/%s", dir, de->d_name);
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+			recover_dir(x, sub);
+		free(sub);
+	}
+	closedir(dp);
+}
+
+/*
+ * A journal lies beside the first file its change writes: moat.conf's
+ * folder or a folder in it (sandboxes.d, secrets.d, secrets), or the state
+ * folder or one in it (a new secret's value, state_dir/secrets).
+ */
+int
+cfgtxn_recover(const char *conf_path, const char *state_dir,
+    cfgtxn_report_fn report, void *arg)
+{
+	struct recover_ctx x = { .report = report, .arg = arg };
+	char *dir = dir_of(conf_path), *real;
+	size_t i;
+
+	if ((real = realpath(dir, NULL)) != NULL)
+		x.roots.v[x.roots.n++] = real;
+	if (state_dir != NULL && (real = realpath(state_dir, NULL)) != NULL) {
+		if (x.roots.n == 1 && under_root(&x.roots, real))
+			free(real);	/* inside the first: scanned with it */
+		else
+			x.roots.v[x.roots.n++] = real;
 	}
 	free(dir);
-	return rc;
+	for (i = 0; i < x.roots.n; i++)
+		recover_tree(&x, x.roots.v[i]);
+	for (i = 0; i < x.roots.n; i++)
+		free(x.roots.v[i]);
+	return x.rc;
+}
+
+/* moat.conf's own gateway.state_dir, read without the loader: recovery
+ * runs before the configuration can be trusted to load. */
+char *
+cfgtxn_state_dir(const char *conf_path)
+{
+	const char *v = NULL;
+	char *s = NULL;
+	config_t lc;
+
+	config_init(&lc);
+	if (config_read_file(&lc, conf_path) == CONFIG_TRUE) {
+		if (config_lookup_string(&lc, "gateway.state_dir", &v) !=
+		    CONFIG_TRUE)
+			v = CFGTXN_STATE_DIR_DEFAULT;
+		if (v[0] == '/')
+			s = xstrdup(v);
+	}
+	config_destroy(&lc);
+	return s;
 }
 
 int

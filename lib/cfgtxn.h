@@ -60,11 +60,28 @@ void	cfgtxn_end(struct cfgtxn *);
 size_t	cfgtxn_count(const struct cfgtxn *);
 const char *cfgtxn_path(const struct cfgtxn *, size_t);
 
-/* Undo the transactions that a process killed in the middle left beside
- * conf_path (each keeps a locked journal; one whose lock is free has no
- * owner any more).  0, or -1 if one could not be undone (logged; its
- * journal stays for the next try). */
-int	cfgtxn_recover(const char *conf_path);
+/* Where a journal recovery would not act on was found, and why (it is
+ * also logged); for the caller's audit. */
+typedef void (*cfgtxn_report_fn)(void *arg, const char *journal,
+	    const char *why);
+
+/* Undo the transactions that a process killed in the middle left in
+ * moat's folders: moat.conf's and state_dir (NULL: none), each with the
+ * folders in it.  Each keeps a locked journal; one whose lock is free has
+ * no owner any more.  Recovery acts only on a journal owned by root (the
+ * user it runs as) that nobody else may write, in a folder nobody else
+ * may write, every path of which lies in those folders (resolved: no
+ * symlink or ".." leads out); any other is reported and left alone.
+ * 0, or -1 if one could not be undone or was refused (logged; the
+ * journal stays). */
+int	cfgtxn_recover(const char *conf_path, const char *state_dir,
+	    cfgtxn_report_fn, void *arg);
+
+#define CFGTXN_STATE_DIR_DEFAULT	"/var/lib/moat"
+/* gateway.state_dir as moat.conf sets it (or the default), read without
+ * the loader, which a half-done change may make refuse the whole; NULL
+ * if moat.conf cannot be read.  Malloc'ed. */
+char	*cfgtxn_state_dir(const char *conf_path);
 
 /* The loader's check, as a cfgtxn_check_fn (arg unused). */
 int	cfgtxn_check_load(void *arg, const char *conf_path, char **errors);

@@ -271,7 +271,7 @@ killed_after_commit(void **state)
 	assert_file(a, "new a\n", 0644);
 	assert_file(b, "new b\n", 0600);
 	assert_int_equal(access(c, F_OK), -1);
-	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
 	assert_as_before();
 }
 
@@ -281,7 +281,7 @@ killed_in_check(void **state)
 	(void)state;
 	die_at(KILL_IN_CHECK);
 	assert_file(b, "new b\n", 0600);
-	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
 	assert_as_before();
 }
 
@@ -291,7 +291,7 @@ killed_while_staged(void **state)
 {
 	(void)state;
 	die_at(KILL_STAGED);
-	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
 	assert_as_before();
 }
 
@@ -307,7 +307,7 @@ live_left_alone(void **state)
 	t = stage_three();
 	assert_int_equal(cfgtxn_commit_and_check(t, check_yes, &calls,
 	    &errors), 0);
-	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
 	assert_file(a, "new a\n", 0644);
 	assert_file(b, "new b\n", 0600);
 	cfgtxn_end(t);
@@ -326,7 +326,7 @@ foreign_journal(void **state)
 	put(a, "old a\n", 0640);
 	snprintf(path, sizeof(path), "%s/.moat-txn.zzzzzz", dir);
 	put(path, "W nonsense\n", 0600);
-	assert_int_equal(cfgtxn_recover(conf), -1);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), -1);
 	assert_int_equal(access(path, F_OK), 0);
 	assert_file(a, "old a\n", 0640);
 	unlink(path);
@@ -337,12 +337,216 @@ foreign_journal(void **state)
 	fprintf(fp, "W %s/.a.conf.new.x\t%s\nD %s/.a.conf.new.x\t%s\n", dir,
 	    a, dir, a);
 	assert_int_equal(fclose(fp), 0);
-	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
 	assert_file(a, "old a\n", 0640);
 	/* A line cut short was never acted on. */
 	put(path, "W /x/.t\t/x/t", 0600);
-	assert_int_equal(cfgtxn_recover(conf), 0);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
 	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* --- recovery reaches the state folder, and trusts no planted journal - */
+
+struct reports {
+	int	n;
+	char	why[256];
+};
+
+static void
+report(void *arg, const char *journal, const char *why)
+{
+	struct reports *r = arg;
+
+	(void)journal;
+	r->n++;
+	snprintf(r->why, sizeof(r->why), "%s", why);
+}
+
+/* A journal of its own at path, naming what the test wants. */
+static void
+plant(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	va_start(ap, fmt);
+	vfprintf(fp, fmt, ap);
+	va_end(ap);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(path, 0600), 0);
+}
+
+/* `secret set` stages the value in state_dir/secrets first, so its
+ * journal lies there: found when recovery is told the state folder. */
+static void
+state_dir_journal(void **state)
+{
+	char sdir[] = "/tmp/moat-test-cfgtxn-state.XXXXXX", val[300];
+	struct reports r = { 0 };
+	struct cfgtxn *t;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	assert_non_null(mkdtemp(sdir));
+	snprintf(val, sizeof(val), "%s/k", sdir);
+	put(val, "old value\n", 0600);
+	put(a, "old a\n", 0640);
+	if ((pid = fork()) == 0) {
+		char *errors = NULL;
+		int calls = 0;
+
+		t = cfgtxn_begin(conf);
+		if (cfgtxn_stage_write(t, val, "new value\n", 10, 0600,
+		    getuid(), getgid()) == 0 &&
+		    cfgtxn_stage_write(t, a, "new a\n", 6, 0644, getuid(),
+		    getgid()) == 0)
+			cfgtxn_commit_and_check(t, check_dies, &calls, &errors);
+		_exit(3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_file(val, "new value\n", 0600);
+	/* Without the state folder the journal is not seen at all. */
+	assert_int_equal(cfgtxn_recover(conf, NULL, report, &r), 0);
+	assert_file(a, "new a\n", 0644);
+	assert_int_equal(cfgtxn_recover(conf, sdir, report, &r), 0);
+	assert_int_equal(r.n, 0);
+	assert_file(val, "old value\n", 0600);
+	assert_file(a, "old a\n", 0640);
+	assert_no_dotfiles();
+	unlink(val);
+	assert_int_equal(rmdir(sdir), 0);	/* the journal is gone too */
+}
+
+/* A verb given a relative moat.conf (gatewayd -c moat.conf) journals
+ * absolute paths, which recovery acts on from anywhere. */
+static void
+relative_paths_journaled_absolute(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	put(a, "old a\n", 0640);
+	if ((pid = fork()) == 0) {
+		char *errors = NULL;
+		int calls = 0;
+		struct cfgtxn *t;
+
+		if (chdir(dir) == -1)
+			_exit(3);
+		t = cfgtxn_begin("moat.conf");
+		if (cfgtxn_stage_write(t, "a.conf", "new a\n", 6, 0644,
+		    getuid(), getgid()) == 0)
+			cfgtxn_commit_and_check(t, check_dies, &calls, &errors);
+		_exit(3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_file(a, "new a\n", 0644);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
+	assert_file(a, "old a\n", 0640);
+	assert_no_dotfiles();
+}
+
+/* Recovery learns state_dir from moat.conf alone, even when the whole
+ * configuration would not load. */
+static void
+state_dir_from_conf(void **state)
+{
+	char *s;
+
+	(void)state;
+	put(conf, "gateway: { nonsense = 1; state_dir = \"/srv/moat\"; };\n",
+	    0644);
+	s = cfgtxn_state_dir(conf);
+	assert_non_null(s);
+	assert_string_equal(s, "/srv/moat");
+	free(s);
+	put(conf, "gateway: { uplink = \"eth0\"; };\n", 0644);
+	s = cfgtxn_state_dir(conf);
+	assert_non_null(s);
+	assert_string_equal(s, CFGTXN_STATE_DIR_DEFAULT);
+	free(s);
+	put(conf, "gateway: { state_dir = \"rel\"; };\n", 0644);
+	assert_null(cfgtxn_state_dir(conf));
+	put(conf, "gateway: { state_dir = \n", 0644);
+	assert_null(cfgtxn_state_dir(conf));
+	unlink(conf);
+	assert_null(cfgtxn_state_dir(conf));
+}
+
+/* A journal refused leaves every file as it was, stays, is reported. */
+static void
+assert_refused(const char *jpath, const char *target, const char *text,
+    const char *why)
+{
+	struct reports r = { 0 };
+
+	assert_int_equal(cfgtxn_recover(conf, NULL, report, &r), -1);
+	assert_int_equal(r.n, 1);
+	assert_non_null(strstr(r.why, why));
+	assert_int_equal(access(jpath, F_OK), 0);
+	assert_file(target, text, 0640);
+	unlink(jpath);
+}
+
+static void
+untrusted_journals(void **state)
+{
+	char out[] = "/tmp/moat-test-cfgtxn-out.XXXXXX", victim[300];
+	char jpath[300], link_[300], old[300];
+
+	(void)state;
+	assert_non_null(mkdtemp(out));
+	snprintf(victim, sizeof(victim), "%s/victim", out);
+	snprintf(jpath, sizeof(jpath), "%s/.moat-txn.planted", dir);
+	snprintf(link_, sizeof(link_), "%s/escape", dir);
+	snprintf(old, sizeof(old), "%s/.a.conf.old.000000000000", dir);
+	put(victim, "victim\n", 0640);
+	put(a, "old a\n", 0640);
+
+	/* A path outside moat's folders: "created" there, so recovery would
+	 * remove it. */
+	plant(jpath, "W %s/.victim.new.x\t%s\n", out, victim);
+	assert_refused(jpath, victim, "victim\n", "outside");
+	/* The same through "..", and through a symlinked folder. */
+	plant(jpath, "W %s/../%s/.victim.new.x\t%s/../%s/victim\n", dir,
+	    out + 5, dir, out + 5);
+	assert_refused(jpath, victim, "victim\n", "outside");
+	assert_int_equal(symlink(out, link_), 0);
+	plant(jpath, "W %s/.victim.new.x\t%s/victim\n", link_, link_);
+	assert_refused(jpath, victim, "victim\n", "outside");
+	unlink(link_);
+	/* An "old file" that is some other file, renamed over the target. */
+	put(old, "not a's\n", 0640);
+	plant(jpath, "W %s/.a.conf.new.x\t%s\nO %s/b.conf\t%s\n", dir, a, dir,
+	    a);
+	assert_refused(jpath, a, "old a\n", "not beside");
+	unlink(old);
+	/* A journal others may write. */
+	plant(jpath, "W %s/.a.conf.new.x\t%s\n", dir, a);
+	assert_int_equal(chmod(jpath, 0622), 0);
+	assert_refused(jpath, a, "old a\n", "written by others");
+	/* A journal of another user (root only can make one). */
+	if (geteuid() == 0) {
+		plant(jpath, "W %s/.a.conf.new.x\t%s\n", dir, a);
+		assert_int_equal(chown(jpath, 65534, 65534), 0);
+		assert_refused(jpath, a, "old a\n", "not owned by root");
+	}
+	/* A FIFO by that name: no wait, refused. */
+	assert_int_equal(mkfifo(jpath, 0600), 0);
+	assert_refused(jpath, a, "old a\n", "not a regular file");
+	/* Its own journal in its own folder is acted on (the a it "created"
+	 * is removed): the checks above refused for their reason only. */
+	plant(jpath, "W %s/.a.conf.new.x\t%s\n", dir, a);
+	assert_int_equal(cfgtxn_recover(conf, NULL, NULL, NULL), 0);
+	assert_int_equal(access(a, F_OK), -1);
+	unlink(victim);
+	assert_int_equal(rmdir(out), 0);
+	assert_no_dotfiles();
 }
 
 /* The default check is the loader's: an unreadable config is refused
@@ -493,6 +697,10 @@ main(void)
 		cmocka_unit_test(killed_while_staged),
 		cmocka_unit_test(live_left_alone),
 		cmocka_unit_test(foreign_journal),
+		cmocka_unit_test(state_dir_journal),
+		cmocka_unit_test(untrusted_journals),
+		cmocka_unit_test(relative_paths_journaled_absolute),
+		cmocka_unit_test(state_dir_from_conf),
 		cmocka_unit_test(create_never_clobbers),
 		cmocka_unit_test(set_keeps_the_rest),
 		cmocka_unit_test(set_appends),
