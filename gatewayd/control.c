@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ev.h"
 #include "hex.h"
 #include "control.h"
 #include "parent.h"
@@ -527,22 +527,43 @@ ctlproc_ipc_readable(struct ctlproc *st)
 
 /* --- the process ----------------------------------------------------------- */
 
-static nfds_t
-poll_set(struct ctlproc *st, struct pollfd *pfd, int *slot)
+/* The loop's view of one descriptor: registered with lib/ev, and whether
+ * it was readable in the last turn. */
+struct ctl_watch {
+	struct ev	 ev;
+	bool		 ready;
+};
+
+static void
+on_ready(struct ev *e, uint32_t events)
 {
-	nfds_t n = 2;
+	((struct ctl_watch *)e->arg)->ready = true;
+}
+
+/* Make the registrations match the clients: those gone first (a number
+ * closed and taken again by a new client in another slot must not be
+ * removed after it was added), then the new ones.  A client whose
+ * request the parent has is not read (a provision job may own its
+ * socket), unless it only follows the log. */
+static int
+watch_sync(struct ctlproc *st, struct ctl_watch *w)
+{
 	int i;
 
-	pfd[0] = (struct pollfd){ st->ipc, POLLIN, 0 };
-	pfd[1] = (struct pollfd){ st->listen, POLLIN, 0 };
-	/* A client whose request the parent has is not read (a provision
-	 * job may own its socket), unless it only follows the log. */
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
-		if (st->c[i].fd != -1 && (st->c[i].id == 0 || st->c[i].follow)) {
-			slot[n] = i;
-			pfd[n++] = (struct pollfd){ st->c[i].fd, POLLIN, 0 };
-		}
-	return n;
+		if (w[i].ev.fd != -1 && w[i].ev.fd != st->c[i].fd)
+			ev_del(&w[i].ev);
+	for (i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct ctl_client *c = &st->c[i];
+
+		if (c->fd == -1)
+			continue;
+		if (w[i].ev.fd == -1 && ev_add(&w[i].ev, c->fd, 0, on_ready,
+		    &w[i]) == -1)
+			return -1;
+		ev_set(&w[i].ev, c->id == 0 || c->follow ? EPOLLIN : 0);
+	}
+	return 0;
 }
 
 /* Nothing is logged here: the filter allows no socket for syslog.  What
@@ -551,31 +572,49 @@ void
 control_main(int listen, int ipc, pid_t parent)
 {
 	static struct ctlproc st;
-	struct pollfd pfd[2 + CTL_MAX_CLIENTS];
-	int slot[2 + CTL_MAX_CLIENTS];
-	nfds_t i, n;
+	static struct ctl_watch w[CTL_MAX_CLIENTS], wipc, wlisten;
+	int i;
 
 	/* Never wait for the parent: while it sends us replies, a blocked
 	 * send here would leave both waiting.  A full queue is "busy". */
 	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 || privdrop(CTL_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
+	/* The loop before the filter, which allows waiting on it but not
+	 * making one. */
+	if (ev_init() == -1)
+		_exit(1);
+	for (i = 0; i < CTL_MAX_CLIENTS; i++)
+		w[i].ev.fd = -1;
 	if (sandbox_narrow(SANDBOX_CONTROL) == -1)
 		_exit(1);
 	ctlproc_init(&st, listen, ipc);
+	if (ev_add(&wipc.ev, ipc, EPOLLIN, on_ready, &wipc) == -1 ||
+	    ev_add(&wlisten.ev, listen, EPOLLIN, on_ready, &wlisten) == -1)
+		_exit(1);
 	for (;;) {
-		n = poll_set(&st, pfd, slot);
-		if (poll(pfd, n, ctlproc_next_timeout(&st, ctlproc_now_ms())) ==
+		if (watch_sync(&st, w) == -1)
+			_exit(1);
+		if (ev_run_once(ctlproc_next_timeout(&st, ctlproc_now_ms())) ==
 		    -1 && errno != EINTR)
 			_exit(1);
 		ctlproc_expire(&st, ctlproc_now_ms());
-		if (pfd[0].revents && ctlproc_ipc_readable(&st) == -1)
-			_exit(0);	/* the parent is gone, or broken */
-		for (i = 2; i < n; i++)
-			if (pfd[i].revents && st.c[slot[i]].fd == pfd[i].fd &&
-			    ctlproc_client_readable(&st, slot[i]) == -1)
+		if (wipc.ready) {
+			wipc.ready = false;
+			if (ctlproc_ipc_readable(&st) == -1)
+				_exit(0);	/* the parent is gone, or broken */
+		}
+		for (i = 0; i < CTL_MAX_CLIENTS; i++) {
+			if (!w[i].ready)
+				continue;
+			w[i].ready = false;
+			if (st.c[i].fd != -1 && st.c[i].fd == w[i].ev.fd &&
+			    ctlproc_client_readable(&st, i) == -1)
 				_exit(0);
-		if (pfd[1].revents)
+		}
+		if (wlisten.ready) {
+			wlisten.ready = false;
 			ctlproc_accept(&st);
+		}
 	}
 }

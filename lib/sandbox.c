@@ -118,7 +118,8 @@ static const int signer_calls[] = {
 static const int control_calls[] = {
 	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
 	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(accept4),
-	SCMP_SYS(getsockopt), SCMP_SYS(poll), SCMP_SYS(ppoll),
+	SCMP_SYS(getsockopt), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
+	SCMP_SYS(epoll_ctl),
 	SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap),
 	SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(futex),
 	SCMP_SYS(clock_gettime), SCMP_SYS(getpid), SCMP_SYS(exit),

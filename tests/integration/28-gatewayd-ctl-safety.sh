@@ -117,7 +117,9 @@ printf 'name = "company";\nfile = "%s";\nhosts = [ "api.bound.test" ];\nheader =
 expect_ok "the admin's secret loads" gw_ctl reload
 out=$(printf 'sk-mine\n' | bctl secret set acme --host api.bound.test 2>&1); rc=$?
 expect_eq "$UB's new secret named after the company secret's value file is refused (exit 1)" 1 "$rc"
-expect_match "... saying the file holds another secret's value" "holds the value of another secret" "$out"
+# A member gets the one answer for every name they cannot have: another
+# member's secret, an admin's, or a value file in use (84-secret-same-answer).
+expect_match "... with the answer for any name not theirs to take" 'the name "acme" is not available to you; choose another name' "$out"
 expect_eq "the company secret's value is untouched" "$VCO" "$(cat "$STATE/secrets/acme")"
 expect_fail "... and no drop-in is written" test -e "$SECD/acme.conf"
 rm -f "$SECD/company.conf" "$SECD/acme.conf" "$STATE/secrets/acme"
