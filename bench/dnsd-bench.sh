@@ -244,7 +244,8 @@ start_resolver() {
 	echo "bench: $1 did not start" >&2; cat $W/$1.log >&2; return 1
 }
 stop_resolver() {
-	kill $RPID 2>/dev/null; wait $RPID 2>/dev/null
+	# "wait" with no pid would wait for the upstream too, forever.
+	[ -n "$RPID" ] && { kill $RPID 2>/dev/null; wait $RPID 2>/dev/null; }
 	in_ns "$NS_GW" nft delete table inet moat 2>/dev/null
 	in_ns "$NS_GW" nft delete table bridge moat 2>/dev/null
 	sleep 0.3
@@ -306,7 +307,7 @@ perf() {
 ROUNDS=${ROUNDS:-3}
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 RESOLVERS=${RESOLVERS:-dnsd dnsd-policy-ct dnsd-policy dnsd-allowlist-ct dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
-: >$W/rows
+: >$W/rows; : >$W/rounds
 for round in $(seq $ROUNDS); do
 	for q in A AAAA; do
 		awk -v n=$MISSES -v r=$round -v q=$q 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test %s\n", i, r, q }' >$W/miss-$q.txt
