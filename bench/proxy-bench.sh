@@ -295,7 +295,7 @@ mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
 
-python3 bench/proxy-tables.py "$R" "$TOPO_TMP/syscalls"
+DL_MIB=$((DL / 1048576)) python3 bench/proxy-tables.py "$R" "$TOPO_TMP/syscalls"
 echo
 echo "RSS per $IDLE_N idle tunnels: moat-proxy $mem_px KiB, tinyproxy $mem_tp KiB"
 echo
