@@ -47,6 +47,8 @@
 # falls on all of them alike; the machine's load average and the share of
 # CPU the bench's own processes did not use are printed with each run.
 # BREAKDOWN=1 also prints each gateway process's CPU time for every run.
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round, one
+# sandbox of 2 agents, 2 s runs, rows moat and mitmproxy only.
 set -u
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
@@ -60,6 +62,9 @@ SECS=${SECS:-10}
 RATE=${RATE:-25}
 PACED_SECS=${PACED_SECS:-20}
 ROWS=${ROWS:-"direct moat mitmproxy"}
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+	ROUNDS=1 SANDBOXES=1 AGENTS=2 SECS=2 RATE=5 PACED_SECS=2 ROWS="moat mitmproxy"
+fi
 NS_PEER=$TOPO-peer
 PEER_ADDR=10.78.0.1
 [ "$SANDBOXES" -ge 1 ] && [ "$SANDBOXES" -le 50 ] || { echo "bench: 1-50 sandboxes"; exit 2; }

@@ -34,6 +34,9 @@
 # without the accounting lookups or without the bridge's address check
 # on the query (policy_minus): measurement only, what each part costs.
 # MISS=0 skips the miss runs.
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round of
+# seconds-long loads, plain dnsd and dnsmasq only, never --write; proves
+# the bench still starts its rows, measures nothing worth keeping.
 #
 # Prints a Markdown table; with --write replaces the measured block of the
 # dnsd section of docs/benchmarks.md (between its markers; BLOCK=NAME picks
@@ -52,6 +55,11 @@ cpu() { [ "$PIN" = 1 ] && echo "taskset -c $1"; }
 DNSUSER=$(getent passwd moat-dns >/dev/null && echo moat-dns || echo nobody)
 WRITE=0; [ "${1:-}" = "--write" ] && WRITE=1
 BLOCK=${BLOCK:-dnsd}
+LAT_SECONDS=${LAT_SECONDS:-3}
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+	SECONDS_RUN=1 NAMES=100 MISSES=500 RATE=500 LAT_SECONDS=1 ROUNDS=1 WRITE=0
+	RESOLVERS=${RESOLVERS:-dnsd dnsmasq}
+fi
 for t in dnsperf dnsmasq unbound; do
 	command -v $t >/dev/null || { echo "bench: $t missing (apt-get install dnsperf dnsmasq unbound)" >&2; exit 1; }
 done
@@ -63,7 +71,10 @@ topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 W=$TOPO_TMP
 V6=${V6:-0}
-V6CONF=; V6UP=
+# The line is set here, not as a ${V6CONF:-...} default in the heredoc:
+# bash 5.2 removes the quotes inside such a default, and dnsd then reads
+# `[ 203.0.113.0/24 ]` (moat.conf:5: syntax error).
+V6CONF='treat_as_public = [ "203.0.113.0/24" ];'; V6UP=
 if [ "$V6" = 1 ]; then
 	V6CONF='treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ]; ipv6 = { network = "fd77:0:0:1::/64"; uplink_mode = "nat66"; };'
 	V6UP=--address=/bench.test/2001:db8:cafe::10
@@ -74,7 +85,8 @@ gateway: {
   uplink = "up0"; network = "10.77.0.0/24"; bridge = "moat0";
   dns: { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
-  ${V6CONF:-treat_as_public = [ "203.0.113.0/24" ];}
+  state_dir = "$W/state";
+  $V6CONF
 };
 sandboxes = (
   { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
@@ -221,6 +233,8 @@ start_resolver() {
 			--nftset=/bench.test/4#inet#moat#allow_web --log-facility=- ;;
 	unbound)
 		topo_bg "$NS_GW" unbound $(cpu 0) unbound -d -c $W/unbound.conf ;;
+	*)
+		RPID=; echo "bench: no resolver $1" >&2; return 1 ;;
 	esac
 	RPID=${TOPO_PIDS[-1]}
 	for i in $(seq 50); do
@@ -230,7 +244,8 @@ start_resolver() {
 	echo "bench: $1 did not start" >&2; cat $W/$1.log >&2; return 1
 }
 stop_resolver() {
-	kill $RPID 2>/dev/null; wait $RPID 2>/dev/null
+	# "wait" with no pid would wait for the upstream too, forever.
+	[ -n "$RPID" ] && { kill $RPID 2>/dev/null; wait $RPID 2>/dev/null; }
 	in_ns "$NS_GW" nft delete table inet moat 2>/dev/null
 	in_ns "$NS_GW" nft delete table bridge moat 2>/dev/null
 	sleep 0.3
@@ -279,11 +294,11 @@ perf() {
 	qps=$(awk '/Queries per second/ {printf "%d", $4}' $W/perf.out)
 	lost=$(awk '/Queries lost/ {print $3}' $W/perf.out)
 	in_ns "$TOPO-$g" $(cpu 1) dnsperf -s 10.77.0.1 -d "$lf" -q 100 -t 2 -v \
-		-Q $RATE -l 3 >$W/perf.out 2>&1
+		-Q $RATE -l $LAT_SECONDS >$W/perf.out 2>&1
 	awk '$1 == ">" && $2 == "NOERROR" {print $NF * 1000}' $W/perf.out | sort -n >$W/lat
 	n=$(wc -l <$W/lat)
 	pct() { [ "$n" -gt 0 ] && sed -n "$(( (n * $1 + 999) / 1000 ))p" $W/lat | awk '{printf "%.3f", $1}' || echo -; }
-	echo "$qps $(pct 500) $(pct 990) $(pct 999) ${lost:-?} $us $cus"
+	echo "${qps:-0} $(pct 500) $(pct 990) $(pct 999) ${lost:-?} $us $cus"
 }
 
 # Rounds interleave the resolvers (A B C D, A B C D, ...) so that a burst
@@ -292,7 +307,7 @@ perf() {
 ROUNDS=${ROUNDS:-3}
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 RESOLVERS=${RESOLVERS:-dnsd dnsd-policy-ct dnsd-policy dnsd-allowlist-ct dnsd-allowlist dnsmasq dnsmasq-nftset unbound}
-: >$W/rows
+: >$W/rows; : >$W/rounds
 for round in $(seq $ROUNDS); do
 	for q in A AAAA; do
 		awk -v n=$MISSES -v r=$round -v q=$q 'BEGIN { for (i = 0; i < n; i++) printf "m%d-%d.bench.test %s\n", i, r, q }' >$W/miss-$q.txt
@@ -301,7 +316,7 @@ for round in $(seq $ROUNDS); do
 		q=A; case $r in *-aaaa) q=AAAA;; esac
 		awk -v n=$((RATE * 4)) -v r=$r -v k=$round -v q=$q 'BEGIN { for (i = 0; i < n; i++) printf "l%d-%d.%s.bench.test %s\n", i, k, r, q }' >$W/miss-lat-$r.txt
 		g=dev; case $r in dnsd-allowlist*|dnsmasq-nftset) g=web;; esac
-		start_resolver $r || continue
+		start_resolver $r || { stop_resolver; echo "$round $r" >>$W/failed; continue; }
 		CUR=$r
 		ct0=$(ct_count)
 		in_ns "$TOPO-$g" dnsperf -s 10.77.0.1 -d $W/hit-$q.txt -n 1 -q 50 >/dev/null 2>&1	# warm
@@ -329,6 +344,11 @@ table() {
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for row in "${rows[@]}"; do
 		set -- $row
+		# A resolver that never started in any round has its name alone.
+		if [ $# -lt 14 ]; then
+			echo "| $1 | failed: did not start (see above) | | | | | | | | | | |"
+			continue
+		fi
 		echo "| $1 | $2 | $3 | $4 | $5 | $7 | $(awk -v a=$7 -v b=$8 'BEGIN { printf "%.1f", a + b }') | ${9} | ${10} | ${11} | ${13} | ${14} |"
 	done
 }
@@ -358,6 +378,11 @@ echo "| against $base, same round | hit q/s | resolver CPU per hit | resolver + 
 echo "|---|---:|---:|---:|"
 echo "$ratios"
 
+# A table with a failed row is printed, never written, and the run fails.
+if [ -s $W/failed ]; then
+	echo "bench: did not start (round resolver): $(paste -sd, $W/failed)" >&2
+	exit 1
+fi
 if [ $WRITE -eq 1 ]; then
 	# Only the measured block between the markers is replaced; the text
 	# around it (what each row is, what limits it) is kept.

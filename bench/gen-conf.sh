@@ -5,7 +5,9 @@
 # gen_conf N FILE [dev] [new] -- N sandboxes s0..s(N-1) on 10.77.0.0/16
 # from 10.77.10.2 on, modes cycling allowlist / open / none; "dev" puts an
 # open sandbox "dev" (10.77.0.11, tap mt-dev) first, "new" the sandbox
-# $NEW_SB last.  GEN_GATEWAY: more lines for the gateway block.
+# $NEW_SB last.  GEN_GATEWAY: more lines for the gateway block; unless
+# they name a state_dir, the run's own ($TOPO_TMP/state) is added, so
+# that nothing a bench starts on the file looks in the host's.
 
 # The sandbox an increment adds: allowlist mode, so it brings the most
 # objects (a set, a chain of three rules, five elements).
@@ -14,7 +16,9 @@ NEW_SB="{ name = \"new\"; mac = \"$NEW_MAC\"; address = \"$NEW_ADDR\"; tap = \"$
 GEN_GATEWAY=${GEN_GATEWAY:-}
 
 gen_conf() {
-	local n=$1 f=$2 dev=0 new=0 i a
+	local n=$1 f=$2 dev=0 new=0 i a sd=
+	case $GEN_GATEWAY in *state_dir*) ;; *) sd="
+  state_dir = \"$TOPO_TMP/state\";" ;; esac
 	for a in "${@:3}"; do
 		case $a in dev) dev=1 ;; new) new=1 ;; esac
 	done
@@ -25,7 +29,7 @@ gateway: {
   dns: { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
   treat_as_public = [ "203.0.113.0/24" ];
-$GEN_GATEWAY
+$GEN_GATEWAY$sd
 };
 sandboxes = (
 CONF

@@ -21,6 +21,9 @@
 #   them, each given the next sandbox's address);
 #   cache hits for DNS_SECS (10) seconds; dnsd's q/s and RSS.
 #
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): 2 sandboxes of
+# 2 idle and 1 active connections for 2 s on one worker; 10 DNS sandboxes,
+# 8 clients, 2 s.
 # Every loop is bounded in count and time; load generators stop by
 # themselves (SIGALRM, dnsperf -l); nothing leaves the namespaces.
 set -u
@@ -38,6 +41,9 @@ SECS=${SECS:-20}
 DNS_SANDBOXES=${DNS_SANDBOXES:-1000}
 DNS_CLIENTS=${DNS_CLIENTS:-1000}
 DNS_SECS=${DNS_SECS:-10}
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+	SANDBOXES=2 IDLE=2 ACTIVE=1 WORKERS=1 SECS=2 DNS_SANDBOXES=10 DNS_CLIENTS=8 DNS_SECS=2
+fi
 [ "$SANDBOXES" -le 150 ] || { echo "bench: at most 150 sandboxes (one /24)"; exit 2; }
 [ "$DNS_SANDBOXES" -le 1000 ] || { echo "bench: at most 1000 DNS sandboxes"; exit 2; }
 [ -x build/moat-proxy ] && [ -x build/dnsd ] && [ -x build/gatewayd ] || { echo "bench: make first"; exit 1; }
@@ -120,6 +126,7 @@ gateway: {
   dns: { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
   treat_as_public = [ "203.0.113.0/24" ];
+  state_dir = "$TOPO_TMP/state";
 };
 sandboxes = (${extra%,}
 );

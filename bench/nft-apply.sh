@@ -10,6 +10,8 @@
 # no packet leaves them.  Writes its section of docs/benchmarks.md.
 #
 # usage: bench/nft-apply.sh [--no-doc]   (as root, after make)
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one run of 10
+# and 100 sandboxes, 50 adds, one 16 MB transfer each way; no doc.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -19,6 +21,8 @@ topo_trap
 RUNS=${RUNS:-5}
 SIZES=${SIZES:-"10 100 1000 5000"}
 TPUT_MB=${TPUT_MB:-1024}
+ADDS=2000 TPUT_RUNS=5 DOC=1; [ "${1:-}" = "--no-doc" ] && DOC=0
+[ "${BENCH_SMOKE:-0}" = 1 ] && RUNS=1 SIZES="10 100" ADDS=50 TPUT_RUNS=1 TPUT_MB=16 DOC=0
 NFTR=$ROOT/build/nft-rules
 BENCH=$TOPO_TMP/nft-bench
 
@@ -54,7 +58,7 @@ for n in $SIZES; do
 done
 
 # --- 2. allowlist add latency ----------------------------------------------
-read -r ADD50 ADD99 < <(in_ns "$NS" "$BENCH" add "$TOPO_TMP/s100.conf" s0 2000) || exit 1
+read -r ADD50 ADD99 < <(in_ns "$NS" "$BENCH" add "$TOPO_TMP/s100.conf" s0 $ADDS) || exit 1
 in_ns "$NS" "$NFTR" -c "$TOPO_TMP/s100.conf" flush
 
 # --- 3. forwarding throughput, 0 vs 1000 other sandboxes ------------------
@@ -73,7 +77,7 @@ declare -A TP
 gen_conf 0 "$TOPO_TMP/t0.conf" dev
 gen_conf 1000 "$TOPO_TMP/t1000.conf" dev
 # Interleaved, so that drift in the machine's load hits both alike.
-for i in 1 2 3 4 5; do
+for i in $(seq $TPUT_RUNS); do
 	for others in 0 1000; do
 		in_ns "$NS_GW" "$NFTR" -c "$TOPO_TMP/t$others.conf" apply || exit 1
 		echo "$others $(tput)"
@@ -98,9 +102,9 @@ table() {
 	done
 	echo
 	echo "Allowlist add (one address, one acked transaction, set of a 100-sandbox"
-	echo "policy, 2000 calls): p50 ${ADD50} us, p99 ${ADD99} us."
+	echo "policy, $ADDS calls): p50 ${ADD50} us, p99 ${ADD99} us."
 	echo
-	echo "| other sandboxes configured | guest -> internet TCP (MB/s, median of 5 x ${TPUT_MB} MB) |"
+	echo "| other sandboxes configured | guest -> internet TCP (MB/s, median of $TPUT_RUNS x ${TPUT_MB} MB) |"
 	echo "|---:|---:|"
 	printf '| 0 | %.0f |\n| 1000 | %.0f |\n' "${TP[0]}" "${TP[1000]}"
 	echo
@@ -109,7 +113,7 @@ table() {
 out=$(table)
 echo "$out"
 
-if [ "${1:-}" != "--no-doc" ]; then
+if [ $DOC = 1 ]; then
 	doc=docs/benchmarks.md
 	[ -e $doc ] || printf '# moat benchmarks\n' >$doc
 	# Only the measured block between the markers is replaced; the text

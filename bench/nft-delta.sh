@@ -13,6 +13,8 @@
 # of docs/benchmarks.md.
 #
 # usage: bench/nft-delta.sh [--no-doc]   (as root, after make)
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one run at 10
+# sandboxes; no doc.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,6 +23,8 @@ ROOT=$PWD
 topo_trap
 RUNS=${RUNS:-11}
 SIZES=${SIZES:-"10 1000 5000"}
+DOC=1; [ "${1:-}" = "--no-doc" ] && DOC=0
+[ "${BENCH_SMOKE:-0}" = 1 ] && RUNS=1 SIZES=10 DOC=0
 BENCH=$TOPO_TMP/nft-bench
 GWD=$ROOT/build/gatewayd
 
@@ -179,7 +183,7 @@ table() {
 out=$(table)
 echo "$out"
 
-if [ "${1:-}" != "--no-doc" ]; then
+if [ $DOC = 1 ]; then
 	doc=docs/benchmarks.md
 	[ -e $doc ] || printf '# moat benchmarks\n' >$doc
 	# Only the measured block between the markers is replaced.

@@ -14,6 +14,8 @@
 # no packet leaves them.
 #
 # usage: bench/nft-v6.sh   (as root, after make)
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round of
+# 10,000 datagrams and 16 MB.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -24,6 +26,7 @@ RUNS=${RUNS:-11}
 COUNT=${COUNT:-1000000}		# datagrams per run
 SIZE=${SIZE:-64}
 TPUT_MB=${TPUT_MB:-512}
+[ "${BENCH_SMOKE:-0}" = 1 ] && RUNS=1 COUNT=10000 TPUT_MB=16
 NFTR=$ROOT/build/nft-rules
 BLAST=$TOPO_TMP/udp-blast
 NET6=fd77:0:0:1

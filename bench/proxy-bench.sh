@@ -43,12 +43,19 @@
 # CPU 1, the same placement for every row, so that a proxy competes with
 # the server it relays for, never with the client; unset or PIN=0, the
 # scheduler places all three.
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round of 20
+# requests, a 1 MiB download and 50 idle tunnels, rows spliced (moat) and
+# tinyproxy unless MODES says otherwise.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
 N=${1:-2000}
 ROUNDS=${2:-3}
+DL=104857600 IDLE_N=1000
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced tinyproxy"}
+fi
 # servers stop by themselves: long enough for slow rounds on a busy machine
 LIFE=$((600 + ROUNDS * 180))
 for t in tinyproxy squid curl cc strace; do
@@ -182,13 +189,13 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	    END { if (n == 0) { print "0 0 0 0"; exit }
 	          printf "%.0f %.3f %.3f %d\n", 1000 * n / sum, t[int(n * 0.5)], t[int(n * 0.99)], n }'
 }
-download() {	# download MODE -> MiB/s for 100 MiB
+download() {	# download MODE -> MiB/s for DL bytes (100 MiB)
 	local a base
 	read -r -a a <<<"$(curl_args "$1")"
 	base=${a[-1]}; unset 'a[-1]'
 	in_ns "$(where "$1")" $CPIN curl -s --max-time 60 --cacert "$PX_DIR/bundle.crt" "${a[@]}" -o /dev/null \
-	    -w '%{size_download} %{speed_download}\n' "$base/big?n=104857600" |
-	    awk '$1 == 104857600 { printf "%.0f\n", $2 / 1048576; next } { print 0 }'
+	    -w '%{size_download} %{speed_download}\n' "$base/big?n=$DL" |
+	    awk -v dl=$DL '$1 == dl { printf "%.0f\n", $2 / 1048576; next } { print 0 }'
 }
 cpu_ms() {	# user+system CPU of a process (all its threads), in ms
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
@@ -205,13 +212,13 @@ cpu_ns() {	# on-CPU time of a process's threads, in ns
 pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
 	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; tls-relay) echo "$tlpid" ;; mitmproxy) echo "$mipid" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
-idle() {	# idle PORT PID HOST -> RSS growth in KiB for 1,000 idle tunnels
+idle() {	# idle PORT PID HOST -> RSS growth in KiB for IDLE_N (1,000) idle tunnels
 	local before after py
 	before=$(rss_kb "$2")
-	in_ns "$TOPO-agent" timeout 30 python3 - "$1" "$3" <<'PY' &
+	in_ns "$TOPO-agent" timeout 30 python3 - "$1" "$3" "$IDLE_N" <<'PY' &
 import socket, sys, time
 ss = []
-for _ in range(1000):
+for _ in range(int(sys.argv[3])):
     s = socket.create_connection(("10.77.0.1", int(sys.argv[1])))
     s.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % ((sys.argv[2].encode(),) * 2))
     ss.append(s)
@@ -288,9 +295,9 @@ mem_px=$(idle 3128 "$pxpid" other.test)
 mem_tp=$(idle 8888 "$tppid" $PX_OTHER)
 echo "# total $(( $(date +%s) - t0 )) s, $N small requests x $ROUNDS rounds per path" >&2
 
-python3 bench/proxy-tables.py "$R" "$TOPO_TMP/syscalls"
+DL_MIB=$((DL / 1048576)) python3 bench/proxy-tables.py "$R" "$TOPO_TMP/syscalls"
 echo
-echo "RSS per 1,000 idle tunnels: moat-proxy $mem_px KiB, tinyproxy $mem_tp KiB"
+echo "RSS per $IDLE_N idle tunnels: moat-proxy $mem_px KiB, tinyproxy $mem_tp KiB"
 echo
 [ -n "${KEEP_TIMES:-}" ] && cp "$TOPO_TMP"/times-* "$KEEP_TIMES"/ 2>/dev/null
 echo "raw rounds (path rps p50_ms p99_ms requests MiB/s cpu_ms cpu_us_per_request round load1):"

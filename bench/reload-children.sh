@@ -8,6 +8,7 @@
 #
 # Everything runs in a network namespace this script creates and removes;
 # no packet is sent.  Every loop is bounded by RUNS.  Prints the median.
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): N=10 W=2 RUNS=1.
 set -u
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh		# for wait_for
@@ -15,6 +16,7 @@ cd "$(dirname "$0")/.."
 topo_trap
 . bench/gen-conf.sh
 N=${N:-5000} W=${W:-16} RUNS=${RUNS:-9}
+[ "${BENCH_SMOKE:-0}" = 1 ] && N=10 W=2 RUNS=1
 GEN_GATEWAY="  state_dir = \"$TOPO_TMP/state\"; manage_network = false;"
 GNS=$TOPO-rl
 topo_ns "$GNS" || exit 1

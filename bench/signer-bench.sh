@@ -21,12 +21,15 @@
 # percent, of every 50 ms the signer may run: below 100 it is stopped for
 # the rest (SIGSTOP/SIGCONT), a stand-in for a signer starved of CPU.  Every transfer has a deadline; the whole
 # run takes seconds; nothing leaves the namespaces; cleaned up on any exit.
+# BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): 20 requests, 8
+# hosts.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh		# wait_for
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
 N=${1:-1000}
 HOSTS=${2:-200}
+[ "${BENCH_SMOKE:-0}" = 1 ] && N=20 HOSTS=8
 DUTY=${SIGNER_DUTY:-100}
 WILD=203.0.113.30
 [ "$N" -ge 10 ] && [ "$N" -le 10000 ] || { echo "bench: REQUESTS 10..10000"; exit 2; }

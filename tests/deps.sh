@@ -7,7 +7,11 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libcmocka-dev libseccomp-dev nftables iproute2 iputils-ping dnsutils curl
  ncat socat conntrack conntrackd keepalived openssl python3 python3-fusepy procps strace
  qemu-system-x86 qemu-utils busybox-static cpio genisoimage xz-utils zstd
- lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev"
+ lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev
+ dnsperf dnsmasq-base unbound tinyproxy squid mitmproxy"
+# The last line is the benches' peers (bench/*.sh, run in smoke mode by
+# tests/integration/09-bench-smoke-*.sh); dnsmasq-base is dnsmasq without
+# its service.
 missing=$(dpkg-query -W -f='${Package} ${Status}\n' $PKGS 2>/dev/null |
 	awk '$NF != "installed" {print $1}')
 # dpkg-query prints nothing for packages it has never heard of.
@@ -42,5 +46,19 @@ apt_retry() {
 	printf '%s\n' "$err" >&2
 	return 1
 }
+# A package's service is not started by its install (unbound's would
+# fetch the root trust anchor from outside; squid and tinyproxy would
+# listen on the host): the tests start their own, in namespaces.  An
+# existing policy-rc.d is the machine's and stays as it is.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 755 /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt_retry $APT update -qq
 apt_retry $APT install -y -qq --no-install-recommends $missing
+# Nor at the next boot, when this run installed it (one the machine
+# had before is its owner's).
+for s in unbound squid tinyproxy; do
+	case " $missing " in *" $s "*) systemctl disable "$s" >/dev/null 2>&1 || true ;; esac
+done
