@@ -30,7 +30,8 @@ done
 # out, servers answering), so MOAT_TEST_JOBS of them (default 3) run at
 # once, each in its own namespaces under its own run prefix.  Those that
 # boot QEMU guests (they source guest-lib.sh) keep a core busy under TCG:
-# one of them runs at a time, started first as they take longest.  A test
+# one of them runs at a time, started first as they take longest (a
+# test that boots QEMU another way says so with a line "# run: guest").  A test
 # whose file says "# run: alone" measures timing or rate limits: it runs
 # when nothing else does, at the end.  Results print in file order, each
 # with its time in seconds.
@@ -60,7 +61,7 @@ integration() {
 		[ -e "$t" ] || continue
 		if grep -q '^# run: alone' "$t"; then alone+=("$t"); continue; fi
 		all+=("$t")
-		if grep -q 'guest-lib\.sh\|doc-run\.sh' "$t"; then guests+=("$t"); else others+=("$t"); fi
+		if grep -q 'guest-lib\.sh\|doc-run\.sh\|^# run: guest' "$t"; then guests+=("$t"); else others+=("$t"); fi
 	done
 	while [ ${#guests[@]} -gt 0 ] || [ ${#others[@]} -gt 0 ]; do
 		while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run: guest (provision-bench boots a QEMU guest)
 # Every bench starts and measures (part c: nftables, reloads, the scan
 # and provisioning): see 09-bench-smoke-a.sh.  The library against
 # `nft -f` (its peer), forwarding with accounting and over IPv6, reloads
