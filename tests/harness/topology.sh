@@ -19,6 +19,7 @@ NS_INET=$TOPO-inet
 NS_LAN=$TOPO-lan
 TOPO_NSES=()
 TOPO_PIDS=()
+TOPO_USERS=()
 TOPO_TMP=$(mktemp -d /tmp/$TOPO.XXXXXX)
 # What runs as another user (stand-in resolvers, members, QEMU's user)
 # takes its files from here, never from the checkout: a checkout may sit
@@ -44,6 +45,8 @@ in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 topo_down() {
 	local pid ns
 	host_guard_report || HOST_GUARD_BAD=1
+	for pid in "${TOPO_USERS[@]}"; do userdel "$pid" 2>/dev/null; done
+	TOPO_USERS=()
 	for pid in "${TOPO_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	for ns in "${TOPO_NSES[@]}"; do
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do
@@ -68,6 +71,17 @@ topo_trap() {
 	trap 'rc=$?; topo_down; [ "${HOST_GUARD_BAD:-0}" = 0 ] || rc=1; exit $rc' EXIT
 	trap 'topo_down; exit 130' INT
 	trap 'topo_down; exit 143' TERM
+}
+
+# topo_members USER... -- members of group moat (no home, no shell) for a
+# team test, after moat's own users; topo_down removes them.
+topo_members() {
+	local u
+	bash gatewayd/install-users.sh
+	for u in "$@"; do
+		useradd -M -N -G moat -s /usr/sbin/nologin "$u" || return 1
+		TOPO_USERS+=("$u")
+	done
 }
 
 topo_ns() {	# topo_ns NAME -- create an empty namespace with lo up

@@ -16,15 +16,8 @@ cd "$(dirname "$0")/../.."
 . tests/harness/gw.sh
 
 UA=mga$$ UB=mgb$$
-team_cleanup() { userdel "$UA" 2>/dev/null; userdel "$UB" 2>/dev/null; }
-topo_up || { not_ok "topology"; team_cleanup; exit 1; }
-trap 'rc=$?; team_cleanup; topo_down; exit $rc' EXIT
-trap 'team_cleanup; topo_down; exit 130' INT
-trap 'team_cleanup; topo_down; exit 143' TERM
-bash gatewayd/install-users.sh
-for u in $UA $UB; do
-	useradd -M -N -G moat -s /usr/sbin/nologin "$u" || { not_ok "useradd $u"; exit 1; }
-done
+topo_up || { not_ok "topology"; exit 1; }
+topo_members "$UA" "$UB" || { not_ok "members $UA and $UB"; exit 1; }
 as() { local u=$1; shift; runuser -u "$u" -- build/gatewayd ctl -s "$GW_SOCK" "$@"; }
 
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
