@@ -515,11 +515,6 @@ check_metrics(struct loader *ld)
 	if (gw->metrics_listen == NULL)
 		adderr(ld, w->file, w->line, "gateway.metrics: allow: expected "
 		    "only with listen (it names who may scrape the listener)");
-	else if (gw->nmetrics_allow == 0)
-		adderr(ld, w->file, w->line, "gateway.metrics: allow: expected "
-		    "at least one address or network like \"192.168.100.5\" "
-		    "(leave the key out to let any source on the management "
-		    "network scrape)");
 	prefix_fmt(&gw->network, net, sizeof(net));
 	for (i = 0; i < gw->nmetrics_allow; i++)
 		if (gw->network.plen > 0 && prefix_overlaps(&gw->network,

@@ -445,6 +445,10 @@ set_metrics_allow(struct loader *ld, const config_setting_t *s, void *obj,
 	gw->metrics_allow = NULL;
 	gw->nmetrics_allow = 0;
 	where(ld, s, &gw->metrics_allow_where);
+	if (config_setting_length(s) == 0)
+		serr(ld, s, "%s: allow: expected at least one address or "
+		    "network like \"192.168.100.5\" (leave the key out to let "
+		    "any source on the management network scrape)", ctx);
 	set_prefixes(ld, s, &gw->metrics_allow, &gw->nmetrics_allow, ctx,
 	    k->name);
 }
