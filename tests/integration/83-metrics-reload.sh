@@ -11,11 +11,14 @@ cd "$(dirname "$0")/../.."
 
 topo_up || { not_ok "topology"; exit 1; }
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+# The metrics group on a line of its own, after the "gateway: {" line,
+# where gw_start puts this run's state_dir: that stays as it is.
 metrics() { sed -i "/^  metrics:/d" "$GW_CONF"
-	[ -n "$1" ] && sed -i "s|^gateway: {|gateway: {\n  metrics: { $1 interval = 1; };|" "$GW_CONF"
-	return 0; }
+	[ -n "$1" ] && sed -i "/^gateway: {/a\\  metrics: { $1 interval = 1; };" "$GW_CONF"
+	[ -z "$GW_PID" ] || grep -q "state_dir = \"$TOPO_TMP/state\"" "$GW_CONF" ||
+		{ not_ok "the config keeps this run's state_dir"; exit 1; }; }
 cp examples/demo.conf "$GW_CONF"
-sed -i 's/^gateway: {/gateway: { audit_max_kb = 64;/' "$GW_CONF"
+sed -i '/^gateway: {/a\  audit_max_kb = 64;' "$GW_CONF"
 PROM=$TOPO_TMP/prom/moat.prom
 metrics "textfile = \"$PROM\";"
 gw_start; expect_eq "gatewayd starts with a textfile and no listener" 0 $?
@@ -54,7 +57,8 @@ expect_match "naming file:line and the address" \
 	"moat.conf:$line: gateway.metrics: listen: cannot listen on 192.168.77.50:9477" "$out"
 expect_ok "the old listener still answers" serves 9478
 expect_eq "served by the same process" "$pid1" "$(gw_child_pid metrics)"
-expect_match "the refusal is counted" 'moat_reloads_total\{result="refused"\} 1' "$(scrape 9478)"
+counted() { scrape 9478 | grep -q '^moat_reloads_total{result="refused"} 1$'; }
+expect_ok "the refusal is counted" wait_for 10 counted
 
 # --- a textfile in a new folder ------------------------------------------------------
 PROM2=$TOPO_TMP/prom2/sub/moat.prom

@@ -16,8 +16,12 @@ topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
 # $LAN_HOST (192.168.77.2); a local user of the gateway box connects from
 # the box's own 192.168.77.1, and from 40 more of its addresses.
 LISTEN=192.168.77.1:9477
+# The metrics group on a line of its own, after the "gateway: {" line,
+# where gw_start puts this run's state_dir: that stays as it is.
 metrics() { sed -i "/^  metrics:/d" "$GW_CONF"
-	sed -i "s|^gateway: {|gateway: {\n  metrics: { listen = \"$LISTEN\"; interval = 1; $1 };|" "$GW_CONF"; }
+	sed -i "/^gateway: {/a\\  metrics: { listen = \"$LISTEN\"; interval = 1; $1 };" "$GW_CONF"
+	[ -z "$GW_PID" ] || grep -q "state_dir = \"$TOPO_TMP/state\"" "$GW_CONF" ||
+		{ not_ok "the config keeps this run's state_dir"; exit 1; }; }
 cp examples/demo.conf "$GW_CONF"
 metrics ""
 gw_start; expect_eq "gatewayd starts with a metrics listener" 0 $?
