@@ -68,7 +68,8 @@ expect_ok "a connection that sends no request is closed after 2 s (took ${t}s)" 
 # --- one source, many connections -----------------------------------------------
 hog() { # hog SOURCES N SECONDS -- the hostile local client, in the gateway's namespace
 	rm -f "$TOPO_TMP/hog"
-	in_ns "$NS_GW" python3 tests/harness/conn-hog.py 192.168.77.1 9477 "$2" \
+	# ip netns exec becomes python: $! is the hog itself, for kill.
+	ip netns exec "$NS_GW" python3 tests/harness/conn-hog.py 192.168.77.1 9477 "$2" \
 	    --src "$1" --for "$3" --status "$TOPO_TMP/hog" &
 	HOG=$!
 	wait_for 10 grep -qs '^up' "$TOPO_TMP/hog"
