@@ -262,8 +262,11 @@ answer(struct mclient *c, enum mreq r)
 	int n;
 
 	if ((r == MREQ_METRICS || r == MREQ_HEAD) && M.text == NULL)
-		r = MREQ_NOT_FOUND;	/* nothing rendered yet */
-	if (r == MREQ_METRICS || r == MREQ_HEAD) {
+		n = snprintf(c->buf, sizeof(c->buf), "HTTP/1.0 503 Service "
+		    "Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
+		    "17\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+		    "not rendered yet\n");
+	else if (r == MREQ_METRICS || r == MREQ_HEAD) {
 		n = snprintf(c->buf, sizeof(c->buf), "HTTP/1.0 200 OK\r\n"
 		    "Content-Type: text/plain; version=0.0.4; charset=utf-8"
 		    "\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
