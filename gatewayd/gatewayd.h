@@ -680,6 +680,13 @@ int	metrics_listen(struct gw *);	/* bind gateway.metrics.listen */
 void	metrics_tick(struct gw *, time_t now);
 int	metrics_next_timeout(const struct gw *, time_t now);	/* ms, -1 */
 char	*metrics_render(struct gw *, size_t *len);
+/* A reload: bind a new or moved metrics.listen before the policy goes in
+ * (-1 and err: refused), let go of it if the reload is refused after
+ * all, and put it and metrics.allow to use once the new config is in. */
+int	metrics_reload_check(struct gw *, const struct moat_config *,
+	    char *err, size_t errlen);
+void	metrics_reload_abort(void);
+void	metrics_reload(struct gw *, const struct moat_config *old);
 
 /* parent_reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */

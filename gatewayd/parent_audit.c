@@ -127,10 +127,12 @@ audit_counters(const struct gw *gw)
 {
 	char *s;
 
+	/* Both sizes in KiB, the file's rounded up: a file with a line in
+	 * it is never "0". */
 	xasprintf(&s, "audit  lines %llu, size %lld of %u KiB, rotations "
 	    "%llu, dropped lines %llu, refusals suppressed %llu, overruns "
 	    "%llu\n", (unsigned long long)gw->audit.lines,
-	    (long long)gw->audit.size, gw->cfg->gw.audit_max_kb,
+	    (long long)(gw->audit.size + 1023) / 1024, gw->cfg->gw.audit_max_kb,
 	    (unsigned long long)gw->audit.rotations,
 	    (unsigned long long)gw->audit.dropped,
 	    (unsigned long long)gw->audit.suppressed,

@@ -468,7 +468,8 @@ ctl_status(struct ctl_req *r)
 		    "\"reloads\":%u,\"reload_failures\":%u,\"set_adds\":%llu,"
 		    "\"set_refused\":%llu,\"refusals_fast\":%s,"
 		    "\"refusals\":\"%s\",\"audit\":{\"rotations\":%llu,"
-		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu},",
+		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu,"
+		    "\"size_bytes\":%lld,\"max_bytes\":%lld},",
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
 		    gw->reloads, gw->reload_failures,
 		    (unsigned long long)gw->set_adds,
@@ -477,7 +478,9 @@ ctl_status(struct ctl_req *r)
 		    (unsigned long long)gw->audit.rotations,
 		    (unsigned long long)gw->audit.dropped,
 		    (unsigned long long)gw->audit.suppressed,
-		    (unsigned long long)gw->audit.lost);
+		    (unsigned long long)gw->audit.lost,
+		    (long long)gw->audit.size,
+		    (long long)gw->cfg->gw.audit_max_kb * 1024);
 		ha_status(r);
 		status_json_children(r);
 		net_status(r, &gw->net);

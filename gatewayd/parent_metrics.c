@@ -16,6 +16,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,19 +279,133 @@ metrics_render(struct gw *gw, size_t *len)
 
 /* --- where it goes ------------------------------------------------------- */
 
-/* Replace path at once: a reader sees the old file or the new one. */
+/*
+ * The textfile is written by the root parent, in its loop: nothing on
+ * the way may block it or be followed.  The temporary name is created
+ * fresh (O_EXCL, never an existing file, FIFO or link), opened without
+ * blocking and checked to be a regular file; a name something else
+ * holds is left alone and another is used; the final name is replaced
+ * only when it is absent or a regular file, never a FIFO, a folder or a
+ * link (rename would not follow one, but something else placed it).
+ */
+#define TEXTFILE_TRIES	4
+#define TEXTFILE_FLAGS	(O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | \
+			 O_NONBLOCK | O_CLOEXEC)
+
+/* What went wrong last, so that each new trouble is logged once. */
+static char textfile_trouble[512];
+
+static void
+trouble(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+trouble(const char *fmt, ...)
+{
+	char msg[sizeof(textfile_trouble)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (strcmp(msg, textfile_trouble) != 0)
+		log_warnx("metrics: %s", msg);
+	snprintf(textfile_trouble, sizeof(textfile_trouble), "%s", msg);
+}
+
+static const char *
+kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISLNK(m) ? "a symbolic link" :
+	    S_ISDIR(m) ? "a folder" : S_ISSOCK(m) ? "a socket" :
+	    S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISREG(m) ?
+	    "a file" : "not a regular file";
+}
+
+/* The textfile's folder, made (0755, root's) where it is missing. */
+static void
+textfile_folder(const char *path)
+{
+	char dir[4096];
+	char *p;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir) ||
+	    (p = strrchr(dir, '/')) == NULL || p == dir)
+		return;
+	*p = '\0';
+	for (p = dir + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdir(dir, 0755) == 0) {
+			(void)chmod(dir, 0755);	/* whatever the umask */
+			log_info("metrics: made the folder %s", dir);
+		}
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+}
+
+/* A temporary name beside path that nothing held: created here. */
+static int
+textfile_open(const char *path, char *tmp, size_t len)
+{
+	static unsigned seq;
+	struct stat st;
+	int fd, i;
+
+	for (i = 0; i < TEXTFILE_TRIES; i++) {
+		if (i == 0)
+			snprintf(tmp, len, "%s.%ld.tmp", path, (long)getpid());
+		else
+			snprintf(tmp, len, "%s.%ld.%u.tmp", path,
+			    (long)getpid(), ++seq);
+		if ((fd = open(tmp, TEXTFILE_FLAGS, 0644)) == -1 &&
+		    errno == ENOENT) {
+			textfile_folder(path);
+			fd = open(tmp, TEXTFILE_FLAGS, 0644);
+		}
+		if (fd == -1 && errno == EEXIST) {
+			if (lstat(tmp, &st) == 0)
+				trouble("%s is %s that is not ours: left alone, "
+				    "writing through another name", tmp,
+				    kind(st.st_mode));
+			continue;
+		}
+		if (fd == -1) {
+			trouble("%s: %s", tmp, strerror(errno));
+			return -1;
+		}
+		if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+			trouble("%s is not a regular file once opened", tmp);
+			close(fd);
+			return -1;
+		}
+		return fd;
+	}
+	trouble("every temporary name beside %s is taken; not written", path);
+	return -1;
+}
+
+/* Replace path at once: a reader sees the old file or the new one.
+ * 0, or -1 after a log line (once for each new trouble). */
 static int
 textfile_write(const char *path, const char *text, size_t len)
 {
 	char tmp[4200];
+	struct stat st;
 	size_t off = 0;
 	ssize_t n;
 	int fd;
 
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	    0644);
-	if (fd == -1)
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		trouble("%s is %s, not a regular file: not replaced, no metrics "
+		    "written there until it is removed", path, kind(st.st_mode));
+		return -1;
+	}
+	if ((fd = textfile_open(path, tmp, sizeof(tmp))) == -1)
 		return -1;
 	while (off < len) {
 		if ((n = write(fd, text + off, len - off)) == -1) {
@@ -301,10 +417,16 @@ textfile_write(const char *path, const char *text, size_t len)
 	}
 	if (off < len || fchmod(fd, 0644) == -1 || close(fd) == -1 ||
 	    rename(tmp, path) == -1) {
+		trouble("%s: %s", off < len ? tmp : path, strerror(errno));
 		if (off < len)
 			close(fd);
 		unlink(tmp);
 		return -1;
+	}
+	if (textfile_trouble[0] != '\0' && strstr(textfile_trouble,
+	    "writing through another name") == NULL) {
+		log_info("metrics: %s written again", path);
+		textfile_trouble[0] = '\0';
 	}
 	return 0;
 }
@@ -313,7 +435,6 @@ void
 metrics_tick(struct gw *gw, time_t now)
 {
 	const struct moat_gateway *g = &gw->cfg->gw;
-	static bool warned;
 	size_t len;
 	char *text;
 	int fd;
@@ -326,14 +447,8 @@ metrics_tick(struct gw *gw, time_t now)
 	gw->metrics_due = now + g->metrics_interval;
 	if ((text = metrics_render(gw, &len)) == NULL)
 		return;
-	if (g->metrics_textfile != NULL) {
-		if (textfile_write(g->metrics_textfile, text, len) == -1) {
-			if (!warned)
-				log_warn("metrics: %s", g->metrics_textfile);
-			warned = true;
-		} else
-			warned = false;
-	}
+	if (g->metrics_textfile != NULL)
+		(void)textfile_write(g->metrics_textfile, text, len);
 	if (gw->procs[PROC_METRICS].ipc != -1 &&
 	    (fd = gw_sealed_memfd("moat-metrics", text, len)) != -1) {
 		if (ipc_send_fds(gw->procs[PROC_METRICS].ipc, IPC_METRICS, 0,
@@ -352,18 +467,126 @@ metrics_next_timeout(const struct gw *gw, time_t now)
 	return gw->metrics_due <= now ? 0 : (int)(gw->metrics_due - now) * 1000;
 }
 
+/* The listener, with room in its queue for scrapers while a flood of
+ * connections waits to be refused. */
+static int
+metrics_bind(const char *listen_on)
+{
+	int fd;
+
+	if ((fd = gw_listen_tcp(listen_on, "metrics")) != -1)
+		(void)listen(fd, 128);
+	return fd;
+}
+
 int
 metrics_listen(struct gw *gw)
 {
 	gw->metrics = metrics_new();
 	gw->metrics_due = 0;
 	gw->metricsfd = -1;
+	if (gw->cfg->gw.metrics_textfile != NULL)
+		textfile_folder(gw->cfg->gw.metrics_textfile);
 	if (gw->cfg->gw.metrics_listen == NULL)
 		return 0;
-	if ((gw->metricsfd = gw_listen_tcp(gw->cfg->gw.metrics_listen,
-	    "metrics")) == -1)
+	if ((gw->metricsfd = metrics_bind(gw->cfg->gw.metrics_listen)) == -1)
 		return -1;
 	log_info("metrics endpoint http://%s/metrics",
 	    gw->cfg->gw.metrics_listen);
 	return 0;
+}
+
+/* --- a reload -------------------------------------------------------------- */
+
+/* The listener a reload bound, until it commits or is refused. */
+static int pending = -1;
+
+static bool
+same_str(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool
+same_allow(const struct moat_gateway *a, const struct moat_gateway *b)
+{
+	size_t i;
+
+	if (a->nmetrics_allow != b->nmetrics_allow)
+		return false;
+	for (i = 0; i < a->nmetrics_allow; i++)
+		if (a->metrics_allow[i].plen != b->metrics_allow[i].plen ||
+		    !addr_eq(&a->metrics_allow[i].addr,
+		    &b->metrics_allow[i].addr))
+			return false;
+	return true;
+}
+
+int
+metrics_reload_check(struct gw *gw, const struct moat_config *cfg, char *err,
+    size_t errlen)
+{
+	const char *l = cfg->gw.metrics_listen;
+
+	metrics_reload_abort();
+	if (l == NULL || (gw->metricsfd != -1 &&
+	    same_str(gw->cfg->gw.metrics_listen, l)))
+		return 0;
+	if ((pending = metrics_bind(l)) == -1) {
+		snprintf(err, errlen, "%s:%d: gateway.metrics: listen: cannot "
+		    "listen on %s: %s", cfg->gw.metrics_where.file ?
+		    cfg->gw.metrics_where.file : cfg->path,
+		    cfg->gw.metrics_where.line, l, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void
+metrics_reload_abort(void)
+{
+	if (pending != -1)
+		close(pending);
+	pending = -1;
+}
+
+/* gw->cfg is the new configuration, old the one it replaced: a listener
+ * added, moved or gone, or a new allow list, takes effect now (a new
+ * metrics process with the new socket and list), and the textfile's
+ * folder is made if it is missing. */
+void
+metrics_reload(struct gw *gw, const struct moat_config *old)
+{
+	const struct moat_gateway *o = &old->gw, *n = &gw->cfg->gw;
+	struct gw_proc *p = &gw->procs[PROC_METRICS];
+	bool moved = !same_str(o->metrics_listen, n->metrics_listen) ||
+	    (n->metrics_listen != NULL && gw->metricsfd == -1);
+
+	if (n->metrics_textfile != NULL &&
+	    !same_str(o->metrics_textfile, n->metrics_textfile)) {
+		textfile_folder(n->metrics_textfile);
+		textfile_trouble[0] = '\0';
+		gw->metrics_due = 0;
+	}
+	if (!moved && same_allow(o, n)) {
+		metrics_reload_abort();
+		return;
+	}
+	if (moved) {
+		if (gw->metricsfd != -1)
+			close(gw->metricsfd);
+		gw->metricsfd = pending;
+		pending = -1;
+		if (gw->metricsfd != -1)
+			log_info("metrics endpoint now http://%s/metrics",
+			    n->metrics_listen);
+		else
+			log_info("metrics endpoint closed");
+	}
+	p->enabled = gw->metricsfd != -1;
+	gw->metrics_due = 0;
+	if (p->pid > 0)
+		proc_restart(gw, PROC_METRICS);	/* and started again */
+	else if (p->enabled)
+		p->restart_at = time(NULL);
 }

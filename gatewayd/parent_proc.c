@@ -580,7 +580,8 @@ start_metrics(struct gw *gw, int ipc)
 
 		child_signals();
 		child_fds(keep, 2);
-		metrics_main(3, 4, parent);
+		metrics_main(3, 4, parent, gw->cfg->gw.metrics_allow,
+		    gw->cfg->gw.nmetrics_allow);
 	}
 	gw->metrics_sent = 0;	/* a new one has no rendering yet */
 	return pid;

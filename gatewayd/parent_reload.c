@@ -269,8 +269,17 @@ gw_reload(struct gw *gw, char **errors)
 	}
 	gw_log_warnings(cfg, &errs);
 	config_errors_free(&errs);
+	if (metrics_reload_check(gw, cfg, err, sizeof(err)) == -1) {
+		xasprintf(errors, "%s\n", err);
+		log_warnx("reload refused: %s", err);
+		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
+		config_free(cfg);
+		gw->reload_failures++;
+		return -1;
+	}
 	grants_overlay(gw, cfg);
 	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
+		metrics_reload_abort();
 		xasprintf(errors, "%s: %s\n", old->path, err);
 		log_warnx("reload refused by the kernel: %s", err);
 		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
@@ -291,6 +300,7 @@ gw_reload(struct gw *gw, char **errors)
 	snprintf(count, sizeof(count), "%d", cut);
 	conf_delta(gw, old, cfg, &d);
 	d.nflog_view = nflog_view_changed(old, cfg);
+	metrics_reload(gw, old);
 	config_free(old);
 	gw->reloads++;
 	gw->last_reload = time(NULL);

@@ -161,6 +161,11 @@ struct moat_gateway {
 	char		*metrics_textfile;	/* metrics.textfile, or NULL */
 	char		*metrics_listen;	/* metrics.listen "ADDR:PORT", or NULL */
 	unsigned	 metrics_interval;	/* seconds between two writes */
+	struct moat_prefix *metrics_allow; /* metrics.allow: the scrapers'
+					 * addresses and networks; others are
+					 * refused (none: any source) */
+	size_t		 nmetrics_allow;
+	struct moat_where metrics_allow_where;	/* of allow, for messages */
 	struct moat_where metrics_where;	/* of listen, for messages */
 	bool		 ha;	/* ha.enabled: one box of an active/standby pair */
 	struct moat_addr ha_uplink_address; /* ha.uplink_address: the guests'

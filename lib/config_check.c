@@ -504,8 +504,26 @@ check_metrics(struct loader *ld)
 {
 	struct moat_gateway *gw = &ld->cfg->gw;
 
+	const struct moat_where *w = &gw->metrics_allow_where;
+	char net[64], p[64];
+	size_t i;
+
 	check_listen(ld, "gateway.metrics", "the metrics endpoint",
 	    gw->metrics_listen, &gw->metrics_where, "192.168.100.1:9477");
+	if (w->line == 0)
+		return;
+	if (gw->metrics_listen == NULL)
+		adderr(ld, w->file, w->line, "gateway.metrics: allow: expected "
+		    "only with listen (it names who may scrape the listener)");
+	prefix_fmt(&gw->network, net, sizeof(net));
+	for (i = 0; i < gw->nmetrics_allow; i++)
+		if (gw->network.plen > 0 && prefix_overlaps(&gw->network,
+		    &gw->metrics_allow[i]))
+			adderr(ld, w->file, w->line, "gateway.metrics: allow: "
+			    "expected scrapers on the management network, not "
+			    "\"%s\" (it overlaps gateway.network %s, where "
+			    "guests are)", prefix_fmt(&gw->metrics_allow[i], p,
+			    sizeof(p)), net);
 }
 
 /* Replication between the boxes of a pair needs all five keys: an

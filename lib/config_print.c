@@ -175,6 +175,13 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 			pstr(fp, gw->metrics_listen);
 			fputs("; ", fp);
 		}
+		for (i = 0; i < gw->nmetrics_allow; i++) {
+			fputs(i == 0 ? "allow = [ " : ", ", fp);
+			pstr(fp, prefix_fmt(&gw->metrics_allow[i], buf,
+			    sizeof(buf)));
+			if (i + 1 == gw->nmetrics_allow)
+				fputs(" ]; ", fp);
+		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
 	if (gw->ha || gw->ha_uplink_address.family != 0 ||

@@ -403,7 +403,7 @@ set_registration(struct loader *ld, const config_setting_t *s, void *obj,
 	    "gateway.registration");
 }
 
-/* metrics = { textfile; listen; interval; }: Prometheus text for
+/* metrics = { textfile; listen; allow; interval; }: Prometheus text for
  * node_exporter's textfile collector and/or a scrape endpoint on a
  * management address (gatewayd/metrics.c). */
 static void
@@ -433,9 +433,30 @@ set_metrics_str(struct loader *ld, const config_setting_t *s, void *obj,
 	*f = xstrdup(v);
 }
 
+/* allow = [ "192.168.100.5", "192.168.100.0/28" ]: the scrapers; a
+ * connection from any other source is refused before it takes a slot. */
+static void
+set_metrics_allow(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+
+	free(gw->metrics_allow);
+	gw->metrics_allow = NULL;
+	gw->nmetrics_allow = 0;
+	where(ld, s, &gw->metrics_allow_where);
+	if (config_setting_length(s) == 0)
+		serr(ld, s, "%s: allow: expected at least one address or "
+		    "network like \"192.168.100.5\" (leave the key out to let "
+		    "any source on the management network scrape)", ctx);
+	set_prefixes(ld, s, &gw->metrics_allow, &gw->nmetrics_allow, ctx,
+	    k->name);
+}
+
 static const struct key metrics_keys[] = {
 	{ "textfile", K_STR, 0, set_metrics_str, 0 },
 	{ "listen", K_STR, 0, set_metrics_str, 0 },
+	{ "allow", K_STRLIST, 0, set_metrics_allow, 0 },
 	{ "interval", K_INT, 0, set_int,
 	    offsetof(struct moat_gateway, metrics_interval) },
 };

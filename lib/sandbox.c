@@ -141,13 +141,14 @@ static const int register_calls[] = {
 	SCMP_SYS(fstat), SCMP_SYS(newfstatat),
 };
 
-/* The metrics endpoint: accepts scrapers, reads the text the parent
- * sent as a descriptor (pread64), writes it out. */
+/* The metrics endpoint: accepts scrapers on lib/ev, reads the text the
+ * parent sent as a descriptor (pread64), writes it out. */
 static const int metrics_calls[] = {
 	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(pread64), SCMP_SYS(recvmsg),
-	SCMP_SYS(accept4), SCMP_SYS(poll), SCMP_SYS(ppoll),
-	SCMP_SYS(setsockopt), SCMP_SYS(fcntl), SCMP_SYS(close), SCMP_SYS(brk),
-	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(clock_gettime),
+	SCMP_SYS(accept4), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
+	SCMP_SYS(epoll_ctl), SCMP_SYS(fcntl), SCMP_SYS(close), SCMP_SYS(brk),
+	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
+	SCMP_SYS(clock_gettime),
 	SCMP_SYS(getpid), SCMP_SYS(exit), SCMP_SYS(exit_group),
 	SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(fstat),
 	SCMP_SYS(newfstatat),
