@@ -89,8 +89,10 @@ expect_match "human report: the summary names the gateway's refusals and the exp
 	'^[0-9]+ probes in [0-9.]+ s: 0 breaches, 0 failed controls, [1-9][0-9]* controls passed, [1-9][0-9]* refused by the gateway, [0-9]+ filtered \(expected\), [0-9]+ not run$' "$out"
 expect_eq "human report: nothing in a clean scan reads like a warning" "" \
 	"$(grep -Ei 'silent|rate.limit|warn' <<<"$out"; grep -E 'BREACH|FAILED' <<<"$out")"
+# (How many refusals arrive before a probe stops waiting depends on the
+# machine's load: the split between refused and filtered is not asserted.)
 expect_eq "--json: the summary's counts add up to the probes" True \
-	"$(cc_q "r['breaches'] + r['failed_controls'] + r['controls_passed'] + r['refused'] + r['filtered'] <= r['probes'] and r['refused'] > 60000")"
+	"$(cc_q "r['breaches'] + r['failed_controls'] + r['controls_passed'] + r['refused'] + r['filtered'] <= r['probes'] and r['refused'] > 0 and r['refused'] + r['filtered'] > 60000")"
 expect_match "the proxy refused for want of a server name" \
 	'no server name \(allowlist needs one\)' "$(cat "$TOPO_TMP/proxy.log")"
 
