@@ -30,8 +30,8 @@ mac_of() { ip -n "$1" -o link show dev "$2" | grep -o 'link/ether [0-9a-f:]*' | 
 UP_MAC=$(mac_of "$NS_GW" up0)
 BR_MAC=$(mac_of "$NS_GW" moat0)
 INET_MAC=$(mac_of "$NS_INET" eth0)
-forge() {	# forge SHA THA COUNT -- from the internet namespace
-	in_ns "$NS_INET" python3 tests/harness/arp-reply.py eth0 "$1" $VIP "$2" "$3"
+forge() {	# forge COUNT SHA/THA... -- from the internet namespace, at once
+	in_ns "$NS_INET" python3 tests/harness/arp-reply.py eth0 $VIP "$@"
 }
 split_line() { gw_ctl status 2>/dev/null | grep '^split-brain '; }
 audits() { grep -c '"event":"ha-split-brain"' "$GW_AUDIT"; }
@@ -54,11 +54,9 @@ expect_eq "the child holds it" 1 "$(comm -12 <(pkt_inodes) <(sock_inodes $CPID) 
 expect_eq "the root parent holds none" 0 "$(comm -12 <(pkt_inodes) <(sock_inodes $GW_PID) | wc -l)"
 
 # --- forged: our own MACs, not addressed to us, then a foreign burst ---
-forge "$UP_MAC" "$UP_MAC" 3
-forge "$BR_MAC" "$UP_MAC" 3
-forge "$OTHER" ff:ff:ff:ff:ff:ff 3
-forge "$FOREIGN" "$UP_MAC" 3
-# The replies are read in order: once the last shows, the first were seen.
+# Within milliseconds: an episode the first had started would still be
+# asking its MAC when the last came, and the last would not show.
+forge 3 "$UP_MAC/$UP_MAC" "$BR_MAC/$UP_MAC" "$OTHER/ff:ff:ff:ff:ff:ff" "$FOREIGN/$UP_MAC"
 shown() { split_line | grep -q "$1"; }
 expect_ok "a burst from a foreign MAC shows" wait_for 3 shown "$FOREIGN"
 line=$(split_line)
