@@ -38,6 +38,13 @@ $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
+# The split-brain watch's ARP parser.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_ha_arp
+$(BUILD)/tests/test_gatewayd_ha_arp: $(OBJ)/tests/unit/test_gatewayd_ha_arp.o \
+	    $(OBJ)/gatewayd/ha_arp.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+
 # The bounded views behind ctl refused and ctl names.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_seen
 $(BUILD)/tests/test_gatewayd_seen: $(OBJ)/tests/unit/test_gatewayd_seen.o \
