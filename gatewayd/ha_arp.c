@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
@@ -172,7 +173,10 @@ from_uplink(int fd, int ipc, const struct ha_arp_watch *w)
 		}
 		if (sent++ >= REPORTS_PER_S)
 			continue;
-		if (ipc_send(ipc, IPC_HA_ARP, 0, &m, sizeof(m)) == -1)
+		/* A parent that is not reading loses reports, and this
+		 * process never waits on it (nor it on this one). */
+		if (ipc_send(ipc, IPC_HA_ARP, 0, &m, sizeof(m)) == -1 &&
+		    errno != EAGAIN && errno != EWOULDBLOCK)
 			_exit(1);
 	}
 	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -184,7 +188,8 @@ ha_arp_child(int fd, int ipc, const struct ha_arp_watch *w, pid_t parent)
 {
 	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { ipc, POLLIN, 0 } };
 
-	if (privdrop("moat-log") == -1 && privdrop("nobody") == -1)
+	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 ||
+	    (privdrop("moat-log") == -1 && privdrop("nobody") == -1))
 		_exit(1);
 	die_with_parent(parent);
 	if (sandbox_narrow(SANDBOX_HA_ARP) == -1)
