@@ -23,7 +23,10 @@
  *   - only a confirmed episode is "another master" in ctl status and the
  *     metrics, and is audited (ha-split-brain), once per episode;
  *   - an episode ends when the other MAC has not answered for DUP_HOLD
- *     seconds, or when keepalived takes this box out of master.
+ *     seconds, or when keepalived takes this box out of master;
+ *   - NCAND MACs are followed at once, and one that stayed silent when
+ *     asked alone gives its place up: a forger that answers every
+ *     broadcast probe first does not keep another master's answers out.
  *
  * The ARP itself is read by the unprivileged ha-arp process
  * (gatewayd/ha_arp.c), which sends one IPC_HA_ARP per reply; this file
@@ -53,22 +56,29 @@
 #define FOLLOWUP_MS	400	/* from a first reply to the unicast probe */
 #define CONFIRM_MS	400	/* the unicast probe's answer, at most */
 #define DUP_HOLD	3	/* s a seen answer counts as current */
+#define NCAND		4	/* foreign MACs asked at once */
 
 static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
-struct ha_dup {
-	struct ha_arp_watch w;		/* what the ha-arp process is given */
-	uint64_t	 next_ms;	/* the next probe, gw_mono_ms() */
-	/* The current episode: one foreign MAC that answered. */
+/* One foreign MAC that answered: an episode, confirmed or not.  Several
+ * are followed at once, so that a forger answering first cannot keep
+ * another master's answers out. */
+struct ha_cand {
 	bool		 on;
-	uint8_t		 other[6];
+	uint8_t		 mac[6];
 	time_t		 first;		/* its first answer */
 	time_t		 seen;		/* its last */
 	uint64_t	 followup_at;	/* ms: unicast probe due, or 0 */
 	uint64_t	 window_from;	/* ms: an answer in [from, to] */
-	uint64_t	 window_to;	/* confirms the episode */
+	uint64_t	 window_to;	/* confirms it */
 	bool		 confirmed;
-	uint64_t	 answers, own, unsolicited;
+};
+
+struct ha_dup {
+	struct ha_arp_watch w;		/* what the ha-arp process is given */
+	uint64_t	 next_ms;	/* the next probe, gw_mono_ms() */
+	struct ha_cand	 cand[NCAND];
+	uint64_t	 answers, own, unsolicited, crowded;
 };
 
 static void
@@ -111,32 +121,76 @@ send_probe(struct gw *gw, const uint8_t dst[6])
 }
 
 static void
-episode_end(struct ha_dup *d)
+cand_end(struct ha_cand *c)
 {
 	char mac[18];
 
-	if (!d->on)
-		return;
-	if (d->confirmed) {
-		fmt_mac(d->other, mac, sizeof(mac));
+	if (c->on && c->confirmed) {
+		fmt_mac(c->mac, mac, sizeof(mac));
 		log_info("ha: split brain over: %s no longer answers", mac);
 	}
-	d->on = d->confirmed = false;
-	d->followup_at = d->window_from = d->window_to = 0;
+	memset(c, 0, sizeof(*c));
+}
+
+/* Asked alone and silent: its slot may go to another MAC. */
+static bool
+cand_failed(const struct ha_cand *c, uint64_t ms)
+{
+	return !c->confirmed && c->followup_at == 0 && ms > c->window_to;
 }
 
 static void
-confirm(struct gw *gw, struct ha_dup *d)
+confirm(struct gw *gw, struct ha_dup *d, struct ha_cand *c)
 {
 	char mac[18], addr[INET_ADDRSTRLEN];
 
-	d->confirmed = true;
-	d->followup_at = 0;
-	fmt_mac(d->other, mac, sizeof(mac));
+	c->confirmed = true;
+	c->followup_at = 0;
+	fmt_mac(c->mac, mac, sizeof(mac));
 	inet_ntop(AF_INET, d->w.addr, addr, sizeof(addr));
 	log_warnx("ha: split brain: %s is also held by %s, another master "
 	    "(it answered a second, unicast probe)", addr, mac);
 	audit_event(gw, "ha-split-brain", "address", addr, "mac", mac, NULL);
+}
+
+/* Another answer from a MAC being followed. */
+static void
+cand_again(struct gw *gw, struct ha_dup *d, struct ha_cand *c, uint64_t ms)
+{
+	c->seen = time(NULL);
+	if (c->confirmed)
+		return;
+	if (c->window_to != 0 && ms >= c->window_from && ms <= c->window_to)
+		confirm(gw, d, c);
+	else if (cand_failed(c, ms))
+		c->followup_at = ms + FOLLOWUP_MS;	/* ask it again */
+}
+
+static struct ha_cand *
+cand_find(struct ha_dup *d, const uint8_t mac[6])
+{
+	size_t i;
+
+	for (i = 0; i < NCAND; i++)
+		if (d->cand[i].on && memcmp(d->cand[i].mac, mac, 6) == 0)
+			return &d->cand[i];
+	return NULL;
+}
+
+/* A slot for a new MAC: a free one, else one whose MAC was asked alone
+ * and did not answer; NULL if every one is being asked or confirmed. */
+static struct ha_cand *
+cand_slot(struct ha_dup *d, uint64_t ms)
+{
+	size_t i;
+
+	for (i = 0; i < NCAND; i++)
+		if (!d->cand[i].on)
+			return &d->cand[i];
+	for (i = 0; i < NCAND; i++)
+		if (cand_failed(&d->cand[i], ms))
+			return &d->cand[i];
+	return NULL;
 }
 
 /* One reply the ha-arp process saw (IPC_HA_ARP, shape-checked). */
@@ -144,7 +198,7 @@ static void
 on_reply(struct gw *gw, struct ha_dup *d, const struct ipc_ha_arp *m)
 {
 	uint64_t ms = gw_mono_ms();
-	time_t now = time(NULL);
+	struct ha_cand *c;
 	char mac[18];
 
 	if (gw->ha_role != HA_MASTER || memcmp(m->ip, d->w.addr, 4) != 0)
@@ -154,32 +208,23 @@ on_reply(struct gw *gw, struct ha_dup *d, const struct ipc_ha_arp *m)
 		d->unsolicited++;
 		return;
 	}
-	if (d->on && memcmp(m->mac, d->other, 6) == 0) {
-		d->seen = now;
-		if (d->confirmed)
-			return;
-		if (d->window_to != 0 && ms >= d->window_from &&
-		    ms <= d->window_to)
-			confirm(gw, d);
-		else if (d->followup_at == 0 && ms > d->window_to)
-			d->followup_at = ms + FOLLOWUP_MS;	/* try again */
+	if ((c = cand_find(d, m->mac)) != NULL) {
+		cand_again(gw, d, c, ms);
 		return;
 	}
-	/* Another MAC while one is being asked, or is confirmed: the
-	 * first is dealt with first. */
-	if (d->on && (d->confirmed || d->followup_at != 0 ||
-	    ms <= d->window_to))
+	if ((c = cand_slot(d, ms)) == NULL) {
+		d->crowded++;
 		return;
+	}
 	if (is_own(d, m->mac)) {
 		d->own++;
 		return;
 	}
-	d->on = true;
-	d->confirmed = false;
-	memcpy(d->other, m->mac, 6);
-	d->first = d->seen = now;
-	d->followup_at = ms + FOLLOWUP_MS;
-	d->window_from = d->window_to = 0;
+	memset(c, 0, sizeof(*c));
+	c->on = true;
+	memcpy(c->mac, m->mac, 6);
+	c->first = c->seen = time(NULL);
+	c->followup_at = ms + FOLLOWUP_MS;
 	fmt_mac(m->mac, mac, sizeof(mac));
 	log_info("ha: %s answered for the shared uplink address; asking it "
 	    "again before calling it another master", mac);
@@ -198,18 +243,20 @@ ha_dup_tick(struct gw *gw)
 {
 	struct ha_dup *d = gw->ha_dup;
 	uint64_t ms = gw_mono_ms();
+	struct ha_cand *c;
 
 	if (d == NULL)
 		return;
-	if (gw->ha_role != HA_MASTER)
-		episode_end(d);
-	else if (d->on && time(NULL) - d->seen > DUP_HOLD)
-		episode_end(d);
-	if (d->on && d->followup_at != 0 && ms >= d->followup_at) {
-		send_probe(gw, d->other);
-		d->followup_at = 0;
-		d->window_from = ms;
-		d->window_to = ms + CONFIRM_MS;
+	for (c = d->cand; c < d->cand + NCAND; c++) {
+		if (c->on && (gw->ha_role != HA_MASTER ||
+		    time(NULL) - c->seen > DUP_HOLD))
+			cand_end(c);
+		if (c->on && c->followup_at != 0 && ms >= c->followup_at) {
+			send_probe(gw, c->mac);
+			c->followup_at = 0;
+			c->window_from = ms;
+			c->window_to = ms + CONFIRM_MS;
+		}
 	}
 	if (ms < d->next_ms)
 		return;
@@ -223,11 +270,15 @@ ha_dup_timeout(const struct gw *gw, int timeout)
 {
 	const struct ha_dup *d = gw->ha_dup;
 	uint64_t now = gw_mono_ms(), due, next;
+	size_t i;
 
 	if (d == NULL)
 		return timeout;
-	due = d->followup_at != 0 && d->followup_at < d->next_ms ?
-	    d->followup_at : d->next_ms;
+	due = d->next_ms;
+	for (i = 0; i < NCAND; i++)
+		if (d->cand[i].on && d->cand[i].followup_at != 0 &&
+		    d->cand[i].followup_at < due)
+			due = d->cand[i].followup_at;
 	next = due <= now ? 0 : due - now;
 	return timeout >= 0 && (uint64_t)timeout < next ? timeout : (int)next;
 }
@@ -279,18 +330,29 @@ ha_dup_stop(struct gw *gw)
 	gw->ha_dup = NULL;
 }
 
-/* The current episode while master: HA_DUP_NONE, or UNCONFIRMED (one
+/* The split brain this master sees: HA_DUP_NONE, or UNCONFIRMED (a
  * foreign MAC answered, not yet a second time when asked alone) or
- * CONFIRMED (another master), with that MAC and since when. */
+ * CONFIRMED (another master), with that MAC and since when.  A confirmed
+ * one first, else the earliest. */
 int
 ha_dup_state(const struct gw *gw, char *mac, size_t maclen, time_t *first)
 {
 	const struct ha_dup *d = gw->ha_dup;
+	const struct ha_cand *c, *best = NULL;
+	time_t now = time(NULL);
 
-	if (d == NULL || !d->on || time(NULL) - d->seen > DUP_HOLD ||
-	    gw->ha_role != HA_MASTER)
+	if (d == NULL || gw->ha_role != HA_MASTER)
 		return HA_DUP_NONE;
-	fmt_mac(d->other, mac, maclen);
-	*first = d->first;
-	return d->confirmed ? HA_DUP_CONFIRMED : HA_DUP_UNCONFIRMED;
+	for (c = d->cand; c < d->cand + NCAND; c++) {
+		if (!c->on || now - c->seen > DUP_HOLD)
+			continue;
+		if (best == NULL || (c->confirmed && !best->confirmed) ||
+		    (c->confirmed == best->confirmed && c->first < best->first))
+			best = c;
+	}
+	if (best == NULL)
+		return HA_DUP_NONE;
+	fmt_mac(best->mac, mac, maclen);
+	*first = best->first;
+	return best->confirmed ? HA_DUP_CONFIRMED : HA_DUP_UNCONFIRMED;
 }
