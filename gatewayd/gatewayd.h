@@ -79,7 +79,7 @@ struct gw_opts {
 /* The proxy is a pool: worker i is PROC_PROXY + i. */
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
     PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_METRICS,
-    PROC_HA_RECV, PROC_HA_SEND, PROC_MAX };
+    PROC_HA_RECV, PROC_HA_SEND, PROC_HA_ARP, PROC_MAX };
 #define PROC_IS_PROXY(id)	((id) >= PROC_PROXY && (id) < PROC_CONTROL)
 
 struct gw_proc {
@@ -702,11 +702,13 @@ int	ha_start(struct gw *, char *err, size_t errlen);
 void	ha_stop(struct gw *);
 void	ha_dup_start(struct gw *);	/* parent_ha_dup.c */
 void	ha_dup_stop(struct gw *);
-bool	ha_dup_now(const struct gw *, char *mac, size_t, time_t *first);
-int	ha_dup_fd(const struct gw *);
+enum { HA_DUP_NONE = 0, HA_DUP_UNCONFIRMED, HA_DUP_CONFIRMED };
+int	ha_dup_state(const struct gw *, char *mac, size_t, time_t *first);
 int	ha_dup_timeout(const struct gw *, int timeout);	/* ms, -1 */
 void	ha_dup_tick(struct gw *);
-void	ha_dup_readable(struct gw *);
+/* What the ha-arp process watches, or NULL: no watch. */
+const struct ha_arp_watch *ha_dup_watch(const struct gw *);
+gw_dispatch_fn ha_arp_dispatch;	/* its IPC_HA_ARP */
 void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
 void	ha_status(struct ctl_req *);
 /* parent_harepl.c: replication between the boxes of a pair. */

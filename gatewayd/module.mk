@@ -1,5 +1,6 @@
 # Named by the process each runs in: parent*.c the root parent, control.c
-# the control process (unprivileged), nflog*.c the refusal-log reader, signer.c and ca.c
+# the control process (unprivileged), nflog*.c the refusal-log reader,
+# ha_arp.c the split-brain watch's ARP reader, signer.c and ca.c
 # the signer, ctl_client.c `gatewayd ctl`; the proxy is in proxy/.
 GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_reload.c parent_ctl.c parent_ctlreq.c control.c ctl_client.c \
@@ -10,7 +11,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_register.c parent_pool.c parent_metrics.c \
 	metrics_series.c metrics.c parent_seen.c \
 	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
-	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c \
+	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
 	parent_owner.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
@@ -34,6 +35,13 @@ $(BUILD)/tests/test_gatewayd_promise: $(OBJ)/tests/unit/test_gatewayd_promise.o 
 $(OBJ)/tests/unit/test_gatewayd_%.o: EXTRA_CFLAGS_tests += -Igatewayd
 $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
 	    $(OBJ)/gatewayd/nflog.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+
+# The split-brain watch's ARP parser.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_ha_arp
+$(BUILD)/tests/test_gatewayd_ha_arp: $(OBJ)/tests/unit/test_gatewayd_ha_arp.o \
+	    $(OBJ)/gatewayd/ha_arp.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 

@@ -64,7 +64,7 @@ on_signal(struct gw *gw, int sfd)
 	}
 }
 
-enum { FD_SIG, FD_RTNL, FD_HADUP, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+enum { FD_SIG, FD_RTNL, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
@@ -75,7 +75,6 @@ loop(struct gw *gw, int sfd)
 	while (!gw->quit) {
 		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
 		pfd[FD_RTNL] = (struct pollfd){ hostnet_fd(gw), POLLIN, 0 };
-		pfd[FD_HADUP] = (struct pollfd){ ha_dup_fd(gw), POLLIN, 0 };
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
 			    POLLIN, 0 };
@@ -94,8 +93,6 @@ loop(struct gw *gw, int sfd)
 			on_signal(gw, sfd);
 		if (pfd[FD_RTNL].revents)
 			hostnet_readable(gw);
-		if (pfd[FD_HADUP].revents)
-			ha_dup_readable(gw);
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
 				proc_drain_readable(gw, i);

@@ -106,16 +106,20 @@ ha_status(struct ctl_req *r)
 	char when[32], mac[18];
 	struct tm tm;
 	time_t first;
-	bool dup;
+	int dup;
 
 	if (!gw->ha_on)
 		return;
-	dup = ha_dup_now(gw, mac, sizeof(mac), &first);
+	dup = ha_dup_state(gw, mac, sizeof(mac), &first);
 	if (r->json) {
-		ctl_reply(r, "\"ha\":{\"role\":\"%s\",\"since\":%lld%s},",
-		    roles[gw->ha_role].name, (long long)gw->ha_since,
-		    gw->ha_dup == NULL ? "" : dup ? ",\"split_brain\":true" :
-		    ",\"split_brain\":false");
+		ctl_reply(r, "\"ha\":{\"role\":\"%s\",\"since\":%lld",
+		    roles[gw->ha_role].name, (long long)gw->ha_since);
+		if (gw->ha_dup != NULL)
+			ctl_reply(r, ",\"split_brain\":%s,"
+			    "\"split_brain_unconfirmed\":%s",
+			    dup == HA_DUP_CONFIRMED ? "true" : "false",
+			    dup == HA_DUP_UNCONFIRMED ? "true" : "false");
+		ctl_reply(r, "},");
 		harepl_status(r);
 		return;
 	}
@@ -125,10 +129,14 @@ ha_status(struct ctl_req *r)
 	    roles[gw->ha_role].name, when,
 	    (long long)(time(NULL) - gw->ha_since),
 	    roles[gw->ha_role].open ? "forwarding" : "forwarding nothing");
-	if (dup)
+	if (dup == HA_DUP_CONFIRMED)
 		ctl_reply(r, "split-brain another master (%s) answers for the "
 		    "shared uplink address too, for %llds\n", mac,
 		    (long long)(time(NULL) - first));
+	else if (dup == HA_DUP_UNCONFIRMED)
+		ctl_reply(r, "split-brain unconfirmed: %s answered a probe of "
+		    "the shared uplink address but not yet a second one, for "
+		    "%llds\n", mac, (long long)(time(NULL) - first));
 	harepl_status(r);
 }
 
@@ -149,9 +157,10 @@ ha_metrics(FILE *fp, const struct gw *gw)
 	if (gw->ha_dup != NULL)
 		fprintf(fp, "# HELP moat_ha_split_brain 1 while another box "
 		    "answers for the shared uplink address as this master "
-		    "does.\n# TYPE moat_ha_split_brain gauge\n"
-		    "moat_ha_split_brain %d\n",
-		    ha_dup_now(gw, mac, sizeof(mac), &first));
+		    "does (confirmed by a second probe).\n"
+		    "# TYPE moat_ha_split_brain gauge\nmoat_ha_split_brain %d\n",
+		    ha_dup_state(gw, mac, sizeof(mac), &first) ==
+		    HA_DUP_CONFIRMED);
 	fprintf(fp, "# HELP moat_ha_role_change_timestamp_seconds When the "
 	    "role last changed.\n# TYPE moat_ha_role_change_timestamp_seconds "
 	    "gauge\nmoat_ha_role_change_timestamp_seconds %lld\n",

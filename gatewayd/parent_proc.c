@@ -27,6 +27,7 @@
 #include "admit.h"
 #include "control.h"
 #include "harepl.h"
+#include "ha_arp.h"
 #include "register.h"
 #include "gatewayd.h"
 #include "secretfile.h"
@@ -48,6 +49,7 @@ static int start_register(struct gw *, int ipc);
 static int start_metrics(struct gw *, int ipc);
 static int start_ha_recv(struct gw *, int ipc);
 static int start_ha_send(struct gw *, int ipc);
+static int start_ha_arp(struct gw *, int ipc);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
@@ -79,6 +81,8 @@ static const struct role {
 	    (1u << IPC_SET_ADD) | (1u << IPC_HA_SPENT), harepl_recv_dispatch },
 	[PROC_HA_SEND] = { "ha-send", start_ha_send, 1u << IPC_AUDIT,
 	    harepl_send_dispatch },
+	[PROC_HA_ARP] = { "ha-arp", start_ha_arp, 1u << IPC_HA_ARP,
+	    ha_arp_dispatch },
 };
 
 /* Every proxy worker has the proxy's role: the same name, the same
@@ -139,6 +143,9 @@ proc_init(struct gw *gw)
 	/* And only a box of a pair with gateway.ha.peer replicates. */
 	gw->procs[PROC_HA_RECV].enabled = gw->hafd != -1;
 	gw->procs[PROC_HA_SEND].enabled = gw->hafd != -1;
+	/* And gateway.ha.uplink_address has the split-brain watch read the
+	 * uplink's ARP, as the refusal log, whatever -X says. */
+	gw->procs[PROC_HA_ARP].enabled = ha_dup_watch(gw) != NULL;
 	pool_enable(gw);
 }
 
@@ -563,6 +570,31 @@ start_ha_send(struct gw *gw, int ipc)
 		    gw->cfg->gw.ha_peer_key);
 	}
 	reg_pem_wipe(&pem);
+	return pid;
+}
+
+/* The split-brain watch's ARP reader gets the uplink's packet socket,
+ * opened and bound here for each incarnation (the parent keeps no copy:
+ * it reads no ARP), its IPC end and what to watch. */
+static int
+start_ha_arp(struct gw *gw, int ipc)
+{
+	const struct ha_arp_watch *w = ha_dup_watch(gw);
+	pid_t pid, parent = getpid();
+	int fd;
+
+	if (w == NULL || (fd = ha_arp_socket(w)) == -1)
+		return -1;
+	if ((pid = fork()) == -1)
+		log_warn("ha-arp: fork");
+	if (pid == 0) {
+		int keep[2] = { fd, ipc };
+
+		child_signals();
+		child_fds(keep, 2);
+		ha_arp_child(3, 4, w, parent);
+	}
+	close(fd);
 	return pid;
 }
 

@@ -36,6 +36,8 @@ static int shape_conf_changed(const void *, size_t, char *, size_t);
 static int shape_dns_name(const void *, size_t, char *, size_t);
 static int shape_conf_allow(const void *, size_t, char *, size_t);
 static int shape_ha_spent(const void *, size_t, char *, size_t);
+static int shape_ha_arp(const void *, size_t, char *, size_t);
+static int shape_ha_probe(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -64,6 +66,8 @@ static const struct {
 	[IPC_CONF_ALLOW] = { "conf-allow", shape_conf_allow },
 	[IPC_CONF_CHANGED] = { "conf-changed", shape_conf_changed },
 	[IPC_HA_SPENT] = { "ha-spent", shape_ha_spent },
+	[IPC_HA_ARP] = { "ha-arp", shape_ha_arp },
+	[IPC_HA_PROBE] = { "ha-probe", shape_ha_probe },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -166,6 +170,40 @@ shape_ha_spent(const void *p, size_t len, char *err, size_t errlen)
 	if (memchr(m->sandbox, '\0', sizeof(m->sandbox)) == NULL ||
 	    m->sandbox[0] == '\0' || m->window < 0) {
 		snprintf(err, errlen, "ha-spent: bad sandbox name or window");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_ha_arp(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_arp *m = p;
+
+	if (len != sizeof(*m)) {
+		snprintf(err, errlen, "ha-arp: %zu bytes, expected %zu", len,
+		    sizeof(*m));
+		return -1;
+	}
+	if (m->kind == 0 || m->kind >= IPC_HA_ARP_KIND_MAX || m->pad != 0) {
+		snprintf(err, errlen, "ha-arp: kind %u", m->kind);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_ha_probe(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_probe *m = p;
+
+	if (len != sizeof(*m)) {
+		snprintf(err, errlen, "ha-probe: %zu bytes, expected %zu", len,
+		    sizeof(*m));
+		return -1;
+	}
+	if (m->pad[0] != 0 || m->pad[1] != 0) {
+		snprintf(err, errlen, "ha-probe: padding not zero");
 		return -1;
 	}
 	return 0;

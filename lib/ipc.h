@@ -53,6 +53,9 @@ enum ipc_type {
 				 * IPC_CONF */
 	IPC_HA_SPENT,		/* parent <-> replication: a sandbox's egress
 				 * total this window (gateway.ha.peer) */
+	IPC_HA_ARP,		/* ha-arp -> parent: one ARP reply for the
+				 * pair's shared uplink address */
+	IPC_HA_PROBE,		/* parent -> ha-arp: send one ARP probe of it */
 	IPC_TYPE_MAX
 };
 
@@ -87,6 +90,29 @@ struct ipc_ha_spent {
 	uint8_t		pad[7];
 	int64_t		window;
 	uint64_t	bytes;
+};
+
+/*
+ * The split-brain watch (gatewayd/ha_arp.c, parent_ha_dup.c).  The
+ * parent asks for each probe of the shared uplink address (IPC_HA_PROBE:
+ * broadcast, or unicast to one MAC to confirm an answer); the ha-arp
+ * process reads the uplink's ARP and sends one IPC_HA_ARP per reply that
+ * claims the address.  REPLY: addressed to this box's uplink MAC, as an
+ * answer to its probe is; OTHER: any other reply claiming the address
+ * (broadcast, or to someone else), which the parent never counts.
+ */
+enum ipc_ha_arp_kind { IPC_HA_ARP_REPLY = 1, IPC_HA_ARP_OTHER,
+	IPC_HA_ARP_KIND_MAX };
+struct ipc_ha_arp {
+	uint8_t		mac[6];		/* the sender's hardware address */
+	uint8_t		ip[4];		/* its protocol address */
+	uint8_t		kind;		/* enum ipc_ha_arp_kind */
+	uint8_t		pad;		/* 0 */
+};
+
+struct ipc_ha_probe {
+	uint8_t		dst[6];		/* ff:ff:ff:ff:ff:ff, or one MAC */
+	uint8_t		pad[2];		/* 0 */
 };
 
 struct ipc_set_ack {

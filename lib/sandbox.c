@@ -16,6 +16,7 @@
  *   control           gatewayd/control.c   moat-ctl
  *   registration      gatewayd/register.c  moat-reg
  *   metrics           gatewayd/metrics.c   moat-mon
+ *   ha-arp            gatewayd/ha_arp.c    moat-log, else nobody
  * provision's children (provision/proc.c) run QEMU and qemu-img as the
  * guest's user, and read members' files as nobody, with privdrop and no
  * filter here: QEMU installs its own (-sandbox on), and a list that let
@@ -171,6 +172,18 @@ static const int ha_send_calls[] = {
 	SCMP_SYS(newfstatat),
 };
 
+/* The split-brain watch's ARP reader: the packet socket the parent
+ * bound (recvfrom, and sendto for the probes the parent asks for), the
+ * parent's messages, poll over both.  No socket of its own. */
+static const int ha_arp_calls[] = {
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvfrom), SCMP_SYS(recvmsg),
+	SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(poll), SCMP_SYS(ppoll),
+	SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap),
+	SCMP_SYS(futex), SCMP_SYS(clock_gettime), SCMP_SYS(getpid),
+	SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(restart_syscall), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
+};
+
 static const int inet[] = { AF_INET, AF_INET6 };
 
 #define LIST(a)	(a), sizeof(a) / sizeof((a)[0])
@@ -195,6 +208,7 @@ static const struct role {
 	[SANDBOX_REGISTER] = { LIST(register_calls), NONE, NONE, false },
 	[SANDBOX_METRICS] = { LIST(metrics_calls), NONE, NONE, false },
 	[SANDBOX_HA_SEND] = { LIST(ha_send_calls), NONE, LIST(inet), false },
+	[SANDBOX_HA_ARP] = { LIST(ha_arp_calls), NONE, NONE, false },
 };
 
 /* A call this architecture does not have (a negative pseudo number that

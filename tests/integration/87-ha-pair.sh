@@ -136,9 +136,11 @@ switchback "A's links down" pair_links A up
 # another master answers for the shared uplink address (gatewayd's ARP
 # probe of it on the uplink).  The link back, B is backup again and the
 # state clears.
-split() { pair_ctl "$1" status 2>/dev/null | grep -q '^split-brain '; }
+split() { pair_ctl "$1" status 2>/dev/null | grep -q '^split-brain another master '; }
+anysplit() { pair_ctl "$1" status 2>/dev/null | grep -q '^split-brain '; }
 pair_watch 14 "$W-split.json"
-expect_fail "no split brain shown before" split A
+expect_fail "no split brain shown before, not even unconfirmed" anysplit A
+before=$(wc -l <"$TOPO_TMP/A-audit.log")
 ip -n "$NS_B" link set peer0 down
 expect_ok "split brain: B becomes master too" wait_for 15 pair_is_role B master
 expect_ok "split brain: A stays master" pair_is_role A master
@@ -149,11 +151,13 @@ expect_match "split brain: in --json" '"split_brain":true' "$(pair_ctl B status 
 prom_split() { grep -q '^moat_ha_split_brain 1$' "$TOPO_TMP/A.prom" 2>/dev/null; }
 expect_ok "split brain: in the metrics" wait_for 5 prom_split
 expect_match "split brain: in A's audit log" '"event":"ha-split-brain"' "$(cat "$TOPO_TMP/A-audit.log")"
+expect_eq "split brain: audited once on A, for the episode" 1 \
+	"$(tail -n +$((before + 1)) "$TOPO_TMP/A-audit.log" | grep -c '"event":"ha-split-brain"')"
 wait "$WATCH_PID"
 echo "# split brain: $(cat "$W-split.json")"
 refused "split brain" "$W-split.json"
 ip -n "$NS_B" link set peer0 up
 expect_ok "split brain over: B is backup again" wait_for 15 pair_is_role B backup
-not_split() { ! split A; }
+not_split() { ! anysplit A; }
 expect_ok "and A's status clears" wait_for 8 not_split
 tap_done

@@ -491,6 +491,35 @@ conf_allow_shapes(void **state)
 	assert_int_equal(reg_check(&cu, sizeof(cu.m), IPC_CONF_ALLOW), 0);
 }
 
+/* The split-brain watch: a reply's facts, a probe's destination; exact
+ * sizes, a known kind, zero padding. */
+static void
+ha_arp_shapes(void **state)
+{
+	struct ipc_ha_arp a = { .mac = { 2, 0, 0, 0, 0, 0x99 },
+	    .ip = { 203, 0, 113, 100 }, .kind = IPC_HA_ARP_REPLY };
+	struct ipc_ha_probe p = { .dst = { 0xff, 0xff, 0xff, 0xff, 0xff,
+	    0xff } };
+
+	(void)state;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_HA_ARP), 0);
+	a.kind = IPC_HA_ARP_OTHER;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_HA_ARP), 0);
+	assert_int_equal(reg_check(&a, sizeof(a) - 1, IPC_HA_ARP), -1);
+	a.kind = 0;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_HA_ARP), -1);
+	a.kind = IPC_HA_ARP_KIND_MAX;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_HA_ARP), -1);
+	a.kind = IPC_HA_ARP_REPLY;
+	a.pad = 1;
+	assert_int_equal(reg_check(&a, sizeof(a), IPC_HA_ARP), -1);
+	assert_int_equal(reg_check(&p, sizeof(p), IPC_HA_PROBE), 0);
+	assert_int_equal(reg_check(&p, sizeof(p) + 0, IPC_HA_ARP), -1);
+	assert_int_equal(reg_check(&p, sizeof(p) - 2, IPC_HA_PROBE), -1);
+	p.pad[1] = 7;
+	assert_int_equal(reg_check(&p, sizeof(p), IPC_HA_PROBE), -1);
+}
+
 int
 main(void)
 {
@@ -505,6 +534,7 @@ main(void)
 		cmocka_unit_test(conf_shapes),
 		cmocka_unit_test(conf_changed_shapes),
 		cmocka_unit_test(conf_allow_shapes),
+		cmocka_unit_test(ha_arp_shapes),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
