@@ -7,7 +7,7 @@
 # timeout before); and a guest's neighbour solicitations, flooded to the
 # other guests' ports and stopped there, are neither counted as "another
 # guest" nor listed by `ctl refused` (one ff02::1:ff.. row per
-# solicitation before).
+# solicitation before, where a port lacks isolation).
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -64,6 +64,11 @@ expect_ok "a link-local source towards a global address is still dropped (counte
 	wait_for 2 eval '[ "$(counter bridge spoof)" -gt "$d0" ]'
 
 # --- neighbour discovery is no refusal -----------------------------------
+# With port isolation on both ports the bridge never offers a frame from
+# one guest to the other to its filter; a tap that joined without it
+# (QEMU's bridge helper, a tap added by hand) leaves the filter as what
+# keeps guests apart, and every solicitation meets it.
+ip -n "$NS_GW" link set mt-web type bridge_slave isolated off
 g0=$(counter bridge guest)
 # dev solicits web's address (and the gateway's), over and over.
 ip -n "$TOPO-dev" neigh flush dev eth0
@@ -72,6 +77,8 @@ ip -n "$TOPO-dev" neigh flush dev eth0
 try udp $NET6::1 53 >/dev/null
 sleep 1
 expect_eq "guests' neighbour solicitations are not counted as \"another guest\"" "$g0" "$(counter bridge guest)"
+r=$(try tcp $NET6::a 9000)
+expect_eq "... and still never reach the other guest ($r)" EHOSTUNREACH "${r% *}"
 out=$(gw_ctl refused 2>&1)
 expect_fail "ctl refused lists no ff02:: row" grep -q "ff02:" <<<"$out"
 expect_match "... while it does list the gateway's link-local refusals" "fe80:.*the gateway host" "$out"
