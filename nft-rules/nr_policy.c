@@ -1241,7 +1241,28 @@ nftr_lan6_host(const char *bridge, struct moat_prefix **v, size_t *n)
 		(*v)[(*n)++] = *p;
 	}
 	free(ifs);
+	/* Without the routes lan6 still holds the interfaces' networks. */
+	if (nftr_routes6(bridge, v, n) == -1)
+		log_warn("cannot list this host's IPv6 routes");
 	return 0;
+}
+
+/* Whether v[i] is inside another element of v (or repeats an earlier
+ * one): an interval set takes no overlapping elements, and the
+ * interfaces' networks, their routes and site_prefixes overlap. */
+static bool
+lan6_covered(const struct moat_prefix *v, size_t n, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		if (j == i || v[j].plen > v[i].plen ||
+		    !prefix_contains(&v[j], &v[i].addr))
+			continue;
+		if (v[j].plen < v[i].plen || j < i)
+			return true;
+	}
+	return false;
 }
 
 static void
@@ -1282,10 +1303,19 @@ v6_sets(struct build *b, struct nr_table *t)
 	    "type ipv6_addr; flags interval;");
 	if (lan(cfg->gw.bridge, &v, &n) == -1)
 		log_warn("cannot list this host's IPv6 networks");
+	/* The site's own prefixes, which the host may neither have nor
+	 * route to (gateway.ipv6.site_prefixes). */
+	for (i = 0; i < cfg->gw.nipv6_site; i++) {
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		v[n++] = cfg->gw.ipv6_site[i];
+	}
 	for (i = 0; i < n; i++) {
 		int bit;
 
-		if (prefix_overlaps(&v[i], &cfg->gw.ipv6_network))
+		/* Inside the guests' own network: theirs, not the host's. */
+		if ((prefix_overlaps(&v[i], &cfg->gw.ipv6_network) &&
+		    v[i].plen >= cfg->gw.ipv6_network.plen) ||
+		    lan6_covered(v, n, i))
 			continue;
 		prefix_fmt(&v[i], text, sizeof(text));
 		model_set_elem(l, v[i].addr.a, 16, 0, 0, NULL, text);
