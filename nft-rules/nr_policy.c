@@ -1241,9 +1241,6 @@ nftr_lan6_host(const char *bridge, struct moat_prefix **v, size_t *n)
 		(*v)[(*n)++] = *p;
 	}
 	free(ifs);
-	/* Without the routes lan6 still holds the interfaces' networks. */
-	if (nftr_routes6(bridge, v, n) == -1)
-		log_warn("cannot list this host's IPv6 routes");
 	return 0;
 }
 
@@ -1303,6 +1300,11 @@ v6_sets(struct build *b, struct nr_table *t)
 	    "type ipv6_addr; flags interval;");
 	if (lan(cfg->gw.bridge, &v, &n) == -1)
 		log_warn("cannot list this host's IPv6 networks");
+	/* The host's routes, on a real host (a test's stub gives none).
+	 * Without them lan6 still holds the interfaces' networks. */
+	if (b->opts->lan6 == NULL &&
+	    nftr_routes6(cfg->gw.bridge, cfg->private, &v, &n) == -1)
+		log_warn("cannot list this host's IPv6 routes");
 	/* The site's own prefixes, which the host may neither have nor
 	 * route to (gateway.ipv6.site_prefixes). */
 	for (i = 0; i < cfg->gw.nipv6_site; i++) {

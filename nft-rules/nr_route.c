@@ -16,6 +16,7 @@
 #include <libmnl/libmnl.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 
 struct routes {
 	const char	*bridge;
+	const struct moat_rangeset *private;
 	struct moat_prefix **v;
 	size_t		*n;
 };
@@ -39,6 +41,20 @@ route_attr(const struct nlattr *a, void *data)
 		return MNL_CB_OK;
 	tb[mnl_attr_get_type(a)] = a;
 	return MNL_CB_OK;
+}
+
+/* Wholly in private: its first and last addresses are (the blocks a
+ * route names are never split by a public gap in practice). */
+static bool
+prefix_private(const struct moat_rangeset *private, const struct moat_prefix *p)
+{
+	struct moat_addr last = p->addr;
+	int bit;
+
+	for (bit = p->plen; bit < 128; bit++)
+		last.a[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+	return rangeset_contains(private, &p->addr) &&
+	    rangeset_contains(private, &last);
 }
 
 static int
@@ -70,16 +86,19 @@ route_cb(const struct nlmsghdr *nlh, void *data)
 	if ((p.addr.a[0] == 0xfe && (p.addr.a[1] & 0xc0) == 0x80) ||
 	    p.addr.a[0] == 0xff)
 		return MNL_CB_OK;
+	if (r->private != NULL && prefix_private(r->private, &p))
+		return MNL_CB_OK;
 	*r->v = xreallocarray(*r->v, *r->n + 1, sizeof(**r->v));
 	(*r->v)[(*r->n)++] = p;
 	return MNL_CB_OK;
 }
 
 int
-nftr_routes6(const char *bridge, struct moat_prefix **v, size_t *n)
+nftr_routes6(const char *bridge, const struct moat_rangeset *private,
+    struct moat_prefix **v, size_t *n)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct routes r = { bridge, v, n };
+	struct routes r = { bridge, private, v, n };
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	struct rtmsg *rt;
