@@ -141,9 +141,9 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 			fputc('\n', fp);
 			pprefixes(fp, "    ", "site_prefixes", gw->ipv6_site,
 			    gw->nipv6_site);
-			fputs("  ", fp);
-		}
-		fputs(" };\n", fp);
+			fputs("  };\n", fp);
+		} else
+			fputs(" };\n", fp);
 	}
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);
