@@ -146,6 +146,9 @@ expect_ok "... at once (${ms} ms)" test "$ms" -lt 2000
 expect_match "... which is in lan6" "$SITE6::/64" "$(in_ns "$NS_GW" nft list set inet moat lan6)"
 expect_eq "the host itself reaches it (the path is real)" hi \
 	"$(in_ns "$NS_GW" timeout 5 socat -u TCP6:"[$SITE6::2]":2222,connect-timeout=3 STDOUT 2>/dev/null)"
+expect_eq "the proxy's user does not reach it either (output chain)" "" \
+	"$(in_ns "$NS_GW" setpriv --reuid="$(id -u moat-proxy)" --regid="$(id -g moat-proxy)" \
+	    --clear-groups timeout 5 socat -u TCP6:"[$SITE6::2]":2222,connect-timeout=3 STDOUT 2>/dev/null)"
 
 # --- following the host's routes ---
 expect_eq "before the host routes $VLAN6::/64 the guest cannot reach it (no route)" "" "$(hi $VLAN6::2)"
