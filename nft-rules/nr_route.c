@@ -25,9 +25,12 @@
 #include "nftrules.h"
 #include "ranges.h"
 
+#define NFTR_ROUTES6_MAX	4096
+
 struct routes {
 	const char	*bridge;
 	const struct moat_rangeset *private;
+	int		 seen;
 	struct moat_prefix **v;
 	size_t		*n;
 };
@@ -67,9 +70,13 @@ route_cb(const struct nlmsghdr *nlh, void *data)
 	char ifn[IF_NAMESIZE];
 	uint32_t table;
 
+	/* Unicast, and the unreachable, blackhole and prohibit routes a
+	 * prefix-delegation client puts on the rest of a delegated prefix:
+	 * the site's too. */
 	if (nlh->nlmsg_type != RTM_NEWROUTE || rt->rtm_family != AF_INET6 ||
-	    rt->rtm_type != RTN_UNICAST || rt->rtm_dst_len == 0 ||
-	    (rt->rtm_flags & RTM_F_CLONED))
+	    (rt->rtm_type != RTN_UNICAST && rt->rtm_type != RTN_UNREACHABLE &&
+	    rt->rtm_type != RTN_BLACKHOLE && rt->rtm_type != RTN_PROHIBIT) ||
+	    rt->rtm_dst_len == 0 || (rt->rtm_flags & RTM_F_CLONED))
 		return MNL_CB_OK;
 	mnl_attr_parse(nlh, sizeof(*rt), route_attr, tb);
 	table = tb[RTA_TABLE] ? mnl_attr_get_u32(tb[RTA_TABLE]) : rt->rtm_table;
@@ -88,6 +95,16 @@ route_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_OK;
 	if (r->private != NULL && prefix_private(r->private, &p))
 		return MNL_CB_OK;
+	/* A host with a routing daemon's full table is no homelab host:
+	 * past this many, lan6 would cost more than it keeps out. */
+	if (++r->seen > NFTR_ROUTES6_MAX) {
+		if (r->seen == NFTR_ROUTES6_MAX + 1)
+			log_warnx("more than %d IPv6 routes: guests are kept "
+			    "only from the first %d; list the site's prefixes "
+			    "in gateway.ipv6.site_prefixes",
+			    NFTR_ROUTES6_MAX, NFTR_ROUTES6_MAX);
+		return MNL_CB_OK;
+	}
 	*r->v = xreallocarray(*r->v, *r->n + 1, sizeof(**r->v));
 	(*r->v)[(*r->n)++] = p;
 	return MNL_CB_OK;
@@ -98,7 +115,7 @@ nftr_routes6(const char *bridge, const struct moat_rangeset *private,
     struct moat_prefix **v, size_t *n)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct routes r = { bridge, private, v, n };
+	struct routes r = { bridge, private, 0, v, n };
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	struct rtmsg *rt;

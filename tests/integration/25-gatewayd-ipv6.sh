@@ -160,6 +160,11 @@ expect_eq "the guest is refused it" "" "$r"
 expect_ok "... at once (${ms} ms)" test "$ms" -lt 2000
 ip -n "$NS_GW" -6 route del $VLAN6::/64 via 2001:db8:77:5::2 dev lan0
 expect_ok "a route removed leaves lan6 within a second" wait_for 1 eval '! vlan_in'
+# The rest of a delegated prefix, as a prefix-delegation client leaves it.
+ip -n "$NS_GW" -6 route add unreachable 2001:db8:77:40::/58
+pd_in() { in_ns "$NS_GW" nft list set inet moat lan6 2>/dev/null | grep -q "2001:db8:77:40::/58"; }
+expect_ok "an unreachable route's prefix (a delegated prefix's rest) is in lan6 too" wait_for 1 pd_in
+ip -n "$NS_GW" -6 route del unreachable 2001:db8:77:40::/58
 expect_ok "nft-rules verify agrees with the routes" in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" verify
 
 # --- following the host's networks ---
