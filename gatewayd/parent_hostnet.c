@@ -1,10 +1,11 @@
 /*
  * parent_hostnet.c -- follow the host's IPv6 networks.  With
  * gateway.ipv6, guests never reach a network of the host's own
- * interfaces (the policy's set lan6).  A homelab host's networks change
+ * interfaces, nor one it routes to other than by default (the policy's
+ * set lan6).  A homelab host's networks change
  * while gatewayd runs: its router delegates a new prefix, an interface
- * comes up.  The parent listens to rtnetlink's IPv6 address
- * notifications; when the networks nftr_lan6_host() finds differ from
+ * comes up, a route is added.  The parent listens to rtnetlink's IPv6
+ * address and route notifications; when the networks nftr_lan6_host() finds differ from
  * those the policy holds, the policy is built again and nft-rules sends
  * the kernel only the difference (lan6 emptied and refilled in one
  * transaction, nothing else touched).  Address refreshes that change no
@@ -53,6 +54,10 @@ nets_changed(struct hostnet *h, const char *bridge)
 		log_warn("cannot list this host's IPv6 networks");
 		return false;
 	}
+	/* And its routes: a change to either rebuilds lan6 (which keeps
+	 * only the routes the policy wants). */
+	if (nftr_routes6(bridge, NULL, &v, &n) == -1)
+		log_warn("cannot list this host's IPv6 routes");
 	if (h->known && nets_equal(h->nets, h->n, v, n)) {
 		free(v);
 		return false;

@@ -305,8 +305,11 @@ rtnl_watch_open(void)
 {
 	struct rtnl_watch *w = calloc(1, sizeof(*w));
 	/* IPv6 only: the policy follows no IPv4 network of the host (every
-	 * private IPv4 range is refused whatever the host has). */
-	unsigned groups = 1u << (RTNLGRP_IPV6_IFADDR - 1);
+	 * private IPv4 range is refused whatever the host has).  Addresses
+	 * and routes: lan6 holds what the host reaches other than by its
+	 * default route (nftr_lan6_host). */
+	unsigned groups = 1u << (RTNLGRP_IPV6_IFADDR - 1) |
+	    1u << (RTNLGRP_IPV6_ROUTE - 1);
 	int fl;
 
 	if (w == NULL)
@@ -340,7 +343,8 @@ rtnl_watch_close(struct rtnl_watch *w)
 static int
 watch_cb(const struct nlmsghdr *nlh, void *data)
 {
-	if (nlh->nlmsg_type == RTM_NEWADDR || nlh->nlmsg_type == RTM_DELADDR)
+	if (nlh->nlmsg_type == RTM_NEWADDR || nlh->nlmsg_type == RTM_DELADDR ||
+	    nlh->nlmsg_type == RTM_NEWROUTE || nlh->nlmsg_type == RTM_DELROUTE)
 		*(bool *)data = true;
 	return MNL_CB_OK;
 }

@@ -236,6 +236,19 @@ on_host_net6(const struct admit_host *host, const struct moat_addr *a)
 	return false;
 }
 
+/* IPv6: in one of the site's own prefixes (gateway.ipv6.site_prefixes),
+ * which lan6 holds too. */
+static bool
+on_site6(const struct moat_config *cfg, const struct moat_addr *a)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->gw.nipv6_site; i++)
+		if (prefix_contains(&cfg->gw.ipv6_site[i], a))
+			return true;
+	return false;
+}
+
 bool
 admit_private(const struct moat_rangeset *priv, const struct moat_addr *a)
 {
@@ -289,7 +302,8 @@ admit_addr(const struct moat_config *cfg, const struct moat_sandbox *sb,
 	/* 64:ff9b::<IPv4> stays IPv6 here: only a sandbox with IPv6. */
 	if (!family_admitted(cfg, sb, &a))
 		return ADMIT_IPV6;
-	if (a.family == AF_INET6 && on_host_net6(host, &a))
+	if (a.family == AF_INET6 && (on_host_net6(host, &a) ||
+	    on_site6(cfg, &a)))
 		return ADMIT_HOST_NET;
 	/* Exceptions match the address as written: one for 10.1.2.3 does
 	 * not open 64:ff9b::10.1.2.3. */

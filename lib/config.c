@@ -95,6 +95,7 @@ config_free(struct moat_config *cfg)
 		free(cfg->files[i]);
 	free(cfg->gw.exceptions);
 	free(cfg->gw.treat_as_public);
+	free(cfg->gw.ipv6_site);
 	free(cfg->gw.upstream);
 	free(cfg->gw.state_dir);
 	free(cfg->gw.proxy_upstream_ca);

@@ -184,6 +184,8 @@ struct moat_gateway {
 	struct moat_prefix ipv6_network; /* a /64 */
 	struct moat_addr ipv6_address;	/* the gateway's: host part ::1 */
 	enum moat_v6_uplink ipv6_uplink;
+	struct moat_prefix *ipv6_site;	/* ipv6.site_prefixes: refused to guests */
+	size_t		 nipv6_site;
 	struct moat_where ipv6_where;	/* of ipv6.network, for messages */
 };
 

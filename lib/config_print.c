@@ -135,8 +135,15 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 	if (gw->ipv6) {
 		fputs("  ipv6: { network = ", fp);
 		pstr(fp, prefix_fmt(&gw->ipv6_network, buf, sizeof(buf)));
-		fprintf(fp, "; uplink_mode = \"%s\"; };\n",
+		fprintf(fp, "; uplink_mode = \"%s\";",
 		    gw->ipv6_uplink == V6_UPLINK_ROUTED ? "routed" : "nat66");
+		if (gw->nipv6_site > 0) {
+			fputc('\n', fp);
+			pprefixes(fp, "    ", "site_prefixes", gw->ipv6_site,
+			    gw->nipv6_site);
+			fputs("  };\n", fp);
+		} else
+			fputs(" };\n", fp);
 	}
 	if (gw->admin_group != NULL)
 		pkv(fp, "  ", "admin_group", gw->admin_group);

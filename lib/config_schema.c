@@ -637,8 +637,30 @@ set_v6_network(struct loader *ld, const config_setting_t *s, void *obj,
 	gw->ipv6_address.a[15] = 1;
 }
 
+/* site_prefixes: the site's own global IPv6 prefixes (a delegated /56,
+ * its other VLANs), refused to guests as the host's own networks are,
+ * also where the host has no address or route in them. */
+static void
+set_v6_site(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	size_t i, n0 = gw->nipv6_site;
+
+	set_prefixes(ld, s, &gw->ipv6_site, &gw->nipv6_site, ctx, k->name);
+	for (i = n0; i < gw->nipv6_site; i++)
+		if (gw->ipv6_site[i].addr.family != AF_INET6) {
+			serr(ld, config_setting_get_elem(s, (unsigned)(i - n0)),
+			    "%s: %s: expected IPv6 prefixes like "
+			    "\"2001:db8:77::/48\", got an IPv4 one", ctx,
+			    k->name);
+			break;
+		}
+}
+
 static const struct key ipv6_keys[] = {
 	{ "network", K_STR, 1, set_v6_network, 0 },
+	{ "site_prefixes", K_STRLIST, 0, set_v6_site, 0 },
 	{ "uplink_mode", K_STR, 0, set_word,
 	    offsetof(struct moat_gateway, ipv6_uplink) },
 };

@@ -111,8 +111,17 @@ struct nftr_opts {
 
 /* This host's IPv6 networks as the policy's set lan6 holds them (the
  * default of nftr_opts.lan6): global and unique-local prefixes of every
- * interface but bridge, in the order getifaddrs gives them. */
+ * interface but bridge, in the order getifaddrs gives them.  With the
+ * default, lan6 also holds the prefixes of nftr_routes6(). */
 int	nftr_lan6_host(const char *bridge, struct moat_prefix **v, size_t *n);
+/* Append to v the destinations of the unicast IPv6 routes of the main
+ * table other than default ones, link-local, multicast, the bridge's and
+ * those wholly in private (the special-purpose blocks, which private6
+ * refuses and judges on its own, NAT64 included; NULL: none): what the
+ * host reaches other than by its default route.  0 or -1. */
+struct moat_rangeset;
+int	nftr_routes6(const char *bridge, const struct moat_rangeset *private,
+	    struct moat_prefix **v, size_t *n);
 
 #define NFTR_PROXY_USER	"moat-proxy"
 #define NFTR_DNS_USER	"moat-dns"

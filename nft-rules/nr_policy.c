@@ -127,6 +127,7 @@ struct build {
 	size_t			 errlen;
 };
 
+static void v6_nd_in(struct nr_table *, struct nr_chain *);
 static void v6_guest_in(const struct moat_gateway *, struct nr_table *,
 	    struct nr_chain *);
 static void v6_guest_fwd(struct nr_table *, struct nr_chain *);
@@ -890,6 +891,8 @@ guest_input(struct build *b, struct nr_table *t)
 
 	ct_rule(t, c, CT_EST_REL, "established,related", NF_ACCEPT, NULL);
 	acct_rule(t, c, ACCT_NEW_OUT);
+	if (gw->ipv6)
+		v6_nd_in(t, c);
 	budget_rule(t, c);
 	port_rule(t, c, &gw->address, F_UDP_DPORT, 53, NF_ACCEPT, NULL);
 	port_rule(t, c, &gw->address, F_TCP_DPORT, 53, NF_ACCEPT, NULL);
@@ -1201,6 +1204,10 @@ guests_only(struct build *b, struct nr_table *t, struct nr_chain *c)
  * host's own interfaces (lan6), never the host (guest_in), never back to
  * the sandbox side; then only the sources in guest6 are accepted.
  */
+/* Neighbour discovery a guest sends the gateway: router solicitation,
+ * neighbour solicitation and advertisement. */
+static const uint8_t nd6_types[] = { 133, 135, 136 };
+
 static struct moat_prefix
 pfx(const char *s)
 {
@@ -1235,6 +1242,24 @@ nftr_lan6_host(const char *bridge, struct moat_prefix **v, size_t *n)
 	}
 	free(ifs);
 	return 0;
+}
+
+/* Whether v[i] is inside another element of v (or repeats an earlier
+ * one): an interval set takes no overlapping elements, and the
+ * interfaces' networks, their routes and site_prefixes overlap. */
+static bool
+lan6_covered(const struct moat_prefix *v, size_t n, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		if (j == i || v[j].plen > v[i].plen ||
+		    !prefix_contains(&v[j], &v[i].addr))
+			continue;
+		if (v[j].plen < v[i].plen || j < i)
+			return true;
+	}
+	return false;
 }
 
 static void
@@ -1275,10 +1300,24 @@ v6_sets(struct build *b, struct nr_table *t)
 	    "type ipv6_addr; flags interval;");
 	if (lan(cfg->gw.bridge, &v, &n) == -1)
 		log_warn("cannot list this host's IPv6 networks");
+	/* The host's routes, on a real host (a test's stub gives none).
+	 * Without them lan6 still holds the interfaces' networks. */
+	if (b->opts->lan6 == NULL &&
+	    nftr_routes6(cfg->gw.bridge, cfg->private, &v, &n) == -1)
+		log_warn("cannot list this host's IPv6 routes");
+	/* The site's own prefixes, which the host may neither have nor
+	 * route to (gateway.ipv6.site_prefixes). */
+	for (i = 0; i < cfg->gw.nipv6_site; i++) {
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		v[n++] = cfg->gw.ipv6_site[i];
+	}
 	for (i = 0; i < n; i++) {
 		int bit;
 
-		if (prefix_overlaps(&v[i], &cfg->gw.ipv6_network))
+		/* Inside the guests' own network: theirs, not the host's. */
+		if ((prefix_overlaps(&v[i], &cfg->gw.ipv6_network) &&
+		    v[i].plen >= cfg->gw.ipv6_network.plen) ||
+		    lan6_covered(v, n, i))
 			continue;
 		prefix_fmt(&v[i], text, sizeof(text));
 		model_set_elem(l, v[i].addr.a, 16, 0, 0, NULL, text);
@@ -1323,29 +1362,57 @@ v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
 		rb_verdict(&rb, NF_ACCEPT, NULL);
 		rb_end(&rb);
 	}
+	/* Link-local to link-local (the gateway's, as far as routing goes:
+	 * the kernel forwards neither) goes on to guest_in, whose refusal
+	 * answers at once, instead of the silent IPv6 drop. */
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &ll);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &ll);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
 }
 
-/* guest_in: neighbour discovery with the gateway (router and neighbour
- * solicitations, neighbour advertisements), which conntrack places
- * nowhere, and DNS (udp and tcp 53) to the gateway's IPv6 address, where
+/* guest_in, first after established traffic: neighbour discovery with
+ * the gateway (router and neighbour solicitations, neighbour
+ * advertisements), which conntrack places nowhere (untracked, never
+ * "established").  It comes before the budget rule and every other
+ * per-sandbox refusal: a spent budget refuses new flows, and the guest's
+ * answer to the gateway's solicitation for it is none, so refusing it
+ * would stall the flows that go on (the neighbour entry fails).  Hop
+ * limit 255 is what RFC 4861 requires of every such message, so only a
+ * packet sent on this link matches; its source was already held to the
+ * guest's own address or link-local/:: with the guest's own MAC and port
+ * (bridge from_guest, raw_pre). */
+static void
+v6_nd_in(struct nr_table *t, struct nr_chain *c)
+{
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < sizeof(nd6_types); i++) {
+		rb_begin(&rb, t, c);
+		rb_cmp_u8(&rb, F_ICMP6_TYPE, nd6_types[i]);
+		rb_cmp_u8(&rb, F_IP6_HOPLIMIT, 255);
+		rb_verdict(&rb, NF_ACCEPT, NULL);
+		rb_end(&rb);
+	}
+}
+
+/* guest_in: DNS (udp and tcp 53) to the gateway's IPv6 address, where
  * dnsd answers as on its IPv4 one; nothing else of a guest's IPv6 reaches
- * the host.  Only guests' own addresses get this far (raw_pre). */
+ * the host.  Only guests' own addresses get this far (raw_pre), and
+ * link-local ones to a link-local address, which meet the refusal after
+ * (the gateway's link-local address offers nothing to guests). */
 static void
 v6_guest_in(const struct moat_gateway *gw, struct nr_table *t,
     struct nr_chain *c)
 {
-	static const uint8_t nd[] = { 133, 135, 136 };
 	static const enum nr_field dns[] = { F_UDP_DPORT, F_TCP_DPORT };
 	struct moat_prefix me = { .addr = gw->ipv6_address, .plen = 128 };
 	struct nr_rb rb;
 	size_t i;
 
-	for (i = 0; i < sizeof(nd); i++) {
-		rb_begin(&rb, t, c);
-		rb_cmp_u8(&rb, F_ICMP6_TYPE, nd[i]);
-		rb_verdict(&rb, NF_ACCEPT, NULL);
-		rb_end(&rb);
-	}
 	for (i = 0; i < sizeof(dns) / sizeof(dns[0]); i++) {
 		rb_begin(&rb, t, c);
 		rb_cmp_prefix(&rb, F_IP6_DADDR, false, &me);
@@ -2041,12 +2108,45 @@ bridge_from_guest6(struct nr_table *t, struct nr_chain *c)
 		rb_verdict(&rb, NF_ACCEPT, NULL);
 		rb_end(&rb);
 	}
+	/* Link-local to link-local with its own MAC, any protocol: the
+	 * gateway's link-local address refuses it at once (guest_in), and
+	 * port isolation keeps it from other guests. */
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, mk, 2, "guest_mac6", false);
+	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &ll);
+	rb_cmp_prefix(&rb, F_IP6_DADDR, false, &ll);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
 	/* Any other IPv6 from a port with IPv6 claims what is not its own. */
 	rb_begin(&rb, t, c);
 	rb_ethertype(&rb, ETH_P_IPV6, "ip6");
 	rb_lookup(&rb, mk, 2, "guest_mac6", false);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("bridge", "spoof"));
 	rb_end(&rb);
+}
+
+/* A guest's neighbour discovery is flooded to the other guest ports
+ * (solicitations go to multicast) and stops there, as every frame
+ * between guests does, but it is no refusal of anything the guest
+ * asked for: dropped without being counted or logged, so that `ctl
+ * refused` does not list every solicitation as "another guest".  Over a
+ * trunk it goes on (the gateway may be behind it). */
+static void
+bridge_nd_quiet(struct nr_table *t, struct nr_chain *c, const char *trunk)
+{
+	struct nr_rb rb;
+	size_t i;
+
+	for (i = 0; i < sizeof(nd6_types); i++) {
+		rb_begin(&rb, t, c);
+		rb_lookup(&rb, (enum nr_field[]){ F_IIFNAME }, 1,
+		    "guest_ports", false);
+		if (trunk)
+			rb_cmp_str(&rb, F_OIFNAME, true, trunk);
+		rb_cmp_u8(&rb, F_ICMP6_TYPE, nd6_types[i]);
+		rb_verdict(&rb, NF_DROP, NULL);
+		rb_end(&rb);
+	}
 }
 
 static void
@@ -2203,6 +2303,8 @@ build_bridge(struct build *b)
 
 	c = model_chain(t, "forward", "filter", NF_BR_FORWARD, -200,
 	    "filter");
+	if (gw->ipv6)
+		bridge_nd_quiet(t, c, trunk);
 	for (i = 0; i < 2; i++) {
 		rb_begin(&rb, t, c);
 		rb_lookup(&rb, (enum nr_field[]){ i ? F_OIFNAME : F_IIFNAME },

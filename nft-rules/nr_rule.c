@@ -55,6 +55,8 @@ static const struct field fields[F_NFIELDS] = {
 	    24, 16, G_IP6 },
 	[F_IP6_SADDR] = { "ip6 saddr", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    8, 16, G_IP6 },
+	[F_IP6_HOPLIMIT] = { "ip6 hoplimit", false,
+	    NFT_PAYLOAD_NETWORK_HEADER, 7, 1, G_IP6 },
 	[F_ARP_SHA] = { "arp saddr ether", false, NFT_PAYLOAD_NETWORK_HEADER,
 	    8, 6, G_ARP },
 	[F_ARP_SPA] = { "arp saddr ip", false, NFT_PAYLOAD_NETWORK_HEADER,

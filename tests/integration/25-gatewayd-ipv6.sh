@@ -9,7 +9,11 @@
 # missing.  Without gateway.ipv6 none of it is touched.  While gatewayd
 # runs it follows the host's IPv6 networks: a global prefix the LAN
 # interface gains is refused to guests within a second (one incremental
-# update, not a replacement), and one it loses is reachable again.
+# update, not a replacement), and one it loses is reachable again.  The
+# same for the host's routes: a /64 of the site behind the LAN's router,
+# routed there and not by default, is refused from the start, and one
+# routed while gatewayd runs within a second; gateway.ipv6.site_prefixes
+# refuses a prefix the host reaches by its default route.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -17,6 +21,8 @@ cd "$(dirname "$0")/../.."
 
 NET6=fd77:0:0:1
 NEW6=2001:db8:77:9	# the prefix the LAN interface gains while gatewayd runs
+SITE6=2001:db8:77:20	# another VLAN of the site, behind the LAN's router
+VLAN6=2001:db8:77:21	# one more, routed there while gatewayd runs
 FAR6=2001:db8:300::7	# a host on the IPv6 internet (the uplink's own /64 is the host's)
 topo_up || { not_ok "topology"; exit 1; }
 topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
@@ -33,18 +39,21 @@ before=$(knobs)
 bridge6() { ip -n "$NS_GW" -6 addr show dev moat0 scope global | awk '/inet6/ {print $2}'; }
 
 # The LAN: a global prefix on the host's interface from the start (in lan6
-# at once), and a host that also has an address in NEW6, which the gateway
-# reaches on-link before it has an address there itself.
+# at once), and its router (the LAN namespace) with two more VLANs of the
+# site, one routed by the host from the start.  NEW6::2 is on the internet
+# side, reached by the default route until the host has NEW6 itself.
 ip -n "$NS_GW" addr add 2001:db8:77:5::1/64 dev lan0 nodad
 ip -n "$NS_LAN" addr add 2001:db8:77:5::2/64 dev eth0 nodad
-ip -n "$NS_LAN" addr add $NEW6::2/64 dev eth0 nodad
+ip -n "$NS_LAN" addr add $SITE6::2/128 dev lo nodad
+ip -n "$NS_LAN" addr add $VLAN6::2/128 dev lo nodad
+ip -n "$NS_INET" addr add $NEW6::2/128 dev lo nodad
 ip -n "$NS_LAN" -6 route add default via 2001:db8:77:5::1
-ip -n "$NS_GW" -6 route add $NEW6::/64 dev lan0 metric 2048
+ip -n "$NS_GW" -6 route add $SITE6::/64 via 2001:db8:77:5::2 dev lan0
 ip -n "$NS_INET" addr add $FAR6/128 dev lo nodad
 for ns in "$NS_GW lan0" "$NS_LAN eth0" "$TOPO-dev eth0"; do
 	topo_wait_dad $ns || { not_ok "link-local addresses ready in $ns"; exit 1; }
 done
-for t in "$NS_INET $FAR6" "$NS_LAN 2001:db8:77:5::2" "$NS_LAN $NEW6::2"; do
+for t in "$NS_INET $FAR6" "$NS_LAN 2001:db8:77:5::2" "$NS_INET $NEW6::2" "$NS_LAN $SITE6::2" "$NS_LAN $VLAN6::2"; do
 	set -- $t
 	topo_bg "$1" "banner6-$2" socat TCP6-LISTEN:2222,bind="[$2]",fork,reuseaddr SYSTEM:"echo hi"
 	topo_wait_port "$1" "$2" 2222 || { not_ok "listener on $2"; exit 1; }
@@ -131,6 +140,32 @@ st=$(gw_ctl status 2>&1)
 expect_match "ctl status shows the IPv6 forwarding step" "forwarding IPv6: enabled" "$st"
 expect_eq "the guest reaches the IPv6 internet through the gateway" hi "$(hi $FAR6)"
 expect_eq "the guest is refused the LAN's prefix known at start" "" "$(hi 2001:db8:77:5::2)"
+t0=$(date +%s%N); r=$(hi $SITE6::2); ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "the guest is refused a /64 the host routes via the LAN's router" "" "$r"
+expect_ok "... at once (${ms} ms)" test "$ms" -lt 2000
+expect_match "... which is in lan6" "$SITE6::/64" "$(in_ns "$NS_GW" nft list set inet moat lan6)"
+expect_eq "the host itself reaches it (the path is real)" hi \
+	"$(in_ns "$NS_GW" timeout 5 socat -u TCP6:"[$SITE6::2]":2222,connect-timeout=3 STDOUT 2>/dev/null)"
+expect_eq "the proxy's user does not reach it either (output chain)" "" \
+	"$(in_ns "$NS_GW" setpriv --reuid="$(id -u moat-proxy)" --regid="$(id -g moat-proxy)" \
+	    --clear-groups timeout 5 socat -u TCP6:"[$SITE6::2]":2222,connect-timeout=3 STDOUT 2>/dev/null)"
+
+# --- following the host's routes ---
+expect_eq "before the host routes $VLAN6::/64 the guest cannot reach it (no route)" "" "$(hi $VLAN6::2)"
+ip -n "$NS_GW" -6 route add $VLAN6::/64 via 2001:db8:77:5::2 dev lan0
+vlan_in() { in_ns "$NS_GW" nft list set inet moat lan6 2>/dev/null | grep -q "$VLAN6::/64"; }
+expect_ok "within a second a new route's prefix is in lan6" wait_for 1 vlan_in
+t0=$(date +%s%N); r=$(hi $VLAN6::2); ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "the guest is refused it" "" "$r"
+expect_ok "... at once (${ms} ms)" test "$ms" -lt 2000
+ip -n "$NS_GW" -6 route del $VLAN6::/64 via 2001:db8:77:5::2 dev lan0
+expect_ok "a route removed leaves lan6 within a second" wait_for 1 eval '! vlan_in'
+# The rest of a delegated prefix, as a prefix-delegation client leaves it.
+ip -n "$NS_GW" -6 route add unreachable 2001:db8:77:40::/58
+pd_in() { in_ns "$NS_GW" nft list set inet moat lan6 2>/dev/null | grep -q "2001:db8:77:40::/58"; }
+expect_ok "an unreachable route's prefix (a delegated prefix's rest) is in lan6 too" wait_for 1 pd_in
+ip -n "$NS_GW" -6 route del unreachable 2001:db8:77:40::/58
+expect_ok "nft-rules verify agrees with the routes" in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" verify
 
 # --- following the host's networks ---
 expect_eq "before the host has an address in $NEW6::/64 the guest reaches it" hi "$(hi $NEW6::2)"
@@ -153,6 +188,17 @@ sleep 1
 expect_fail "the prefix the host lost leaves lan6" in_set
 expect_eq "the guest reaches it again" hi "$(hi $NEW6::2)"
 expect_ok "nft-rules verify agrees again" in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" verify
+
+# --- site_prefixes: the site's own, reached by the default route ---
+conf "ipv6 = { network = \"$NET6::/64\"; uplink_mode = \"nat66\"; site_prefixes = [ \"2001:db8:300::/48\" ]; };"
+expect_ok "reload with gateway.ipv6.site_prefixes" gw_ctl reload
+expect_match "the site prefix is in lan6" "2001:db8:300::/48" "$(in_ns "$NS_GW" nft list set inet moat lan6)"
+t0=$(date +%s%N); r=$(hi $FAR6); ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "the guest is refused a host of the site prefix, though it lies behind the default route" "" "$r"
+expect_ok "... at once (${ms} ms)" test "$ms" -lt 2000
+conf "ipv6 = { network = \"$NET6::/64\"; uplink_mode = \"nat66\"; };"
+expect_ok "reload without it" gw_ctl reload
+expect_eq "the guest reaches it again" hi "$(hi $FAR6)"
 
 # --- teardown sets everything back ---
 stop_gw

@@ -198,7 +198,7 @@ mutation "guest_fwd lan6 rule removed" private '^\[2001:db8:1a::2\]:22$' \
 # guest_in takes neighbour discovery only; weakened to all of IPv6, the
 # host's own IPv6 addresses are open.
 mutation "guest_in neighbour solicitation accept weakened to all IPv6" ipv6 '^\[fd77:0:0:1::1\]:22$' \
-	repl_rule inet guest_in 'nd-neighbor-solicit accept' meta nfproto ipv6 accept
+	repl_rule inet guest_in 'nd-neighbor-solicit ip6 hoplimit 255 accept' meta nfproto ipv6 accept
 expect_eq "mutation 'guest_in weakened': the uplink's IPv6 address named too" True \
 	"$(cc_breach ipv6 '^\[2001:db8:203::1\]:22$')"
 # IPv6 anti-spoofing has two layers: the bridge binds a port's IPv6 to
@@ -225,7 +225,7 @@ failing "guest_fwd guest6 accept removed" \
 # Neighbour discovery with the gateway afresh: what the guest learnt
 # before the mutation would carry it through the scan.
 ns_off() {
-	del_rule inet guest_in 'nd-neighbor-solicit accept' &&
+	del_rule inet guest_in 'nd-neighbor-solicit ip6 hoplimit 255 accept' &&
 		ip -n "$TOPO-web" -6 neigh flush dev eth0 &&
 		ip -n "$NS_GW" -6 neigh flush dev moat0
 }

@@ -4,6 +4,9 @@
 # as its IPv4 (acct6_out); once spent, its new IPv6 flows are refused at
 # once as its IPv4 ones are (budget_spent6), so IPv6 is no way around the
 # budget; a sandbox without a budget is unaffected on both families.
+# A flow opened before the budget ran out goes on, even after the
+# neighbour entries of the gateway and the guest expire: neighbour
+# discovery is accepted before the budget rule.
 # Windows are MOAT_TEST_EGRESS_WINDOW seconds long here (a test-only knob:
 # a real window is a UTC day).  The v6 "internet" is documentation space
 # made public with treat_as_public; the gateway's IPv6 on the bridge is
@@ -37,7 +40,9 @@ done
 topo_bg "$NS_INET" sink socat -u TCP-LISTEN:9000,bind=$INET_HTTP,fork,reuseaddr OPEN:/dev/null
 topo_bg "$NS_INET" sink6 socat -u TCP6-LISTEN:9000,bind="[$SINK6]",fork,reuseaddr OPEN:/dev/null
 topo_wait_port "$NS_INET" $INET_HTTP 9000
+topo_bg "$NS_INET" echo6 socat TCP6-LISTEN:7000,bind="[$SINK6]",fork,reuseaddr PIPE
 topo_wait_port "$NS_INET" $SINK6 9000
+topo_wait_port "$NS_INET" $SINK6 7000
 # web: open, no budget; dev: open, 400K a window; both with IPv6.
 sed -e 's/egress = "allowlist"; allow = \[ "pypi.org", "\*.github.test" \];/egress = "open";/' \
     -e 's/egress = "open"; owner = "bob";/egress = "open"; owner = "bob"; egress_bytes_per_day = "400K";/' \
@@ -68,6 +73,11 @@ probe6() {	# probe6 GUEST -- a new IPv6 connection to the sink: "connected",
 }
 
 expect_eq "dev's budget is shown" $BUDGET "$(field dev egress_budget)"
+# An ssh-like flow opened under the budget, idle while it is spent.
+ip netns exec $TOPO-dev python3 tests/harness/echo-flow.py $SINK6 7000 "$TOPO_TMP/res-idle" "$TOPO_TMP/go-idle" &
+for k in $(seq 100); do grep -q before: "$TOPO_TMP/res-idle" 2>/dev/null && break; sleep 0.1; done
+expect_match "an idle IPv6 echo flow is open before the budget is spent" "before:one" \
+	"$(cat "$TOPO_TMP/res-idle" 2>/dev/null)"
 expect_eq "dev, with a budget, has IPv6: it connects over IPv6" connected "$(probe6 dev)"
 expect_eq "web connects over IPv6" connected "$(probe6 web)"
 
@@ -93,5 +103,19 @@ shows() { gw_ctl refused dev | grep -qE "$1"; }
 expect_ok "ctl refused dev names the reason for the IPv6 flow" wait_for 3 shows "$SINK6.*egress budget spent"
 expect_eq "web is unaffected over IPv6" connected "$(probe6 web)"
 expect_eq "...and over IPv4" connected "$(tcp_probe $TOPO-web $INET_HTTP 9000)"
+# --- the open flow goes on, neighbour entries expired on both sides -------
+# Flushed, the gateway must solicit dev's address again before it can
+# answer, and dev the gateway's: the neighbour advertisements and
+# solicitations of a spent guest are no new flow.
+ip -n "$NS_GW" neigh flush dev moat0
+ip -n "$TOPO-dev" neigh flush dev eth0
+touch "$TOPO_TMP/go-idle"
+for k in $(seq 100); do grep -q "after0:" "$TOPO_TMP/res-idle" 2>/dev/null && break; sleep 0.1; done
+expect_eq "the flow opened before the budget was spent still echoes after both neighbour entries expired" \
+	step0 "$(sed -n 's/^after0://p' "$TOPO_TMP/res-idle")"
+nud() { ip -n "$NS_GW" -6 neigh show dev moat0 to "$NET6::b" | awk '{print $NF}'; }
+expect_match "the gateway's entry for dev is reachable again" "REACHABLE|STALE|DELAY" "$(nud)"
+expect_fail "no neighbour discovery was refused under the budget" \
+	grep -qE '"reason":"budget".*"proto":"icmpv6"' "$GW_AUDIT"
 [ "$r" = prohibited ] || { in_ns "$NS_GW" nft list ruleset | grep -E "acct6|budget" ; tail -20 "$GW_LOG"; } >&2
 tap_done

@@ -276,7 +276,8 @@ test_admission6(void **state)
 	"gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\";"
 	"  dns: { upstream = [ \"203.0.113.53\" ]; };"
 	"  treat_as_public = [ \"2001:db8::/32\" ];"
-	"  ipv6 = { network = \"fd77:0:0:1::/64\"; uplink_mode = \"nat66\"; }; };\n"
+	"  ipv6 = { network = \"fd77:0:0:1::/64\"; uplink_mode = \"nat66\";"
+	"    site_prefixes = [ \"2001:db8:300::/48\" ]; }; };\n"
 	"secrets = ( { name = \"api\"; file = \"%s\"; hosts = [ \"api.test\" ];"
 	"  header = \"Authorization\"; placeholder = \"moat-PH-test\"; } );\n"
 	"sandboxes = (\n"
@@ -315,6 +316,9 @@ test_admission6(void **state)
 	assert_int_equal(WHY6(sb, "2001:db8:77:5::2"), ADMIT_HOST_NET);
 	assert_int_equal(WHY6(sb, "2001:db8:203::2"), ADMIT_HOST_NET);
 	assert_int_equal(WHY6(sb, "2001:db8:203::1"), ADMIT_HOST);
+	/* The site's own prefix, though the host has nothing of it. */
+	assert_int_equal(WHY6(sb, "2001:db8:300:5::7"), ADMIT_HOST_NET);
+	assert_true(OK6(sb, "2001:db8:301::7"));
 	assert_int_equal(WHY6(sb, "fd77:0:0:1::b"), ADMIT_SANDBOX_NET);
 	assert_int_equal(WHY6(sb, "fd77:0:0:1::1"), ADMIT_SANDBOX_NET);
 	assert_int_equal(WHY6(sb, "fd00:99::2"), ADMIT_PRIVATE);

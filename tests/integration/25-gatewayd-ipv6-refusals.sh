@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Guests' IPv6 refusals on the bridge are immediate and neighbour
+# discovery is no refusal (gateway.ipv6): a guest's connection to the
+# gateway's link-local address, on any port, is refused at once with
+# ICMPv6 administratively prohibited (EACCES), as one to its ::1 is,
+# instead of being dropped silently at the bridge and in raw_pre (a 5 s
+# timeout before); and a guest's neighbour solicitations, flooded to the
+# other guests' ports and stopped there, are neither counted as "another
+# guest" nor listed by `ctl refused` (one ff02::1:ff.. row per
+# solicitation before, where a port lacks isolation).
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/gw.sh
+
+NET6=fd77:0:0:1
+topo_up || { not_ok "topology"; exit 1; }
+topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
+topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+topo_services
+in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
+ip -n "$NS_GW" addr add $NET6::1/64 dev moat0 nodad
+for g in "web $NET6::a" "dev $NET6::b"; do
+	set -- $g
+	ip -n "$TOPO-$1" addr add "$2"/64 dev eth0 nodad
+	ip -n "$TOPO-$1" -6 route add default via $NET6::1
+done
+for ns in "$NS_GW moat0" "$TOPO-web eth0" "$TOPO-dev eth0"; do
+	topo_wait_dad $ns || { not_ok "link-local addresses ready in $ns"; exit 1; }
+done
+sed -e 's/egress = "allowlist"; allow = \[ "pypi.org", "\*.github.test" \];/egress = "open";/' \
+    -e 's|treat_as_public = \[ "203.0.113.0/24" \];|treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ]; ipv6 = { network = "'$NET6'::/64"; uplink_mode = "nat66"; };|' \
+    -e '/name = "locked"/,+1d' examples/demo.conf | sed -e 's/owner = "bob"; },/owner = "bob"; }/' >"$GW_CONF"
+grep -q 'uplink_mode = "nat66"' "$GW_CONF" || { not_ok "test config"; exit 1; }
+gw_start; expect_eq "gatewayd starts with gateway.ipv6" 0 $?
+
+LL=$(ip -n "$NS_GW" -6 addr show dev moat0 scope link | awk '/inet6/ {sub("/.*", "", $2); print $2}')
+try() { in_ns "$TOPO-dev" python3 tests/harness/refusal6.py "$@"; }
+fast() { awk -v t="$1" 'BEGIN { exit !(t + 0 < 1.0) }'; }
+counter() { in_ns "$NS_GW" nft list counter "$1" moat "$2" | awk '/packets/ {print $2}'; }
+
+# --- the gateway's link-local address: refused at once -------------------
+h0=$(counter inet host)
+for p in "tcp 22" "tcp 53" "tcp 3128" "udp 53" "udp 9"; do
+	set -- $p
+	r=$(try $1 "$LL" $2 eth0)
+	expect_eq "[$LL%eth0]:$2/$1 is refused with ICMPv6 admin-prohibited ($r)" EACCES "${r% *}"
+	[ "$1" = udp ] && expect_ok "... at once (${r#* } s)" fast "${r#* }"
+done
+expect_ok "the refusals are counted as the gateway host's" test "$(counter inet host)" -gt "$h0"
+r=$(try udp $NET6::1 9)
+expect_eq "the gateway's ::1, udp 9, the same ($r)" EACCES "${r% *}"
+expect_ok "... at once" fast "${r#* }"
+r=$(try tcp $NET6::1 53)
+expect_eq "DNS on the gateway's ::1 still connects" connected "${r% *}"
+# Link-local source, global destination: still dropped as a spoof.
+d0=$(counter bridge spoof)
+in_ns "$TOPO-dev" python3 -c "
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(('$(ip -n "$TOPO-dev" -6 addr show dev eth0 scope link | awk '/inet6/ {sub("/.*", "", $2); print $2}')', 0, 0, socket.if_nametoindex('eth0')))
+s.sendto(b'x', ('2001:db8:203::2', 9))" 2>/dev/null
+expect_ok "a link-local source towards a global address is still dropped (counter spoof)" \
+	wait_for 2 eval '[ "$(counter bridge spoof)" -gt "$d0" ]'
+
+# --- neighbour discovery is no refusal -----------------------------------
+# With port isolation on both ports the bridge never offers a frame from
+# one guest to the other to its filter; a tap that joined without it
+# (QEMU's bridge helper, a tap added by hand) leaves the filter as what
+# keeps guests apart, and every solicitation meets it.
+ip -n "$NS_GW" link set mt-web type bridge_slave isolated off
+g0=$(counter bridge guest)
+# dev solicits web's address (and the gateway's), over and over.
+ip -n "$TOPO-dev" neigh flush dev eth0
+try tcp $NET6::a 9000 >/dev/null
+ip -n "$TOPO-dev" neigh flush dev eth0
+try udp $NET6::1 53 >/dev/null
+sleep 1
+expect_eq "guests' neighbour solicitations are not counted as \"another guest\"" "$g0" "$(counter bridge guest)"
+r=$(try tcp $NET6::a 9000)
+expect_eq "... and still never reach the other guest ($r)" EHOSTUNREACH "${r% *}"
+out=$(gw_ctl refused 2>&1)
+expect_fail "ctl refused lists no ff02:: row" grep -q "ff02:" <<<"$out"
+expect_match "... while it does list the gateway's link-local refusals" "fe80:.*the gateway host" "$out"
+[ "$TAP_FAILED" = 0 ] || { echo "$out"; in_ns "$NS_GW" nft list table bridge moat | grep -A5 "chain forward"; } >&2
+tap_done
