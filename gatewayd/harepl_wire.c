@@ -64,6 +64,20 @@ parse_spent(char **w, int n, struct ipc_ha_spent *m, char *err,
 	return 0;
 }
 
+/* flush SANDBOX */
+static int
+parse_flush(char **w, int n, struct ipc_ha_flush *m, char *err,
+    size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (n != 2)
+		return fail(err, errlen, "flush: expected SANDBOX");
+	if (strlen(w[1]) >= sizeof(m->sandbox))
+		return fail(err, errlen, "sandbox name too long");
+	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
+	return 0;
+}
+
 static int
 parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
     size_t errlen)
@@ -162,6 +176,15 @@ harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
 		*mlen = sizeof(u->spent);
 		return 0;
 	}
+	if (n > 0 && strcmp(w[0], "flush") == 0) {
+		if (parse_flush(w, n, &u->flush, err, errlen) == -1)
+			return -1;
+		*type = IPC_HA_FLUSH;
+		*mlen = sizeof(u->flush);
+		return 0;
+	}
+	if (n == 1 && strcmp(w[0], "ping") == 0)
+		return HAREPL_PING;
 	if (n == 0 || strcmp(w[0], "elem") != 0)
 		return fail(err, errlen, "unknown request");
 	if (n != WORDS)
@@ -213,6 +236,10 @@ harepl_format(int type, const union harepl_msg *u, char *buf, size_t len)
 	}
 	if (type == IPC_REG_REQ)
 		return format_reg(&u->reg, buf, len);
+	if (type == IPC_HA_FLUSH) {
+		n = snprintf(buf, len, "flush %s", u->flush.sandbox);
+		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
+	}
 	if (type != IPC_SET_ADD)
 		return -1;
 

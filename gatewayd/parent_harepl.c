@@ -29,8 +29,10 @@
 #include <openssl/crypto.h>
 
 #include "gatewayd.h"
+#include "admit.h"
 #include "harepl.h"
 #include "log.h"
+#include "nftrules.h"
 
 int
 harepl_listen(struct gw *gw)
@@ -74,6 +76,78 @@ harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 		gw->ha_dropped++;
 	else if (type == IPC_SET_ADD)
 		gw->ha_queued++;	/* "elements sent" */
+}
+
+/* One element of a sandbox's set, with the time it has left, as the
+ * set addition that would make it: the address alone opens the
+ * sandbox's allow_ports (plain), with a port that port. */
+struct snap {
+	struct gw	*gw;
+	const char	*sandbox;
+	size_t		 n;
+};
+
+static void
+snap_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
+{
+	struct snap *sn = arg;
+	union {
+		struct ipc_set_add m;
+		char raw[sizeof(struct ipc_set_add) + sizeof(struct moat_addr)];
+	} u;
+
+	if (left_ms == 0)
+		return;
+	memset(&u, 0, sizeof(u));
+	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", sn->sandbox);
+	u.m.timeout_ms = left_ms > IPC_SET_TIMEOUT_MAX_MS ?
+	    IPC_SET_TIMEOUT_MAX_MS : (uint32_t)left_ms;
+	u.m.naddr = 1;
+	u.m.addr[0] = e->addr;
+	if (e->svc == 0)
+		u.m.plain = 1;
+	else {
+		u.m.nports = 1;
+		u.m.ports[0].proto = ADMIT_SVC_PROTO(e->svc);
+		u.m.ports[0].port = ADMIT_SVC_PORT(e->svc);
+	}
+	harepl_forward(sn->gw, IPC_SET_ADD, &u, sizeof(u));
+	sn->n++;
+}
+
+/*
+ * The whole state, before any change that follows it: each allowlist
+ * sandbox's sets emptied there and filled with what ours hold now, each
+ * with the time it has left (so what was removed here while the link was
+ * down goes there too), and every budgeted sandbox's egress total.  Sent
+ * when the sending process (re)connects and when this box becomes
+ * master; harepl_forward sends nothing unless this box is master.
+ */
+void
+harepl_snapshot(struct gw *gw)
+{
+	struct snap sn = { gw, NULL, 0 };
+	struct ipc_ha_flush f;
+	size_t i;
+
+	if (!gw->ha_on || gw->ha_role != HA_MASTER ||
+	    gw->cfg->gw.ha_peer == NULL)
+		return;
+	for (i = 0; i < gw->cfg->nsandboxes; i++) {
+		if (gw->cfg->sandboxes[i].egress != EGRESS_ALLOWLIST)
+			continue;
+		sn.sandbox = gw->cfg->sandboxes[i].name;
+		memset(&f, 0, sizeof(f));
+		snprintf(f.sandbox, sizeof(f.sandbox), "%s", sn.sandbox);
+		harepl_forward(gw, IPC_HA_FLUSH, &f, sizeof(f));
+		if (nftr_set_elems(gw->nft, sn.sandbox, snap_one, &sn) == -1)
+			log_warnx("ha replication: allowlist %s could not be "
+			    "read for the other box: %s", sn.sandbox,
+			    nftr_error(gw->nft));
+	}
+	egress_snapshot(gw);
+	log_info("ha replication: the whole state to the other box (%zu "
+	    "element(s))", sn.n);
 }
 
 static void
@@ -151,6 +225,24 @@ element(struct gw *gw, int fd, const struct ipc_set_add *m)
 	reply(fd, 1, "refused");
 }
 
+/* The master emptied a sandbox's sets (or sends them whole next). */
+static void
+flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
+{
+	const char *why = NULL;
+
+	if (policy_flush_peer(gw, m->sandbox, &why) == -1) {
+		gw->ha_refused++;
+		log_warnx("ha replication: flush of %s refused: %s",
+		    m->sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
+		    "reason", why, NULL);
+		reply(fd, 1, why);
+		return;
+	}
+	reply(fd, 0, "");
+}
+
 void
 harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
     const struct gw_msg *m)
@@ -163,7 +255,8 @@ harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 	else if (m->h->type == IPC_HA_SPENT) {
 		egress_merge(gw, (const struct ipc_ha_spent *)m->data);
 		reply(fd, 0, "");
-	}
+	} else if (m->h->type == IPC_HA_FLUSH)
+		flush(gw, fd, (const struct ipc_ha_flush *)m->data);
 }
 
 void
@@ -173,6 +266,8 @@ harepl_send_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 	(void)fd;
 	if (m->h->type == IPC_AUDIT)
 		audit_child(gw, p, m->data, m->len);
+	else if (m->h->type == IPC_HA_SNAP)
+		harepl_snapshot(gw);
 }
 
 void

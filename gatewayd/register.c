@@ -371,7 +371,7 @@ arm(struct conn *c)
 static void
 heard(struct conn *c)
 {
-	c->idle = ev_now() + REG_IO_TIMEOUT_S * 1000;
+	c->idle = ev_now() + (R.ha ? HAREPL_IDLE_S : REG_IO_TIMEOUT_S) * 1000;
 	arm(c);
 }
 
@@ -553,7 +553,9 @@ line(struct conn *c, size_t len)
 		return;
 	}
 	consume(c, len);
-	if (rc == REG_PARSE_QUIT)
+	if (R.ha && rc == HAREPL_PING)	/* the link's heartbeat */
+		put_out(c, "ok\n", 3);
+	else if (rc == REG_PARSE_QUIT)
 		c->last = true;
 	else if (rc == -1) {
 		snprintf(out, sizeof(out), "error %s\n", err);
@@ -570,7 +572,9 @@ handshake(struct conn *c)
 		return want(c, r);
 	if (peer_key(c->ssl, c->key) == -1)
 		return false;
-	c->deadline = c->start + REG_CONN_MAX_S * 1000;
+	/* The other box's link lives as long as it pings (harepl.h); a
+	 * host's connection REG_CONN_MAX_S. */
+	c->deadline = R.ha ? UINT64_MAX : c->start + REG_CONN_MAX_S * 1000;
 	c->hello = true;
 	enqueue(c);
 	arm(c);

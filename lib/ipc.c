@@ -36,6 +36,7 @@ static int shape_conf_changed(const void *, size_t, char *, size_t);
 static int shape_dns_name(const void *, size_t, char *, size_t);
 static int shape_conf_allow(const void *, size_t, char *, size_t);
 static int shape_ha_spent(const void *, size_t, char *, size_t);
+static int shape_ha_flush(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -64,6 +65,8 @@ static const struct {
 	[IPC_CONF_ALLOW] = { "conf-allow", shape_conf_allow },
 	[IPC_CONF_CHANGED] = { "conf-changed", shape_conf_changed },
 	[IPC_HA_SPENT] = { "ha-spent", shape_ha_spent },
+	[IPC_HA_FLUSH] = { "ha-flush", shape_ha_flush },
+	[IPC_HA_SNAP] = { "ha-snap", shape_empty },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -166,6 +169,20 @@ shape_ha_spent(const void *p, size_t len, char *err, size_t errlen)
 	if (memchr(m->sandbox, '\0', sizeof(m->sandbox)) == NULL ||
 	    m->sandbox[0] == '\0' || m->window < 0) {
 		snprintf(err, errlen, "ha-spent: bad sandbox name or window");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_ha_flush(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_flush *m = p;
+
+	if (len != sizeof(*m) || memchr(m->sandbox, '\0',
+	    sizeof(m->sandbox)) == NULL || m->sandbox[0] == '\0') {
+		snprintf(err, errlen, "ha-flush: %zu bytes or a bad sandbox "
+		    "name", len);
 		return -1;
 	}
 	return 0;

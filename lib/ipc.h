@@ -53,6 +53,10 @@ enum ipc_type {
 				 * IPC_CONF */
 	IPC_HA_SPENT,		/* parent <-> replication: a sandbox's egress
 				 * total this window (gateway.ha.peer) */
+	IPC_HA_FLUSH,		/* parent <-> replication: empty a sandbox's
+				 * allowlist sets (they narrowed) */
+	IPC_HA_SNAP,		/* ha-send -> parent: connected, send the
+				 * whole state (no payload) */
 	IPC_TYPE_MAX
 };
 
@@ -87,6 +91,13 @@ struct ipc_ha_spent {
 	uint8_t		pad[7];
 	int64_t		window;
 	uint64_t	bytes;
+};
+
+/* A sandbox's allowlist sets were emptied on the master (its list
+ * narrowed: a grant ended, unallow, a reload), or a snapshot of them
+ * begins: the other box empties its own. */
+struct ipc_ha_flush {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
 };
 
 struct ipc_set_ack {
