@@ -465,6 +465,12 @@ void	grants_commit(struct gw *);
 /* ms until the next grant expires, capped at timeout (ms, -1: none). */
 int	grants_timeout(const struct gw *, int timeout);
 void	grants_tick(struct gw *);	/* expire what is due */
+/* Grants for a while on both boxes of a pair (harepl.h): the other box's
+ * grant or ungrant taken, its grants for a sandbox ended before its whole
+ * state, and ours for a sandbox sent as part of ours. */
+int	grants_peer(struct gw *, const struct ipc_ha_grant *, const char **why);
+void	grants_peer_state(struct gw *, const char *sandbox);
+void	grants_snapshot(struct gw *, const char *sandbox);
 void	grants_free(struct gw *);
 
 /* --- nflog child (nflog.c) --- */
@@ -708,6 +714,8 @@ void	ha_status(struct ctl_req *);
 int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
 int	harepl_pem_read(const struct gw *, struct reg_pem *);
 void	harepl_forward(struct gw *, int type, const void *, size_t);
+/* The same whatever this box's role: an operator's grants. */
+void	harepl_forward_any(struct gw *, int type, const void *, size_t);
 /* The whole state to the other box (harepl.h), while master. */
 void	harepl_snapshot(struct gw *);
 void	harepl_status(struct ctl_req *);

@@ -17,6 +17,9 @@
  *   spent SANDBOX WINDOW BYTES                             -> ok | error REASON
  *   reg HOSTKEY REQUEST                                    -> ok | error REASON
  *   flush SANDBOX                                          -> ok | error REASON
+ *   state SANDBOX                                          -> ok | error REASON
+ *   grant SANDBOX SECONDS ENTRY                            -> ok | error REASON
+ *   ungrant SANDBOX ENTRY                                  -> ok | error REASON
  *   ping                                                   -> ok
  * PORTS is "tcp/22,udp/443" (the ports of the entries with ports of their
  * own that cover the name), "-" for none; "plain" says the addresses open
@@ -27,7 +30,12 @@
  * that the master applied, HOSTKEY the host's key in 64 hex digits.
  * flush empties the sandbox's allowlist sets: the master's emptied (its
  * list narrowed: a grant ended or was taken back, a reload), or the
- * master is about to send them whole.  ping, every HAREPL_PING_S while
+ * master is about to send them whole.  state is that flush at the start
+ * of a sandbox's whole state, which also ends the grants the other box
+ * holds from this one for it (the state carries them again).  grant is
+ * a grant for a while (ctl allow --for) made on either box, ENTRY as it
+ * records it ("NAME" or "NAME:PORTS"), SECONDS the time it has left;
+ * ungrant one taken back (ctl unallow).  ping, every HAREPL_PING_S while
  * nothing else goes, is answered by the receiving process itself: a
  * link that does not answer within HAREPL_TIMEOUT_S is closed and made
  * again at once.
@@ -35,8 +43,8 @@
  * The state, not only its changes: each time the sending process
  * (re)connects, and each time this box becomes master, the parent sends
  * the whole of it first (IPC_HA_SNAP): for each allowlist sandbox a
- * flush and then its elements with the time they have left, and each
- * budgeted sandbox's egress total.  What changed while the link was
+ * state line, its grants for a while and then its elements with the time
+ * they have left, and each budgeted sandbox's egress total.  What changed while the link was
  * down, removals included, is then the same on both.
  */
 #ifndef GATEWAYD_HAREPL_H
@@ -56,12 +64,13 @@
 #define HAREPL_IDLE_S		7	/* the receiver's patience with silence */
 #define HAREPL_PING		3	/* harepl_parse: a ping, answered "ok" */
 
-/* One line's message: an IPC_SET_ADD, IPC_HA_SPENT, IPC_HA_FLUSH or
- * IPC_REG_REQ. */
+/* One line's message: an IPC_SET_ADD, IPC_HA_SPENT, IPC_HA_FLUSH,
+ * IPC_HA_GRANT or IPC_REG_REQ. */
 union harepl_msg {
 	struct ipc_set_add	add;
 	struct ipc_ha_spent	spent;
 	struct ipc_ha_flush	flush;
+	struct ipc_ha_grant	grant;
 	struct ipc_reg_req	reg;
 	char			raw[IPC_MAX_PAYLOAD];
 };

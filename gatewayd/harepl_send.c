@@ -123,7 +123,7 @@ take(void)
 			return;
 		if (n <= 0 || (h.type != IPC_SET_ADD &&
 		    h.type != IPC_HA_SPENT && h.type != IPC_REG_REQ &&
-		    h.type != IPC_HA_FLUSH))
+		    h.type != IPC_HA_FLUSH && h.type != IPC_HA_GRANT))
 			_exit(n == 0 ? 0 : 1);
 		push(h.type, &u);
 	}

@@ -64,11 +64,17 @@ harepl_pem_read(const struct gw *gw, struct reg_pem *pem)
 void
 harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 {
+	if (gw->ha_role == HA_MASTER)
+		harepl_forward_any(gw, type, m, len);
+}
+
+void
+harepl_forward_any(struct gw *gw, int type, const void *m, size_t len)
+{
 	struct gw_proc *p = &gw->procs[PROC_HA_SEND];
 	int fl;
 
-	if (!gw->ha_on || gw->ha_role != HA_MASTER || p->pid <= 0 ||
-	    p->ipc == -1)
+	if (!gw->ha_on || p->pid <= 0 || p->ipc == -1)
 		return;
 	if ((fl = fcntl(p->ipc, F_GETFL)) != -1 && !(fl & O_NONBLOCK))
 		(void)fcntl(p->ipc, F_SETFL, fl | O_NONBLOCK);
@@ -117,8 +123,9 @@ snap_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
 
 /*
  * The whole state, before any change that follows it: each allowlist
- * sandbox's sets emptied there and filled with what ours hold now, each
- * with the time it has left (so what was removed here while the link was
+ * sandbox's grants for a while from this box ended there and sent again
+ * with the time they have left, its sets emptied there and filled with
+ * what ours hold now, each element with the time it has left (so what was removed here while the link was
  * down goes there too), and every budgeted sandbox's egress total.  Sent
  * when the sending process (re)connects and when this box becomes
  * master; harepl_forward sends nothing unless this box is master.
@@ -139,7 +146,9 @@ harepl_snapshot(struct gw *gw)
 		sn.sandbox = gw->cfg->sandboxes[i].name;
 		memset(&f, 0, sizeof(f));
 		snprintf(f.sandbox, sizeof(f.sandbox), "%s", sn.sandbox);
+		f.whole = 1;
 		harepl_forward(gw, IPC_HA_FLUSH, &f, sizeof(f));
+		grants_snapshot(gw, sn.sandbox);
 		if (nftr_set_elems(gw->nft, sn.sandbox, snap_one, &sn) == -1)
 			log_warnx("ha replication: allowlist %s could not be "
 			    "read for the other box: %s", sn.sandbox,
@@ -231,6 +240,8 @@ flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
 {
 	const char *why = NULL;
 
+	if (m->whole)
+		grants_peer_state(gw, m->sandbox);
 	if (policy_flush_peer(gw, m->sandbox, &why) == -1) {
 		gw->ha_refused++;
 		log_warnx("ha replication: flush of %s refused: %s",
@@ -240,6 +251,28 @@ flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
 		reply(fd, 1, why);
 		return;
 	}
+	reply(fd, 0, "");
+}
+
+/* A grant for a while the other box made or took back. */
+static void
+grant(struct gw *gw, int fd, const struct ipc_ha_grant *m)
+{
+	const char *why = NULL;
+	char secs[16];
+
+	if (grants_peer(gw, m, &why) == -1) {
+		gw->ha_refused++;
+		log_warnx("ha replication: grant of %s to %s refused: %s",
+		    m->entry, m->sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
+		    "name", m->entry, "reason", why, NULL);
+		reply(fd, 1, why);
+		return;
+	}
+	snprintf(secs, sizeof(secs), "%u", m->secs);
+	audit_event(gw, m->secs ? "ha-grant" : "ha-ungrant", "sandbox",
+	    m->sandbox, "name", m->entry, "seconds", secs, NULL);
 	reply(fd, 0, "");
 }
 
@@ -257,6 +290,8 @@ harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 		reply(fd, 0, "");
 	} else if (m->h->type == IPC_HA_FLUSH)
 		flush(gw, fd, (const struct ipc_ha_flush *)m->data);
+	else if (m->h->type == IPC_HA_GRANT)
+		grant(gw, fd, (const struct ipc_ha_grant *)m->data);
 }
 
 void

@@ -6,6 +6,7 @@
 # - B restarted late gets A's whole state when the link is made again: an
 #   element A opened while B was down is on B, one A removed while B was
 #   down is gone from B (its kernel kept it across the restart);
+# - a grant for a while made on either box is on both, with its end;
 # - a link left idle for 15 s still carries the next element at once
 #   (a heartbeat keeps it up; before, the first element after a quiet
 #   spell took about a second, the connection found dead).
@@ -33,11 +34,14 @@ expect_match "A grants web open.test for 4s" '^web may reach open\.test' \
 	"$(ctl A allow web open.test --for 4s 2>&1)"
 expect_eq "the guest resolves open.test through A" 203.0.113.10 "$(resolve open.test)"
 expect_ok "the element lands on B" wait_for 5 has_elem "$NS_B" 203.0.113.10
+granted() { ctl "$1" grants web 2>/dev/null | grep -E "^web +$2 " | grep -Eq "$3"; }
+expect_ok "B holds A's grant, from the other box" granted B open.test '@ha-peer +ha-peer'
 expect_eq "the guest reaches it through A while granted" connected "$(tcp_probe "$G" $INET_HTTP 2222)"
 expect_ok "the grant ends on A: its set loses the address" wait_for 10 lacks "$NS_A" 203.0.113.10
 t0=$(date +%s%N)
 expect_ok "B loses it within 2 s" wait_for 2 lacks "$NS_B" 203.0.113.10
 echo "# removal lag after A's set was emptied: $(ms_since $t0) ms"
+expect_fail "B's copy of the grant ended with it" granted B open.test .
 ctl A ha backup >/dev/null; ctl B ha master >/dev/null
 ip -n "$NS_A" addr del $GW_ADDR/24 dev moat0
 ip -n "$NS_B" addr add $GW_ADDR/24 dev moat0
@@ -48,6 +52,14 @@ ctl B ha backup >/dev/null; ctl A ha master >/dev/null
 ip -n "$NS_B" addr del $GW_ADDR/24 dev moat0
 ip -n "$NS_A" addr add $GW_ADDR/24 dev moat0
 ip -n "$G" neigh flush all
+
+# --- a grant made on the backup is on the master too, and its unallow --------
+expect_match "B (backup) grants web denied.test for 1h" '^web may reach denied\.test' \
+	"$(ctl B allow web denied.test --for 1h 2>&1)"
+expect_ok "A holds it" wait_for 3 granted A denied.test '@ha-peer'
+expect_match "B takes it back" 'denied\.test' "$(ctl B unallow web denied.test 2>&1)"
+expect_ok "A's copy ends too" wait_for 3 bash -c "! build/gatewayd ctl -s '${SOCK[A]}' grants web | grep -q denied.test"
+expect_match "A audited both" '"event":"ha-ungrant".*"name":"denied.test"' "$(cat "$TOPO_TMP/A-audit.log")"
 
 # --- B down, A changes, B back: A's whole state ------------------------------
 expect_match "A grants web open.test for 1h" '^web may reach open\.test' \
@@ -61,6 +73,8 @@ expect_ok "A's set lost it" wait_for 5 lacks "$NS_A" 203.0.113.10
 expect_eq "the guest resolves long.github.test through A while B is down" 203.0.113.14 \
 	"$(resolve long.github.test)"
 expect_ok "A opened it" has_elem "$NS_A" 203.0.113.14
+expect_match "A grants web denied.test for 1h while B is down" '^web may reach denied\.test' \
+	"$(ctl A allow web denied.test --for 1h 2>&1)"
 expect_fail "B (down) has not" has_elem "$NS_B" 203.0.113.14
 box_start B "$NS_B"; expect_eq "B's gatewayd starts again" 0 $?
 ctl B ha backup >/dev/null
@@ -68,6 +82,8 @@ expect_match "B's restarted gatewayd found the old elements in its kernel" \
 	"allowlists: [1-9][0-9]* element\(s\) already in the sets" "$(cat "$TOPO_TMP/B-gatewayd.log")"
 expect_ok "B gets what A opened while it was down" wait_for 10 has_elem "$NS_B" 203.0.113.14
 expect_ok "and loses what A removed while it was down" wait_for 5 lacks "$NS_B" 203.0.113.10
+expect_ok "and the grant A made while it was down, with its time left" granted B denied.test '@ha-peer'
+expect_fail "but not the one A took back" granted B open.test .
 expect_match "with the time it has left: a timeout" "203\.0\.113\.14 timeout" \
 	"$(in_ns "$NS_B" nft list set inet moat allow_web)"
 expect_match "A logged the whole state sent" "ha replication: the whole state to the other box" \
