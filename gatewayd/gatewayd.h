@@ -470,7 +470,7 @@ void	grants_tick(struct gw *);	/* expire what is due */
  * state, and ours for a sandbox sent as part of ours. */
 int	grants_peer(struct gw *, const struct ipc_ha_grant *, const char **why);
 void	grants_peer_state(struct gw *, const char *sandbox);
-void	grants_snapshot(struct gw *, const char *sandbox);
+void	grants_snapshot(struct gw *, const char *sandbox, bool own_only);
 void	grants_free(struct gw *);
 
 /* --- nflog child (nflog.c) --- */

@@ -85,13 +85,14 @@ parse_grant(char **w, int n, struct ipc_ha_grant *m, char *err,
     size_t errlen)
 {
 	bool un = strcmp(w[0], "ungrant") == 0;
-	const char *entry = w[un ? 2 : 3];
+	const char *entry;
 	unsigned long t;
 
 	memset(m, 0, sizeof(*m));
 	if (n != (un ? 3 : 4))
 		return fail(err, errlen, un ? "ungrant: expected SANDBOX ENTRY" :
 		    "grant: expected SANDBOX SECONDS ENTRY");
+	entry = w[un ? 2 : 3];
 	if (strlen(w[1]) >= sizeof(m->sandbox))
 		return fail(err, errlen, "sandbox name too long");
 	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);

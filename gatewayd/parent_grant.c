@@ -1322,10 +1322,11 @@ grant_forward(struct gw *gw, const char *sandbox, const char *entry,
 	harepl_forward_any(gw, IPC_HA_GRANT, &m, sizeof(m));
 }
 
-/* Every grant for a while of sandbox with the time it has left: part of
- * the whole state (harepl_snapshot). */
+/* Every grant for a while of sandbox (NULL: of every sandbox) with the
+ * time it has left: part of the whole state (harepl_snapshot); own_only:
+ * only those made here, which a backup sends on each connection. */
 void
-grants_snapshot(struct gw *gw, const char *sandbox)
+grants_snapshot(struct gw *gw, const char *sandbox, bool own_only)
 {
 	uint64_t now = gw_mono_ms(), left;
 	size_t i;
@@ -1333,7 +1334,9 @@ grants_snapshot(struct gw *gw, const char *sandbox)
 	for (i = 0; i < gw->ngrants; i++) {
 		const struct gw_grant *x = &gw->grants[i];
 
-		if (strcmp(x->sandbox, sandbox) != 0 || x->until_ms <= now)
+		if ((sandbox != NULL && strcmp(x->sandbox, sandbox) != 0) ||
+		    x->until_ms <= now ||
+		    (own_only && strcmp(x->from, PEER_FROM) == 0))
 			continue;
 		left = (x->until_ms - now + 999) / 1000;
 		grant_forward(gw, sandbox, x->name, left > IPC_HA_GRANT_MAX_S ?

@@ -148,7 +148,7 @@ harepl_snapshot(struct gw *gw)
 		snprintf(f.sandbox, sizeof(f.sandbox), "%s", sn.sandbox);
 		f.whole = 1;
 		harepl_forward(gw, IPC_HA_FLUSH, &f, sizeof(f));
-		grants_snapshot(gw, sn.sandbox);
+		grants_snapshot(gw, sn.sandbox, false);
 		if (nftr_set_elems(gw->nft, sn.sandbox, snap_one, &sn) == -1)
 			log_warnx("ha replication: allowlist %s could not be "
 			    "read for the other box: %s", sn.sandbox,
@@ -301,8 +301,10 @@ harepl_send_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 	(void)fd;
 	if (m->h->type == IPC_AUDIT)
 		audit_child(gw, p, m->data, m->len);
-	else if (m->h->type == IPC_HA_SNAP)
+	else if (m->h->type == IPC_HA_SNAP && gw->ha_role == HA_MASTER)
 		harepl_snapshot(gw);
+	else if (m->h->type == IPC_HA_SNAP)	/* ours reach the master too */
+		grants_snapshot(gw, NULL, true);
 }
 
 void
