@@ -16,7 +16,8 @@
  * whether or not anything waits, and a quiet one carries a "ping" every
  * HAREPL_PING_S: a link the other box closed, or that stopped answering,
  * is noticed then and made again at once, not when the next change needs
- * it.  Each new connection drops what waited (it is superseded) and asks
+ * it.  Each new connection drops what waited of the state (elements,
+ * flushes, totals: superseded; grants and registrations stay) and asks
  * the parent for the whole state first (IPC_HA_SNAP); while the other
  * box cannot be reached, lines wait (HAREPL_QUEUE_MAX, the oldest dropped
  * first) and a new connection is tried each second.  What happens to the
@@ -52,6 +53,7 @@ static struct {
 	uint8_t		 pin[32];
 	struct regclient *rc;
 	char		*q[HAREPL_QUEUE_MAX];
+	int		 qt[HAREPL_QUEUE_MAX];	/* each line's IPC type */
 	size_t		 head, n;
 	uint64_t	 dropped, refused, sent;
 	uint64_t	 next_try;	/* ev clock, ms */
@@ -96,7 +98,33 @@ push(int type, const union harepl_msg *m)
 	}
 	tail = (S.head + S.n) % HAREPL_QUEUE_MAX;
 	S.q[tail] = xstrdup(line);
+	S.qt[tail] = type;
 	S.n++;
+}
+
+/* A new connection: the whole state the parent sends next supersedes
+ * what waited of it (elements, flushes, egress totals); grants and
+ * registrations stay, in order (a backup's are not in any state, and a
+ * master's grant sent twice changes nothing). */
+static void
+supersede(void)
+{
+	size_t i, n = S.n, at, to;
+
+	S.n = 0;
+	for (i = 0; i < n; i++) {
+		at = (S.head + i) % HAREPL_QUEUE_MAX;
+		if (S.qt[at] != IPC_HA_GRANT && S.qt[at] != IPC_REG_REQ) {
+			free(S.q[at]);
+			S.q[at] = NULL;
+			continue;
+		}
+		to = (S.head + S.n++) % HAREPL_QUEUE_MAX;
+		S.q[to] = S.q[at];
+		S.qt[to] = S.qt[at];
+		if (to != at)
+			S.q[at] = NULL;
+	}
 }
 
 static void
@@ -165,8 +193,7 @@ connect_peer(void)
 		lost(why, false);
 		return;
 	}
-	while (S.n > 0)
-		pop();
+	supersede();
 	if (ipc_send(S.ipc, IPC_HA_SNAP, 0, NULL, 0) == -1)
 		_exit(1);
 	S.last_io = now_ms();

@@ -1339,7 +1339,7 @@ grants_snapshot(struct gw *gw, const char *sandbox, bool own_only)
 		    (own_only && strcmp(x->from, PEER_FROM) == 0))
 			continue;
 		left = (x->until_ms - now + 999) / 1000;
-		grant_forward(gw, sandbox, x->name, left > IPC_HA_GRANT_MAX_S ?
+		grant_forward(gw, x->sandbox, x->name, left > IPC_HA_GRANT_MAX_S ?
 		    IPC_HA_GRANT_MAX_S : (uint32_t)left);
 	}
 }
