@@ -58,6 +58,7 @@ static struct {
 	uint64_t	 dropped, refused, sent;
 	uint64_t	 next_try;	/* ev clock, ms */
 	uint64_t	 last_io;	/* the last answer heard */
+	uint64_t	 up_since;	/* the connection's */
 	char		 said[160];	/* the last state audited */
 } S;
 
@@ -166,15 +167,18 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The link failed: close it and try again at once if it had been up
- * (the other box closed an idle connection, or restarted), else in a
- * second. */
+/* The link failed: close it and try again at once if it had been up a
+ * while (the other box closed an idle connection, or restarted), else in
+ * a second (a peer that takes connections and drops them gets no more). */
 static void
 lost(const char *why, bool was_up)
 {
+	uint64_t now = now_ms();
+
 	regclient_close(S.rc);
 	S.rc = NULL;
-	S.next_try = now_ms() + (was_up ? 0 : 1000);
+	S.next_try = now + (was_up && now >= S.up_since +
+	    HAREPL_PING_S * 1000 ? 0 : 1000);
 	say("ha-peer-down", why);
 }
 
@@ -196,7 +200,7 @@ connect_peer(void)
 	supersede();
 	if (ipc_send(S.ipc, IPC_HA_SNAP, 0, NULL, 0) == -1)
 		_exit(1);
-	S.last_io = now_ms();
+	S.last_io = S.up_since = now_ms();
 	say("ha-peer-up", "connected");
 }
 

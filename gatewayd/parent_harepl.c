@@ -84,15 +84,15 @@ harepl_forward_any(struct gw *gw, int type, const void *m, size_t len)
 		gw->ha_queued++;	/* "elements sent" */
 }
 
-/* One element of a sandbox's set, with the time it has left, as the
- * set addition that would make it: the address alone opens the
- * sandbox's allow_ports (plain), with a port that port. */
 struct snap {
 	struct gw	*gw;
 	const char	*sandbox;
 	size_t		 n;
 };
 
+/* One element of a sandbox's set, with the time it has left, as the
+ * set addition that would make it: the address alone opens the
+ * sandbox's allow_ports (plain), with a port that port. */
 static void
 snap_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
 {
@@ -122,13 +122,16 @@ snap_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
 }
 
 /*
- * The whole state, before any change that follows it: each allowlist
- * sandbox's grants for a while from this box ended there and sent again
- * with the time they have left, its sets emptied there and filled with
- * what ours hold now, each element with the time it has left (so what was removed here while the link was
- * down goes there too), and every budgeted sandbox's egress total.  Sent
- * when the sending process (re)connects and when this box becomes
- * master; harepl_forward sends nothing unless this box is master.
+ * The whole state, before any change that follows it: for each allowlist
+ * sandbox, the grants the other box holds from this one end there and
+ * ours are sent again with the time they have left, and its sets are
+ * emptied there and filled with what ours hold now, each element with
+ * the time it has left (so what was removed here while the link was down
+ * goes there too); then every budgeted sandbox's egress total.  Sent when
+ * the sending process (re)connects and when this box becomes master;
+ * harepl_forward sends nothing unless this box is master.  One element a
+ * line: a state larger than the sending queue (HAREPL_QUEUE_MAX) or the
+ * socket to it loses its oldest lines, counted as dropped.
  */
 void
 harepl_snapshot(struct gw *gw)

@@ -519,6 +519,10 @@ on_parent(struct ev *e, uint32_t events)
 		}
 		if (!hello)			/* the line is answered */
 			consume(c, head_line(c));
+		/* The other box's link, its key taken, lives as long as it
+		 * pings (harepl.h); a host's REG_CONN_MAX_S. */
+		if (hello && u.r.status == 0 && R.ha)
+			c->deadline = UINT64_MAX;
 		c->state = hello && u.r.status != 0 ? C_DRAIN : C_LINES;
 		heard(c);
 		step(c);
@@ -572,9 +576,7 @@ handshake(struct conn *c)
 		return want(c, r);
 	if (peer_key(c->ssl, c->key) == -1)
 		return false;
-	/* The other box's link lives as long as it pings (harepl.h); a
-	 * host's connection REG_CONN_MAX_S. */
-	c->deadline = R.ha ? UINT64_MAX : c->start + REG_CONN_MAX_S * 1000;
+	c->deadline = c->start + REG_CONN_MAX_S * 1000;
 	c->hello = true;
 	enqueue(c);
 	arm(c);
