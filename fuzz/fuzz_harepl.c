@@ -3,7 +3,8 @@
  * (gatewayd/harepl_wire.c), which the replication process runs on lines
  * the other box of a pair sends.  It must accept or refuse, never crash;
  * what it accepts must pass the shape check the parent applies
- * (ipc_check, as an IPC_SET_ADD or IPC_HA_SPENT), and the line the sending end makes of
+ * (ipc_check, as an IPC_SET_ADD, IPC_HA_SPENT, IPC_HA_FLUSH or
+ * IPC_REG_REQ; a ping carries none), and the line the sending end makes of
  * it must parse back to the same line.
  */
 #include <stdint.h>
@@ -21,14 +22,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	struct ipc_hdr h = { 0, 0, 0, 0 };
 	char err[160], cerr[256], a[REG_LINE_MAX + 1], b[REG_LINE_MAX + 1];
 	size_t mlen = 0, vlen = 0;
-	int type = 0, vtype = 0;
+	int type = 0, vtype = 0, rc;
 
 	if (len > REG_LINE_MAX + 2)
 		return 0;
 	memset(&u, 0xa5, sizeof(u));	/* what a previous line left */
-	if (harepl_parse((const char *)data, len, &u, &type, &mlen, err,
-	    sizeof(err)) != 0) {
-		if (err[0] == '\0' || strchr(err, '\n') != NULL)
+	err[0] = '\0';
+	rc = harepl_parse((const char *)data, len, &u, &type, &mlen, err,
+	    sizeof(err));
+	if (rc == HAREPL_PING)
+		return 0;	/* answered by the receiving process */
+	if (rc != 0) {
+		if (rc != -1 || err[0] == '\0' || strchr(err, '\n') != NULL)
 			abort();	/* the peer gets one line */
 		return 0;
 	}

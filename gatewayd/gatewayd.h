@@ -388,6 +388,7 @@ uint64_t gw_mono_ms(void);
 /* Its allow list lost a name: empty its set, and refuse dnsd's additions
  * until dnsd has the new list. */
 void	policy_flush_sandbox(struct gw *, const char *sandbox);
+int	policy_flush_peer(struct gw *, const char *sandbox, const char **why);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
 void	policy_flush_narrowed(struct gw *, const struct moat_config *old,
 	    const struct moat_config *new);
@@ -464,6 +465,12 @@ void	grants_commit(struct gw *);
 /* ms until the next grant expires, capped at timeout (ms, -1: none). */
 int	grants_timeout(const struct gw *, int timeout);
 void	grants_tick(struct gw *);	/* expire what is due */
+/* Grants for a while on both boxes of a pair (harepl.h): the other box's
+ * grant or ungrant taken, its grants for a sandbox ended before its whole
+ * state, and ours for a sandbox sent as part of ours. */
+int	grants_peer(struct gw *, const struct ipc_ha_grant *, const char **why);
+void	grants_peer_state(struct gw *, const char *sandbox);
+void	grants_snapshot(struct gw *, const char *sandbox, bool own_only);
 void	grants_free(struct gw *);
 
 /* --- nflog child (nflog.c) --- */
@@ -670,6 +677,7 @@ void	egress_after_apply(struct gw *, const struct moat_config *cfg);
 void	egress_tick(struct gw *);
 /* The other box's total for a sandbox (replication): the larger counts. */
 void	egress_merge(struct gw *, const struct ipc_ha_spent *);
+void	egress_snapshot(struct gw *);
 int	egress_timeout(const struct gw *, int timeout);	/* ms, -1 */
 void	egress_stop(struct gw *);
 /* Sandbox i of gw->cfg's budget, or NULL if it has none to show. */
@@ -715,6 +723,10 @@ void	ha_status(struct ctl_req *);
 int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
 int	harepl_pem_read(const struct gw *, struct reg_pem *);
 void	harepl_forward(struct gw *, int type, const void *, size_t);
+/* The same whatever this box's role: an operator's grants. */
+void	harepl_forward_any(struct gw *, int type, const void *, size_t);
+/* The whole state to the other box (harepl.h), while master. */
+void	harepl_snapshot(struct gw *);
 void	harepl_status(struct ctl_req *);
 gw_dispatch_fn harepl_recv_dispatch, harepl_send_dispatch;
 void	ha_metrics(FILE *, const struct gw *);

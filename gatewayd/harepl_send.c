@@ -12,15 +12,22 @@
  * process queues them, keeps one TLS connection to the other box, checks
  * that box's key against gateway.ha.peer_key before it sends a line, and
  * sends them one by one, each answered "ok" or "error REASON".  Every
- * step has a deadline (HAREPL_TIMEOUT_S); while the other box cannot be
- * reached, lines wait (HAREPL_QUEUE_MAX, the oldest dropped first) and a
- * new connection is tried each second.  What happens to the connection
- * goes to the parent's audit log, once per change.
+ * step has a deadline (HAREPL_TIMEOUT_S).  The connection is kept up
+ * whether or not anything waits, and a quiet one carries a "ping" every
+ * HAREPL_PING_S: a link the other box closed, or that stopped answering,
+ * is noticed then and made again at once, not when the next change needs
+ * it.  Each new connection drops what waited of the state (elements,
+ * flushes, totals: superseded; grants and registrations stay) and asks
+ * the parent for the whole state first (IPC_HA_SNAP); while the other
+ * box cannot be reached, lines wait (HAREPL_QUEUE_MAX, the oldest dropped
+ * first) and a new connection is tried each second.  What happens to the
+ * connection goes to the parent's audit log, once per change.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +53,12 @@ static struct {
 	uint8_t		 pin[32];
 	struct regclient *rc;
 	char		*q[HAREPL_QUEUE_MAX];
+	int		 qt[HAREPL_QUEUE_MAX];	/* each line's IPC type */
 	size_t		 head, n;
 	uint64_t	 dropped, refused, sent;
-	time_t		 next_try;
+	uint64_t	 next_try;	/* ev clock, ms */
+	uint64_t	 last_io;	/* the last answer heard */
+	uint64_t	 up_since;	/* the connection's */
 	char		 said[160];	/* the last state audited */
 } S;
 
@@ -89,7 +99,33 @@ push(int type, const union harepl_msg *m)
 	}
 	tail = (S.head + S.n) % HAREPL_QUEUE_MAX;
 	S.q[tail] = xstrdup(line);
+	S.qt[tail] = type;
 	S.n++;
+}
+
+/* A new connection: the whole state the parent sends next supersedes
+ * what waited of it (elements, flushes, egress totals); grants and
+ * registrations stay, in order (a backup's are not in any state, and a
+ * master's grant sent twice changes nothing). */
+static void
+supersede(void)
+{
+	size_t i, n = S.n, at, to;
+
+	S.n = 0;
+	for (i = 0; i < n; i++) {
+		at = (S.head + i) % HAREPL_QUEUE_MAX;
+		if (S.qt[at] != IPC_HA_GRANT && S.qt[at] != IPC_REG_REQ) {
+			free(S.q[at]);
+			S.q[at] = NULL;
+			continue;
+		}
+		to = (S.head + S.n++) % HAREPL_QUEUE_MAX;
+		S.q[to] = S.q[at];
+		S.qt[to] = S.qt[at];
+		if (to != at)
+			S.q[at] = NULL;
+	}
 }
 
 static void
@@ -115,51 +151,111 @@ take(void)
 		if (n == -1 && errno == EAGAIN)
 			return;
 		if (n <= 0 || (h.type != IPC_SET_ADD &&
-		    h.type != IPC_HA_SPENT && h.type != IPC_REG_REQ))
+		    h.type != IPC_HA_SPENT && h.type != IPC_REG_REQ &&
+		    h.type != IPC_HA_FLUSH && h.type != IPC_HA_GRANT))
 			_exit(n == 0 ? 0 : 1);
 		push(h.type, &u);
 	}
 }
 
-/* Send what waits, connecting first if need be. */
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The link failed: close it and try again at once if it had been up a
+ * while (the other box closed an idle connection, or restarted), else in
+ * a second (a peer that takes connections and drops them gets no more). */
 static void
-send_all(void)
+lost(const char *why, bool was_up)
+{
+	uint64_t now = now_ms();
+
+	regclient_close(S.rc);
+	S.rc = NULL;
+	S.next_try = now + (was_up && now >= S.up_since +
+	    HAREPL_PING_S * 1000 ? 0 : 1000);
+	say("ha-peer-down", why);
+}
+
+/* A new connection: what waited is superseded by the whole state, which
+ * the parent sends next (if this box is master). */
+static void
+connect_peer(void)
+{
+	char why[256];
+
+	if (now_ms() < S.next_try)
+		return;
+	S.rc = regclient_open_ctx(S.peer, S.pin, S.ctx, HAREPL_TIMEOUT_S,
+	    why, sizeof(why));
+	if (S.rc == NULL) {
+		lost(why, false);
+		return;
+	}
+	supersede();
+	if (ipc_send(S.ipc, IPC_HA_SNAP, 0, NULL, 0) == -1)
+		_exit(1);
+	S.last_io = S.up_since = now_ms();
+	say("ha-peer-up", "connected");
+}
+
+/* One line to the other box and its answer; false: the link is gone. */
+static bool
+request(const char *line)
 {
 	char why[256];
 	int r;
 
-	if (S.n == 0)
-		return;
-	if (S.rc == NULL) {
-		if (time(NULL) < S.next_try)
-			return;
-		S.rc = regclient_open_ctx(S.peer, S.pin, S.ctx,
-		    HAREPL_TIMEOUT_S, why, sizeof(why));
-		if (S.rc == NULL) {
-			S.next_try = time(NULL) + 1;
-			say("ha-peer-down", why);
-			return;
-		}
-		say("ha-peer-up", "connected");
+	r = regclient_request(S.rc, line, NULL, NULL, why, sizeof(why));
+	if (r == REG_UNREACHABLE) {
+		lost(why, true);
+		return false;
 	}
-	while (S.n > 0) {
-		r = regclient_request(S.rc, S.q[S.head], NULL, NULL, why,
-		    sizeof(why));
-		if (r == REG_UNREACHABLE) {
-			regclient_close(S.rc);
-			S.rc = NULL;
-			S.next_try = time(NULL) + 1;
-			say("ha-peer-down", why);
+	S.last_io = now_ms();
+	if (r == REG_REFUSED) {
+		S.refused++;
+		say("ha-peer-refused", why);
+	}
+	return true;
+}
+
+/* Send what waits, connecting first if need be; a quiet link pings. */
+static void
+send_all(void)
+{
+	if (S.rc == NULL)
+		connect_peer();
+	if (S.rc == NULL)
+		return;
+	if (S.n == 0 && now_ms() >= S.last_io + HAREPL_PING_S * 1000) {
+		if (!request("ping"))
+			connect_peer();
+		return;
+	}
+	while (S.n > 0 && S.rc != NULL) {
+		if (!request(S.q[S.head])) {
+			connect_peer();		/* at once: the state follows */
 			return;
 		}
-		if (r == REG_REFUSED) {
-			S.refused++;
-			say("ha-peer-refused", why);
-		} else
-			S.sent++;
+		S.sent++;
 		pop();
 		take();		/* newer lines join the queue */
 	}
+}
+
+/* How long poll may wait: until the next try, or the next ping. */
+static int
+wait_ms(void)
+{
+	uint64_t now = now_ms(), at;
+
+	at = S.rc == NULL ? S.next_try : S.last_io + HAREPL_PING_S * 1000;
+	return at <= now ? 0 : (int)(at - now);
 }
 
 void
@@ -193,7 +289,7 @@ harepl_send_main(int ipc, pid_t parent, struct reg_pem *pem,
 		_exit(1);
 	for (;;) {
 		p = (struct pollfd){ .fd = ipc, .events = POLLIN };
-		timeout = S.n > 0 ? 1000 : -1;
+		timeout = wait_ms();
 		if (poll(&p, 1, timeout) == -1 && errno != EINTR)
 			_exit(1);
 		take();

@@ -64,6 +64,51 @@ parse_spent(char **w, int n, struct ipc_ha_spent *m, char *err,
 	return 0;
 }
 
+/* flush SANDBOX, state SANDBOX */
+static int
+parse_flush(char **w, int n, struct ipc_ha_flush *m, char *err,
+    size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (n != 2)
+		return fail(err, errlen, "flush, state: expected SANDBOX");
+	if (strlen(w[1]) >= sizeof(m->sandbox))
+		return fail(err, errlen, "sandbox name too long");
+	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
+	m->whole = strcmp(w[0], "state") == 0;
+	return 0;
+}
+
+/* grant SANDBOX SECS ENTRY, ungrant SANDBOX ENTRY */
+static int
+parse_grant(char **w, int n, struct ipc_ha_grant *m, char *err,
+    size_t errlen)
+{
+	bool un = strcmp(w[0], "ungrant") == 0;
+	const char *entry;
+	unsigned long t;
+
+	memset(m, 0, sizeof(*m));
+	if (n != (un ? 3 : 4))
+		return fail(err, errlen, un ? "ungrant: expected SANDBOX ENTRY" :
+		    "grant: expected SANDBOX SECONDS ENTRY");
+	entry = w[un ? 2 : 3];
+	if (strlen(w[1]) >= sizeof(m->sandbox))
+		return fail(err, errlen, "sandbox name too long");
+	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
+	if (!un) {
+		if (!digits(w[2], 8) || (t = strtoul(w[2], NULL, 10)) == 0 ||
+		    t > IPC_HA_GRANT_MAX_S)
+			return fail(err, errlen, "grant: expected 1-31622400 "
+			    "seconds");
+		m->secs = (uint32_t)t;
+	}
+	if (strlen(entry) >= sizeof(m->entry))
+		return fail(err, errlen, "entry too long");
+	memcpy(m->entry, entry, strlen(entry) + 1);
+	return 0;
+}
+
 static int
 parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
     size_t errlen)
@@ -162,6 +207,24 @@ harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
 		*mlen = sizeof(u->spent);
 		return 0;
 	}
+	if (n > 0 && (strcmp(w[0], "grant") == 0 ||
+	    strcmp(w[0], "ungrant") == 0)) {
+		if (parse_grant(w, n, &u->grant, err, errlen) == -1)
+			return -1;
+		*type = IPC_HA_GRANT;
+		*mlen = sizeof(u->grant);
+		return 0;
+	}
+	if (n > 0 && (strcmp(w[0], "flush") == 0 ||
+	    strcmp(w[0], "state") == 0)) {
+		if (parse_flush(w, n, &u->flush, err, errlen) == -1)
+			return -1;
+		*type = IPC_HA_FLUSH;
+		*mlen = sizeof(u->flush);
+		return 0;
+	}
+	if (n == 1 && strcmp(w[0], "ping") == 0)
+		return HAREPL_PING;
 	if (n == 0 || strcmp(w[0], "elem") != 0)
 		return fail(err, errlen, "unknown request");
 	if (n != WORDS)
@@ -213,6 +276,20 @@ harepl_format(int type, const union harepl_msg *u, char *buf, size_t len)
 	}
 	if (type == IPC_REG_REQ)
 		return format_reg(&u->reg, buf, len);
+	if (type == IPC_HA_FLUSH) {
+		n = snprintf(buf, len, "%s %s", u->flush.whole ? "state" :
+		    "flush", u->flush.sandbox);
+		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
+	}
+	if (type == IPC_HA_GRANT) {
+		if (u->grant.secs == 0)
+			n = snprintf(buf, len, "ungrant %s %s",
+			    u->grant.sandbox, u->grant.entry);
+		else
+			n = snprintf(buf, len, "grant %s %u %s",
+			    u->grant.sandbox, u->grant.secs, u->grant.entry);
+		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
+	}
 	if (type != IPC_SET_ADD)
 		return -1;
 

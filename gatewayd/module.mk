@@ -88,6 +88,12 @@ $(BUILD)/tests/test_gatewayd_delta: $(OBJ)/tests/unit/test_gatewayd_delta.o \
 	    $(filter-out $(OBJ)/gatewayd/gatewayd.o,$(GATEWAYD_OBJS)) $(NFTRULES_LIB) $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# The replication lines: removals, grants, the heartbeat.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_harepl
+$(BUILD)/tests/test_gatewayd_harepl: $(OBJ)/tests/unit/test_gatewayd_harepl.o \
+	    $(OBJ)/gatewayd/harepl_wire.o $(OBJ)/gatewayd/register.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 # The parent's registration handler driven with forged requests.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_register
 $(BUILD)/tests/test_gatewayd_register: $(OBJ)/tests/unit/test_gatewayd_register.o \

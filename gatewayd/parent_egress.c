@@ -464,6 +464,18 @@ replicate(struct gw *gw)
 	}
 }
 
+/* Every budgeted sandbox's total, for the whole state the other box gets
+ * when the link is (re)made (harepl_snapshot). */
+void
+egress_snapshot(struct gw *gw)
+{
+	size_t i;
+
+	for (i = 0; i < gw->negress; i++)
+		gw->egress[i].replicated = 0;
+	replicate(gw);
+}
+
 /* The other box's total for a sandbox: the larger of it and ours counts,
  * so a failover gives a guest no more than what the master had not yet
  * sent of it (a second's worth). */

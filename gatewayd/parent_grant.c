@@ -106,6 +106,8 @@ sandbox_rw(struct moat_config *cfg, const char *name)
 
 /* --- grants for a while ---------------------------------------------------- */
 
+static void	grant_forward(struct gw *, const char *, const char *, uint32_t);
+
 static size_t
 grants_of(const struct gw *gw, const char *sandbox)
 {
@@ -833,6 +835,7 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 		x->since = time(NULL);
 		x->uid = r->uid;
 		snprintf(x->by, sizeof(x->by), "%s", r->user);
+		grant_forward(gw, g->sb->name, x->name, (uint32_t)g->secs);
 	}
 	return 0;
 }
@@ -1078,9 +1081,11 @@ ctl_unallow(struct ctl_req *r)
 			list_add(&rest, g.sb->allow.v[i]);
 	}
 	for (i = 0; i < r->gw->ngrants;)
-		if (grant_asked(&r->gw->grants[i], g.sb, del, ndel, nnamed))
+		if (grant_asked(&r->gw->grants[i], g.sb, del, ndel, nnamed)) {
+			grant_forward(r->gw, g.sb->name, r->gw->grants[i].name,
+			    0);		/* it ends on the other box too */
 			grant_drop(r->gw, &r->gw->grants[i]);
-		else
+		} else
 			i++;
 	if (loaded != NULL)
 		lost = list_from(r->gw, g.sb, loaded);
@@ -1292,4 +1297,177 @@ ctl_grants(struct ctl_req *r)
 		ctl_reply(r, "no grants%s%s\n", want ? " of " : "",
 		    want ? want : "");
 	ctl_reply(r, "ok\n");
+}
+
+/* --- grants for a while on both boxes of a pair (harepl.h) ----------------- */
+
+/* What a grant received from the other box is recorded as coming from,
+ * as a list's grants are: `unallow SANDBOX @ha-peer` ends them all. */
+#define PEER_FROM	"@ha-peer"
+
+/* To the other box: a grant for a while made here, or (secs 0) taken
+ * back.  From either role: an operator's grant is on both boxes. */
+static void
+grant_forward(struct gw *gw, const char *sandbox, const char *entry,
+    uint32_t secs)
+{
+	struct ipc_ha_grant m;
+
+	if (strlen(entry) >= sizeof(m.entry))
+		return;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.sandbox, sizeof(m.sandbox), "%s", sandbox);
+	snprintf(m.entry, sizeof(m.entry), "%s", entry);
+	m.secs = secs;
+	harepl_forward_any(gw, IPC_HA_GRANT, &m, sizeof(m));
+}
+
+/* Every grant for a while of sandbox (NULL: of every sandbox) with the
+ * time it has left: part of the whole state (harepl_snapshot); own_only:
+ * only those made here, which a backup sends on each connection. */
+void
+grants_snapshot(struct gw *gw, const char *sandbox, bool own_only)
+{
+	uint64_t now = gw_mono_ms(), left;
+	size_t i;
+
+	for (i = 0; i < gw->ngrants; i++) {
+		const struct gw_grant *x = &gw->grants[i];
+
+		if ((sandbox != NULL && strcmp(x->sandbox, sandbox) != 0) ||
+		    x->until_ms <= now ||
+		    (own_only && strcmp(x->from, PEER_FROM) == 0))
+			continue;
+		left = (x->until_ms - now + 999) / 1000;
+		grant_forward(gw, x->sandbox, x->name, left > IPC_HA_GRANT_MAX_S ?
+		    IPC_HA_GRANT_MAX_S : (uint32_t)left);
+	}
+}
+
+/* x goes as if it expired; true if sb's list lost its name (the caller
+ * empties sb's sets, without sending that on). */
+static bool
+peer_end(struct gw *gw, struct moat_sandbox *sb, struct gw_grant *x)
+{
+	bool lost = false;
+
+	if (x->added && grant_other(gw, x) != NULL)
+		grant_other(gw, x)->added = true;	/* it stays */
+	else if (x->added)
+		lost = list_del(&sb->allow, x->name);
+	grant_drop(gw, x);
+	return lost;
+}
+
+/* The children take sb's new list; what it lost is closed and cut. */
+static void
+peer_changed(struct gw *gw, struct moat_sandbox *sb, bool lost, bool had)
+{
+	const char *why;
+	char err[512];
+
+	if (!had && config_allow_has_ports(&sb->allow) &&
+	    policy_apply(gw, gw->cfg, err, sizeof(err)) == -1)
+		log_warnx("grant to %s from the other box: its set for names "
+		    "with ports could not be made: %s", sb->name, err);
+	if (lost)
+		(void)policy_flush_peer(gw, sb->name, &why);
+	proc_reload_sandboxes(gw, (const char *const *)&sb->name, 1);
+	if (lost)
+		cut_narrowed(gw, (const char *const *)&sb->name, 1);
+}
+
+/* The other box's grants for sb end (its whole state follows). */
+void
+grants_peer_state(struct gw *gw, const char *sandbox)
+{
+	struct moat_sandbox *sb = sandbox_rw(gw->cfg, sandbox);
+	bool lost = false, any = false;
+	size_t i = 0;
+
+	if (sb == NULL)
+		return;
+	while (i < gw->ngrants)
+		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
+		    strcmp(gw->grants[i].from, PEER_FROM) == 0) {
+			lost |= peer_end(gw, sb, &gw->grants[i]);
+			any = true;
+		} else
+			i++;
+	if (any)
+		peer_changed(gw, sb, lost, true);
+}
+
+/* A grant the other box made: recorded here as root's `ctl allow SANDBOX
+ * ENTRY --for SECS` would be, from PEER_FROM; the elements its name
+ * opens are admitted as any other.  An ungrant ends every grant for a
+ * while of the entry here (narrowing only).  0, or -1 with why. */
+int
+grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
+{
+	struct moat_sandbox *sb = sandbox_rw(gw->cfg, m->sandbox);
+	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	char w[384], *v;
+	struct gw_grant *x;
+	bool had, lost = false, any = false;
+	size_t i;
+
+	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST) {
+		*why = "not an allowlist sandbox here";
+		return -1;
+	}
+	v = xstrdup(m->entry);
+	if (!config_allow_entry(v, w, sizeof(w)) || v[0] == '@') {
+		free(v);
+		*why = "not an allow entry";
+		return -1;
+	}
+	had = config_allow_has_ports(&sb->allow);
+	if (m->secs == 0) {
+		i = 0;
+		while (i < gw->ngrants)
+			if (strcmp(gw->grants[i].sandbox, sb->name) == 0 &&
+			    strcmp(gw->grants[i].name, v) == 0) {
+				lost |= peer_end(gw, sb, &gw->grants[i]);
+				any = true;
+			} else
+				i++;
+		free(v);
+		if (any)
+			peer_changed(gw, sb, lost, had);
+		return 0;
+	}
+	if ((x = grant_find(gw, sb->name, v, PEER_FROM)) == NULL) {
+		if (gw->ngrants >= GW_GRANTS_MAX ||
+		    grants_of(gw, sb->name) >= GW_GRANTS_PER_SANDBOX) {
+			free(v);
+			*why = "too many grants";
+			return -1;
+		}
+		gw->grants = xreallocarray(gw->grants, gw->ngrants + 1,
+		    sizeof(*gw->grants));
+		x = &gw->grants[gw->ngrants++];
+		memset(x, 0, sizeof(*x));
+		snprintf(x->sandbox, sizeof(x->sandbox), "%s", sb->name);
+		x->name = v;
+		snprintf(x->from, sizeof(x->from), "%s", PEER_FROM);
+		x->added = !config_strlist_has(&sb->allow, x->name);
+		if (x->added)
+			list_add(&sb->allow, x->name);
+		if (config_named_ports(&sb->allow, p) == -1) {
+			if (x->added)
+				list_del(&sb->allow, x->name);
+			grant_drop(gw, x);
+			*why = "too many distinct ports";
+			return -1;
+		}
+	} else
+		free(v);
+	x->until_ms = gw_mono_ms() + (uint64_t)m->secs * 1000;
+	x->until = time(NULL) + m->secs;
+	x->since = time(NULL);
+	x->uid = 0;
+	snprintf(x->by, sizeof(x->by), "ha-peer");
+	peer_changed(gw, sb, false, had);
+	return 0;
 }

@@ -93,6 +93,8 @@ ctl_ha(struct ctl_req *r)
 	if ((int)role != gw->ha_role) {
 		gw->ha_role = (int)role;
 		gw->ha_since = time(NULL);
+		/* The new master's state is the pair's from now on. */
+		harepl_snapshot(gw);
 	}
 	audit_event(gw, "ha-role", "role", roles[role].name, "was", was, NULL);
 	log_info("ha: %s (was %s)", roles[role].name, was);

@@ -29,8 +29,10 @@
 #include <openssl/crypto.h>
 
 #include "gatewayd.h"
+#include "admit.h"
 #include "harepl.h"
 #include "log.h"
+#include "nftrules.h"
 
 int
 harepl_listen(struct gw *gw)
@@ -62,11 +64,17 @@ harepl_pem_read(const struct gw *gw, struct reg_pem *pem)
 void
 harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 {
+	if (gw->ha_role == HA_MASTER)
+		harepl_forward_any(gw, type, m, len);
+}
+
+void
+harepl_forward_any(struct gw *gw, int type, const void *m, size_t len)
+{
 	struct gw_proc *p = &gw->procs[PROC_HA_SEND];
 	int fl;
 
-	if (!gw->ha_on || gw->ha_role != HA_MASTER || p->pid <= 0 ||
-	    p->ipc == -1)
+	if (!gw->ha_on || p->pid <= 0 || p->ipc == -1)
 		return;
 	if ((fl = fcntl(p->ipc, F_GETFL)) != -1 && !(fl & O_NONBLOCK))
 		(void)fcntl(p->ipc, F_SETFL, fl | O_NONBLOCK);
@@ -74,6 +82,84 @@ harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 		gw->ha_dropped++;
 	else if (type == IPC_SET_ADD)
 		gw->ha_queued++;	/* "elements sent" */
+}
+
+struct snap {
+	struct gw	*gw;
+	const char	*sandbox;
+	size_t		 n;
+};
+
+/* One element of a sandbox's set, with the time it has left, as the
+ * set addition that would make it: the address alone opens the
+ * sandbox's allow_ports (plain), with a port that port. */
+static void
+snap_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
+{
+	struct snap *sn = arg;
+	union {
+		struct ipc_set_add m;
+		char raw[sizeof(struct ipc_set_add) + sizeof(struct moat_addr)];
+	} u;
+
+	if (left_ms == 0)
+		return;
+	memset(&u, 0, sizeof(u));
+	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", sn->sandbox);
+	u.m.timeout_ms = left_ms > IPC_SET_TIMEOUT_MAX_MS ?
+	    IPC_SET_TIMEOUT_MAX_MS : (uint32_t)left_ms;
+	u.m.naddr = 1;
+	u.m.addr[0] = e->addr;
+	if (e->svc == 0)
+		u.m.plain = 1;
+	else {
+		u.m.nports = 1;
+		u.m.ports[0].proto = ADMIT_SVC_PROTO(e->svc);
+		u.m.ports[0].port = ADMIT_SVC_PORT(e->svc);
+	}
+	harepl_forward(sn->gw, IPC_SET_ADD, &u, sizeof(u));
+	sn->n++;
+}
+
+/*
+ * The whole state, before any change that follows it: for each allowlist
+ * sandbox, the grants the other box holds from this one end there and
+ * ours are sent again with the time they have left, and its sets are
+ * emptied there and filled with what ours hold now, each element with
+ * the time it has left (so what was removed here while the link was down
+ * goes there too); then every budgeted sandbox's egress total.  Sent when
+ * the sending process (re)connects and when this box becomes master;
+ * harepl_forward sends nothing unless this box is master.  One element a
+ * line: a state larger than the sending queue (HAREPL_QUEUE_MAX) or the
+ * socket to it loses its oldest lines, counted as dropped.
+ */
+void
+harepl_snapshot(struct gw *gw)
+{
+	struct snap sn = { gw, NULL, 0 };
+	struct ipc_ha_flush f;
+	size_t i;
+
+	if (!gw->ha_on || gw->ha_role != HA_MASTER ||
+	    gw->cfg->gw.ha_peer == NULL)
+		return;
+	for (i = 0; i < gw->cfg->nsandboxes; i++) {
+		if (gw->cfg->sandboxes[i].egress != EGRESS_ALLOWLIST)
+			continue;
+		sn.sandbox = gw->cfg->sandboxes[i].name;
+		memset(&f, 0, sizeof(f));
+		snprintf(f.sandbox, sizeof(f.sandbox), "%s", sn.sandbox);
+		f.whole = 1;
+		harepl_forward(gw, IPC_HA_FLUSH, &f, sizeof(f));
+		grants_snapshot(gw, sn.sandbox, false);
+		if (nftr_set_elems(gw->nft, sn.sandbox, snap_one, &sn) == -1)
+			log_warnx("ha replication: allowlist %s could not be "
+			    "read for the other box: %s", sn.sandbox,
+			    nftr_error(gw->nft));
+	}
+	egress_snapshot(gw);
+	log_info("ha replication: the whole state to the other box (%zu "
+	    "element(s))", sn.n);
 }
 
 static void
@@ -151,6 +237,48 @@ element(struct gw *gw, int fd, const struct ipc_set_add *m)
 	reply(fd, 1, "refused");
 }
 
+/* The master emptied a sandbox's sets (or sends them whole next). */
+static void
+flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
+{
+	const char *why = NULL;
+
+	if (m->whole)
+		grants_peer_state(gw, m->sandbox);
+	if (policy_flush_peer(gw, m->sandbox, &why) == -1) {
+		gw->ha_refused++;
+		log_warnx("ha replication: flush of %s refused: %s",
+		    m->sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
+		    "reason", why, NULL);
+		reply(fd, 1, why);
+		return;
+	}
+	reply(fd, 0, "");
+}
+
+/* A grant for a while the other box made or took back. */
+static void
+grant(struct gw *gw, int fd, const struct ipc_ha_grant *m)
+{
+	const char *why = NULL;
+	char secs[16];
+
+	if (grants_peer(gw, m, &why) == -1) {
+		gw->ha_refused++;
+		log_warnx("ha replication: grant of %s to %s refused: %s",
+		    m->entry, m->sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
+		    "name", m->entry, "reason", why, NULL);
+		reply(fd, 1, why);
+		return;
+	}
+	snprintf(secs, sizeof(secs), "%u", m->secs);
+	audit_event(gw, m->secs ? "ha-grant" : "ha-ungrant", "sandbox",
+	    m->sandbox, "name", m->entry, "seconds", secs, NULL);
+	reply(fd, 0, "");
+}
+
 void
 harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
     const struct gw_msg *m)
@@ -163,7 +291,10 @@ harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 	else if (m->h->type == IPC_HA_SPENT) {
 		egress_merge(gw, (const struct ipc_ha_spent *)m->data);
 		reply(fd, 0, "");
-	}
+	} else if (m->h->type == IPC_HA_FLUSH)
+		flush(gw, fd, (const struct ipc_ha_flush *)m->data);
+	else if (m->h->type == IPC_HA_GRANT)
+		grant(gw, fd, (const struct ipc_ha_grant *)m->data);
 }
 
 void
@@ -173,6 +304,10 @@ harepl_send_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 	(void)fd;
 	if (m->h->type == IPC_AUDIT)
 		audit_child(gw, p, m->data, m->len);
+	else if (m->h->type == IPC_HA_SNAP && gw->ha_role == HA_MASTER)
+		harepl_snapshot(gw);
+	else if (m->h->type == IPC_HA_SNAP)	/* ours reach the master too */
+		grants_snapshot(gw, NULL, true);
 }
 
 void

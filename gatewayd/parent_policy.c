@@ -172,15 +172,47 @@ flush_if_narrowed(const struct moat_sandbox *o, const struct moat_sandbox *n,
 	policy_flush_sandbox(gw, n->name);
 }
 
+/* The other box of a pair empties its sets too (harepl.h): what a grant
+ * opened there closes with it. */
 void
 policy_flush_sandbox(struct gw *gw, const char *sandbox)
 {
+	struct ipc_ha_flush m;
+
 	policy_dns_freeze(gw, sandbox);
 	if (nftr_set_flush(gw->nft, sandbox) == -1)
 		log_warnx("allowlist %s: narrowed, but its set could not be "
 		    "emptied: %s", sandbox, nftr_error(gw->nft));
 	else
 		log_info("allowlist %s: narrowed; its set emptied", sandbox);
+	memset(&m, 0, sizeof(m));
+	snprintf(m.sandbox, sizeof(m.sandbox), "%s", sandbox);
+	harepl_forward(gw, IPC_HA_FLUSH, &m, sizeof(m));
+}
+
+/* The master emptied sandbox's sets, or sends them whole next: empty
+ * ours, and forget what was promised for them (their elements, if any
+ * are still owed, come again).  Only an allowlist sandbox of this box's
+ * own configuration; nothing is sent on.  0, or -1 with why. */
+int
+policy_flush_peer(struct gw *gw, const char *sandbox, const char **why)
+{
+	const struct moat_sandbox *sb = config_sandbox_by_name(gw->cfg,
+	    sandbox);
+
+	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST) {
+		*why = "not an allowlist sandbox here";
+		return -1;
+	}
+	if (nftr_set_flush(gw->nft, sandbox) == -1) {
+		log_warnx("allowlist %s: the other box emptied it, but its set "
+		    "could not be emptied: %s", sandbox, nftr_error(gw->nft));
+		*why = "could not be emptied";
+		return -1;
+	}
+	if (gw->promises != NULL)
+		promises_forget(gw->promises, sandbox);
+	return 0;
 }
 
 void

@@ -78,9 +78,10 @@ static const struct role {
 	    reg_dispatch },
 	[PROC_METRICS] = { "metrics", start_metrics, 0, NULL },	/* sends nothing */
 	[PROC_HA_RECV] = { "ha-recv", start_ha_recv, (1u << IPC_REG_REQ) |
-	    (1u << IPC_SET_ADD) | (1u << IPC_HA_SPENT), harepl_recv_dispatch },
-	[PROC_HA_SEND] = { "ha-send", start_ha_send, 1u << IPC_AUDIT,
-	    harepl_send_dispatch },
+	    (1u << IPC_SET_ADD) | (1u << IPC_HA_SPENT) | (1u << IPC_HA_FLUSH) |
+	    (1u << IPC_HA_GRANT), harepl_recv_dispatch },
+	[PROC_HA_SEND] = { "ha-send", start_ha_send, (1u << IPC_AUDIT) |
+	    (1u << IPC_HA_SNAP), harepl_send_dispatch },
 	[PROC_HA_ARP] = { "ha-arp", start_ha_arp, 1u << IPC_HA_ARP,
 	    ha_arp_dispatch },
 };

@@ -371,7 +371,7 @@ arm(struct conn *c)
 static void
 heard(struct conn *c)
 {
-	c->idle = ev_now() + REG_IO_TIMEOUT_S * 1000;
+	c->idle = ev_now() + (R.ha ? HAREPL_IDLE_S : REG_IO_TIMEOUT_S) * 1000;
 	arm(c);
 }
 
@@ -519,6 +519,10 @@ on_parent(struct ev *e, uint32_t events)
 		}
 		if (!hello)			/* the line is answered */
 			consume(c, head_line(c));
+		/* The other box's link, its key taken, lives as long as it
+		 * pings (harepl.h); a host's REG_CONN_MAX_S. */
+		if (hello && u.r.status == 0 && R.ha)
+			c->deadline = UINT64_MAX;
 		c->state = hello && u.r.status != 0 ? C_DRAIN : C_LINES;
 		heard(c);
 		step(c);
@@ -553,7 +557,9 @@ line(struct conn *c, size_t len)
 		return;
 	}
 	consume(c, len);
-	if (rc == REG_PARSE_QUIT)
+	if (R.ha && rc == HAREPL_PING)	/* the link's heartbeat */
+		put_out(c, "ok\n", 3);
+	else if (rc == REG_PARSE_QUIT)
 		c->last = true;
 	else if (rc == -1) {
 		snprintf(out, sizeof(out), "error %s\n", err);

@@ -38,6 +38,8 @@ static int shape_conf_allow(const void *, size_t, char *, size_t);
 static int shape_ha_spent(const void *, size_t, char *, size_t);
 static int shape_ha_arp(const void *, size_t, char *, size_t);
 static int shape_ha_probe(const void *, size_t, char *, size_t);
+static int shape_ha_flush(const void *, size_t, char *, size_t);
+static int shape_ha_grant(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -68,6 +70,9 @@ static const struct {
 	[IPC_HA_SPENT] = { "ha-spent", shape_ha_spent },
 	[IPC_HA_ARP] = { "ha-arp", shape_ha_arp },
 	[IPC_HA_PROBE] = { "ha-probe", shape_ha_probe },
+	[IPC_HA_FLUSH] = { "ha-flush", shape_ha_flush },
+	[IPC_HA_SNAP] = { "ha-snap", shape_empty },
+	[IPC_HA_GRANT] = { "ha-grant", shape_ha_grant },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -193,6 +198,21 @@ shape_ha_arp(const void *p, size_t len, char *err, size_t errlen)
 }
 
 static int
+shape_ha_flush(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_flush *m = p;
+
+	if (len != sizeof(*m) || memchr(m->sandbox, '\0',
+	    sizeof(m->sandbox)) == NULL || m->sandbox[0] == '\0' ||
+	    m->whole > 1) {
+		snprintf(err, errlen, "ha-flush: %zu bytes, a bad sandbox name "
+		    "or flag", len);
+		return -1;
+	}
+	return 0;
+}
+
+static int
 shape_ha_probe(const void *p, size_t len, char *err, size_t errlen)
 {
 	const struct ipc_ha_probe *m = p;
@@ -204,6 +224,22 @@ shape_ha_probe(const void *p, size_t len, char *err, size_t errlen)
 	}
 	if (m->pad[0] != 0 || m->pad[1] != 0) {
 		snprintf(err, errlen, "ha-probe: padding not zero");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_ha_grant(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_grant *m = p;
+
+	if (len != sizeof(*m) || memchr(m->sandbox, '\0',
+	    sizeof(m->sandbox)) == NULL || m->sandbox[0] == '\0' ||
+	    memchr(m->entry, '\0', sizeof(m->entry)) == NULL ||
+	    m->entry[0] == '\0' || m->secs > IPC_HA_GRANT_MAX_S) {
+		snprintf(err, errlen, "ha-grant: %zu bytes, a bad sandbox name, "
+		    "entry or time", len);
 		return -1;
 	}
 	return 0;

@@ -56,6 +56,12 @@ enum ipc_type {
 	IPC_HA_ARP,		/* ha-arp -> parent: one ARP reply for the
 				 * pair's shared uplink address */
 	IPC_HA_PROBE,		/* parent -> ha-arp: send one ARP probe of it */
+	IPC_HA_FLUSH,		/* parent <-> replication: empty a sandbox's
+				 * allowlist sets (they narrowed) */
+	IPC_HA_SNAP,		/* ha-send -> parent: connected, send the
+				 * whole state (no payload) */
+	IPC_HA_GRANT,		/* parent <-> replication: a grant for a
+				 * while made, or ended early */
 	IPC_TYPE_MAX
 };
 
@@ -113,6 +119,27 @@ struct ipc_ha_arp {
 struct ipc_ha_probe {
 	uint8_t		dst[6];		/* ff:ff:ff:ff:ff:ff, or one MAC */
 	uint8_t		pad[2];		/* 0 */
+};
+
+/* A sandbox's allowlist sets were emptied on the master (its list
+ * narrowed: a grant ended, unallow, a reload), or a snapshot of them
+ * begins: the other box empties its own. */
+struct ipc_ha_flush {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		whole;	/* 1: the sandbox's whole state follows (its
+				 * grants from the peer go too); else 0 */
+};
+
+/* A grant for a while of entry ("NAME" or "NAME:PORTS", as ctl allow
+ * records it) to a sandbox, secs more seconds from now; secs 0: it was
+ * taken back (ctl unallow). */
+#define IPC_HA_ENTRY_LEN	384
+#define IPC_HA_GRANT_MAX_S	(366u * 86400)
+struct ipc_ha_grant {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		pad[3];
+	uint32_t	secs;		/* 0 .. IPC_HA_GRANT_MAX_S */
+	char		entry[IPC_HA_ENTRY_LEN];	/* NUL-terminated */
 };
 
 struct ipc_set_ack {
