@@ -14,7 +14,8 @@
 # connection that carried a secret (a 101 anyway is 502, connection
 # closed).  The echo servers log every request head they get: the real
 # value never reaches other.test, nothing but the first request reaches
-# api.bound.test, and no response the guest reads holds the value.
+# api.bound.test, and no response the guest reads holds the value.  A TLS
+# connection that names no host (no SNI) never has the secret injected.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -29,16 +30,17 @@ proxy_start "$TOPO_TMP/moat.conf" || { not_ok "moat-proxy starts"; tap_done; exi
 PXLOG=$TOPO_TMP/moat-proxy.log
 A="Authorization: Bearer $PX_PLACEHOLDER"
 
-# conn [--alpn P,P] PARTS -- one CONNECT api.bound.test:443 tunnel through
+# conn [--alpn P,P] [--no-sni] PARTS -- one CONNECT api.bound.test:443 tunnel through
 # the proxy, TLS with the gateway's leaf; PARTS (with \r\n escapes) are
 # sent in one write each, split at "|NEXT|", the next once the response to
 # the one before has ended.  Prints "alpn=X" and each response's status
 # code (then "closed" if the proxy closed the connection), space-separated;
 # every byte the guest got goes to $TOPO_TMP/got.
 conn() {
-	local alpn=""
+	local alpn="" sni=api.bound.test
 	[ "$1" = --alpn ] && { alpn=$2; shift 2; }
-	in_ns "$TOPO-agent" python3 - "$PX_DIR/bundle.crt" "$1" "$alpn" "$TOPO_TMP/got" <<'PY'
+	[ "$1" = --no-sni ] && { sni=""; shift; }
+	in_ns "$TOPO-agent" python3 - "$PX_DIR/bundle.crt" "$1" "$alpn" "$TOPO_TMP/got" "$sni" <<'PY'
 import socket, ssl, sys, time
 s = socket.create_connection(("10.77.0.1", 3128), timeout=6)
 s.sendall(b"CONNECT api.bound.test:443 HTTP/1.1\r\nHost: api.bound.test:443\r\n\r\n")
@@ -47,7 +49,9 @@ assert r.startswith(b"HTTP/1.1 200"), r
 ctx = ssl.create_default_context(cafile=sys.argv[1])
 if sys.argv[3]:
     ctx.set_alpn_protocols(sys.argv[3].split(","))
-t = ctx.wrap_socket(s, server_hostname="api.bound.test")
+if not sys.argv[5]:
+    ctx.check_hostname = False
+t = ctx.wrap_socket(s, server_hostname=sys.argv[5] or None)
 out = ["alpn=%s" % t.selected_alpn_protocol()]
 parts = sys.argv[2].encode().decode("unicode_escape").encode("latin-1").split(b"|NEXT|")
 data, closed = b"", False
@@ -106,6 +110,15 @@ expect_eq "two requests to the bound host on one connection are served" "alpn=No
 expect_eq "... both injected" 2 "$(grep -c "^Authorization: Bearer $PX_SECRET" "$PX_DIR/bound.log")"
 expect_match "... and the echo shows the guest the placeholder" "$A" "$(cat "$TOPO_TMP/got")"
 clean "control"
+
+# --- no SNI at all: the TLS did not name the host --------------------------------------
+fresh
+out=$(conn --no-sni "$FIRST")
+expect_match "without SNI, a request carrying the placeholder is refused (403)" '^alpn=None 403' "$out"
+expect_eq "... nothing reached api.bound.test" 0 "$(served bound)"
+clean "no SNI"
+out=$(conn --no-sni "GET /echo HTTP/1.1\r\nHost: api.bound.test\r\nConnection: close\r\n\r\n")
+expect_match "... one without it is served (200)" '^alpn=None 200' "$out"
 
 # --- Host differs from SNI after the secret went up ---------------------------------
 for h in other.test other.test:443 api.bound.test:444 203.0.113.21 203.0.113.20 \
