@@ -94,8 +94,8 @@ cut_within() {
 FLOWS=()
 
 # --- IPv4: expiry, then unallow -------------------------------------------------
-expect_match "allow web open.test --ports tcp/7000 --for 4s" '^web may reach open\.test on tcp/7000 only for 4s' \
-	"$(gw_ctl allow web open.test --ports tcp/7000 --for 4s 2>&1)"
+expect_match "allow web open.test --ports tcp/7000 --for 10s" '^web may reach open\.test on tcp/7000 only for 10s' \
+	"$(gw_ctl allow web open.test --ports tcp/7000 --for 10s 2>&1)"
 expect_eq "web resolves open.test" "$INET_HTTP" "$(dig_in web open.test)"
 flow web exp4 $INET_HTTP
 tunnel web tun4 open.test:7000
@@ -103,7 +103,7 @@ flow dev other4 $INET_HTTP
 expect_eq "the flow echoes while the grant lasts" step0 "$(step exp4 0)"
 expect_eq "...and the tunnel" step0 "$(step tun4 0)"
 expect_eq "its conntrack entry is there" 1 "$(ct 10.77.0.10 $INET_HTTP ipv4)"
-wait_for 10 expired open.test
+wait_for 20 expired open.test
 expect_ok "the grant expired (audited)" expired open.test
 t=$(cut_within 10.77.0.10 $INET_HTTP ipv4)
 expect_ok "the flow's conntrack entry is cut within a second of the expiry ($t ms)" test "$t" -lt 1000
@@ -125,8 +125,8 @@ expect_match "...and the flow gets no more echo" "^error" "$(step un4 1)"
 expect_eq "dev's flow goes on" step1 "$(step other4 1)"
 
 # --- IPv6: expiry, then unallow -------------------------------------------------
-expect_match "allow web ssh6.test --ports tcp/7000 --for 4s" '^web may reach ssh6\.test on tcp/7000 only for 4s' \
-	"$(gw_ctl allow web ssh6.test --ports tcp/7000 --for 4s 2>&1)"
+expect_match "allow web ssh6.test --ports tcp/7000 --for 10s" '^web may reach ssh6\.test on tcp/7000 only for 10s' \
+	"$(gw_ctl allow web ssh6.test --ports tcp/7000 --for 10s 2>&1)"
 expect_eq "web resolves ssh6.test's AAAA through gatewayd's dnsd" "$SSH6" \
 	"$(in_ns "$TOPO-web" dig @$NET6::1 +short +time=5 +tries=1 AAAA ssh6.test)"
 flow web exp6 $SSH6
@@ -134,7 +134,7 @@ tunnel web tun6 ssh6.test:7000
 expect_eq "the IPv6 flow echoes while the grant lasts" step0 "$(step exp6 0)"
 expect_eq "...and the tunnel to ssh6.test" step0 "$(step tun6 0)"
 expect_eq "its conntrack entry is there" 1 "$(ct $NET6::a $SSH6 ipv6)"
-wait_for 10 expired ssh6.test
+wait_for 20 expired ssh6.test
 expect_ok "the grant expired (audited)" expired ssh6.test
 t=$(cut_within $NET6::a $SSH6 ipv6)
 expect_ok "the IPv6 flow's entry is cut within a second of the expiry ($t ms)" test "$t" -lt 1000
