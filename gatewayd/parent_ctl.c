@@ -479,6 +479,7 @@ ctl_status(struct ctl_req *r)
 		    (unsigned long long)gw->audit.suppressed,
 		    (unsigned long long)gw->audit.lost);
 		ha_status(r);
+		drift_status(r);
 		status_json_children(r);
 		net_status(r, &gw->net);
 		reply(r, "}\nok\n");
@@ -490,6 +491,7 @@ ctl_status(struct ctl_req *r)
 	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
 	    gw->reload_failures, refusals);
 	ha_status(r);
+	drift_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);
