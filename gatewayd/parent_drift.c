@@ -54,7 +54,7 @@
 struct drift {
 	struct mnl_socket *nl;		/* NULL: the timer alone */
 	uint32_t	 self;		/* gw->nft's portid */
-	time_t		 due;		/* next timed check, 0: none */
+	time_t		 due;		/* next timed check */
 	bool		 pending;	/* another's change: check now */
 	bool		 missed;	/* notifications were lost */
 	bool		 gate;		/* the HA gate was changed */
@@ -87,8 +87,6 @@ drift_start(struct gw *gw)
 
 	gw->drift = d;
 	d->self = nftr_portid(gw->nft);
-	if (gw->cfg->gw.verify_interval > 0)
-		d->due = time(NULL);	/* a first check at once */
 	if ((d->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC |
 	    SOCK_NONBLOCK)) == NULL || mnl_socket_bind(d->nl, groups,
 	    MNL_SOCKET_AUTOPID) == -1) {
@@ -225,8 +223,7 @@ check(struct gw *gw, const char *found)
 	size_t n;
 	int r;
 
-	if (gw->cfg->gw.verify_interval > 0)
-		d->due = time(NULL) + gw->cfg->gw.verify_interval;
+	d->due = time(NULL) + gw->cfg->gw.verify_interval;
 	r = compare(gw, first, sizeof(first), &n);
 	foreign_check(gw, d);
 	object = d->event[0] ? d->event : first;
@@ -268,9 +265,14 @@ on_event(struct gw *gw, struct drift *d, const struct nlmsghdr *nlh)
 {
 	struct nftr_event ev;
 
-	if (nftr_event_parse(nlh, nlh->nlmsg_len, &ev) == -1 || ev.gen ||
-	    ev.portid == d->self)
+	if (nftr_event_parse(nlh, nlh->nlmsg_len, &ev) == -1 || ev.gen)
 		return;
+	/* Our own commit (a reload) may have put back what drifted. */
+	if (ev.portid == d->self) {
+		if (d->what[0] != '\0' && ours(gw, &ev))
+			d->pending = true;
+		return;
+	}
 	if (ev.portid == 0 && strcmp(ev.kind, "element") == 0)
 		return;
 	if (!ours(gw, &ev)) {
@@ -319,6 +321,8 @@ drift_readable(struct gw *gw)
 		check(gw, "notification");
 }
 
+/* The interval is read from the configuration in force: a reload that
+ * changes it takes effect at the next check (at once if it was off). */
 int
 drift_timeout(const struct gw *gw, int timeout)
 {
@@ -326,7 +330,7 @@ drift_timeout(const struct gw *gw, int timeout)
 	time_t now = time(NULL);
 	int ms;
 
-	if (d == NULL || d->due == 0)
+	if (d == NULL || gw->cfg->gw.verify_interval == 0)
 		return timeout;
 	ms = d->due <= now ? 0 : (int)(d->due - now) * 1000;
 	return timeout == -1 || ms < timeout ? ms : timeout;
@@ -337,7 +341,8 @@ drift_tick(struct gw *gw)
 {
 	struct drift *d = gw->drift;
 
-	if (d == NULL || d->due == 0 || time(NULL) < d->due)
+	if (d == NULL || gw->cfg->gw.verify_interval == 0 ||
+	    time(NULL) < d->due)
 		return;
 	log_debug("verify: comparing the kernel's tables with the policy "
 	    "(timer)");
@@ -349,6 +354,7 @@ drift_status(struct ctl_req *r)
 {
 	const struct drift *d = r->gw->drift;
 	const struct moat_gateway *g = &r->gw->cfg->gw;
+	char every[32];
 	long long age;
 
 	if (d == NULL)
@@ -367,16 +373,19 @@ drift_status(struct ctl_req *r)
 		    (unsigned long long)d->repairs);
 		return;
 	}
+	if (g->verify_interval > 0)
+		snprintf(every, sizeof(every), "every %us", g->verify_interval);
+	else
+		snprintf(every, sizeof(every), "timer off");
 	if (age >= 0)
-		ctl_reply(r, "verify     %s, %llds ago (every %us%s, repair %s, "
-		    "%llu repaired)\n", d->what[0] || d->foreign[0] ? "DRIFT" :
-		    "matches the policy", age, g->verify_interval,
-		    d->nl ? " and on notifications" : "",
-		    g->verify_repair ? "on" : "off",
+		ctl_reply(r, "verify     %s, %llds ago (%s%s, repair %s, %llu "
+		    "repaired)\n", d->what[0] || d->foreign[0] ? "DRIFT" :
+		    "matches the policy", age, every, d->nl ? ", on "
+		    "notifications" : "", g->verify_repair ? "on" : "off",
 		    (unsigned long long)d->repairs);
 	else
-		ctl_reply(r, "verify     not yet (every %us%s)\n",
-		    g->verify_interval, d->nl ? " and on notifications" : "");
+		ctl_reply(r, "verify     not yet (%s%s)\n", every, d->nl ?
+		    ", on notifications" : "");
 	if (d->what[0])
 		ctl_reply(r, "drift      %s\n", d->what);
 	if (d->foreign[0])
