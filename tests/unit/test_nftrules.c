@@ -674,6 +674,11 @@ test_event_parse(void **state)
 	((struct nlmsghdr *)buf)->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) |
 	    NFT_MSG_NEWRULE;
 	assert_int_equal(nftr_event_parse(buf, n, &ev), -1);
+	/* A length that is not aligned: libmnl would read up to the
+	 * aligned end, past the bytes given (found by fuzz_nftevent). */
+	n = event_msg(buf, NFT_MSG_NEWTABLE, NFPROTO_INET, 7, "moat", 0, NULL);
+	((struct nlmsghdr *)buf)->nlmsg_len = (uint32_t)n - 1;
+	assert_int_equal(nftr_event_parse(buf, n - 1, &ev), -1);
 	/* A table name without its NUL. */
 	n = event_msg(buf, NFT_MSG_NEWTABLE, NFPROTO_INET, 7, "moat", 0, NULL);
 	buf[n - 4] = 'x';
