@@ -3,9 +3,10 @@
 # an admin's nft is reported within 2 s from the nf_tables notification
 # (the timer is off here), audited naming the object, shown by ctl status
 # and the metrics, and repaired: the rule is back and a guest refused
-# before is refused again.  With repair off it stays reported (and the
-# hole is real) until gatewayd's own reload puts the policy back, which
-# is not drift itself.  A foreign table whose forward chain runs before
+# before is refused again; so is the table deleted, and a change whose
+# notification was lost (an overrun) is found all the same.  With repair
+# off it stays reported (and the hole is real) until gatewayd's own
+# reload puts the policy back, which is not drift itself.  A foreign table whose forward chain runs before
 # moat's is reported; one that runs after is not.  The timed comparison
 # runs when gateway.verify.interval asks, and not when it is 0.
 #
@@ -86,6 +87,34 @@ expect_eq "... locked is refused the web again" unreachable "$(locked_web)"
 sleep 2
 expect_eq "... moat_policy_drift back to 0" "moat_policy_drift 0" "$(metric moat_policy_drift)"
 
+# The table deleted: made again, with its rules.
+expect_ok "nft delete table inet moat" in_ns "$NS_GW" nft delete table inet moat
+wait_for 2 test "$(n_audit policy-repaired)" -ge 3
+expect_match "within 2 s: the deletion named, and repaired" \
+	'"object":"delete [a-z]+ inet moat' "$(audit policy-repaired | tail -1)"
+expect_ok "... the table is back, with the rule" has_dns_rule
+expect_eq "... locked is refused the web again" unreachable "$(locked_web)"
+
+# Notifications lost: while gatewayd is stopped, another program's
+# transaction of 300,000 set elements fills its socket's buffer, and a
+# rule deleted after that is never notified.  The kernel's ENOBUFS has
+# gatewayd compare at once (the timer is still off).
+python3 -c 'import sys
+print("add table ip junk\nadd set ip junk s { type ipv4_addr; size 400000; }")
+for b in range(0, 300000, 1000):
+    print("add element ip junk s { " + ", ".join("10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255) for i in range(b, b + 1000)) + " }")' >"$TOPO_TMP/junk.nft"
+kill -STOP "$GW_PID"
+in_ns "$NS_GW" nft -f "$TOPO_TMP/junk.nft"
+h=$(rule_handle 'udp dport 53 goto refuse_dns')
+in_ns "$NS_GW" nft delete rule inet moat guest_fwd handle "${h:-0}"
+kill -CONT "$GW_PID"
+wait_for 5 test "$(n_audit policy-repaired)" -ge 4
+expect_match "notifications lost: compared at once, the rule found missing" \
+	'"found":"notifications lost","difference":"-rule inet moat guest_fwd #[0-9]+: meta l4proto udp udp dport 53 goto refuse_dns"' \
+	"$(audit policy-drift | tail -1)"
+expect_ok "... and put back" has_dns_rule
+in_ns "$NS_GW" nft delete table ip junk
+
 # Timer off: nothing compares unless a notification asks.
 last=$(vjson last)
 sleep 3
@@ -95,10 +124,10 @@ expect_eq "verify.interval = 0: no timed comparison" "$last" "$(vjson last)"
 sed -i 's/repair = true;/repair = false;/' "$GW_CONF"
 gw_ctl reload >/dev/null
 expect_ok "repair off; nft flush table inet moat" in_ns "$NS_GW" nft flush table inet moat
-wait_for 2 test "$(n_audit policy-drift)" -ge 3
-expect_eq "within 2 s: policy-drift audited" 3 "$(n_audit policy-drift)"
+wait_for 2 test "$(n_audit policy-drift)" -ge 5
+expect_eq "within 2 s: policy-drift audited" 5 "$(n_audit policy-drift)"
 sleep 2
-expect_eq "... nothing repaired" 2 "$(n_audit policy-repaired)"
+expect_eq "... nothing repaired" 4 "$(n_audit policy-repaired)"
 expect_match "... ctl status shows the drift, naming the first difference" \
 	'drift +-rule inet moat ' "$(status)"
 expect_match "... and DRIFT, repair off" "^verify +DRIFT, .*repair off" "$(status)"
@@ -115,7 +144,7 @@ expect_eq "... and the hole is real: locked is no longer refused" timeout "$(loc
 gw_ctl reload >/dev/null
 wait_for 2 test "$(n_audit policy-drift-cleared)" -ge 1
 expect_eq "a reload puts it back: policy-drift-cleared" 1 "$(n_audit policy-drift-cleared)"
-expect_eq "... no new policy-drift" 3 "$(n_audit policy-drift)"
+expect_eq "... no new policy-drift" 5 "$(n_audit policy-drift)"
 expect_eq "... locked is refused again" unreachable "$(locked_web)"
 sleep 2
 expect_eq "... moat_policy_drift 0" "moat_policy_drift 0" "$(metric moat_policy_drift)"
