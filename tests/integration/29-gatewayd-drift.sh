@@ -8,7 +8,8 @@
 # off it stays reported (and the hole is real) until gatewayd's own
 # reload puts the policy back, which is not drift itself.  A foreign table whose forward chain runs before
 # moat's is reported; one that runs after is not.  The timed comparison
-# runs when gateway.verify.interval asks, and not when it is 0.
+# runs when gateway.verify.interval asks, and not when it is 0.  The
+# gate of a pair (gateway.ha), opened by hand, is shut again.
 #
 # The kernel here gives tables the flag owner, which refuses every other
 # program's change to moat's tables; MOAT_TEST_NO_TABLE_OWNER has
@@ -186,4 +187,22 @@ sleep 5
 expect_fail "verify.interval = 2: compared again with nothing changed" \
 	test "$last" = "$(vjson last)"
 expect_eq "... and found nothing" False "$(vjson drift)"
+
+# The gate of a pair (gateway.ha) is no one's table even where the
+# kernel has the flag owner: a gate opened by hand while the box is
+# still unknown to keepalived (shut) is shut again.
+kill "$GW_PID"; wait "$GW_PID" 2>/dev/null
+unset MOAT_TEST_NO_TABLE_OWNER
+sed -i 's|^  verify: {|  ha: { enabled = true; };\n&|' "$GW_CONF"
+gw_start; expect_eq "gatewayd starts with gateway.ha" 0 $?
+gate_drops() { in_ns "$NS_GW" nft list chain inet moat_ha forward | grep -cw drop; }
+expect_eq "role unknown: the gate's forward chain drops" 1 "$(gate_drops)"
+r0=$(n_audit policy-repaired)
+expect_ok "nft flush chain inet moat_ha forward (the gate opened)" \
+	in_ns "$NS_GW" nft flush chain inet moat_ha forward
+wait_for 2 test "$(n_audit policy-repaired)" -gt "$r0"
+expect_match "within 2 s: audited, naming the gate" \
+	'"event":"policy-drift","object":"delete rule inet moat_ha forward' "$(audit policy-drift | tail -1)"
+expect_match "... and repaired" '"object":"table inet moat_ha"' "$(audit policy-repaired | tail -1)"
+expect_eq "... the gate drops again" 1 "$(gate_drops)"
 tap_done
