@@ -63,7 +63,7 @@ struct drift {
 					 * difference; "" when they match */
 	char		 foreign[512];	/* a table hooked before ours, "" */
 	time_t		 verified;	/* last check that could read */
-	time_t		 since;		/* what or foreign, since */
+	time_t		 since;		/* what, since */
 	uint64_t	 repairs;
 	char		 buf[65536];
 };
@@ -186,7 +186,6 @@ foreign_check(struct gw *gw, struct drift *d)
 		    "change guests' packets first", what);
 		audit_event(gw, "policy-drift", "object", what, "reason",
 		    "another table may accept guests' packets first", NULL);
-		d->since = time(NULL);
 	} else {
 		log_info("policy drift: no other table hooks before moat's "
 		    "now (was: %s)", d->foreign);
@@ -233,7 +232,8 @@ check(struct gw *gw, const char *found)
 		    first ? ": " : "", r == 1 && object != first ? first : "",
 		    n);
 		audit_event(gw, "policy-drift", "object", object, "found",
-		    found, "difference", r == 1 ? first : "none", NULL);
+		    found, "difference", r == 1 ? first : r == 0 ? "none" :
+		    "unknown (the tables could not be read)", NULL);
 	}
 	gate_check(gw, d);
 	d->pending = d->missed = false;
@@ -367,7 +367,8 @@ drift_status(struct ctl_req *r)
 		    d->nl ? "true" : "false", (long long)d->verified,
 		    d->what[0] || d->foreign[0] ? "true" : "false");
 		ctl_reply_jstr(r, d->what[0] ? d->what : NULL);
-		ctl_reply(r, ",\"foreign\":");
+		ctl_reply(r, ",\"since\":%lld,\"foreign\":", d->what[0] ?
+		    (long long)d->since : 0LL);
 		ctl_reply_jstr(r, d->foreign[0] ? d->foreign : NULL);
 		ctl_reply(r, ",\"repairs\":%llu},",
 		    (unsigned long long)d->repairs);
@@ -387,7 +388,8 @@ drift_status(struct ctl_req *r)
 		ctl_reply(r, "verify     not yet (%s%s)\n", every, d->nl ?
 		    ", on notifications" : "");
 	if (d->what[0])
-		ctl_reply(r, "drift      %s\n", d->what);
+		ctl_reply(r, "drift      %s (for %llds)\n", d->what,
+		    (long long)(time(NULL) - d->since));
 	if (d->foreign[0])
 		ctl_reply(r, "drift      %s: another table may accept guests' "
 		    "packets first\n", d->foreign);
