@@ -16,6 +16,14 @@
 
 #include "nftrules.h"
 
+/* Linux 6.3's destroy commands (a delete that does not fail when the
+ * object is missing); older headers lack them. */
+enum {
+	NR_MSG_DESTROYTABLE = 26, NR_MSG_DESTROYCHAIN, NR_MSG_DESTROYRULE,
+	NR_MSG_DESTROYSET, NR_MSG_DESTROYSETELEM, NR_MSG_DESTROYOBJ,
+	NR_MSG_DESTROYFLOWTABLE,
+};
+
 /* Each kind of notification: where its table's name and its own name
  * are.  Every kind keeps the table's name in attribute 1. */
 static const struct {
@@ -39,6 +47,13 @@ static const struct {
 	{ NFT_MSG_NEWFLOWTABLE, "flowtable", NFTA_FLOWTABLE_NAME, false },
 	{ NFT_MSG_DELFLOWTABLE, "flowtable", NFTA_FLOWTABLE_NAME, true },
 	{ NFT_MSG_NEWGEN, "generation", 0, false },
+	{ NR_MSG_DESTROYTABLE, "table", 0, true },
+	{ NR_MSG_DESTROYCHAIN, "chain", NFTA_CHAIN_NAME, true },
+	{ NR_MSG_DESTROYRULE, "rule", NFTA_RULE_CHAIN, true },
+	{ NR_MSG_DESTROYSET, "set", NFTA_SET_NAME, true },
+	{ NR_MSG_DESTROYSETELEM, "element", NFTA_SET_ELEM_LIST_SET, true },
+	{ NR_MSG_DESTROYOBJ, "object", NFTA_OBJ_NAME, true },
+	{ NR_MSG_DESTROYFLOWTABLE, "flowtable", NFTA_FLOWTABLE_NAME, true },
 };
 
 struct ev_attrs {

@@ -660,6 +660,12 @@ test_event_parse(void **state)
 	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
 	assert_string_equal(ev.kind, "table");
 	assert_string_equal(ev.name, "");
+	/* Linux 6.3's destroy (28: NFT_MSG_DESTROYRULE) is a deletion. */
+	n = event_msg(buf, 28, NFPROTO_INET, 7, "moat", NFTA_RULE_CHAIN,
+	    "guest_fwd");
+	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
+	assert_string_equal(ev.kind, "rule");
+	assert_true(ev.deleted);
 	n = event_msg(buf, NFT_MSG_NEWGEN, NFPROTO_UNSPEC, 7, NULL, 0, NULL);
 	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
 	assert_true(ev.gen);
