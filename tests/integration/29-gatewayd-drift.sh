@@ -97,16 +97,16 @@ expect_ok "... the table is back, with the rule" has_dns_rule
 expect_eq "... locked is refused the web again" unreachable "$(locked_web)"
 
 # Notifications lost: while gatewayd is stopped, another program's
-# transaction of 300,000 elements (into a set of its own, made before)
+# transaction of 500,000 elements (into a set of its own, made before)
 # overruns gatewayd's socket, and the notification of a rule deleted
 # after that is dropped.  The kernel's ENOBUFS has gatewayd compare at
 # once (the timer is still off): the object is the difference itself,
 # since no notification named it.
 python3 -c 'import sys
-for b in range(0, 300000, 1000):
+for b in range(0, 500000, 1000):
     print("add element ip junk s { " + ", ".join("10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255) for i in range(b, b + 1000)) + " }")' >"$TOPO_TMP/junk.nft"
 in_ns "$NS_GW" nft add table ip junk
-in_ns "$NS_GW" nft add set ip junk s '{ type ipv4_addr; size 400000; }'
+in_ns "$NS_GW" nft add set ip junk s '{ type ipv4_addr; size 600000; }'
 sleep 1
 kill -STOP "$GW_PID"
 in_ns "$NS_GW" nft -f "$TOPO_TMP/junk.nft"
