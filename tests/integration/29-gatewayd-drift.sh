@@ -170,6 +170,10 @@ expect_eq "a foreign ip forward chain at -10 (before moat's): reported within 2 
 expect_match "... audited" '"event":"policy-drift","object":"chain ip earlier fw hooks forward at priority -10, before inet moat forward \(0\)","reason":"another table may accept guests' "$(audit policy-drift)"
 expect_match "... in ctl status" "another table may accept guests' packets first" "$(status)"
 expect_ok "... and left alone" in_ns "$NS_GW" nft list chain ip earlier fw
+out=$(in_ns "$NS_GW" build/nft-rules -c "$GW_CONF" verify 2>&1); rc=$?
+expect_eq "nft-rules verify: moat's tables match (exit 0)" 0 $rc
+expect_match "... with the same note" \
+	"note: chain ip earlier fw hooks forward at priority -10, before inet moat forward \(0\): another table" "$out"
 sleep 2
 expect_eq "... moat_policy_drift 1" "moat_policy_drift 1" "$(metric moat_policy_drift)"
 in_ns "$NS_GW" nft delete table ip earlier
