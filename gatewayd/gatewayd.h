@@ -383,6 +383,9 @@ void	policy_dns_thaw(struct gw *);
 bool	policy_dns_frozen(const struct gw *, const char *sandbox);
 /* Take over what the kernel's allowlist sets hold as promised (start). */
 void	policy_promises_seed(struct gw *);
+/* Replace moat's tables with the policy in force, whole (not a delta
+ * from what gatewayd believes the kernel holds): the repair of drift. */
+int	policy_reapply(struct gw *, char *err, size_t errlen);
 /* CLOCK_MONOTONIC in milliseconds (promises, set additions). */
 uint64_t gw_mono_ms(void);
 /* Its allow list lost a name: empty its set, and refuse dnsd's additions
@@ -501,6 +504,18 @@ void	net_walk(const struct moat_config *, bool apply, struct gw_net *);
 void	net_log(const struct gw_net *);
 void	net_print_warnings(FILE *, const struct gw_net *);
 void	net_status(struct ctl_req *, const struct gw_net *);
+/* Watch moat's own tables (parent_drift.c): nf_tables notifications and
+ * a timed comparison (gateway.verify); drift is reported and repaired. */
+struct drift;
+void	drift_start(struct gw *);
+int	drift_fd(const struct gw *);
+void	drift_readable(struct gw *);
+int	drift_timeout(const struct gw *, int timeout);	/* ms, -1 */
+void	drift_tick(struct gw *);
+void	drift_status(struct ctl_req *);
+void	drift_metrics(FILE *, const struct gw *);
+void	drift_stop(struct gw *);
+
 /* Follow the host's IPv6 networks (parent_hostnet.c): the policy's set
  * lan6 gets a network the moment an interface gains it, without a
  * reload.  fd -1 when not following. */
@@ -564,6 +579,8 @@ struct gw {
 	pid_t			 signer_pid[GW_PROXY_MAX];	/* each worker's */
 	struct gw_net		 net;		/* last walk, for ctl status */
 	struct hostnet		*hostnet;	/* the host's IPv6 networks */
+	struct drift		*drift;		/* parent_drift.c */
+	bool			 policy_full;	/* policy_reapply: no delta */
 	struct gw_proc		 procs[PROC_MAX];
 	struct {
 		pid_t	 pid;
@@ -695,6 +712,8 @@ int	metrics_reload_check(struct gw *, const struct moat_config *,
 	    char *err, size_t errlen);
 void	metrics_reload_abort(void);
 void	metrics_reload(struct gw *, const struct moat_config *old);
+/* A label value of our own text, escaped as the exposition format asks. */
+void	metrics_lvalue(FILE *, const char *);
 
 /* parent_reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
@@ -719,6 +738,7 @@ const struct ha_arp_watch *ha_dup_watch(const struct gw *);
 gw_dispatch_fn ha_arp_dispatch;	/* its IPC_HA_ARP */
 void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
 void	ha_status(struct ctl_req *);
+int	ha_gate_again(struct gw *);	/* the gate as the role wants it */
 /* parent_harepl.c: replication between the boxes of a pair. */
 int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
 int	harepl_pem_read(const struct gw *, struct reg_pem *);

@@ -64,7 +64,7 @@ on_signal(struct gw *gw, int sfd)
 	}
 }
 
-enum { FD_SIG, FD_RTNL, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+enum { FD_SIG, FD_RTNL, FD_NFT, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
@@ -75,14 +75,15 @@ loop(struct gw *gw, int sfd)
 	while (!gw->quit) {
 		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
 		pfd[FD_RTNL] = (struct pollfd){ hostnet_fd(gw), POLLIN, 0 };
+		pfd[FD_NFT] = (struct pollfd){ drift_fd(gw), POLLIN, 0 };
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
 			    POLLIN, 0 };
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		timeout = ha_dup_timeout(gw, egress_timeout(gw, grants_timeout(
-		    gw, proc_next_timeout(gw, time(NULL)))));
+		timeout = drift_timeout(gw, ha_dup_timeout(gw, egress_timeout(gw,
+		    grants_timeout(gw, proc_next_timeout(gw, time(NULL))))));
 		i = metrics_next_timeout(gw, time(NULL));
 		if (i != -1 && (timeout == -1 || i < timeout))
 			timeout = i;
@@ -93,6 +94,8 @@ loop(struct gw *gw, int sfd)
 			on_signal(gw, sfd);
 		if (pfd[FD_RTNL].revents)
 			hostnet_readable(gw);
+		if (pfd[FD_NFT].revents)
+			drift_readable(gw);
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
 				proc_drain_readable(gw, i);
@@ -104,6 +107,7 @@ loop(struct gw *gw, int sfd)
 		grants_tick(gw);
 		egress_tick(gw);
 		ha_dup_tick(gw);
+		drift_tick(gw);
 	}
 }
 
@@ -219,6 +223,7 @@ startup(struct gw *gw)
 	net_log(&gw->net);
 	audit_open(gw);
 	journals_audit(gw, &refused);
+	drift_start(gw);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
 	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
 		return -1;
@@ -259,6 +264,7 @@ gw_run(struct gw_opts *opts)
 	proc_stop_all(&gw);
 	ha_stop(&gw);
 	hostnet_stop(&gw);
+	drift_stop(&gw);
 	ha_dup_stop(&gw);
 	pool_close(&gw);
 	egress_stop(&gw);

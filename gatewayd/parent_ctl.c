@@ -482,6 +482,7 @@ ctl_status(struct ctl_req *r)
 		    (long long)gw->audit.size,
 		    (long long)gw->cfg->gw.audit_max_kb * 1024);
 		ha_status(r);
+		drift_status(r);
 		status_json_children(r);
 		net_status(r, &gw->net);
 		reply(r, "}\nok\n");
@@ -493,6 +494,7 @@ ctl_status(struct ctl_req *r)
 	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
 	    gw->reload_failures, refusals);
 	ha_status(r);
+	drift_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);

@@ -64,6 +64,13 @@ ha_stop(struct gw *gw)
 		    nftr_error(gw->nft));
 }
 
+/* The gate changed by someone else: put it back as the role wants. */
+int
+ha_gate_again(struct gw *gw)
+{
+	return gw->ha_on ? gate(gw, gw->ha_role) : 0;
+}
+
 void
 ctl_ha(struct ctl_req *r)
 {

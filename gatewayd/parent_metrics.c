@@ -36,8 +36,8 @@
 
 /* A label value of our own text (a counter's description): escaped as the
  * exposition format asks. */
-static void
-pesc(FILE *fp, const char *s)
+void
+metrics_lvalue(FILE *fp, const char *s)
 {
 	for (; *s != '\0'; s++) {
 		if (*s == '\\' || *s == '"')
@@ -62,9 +62,9 @@ kernel_counter(void *arg, const char *family, const char *name,
 	FILE *fp = arg;
 
 	fprintf(fp, "moat_refusals_total{family=\"%s\",counter=\"", family);
-	pesc(fp, name);
+	metrics_lvalue(fp, name);
 	fputs("\",reason=\"", fp);
-	pesc(fp, what);
+	metrics_lvalue(fp, what);
 	fprintf(fp, "\"} %llu\n", (unsigned long long)packets);
 }
 
@@ -223,6 +223,7 @@ render_gateway(FILE *fp, struct gw *gw)
 	head(fp, "moat_start_time_seconds", "gauge", "When gatewayd started.");
 	fprintf(fp, "moat_start_time_seconds %lld\n", (long long)gw->started);
 	ha_metrics(fp, gw);
+	drift_metrics(fp, gw);
 	head(fp, "moat_reloads_total", "counter", "Reloads, by result.");
 	fprintf(fp, "moat_reloads_total{result=\"ok\"} %u\n"
 	    "moat_reloads_total{result=\"refused\"} %u\n", gw->reloads,

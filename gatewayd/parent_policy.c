@@ -64,6 +64,19 @@ policy_apply(struct gw *gw, const struct moat_config *cfg, char *err,
 	return rc;
 }
 
+/* The same apply a reload makes, but whole: the kernel's tables may
+ * differ from gw->applied in ways no delta from it would mend. */
+int
+policy_reapply(struct gw *gw, char *err, size_t errlen)
+{
+	int rc;
+
+	gw->policy_full = true;
+	rc = policy_apply(gw, gw->cfg, err, errlen);
+	gw->policy_full = false;
+	return rc;
+}
+
 /*
  * Send the kernel only what changed since the ruleset it holds, so that
  * one sandbox added or changed leaves every other sandbox's allowlist
@@ -77,7 +90,8 @@ policy_update(struct gw *gw, struct nftr_ruleset *rs)
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (nftr_update(gw->nft, gw->applied, rs, &st) == -1) {
+	if (nftr_update(gw->nft, gw->policy_full ? NULL : gw->applied, rs,
+	    &st) == -1) {
 		nftr_ruleset_free(rs);
 		return -1;
 	}

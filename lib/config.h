@@ -167,6 +167,11 @@ struct moat_gateway {
 	size_t		 nmetrics_allow;
 	struct moat_where metrics_allow_where;	/* of allow, for messages */
 	struct moat_where metrics_where;	/* of listen, for messages */
+	unsigned	 verify_interval; /* verify.interval: seconds between two
+					 * full comparisons of the kernel's
+					 * tables with the policy; 0 = none */
+	bool		 verify_repair;	/* verify.repair: put moat's own tables
+					 * back when they drifted */
 	bool		 ha;	/* ha.enabled: one box of an active/standby pair */
 	struct moat_addr ha_uplink_address; /* ha.uplink_address: the guests'
 					 * flows are translated to it (snat)

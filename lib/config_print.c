@@ -191,6 +191,9 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
+	if (gw->verify_interval != 60 || !gw->verify_repair)
+		fprintf(fp, "  verify: { interval = %u; repair = %s; };\n",
+		    gw->verify_interval, gw->verify_repair ? "true" : "false");
 	if (gw->ha || gw->ha_uplink_address.family != 0 ||
 	    gw->ha_peer != NULL) {
 		fprintf(fp, "  ha: { enabled = %s; ", gw->ha ? "true" : "false");

@@ -468,6 +468,35 @@ set_metrics(struct loader *ld, const config_setting_t *s, void *obj,
 	walk(ld, s, metrics_keys, NKEYS(metrics_keys), obj, "gateway.metrics");
 }
 
+/* verify = { interval; repair; }: gatewayd's watch of its own tables.
+ * interval 0 turns the timed comparison off (notifications still count). */
+static void
+set_verify_interval(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+
+	if (v < 0 || v > 86400) {
+		serr(ld, s, "%s: interval: expected 0 (off) to 86400 (seconds), "
+		    "got %lld", ctx, v);
+		return;
+	}
+	((struct moat_gateway *)obj)->verify_interval = (unsigned)v;
+}
+
+static const struct key verify_keys[] = {
+	{ "interval", K_INT, 0, set_verify_interval, 0 },
+	{ "repair", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_gateway, verify_repair) },
+};
+
+static void
+set_verify(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	walk(ld, s, verify_keys, NKEYS(verify_keys), obj, "gateway.verify");
+}
+
 /*
  * uplink_address: the pair's shared uplink address (keepalived's).  A
  * masquerade mapping is dropped by the kernel when its address leaves
@@ -715,6 +744,7 @@ static const struct key gateway_keys[] = {
 	    offsetof(struct moat_gateway, import_timeout) },
 	{ "registration", K_GROUP, 0, set_registration, 0 },
 	{ "metrics", K_GROUP, 0, set_metrics, 0 },
+	{ "verify", K_GROUP, 0, set_verify, 0 },
 	{ "ha", K_GROUP, 0, set_ha, 0 },
 	{ "ipv6", K_GROUP, 0, set_ipv6, 0 },
 };
@@ -1373,6 +1403,8 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.guest_uid_last = MOAT_GUEST_UID_LAST;
 	cfg->gw.import_timeout = 300;
 	cfg->gw.metrics_interval = 15;
+	cfg->gw.verify_interval = 60;
+	cfg->gw.verify_repair = true;
 	cfg->gw.dns_tcp_per_sandbox = 8;
 	cfg->gw.dns_tcp_lifetime = 30;
 	cfg->gw.proxy_per_sandbox = 64;

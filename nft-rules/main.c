@@ -195,10 +195,17 @@ cmd_apply(struct cli *c)
 static int
 cmd_verify(struct cli *c)
 {
+	char what[512];
+
 	if ((c->owned = nftr_owned(c->ctx)) == -1) {
 		log_warnx("verify: %s", nftr_error(c->ctx));
 		return EXIT_SYSTEM;
 	}
+	/* Not moat's state, so not its exit code: a note, as gatewayd's
+	 * watch reports it. */
+	if (nftr_foreign_hooks(c->ctx, c->rs, what, sizeof(what)) > 0)
+		log_warnx("note: %s: another table may accept or change "
+		    "guests' packets first", what);
 	switch (nftr_verify(c->ctx, c->rs, stdout)) {
 	case 0:
 		switch (refusals_check(c)) {

@@ -1,7 +1,8 @@
 # nft-rules: the policy compiler.  The library part (libnftrules.a, header
 # nft-rules/nftrules.h) is linked by nft-rules, gatewayd and dnsd.
 NFTR_LIB_SRCS := $(addprefix nft-rules/,nr_model.c nr_rule.c nr_policy.c \
-	nr_render.c nr_netlink.c nr_apply.c nr_delta.c nr_verify.c nr_allow.c nr_acct.c nr_ha.c nr_route.c)
+	nr_render.c nr_netlink.c nr_apply.c nr_delta.c nr_verify.c nr_allow.c nr_acct.c nr_ha.c \
+	nr_route.c nr_watch.c nr_event.c)
 NFTR_LIB_OBJS := $(NFTR_LIB_SRCS:%.c=$(OBJ)/%.o)
 NFTRULES_LIB  := $(BUILD)/libnftrules.a
 NFTRULES_LIBS  = $(call pkglibs,libnftnl libmnl)

@@ -200,6 +200,31 @@ int	nftr_update(struct nftr_ctx *, const struct nftr_ruleset *old,
  * "-expected / +found" diff is written to out if non-NULL), -1 error.
  * Elements of allow_* sets are runtime state and not compared. */
 int	nftr_verify(struct nftr_ctx *, const struct nftr_ruleset *, FILE *out);
+/* Watching moat's tables (nr_watch.c).  Every nf_tables notification
+ * carries the netlink portid of the socket whose transaction made the
+ * change (0: the kernel's own, such as an element timing out); this
+ * context's is nftr_portid(). */
+uint32_t nftr_portid(const struct nftr_ctx *);
+struct nftr_event {
+	uint32_t	 portid;	/* who made the change */
+	int		 family;	/* NFPROTO_* */
+	const char	*kind;		/* "table", "chain", "rule", "set",
+					 * "element", "object", "flowtable",
+					 * "generation" */
+	bool		 deleted;
+	bool		 gen;		/* the end of one transaction */
+	char		 table[256];
+	char		 name[256];	/* its chain, set or object; "" */
+};
+/* One nf_tables notification (one netlink message of len bytes at buf)
+ * read into ev.  -1 if it is none or is malformed. */
+int	nftr_event_parse(const void *buf, size_t len, struct nftr_event *ev);
+const char *nftr_family_name(int family);	/* "inet", "ip", "bridge" */
+/* Base chains of other tables that a packet meets on one of moat's
+ * hooks before moat's own chain there (ip, ip6 and inet share hooks).
+ * The first is described in what; returns how many, -1 on error. */
+int	nftr_foreign_hooks(struct nftr_ctx *, const struct nftr_ruleset *,
+	    char *what, size_t len);
 /* Does a running program hold moat's tables (table flag owner; on this
  * gateway that is gatewayd)?  Then nothing else may change them.  1 yes,
  * 0 no (or no tables), -1 error. */

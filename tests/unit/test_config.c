@@ -224,6 +224,8 @@ full_model(void **state)
 	    "10.77.0.1");
 	assert_int_equal(cfg->gw.proxy_port, 3128);
 	assert_true(cfg->gw.intercept);
+	assert_int_equal(cfg->gw.verify_interval, 30);
+	assert_false(cfg->gw.verify_repair);
 	assert_int_equal(cfg->gw.nexceptions, 1);
 	assert_int_equal(cfg->gw.exceptions[0].proto, 6);
 	assert_int_equal(cfg->gw.exceptions[0].ports[0], 3142);

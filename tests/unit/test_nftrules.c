@@ -8,6 +8,7 @@
  */
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
@@ -610,6 +611,89 @@ test_host_access(void **state)
 	free(text);
 }
 
+/* An nf_tables notification as the kernel sends one. */
+static size_t
+event_msg(char *buf, uint16_t msg, int family, uint32_t portid,
+    const char *table, uint16_t name_attr, const char *name)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *nfg;
+
+	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | msg;
+	nlh->nlmsg_pid = portid;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = (uint8_t)family;
+	if (table != NULL)
+		mnl_attr_put_strz(nlh, 1, table);
+	if (name != NULL)
+		mnl_attr_put_strz(nlh, name_attr, name);
+	return nlh->nlmsg_len;
+}
+
+/* The watch's reading of notifications: who, what, where; anything else
+ * (another subsystem, a short or overlong message, a table name that is
+ * not a string) is refused, never half read. */
+static void
+test_event_parse(void **state)
+{
+	char buf[1024];
+	struct nftr_event ev;
+	size_t n;
+
+	(void)state;
+	n = event_msg(buf, NFT_MSG_DELRULE, NFPROTO_INET, 4242, "moat",
+	    NFTA_RULE_CHAIN, "guest_fwd");
+	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
+	assert_int_equal(ev.portid, 4242);
+	assert_int_equal(ev.family, NFPROTO_INET);
+	assert_string_equal(ev.kind, "rule");
+	assert_true(ev.deleted);
+	assert_string_equal(ev.table, "moat");
+	assert_string_equal(ev.name, "guest_fwd");
+	n = event_msg(buf, NFT_MSG_NEWCHAIN, NFPROTO_BRIDGE, 7, "moat",
+	    NFTA_CHAIN_NAME, "ports");
+	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
+	assert_string_equal(ev.kind, "chain");
+	assert_false(ev.deleted);
+	assert_string_equal(ev.name, "ports");
+	n = event_msg(buf, NFT_MSG_DELTABLE, NFPROTO_INET, 7, "moat", 0, NULL);
+	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
+	assert_string_equal(ev.kind, "table");
+	assert_string_equal(ev.name, "");
+	/* Linux 6.3's destroy (28: NFT_MSG_DESTROYRULE) is a deletion. */
+	n = event_msg(buf, 28, NFPROTO_INET, 7, "moat", NFTA_RULE_CHAIN,
+	    "guest_fwd");
+	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
+	assert_string_equal(ev.kind, "rule");
+	assert_true(ev.deleted);
+	n = event_msg(buf, NFT_MSG_NEWGEN, NFPROTO_UNSPEC, 7, NULL, 0, NULL);
+	assert_int_equal(nftr_event_parse(buf, n, &ev), 0);
+	assert_true(ev.gen);
+	/* Refused: cut short, no table, another subsystem. */
+	n = event_msg(buf, NFT_MSG_NEWRULE, NFPROTO_INET, 7, "moat",
+	    NFTA_RULE_CHAIN, "guest_fwd");
+	assert_int_equal(nftr_event_parse(buf, n - 4, &ev), -1);
+	assert_int_equal(nftr_event_parse(buf, 8, &ev), -1);
+	n = event_msg(buf, NFT_MSG_NEWRULE, NFPROTO_INET, 7, NULL, 0, NULL);
+	assert_int_equal(nftr_event_parse(buf, n, &ev), -1);
+	n = event_msg(buf, NFT_MSG_NEWRULE, NFPROTO_INET, 7, "moat", 0, NULL);
+	((struct nlmsghdr *)buf)->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) |
+	    NFT_MSG_NEWRULE;
+	assert_int_equal(nftr_event_parse(buf, n, &ev), -1);
+	/* A length that is not aligned: libmnl would read up to the
+	 * aligned end, past the bytes given (found by fuzz_nftevent). */
+	n = event_msg(buf, NFT_MSG_NEWTABLE, NFPROTO_INET, 7, "moat", 0, NULL);
+	((struct nlmsghdr *)buf)->nlmsg_len = (uint32_t)n - 1;
+	assert_int_equal(nftr_event_parse(buf, n - 1, &ev), -1);
+	/* A table name without its NUL. */
+	n = event_msg(buf, NFT_MSG_NEWTABLE, NFPROTO_INET, 7, "moat", 0, NULL);
+	buf[n - 4] = 'x';
+	buf[n - 3] = 'x';
+	buf[n - 2] = 'x';
+	buf[n - 1] = 'x';
+	assert_int_equal(nftr_event_parse(buf, n, &ev), -1);
+}
+
 int
 main(void)
 {
@@ -627,6 +711,7 @@ main(void)
 		cmocka_unit_test(test_reasons),
 		cmocka_unit_test(test_golden_v6),
 		cmocka_unit_test(test_host_access),
+		cmocka_unit_test(test_event_parse),
 	};
 
 	log_init("test_nftrules", 0, 0);
