@@ -5,7 +5,8 @@
 #          namespaces, systemctl enable --now, check, restart, stop, reboot
 #   phase2 (second boot, a unit ordered after moat-gatewayd and the
 #          guest): the policy came back by itself, before the autostarted
-#          guest; then power off.
+#          guest; then purge_check (dpkg --purge gives the host back);
+#          then power off.
 # The guest (vg1) is a member's kernel-mode provision guest under nested
 # TCG: Debian's cloud kernel and a busybox initramfs that ticks on its
 # serial console (tests/harness/tick-initramfs.sh).
