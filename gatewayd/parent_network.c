@@ -287,7 +287,7 @@ walk_uplink(struct walk *w)
 {
 	const char *up = w->cfg->gw.uplink;
 	struct rtnl_link l;
-	char what[64];
+	char what[64], def[IFNAMSIZ];
 	int n;
 
 	snprintf(what, sizeof(what), "uplink %s", up);
@@ -300,6 +300,10 @@ walk_uplink(struct walk *w)
 		item(w, true, what, "down");
 	else if ((n = rtnl_default_route_via(w->r, AF_INET, l.index)) == 1)
 		item(w, false, what, "up, IPv4 default route");
+	else if (config_host_default_if(def, sizeof(def)) == 0)
+		item(w, true, what, "no IPv4 default route through it: "
+		    "guests cannot reach the internet; the default route "
+		    "leaves through %s: is that the uplink?", def);
 	else
 		item(w, true, what, "no IPv4 default route through it: "
 		    "guests cannot reach the internet");

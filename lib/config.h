@@ -318,9 +318,14 @@ struct moat_hostif {
 	char		 name[IFNAMSIZ];
 	struct moat_addr addr;		/* IPv4 or IPv6, or family 0 */
 	struct moat_prefix net;		/* the network addr is on */
+	bool		 default_route;	/* the IPv4 default route leaves here */
 };
-/* The host's interfaces (getifaddrs).  0, or -1 with errno. */
+/* The host's interfaces (getifaddrs), each marked if the IPv4 default
+ * route leaves through it.  0, or -1 with errno. */
 int	config_host_read(struct moat_hostif **, size_t *n);
+/* The interface the IPv4 default route (the lowest metric's) leaves
+ * through, from /proc/net/route: 0, or -1 if there is none. */
+int	config_host_default_if(char *name, size_t len);
 /* Check a loaded config against a host's interfaces: gateway.uplink is
  * one of them, and gateway.network overlaps no network on any but the
  * bridge.  Adds "file:line: message" errors to errs; returns how many. */

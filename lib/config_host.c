@@ -66,17 +66,29 @@ check_uplink(const struct moat_config *cfg, const struct moat_hostif *ifs,
     size_t n, struct moat_errors *e)
 {
 	const struct moat_gateway *gw = &cfg->gw;
+	const char *def = NULL;
 	char names[512];
 	size_t i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (strcmp(ifs[i].name, gw->uplink) == 0)
 			return;
+		if (ifs[i].default_route && def == NULL)
+			def = ifs[i].name;
+	}
 	if_names(ifs, n, names, sizeof(names));
-	host_err(e, &gw->uplink_where, "gateway: uplink: no interface \"%s\" "
-	    "on this host (it has: %s); set uplink to the interface towards "
-	    "the internet, the one `ip route show default` names", gw->uplink,
-	    names);
+	/* The fix-it line: the shipped "eth0" is wrong on most hardware. */
+	if (def != NULL)
+		host_err(e, &gw->uplink_where, "gateway: uplink: no interface "
+		    "\"%s\" on this host (it has: %s); the default route "
+		    "leaves through %s: set uplink = \"%s\";", gw->uplink,
+		    names, def, def);
+	else
+		host_err(e, &gw->uplink_where, "gateway: uplink: no interface "
+		    "\"%s\" on this host (it has: %s) and no IPv4 default "
+		    "route; set uplink to the interface towards the internet, "
+		    "the one `ip route show default` will name", gw->uplink,
+		    names);
 }
 
 /* One sandbox network (IPv4 or IPv6) against every interface's. */
@@ -151,20 +163,47 @@ network_of(const struct moat_addr *a, int plen, struct moat_prefix *p)
 }
 
 int
+config_host_default_if(char *name, size_t len)
+{
+	char line[256], ifn[IFNAMSIZ + 1];
+	unsigned long dst, gwy, mask, metric, best = ~0UL;
+	unsigned int flags;
+	FILE *fp;
+
+	if ((fp = fopen("/proc/net/route", "re")) == NULL)
+		return -1;
+	name[0] = '\0';
+	/* Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex) */
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (sscanf(line, "%16s %lx %lx %x %*d %*d %lu %lx", ifn, &dst,
+		    &gwy, &flags, &metric, &mask) != 6 || dst != 0 ||
+		    mask != 0 || !(flags & 0x1) || metric >= best)
+			continue;	/* 0x1: RTF_UP */
+		best = metric;
+		snprintf(name, len, "%s", ifn);
+	}
+	fclose(fp);
+	return name[0] != '\0' ? 0 : -1;
+}
+
+int
 config_host_read(struct moat_hostif **out, size_t *nout)
 {
 	struct ifaddrs *ifa, *i;
 	struct moat_hostif *v = NULL, *h;
+	char def[IFNAMSIZ] = "";
 	size_t n = 0;
 	int plen;
 
 	if (getifaddrs(&ifa) == -1)
 		return -1;
+	(void)config_host_default_if(def, sizeof(def));
 	for (i = ifa; i != NULL; i = i->ifa_next) {
 		v = xreallocarray(v, n + 1, sizeof(*v));
 		h = &v[n++];
 		memset(h, 0, sizeof(*h));
 		snprintf(h->name, sizeof(h->name), "%s", i->ifa_name);
+		h->default_route = def[0] != '\0' && strcmp(def, h->name) == 0;
 		if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET &&
 		    i->ifa_addr->sa_family != AF_INET6) ||
 		    addr_from_sockaddr((const struct sockaddr_storage *)

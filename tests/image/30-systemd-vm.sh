@@ -5,8 +5,11 @@
 # builds a gateway bridge, an uplink to an "internet" namespace and a guest
 # namespace inside the VM, runs systemctl enable --now moat-gatewayd, checks
 # egress and refusals, restart and stop (the policy stays), then reboots:
-# the unit brings the policy back by itself.  Results come back as
-# "VMTAP:" lines on the serial console.
+# the unit brings the policy back by itself.  Last, install, start, stop,
+# purge: dpkg --purge stops the running guest, undoes gatewayd's network
+# and removes moat's users and files, and the host's links, addresses,
+# sysctls, users and files equal their snapshots from before.  Results
+# come back as "VMTAP:" lines on the serial console.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 now_ms() { date +%s%3N; }

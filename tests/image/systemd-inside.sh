@@ -5,7 +5,8 @@
 #          namespaces, systemctl enable --now, check, restart, stop, reboot
 #   phase2 (second boot, a unit ordered after moat-gatewayd and the
 #          guest): the policy came back by itself, before the autostarted
-#          guest; then power off.
+#          guest; then purge_check (dpkg --purge gives the host back);
+#          then power off.
 # The guest (vg1) is a member's kernel-mode provision guest under nested
 # TCG: Debian's cloud kernel and a busybox initramfs that ticks on its
 # serial console (tests/harness/tick-initramfs.sh).
@@ -150,10 +151,33 @@ fail_closed() {
 	chk "vg1 kept running meanwhile" same_qemu vg1 "$P1"
 }
 
+# What the package may change on the host and a purge must give back.
+host_state() {	# the accounts and folders (before the install)
+	echo "users: $(getent passwd | cut -d: -f1 | grep '^moat' | tr '\n' ' ')"
+	echo "groups: $(getent group | cut -d: -f1 | grep '^moat' | tr '\n' ' ')"
+	for p in /etc/moat /var/lib/moat /var/log/moat /run/moat /usr/sbin/gatewayd \
+	    /usr/lib/moat /lib/systemd/system/moat-gatewayd.service \
+	    /etc/systemd/system/multi-user.target.wants/moat-gatewayd.service; do
+		[ -e "$p" ] || [ -L "$p" ] && echo "present: $p"
+	done
+	echo "dpkg: $(dpkg-query -W -f='${Status}' moat 2>/dev/null)"
+}
+net_state() {	# the links, addresses, sysctls and tables gatewayd touches
+	echo "links: $(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort | tr '\n' ' ')"
+	ip -br addr | awk '{ $2 = ""; print "addr:", $0 }' | sort
+	for k in net.ipv4.conf.all.forwarding net.ipv4.conf.up0.forwarding \
+	    net.ipv4.icmp_ratelimit net.ipv4.icmp_msgs_per_sec \
+	    net.ipv4.icmp_msgs_burst net.ipv6.icmp.ratelimit; do
+		echo "$k: $(sysctl -n $k 2>&1)"
+	done
+	echo "nft: $(nft list tables | tr '\n' ' ')"
+}
+
 phase1() {
 	# The test image was built without man pages (mmdebstrap's dpkg path
 	# filter stays in the image); a user's system has none.
 	rm -f /etc/dpkg/dpkg.cfg.d/99mmdebstrap
+	host_state >"$D/before-install"
 	chk "the .deb installs with dpkg -i (no network)" dpkg -i "$D"/moat_*.deb
 	chk "postinst created group moat and the users" sh -c \
 	    'getent group moat && id moat-dns && id moat-proxy && id moat-log && id moat-qemu'
@@ -219,6 +243,40 @@ UNIT
 	systemctl reboot
 }
 
+same_as() {	# same_as FILE FN -- FN prints what $D/FILE recorded before
+	"$2" >"/tmp/now-$1"; diff "$D/$1" "/tmp/now-$1"
+}
+
+# Install, start, stop, purge (issue 41): the host as it was.  "Before"
+# for the network is this host with gatewayd stopped and its changes
+# undone, without the admin's own bridge of links() (so gatewayd makes
+# moat0 itself), with the uplink's forwarding off and the kernel's ICMP
+# rate limit; for accounts and folders, before phase1's dpkg -i.
+purge_check() {
+	systemctl stop moat-gatewayd
+	gatewayd --teardown -c /etc/moat/moat.conf >/dev/null 2>&1
+	ip link del moat0
+	nft-rules flush >/dev/null 2>&1
+	sysctl -qw net.ipv4.conf.up0.forwarding=0 net.ipv4.icmp_ratelimit=1000
+	net_state >"$D/before-net"
+	chk "purge: gatewayd starts again" systemctl start moat-gatewayd
+	chk "purge: ... and made moat0, its address and forwarding on up0" sh -c \
+	    'ip -br addr show moat0 | grep -q 10.77.0.1/24 && [ "$(sysctl -n net.ipv4.conf.up0.forwarding)" = 1 ] && [ "$(sysctl -n net.ipv4.icmp_ratelimit)" = 0 ]'
+	chk "purge: root starts vg1 (it runs during the purge)" provision start vg1
+	chk "purge: systemctl stop moat-gatewayd (vg1 keeps running)" sh -c \
+	    'systemctl stop moat-gatewayd && systemctl is-active moat-guest@vg1'
+	local t0; t0=$(ms)
+	chk "dpkg --purge moat" sh -c 'dpkg --purge moat >/tmp/purge.out 2>&1; rc=$?; cat /tmp/purge.out; exit $rc'
+	say "# dpkg --purge moat: $(( $(ms) - t0 )) ms"
+	sed 's/^/VMTAP: #   purge: /' /tmp/purge.out | head -40
+	chk "purge: says what it removed (bridge, policy, logs, users, group)" sh -c \
+	    'grep -q "teardown: deleted bridge moat0" /tmp/purge.out && grep -q "deleted the nftables policy" /tmp/purge.out && grep -q "removed /var/log/moat" /tmp/purge.out && grep -q "removed user moat-dns" /tmp/purge.out && grep -q "removed group moat" /tmp/purge.out'
+	nchk "purge: vg1 was stopped" systemctl is-active moat-guest@vg1
+	nchk "purge: no QEMU is left" pgrep -f qemu-system
+	chk "purge: links, addresses, forwarding, ICMP sysctls and nft as before" same_as before-net net_state
+	chk "purge: users, group and folders as before the install" same_as before-install host_state
+}
+
 phase2() {
 	say "# second boot"
 	# This unit is ordered After= moat-gatewayd: the policy must already
@@ -244,6 +302,7 @@ phase2() {
 	chk "alice stops vg1 through gatewayd" runuser -u alice -- provision stop --timeout 5 vg1
 	nchk "stopped: moat-guest@vg1 is not active" systemctl is-active moat-guest@vg1
 	nchk "stopped: moat-guest@vg1 is disabled (will not come back at boot)" systemctl is-enabled moat-guest@vg1
+	purge_check
 	say "VMTAP-DONE"
 	systemctl poweroff
 }

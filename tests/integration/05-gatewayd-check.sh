@@ -97,7 +97,7 @@ sed -e 's|uplink  = "up0"|uplink  = "upO"|' examples/demo.conf >"$T/upO.conf"
 gwd -n -c "$T/upO.conf" >"$T/out" 2>"$T/err"; rc=$?
 expect_eq "an uplink this host lacks: exit 1" 1 $rc
 expect_match "... file:line, and the interfaces there are" \
-	"^$T/upO.conf:6: gateway: uplink: no interface \"upO\" on this host \(it has: lo, up0, lan0\); set uplink to the interface towards the internet" \
+	"^$T/upO.conf:6: gateway: uplink: no interface \"upO\" on this host \(it has: lo, up0, lan0\) and no IPv4 default route; set uplink to the interface towards the internet" \
 	"$(cat "$T/err")"
 # (its own state_dir: were it to start, nothing of it lands on the host)
 sed "0,/^};/s|^};|  state_dir = \"$T/state\";\n};|" "$T/upO.conf" >"$T/upO-start.conf"
@@ -123,6 +123,18 @@ out=$(gwd -n -c examples/moat.conf 2>&1); rc=$?
 expect_eq "shipped moat.conf on a host without eth0: exit 1" 1 $rc
 expect_match "... names uplink and the interfaces to choose from" \
 	'examples/moat.conf:[0-9]+: gateway: uplink: no interface "eth0" on this host \(it has: lo, up0, lan0\)' "$out"
+# With a default route the error proposes its interface, as a line to
+# paste into moat.conf; pasted, -n passes.
+ip -n "$NS" link set up0 up && ip -n "$NS" route add default via 203.0.113.254 dev up0 ||
+	not_ok "a default route in the namespace"
+out=$(gwd -n -c examples/moat.conf 2>&1); rc=$?
+expect_eq "shipped moat.conf, default route via up0: exit 1" 1 $rc
+expect_match "... the fix-it line names the default route's interface" \
+	'examples/moat.conf:[0-9]+: gateway: uplink: no interface "eth0" on this host \(it has: lo, up0, lan0\); the default route leaves through up0: set uplink = "up0";$' "$out"
+fix=$(printf '%s\n' "$out" | sed -n 's/.*: set \(uplink = "[^"]*";\)$/\1/p')
+sed -e "s|^\( *\)uplink *= *\"eth0\";|\1$fix|" examples/moat.conf >"$T/fixed.conf"
+expect_ok "... the proposed line, pasted in, passes -n" gwd -n -c "$T/fixed.conf"
+ip -n "$NS" route del default; ip -n "$NS" link set up0 down
 sed -e 's|"eth0"|"up0"|' examples/moat.conf >"$T/shipped.conf"
 out=$(gwd -n -c "$T/shipped.conf" 2>/dev/null); rc=$?
 expect_eq "shipped moat.conf with uplink filled in: exit 0" 0 $rc

@@ -577,8 +577,16 @@ static const struct host_case {
 	    "moat0 uses)" },
 	{ "upO", "10.77.0.0/24", "lo=127.0.0.1/8 up0=203.0.113.1/24 up0 lan0",
 	    "host.conf:1: gateway: uplink: no interface \"upO\" on this host "
-	    "(it has: lo, up0, lan0); set uplink to the interface towards the "
-	    "internet, the one `ip route show default` names" },
+	    "(it has: lo, up0, lan0) and no IPv4 default route; set uplink to "
+	    "the interface towards the internet, the one `ip route show "
+	    "default` will name" },
+	/* The shipped "eth0" on a NIC named by its slot ("*": the default
+	 * route leaves there): the fix-it line names it. */
+	{ "eth0", "10.77.0.0/24", "lo=127.0.0.1/8 enp3s0*=192.168.1.20/24 "
+	    "enp3s0* wlp2s0",
+	    "host.conf:1: gateway: uplink: no interface \"eth0\" on this host "
+	    "(it has: lo, enp3s0, wlp2s0); the default route leaves through "
+	    "enp3s0: set uplink = \"enp3s0\";" },
 };
 
 static void
@@ -604,6 +612,10 @@ parse_ifs(const char *spec, struct moat_hostif *v, size_t *n)
 			for (b = v[*n].net.plen; b < 32; b++)
 				v[*n].net.addr.a[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
 			assert_int_equal(v[*n].addr.family, AF_INET);
+		}
+		if (tok[strlen(tok) - 1] == '*') {
+			tok[strlen(tok) - 1] = '\0';
+			v[*n].default_route = true;
 		}
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", tok);
 		(*n)++;
