@@ -65,6 +65,10 @@ struct drift {
 	time_t		 verified;	/* last check that could read */
 	time_t		 since;		/* what, since */
 	uint64_t	 repairs;
+	/* The policy a repair could not make the kernel match: applying it
+	 * again would change nothing but the sets it empties, so it is not
+	 * repaired again until another policy is committed. */
+	const struct nftr_ruleset *futile;
 	char		 buf[65536];
 };
 
@@ -163,7 +167,9 @@ repair(struct gw *gw, struct drift *d, const char *object)
 	}
 	if (compare(gw, again, sizeof(again), &n) != 0) {
 		log_warnx("policy drift: the policy was applied again but the "
-		    "kernel still differs (%s)", again);
+		    "kernel still differs (%s); not repaired again until the "
+		    "policy changes", again);
+		d->futile = gw->applied;
 		return;
 	}
 	d->repairs++;
@@ -244,6 +250,8 @@ check(struct gw *gw, const char *found)
 		return;
 	}
 	d->verified = time(NULL);
+	if (r == 0)
+		d->futile = NULL;
 	if (r == 0 && d->what[0] != '\0') {
 		log_info("policy drift: the kernel matches the committed "
 		    "policy again");
@@ -254,7 +262,7 @@ check(struct gw *gw, const char *found)
 		if (d->what[0] == '\0')
 			d->since = time(NULL);
 		snprintf(d->what, sizeof(d->what), "%s", first);
-		if (gw->cfg->gw.verify_repair)
+		if (gw->cfg->gw.verify_repair && d->futile != gw->applied)
 			repair(gw, d, object);
 	}
 	d->event[0] = '\0';

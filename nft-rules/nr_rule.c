@@ -13,6 +13,7 @@
 #include <linux/if_ether.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -707,7 +708,11 @@ rb_snat4(struct nr_rb *rb, const struct moat_addr *a)
 	e = expr_new("nat");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_SNAT);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, NFPROTO_IPV4);
+	/* As the kernel reports the rule back (one address is the range
+	 * from it to itself): so that verify finds what it applied. */
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, REG0);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MAX, REG0);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_MAP_IPS);
 	e_add(rb, e);
 	text_sp(rb);
 	buf_add(&rb->text, "snat ip to %s", addr_fmt(a, txt, sizeof(txt)));
