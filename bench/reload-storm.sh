@@ -92,8 +92,10 @@ TOPO_PIDS+=($!)
 sleep 1
 
 ms() { echo "($2 - $1) * 1000" | bc -l; }
-commit() {	# commit VERB ARGS -- one ctl request; its round trip in ms
-	local t0=$EPOCHREALTIME
+commit() {	# commit KIND VERB ARGS -- one ctl request; "KIND ms"
+	local t0=$EPOCHREALTIME k=$1
+	shift
+	printf '%s ' "$k"
 	ctl "$@" >/dev/null 2>"$TOPO_TMP/err" || { cat "$TOPO_TMP/err" >&2; return 1; }
 	ms "$t0" "$EPOCHREALTIME"
 }
@@ -101,13 +103,13 @@ commit() {	# commit VERB ARGS -- one ctl request; its round trip in ms
 failed=0 start=$EPOCHREALTIME
 for i in $(seq "$N"); do
 	if [ "$MODE" = reload ]; then
-		if [ $((i % 2)) -eq 1 ]; then cp "$TOPO_TMP/wide.conf" "$GW_CONF"
-		else cp "$TOPO_TMP/narrow.conf" "$GW_CONF"; fi
-		commit reload >>"$TOPO_TMP/ms" || failed=$((failed + 1))
+		if [ $((i % 2)) -eq 1 ]; then cp "$TOPO_TMP/wide.conf" "$GW_CONF"; k=widen
+		else cp "$TOPO_TMP/narrow.conf" "$GW_CONF"; k=narrow; fi
+		commit $k reload >>"$TOPO_TMP/ms" || failed=$((failed + 1))
 	else
-		commit allow web open.test --for 1s >>"$TOPO_TMP/ms" || failed=$((failed + 1))
+		commit allow allow web open.test --for 1s >>"$TOPO_TMP/ms" || failed=$((failed + 1))
 		if [ $((i % 10)) -eq 0 ]; then sleep 1.2	# it expires
-		else commit unallow web open.test >>"$TOPO_TMP/ms" || failed=$((failed + 1)); fi
+		else commit unallow unallow web open.test >>"$TOPO_TMP/ms" || failed=$((failed + 1)); fi
 	fi
 done
 secs=$(ms "$start" "$EPOCHREALTIME")
@@ -120,13 +122,17 @@ rss_p1=$(rss "$PARENT") rss_d1=$(rss "$DNSD")
 
 # For scale: a control request that changes nothing, on the same gateway.
 : >"$TOPO_TMP/noop"
-for i in $(seq 20); do commit status >>"$TOPO_TMP/noop"; done
+for i in $(seq 20); do commit - status >>"$TOPO_TMP/noop"; done
 commits=$(wc -l <"$TOPO_TMP/ms")
 echo "reload-storm: MODE=$MODE, $N rounds, $commits commits in $(printf %.1f "$(echo "$secs / 1000" | bc -l)") s, $failed failed; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-sort -n "$TOPO_TMP/ms" | awk '{ v[k++] = $1 } END {
-	printf "  ms per commit (ctl round trip): median %.1f, p95 %.1f, max %.1f\n",
-	    v[int(k / 2)], v[int(k * 0.95)], v[k - 1] }'
-sort -n "$TOPO_TMP/noop" | awk '{ v[k++] = $1 } END {
+stats() { sort -n | awk -v what="$1" '{ v[k++] = $1 } END {
+	printf "  ms per commit, %s (ctl round trip): median %.1f, p95 %.1f, max %.1f (%d)\n",
+	    what, v[int(k / 2)], v[int(k * 0.95)], v[k - 1], k }'; }
+awk '{ print $2 }' "$TOPO_TMP/ms" | stats all
+for k in $(awk '{ print $1 }' "$TOPO_TMP/ms" | sort -u); do
+	awk -v k="$k" '$1 == k { print $2 }' "$TOPO_TMP/ms" | stats "$k"
+done
+awk '{ print $2 }' "$TOPO_TMP/noop" | sort -n | awk '{ v[k++] = $1 } END {
 	printf "  (ctl status, which changes nothing: median %.1f ms)\n", v[int(k / 2)] }'
 for name in $NAMES; do echo "  dns $name: $(cat "$TOPO_TMP/loop.$name")"; done
 awk '{ n++; if ($1 == "200") ok++; else bad[$1]++ } END {

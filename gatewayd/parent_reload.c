@@ -238,6 +238,47 @@ nflog_view_changed(const struct moat_config *a, const struct moat_config *b)
 	return false;
 }
 
+static void
+widened_pair(const struct moat_sandbox *o, const struct moat_sandbox *n,
+    void *arg)
+{
+	struct moat_sandbox probe;
+	bool *only = arg;
+	size_t i;
+
+	if (!*only)
+		return;
+	if (n == NULL) {
+		*only = false;
+		return;
+	}
+	for (i = 0; i < o->allow.n && *only; i++)
+		*only = config_strlist_has(&n->allow, o->allow.v[i]);
+	probe = *n;
+	probe.allow = o->allow;
+	*only = *only && config_sandbox_same(o, &probe);
+}
+
+/*
+ * Does ncfg only let sandboxes do more than old: the same but for allow
+ * lists, each holding all of its old names, and no sandbox added?  Then
+ * it refuses no flow that old allowed, and every flow old refused was
+ * cut when old was committed (by the reload before; the first reload
+ * after a start always cuts): there is nothing to cut, and no need to
+ * walk the kernel's whole conntrack table, which is most of what a
+ * reload costs the parent (every namespace's flows share that table).
+ */
+static bool
+only_widened(struct gw *gw, const struct gw_delta *d,
+    const struct moat_config *old, const struct moat_config *ncfg)
+{
+	bool only = gw->reloads > 0 && !d->basis &&
+	    old->nsandboxes == ncfg->nsandboxes;
+
+	admit_pair_sandboxes(old, ncfg, widened_pair, &only);
+	return only;
+}
+
 int
 gw_reload(struct gw *gw, char **errors)
 {
@@ -287,9 +328,9 @@ gw_reload(struct gw *gw, char **errors)
 		promises_reload(gw->promises, old, cfg);
 	net_walk(cfg, true, &gw->net);
 	net_log(&gw->net);
-	cut = policy_cut_flows(old, cfg);
-	snprintf(count, sizeof(count), "%d", cut);
 	conf_delta(gw, old, cfg, &d);
+	cut = only_widened(gw, &d, old, cfg) ? 0 : policy_cut_flows(old, cfg);
+	snprintf(count, sizeof(count), "%d", cut);
 	d.nflog_view = nflog_view_changed(old, cfg);
 	config_free(old);
 	gw->reloads++;
