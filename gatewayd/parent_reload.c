@@ -288,6 +288,7 @@ gw_reload(struct gw *gw, char **errors)
 	char err[1024], count[16];
 	struct timespec t0, t1;
 	size_t i;
+	bool widened;
 	int cut;
 
 	*errors = NULL;
@@ -329,24 +330,29 @@ gw_reload(struct gw *gw, char **errors)
 	net_walk(cfg, true, &gw->net);
 	net_log(&gw->net);
 	conf_delta(gw, old, cfg, &d);
-	cut = only_widened(gw, &d, old, cfg) ? 0 : policy_cut_flows(old, cfg);
-	snprintf(count, sizeof(count), "%d", cut);
 	d.nflog_view = nflog_view_changed(old, cfg);
-	config_free(old);
+	widened = only_widened(gw, &d, old, cfg);
 	gw->reloads++;
 	gw->last_reload = time(NULL);
+	/* Every child gets the new config and what the change means for it:
+	 * dnsd in place, the nflog reader restarted at once when what it
+	 * names refusals by changed, each proxy worker in place or after
+	 * draining its connections.  Before the flows are cut: until dnsd
+	 * has the new list it answers from what it knows the sets held
+	 * before the narrowed ones were emptied, and the conntrack walk is
+	 * the longest part of a reload.  The kernel refuses new flows the
+	 * new policy refuses from policy_apply on, whatever the order. */
+	proc_reload(gw, &d);
+	conf_delta_free(&d);
+	cut = widened ? 0 : policy_cut_flows(old, cfg);
+	snprintf(count, sizeof(count), "%d", cut);
+	config_free(old);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	gw->reload_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
 	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
 	    cfg->nsandboxes, cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
-	/* Every child gets the new config and what the change means for it:
-	 * dnsd in place, the nflog reader restarted at once when what it
-	 * names refusals by changed, each proxy worker in place or after
-	 * draining its connections. */
-	proc_reload(gw, &d);
-	conf_delta_free(&d);
 	return 0;
 }
 
