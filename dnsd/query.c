@@ -26,6 +26,8 @@ struct pending {		/* an answer waiting for IPC_SET_ACK */
 	uint8_t		*wire;
 	size_t		 len;
 	uint64_t	 expires_ms;	/* its elements live at least until */
+	uint64_t	 tmo;		/* the timeout asked for */
+	uint32_t	 gen;		/* of the allow list that judged it */
 	bool		 mirrored;	/* recorded in the mirror when acked */
 	size_t		 naddr;
 	struct moat_addr addr[DNSD_MAX_ADDRS];
@@ -143,25 +145,25 @@ setadd_timeout(const struct client *c, const struct answer *a, uint32_t age)
 }
 
 static int
-setadd_send(const struct client *c, const struct answer *a, uint64_t tmo,
-    uint32_t id)
+setadd_send(const struct client *c, const struct moat_addr *addr, size_t n,
+    uint64_t tmo, uint32_t id)
 {
 	static union {
 		struct ipc_set_add m;
 		uint8_t raw[IPC_MAX_PAYLOAD];
 	} u;
-	size_t n = a->naddr;
 
 	memset(&u.m, 0, sizeof(u.m));
 	snprintf(u.m.sandbox, sizeof(u.m.sandbox), "%s", c->sandbox);
 	u.m.timeout_ms = (uint32_t)tmo;
 	u.m.naddr = (uint32_t)n;
+	u.m.gen = R.gen;
 	u.m.plain = !c->named || c->plain;
 	if (c->named) {
 		u.m.nports = c->nports;
 		memcpy(u.m.ports, c->ports, c->nports * sizeof(c->ports[0]));
 	}
-	memcpy(u.m.addr, a->addr, n * sizeof(struct moat_addr));
+	memcpy(u.m.addr, addr, n * sizeof(struct moat_addr));
 	return ipc_send(R.ipcfd, IPC_SET_ADD, id, &u.m,
 	    sizeof(u.m) + n * sizeof(struct moat_addr));
 }
@@ -195,6 +197,11 @@ setadd_join(struct client *c, const struct answer *a, uint32_t age,
 	R.c.set_joined++;
 	p = xcalloc(1, sizeof(*p));
 	p->id = id;
+	/* Its own addresses and gen, should it have to ask again. */
+	p->tmo = setadd_timeout(c, a, age);
+	p->gen = R.gen;
+	p->naddr = a->naddr;
+	memcpy(p->addr, a->addr, a->naddr * sizeof(a->addr[0]));
 	client_move(&p->c, c);
 	p->wire = wire;
 	p->len = len;
@@ -204,17 +211,16 @@ setadd_join(struct client *c, const struct answer *a, uint32_t age,
 
 /* Park the answer until the privileged side has opened the addresses. */
 static void
-setadd_park(struct client *c, const struct answer *a, uint32_t age,
-    uint8_t *wire, size_t len)
+setadd_park_addrs(struct client *c, const struct moat_addr *addr,
+    size_t naddr, uint64_t tmo, uint8_t *wire, size_t len)
 {
 	struct pending *p;
 	uint32_t id;
-	uint64_t tmo = setadd_timeout(c, a, age);
 
 	if ((id = ++Q.ipc_id) == 0)	/* 0 names no request (mirror.h) */
 		id = ++Q.ipc_id;
 
-	if (setadd_send(c, a, tmo, id) == -1) {
+	if (setadd_send(c, addr, naddr, tmo, id) == -1) {
 		log_warn("sandbox %s: set update not sent", c->sandbox);
 		R.c.set_fail++;
 		free(wire);
@@ -227,18 +233,76 @@ setadd_park(struct client *c, const struct answer *a, uint32_t age,
 	/* The kernel starts the timeout when it adds the element, after
 	 * this moment: measured from here it is never overestimated. */
 	p->expires_ms = ev_now() + tmo;
-	p->naddr = a->naddr;
-	memcpy(p->addr, a->addr, a->naddr * sizeof(a->addr[0]));
+	p->tmo = tmo;
+	p->gen = R.gen;
+	p->naddr = naddr;
+	memcpy(p->addr, addr, naddr * sizeof(addr[0]));
 	/* The mirror knows addresses alone: a name with ports of its own
 	 * asks every time (the parent still never cuts a promise short). */
 	p->mirrored = !c->named;
-	for (size_t i = 0; p->mirrored && i < a->naddr; i++)
-		mirror_sent(R.mirror, c->sandbox, &a->addr[i], id,
+	for (size_t i = 0; p->mirrored && i < naddr; i++)
+		mirror_sent(R.mirror, c->sandbox, &addr[i], id,
 		    p->expires_ms);
 	client_move(&p->c, c);
 	p->wire = wire;
 	p->len = len;
 	tlist_add(&Q.pend, &p->t, ev_now() + SETADD_MS);
+}
+
+static void
+setadd_park(struct client *c, const struct answer *a, uint32_t age,
+    uint8_t *wire, size_t len)
+{
+	setadd_park_addrs(c, a->addr, a->naddr, setadd_timeout(c, a, age),
+	    wire, len);
+}
+
+static void refuse(struct client *, const char *, const char *,
+    enum ipc_dns_why);
+static void name_ports(struct client *, const struct sbpolicy *);
+
+/*
+ * Refused, but judged by an allow list this resolver has since replaced:
+ * a change narrowed the sandbox meanwhile, and the parent refuses what
+ * the list before it judged (it sent the new list first, so it is here).
+ * Judge the name again by the list in force, as a query asked now would
+ * be: still allowed, ask again under the new list; taken away, refused;
+ * never SERVFAIL for a change of list.  False if the list is the one
+ * that judged it (then the refusal stands).
+ */
+static bool
+setadd_rejudge(struct pending *p)
+{
+	struct moat_addr peer;
+	struct sbpolicy *sb;
+	enum verdict v;
+
+	if (p->gen == R.gen)
+		return false;
+	R.c.set_rejudged++;
+	if (addr_from_sockaddr(&p->c.ss, &peer) == -1 ||
+	    (sb = policy_sandbox(R.pol, &peer)) == NULL) {
+		refuse(&p->c, "?", "source is not a sandbox", IPC_DNS_WHY_NONE);
+		return true;
+	}
+	snprintf(p->c.sandbox, sizeof(p->c.sandbox), "%s", sb->sb->name);
+	if ((v = policy_check(sb, p->c.q.name, p->c.q.namelen)) != V_ALLOW) {
+		refuse(&p->c, p->c.sandbox, verdict_reason(v),
+		    v == V_DENY_NONE ? IPC_DNS_WHY_EGRESS : IPC_DNS_WHY_LIST);
+		return true;
+	}
+	p->c.allowlist = sb->egress == EGRESS_ALLOWLIST;
+	if (!p->c.allowlist) {		/* open now: no set to wait for */
+		client_send(&p->c, p->wire, p->len);
+		client_done(&p->c);
+		return true;
+	}
+	p->c.named = false;
+	if (sb->named_ports)
+		name_ports(&p->c, sb);
+	setadd_park_addrs(&p->c, p->addr, p->naddr, p->tmo, p->wire, p->len);
+	p->wire = NULL;			/* the new request has it */
+	return true;
 }
 
 void
@@ -260,6 +324,8 @@ setadd_acked(uint32_t id, int32_t status)
 				    &p->addr[i], id, p->expires_ms);
 		if (status >= 0)
 			client_send(&p->c, p->wire, p->len);
+		else if (setadd_rejudge(p))
+			;
 		else {
 			/* Fail closed: an answer the firewall would not
 			 * honour is worse than an honest SERVFAIL. */

@@ -235,6 +235,7 @@ take_allow(const struct ipc_conf_allow *m)
 		config_strlist_clear(&sb->allow);
 		sb->allow = l;
 		policy_update(R.pol, (size_t)(sb - R.cfg->sandboxes));
+		R.gen = m->gen;
 		log_info("sandbox %s: allow list taken in place (%zu names)",
 		    sb->name, sb->allow.n);
 		ack.status = 0;
@@ -297,6 +298,7 @@ reconfigure(int fd, uint32_t gen)
 		config_errors_free(&errs);
 	} else {
 		swap_config(cfg);
+		R.gen = gen;
 		ack.status = 0;
 	}
 	if (ipc_send(R.ipcfd, IPC_CONF_ACK, 0, &ack, sizeof(ack)) == -1)
@@ -323,7 +325,8 @@ stats_log(void)
 	    "evictions %llu; forwarded %llu coalesced %llu timeouts %llu "
 	    "bad %llu mismatched %llu failed %llu tcp-retries %llu "
 	    "servfail %llu rebind-removed %llu set-adds %llu set-fail %llu "
-	    "set-covered %llu set-joined %llu log-suppressed %llu tcp-refused %llu "
+	    "set-covered %llu set-joined %llu set-rejudged %llu "
+	    "log-suppressed %llu tcp-refused %llu "
 	    "tcp-per-source-refused %llu tcp-expired %llu",
 	    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
 	    cs.entries, cs.bytes, (unsigned long long)cs.evictions,
@@ -339,6 +342,7 @@ stats_log(void)
 	    (unsigned long long)R.c.set_fail,
 	    (unsigned long long)R.c.set_skipped,
 	    (unsigned long long)R.c.set_joined,
+	    (unsigned long long)R.c.set_rejudged,
 	    (unsigned long long)R.c.log_suppressed,
 	    (unsigned long long)R.c.tcp_refused,
 	    (unsigned long long)R.c.tcp_per_src_refused,

@@ -37,7 +37,7 @@ struct counters {
 	uint64_t	 forwarded, coalesced, up_timeouts, up_bad, up_mismatch;
 	uint64_t	 up_fail, up_tcp, servfail, rebind_removed;
 	uint64_t	 set_adds, set_fail, set_skipped, set_joined, tcp_refused, log_suppressed;
-	uint64_t	 tcp_per_src_refused, tcp_expired;
+	uint64_t	 tcp_per_src_refused, tcp_expired, set_rejudged;
 };
 
 struct tconn;
@@ -66,6 +66,10 @@ struct resolver {
 	struct cache	*cache;
 	struct mirror	*mirror;	/* what the sets hold, until when */
 	int		 ipcfd;
+	/* The gen of the allow lists in force: that of the last IPC_CONF or
+	 * IPC_CONF_ALLOW taken, 0 for those dnsd started with.  Each set
+	 * addition carries it (ipc_set_add.gen). */
+	uint32_t	 gen;
 	int		 stop;
 	struct counters	 c;
 };

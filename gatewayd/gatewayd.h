@@ -374,13 +374,16 @@ void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
 int	policy_apply(struct gw *, const struct moat_config *, char *err,
 	    size_t errlen);
-/* Between a reload that narrowed a sandbox's allow list and dnsd taking
- * the new configuration, its additions were judged by the old list: they
- * are refused.  freeze at the reload, thaw once dnsd has the new config
- * (its acknowledgement, or a new dnsd), frozen per set-add. */
+/* A set addition dnsd judged by an allow list older than the sandbox's
+ * last narrowing is refused; one judged by the new list (its gen is
+ * later) is not, so the sandbox's other names never stop resolving.
+ * freeze at the narrowing, before the new list is sent (it marks the
+ * last gen sent); thaw once dnsd has acknowledged the newest one, or a
+ * new dnsd starts (gens start again from 0); frozen per set-add. */
 void	policy_dns_freeze(struct gw *, const char *sandbox);
 void	policy_dns_thaw(struct gw *);
-bool	policy_dns_frozen(const struct gw *, const char *sandbox);
+bool	policy_dns_frozen(const struct gw *, const char *sandbox,
+	    uint32_t gen);
 /* Take over what the kernel's allowlist sets hold as promised (start). */
 void	policy_promises_seed(struct gw *);
 /* Replace moat's tables with the policy in force, whole (not a delta
@@ -389,7 +392,7 @@ int	policy_reapply(struct gw *, char *err, size_t errlen);
 /* CLOCK_MONOTONIC in milliseconds (promises, set additions). */
 uint64_t gw_mono_ms(void);
 /* Its allow list lost a name: empty its set, and refuse dnsd's additions
- * until dnsd has the new list. */
+ * judged by the list before. */
 void	policy_flush_sandbox(struct gw *, const char *sandbox);
 int	policy_flush_peer(struct gw *, const char *sandbox, const char **why);
 /* Empty the allowlist sets of sandboxes whose allow list lost a name. */
@@ -638,8 +641,11 @@ struct gw {
 	}			 cfgtext;
 	uint64_t		 set_adds, set_refused;
 	struct promises		*promises;	/* parent_promise.c */
-	char			**dns_frozen;	/* narrowed, until dnsd has */
-	size_t			 ndns_frozen;	/* the new config (sorted) */
+	struct gw_dns_frozen {		/* narrowed at gen, sorted by */
+		char		*sandbox;	/* name, until dnsd acks */
+		uint32_t	 gen;		/* the newest gen */
+	}			*dns_frozen;
+	size_t			 ndns_frozen;
 	uint32_t		 dns_gen;	/* dnsd reconfigurations sent */
 	struct gw_secret_id	*secret_ids;	/* as the proxy workers have */
 	size_t			 nsecret_ids;	/* their values (NULL: none) */

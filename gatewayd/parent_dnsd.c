@@ -16,6 +16,19 @@
 #include "ipc.h"
 #include "log.h"
 
+/* The gen of the next list sent to dnsd; 0 when gens ran out (then
+ * dnsd is started again, counting from 0: policy_dns_frozen compares
+ * them). */
+static uint32_t
+next_gen(struct gw *gw)
+{
+	if (gw->dns_gen == UINT32_MAX) {
+		proc_restart(gw, PROC_DNSD);
+		return 0;
+	}
+	return ++gw->dns_gen;
+}
+
 /*
  * dnsd takes a reload in place: the new configuration goes to it in a
  * fresh sealed memfd, as at its start, and it swaps its policy while
@@ -36,9 +49,10 @@ dnsd_reconfigure(struct gw *gw)
 		proc_restart(gw, PROC_DNSD);
 		return;
 	}
-	if (++gw->dns_gen == 0)
-		gw->dns_gen = 1;
-	m.gen = gw->dns_gen;
+	if ((m.gen = next_gen(gw)) == 0) {
+		close(fd);
+		return;
+	}
 	if (ipc_send_fds(p->ipc, IPC_CONF, 0, &m, sizeof(m), &fd,
 	    1) == -1) {
 		log_warn("dnsd: sending the new configuration; restarting it");
@@ -74,9 +88,9 @@ dnsd_allow(struct gw *gw, const char *sandbox)
 	} u;
 	size_t len;
 
-	if (++gw->dns_gen == 0)
-		gw->dns_gen = 1;
-	if ((len = conf_allow_msg(gw, sandbox, gw->dns_gen, &u)) == 0)
+	if ((u.m.gen = next_gen(gw)) == 0)
+		return 0;
+	if ((len = conf_allow_msg(gw, sandbox, u.m.gen, &u)) == 0)
 		return -1;
 	if (ipc_send(gw->procs[PROC_DNSD].ipc, IPC_CONF_ALLOW, 0, &u.m,
 	    len) == -1) {

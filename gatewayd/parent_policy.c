@@ -237,21 +237,39 @@ policy_flush_narrowed(struct gw *gw, const struct moat_config *old,
 }
 
 static int
-namecmp(const void *a, const void *b)
+frozencmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct gw_dns_frozen *)a)->sandbox,
+	    ((const struct gw_dns_frozen *)b)->sandbox);
 }
 
+static struct gw_dns_frozen *
+frozen_find(const struct gw *gw, const char *sandbox)
+{
+	struct gw_dns_frozen key = { (char *)sandbox, 0 };
+
+	if (gw->ndns_frozen == 0)
+		return NULL;
+	return bsearch(&key, gw->dns_frozen, gw->ndns_frozen,
+	    sizeof(*gw->dns_frozen), frozencmp);
+}
+
+/* Every gen sent so far carried the list before this narrowing. */
 void
 policy_dns_freeze(struct gw *gw, const char *sandbox)
 {
-	if (policy_dns_frozen(gw, sandbox))
+	struct gw_dns_frozen *f;
+
+	if ((f = frozen_find(gw, sandbox)) != NULL) {
+		f->gen = gw->dns_gen;
 		return;
+	}
 	gw->dns_frozen = xreallocarray(gw->dns_frozen, gw->ndns_frozen + 1,
 	    sizeof(*gw->dns_frozen));
-	gw->dns_frozen[gw->ndns_frozen++] = xstrdup(sandbox);
+	gw->dns_frozen[gw->ndns_frozen++] = (struct gw_dns_frozen){
+	    xstrdup(sandbox), gw->dns_gen };
 	qsort(gw->dns_frozen, gw->ndns_frozen, sizeof(*gw->dns_frozen),
-	    namecmp);
+	    frozencmp);
 }
 
 void
@@ -260,17 +278,20 @@ policy_dns_thaw(struct gw *gw)
 	size_t i;
 
 	for (i = 0; i < gw->ndns_frozen; i++)
-		free(gw->dns_frozen[i]);
+		free(gw->dns_frozen[i].sandbox);
 	free(gw->dns_frozen);
 	gw->dns_frozen = NULL;
 	gw->ndns_frozen = 0;
 }
 
+/* gen counts up from 0 with each dnsd (dnsd_reconfigure, dnsd_allow):
+ * judged by a list sent no later than the narrowing, so by the old one. */
 bool
-policy_dns_frozen(const struct gw *gw, const char *sandbox)
+policy_dns_frozen(const struct gw *gw, const char *sandbox, uint32_t gen)
 {
-	return gw->ndns_frozen > 0 && bsearch(&sandbox, gw->dns_frozen,
-	    gw->ndns_frozen, sizeof(*gw->dns_frozen), namecmp) != NULL;
+	const struct gw_dns_frozen *f = frozen_find(gw, sandbox);
+
+	return f != NULL && gen <= f->gen;
 }
 
 struct seed {
@@ -344,7 +365,7 @@ policy_set_add(struct gw *gw, const struct ipc_set_add *m)
 		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	rc = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
 	    m->addr, m->naddr, m->plain, m->ports, m->nports, m->timeout_ms,
-	    policy_dns_frozen(gw, m->sandbox), gw_mono_ms(), &st);
+	    policy_dns_frozen(gw, m->sandbox, m->gen), gw_mono_ms(), &st);
 	gw->set_adds += st.added;
 	gw->set_refused += st.refused;
 	return rc;

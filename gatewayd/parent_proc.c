@@ -811,8 +811,11 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	}
 	if (ensure_sockets(gw, id) == -1)
 		return -1;
-	if (id == PROC_DNSD)
-		policy_dns_thaw(gw);	/* it starts with the config */
+	if (id == PROC_DNSD) {
+		/* It starts with the config in force, as gen 0. */
+		policy_dns_thaw(gw);
+		gw->dns_gen = 0;
+	}
 	if ((conf = proc_config_memfd(gw)) == -1) {
 		log_warn("%s: configuration memfd", gw->procs[id].name);
 		return -1;

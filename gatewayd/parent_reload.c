@@ -238,6 +238,47 @@ nflog_view_changed(const struct moat_config *a, const struct moat_config *b)
 	return false;
 }
 
+static void
+widened_pair(const struct moat_sandbox *o, const struct moat_sandbox *n,
+    void *arg)
+{
+	struct moat_sandbox probe;
+	bool *only = arg;
+	size_t i;
+
+	if (!*only)
+		return;
+	if (n == NULL) {
+		*only = false;
+		return;
+	}
+	for (i = 0; i < o->allow.n && *only; i++)
+		*only = config_strlist_has(&n->allow, o->allow.v[i]);
+	probe = *n;
+	probe.allow = o->allow;
+	*only = *only && config_sandbox_same(o, &probe);
+}
+
+/*
+ * Does ncfg only let sandboxes do more than old: the same but for allow
+ * lists, each holding all of its old names, and no sandbox added?  Then
+ * it refuses no flow that old allowed, and every flow old refused was
+ * cut when old was committed (by the reload before; the first reload
+ * after a start always cuts): there is nothing to cut, and no need to
+ * walk the kernel's whole conntrack table, which is most of what a
+ * reload costs the parent (every namespace's flows share that table).
+ */
+static bool
+only_widened(struct gw *gw, const struct gw_delta *d,
+    const struct moat_config *old, const struct moat_config *ncfg)
+{
+	bool only = gw->reloads > 0 && !d->basis &&
+	    old->nsandboxes == ncfg->nsandboxes;
+
+	admit_pair_sandboxes(old, ncfg, widened_pair, &only);
+	return only;
+}
+
 int
 gw_reload(struct gw *gw, char **errors)
 {
@@ -247,6 +288,7 @@ gw_reload(struct gw *gw, char **errors)
 	char err[1024], count[16];
 	struct timespec t0, t1;
 	size_t i;
+	bool widened;
 	int cut;
 
 	*errors = NULL;
@@ -296,26 +338,31 @@ gw_reload(struct gw *gw, char **errors)
 		promises_reload(gw->promises, old, cfg);
 	net_walk(cfg, true, &gw->net);
 	net_log(&gw->net);
-	cut = policy_cut_flows(old, cfg);
-	snprintf(count, sizeof(count), "%d", cut);
 	conf_delta(gw, old, cfg, &d);
 	d.nflog_view = nflog_view_changed(old, cfg);
 	metrics_reload(gw, old);
-	config_free(old);
+	widened = only_widened(gw, &d, old, cfg);
 	gw->reloads++;
 	gw->last_reload = time(NULL);
+	/* Every child gets the new config and what the change means for it:
+	 * dnsd in place, the nflog reader restarted at once when what it
+	 * names refusals by changed, each proxy worker in place or after
+	 * draining its connections.  Before the flows are cut: until dnsd
+	 * has the new list it answers from what it knows the sets held
+	 * before the narrowed ones were emptied, and the conntrack walk is
+	 * the longest part of a reload.  The kernel refuses new flows the
+	 * new policy refuses from policy_apply on, whatever the order. */
+	proc_reload(gw, &d);
+	conf_delta_free(&d);
+	cut = widened ? 0 : policy_cut_flows(old, cfg);
+	snprintf(count, sizeof(count), "%d", cut);
+	config_free(old);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	gw->reload_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
 	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
 	    cfg->nsandboxes, cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
-	/* Every child gets the new config and what the change means for it:
-	 * dnsd in place, the nflog reader restarted at once when what it
-	 * names refusals by changed, each proxy worker in place or after
-	 * draining its connections. */
-	proc_reload(gw, &d);
-	conf_delta_free(&d);
 	return 0;
 }
 

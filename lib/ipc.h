@@ -84,6 +84,9 @@ struct ipc_set_add {
 	uint8_t		plain;		/* 0 or 1 */
 	uint8_t		nports;		/* 0 .. IPC_SET_MAX_PORTS */
 	uint8_t		pad2[2];
+	uint32_t	gen;		/* the IPC_CONF or IPC_CONF_ALLOW whose
+					 * allow list judged the name (0: the
+					 * one dnsd started with) */
 	struct moat_port ports[IPC_SET_MAX_PORTS];	/* tcp or udp, 1.. */
 	struct moat_addr addr[];	/* naddr entries */
 };

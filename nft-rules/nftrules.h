@@ -285,8 +285,8 @@ int	nftr_acct_read(struct nftr_ctx *, const struct moat_config *,
 	    struct nftr_acct *out);
 
 /* The one privileged decision on a resolver's set addition (nr_allow.c):
- * admit, respect frozen (the sandbox's allow list was narrowed and its
- * resolver does not have the new one yet), raise each timeout to what p
+ * admit, respect frozen (the resolver judged the name by an allow list
+ * from before the sandbox's last narrowing), raise each timeout to what p
  * already promised, add to the kernel's set (nft NULL: decide only),
  * record the promise.  The IPC_SET_ACK status: -1 refused, 0 nothing to
  * add, else the number added; st counts what was added and refused. */

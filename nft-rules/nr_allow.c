@@ -6,10 +6,11 @@
  *
  * In order: the admission (admit_set_add: an allowlist sandbox, public
  * IPv4 only, a capped timeout; admit_set_ports: only ports an entry of
- * the sandbox names, for a name with ports of its own); a sandbox whose allow list a reload has
- * narrowed and whose resolver has not yet taken the new list gets nothing
- * (frozen); each timeout is raised to what was already promised for the
- * address (promises_plan), so a short answer never cuts a longer one
+ * the sandbox names, for a name with ports of its own); an addition the
+ * resolver judged by an allow list older than the sandbox's last
+ * narrowing gets nothing (frozen: the caller compares the generations);
+ * each timeout is raised to what was already promised for the address
+ * (promises_plan), so a short answer never cuts a longer one
  * short; then one acked transaction to the kernel (each address alone
  * and/or with each port: admit_elems), and the promise is recorded only
  * once the kernel took it.  The status is the number of elements added.

@@ -27,8 +27,8 @@ cat >"$TOPO_TMP/script.py" <<PY
 import socket, struct, sys, time
 s = socket.socket(fileno=3)
 # A plain addition (the sandbox's allow_ports), no ports of its own: the
-# 16 port slots stay zero.
-SET_PLAIN = struct.pack("=BB2x", 1, 0) + b"\0" * (16 * 8)
+# 16 port slots stay zero; gen 0 is the list dnsd starts with.
+SET_PLAIN = struct.pack("=BB2xI", 1, 0, 0) + b"\0" * (16 * 8)
 def set_add(i, sandbox, addrs):
     body = sandbox.encode().ljust(33, b"\0") + b"\0" * 3
     body += struct.pack("=II", 60000, len(addrs))
@@ -90,7 +90,7 @@ cat >"$TOPO_TMP/script.py" <<PY
 import socket, struct, time
 s = socket.socket(fileno=3)
 body = b"web".ljust(33, b"\0") + b"\0" * 3 + struct.pack("=II", 0xffffffff, 1)
-body += struct.pack("=BB2x", 1, 0) + b"\0" * (16 * 8)
+body += struct.pack("=BB2xI", 1, 0, 0) + b"\0" * (16 * 8)
 body += struct.pack("=i", 2) + socket.inet_aton("203.0.113.44") + b"\0" * 12
 s.send(struct.pack("=HHII", 1, 0, len(body), 11) + body)
 time.sleep(60)

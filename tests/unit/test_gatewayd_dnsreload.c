@@ -214,9 +214,10 @@ stale_failure_ignored(void **state)
 	assert_true(still_running());
 }
 
-/* dnsd asks to open an address for web, as it would for an answer. */
+/* dnsd asks to open an address for web, as it would for an answer
+ * judged by the allow list it took with gen. */
 static int32_t
-set_add_web(void)
+set_add_web(uint32_t gen)
 {
 	static union {
 		struct ipc_set_add m;
@@ -232,6 +233,7 @@ set_add_web(void)
 	u.m.timeout_ms = 61000;
 	u.m.naddr = 1;
 	u.m.plain = 1;
+	u.m.gen = gen;
 	u.m.addr[0].family = AF_INET;
 	/* Public (the test config treats no range as public); never dialled. */
 	memcpy(u.m.addr[0].a, "\135\270\330\042", 4);	/* 93.184.216.34 */
@@ -246,11 +248,12 @@ set_add_web(void)
 	return a.status;
 }
 
-/* A reload narrowed web's allow list: until dnsd has the new
- * configuration, its additions for web were judged by the old list and
- * are refused; its acknowledgement of the newest one ends that. */
+/* A reload narrowed web's allow list: dnsd's additions judged by a list
+ * sent before the narrowing (gen g1 or older) are refused, those judged
+ * by the new list (g2) are not, even before dnsd's acknowledgement; the
+ * acknowledgement of the newest one ends the mark. */
 static void
-narrowed_frozen_until_ack(void **state)
+narrowed_refuses_only_old_lists(void **state)
 {
 	static char text[65536];
 	uint32_t g1, g2;
@@ -261,13 +264,37 @@ narrowed_frozen_until_ack(void **state)
 	policy_dns_freeze(&gw, "web");
 	proc_reload(&gw, &nodelta);
 	g2 = received(text, sizeof(text));
-	assert_int_equal(set_add_web(), -1);
-	ack(g1, 0);			/* not the newest: still frozen */
-	assert_true(policy_dns_frozen(&gw, "web"));
-	assert_int_equal(set_add_web(), -1);
+	assert_true(g2 > g1);
+	assert_int_equal(set_add_web(g1), -1);
+	assert_int_equal(set_add_web(0), -1);
+	assert_true(set_add_web(g2) >= 0);
+	ack(g1, 0);			/* not the newest: the mark stays */
+	assert_true(policy_dns_frozen(&gw, "web", g1));
+	assert_false(policy_dns_frozen(&gw, "web", g2));
+	assert_int_equal(set_add_web(g1), -1);
 	ack(g2, 0);
-	assert_false(policy_dns_frozen(&gw, "web"));
+	assert_false(policy_dns_frozen(&gw, "web", g1));
 	assert_int_equal(gw.ndns_frozen, 0);
+}
+
+/* A narrowing again: the mark moves to the newest gen sent. */
+static void
+narrowed_twice_moves_mark(void **state)
+{
+	static char text[65536];
+	uint32_t g1, g2;
+
+	(void)state;
+	proc_reload(&gw, &nodelta);
+	g1 = received(text, sizeof(text));
+	policy_dns_freeze(&gw, "web");
+	proc_reload(&gw, &nodelta);
+	g2 = received(text, sizeof(text));
+	policy_dns_freeze(&gw, "web");
+	assert_int_equal(gw.ndns_frozen, 1);
+	assert_true(policy_dns_frozen(&gw, "web", g1));
+	assert_true(policy_dns_frozen(&gw, "web", g2));
+	assert_false(policy_dns_frozen(&gw, "other", g1));
 }
 
 int
@@ -279,7 +306,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(untold_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_failure_ignored, setup,
 		    teardown),
-		cmocka_unit_test_setup_teardown(narrowed_frozen_until_ack, setup,
+		cmocka_unit_test_setup_teardown(narrowed_refuses_only_old_lists,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(narrowed_twice_moves_mark, setup,
 		    teardown),
 	};
 
