@@ -122,7 +122,10 @@ struct cc_probe {
 	uint8_t		*payload;	/* owned; sent after connect */
 	size_t		paylen;
 	uint16_t	dnsid;
-	unsigned	timeout_ms;
+	unsigned	timeout_ms;	/* to connect, or to the first answer */
+	unsigned	talk_ms;	/* a probe that speaks once connected:
+					 * its whole budget from the start
+					 * (0: timeout_ms) */
 
 	/* filled in by the engine */
 	enum cc_verdict	verdict;

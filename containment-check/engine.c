@@ -14,6 +14,13 @@
  * Timeouts: every probe of one timeout value is started later than the
  * ones before it, so per timeout value the deadlines are in start order
  * and a FIFO per value is a priority queue.  There are only a few values.
+ * A probe that speaks once connected has the plain timeout to connect;
+ * connected by then, it moves to a queue of its longer talk timeout,
+ * which it enters in the order of its first deadline, so that queue is in
+ * order too.
+ *
+ * Replies are read before deadlines are looked at: a reply that came in
+ * time is never judged silence because the loop was busy.
  */
 #include <errno.h>
 #include <time.h>
@@ -45,6 +52,7 @@ enum { S_IDLE, S_CONNECT, S_AWAIT, S_TLS, S_DONE };
 
 struct tq {
 	unsigned	timeout_ms;
+	bool		talk;		/* moved here once connected */
 	uint32_t	head, tail;
 };
 
@@ -828,25 +836,49 @@ static const struct kind_ops kind_ops[] = {
 /* --- the loop ------------------------------------------------------------- */
 
 static struct tq *
-queue_for(struct engine *e, unsigned timeout_ms)
+queue_for(struct engine *e, unsigned timeout_ms, bool talk)
 {
 	size_t i;
 
 	for (i = 0; i < e->nq; i++)
-		if (e->q[i].timeout_ms == timeout_ms)
+		if (e->q[i].timeout_ms == timeout_ms && e->q[i].talk == talk)
 			return &e->q[i];
 	if (e->nq == NQ)
 		fatalx("engine: more than %d distinct timeouts", NQ);
-	e->q[e->nq] = (struct tq){ timeout_ms, QNONE, QNONE };
+	e->q[e->nq] = (struct tq){ timeout_ms, talk, QNONE, QNONE };
 	return &e->q[e->nq++];
+}
+
+static void
+enqueue(struct engine *e, struct tq *q, struct cc_probe *p)
+{
+	uint32_t idx = (uint32_t)(p - e->p);
+
+	p->tq_next = QNONE;
+	if (q->tail == QNONE)
+		q->head = idx;
+	else
+		e->p[q->tail].tq_next = idx;
+	q->tail = idx;
+}
+
+/* Connected and talking at its connect deadline: it gets its talk time. */
+static bool
+extend_talk(struct engine *e, struct cc_probe *p, uint64_t now)
+{
+	if (p->kind != K_TCP || p->talk_ms <= p->timeout_ms ||
+	    (p->state != S_AWAIT && p->state != S_TLS) ||
+	    now >= p->t0 + (uint64_t)p->talk_ms * 1000 ||
+	    now >= e->hard_deadline)
+		return false;
+	p->timeout_ms = p->talk_ms;
+	enqueue(e, queue_for(e, p->talk_ms, true), p);
+	return true;
 }
 
 static void
 start_one(struct engine *e, struct cc_probe *p)
 {
-	struct tq *q;
-	uint32_t idx = (uint32_t)(p - e->p);
-
 	p->t0 = engine_now_us();
 	p->fd = -1;
 	p->tq_next = QNONE;
@@ -857,12 +889,7 @@ start_one(struct engine *e, struct cc_probe *p)
 		e->done++;
 		return;
 	}
-	q = queue_for(e, p->timeout_ms);
-	if (q->tail == QNONE)
-		q->head = idx;
-	else
-		e->p[q->tail].tq_next = idx;
-	q->tail = idx;
+	enqueue(e, queue_for(e, p->timeout_ms, false), p);
 	kind_ops[p->kind].start(e, p);
 }
 
@@ -874,6 +901,7 @@ expire_due(struct engine *e, uint64_t now)
 	struct cc_probe *p;
 	size_t i;
 
+	/* A talk queue may be made while this walks: e->nq is read anew. */
 	for (i = 0; i < e->nq; i++) {
 		struct tq *q = &e->q[i];
 
@@ -886,11 +914,11 @@ expire_due(struct engine *e, uint64_t now)
 					next = dl;
 				break;
 			}
-			if (p->state != S_DONE)
-				kind_ops[p->kind].expire(e, p);
 			q->head = p->tq_next;
 			if (q->head == QNONE)
 				q->tail = QNONE;
+			if (p->state != S_DONE && !extend_talk(e, p, now))
+				kind_ops[p->kind].expire(e, p);
 		}
 	}
 	if (next == UINT64_MAX)
@@ -931,25 +959,30 @@ engine_run(struct cc_probe *p, size_t n, unsigned concurrency)
 	}
 	e.maxfly = fd_budget(concurrency);
 	e.hard_deadline = engine_now_us() + HARD_CAP_US;
+	wait = 0;
 	while (e.done < e.n) {
 		while (e.inflight < e.maxfly && e.next < e.n)
 			start_one(&e, &p[e.next++]);
+		/* Everything that came in first, then the deadlines. */
+		do {
+			nev = epoll_wait(e.ep, evs, MAXEV, wait);
+			if (nev == -1 && errno != EINTR) {
+				log_warn("epoll_wait");
+				goto out;
+			}
+			for (i = 0; i < nev; i++) {
+				q = &p[evs[i].data.u64];
+				if (q->state != S_DONE)
+					kind_ops[q->kind].io(&e, q,
+					    evs[i].events);
+			}
+			wait = 0;
+		} while (nev == MAXEV);
 		wait = expire_due(&e, engine_now_us());
-		if (e.done == e.n)
-			break;
 		if (e.inflight < e.maxfly && e.next < e.n)
 			wait = 0;
-		nev = epoll_wait(e.ep, evs, MAXEV, wait);
-		if (nev == -1 && errno != EINTR) {
-			log_warn("epoll_wait");
-			break;
-		}
-		for (i = 0; i < nev; i++) {
-			q = &p[evs[i].data.u64];
-			if (q->state != S_DONE)
-				kind_ops[q->kind].io(&e, q, evs[i].events);
-		}
 	}
+out:
 	close(e.ep);
 	return e.done == e.n ? 0 : -1;
 }

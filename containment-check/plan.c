@@ -138,7 +138,9 @@ add(struct cc_probes *v, enum cc_class cls, enum cc_kind kind,
  * this many times as long as one that only connects: a TLS handshake in a
  * slow guest (an emulated CPU, a scan of thousands of ports at once) can
  * take longer than a connect, and silence after a connect counts against
- * the boundary (fail closed), so it must not come from our own slowness. */
+ * the boundary (fail closed), so it must not come from our own slowness.
+ * The connect itself keeps the plain timeout: silence before it is
+ * filtered either way, and waiting longer for it only slows the scan. */
 #define TALK_FACTOR	4
 
 static void
@@ -147,7 +149,7 @@ set_payload(struct cc_probe *p, enum cc_app app, const void *buf, size_t len)
 	if (p->app == A_NONE && (app == A_TLS || app == A_WEB ||
 	    app == A_HTTP) &&
 	    p->timeout_ms <= 30000 / TALK_FACTOR)
-		p->timeout_ms *= TALK_FACTOR;
+		p->talk_ms = p->timeout_ms * TALK_FACTOR;
 	p->app = app;
 	p->payload = xmalloc(len ? len : 1);
 	memcpy(p->payload, buf, len);
