@@ -21,8 +21,14 @@
  *
  * Replies are read before deadlines are looked at: a reply that came in
  * time is never judged silence because the loop was busy.
+ *
+ * Several loops, one per thread, may share a pool of probes
+ * (engine_run_pool): each takes the next one through the pool's atomic
+ * cursor, and a probe belongs to the loop that started it.  Nothing else
+ * is shared between loops; TLS is only ever spoken by the main one.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <arpa/inet.h>
 #include <linux/errqueue.h>
@@ -59,6 +65,7 @@ struct tq {
 struct engine {
 	int		 ep;
 	struct cc_probe	*p;
+	struct cc_pool	*pool;		/* NULL: p[0..n) are this loop's */
 	size_t		 n, next, done, inflight, maxfly;
 	struct tq	 q[NQ];
 	size_t		 nq;
@@ -945,44 +952,87 @@ fd_budget(size_t want)
 	return rl.rlim_cur - 64 < want ? rl.rlim_cur - 64 : want;
 }
 
-int
-engine_run(struct cc_probe *p, size_t n, unsigned concurrency)
+/* The next probe to start: this loop's own, or the pool's next one. */
+static struct cc_probe *
+next_probe(struct engine *e)
 {
-	struct engine e = { .p = p, .n = n };
+	size_t i;
+
+	if (e->pool == NULL)
+		return e->next < e->n ? &e->p[e->next++] : NULL;
+	i = atomic_fetch_add(&e->pool->next, 1);
+	return i < e->pool->n ? &e->p[i] : NULL;
+}
+
+static int
+engine_loop(struct engine *e)
+{
 	struct epoll_event evs[MAXEV];
 	struct cc_probe *q;
-	int i, nev, wait;
+	bool more = true;
+	int i, nev, wait = 0, rc = 0;
 
-	if ((e.ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+	if ((e->ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		log_warn("epoll_create1");
 		return -1;
 	}
-	e.maxfly = fd_budget(concurrency);
-	e.hard_deadline = engine_now_us() + HARD_CAP_US;
-	wait = 0;
-	while (e.done < e.n) {
-		while (e.inflight < e.maxfly && e.next < e.n)
-			start_one(&e, &p[e.next++]);
+	e->hard_deadline = engine_now_us() + HARD_CAP_US;
+	while (more || e->inflight > 0) {
+		while (more && e->inflight < e->maxfly) {
+			if ((q = next_probe(e)) == NULL)
+				more = false;
+			else
+				start_one(e, q);
+		}
+		if (!more && e->inflight == 0)
+			break;
 		/* Everything that came in first, then the deadlines. */
 		do {
-			nev = epoll_wait(e.ep, evs, MAXEV, wait);
+			nev = epoll_wait(e->ep, evs, MAXEV, wait);
 			if (nev == -1 && errno != EINTR) {
 				log_warn("epoll_wait");
+				rc = -1;
 				goto out;
 			}
 			for (i = 0; i < nev; i++) {
-				q = &p[evs[i].data.u64];
+				q = &e->p[evs[i].data.u64];
 				if (q->state != S_DONE)
-					kind_ops[q->kind].io(&e, q,
+					kind_ops[q->kind].io(e, q,
 					    evs[i].events);
 			}
 			wait = 0;
 		} while (nev == MAXEV);
-		wait = expire_due(&e, engine_now_us());
-		if (e.inflight < e.maxfly && e.next < e.n)
+		wait = expire_due(e, engine_now_us());
+		if (more && e->inflight < e->maxfly)
 			wait = 0;
 	}
 out:
-	close(e.ep);
+	close(e->ep);
+	return rc;
+}
+
+int
+engine_run(struct cc_probe *p, size_t n, unsigned concurrency)
+{
+	struct engine e = { .p = p, .n = n };
+
+	e.maxfly = fd_budget(concurrency);
+	if (engine_loop(&e) == -1)
+		return -1;
 	return e.done == e.n ? 0 : -1;
+}
+
+size_t
+engine_budget(unsigned concurrency)
+{
+	return fd_budget(concurrency);
+}
+
+int
+engine_run_pool(struct cc_pool *pool, size_t maxfly)
+{
+	struct engine e = { .p = pool->p, .pool = pool };
+
+	e.maxfly = maxfly > 0 ? maxfly : 1;
+	return engine_loop(&e);
 }

@@ -421,7 +421,7 @@ plan_gateway(struct cc_probes *v, const struct cc_opts *o,
 {
 	struct cc_probe *p;
 	uint8_t dhcp[300];
-	unsigned port, sweep_ms = onlink_timeout(o);
+
 	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 67, 0,
 	    "DHCP on the gateway", o->timeout_ms);
 	dhcp_discover(dhcp, sizeof(dhcp));
@@ -435,8 +435,20 @@ plan_gateway(struct cc_probes *v, const struct cc_opts *o,
 	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 5353, 0,
 	    "mDNS on the gateway", o->timeout_ms);
 	set_dns(p, "_services._dns-sd._udp.local", 12);
-	/* Last, with the short timeout: the gateway is on-link, so a port
-	 * that is there answers in far less than the sweep timeout. */
+}
+
+/* The gateway's every TCP port, with the short timeout: the gateway is
+ * on-link, so a port that is there answers in far less than that.  It
+ * needs nothing from phase 1, so it runs beside phases 1 and 2, and it
+ * is reported after them. */
+void
+plan_sweep(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	unsigned port, sweep_ms = onlink_timeout(o);
+
+	if (d->gateway.family != AF_INET && d->gateway.family != AF_INET6)
+		return;
 	for (port = 1; port <= 65535; port++) {
 		bool allowed = port == 53 || port == o->proxy_port;
 
@@ -1370,8 +1382,6 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 	for (i = 0; i < v->n; i++)
 		if (v->v[i].expect == E_DENY)
 			speak(&v->v[i], NULL);
-	/* Last: the sweep of 65535 short probes fills the gaps while the
-	 * long ones above wait for their timeouts. */
 	if (d->gateway.family == AF_INET || d->gateway.family == AF_INET6)
 		plan_gateway(v, o, d);
 }
