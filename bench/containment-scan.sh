@@ -47,8 +47,9 @@ series "full policy as applied by default (fast refusals: per-host limit off, gl
 [ $SMOKE = 1 ] && exit 0
 # The same guest dual-stack, as 41-containment-v6 makes it: a global /64
 # on the sandbox network and a route into 2000::/3 through the gateway,
-# so that every IPv6 probe is routed (the policy drops them: the gateway
-# answers no neighbour solicitation from a guest).
+# so that every IPv6 probe is routed.  The bench's sandboxes have no IPv6
+# in moat.conf, so the policy drops the guest's IPv6 at the bridge, its
+# neighbour solicitations for the next hop included.
 in_ns "$NS_GW" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip -n "$NS_GW" addr add 2001:db8:77::1/64 dev moat0 nodad
 ip -n "$TOPO-web" addr add 2001:db8:77::10/64 dev eth0 nodad
