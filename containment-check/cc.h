@@ -4,7 +4,8 @@
  * The program runs in four steps, one module each:
  *   discover.c  what the guest can see of itself (addresses, routes, ...)
  *   plan.c      turns that and the options into a flat array of probes
- *   engine.c    runs the probes concurrently in one epoll loop
+ *   engine.c    runs the probes concurrently in epoll loops (one per
+ *               thread; main.c runs the gateway sweep's in threads)
  *   report.c    judges every probe against its expectation and prints
  * local.c holds the checks that read the guest itself (no packets),
  * dns.c the DNS wire format (ldns): query builder and the pure reply parser,
@@ -122,7 +123,10 @@ struct cc_probe {
 	uint8_t		*payload;	/* owned; sent after connect */
 	size_t		paylen;
 	uint16_t	dnsid;
-	unsigned	timeout_ms;
+	unsigned	timeout_ms;	/* to connect, or to the first answer */
+	unsigned	talk_ms;	/* a probe that speaks once connected:
+					 * its whole budget from the start
+					 * (0: timeout_ms) */
 
 	/* filled in by the engine */
 	enum cc_verdict	verdict;
@@ -252,12 +256,15 @@ bool	 disc_is_gateway(const struct cc_disc *, const struct moat_addr *);
 /* A global IPv6 address and a route into 2000::/3: IPv6 is on. */
 bool	 disc_has_v6(const struct cc_disc *);
 
-/* plan.c: phase 1 is DNS (controls, policy, names the scan needs),
- * phase 2 everything else, using what phase 1 resolved. */
+/* plan.c: phase 1 is DNS (controls, policy, names the scan needs) and
+ * the all-nodes echo, phase 2 everything else that uses what phase 1
+ * found; the gateway's TCP sweep needs nothing and runs beside both. */
 void	 plan_phase1(struct cc_probes *, const struct cc_opts *,
 	    const struct cc_disc *);
 void	 plan_phase2(struct cc_probes *, const struct cc_opts *,
 	    const struct cc_disc *, const struct cc_probes *phase1);
+void	 plan_sweep(struct cc_probes *, const struct cc_opts *,
+	    const struct cc_disc *);
 struct cc_probe *probes_add(struct cc_probes *);
 void	 probes_free(struct cc_probes *);
 void	 sockaddr_set(union cc_sockaddr *, socklen_t *,
@@ -267,6 +274,18 @@ void	 sockaddr_set(union cc_sockaddr *, socklen_t *,
  * timeouts and a hard deadline.  0 ok, -1 system error. */
 int	 engine_run(struct cc_probe *, size_t n, unsigned concurrency);
 uint64_t engine_now_us(void);
+/* Probes several loops (threads) share: each takes the next unstarted one
+ * when it has room, so the loops finish together whatever their CPU. */
+struct cc_pool {
+	struct cc_probe	*p;
+	size_t		 n;
+	_Atomic size_t	 next;
+};
+/* Descriptors for this many probes in flight, raising the limit:
+ * what may be shared out among loops. */
+size_t	 engine_budget(unsigned concurrency);
+/* One loop over the pool with at most maxfly in flight; 0 ok, -1 error. */
+int	 engine_run_pool(struct cc_pool *, size_t maxfly);
 
 /* dns.c */
 int	 cc_dns_query(const char *name, uint16_t qtype, uint16_t id,

@@ -14,8 +14,21 @@
  * Timeouts: every probe of one timeout value is started later than the
  * ones before it, so per timeout value the deadlines are in start order
  * and a FIFO per value is a priority queue.  There are only a few values.
+ * A probe that speaks once connected has the plain timeout to connect;
+ * connected by then, it moves to a queue of its longer talk timeout,
+ * which it enters in the order of its first deadline, so that queue is in
+ * order too.
+ *
+ * Replies are read before deadlines are looked at: a reply that came in
+ * time is never judged silence because the loop was busy.
+ *
+ * Several loops, one per thread, may share a pool of probes
+ * (engine_run_pool): each takes the next one through the pool's atomic
+ * cursor, and a probe belongs to the loop that started it.  Nothing else
+ * is shared between loops; TLS is only ever spoken by the main one.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <arpa/inet.h>
 #include <linux/errqueue.h>
@@ -45,12 +58,14 @@ enum { S_IDLE, S_CONNECT, S_AWAIT, S_TLS, S_DONE };
 
 struct tq {
 	unsigned	timeout_ms;
+	bool		talk;		/* moved here once connected */
 	uint32_t	head, tail;
 };
 
 struct engine {
 	int		 ep;
 	struct cc_probe	*p;
+	struct cc_pool	*pool;		/* NULL: p[0..n) are this loop's */
 	size_t		 n, next, done, inflight, maxfly;
 	struct tq	 q[NQ];
 	size_t		 nq;
@@ -828,25 +843,49 @@ static const struct kind_ops kind_ops[] = {
 /* --- the loop ------------------------------------------------------------- */
 
 static struct tq *
-queue_for(struct engine *e, unsigned timeout_ms)
+queue_for(struct engine *e, unsigned timeout_ms, bool talk)
 {
 	size_t i;
 
 	for (i = 0; i < e->nq; i++)
-		if (e->q[i].timeout_ms == timeout_ms)
+		if (e->q[i].timeout_ms == timeout_ms && e->q[i].talk == talk)
 			return &e->q[i];
 	if (e->nq == NQ)
 		fatalx("engine: more than %d distinct timeouts", NQ);
-	e->q[e->nq] = (struct tq){ timeout_ms, QNONE, QNONE };
+	e->q[e->nq] = (struct tq){ timeout_ms, talk, QNONE, QNONE };
 	return &e->q[e->nq++];
+}
+
+static void
+enqueue(struct engine *e, struct tq *q, struct cc_probe *p)
+{
+	uint32_t idx = (uint32_t)(p - e->p);
+
+	p->tq_next = QNONE;
+	if (q->tail == QNONE)
+		q->head = idx;
+	else
+		e->p[q->tail].tq_next = idx;
+	q->tail = idx;
+}
+
+/* Connected and talking at its connect deadline: it gets its talk time. */
+static bool
+extend_talk(struct engine *e, struct cc_probe *p, uint64_t now)
+{
+	if (p->kind != K_TCP || p->talk_ms <= p->timeout_ms ||
+	    (p->state != S_AWAIT && p->state != S_TLS) ||
+	    now >= p->t0 + (uint64_t)p->talk_ms * 1000 ||
+	    now >= e->hard_deadline)
+		return false;
+	p->timeout_ms = p->talk_ms;
+	enqueue(e, queue_for(e, p->talk_ms, true), p);
+	return true;
 }
 
 static void
 start_one(struct engine *e, struct cc_probe *p)
 {
-	struct tq *q;
-	uint32_t idx = (uint32_t)(p - e->p);
-
 	p->t0 = engine_now_us();
 	p->fd = -1;
 	p->tq_next = QNONE;
@@ -857,12 +896,7 @@ start_one(struct engine *e, struct cc_probe *p)
 		e->done++;
 		return;
 	}
-	q = queue_for(e, p->timeout_ms);
-	if (q->tail == QNONE)
-		q->head = idx;
-	else
-		e->p[q->tail].tq_next = idx;
-	q->tail = idx;
+	enqueue(e, queue_for(e, p->timeout_ms, false), p);
 	kind_ops[p->kind].start(e, p);
 }
 
@@ -874,6 +908,7 @@ expire_due(struct engine *e, uint64_t now)
 	struct cc_probe *p;
 	size_t i;
 
+	/* A talk queue may be made while this walks: e->nq is read anew. */
 	for (i = 0; i < e->nq; i++) {
 		struct tq *q = &e->q[i];
 
@@ -886,11 +921,11 @@ expire_due(struct engine *e, uint64_t now)
 					next = dl;
 				break;
 			}
-			if (p->state != S_DONE)
-				kind_ops[p->kind].expire(e, p);
 			q->head = p->tq_next;
 			if (q->head == QNONE)
 				q->tail = QNONE;
+			if (p->state != S_DONE && !extend_talk(e, p, now))
+				kind_ops[p->kind].expire(e, p);
 		}
 	}
 	if (next == UINT64_MAX)
@@ -917,39 +952,87 @@ fd_budget(size_t want)
 	return rl.rlim_cur - 64 < want ? rl.rlim_cur - 64 : want;
 }
 
+/* The next probe to start: this loop's own, or the pool's next one. */
+static struct cc_probe *
+next_probe(struct engine *e)
+{
+	size_t i;
+
+	if (e->pool == NULL)
+		return e->next < e->n ? &e->p[e->next++] : NULL;
+	i = atomic_fetch_add(&e->pool->next, 1);
+	return i < e->pool->n ? &e->p[i] : NULL;
+}
+
+static int
+engine_loop(struct engine *e)
+{
+	struct epoll_event evs[MAXEV];
+	struct cc_probe *q;
+	bool more = true;
+	int i, nev, wait = 0, rc = 0;
+
+	if ((e->ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		log_warn("epoll_create1");
+		return -1;
+	}
+	e->hard_deadline = engine_now_us() + HARD_CAP_US;
+	while (more || e->inflight > 0) {
+		while (more && e->inflight < e->maxfly) {
+			if ((q = next_probe(e)) == NULL)
+				more = false;
+			else
+				start_one(e, q);
+		}
+		if (!more && e->inflight == 0)
+			break;
+		/* Everything that came in first, then the deadlines. */
+		do {
+			nev = epoll_wait(e->ep, evs, MAXEV, wait);
+			if (nev == -1 && errno != EINTR) {
+				log_warn("epoll_wait");
+				rc = -1;
+				goto out;
+			}
+			for (i = 0; i < nev; i++) {
+				q = &e->p[evs[i].data.u64];
+				if (q->state != S_DONE)
+					kind_ops[q->kind].io(e, q,
+					    evs[i].events);
+			}
+			wait = 0;
+		} while (nev == MAXEV);
+		wait = expire_due(e, engine_now_us());
+		if (more && e->inflight < e->maxfly)
+			wait = 0;
+	}
+out:
+	close(e->ep);
+	return rc;
+}
+
 int
 engine_run(struct cc_probe *p, size_t n, unsigned concurrency)
 {
 	struct engine e = { .p = p, .n = n };
-	struct epoll_event evs[MAXEV];
-	struct cc_probe *q;
-	int i, nev, wait;
 
-	if ((e.ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
-		log_warn("epoll_create1");
-		return -1;
-	}
 	e.maxfly = fd_budget(concurrency);
-	e.hard_deadline = engine_now_us() + HARD_CAP_US;
-	while (e.done < e.n) {
-		while (e.inflight < e.maxfly && e.next < e.n)
-			start_one(&e, &p[e.next++]);
-		wait = expire_due(&e, engine_now_us());
-		if (e.done == e.n)
-			break;
-		if (e.inflight < e.maxfly && e.next < e.n)
-			wait = 0;
-		nev = epoll_wait(e.ep, evs, MAXEV, wait);
-		if (nev == -1 && errno != EINTR) {
-			log_warn("epoll_wait");
-			break;
-		}
-		for (i = 0; i < nev; i++) {
-			q = &p[evs[i].data.u64];
-			if (q->state != S_DONE)
-				kind_ops[q->kind].io(&e, q, evs[i].events);
-		}
-	}
-	close(e.ep);
+	if (engine_loop(&e) == -1)
+		return -1;
 	return e.done == e.n ? 0 : -1;
+}
+
+size_t
+engine_budget(unsigned concurrency)
+{
+	return fd_budget(concurrency);
+}
+
+int
+engine_run_pool(struct cc_pool *pool, size_t maxfly)
+{
+	struct engine e = { .p = pool->p, .pool = pool };
+
+	e.maxfly = maxfly > 0 ? maxfly : 1;
+	return engine_loop(&e);
 }

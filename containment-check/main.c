@@ -7,10 +7,12 @@
  */
 #include <dirent.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cc.h"
 #include "log.h"
@@ -303,9 +305,73 @@ own_netns(void)
 }
 
 static void
-run_phase(struct cc_probes *v, const struct cc_opts *o)
+run_phase(struct cc_probes *v, size_t maxfly)
 {
-	if (engine_run(v->v, v->n, o->concurrency) == -1) {
+	if (engine_run(v->v, v->n, (unsigned)maxfly) == -1) {
+		log_warnx("the probe engine failed");
+		exit(EXIT_SYSTEM);
+	}
+}
+
+/*
+ * The gateway sweep (65,535 probes) is most of the scan's work and needs
+ * nothing from phase 1, so loops in threads of their own take it from a
+ * shared pool while the main thread runs phases 1 and 2 -- IPv4 and IPv6
+ * alike -- and then joins them.  One loop per CPU (at most four); the
+ * sweepers share half of --concurrency, phases 1 and 2 have the other.
+ */
+#define MAX_SWEEPERS	4
+
+struct sweeper {
+	pthread_t	 t;
+	struct cc_pool	*pool;
+	size_t		 maxfly;
+	int		 rc;
+};
+
+static void *
+sweeper_main(void *arg)
+{
+	struct sweeper *s = arg;
+
+	s->rc = engine_run_pool(s->pool, s->maxfly);
+	return NULL;
+}
+
+/* Starts the sweepers; returns how many run and the main loop's share. */
+static size_t
+sweep_start(struct sweeper *sw, struct cc_pool *pool, size_t budget,
+    size_t *main_share)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t i, n, share;
+
+	n = cpus < 1 ? 1 : cpus > MAX_SWEEPERS ? MAX_SWEEPERS : (size_t)cpus;
+	share = budget / (2 * n);
+	if (share == 0)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		sw[i] = (struct sweeper){ .pool = pool, .maxfly = share };
+		if (pthread_create(&sw[i].t, NULL, sweeper_main, &sw[i]) != 0)
+			break;
+	}
+	*main_share = budget - i * share;
+	return i;
+}
+
+static void
+sweep_join(struct sweeper *sw, size_t n, struct cc_pool *pool,
+    size_t maxfly)
+{
+	size_t i;
+	int rc = engine_run_pool(pool, maxfly);
+
+	for (i = 0; i < n; i++) {
+		pthread_join(sw[i].t, NULL);
+		if (sw[i].rc == -1)
+			rc = -1;
+	}
+	if (rc == -1) {
 		log_warnx("the probe engine failed");
 		exit(EXIT_SYSTEM);
 	}
@@ -316,11 +382,15 @@ main(int argc, char **argv)
 {
 	struct cc_opts o;
 	struct cc_disc d;
-	struct cc_probes ph1 = { 0 }, ph2 = { 0 }, all = { 0 };
+	struct cc_probes ph1 = { 0 }, ph2 = { 0 }, sweep = { 0 }, loc = { 0 };
+	struct cc_probes all = { 0 };
+	struct cc_probes *order[] = { &ph1, &ph2, &sweep, &loc };
+	struct sweeper sw[MAX_SWEEPERS];
+	struct cc_pool pool;
 	struct moat_rangeset *priv;
 	uint64_t t0;
 	int ns, host, rc;
-	size_t i;
+	size_t i, k, nsw, share;
 
 	log_init("containment-check", 0, 0);
 	parse_args(argc, argv, &o);
@@ -342,20 +412,24 @@ main(int argc, char **argv)
 	if (d.gateway.family == AF_UNSPEC)
 		log_warnx("no default gateway and no --gateway: the gateway "
 		    "probes and controls cannot run");
+	plan_sweep(&sweep, &o, &d);
+	pool = (struct cc_pool){ .p = sweep.v, .n = sweep.n };
+	nsw = sweep_start(sw, &pool, engine_budget(o.concurrency), &share);
 	plan_phase1(&ph1, &o, &d);
-	run_phase(&ph1, &o);
+	run_phase(&ph1, share);
 	discover_neigh(&d);	/* the gateway's entry exists now */
 	plan_phase2(&ph2, &o, &d, &ph1);
-	local_checks(&ph2, &d, host);
-	run_phase(&ph2, &o);
+	local_checks(&loc, &d, host);
+	run_phase(&ph2, share);
+	run_phase(&loc, share);
+	sweep_join(sw, nsw, &pool, share);
 
-	/* One array for the report, phase 1 first. */
-	for (i = 0; i < ph1.n; i++)
-		*probes_add(&all) = ph1.v[i];
-	for (i = 0; i < ph2.n; i++)
-		*probes_add(&all) = ph2.v[i];
-	free(ph1.v);
-	free(ph2.v);
+	/* One array for the report, phase 1 first, the sweep after 2. */
+	for (k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		for (i = 0; i < order[k]->n; i++)
+			*probes_add(&all) = order[k]->v[i];
+		free(order[k]->v);
+	}
 	if (d.gateway.family == AF_UNSPEC) {	/* no control could run */
 		struct cc_probe *p = probes_add(&all);
 

@@ -138,7 +138,9 @@ add(struct cc_probes *v, enum cc_class cls, enum cc_kind kind,
  * this many times as long as one that only connects: a TLS handshake in a
  * slow guest (an emulated CPU, a scan of thousands of ports at once) can
  * take longer than a connect, and silence after a connect counts against
- * the boundary (fail closed), so it must not come from our own slowness. */
+ * the boundary (fail closed), so it must not come from our own slowness.
+ * The connect itself keeps the plain timeout: silence before it is
+ * filtered either way, and waiting longer for it only slows the scan. */
 #define TALK_FACTOR	4
 
 static void
@@ -147,7 +149,7 @@ set_payload(struct cc_probe *p, enum cc_app app, const void *buf, size_t len)
 	if (p->app == A_NONE && (app == A_TLS || app == A_WEB ||
 	    app == A_HTTP) &&
 	    p->timeout_ms <= 30000 / TALK_FACTOR)
-		p->timeout_ms *= TALK_FACTOR;
+		p->talk_ms = p->timeout_ms * TALK_FACTOR;
 	p->app = app;
 	p->payload = xmalloc(len ? len : 1);
 	memcpy(p->payload, buf, len);
@@ -419,7 +421,7 @@ plan_gateway(struct cc_probes *v, const struct cc_opts *o,
 {
 	struct cc_probe *p;
 	uint8_t dhcp[300];
-	unsigned port, sweep_ms = onlink_timeout(o);
+
 	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 67, 0,
 	    "DHCP on the gateway", o->timeout_ms);
 	dhcp_discover(dhcp, sizeof(dhcp));
@@ -433,8 +435,20 @@ plan_gateway(struct cc_probes *v, const struct cc_opts *o,
 	p = add(v, C_GATEWAY, K_UDP, E_DENY, &d->gateway, 5353, 0,
 	    "mDNS on the gateway", o->timeout_ms);
 	set_dns(p, "_services._dns-sd._udp.local", 12);
-	/* Last, with the short timeout: the gateway is on-link, so a port
-	 * that is there answers in far less than the sweep timeout. */
+}
+
+/* The gateway's every TCP port, with the short timeout: the gateway is
+ * on-link, so a port that is there answers in far less than that.  It
+ * needs nothing from phase 1, so it runs beside phases 1 and 2, and it
+ * is reported after them. */
+void
+plan_sweep(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	unsigned port, sweep_ms = onlink_timeout(o);
+
+	if (d->gateway.family != AF_INET && d->gateway.family != AF_INET6)
+		return;
 	for (port = 1; port <= 65535; port++) {
 		bool allowed = port == 53 || port == o->proxy_port;
 
@@ -1368,8 +1382,6 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 	for (i = 0; i < v->n; i++)
 		if (v->v[i].expect == E_DENY)
 			speak(&v->v[i], NULL);
-	/* Last: the sweep of 65535 short probes fills the gaps while the
-	 * long ones above wait for their timeouts. */
 	if (d->gateway.family == AF_INET || d->gateway.family == AF_INET6)
 		plan_gateway(v, o, d);
 }
