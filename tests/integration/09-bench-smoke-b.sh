@@ -22,4 +22,8 @@ smoke_row "agent-workload: every API call carried the real key" "^\| moat \|.*\|
 
 smoke_run ha-failover 180
 smoke_row "ha-failover: DNS and connections back after gatewayd is killed" "^\| default \| kill \| $NZ \| $NZ \|"
+
+smoke_run reload-storm 150
+smoke_row "reload-storm: each commit timed" "ms per commit, .*median $NZ"
+smoke_row "reload-storm: dnsd never answered SERVFAIL for a refused set update" "SERVFAIL for a refused set update: 0$"
 tap_done

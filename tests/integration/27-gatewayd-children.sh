@@ -44,10 +44,13 @@ for c in dnsd proxy control; do
 	done
 done
 # The control process parses what clients send: it holds the listening
-# socket and its IPC end, and opens nothing.
+# socket, its IPC end and its event loop's epoll, and opens nothing.
 pid=$(gw_child_pid control)
-expect_eq "the control process holds stdio, the control socket and its IPC end" "0 1 2 3 4" \
-	"$(ls /proc/$pid/fd | sort -n | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "the control process holds stdio, the control socket, its IPC end and its epoll" \
+	"0 1 2 3 4 5:anon_inode:[eventpoll]" \
+	"$(cd /proc/$pid/fd && for f in $(ls | sort -n); do
+		case $f in 5) echo "$f:$(readlink $f)" ;; *) echo "$f" ;; esac
+	done | tr '\n' ' ' | sed 's/ $//')"
 # kill -9 it: the parent, which keeps the listening socket, starts another
 # and the next request is answered.
 kill -9 "$pid"
