@@ -19,11 +19,14 @@ DIR=$TOPO_TMP/collector/textfile
 PROM=$DIR/moat.prom
 FIFOS=()
 cleanup_fifos() { # a reader for each FIFO, so nothing stays stuck on one
-	local f
+	local f readers=()
 	for f in "${FIFOS[@]}"; do
-		[ -p "$f" ] && timeout 1 cat "$f" >/dev/null 2>&1 <"$f" &
+		[ -p "$f" ] || continue
+		timeout 1 cat "$f" >/dev/null 2>&1 <"$f" &
+		readers+=($!)
 	done
-	wait 2>/dev/null
+	# Those readers only: the daemons are this shell's children too.
+	[ ${#readers[@]} -eq 0 ] || wait "${readers[@]}" 2>/dev/null
 }
 trap 'rc=$?; cleanup_fifos; topo_down; exit $rc' EXIT
 cp examples/demo.conf "$GW_CONF"
