@@ -91,6 +91,8 @@ teardown(void **state)
 	gw.cfgtext.text = NULL;
 	free(gw.secret_ids);
 	gw.secret_ids = NULL;
+	promises_free(gw.promises);	/* made by a set addition */
+	gw.promises = NULL;
 	if (gw.procs[PROC_DNSD].ipc != -1)
 		close(gw.procs[PROC_DNSD].ipc);
 	close(dns[1]);
