@@ -13,6 +13,7 @@
 #include "addr.h"
 #include "config.h"
 #include "harepl.h"
+#include "hex.h"
 
 #define WORDS	6
 
@@ -147,7 +148,6 @@ static int
 parse_reg(const char *line, size_t len, union harepl_msg *u, size_t *mlen,
     char *err, size_t errlen)
 {
-	unsigned int x;
 	size_t i;
 	int rc;
 
@@ -164,10 +164,11 @@ parse_reg(const char *line, size_t len, union harepl_msg *u, size_t *mlen,
 	    u->reg.verb != REG_REMOVE && u->reg.verb != REG_SYNC))
 		return rc == -1 ? -1 : fail(err, errlen, "reg: expected "
 		    "register, remove or sync");
-	for (i = 0; i < 32; i++) {
-		sscanf(line + 4 + 2 * i, "%2x", &x);
-		u->reg.key[i] = (uint8_t)x;
-	}
+	/* Digit by digit: sscanf would first run strlen over a line that
+	 * has no NUL (the fuzzer's SEGV past its buffer). */
+	for (i = 0; i < 32; i++)
+		u->reg.key[i] = (uint8_t)(hex_digit(line[4 + 2 * i]) << 4 |
+		    hex_digit(line[5 + 2 * i]));
 	return 0;
 }
 
