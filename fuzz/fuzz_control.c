@@ -1,6 +1,6 @@
 /*
  * fuzz_control.c -- libFuzzer harness for the control protocol's parser
- * (gatewayd/control.c), which runs in the control process on bytes any
+ * (gatewayd/control/control.c), which runs in the control process on bytes any
  * member of group moat sends.  It must accept, ask for more or refuse,
  * never crash; and what it accepts must pass the shape check the parent
  * applies (ipc_check), or the parent would kill the control process for
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
+#include "../gatewayd/control/control.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

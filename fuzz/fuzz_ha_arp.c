@@ -1,6 +1,6 @@
 /*
  * fuzz_ha_arp.c -- libFuzzer harness for the ha-arp process's parser
- * (gatewayd/ha_arp.c): anyone on the uplink segment chooses every byte
+ * (gatewayd/ha_arp/ha_arp.c): anyone on the uplink segment chooses every byte
  * of the ARP it reads.  It must report or ignore, never crash or read
  * past the end, and what it reports must pass the parent's shape check.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ha_arp.h"
+#include "../gatewayd/ha_arp/ha_arp.h"
 #include "ipc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);

@@ -1,6 +1,6 @@
 /*
  * fuzz_harepl.c -- libFuzzer harness for the replication line parser
- * (gatewayd/harepl_wire.c), which the replication process runs on lines
+ * (gatewayd/harepl/wire.c), which the replication process runs on lines
  * the other box of a pair sends.  It must accept or refuse, never crash;
  * what it accepts must pass the shape check the parent applies
  * (ipc_check, as an IPC_SET_ADD, IPC_HA_SPENT, IPC_HA_FLUSH or
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harepl.h"
+#include "../gatewayd/harepl/harepl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -9,7 +9,7 @@
 
 #include <sys/socket.h>
 
-#include "metrics.h"
+#include "../gatewayd/metrics/metrics.h"
 
 static struct metrics *m;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "nflog.h"
+#include "../gatewayd/nflog/nflog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -13,7 +13,7 @@
 
 #include <libconfig.h>
 
-#include "seen.h"
+#include "../gatewayd/parent/seen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dropin.h"
-#include "seen.h"
+#include "../gatewayd/parent/dropin.h"
+#include "../gatewayd/parent/seen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_register.c -- libFuzzer harness for the registration process's
- * request parser (gatewayd/register.c), which runs on lines any holder of
+ * request parser (gatewayd/register/register.c), which runs on lines any holder of
  * a pinned host key sends.  It must accept, ignore, end or refuse, never
  * crash; what it accepts must pass the shape check the parent applies
  * (ipc_check), or the parent would kill the registration process for a
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "register.h"
+#include "../gatewayd/register/register.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

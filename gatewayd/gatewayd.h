@@ -26,7 +26,7 @@
  *        |             rendering the parent sends (metrics.c)
  *        +-- ha-recv   forked, moat-reg: replication from the other box
  *        +-- ha-send   forked, moat-reg: replication to the other box
- *                      (harepl_send.c)
+ *                      (harepl/send.c)
  *
  * Every child drops to its own user and seccomp list (lib/sandbox.c).
  * Children that die are restarted with backoff; the kernel policy stays
@@ -44,10 +44,10 @@
 
 #include "budget.h"
 #include "config.h"
-#include "control.h"
+#include "control/control.h"
 #include "ipc.h"
 #include "promise.h"
-#include "seen.h"
+#include "parent/seen.h"
 
 #define GW_SOCK_DEFAULT		"/run/moat/gatewayd.sock"
 #define GW_GROUP		"moat"
@@ -74,7 +74,7 @@ struct gw_opts {
 	const char	*test_clock;	/* budgets' clock from a file (tests) */
 };
 
-/* --- children (parent_proc.c) --- */
+/* --- children (parent/proc.c) --- */
 
 /* The proxy is a pool: worker i is PROC_PROXY + i. */
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
@@ -96,7 +96,7 @@ struct gw_proc {
 
 /*
  * What a reload changed, decided once, in the parent, by comparing the
- * configuration in force with the new one (conf_delta, parent_reload.c);
+ * configuration in force with the new one (conf_delta, parent/reload.c);
  * each child is told what it means for it (proc_reload).  Names are the
  * delta's own copies.
  */
@@ -157,7 +157,7 @@ const char *proc_label(struct gw *, const struct gw_proc *);	/* "proxy 1" */
 int	proc_config_memfd(struct gw *);
 
 /* One message from a child, already checked against its role: each
- * role's dispatch function (roles[] in parent_proc.c) lives beside the
+ * role's dispatch function (roles[] in parent/proc.c) lives beside the
  * code that speaks to that child; fd is the channel to answer on. */
 struct gw_msg {
 	const struct ipc_hdr	*h;
@@ -169,7 +169,7 @@ struct gw_msg {
 typedef void gw_dispatch_fn(struct gw *, struct gw_proc *, int fd,
     const struct gw_msg *);
 
-/* parent_reload.c: the change, once */
+/* parent/reload.c: the change, once */
 void	conf_delta(struct gw *, const struct moat_config *old,
 	    const struct moat_config *ncfg, struct gw_delta *);
 void	conf_delta_free(struct gw_delta *);
@@ -182,12 +182,12 @@ struct gw_secret_id *conf_secret_ids(const struct moat_config *, size_t *n);
 size_t	conf_allow_msg(const struct gw *, const char *sandbox, uint32_t gen,
 	    void *buf);
 
-/* parent_dnsd.c */
+/* parent/dnsd.c */
 gw_dispatch_fn dnsd_dispatch;
 void	dnsd_reconfigure(struct gw *);	/* a reload's configuration, in place */
 int	dnsd_allow(struct gw *, const char *sandbox);	/* -1: send it all */
 
-/* parent_proxy.c */
+/* parent/proxy.c */
 gw_dispatch_fn proxy_dispatch;
 int	proxy_send_secrets(struct gw *, int fd);	/* at a worker's start */
 /* Every worker, in place or drained, and every one still draining. */
@@ -198,7 +198,7 @@ void	proxy_reload(struct gw *, const struct gw_delta *);
 void	proxy_allow(struct gw *, const char *sandbox);
 void	proc_restart(struct gw *, enum gw_proc_id);	/* quietly, now */
 
-/* --- the proxy's workers' listening sockets (parent_pool.c) --- */
+/* --- the proxy's workers' listening sockets (parent/pool.c) --- */
 
 /* Attach the steering program to a reuseport group: a connection goes
  * to socket (IPv4 source address) % n. */
@@ -215,7 +215,7 @@ int	pool_socket(const struct moat_addr *, uint16_t port, unsigned i,
 int	pool_sockets(struct gw *);
 void	pool_close(struct gw *);
 
-/* --- audit log (parent_audit.c) --- */
+/* --- audit log (parent/audit.c) --- */
 
 int	audit_open(struct gw *);
 void	audit_reopen(struct gw *);
@@ -226,14 +226,14 @@ void	audit_write(struct gw *, const char *json);
 char	*audit_counters(const struct gw *);
 enum audit_syslog { AUDIT_SYSLOG, AUDIT_SYSLOG_LIMITED, AUDIT_NO_SYSLOG };
 void	audit_write_to(struct gw *, const char *json, enum audit_syslog);
-/* A child's audit event, stamped with its source (parent_audit.c). */
+/* A child's audit event, stamped with its source (parent/audit.c). */
 void	audit_child(struct gw *, struct gw_proc *, const char *json, size_t);
 /* Build and write an event: fields as alternating key, value strings,
  * NULL-terminated; values are JSON-escaped here. */
 void	audit_event(struct gw *, const char *event, ...)
 	    __attribute__((sentinel));
 
-/* --- registration of KVM hosts' sandboxes (parent_register.c) --- */
+/* --- registration of KVM hosts' sandboxes (parent/register.c) --- */
 struct reg_pem;
 int	reg_listen(struct gw *);	/* bind gateway.registration.listen */
 int	gw_listen_tcp(const char *addrport, const char *what);
@@ -253,7 +253,7 @@ void	ctl_hosts(struct ctl_req *);	/* gatewayd ctl hosts [--json] */
 /* `gatewayd register ...` on a KVM host (register_client.c). */
 int	register_main(int argc, char *argv[]);
 
-/* --- control requests (parent_ctl.c) --- */
+/* --- control requests (parent/ctl.c) --- */
 
 /* Bind the control socket; the control process is handed it. */
 int	control_listen(struct gw *);
@@ -270,7 +270,7 @@ void	ctl_log_line(struct gw *, const char *line);
 bool	ctl_job_reaped(struct gw *, pid_t, int status);
 void	ctl_job_stopped(struct gw *, pid_t);
 
-/* --- one request and its reply (parent_ctlreq.c) --- */
+/* --- one request and its reply (parent/ctlreq.c) --- */
 
 /* A request, typed and checked: the strings point into the message. */
 struct ctl_req {
@@ -326,7 +326,7 @@ void	ctl_req_attach_fd(struct ctl_req *, int fd);
 int	ctl_send(struct gw *, uint32_t id, enum ipc_ctl_end, const char *text,
 	    size_t len, int fd);
 
-/* --- team-shared host (parent_team.c, parent_secret.c) --- */
+/* --- team-shared host (parent/team.c, parent/secret.c) --- */
 
 /* provision's verbs run by gatewayd for members of group moat. */
 void	team_provision(struct ctl_req *);	/* create|start|stop|destroy */
@@ -339,7 +339,7 @@ bool	team_is_admin(const struct moat_config *, uid_t, const char *user);
 char	*team_config_warnings(const struct moat_config *,
 	    const struct moat_errors *);	/* malloc'ed lines, or NULL */
 
-/* --- console (parent_console.c) --- */
+/* --- console (parent/console.c) --- */
 
 /* Who asked, from SO_PEERCRED (the control protocol's caller). */
 struct ctl_creds {
@@ -368,7 +368,7 @@ void	console_gone(const char *name, char *err, size_t len);
 int	ctl_main(const char *sock, int argc, char *argv[]);
 void	ctl_usage(FILE *);
 
-/* --- policy (parent_policy.c) --- */
+/* --- policy (parent/policy.c) --- */
 
 void	policy_refusals(const struct moat_config *);
 bool	policy_refusals_state(const struct moat_config *, char *, size_t);
@@ -417,7 +417,7 @@ typedef void policy_counter_fn(void *arg, const char *family, const char *name,
     const char *what, uint64_t packets);
 int	policy_counters_each(struct gw *, policy_counter_fn *, void *arg);
 
-/* --- what sandboxes were refused and resolved (parent_refused.c) --- */
+/* --- what sandboxes were refused and resolved (parent/refused.c) --- */
 
 void	refused_dns_name(struct gw *, const struct ipc_dns_name *);
 /* An audit line from a child (its source stamped): kept if a refusal. */
@@ -429,7 +429,7 @@ void	ctl_names(struct ctl_req *);	/* names SANDBOX [--as-allow] */
 /* "90s", "10m", "2h", "1d" or plain seconds, at most a year; -1 if not. */
 int	gw_duration(const char *, long *secs);
 
-/* --- grants: allow and unallow (parent_grant.c) --- */
+/* --- grants: allow and unallow (parent/grant.c) --- */
 
 /* A grant for a while (--for): kept in memory, laid over every
  * configuration loaded until it expires. */
@@ -485,7 +485,7 @@ int	nflog_open(uint16_t group);		/* parent, privileged */
 void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
 	    __attribute__((noreturn));
 
-/* --- the gateway's own network (parent_network.c; rtnetlink in parent_rtnl.c) --- */
+/* --- the gateway's own network (parent/network.c; rtnetlink in parent/rtnl.c) --- */
 
 #define GW_NET_MAX	16
 struct gw_net_item {
@@ -507,7 +507,7 @@ void	net_walk(const struct moat_config *, bool apply, struct gw_net *);
 void	net_log(const struct gw_net *);
 void	net_print_warnings(FILE *, const struct gw_net *);
 void	net_status(struct ctl_req *, const struct gw_net *);
-/* Watch moat's own tables (parent_drift.c): nf_tables notifications and
+/* Watch moat's own tables (parent/drift.c): nf_tables notifications and
  * a timed comparison (gateway.verify); drift is reported and repaired. */
 struct drift;
 void	drift_start(struct gw *);
@@ -519,7 +519,7 @@ void	drift_status(struct ctl_req *);
 void	drift_metrics(FILE *, const struct gw *);
 void	drift_stop(struct gw *);
 
-/* Follow the host's IPv6 networks (parent_hostnet.c): the policy's set
+/* Follow the host's IPv6 networks (parent/hostnet.c): the policy's set
  * lan6 gets a network the moment an interface gains it, without a
  * reload.  fd -1 when not following. */
 struct hostnet;
@@ -535,7 +535,7 @@ void	net_undo_sysctl(const struct moat_config *, const char *name, long old);
 
 /* --- the daemon's state --- */
 
-/* A provision job run for a control client (parent_team.c). */
+/* A provision job run for a control client (parent/team.c). */
 struct gw_job {
 	pid_t		 pid;		/* 0: free */
 	uint32_t	 id;		/* the request, for the verdict */
@@ -549,7 +549,7 @@ struct gw_job {
 	uid_t		 peer;		/* its server's uid, the QEMU user */
 };
 
-/* A sandbox's egress budget in the current window (parent_egress.c). */
+/* A sandbox's egress budget in the current window (parent/egress.c). */
 struct gw_egress {
 	char		 name[IPC_NAME_LEN];
 	char		 owner[IPC_NAME_LEN];	/* "" without one */
@@ -563,7 +563,7 @@ struct gw_egress {
 	uint64_t	 replicated;	/* spent as the other box last heard it */
 };
 
-/* One reuseport group of the proxy's listening sockets (parent_pool.c):
+/* One reuseport group of the proxy's listening sockets (parent/pool.c):
  * socket i is worker i's. */
 struct pool_group {
 	int		 fds[GW_PROXY_MAX];
@@ -582,7 +582,7 @@ struct gw {
 	pid_t			 signer_pid[GW_PROXY_MAX];	/* each worker's */
 	struct gw_net		 net;		/* last walk, for ctl status */
 	struct hostnet		*hostnet;	/* the host's IPv6 networks */
-	struct drift		*drift;		/* parent_drift.c */
+	struct drift		*drift;		/* parent/drift.c */
 	bool			 policy_full;	/* policy_reapply: no delta */
 	struct gw_proc		 procs[PROC_MAX];
 	struct {
@@ -620,13 +620,13 @@ struct gw {
 		uint64_t	 lost;		/* refusal log overruns */
 	}			 audit;
 	gid_t			 moat_gid;	/* (gid_t)-1 if no such group */
-	/* Active/standby pair (parent_ha.c): gateway.ha as read at start,
+	/* Active/standby pair (parent/ha.c): gateway.ha as read at start,
 	 * the role keepalived last gave (enum gw_ha_role) and since when. */
 	bool			 ha_on;
 	int			 ha_role;
 	time_t			 ha_since;
 	struct ha_dup		*ha_dup;	/* split-brain watch, or NULL */
-	/* Replication to and from the other box (parent_harepl.c). */
+	/* Replication to and from the other box (parent/harepl.c). */
 	int			 hafd;		/* gateway.ha.listen, or -1 */
 	uint64_t		 ha_queued, ha_dropped;	/* to the sender */
 	uint64_t		 ha_received, ha_refused, ha_unknown;
@@ -663,16 +663,16 @@ struct gw {
 	}			*hoststats;
 	size_t			 nhoststats;
 	uint64_t		 reg_unknown;	/* connections with unknown keys */
-	struct metrics		*metrics;	/* parent_metrics.c */
+	struct metrics		*metrics;	/* parent/metrics.c */
 	int			 metricsfd;	/* metrics.listen, or -1 */
 	time_t			 metrics_due;	/* next rendering */
 	time_t			 metrics_sent;	/* to the metrics process */
 	double			 reload_ms;	/* the last reload took */
-	struct seen_set		 seen_refused;	/* ctl refused (parent_refused.c) */
+	struct seen_set		 seen_refused;	/* ctl refused (parent/refused.c) */
 	struct seen_set		 seen_names;	/* ctl names */
-	struct gw_grant		*grants;	/* parent_grant.c */
+	struct gw_grant		*grants;	/* parent/grant.c */
 	size_t			 ngrants;
-	struct gw_egress	*egress;	/* parent_egress.c */
+	struct gw_egress	*egress;	/* parent/egress.c */
 	size_t			 negress;
 	int64_t			 egress_window;	/* index of the current one */
 	uint64_t		 egress_next_ms;	/* next read, gw_mono_ms() */
@@ -683,7 +683,7 @@ struct gw {
 };
 
 /* parent.c */
-/* parent_budget.c: answer the proxy's IPC_BUDGET_REQ on fd. */
+/* parent/budget.c: answer the proxy's IPC_BUDGET_REQ on fd. */
 void	gw_budget_answer(struct gw *, int fd, uint32_t id,
 	    const struct ipc_budget_req *);
 time_t	gw_budget_now(const struct gw *);
@@ -692,7 +692,7 @@ time_t	gw_budget_now(const struct gw *);
 int	gw_run(struct gw_opts *);
 int	gw_sealed_memfd(const char *name, const char *text, size_t len);
 
-/* parent_egress.c: egress budgets.  Around every policy change (cur the
+/* parent/egress.c: egress budgets.  Around every policy change (cur the
  * configuration in force, cfg the one applied), once a second, and when
  * gatewayd stops. */
 void	egress_before_apply(struct gw *, const struct moat_config *cur);
@@ -706,7 +706,7 @@ void	egress_stop(struct gw *);
 /* Sandbox i of gw->cfg's budget, or NULL if it has none to show. */
 const struct gw_egress *egress_of(const struct gw *, size_t i);
 
-/* parent_metrics.c */
+/* parent/metrics.c */
 int	metrics_listen(struct gw *);	/* bind gateway.metrics.listen */
 void	metrics_tick(struct gw *, time_t now);
 int	metrics_next_timeout(const struct gw *, time_t now);	/* ms, -1 */
@@ -721,7 +721,7 @@ void	metrics_reload(struct gw *, const struct moat_config *old);
 /* A label value of our own text, escaped as the exposition format asks. */
 void	metrics_lvalue(FILE *, const char *);
 
-/* parent_reload.c */
+/* parent/reload.c */
 int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
 /* gw_reload as a transaction's check (lib/cfgtxn.h), arg the gw: every
  * verb that writes the configuration keeps its files only if the new
@@ -729,11 +729,11 @@ int	gw_reload(struct gw *, char **errors);	/* 0 ok; errors malloc'ed */
 int	gw_reload_check(void *gw, const char *conf_path, char **errors);
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
-/* parent_ha.c: the role of a box in an active/standby pair. */
+/* parent/ha.c: the role of a box in an active/standby pair. */
 enum gw_ha_role { HA_UNKNOWN, HA_MASTER, HA_BACKUP, HA_FAULT };
 int	ha_start(struct gw *, char *err, size_t errlen);
 void	ha_stop(struct gw *);
-void	ha_dup_start(struct gw *);	/* parent_ha_dup.c */
+void	ha_dup_start(struct gw *);	/* parent/ha_dup.c */
 void	ha_dup_stop(struct gw *);
 enum { HA_DUP_NONE = 0, HA_DUP_UNCONFIRMED, HA_DUP_CONFIRMED };
 int	ha_dup_state(const struct gw *, char *mac, size_t, time_t *first);
@@ -745,7 +745,7 @@ gw_dispatch_fn ha_arp_dispatch;	/* its IPC_HA_ARP */
 void	ctl_ha(struct ctl_req *);	/* ha master|backup|fault */
 void	ha_status(struct ctl_req *);
 int	ha_gate_again(struct gw *);	/* the gate as the role wants it */
-/* parent_harepl.c: replication between the boxes of a pair. */
+/* parent/harepl.c: replication between the boxes of a pair. */
 int	harepl_listen(struct gw *);	/* bind gateway.ha.listen */
 int	harepl_pem_read(const struct gw *, struct reg_pem *);
 void	harepl_forward(struct gw *, int type, const void *, size_t);

@@ -1,19 +1,21 @@
-# Named by the process each runs in: parent*.c the root parent, control.c
-# the control process (unprivileged), nflog*.c the refusal-log reader,
-# ha_arp.c the split-brain watch's ARP reader, signer.c and ca.c
-# the signer, ctl_client.c `gatewayd ctl`; the proxy is in proxy/.
-GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
-	parent_reload.c parent_ctl.c parent_ctlreq.c control.c ctl_client.c \
-	parent_audit.c nflog.c parent_policy.c parent_team.c \
-	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
-	parent_hostnet.c parent_drift.c \
-	parent_console.c parent_budget.c register.c register_client.c \
-	parent_register.c parent_pool.c parent_metrics.c \
-	metrics_series.c metrics.c parent_seen.c \
-	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
-	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
-	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
-	parent_owner.c)
+# One folder per process: parent/ the root parent (its modules),
+# control/ the control process, signer/ the signer (and the CA code it
+# shares with the parent), nflog/ the refusal-log reader, metrics/ the
+# metrics process, harepl/ the replication sender (and the line both
+# ends speak), register/ the registration process, ha_arp/ the
+# split-brain watch's ARP reader, cli/ what `gatewayd ctl` and
+# `gatewayd register` run as the calling user; the proxy is in proxy/.
+GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
+	team.c secret.c network.c rtnl.c hostnet.c drift.c console.c budget.c \
+	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
+	dropin.c dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c
+GATEWAYD_SRCS := gatewayd/gatewayd.c \
+	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
+	gatewayd/control/control.c gatewayd/signer/signer.c \
+	gatewayd/signer/ca.c gatewayd/nflog/nflog.c gatewayd/metrics/metrics.c \
+	gatewayd/harepl/send.c gatewayd/harepl/wire.c \
+	gatewayd/register/register.c gatewayd/ha_arp/ha_arp.c \
+	gatewayd/cli/ctl_client.c gatewayd/cli/register_client.c
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
@@ -34,28 +36,28 @@ $(BUILD)/tests/test_gatewayd_promise: $(OBJ)/tests/unit/test_gatewayd_promise.o 
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/tests/unit/test_gatewayd_%.o: EXTRA_CFLAGS_tests += -Igatewayd
 $(BUILD)/tests/test_gatewayd_nflog: $(OBJ)/tests/unit/test_gatewayd_nflog.o \
-	    $(OBJ)/gatewayd/nflog.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/nflog/nflog.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
 # The split-brain watch's ARP parser.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_ha_arp
 $(BUILD)/tests/test_gatewayd_ha_arp: $(OBJ)/tests/unit/test_gatewayd_ha_arp.o \
-	    $(OBJ)/gatewayd/ha_arp.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/ha_arp/ha_arp.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
 # The bounded views behind ctl refused and ctl names.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_seen
 $(BUILD)/tests/test_gatewayd_seen: $(OBJ)/tests/unit/test_gatewayd_seen.o \
-	    $(OBJ)/gatewayd/parent_seen.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/parent/seen.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
 # The edit ctl allow makes to a sandbox's file.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_dropin
 $(BUILD)/tests/test_gatewayd_dropin: $(OBJ)/tests/unit/test_gatewayd_dropin.o \
-	    $(OBJ)/gatewayd/parent_dropin.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/parent/dropin.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
@@ -63,7 +65,7 @@ $(BUILD)/tests/test_gatewayd_dropin: $(OBJ)/tests/unit/test_gatewayd_dropin.o \
 # handler driven with forged requests (needs root: it becomes nobody).
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_control $(BUILD)/tests/test_gatewayd_forged
 $(BUILD)/tests/test_gatewayd_control: $(OBJ)/tests/unit/test_gatewayd_control.o \
-	    $(OBJ)/gatewayd/control.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/control/control.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(BUILD)/tests/test_gatewayd_forged: $(OBJ)/tests/unit/test_gatewayd_forged.o \
@@ -91,7 +93,7 @@ $(BUILD)/tests/test_gatewayd_delta: $(OBJ)/tests/unit/test_gatewayd_delta.o \
 # The replication lines: removals, grants, the heartbeat.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_harepl
 $(BUILD)/tests/test_gatewayd_harepl: $(OBJ)/tests/unit/test_gatewayd_harepl.o \
-	    $(OBJ)/gatewayd/harepl_wire.o $(OBJ)/gatewayd/register.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/harepl/wire.o $(OBJ)/gatewayd/register/register.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 # The parent's registration handler driven with forged requests.
@@ -104,6 +106,6 @@ $(BUILD)/tests/test_gatewayd_register: $(OBJ)/tests/unit/test_gatewayd_register.
 # loopback against the real kernel.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_pool
 $(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
-	    $(OBJ)/gatewayd/parent_pool.o $(LIBMOAT)
+	    $(OBJ)/gatewayd/parent/pool.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -5,8 +5,8 @@ PROXY_SRCS := gatewayd/proxy/main.c gatewayd/proxy/conn.c \
 	gatewayd/proxy/engine.c gatewayd/proxy/http.c gatewayd/proxy/sni.c \
 	gatewayd/proxy/secret.c gatewayd/proxy/policy.c gatewayd/proxy/dns.c \
 	gatewayd/proxy/tls.c gatewayd/proxy/audit.c gatewayd/proxy/pipes.c \
-	gatewayd/proxy/reqrule.c gatewayd/proxy/reload.c gatewayd/ca.c \
-	gatewayd/signer.c
+	gatewayd/proxy/reqrule.c gatewayd/proxy/reload.c gatewayd/signer/ca.c \
+	gatewayd/signer/signer.c
 PROXY_OBJS := $(PROXY_SRCS:%.c=$(OBJ)/%.o)
 PROXY_LIBS = $(call pkglibs,libssl libcrypto ldns libseccomp libmnl)
 PROGRAMS += $(BUILD)/moat-proxy

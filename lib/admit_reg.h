@@ -1,7 +1,7 @@
 /*
  * admit_reg.h -- may a KVM host register this sandbox on a separate
  * gateway box?  The one decision the parent takes for every claim a
- * host makes over the registration endpoint (gatewayd/parent_register.c),
+ * host makes over the registration endpoint (gatewayd/parent/register.c),
  * pure over the configuration so that it can be tested without a box.
  */
 #ifndef MOAT_ADMIT_REG_H

@@ -364,7 +364,7 @@ set_refusals(struct loader *ld, const config_setting_t *s, void *obj,
 }
 
 /* registration = { listen; cert; key; }: the TLS endpoint KVM hosts
- * register their sandboxes on (gatewayd/register.c). */
+ * register their sandboxes on (gatewayd/register/register.c). */
 static void
 set_reg_str(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
@@ -405,7 +405,7 @@ set_registration(struct loader *ld, const config_setting_t *s, void *obj,
 
 /* metrics = { textfile; listen; allow; interval; }: Prometheus text for
  * node_exporter's textfile collector and/or a scrape endpoint on a
- * management address (gatewayd/metrics.c). */
+ * management address (gatewayd/metrics/metrics.c). */
 static void
 set_metrics_str(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
@@ -521,7 +521,7 @@ set_ha_uplink(struct loader *ld, const config_setting_t *s, void *obj,
 }
 
 /* ha = { listen; peer; peer_key; cert; key; }: replication between the
- * two boxes of a pair (gatewayd/harepl.c).  Their presence together is
+ * two boxes of a pair (gatewayd/parent/harepl.c).  Their presence together is
  * checked once the group is read (check_ha). */
 static void
 set_ha_str(struct loader *ld, const config_setting_t *s, void *obj,

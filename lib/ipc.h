@@ -102,7 +102,7 @@ struct ipc_ha_spent {
 };
 
 /*
- * The split-brain watch (gatewayd/ha_arp.c, parent_ha_dup.c).  The
+ * The split-brain watch (gatewayd/ha_arp/ha_arp.c, gatewayd/parent/ha_dup.c).  The
  * parent asks for each probe of the shared uplink address (IPC_HA_PROBE:
  * broadcast, or unicast to one MAC to confirm an answer); the ha-arp
  * process reads the uplink's ARP and sends one IPC_HA_ARP per reply that
@@ -151,7 +151,7 @@ struct ipc_set_ack {
 
 /*
  * A change of configuration: the IPC_CONF family.  The parent alone
- * decides what changed (parent_reload.c compares the old configuration
+ * decides what changed (gatewayd/parent/reload.c compares the old configuration
  * with the new once) and tells each child what that means for it:
  *
  *   IPC_CONF_SECRET   the value of each secret that is new or whose file
@@ -333,7 +333,7 @@ struct ipc_budget_ack {
 };
 
 /*
- * The registration endpoint (gatewayd/register.c): the unprivileged
+ * The registration endpoint (gatewayd/register/register.c): the unprivileged
  * registration process does the TLS handshake with a KVM host, parses its
  * request lines and sends one IPC_REG_REQ per line, stamped with the
  * SHA-256 of the peer's public key; the parent finds the host by that key

@@ -11,12 +11,12 @@
  * Which process runs as whom (users as gatewayd starts them):
  *   dnsd's resolver   dnsd/resolver.c      moat-dns (-u USER)
  *   moat-proxy        gatewayd/proxy/      moat-proxy (--user USER)
- *   nflog reader      gatewayd/nflog.c     moat-log, else nobody
- *   signer            gatewayd/signer.c    moat-ca, else nobody
- *   control           gatewayd/control.c   moat-ctl
- *   registration      gatewayd/register.c  moat-reg
- *   metrics           gatewayd/metrics.c   moat-mon
- *   ha-arp            gatewayd/ha_arp.c    moat-log, else nobody
+ *   nflog reader      gatewayd/nflog/nflog.c     moat-log, else nobody
+ *   signer            gatewayd/signer/signer.c    moat-ca, else nobody
+ *   control           gatewayd/control/control.c   moat-ctl
+ *   registration      gatewayd/register/register.c  moat-reg
+ *   metrics           gatewayd/metrics/metrics.c   moat-mon
+ *   ha-arp            gatewayd/ha_arp/ha_arp.c    moat-log, else nobody
  * provision's children (provision/proc.c) run QEMU and qemu-img as the
  * guest's user, and read members' files as nobody, with privdrop and no
  * filter here: QEMU installs its own (-sandbox on), and a list that let

@@ -34,7 +34,7 @@
 #include "reqrule.h"
 #include "log.h"
 #include "parent.h"
-#include "../signer.h"
+#include "../signer/signer.h"
 #include "privdrop.h"
 #include "sandbox.h"
 #include "tls.h"

@@ -2,7 +2,7 @@
 # docs/architecture.md's tables of processes and messages name every
 # process and every message by its exact name in the code, and nothing the
 # code does not have: each PROC_* of enum gw_proc_id (gatewayd/gatewayd.h)
-# with its roles[] name (gatewayd/parent_proc.c) in the process table, each
+# with its roles[] name (gatewayd/parent/proc.c) in the process table, each
 # IPC_* of enum ipc_type (lib/ipc.h) in the message table.  No globs: a new
 # child or message without its row turns this red.
 cd "$(dirname "$0")/../.."
@@ -34,7 +34,7 @@ enum = re.search(r"enum gw_proc_id \{(.*?)\};", h, re.S).group(1)
 procs = [p for p in re.findall(r"\b(PROC_[A-Z_]+)\b", enum) if p != "PROC_MAX"]
 procs = list(dict.fromkeys(procs))
 roles = dict(re.findall(r'\[(PROC_[A-Z_]+)\] = \{ "([^"]+)"',
-                        open("gatewayd/parent_proc.c").read()))
+                        open("gatewayd/parent/proc.c").read()))
 ipch = open("lib/ipc.h").read()
 tenum = re.search(r"enum ipc_type \{(.*?)\};", ipch, re.S)
 tenum = tenum.group(1)

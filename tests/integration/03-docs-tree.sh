@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/architecture.md's "Where the code is" and the tree agree: every
-# source file of the programs (*.c, *.h, *.mk, *.sh in gatewayd/,
-# gatewayd/proxy/, dnsd/, lib/, nft-rules/, provision/, containment-check/
+# source file of the programs (*.c, *.h, *.mk, *.sh in gatewayd/ and each
+# of its folders, dnsd/, lib/, nft-rules/, provision/, containment-check/
 # and tools/) is named in its section, and every file or folder the
 # section names exists.  A file is named by its path, or by its name
 # under its folder's heading ("### gatewayd/proxy/").
@@ -20,7 +20,10 @@ out=$(python3 - <<'PY'
 import fnmatch, os, re
 text = open("docs/architecture.md", encoding="utf-8").read()
 sec = text[text.index("## Where the code is"):]
-dirs = ["gatewayd", "gatewayd/proxy", "dnsd", "lib", "nft-rules",
+dirs = ["gatewayd", "gatewayd/proxy", "gatewayd/parent", "gatewayd/control",
+        "gatewayd/nflog", "gatewayd/signer", "gatewayd/metrics",
+        "gatewayd/harepl", "gatewayd/register", "gatewayd/ha_arp",
+        "gatewayd/cli", "dnsd", "lib", "nft-rules",
         "provision", "containment-check", "tools"]
 src = re.compile(r"\.(c|h|mk|sh)$")
 named, heading = set(), None
@@ -58,7 +61,7 @@ expect_eq "every file or folder it names exists" "" "$gone"
 agree=$(python3 - <<'PY'
 import glob, re
 verbs = set(re.findall(r'\[CTL_\w+\] = "([a-z-]+)"', open("lib/ipc.c").read()))
-for m in re.finditer(r'"  secret ([a-z|]+)', open("gatewayd/ctl_client.c").read()):
+for m in re.finditer(r'"  secret ([a-z|]+)', open("gatewayd/cli/ctl_client.c").read()):
     verbs.update(m.group(1).split("|"))
 pages = sorted(glob.glob("docs/*.md")) + ["README.md"]
 absent = [

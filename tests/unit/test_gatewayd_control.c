@@ -1,5 +1,5 @@
 /*
- * test_gatewayd_control.c -- the control process (gatewayd/control.c):
+ * test_gatewayd_control.c -- the control process (gatewayd/control/control.c):
  * request lines become typed IPC_CTL_REQ messages; descriptors a client
  * attaches reach the parent with the request, and one the parent attaches
  * to a reply reaches the client.  Real socketpairs, no daemon.
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "control.h"
+#include "../../gatewayd/control/control.h"
 
 static union {
 	struct ipc_ctl_req m;

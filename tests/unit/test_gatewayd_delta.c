@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "gatewayd.h"
+#include "../../gatewayd/gatewayd.h"
 
 static char dir[64];
 static struct gw gw;

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "gatewayd.h"
+#include "../../gatewayd/gatewayd.h"
 #include "log.h"
 
 static const char conf[] =

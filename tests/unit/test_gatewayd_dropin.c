@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "dropin.h"
+#include "../../gatewayd/parent/dropin.h"
 
 static char *
 edit(const char *text, const char *add, const char *del, bool *found)

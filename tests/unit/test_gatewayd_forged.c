@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "gatewayd.h"
+#include "../../gatewayd/gatewayd.h"
 #include "log.h"
 
 static struct gw gw;

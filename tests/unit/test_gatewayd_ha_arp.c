@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "ha_arp.h"
+#include "../../gatewayd/ha_arp/ha_arp.h"
 
 static const struct ha_arp_watch w = { 2, { 0x52, 0x54, 0, 0, 0, 1 },
 	{ 203, 0, 113, 100 } };

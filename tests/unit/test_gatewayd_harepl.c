@@ -1,5 +1,5 @@
 /*
- * test_gatewayd_harepl.c -- the replication lines (gatewayd/harepl_wire.c)
+ * test_gatewayd_harepl.c -- the replication lines (gatewayd/harepl/wire.c)
  * that carry removals, grants and the heartbeat: each parses into the
  * typed message the parent checks (ipc_check), formats back to the same
  * line, and a malformed one is refused with one line of reason.
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "harepl.h"
+#include "../../gatewayd/harepl/harepl.h"
 
 static int
 parse(const char *line, union harepl_msg *u, int *type, size_t *mlen,

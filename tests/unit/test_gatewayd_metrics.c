@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
-#include "metrics.h"
+#include "../../gatewayd/metrics/metrics.h"
 #include "ranges.h"
 
 static void

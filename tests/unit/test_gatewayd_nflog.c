@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "nflog.h"
+#include "../../gatewayd/nflog/nflog.h"
 
 #define BRIDGE	3
 

@@ -1,6 +1,6 @@
 /*
  * test_gatewayd_pool.c -- the proxy workers' listening sockets
- * (gatewayd/parent_pool.c) against the real kernel, on loopback only:
+ * (gatewayd/parent/pool.c) against the real kernel, on loopback only:
  * every connection from one source address reaches the socket whose
  * index is that address modulo the number of sockets, whatever its
  * source port; re-steering over fewer sockets leaves the others idle; a
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "gatewayd.h"
+#include "../../gatewayd/gatewayd.h"
 
 #define MAXN	4
 

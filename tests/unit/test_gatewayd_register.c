@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "gatewayd.h"
+#include "../../gatewayd/gatewayd.h"
 
 static struct gw gw;
 static int ipc[2];		/* [0] the parent's end, [1] "registration" */

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "seen.h"
+#include "../../gatewayd/parent/seen.h"
 
 static void
 groups(void **state)

@@ -1,0 +1,671 @@
+/*
+ * parent/network.c -- the gateway's own plumbing.  With
+ * gateway.manage_network (the default) gatewayd owns it the way libvirt
+ * owns its default network: it creates the bridge if missing, brings it
+ * up, puts the gateway address on it and turns on IPv4 forwarding on the
+ * bridge and the uplink only.  Every step is idempotent and each change is
+ * written to STATE_DIR/network.undo, which `gatewayd --teardown` (and
+ * nothing else) replays backwards.  The ICMP rate-limit sysctls that fast
+ * refusals change (parent/policy.c) are recorded there too.  Without manage_network, or for -n, the
+ * same walk only checks and warns.  The uplink's default route is always
+ * the admin's: it is only checked.
+ *
+ * With gateway.ipv6 the walk also puts the gateway's IPv6 address
+ * (network::1/64) on the bridge and turns on IPv6 forwarding, which Linux
+ * has only for the whole host (net.ipv6.conf.all.forwarding).  A host
+ * that forwards ignores router advertisements where accept_ra is 1, and
+ * turning it on drops the default routes learned from them at once; a
+ * homelab host usually gets its own IPv6 default route that way.  So
+ * before forwarding goes on, every interface (and "default", for those
+ * that come later) whose accept_ra is 1 gets 2, "take them although
+ * forwarding", each recorded to be set back.  The bridge gets 0: the
+ * gateway takes no route from its guests.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+
+#include <dirent.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../gatewayd.h"
+#include "log.h"
+#include "rtnl.h"
+
+struct walk {
+	const struct moat_config *cfg;
+	struct gw_net	*out;
+	struct rtnl	*r;
+	bool		 apply;
+	char		 cidr[INET_ADDRSTRLEN + 4];
+	char		 cidr6[INET6_ADDRSTRLEN + 4];
+};
+
+static void
+item(struct walk *w, bool warn, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+item(struct walk *w, bool warn, const char *what, const char *fmt, ...)
+{
+	struct gw_net_item *it;
+	va_list ap;
+
+	if (w->out->n == GW_NET_MAX)
+		return;
+	it = &w->out->item[w->out->n++];
+	snprintf(it->what, sizeof(it->what), "%s", what);
+	va_start(ap, fmt);
+	vsnprintf(it->state, sizeof(it->state), fmt, ap);
+	va_end(ap);
+	it->warn = warn;
+	w->out->warnings += warn;
+}
+
+static char *
+undo_path(const struct moat_config *cfg)
+{
+	char *p;
+
+	xasprintf(&p, "%s/network.undo", cfg->gw.state_dir);
+	return p;
+}
+
+static void
+undo_add(const struct walk *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+undo_add(const struct walk *w, const char *fmt, ...)
+{
+	char *path = undo_path(w->cfg);
+	va_list ap;
+	FILE *fp;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0600);
+	if (fd == -1 || (fp = fdopen(fd, "a")) == NULL) {
+		log_warn("%s: cannot record a network change", path);
+		if (fd != -1)
+			close(fd);
+		free(path);
+		return;
+	}
+	va_start(ap, fmt);
+	vfprintf(fp, fmt, ap);
+	va_end(ap);
+	fputc('\n', fp);
+	fclose(fp);
+	free(path);
+}
+
+/* A one-digit sysctl under /proc/sys/net: its value, or -1. */
+static int
+knob_get(const char *path)
+{
+	char c = 0;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c >= '0' && c <= '9' ? c - '0' : -1;
+}
+
+static int
+knob_set(const char *path, int v)
+{
+	char buf[4];
+	int fd, rc;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	snprintf(buf, sizeof(buf), "%d\n", v);
+	rc = write(fd, buf, 2) == 2 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+/* /proc/sys/net/<ipv4|ipv6>/conf/<ifname>/<key>; NULL for a name that
+ * is not an interface's (a record read back is not trusted). */
+static const char *
+knob_path(char *buf, size_t len, const char *family, const char *ifname,
+    const char *key)
+{
+	if (ifname[0] == '\0' || strlen(ifname) >= 16 ||
+	    strchr(ifname, '/') != NULL || strcmp(ifname, ".") == 0 ||
+	    strcmp(ifname, "..") == 0)
+		return NULL;
+	snprintf(buf, len, "/proc/sys/net/%s/conf/%s/%s", family, ifname, key);
+	return buf;
+}
+
+static int
+fwd_get(const char *ifname)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv4", ifname, "forwarding") == NULL)
+		return -1;
+	return knob_get(path);
+}
+
+static int
+fwd_set(const char *ifname, int on)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv4", ifname, "forwarding") == NULL)
+		return -1;
+	return knob_set(path, on ? 1 : 0);
+}
+
+static int
+v6_get(const char *ifname, const char *key)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv6", ifname, key) == NULL)
+		return -1;
+	return knob_get(path);
+}
+
+static int
+v6_set(const char *ifname, const char *key, int v)
+{
+	char path[96];
+
+	if (knob_path(path, sizeof(path), "ipv6", ifname, key) == NULL)
+		return -1;
+	return knob_set(path, v);
+}
+
+static const char *
+not_managed(const struct walk *w)
+{
+	return w->cfg->gw.manage_network ? "" :
+	    " (gateway.manage_network is false: this is yours to set up)";
+}
+
+static void
+walk_address(struct walk *w, int index, int family, const uint8_t *a,
+    int plen, const char *cidr)
+{
+	const char *br = w->cfg->gw.bridge;
+	char what[64];
+	int n;
+
+	snprintf(what, sizeof(what), "address %s", cidr);
+	if ((n = rtnl_addr_has(w->r, index, family, a, plen)) == 1)
+		item(w, false, what, "on %s", br);
+	else if (n == 0 && w->apply && rtnl_addr_add(w->r, index, family, a,
+	    plen) == 0) {
+		undo_add(w, "address %s %s", br, cidr);
+		item(w, false, what, "added to %s", br);
+	} else
+		item(w, true, what, "missing on %s%s", br, not_managed(w));
+}
+
+/* The bridge: exists (or is created), then up, then has the address. */
+static void
+walk_bridge(struct walk *w)
+{
+	const char *br = w->cfg->gw.bridge;
+	const uint8_t *a = w->cfg->gw.address.a;
+	int plen = w->cfg->gw.network.plen, n;
+	struct rtnl_link l;
+	char what[64];
+
+	snprintf(what, sizeof(what), "bridge %s", br);
+	if ((n = rtnl_link_get(w->r, br, &l)) == 0 && w->apply) {
+		if (rtnl_bridge_add(w->r, br) == -1) {
+			item(w, true, what, "missing, and creating it failed: %s",
+			    strerror(errno));
+			return;
+		}
+		undo_add(w, "bridge %s", br);
+		n = rtnl_link_get(w->r, br, &l);
+		item(w, false, what, "created");
+	} else if (n == 1)
+		item(w, false, what, "%s", l.bridge ? "present" :
+		    "present (a plain interface)");
+	if (n != 1) {
+		item(w, true, what, "missing%s", n == 0 ? not_managed(w) : "");
+		return;
+	}
+	snprintf(what, sizeof(what), "link %s", br);
+	if (l.up)
+		item(w, false, what, "up");
+	else if (w->apply && rtnl_link_set_up(w->r, l.index, true) == 0)
+		item(w, false, what, "brought up");
+	else
+		item(w, true, what, "down%s", not_managed(w));
+	snprintf(what, sizeof(what), "address %s", w->cidr);
+	/* In a pair keepalived moves it: on both boxes it would be twice. */
+	if (w->cfg->gw.ha) {
+		item(w, false, what, "left to keepalived (gateway.ha)");
+		return;
+	}
+	walk_address(w, l.index, AF_INET, a, plen, w->cidr);
+	if (w->cfg->gw.ipv6)
+		walk_address(w, l.index, AF_INET6,
+		    w->cfg->gw.ipv6_address.a, 64, w->cidr6);
+}
+
+/* IPv4 forwarding on the two interfaces the sandboxes' traffic crosses,
+ * not on every interface of the host. */
+static void
+walk_forwarding(struct walk *w, const char *ifname)
+{
+	char what[64];
+	int v = fwd_get(ifname);
+
+	snprintf(what, sizeof(what), "forwarding %s", ifname);
+	if (v == 1)
+		item(w, false, what, "on");
+	else if (v == 0 && w->apply && fwd_set(ifname, 1) == 0) {
+		undo_add(w, "forwarding %s 0", ifname);
+		item(w, false, what, "enabled");
+	} else if (v == 0)
+		item(w, true, what, "off: guests get only DNS and the proxy%s",
+		    not_managed(w));
+}
+
+static void
+walk_uplink(struct walk *w)
+{
+	const char *up = w->cfg->gw.uplink;
+	struct rtnl_link l;
+	char what[64], def[IFNAMSIZ];
+	int n;
+
+	snprintf(what, sizeof(what), "uplink %s", up);
+	if ((n = rtnl_link_get(w->r, up, &l)) != 1) {
+		item(w, true, what, "missing");
+		return;
+	}
+	walk_forwarding(w, up);
+	if (!l.up)
+		item(w, true, what, "down");
+	else if ((n = rtnl_default_route_via(w->r, AF_INET, l.index)) == 1)
+		item(w, false, what, "up, IPv4 default route");
+	else if (config_host_default_if(def, sizeof(def)) == 0)
+		item(w, true, what, "no IPv4 default route through it: "
+		    "guests cannot reach the internet; the default route "
+		    "leaves through %s: is that the uplink?", def);
+	else
+		item(w, true, what, "no IPv4 default route through it: "
+		    "guests cannot reach the internet");
+}
+
+/* After IPv6 forwarding is on: turning it on drops the advertised
+ * default routes of interfaces whose accept_ra stayed 1. */
+static void
+walk_uplink6(struct walk *w)
+{
+	const char *up = w->cfg->gw.uplink;
+	struct rtnl_link l;
+
+	if (rtnl_link_get(w->r, up, &l) == 1 && l.up &&
+	    rtnl_default_route_via(w->r, AF_INET6, l.index) == 0)
+		item(w, true, "uplink IPv6", "no IPv6 default route through "
+		    "%s: guests cannot reach the IPv6 internet", up);
+}
+
+/* Before IPv6 forwarding goes on: accept_ra 1 becomes 2 wherever it is
+ * (the host keeps taking its own routes from advertisements), and the
+ * bridge's becomes 0 (none from guests).  The names changed, for the
+ * walk's report. */
+static void
+keep_ras(struct walk *w, char *done, size_t len)
+{
+	const char *br = w->cfg->gw.bridge;
+	struct dirent *d;
+	size_t k, n;
+	DIR *dir;
+	int v;
+
+	if ((dir = opendir("/proc/sys/net/ipv6/conf")) == NULL)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.' || strcmp(d->d_name, "all") == 0 ||
+		    strcmp(d->d_name, "lo") == 0)
+			continue;
+		v = v6_get(d->d_name, "accept_ra");
+		if (strcmp(d->d_name, br) == 0 ? v <= 0 : v != 1)
+			continue;
+		if (v6_set(d->d_name, "accept_ra", strcmp(d->d_name, br) == 0 ?
+		    0 : 2) == -1)
+			continue;
+		undo_add(w, "accept_ra %s %d", d->d_name, v);
+		k = strlen(done);
+		n = strlen(d->d_name);
+		if (k + n + 3 < len) {
+			if (k > 0) {
+				memcpy(done + k, ", ", 2);
+				k += 2;
+			}
+			memcpy(done + k, d->d_name, n + 1);
+		}
+	}
+	closedir(dir);
+}
+
+/* IPv6 forwarding, host-wide (Linux has no other switch for it). */
+static void
+walk_forwarding6(struct walk *w)
+{
+	char done[120] = "";
+	int v = v6_get("all", "forwarding");
+
+	if (v == -1) {
+		item(w, true, "IPv6", "not available on this host (disabled "
+		    "in the kernel?): guests get no IPv6");
+		return;
+	}
+	if (v == 1) {
+		item(w, false, "forwarding IPv6", "on");
+		return;
+	}
+	if (!w->apply) {
+		item(w, true, "forwarding IPv6", "off (net.ipv6.conf.all."
+		    "forwarding): guests reach only the gateway over IPv6%s",
+		    not_managed(w));
+		return;
+	}
+	keep_ras(w, done, sizeof(done));
+	if (done[0] != '\0')
+		item(w, false, "accept_ra", "kept on %s (2: advertisements "
+		    "taken with forwarding on; 0 on the bridge)", done);
+	if (v6_set("all", "forwarding", 1) == 0) {
+		undo_add(w, "forwarding6 all 0");
+		item(w, false, "forwarding IPv6", "enabled");
+	} else
+		item(w, true, "forwarding IPv6", "cannot enable: %s",
+		    strerror(errno));
+}
+
+/* The config as gatewayd takes it: valid, and valid on this host (its
+ * uplink here, its sandbox network not already in use here).  NULL with
+ * errs, as config_load. */
+struct moat_config *
+net_config_load(const char *path, struct moat_errors *errs)
+{
+	struct moat_config *cfg = config_load(path, NULL, errs);
+	struct moat_hostif *ifs = NULL;
+	size_t n = 0;
+
+	if (cfg == NULL)
+		return NULL;
+	if (config_host_read(&ifs, &n) == -1) {
+		log_warn("cannot list this host's interfaces to check %s "
+		    "against them", path);
+		return cfg;
+	}
+	config_check_host(cfg, ifs, n, errs);
+	free(ifs);
+	if (errs->n == 0)
+		return cfg;
+	config_free(cfg);
+	return NULL;
+}
+
+void
+net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
+{
+	struct walk w = { cfg, out, NULL, apply && cfg->gw.manage_network, "",
+	    "" };
+	char a[INET_ADDRSTRLEN];
+
+	memset(out, 0, sizeof(*out));
+	out->managed = cfg->gw.manage_network;
+	addr_fmt(&cfg->gw.address, a, sizeof(a));
+	snprintf(w.cidr, sizeof(w.cidr), "%s/%d", a, cfg->gw.network.plen);
+	if (cfg->gw.ipv6) {
+		char a6[INET6_ADDRSTRLEN];
+
+		addr_fmt(&cfg->gw.ipv6_address, a6, sizeof(a6));
+		snprintf(w.cidr6, sizeof(w.cidr6), "%s/64", a6);
+	}
+	if ((w.r = rtnl_open()) == NULL) {
+		item(&w, true, "netlink", "cannot open rtnetlink: %s",
+		    strerror(errno));
+		return;
+	}
+	walk_bridge(&w);
+	if (fwd_get(cfg->gw.bridge) != -1)
+		walk_forwarding(&w, cfg->gw.bridge);
+	walk_uplink(&w);
+	if (cfg->gw.ipv6) {
+		walk_forwarding6(&w);
+		walk_uplink6(&w);
+	}
+	rtnl_close(w.r);
+}
+
+void
+net_log(const struct gw_net *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->n; i++)
+		if (n->item[i].warn)
+			log_warnx("network: %s: %s", n->item[i].what,
+			    n->item[i].state);
+		else
+			log_info("network: %s: %s", n->item[i].what,
+			    n->item[i].state);
+}
+
+void
+net_print_warnings(FILE *fp, const struct gw_net *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->n; i++)
+		if (n->item[i].warn)
+			fprintf(fp, "warning: network: %s: %s\n",
+			    n->item[i].what, n->item[i].state);
+}
+
+void
+net_status(struct ctl_req *r, const struct gw_net *n)
+{
+	size_t i;
+
+	if (r->json) {
+		ctl_reply(r, "\"network\":{\"managed\":%s,\"warnings\":%u,"
+		    "\"steps\":[", n->managed ? "true" : "false", n->warnings);
+		for (i = 0; i < n->n; i++)
+			ctl_reply(r, "%s{\"what\":\"%s\",\"state\":\"%s\","
+			    "\"warning\":%s}", i ? "," : "", n->item[i].what,
+			    n->item[i].state, n->item[i].warn ? "true" : "false");
+		ctl_reply(r, "]}");
+		return;
+	}
+	ctl_reply(r, "network    %s\n", n->managed ? "managed by gatewayd "
+	    "(undo with gatewayd --teardown)" : "checked only "
+	    "(gateway.manage_network = false)");
+	for (i = 0; i < n->n; i++)
+		ctl_reply(r, "%-10s %s: %s\n", n->item[i].warn ? "WARNING" :
+		    "", n->item[i].what, n->item[i].state);
+}
+
+void
+net_undo_sysctl(const struct moat_config *cfg, const char *name, long old)
+{
+	struct walk w = { .cfg = cfg };
+
+	undo_add(&w, "sysctl %s %ld", name, old);
+}
+
+/* --- teardown: replay network.undo ----------------------------------- */
+
+/* The only sysctls a record may set back: the ones gatewayd changes. */
+static const char *const undo_sysctls[] = {
+	"net.ipv4.icmp_ratelimit", "net.ipv6.icmp.ratelimit",
+	"net.ipv4.icmp_msgs_per_sec", "net.ipv4.icmp_msgs_burst",
+};
+
+static void
+undo_sysctl(const char *name, const char *value, int *rc)
+{
+	char path[96], *p, *end;
+	size_t i;
+	long v;
+	int fd, n;
+
+	for (i = 0; i < sizeof(undo_sysctls) / sizeof(undo_sysctls[0]); i++)
+		if (strcmp(name, undo_sysctls[i]) == 0)
+			break;
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (i == sizeof(undo_sysctls) / sizeof(undo_sysctls[0]) ||
+	    errno != 0 || *end != '\0' || v < 0) {
+		log_warnx("network.undo: ignored \"sysctl %s %s\"", name, value);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/sys/%s", name);
+	for (p = path + strlen("/proc/sys/"); *p != '\0'; p++)
+		if (*p == '.')
+			*p = '/';
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT) {	/* ENOENT: IPv6 is off here */
+			log_warn("%s", path);
+			*rc = -1;
+		}
+		return;
+	}
+	n = dprintf(fd, "%ld\n", v);
+	if (close(fd) == -1 || n < 0) {
+		log_warn("%s", path);
+		*rc = -1;
+		return;
+	}
+	printf("%s set back to %ld\n", name, v);
+}
+
+static void
+undo_line(struct rtnl *r, char *line, int *rc)
+{
+	char *verb = strtok(line, " \n"), *ifn = strtok(NULL, " \n"),
+	    *arg = strtok(NULL, " \n"), *slash;
+	struct rtnl_link l;
+	uint8_t in[16];
+	int family, v;
+
+	if (verb == NULL || ifn == NULL)
+		return;
+	/* IPv6 knobs: interface accept_ra 0..2, forwarding of "all". */
+	if ((strcmp(verb, "accept_ra") == 0 || (strcmp(verb, "forwarding6") ==
+	    0 && strcmp(ifn, "all") == 0)) && arg != NULL) {
+		if (arg[0] < '0' || arg[0] > '2' || arg[1] != '\0') {
+			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
+			    ifn, arg);
+			return;
+		}
+		v = arg[0] - '0';
+		if (v6_set(ifn, verb[0] == 'a' ?
+		    "accept_ra" : "forwarding", v) == -1)
+			return;	/* a vanished interface has nothing to undo */
+		printf("%s on %s set back to %d\n", verb[0] == 'a' ?
+		    "accept_ra" : "IPv6 forwarding", ifn, v);
+		return;
+	}
+	if (strcmp(verb, "sysctl") == 0 && arg != NULL) {
+		undo_sysctl(ifn, arg, rc);
+		return;
+	}
+	if (strcmp(verb, "forwarding") == 0 && arg != NULL) {
+		if (fwd_set(ifn, atoi(arg)) == 0)
+			printf("forwarding on %s set back to %s\n", ifn, arg);
+		return;	/* a vanished interface has nothing to undo */
+	}
+	if (rtnl_link_get(r, ifn, &l) != 1)
+		return;
+	if (strcmp(verb, "address") == 0 && arg != NULL &&
+	    (slash = strchr(arg, '/')) != NULL) {
+		*slash = '\0';
+		family = strchr(arg, ':') != NULL ? AF_INET6 : AF_INET;
+		if (inet_pton(family, arg, in) == 1 && rtnl_addr_del(r,
+		    l.index, family, in, atoi(slash + 1)) == 0)
+			printf("removed %s/%s from %s\n", arg, slash + 1, ifn);
+	} else if (strcmp(verb, "bridge") == 0) {
+		if (rtnl_link_del(r, l.index) == 0)
+			printf("deleted bridge %s\n", ifn);
+		else {
+			log_warn("delete bridge %s", ifn);
+			*rc = -1;
+		}
+	}
+}
+
+/* A running gatewayd would put it all back on its next reload. */
+static bool
+daemon_answers(const char *sock)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, rc;
+
+	if (strlen(sock) >= sizeof(sun.sun_path) ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return false;
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	return rc == 0;
+}
+
+int
+net_teardown(const struct moat_config *cfg, const char *sock)
+{
+	char *path, **lines = NULL, buf[256];
+	size_t n = 0;
+	struct rtnl *r;
+	FILE *fp;
+	int rc = 0;
+
+	if (daemon_answers(sock)) {
+		log_warnx("gatewayd is running (%s answers): stop it first, "
+		    "or it sets the network up again on its next reload", sock);
+		return -1;
+	}
+	path = undo_path(cfg);
+	if ((fp = fopen(path, "re")) == NULL) {
+		printf("nothing to undo: %s is absent (gatewayd changed no "
+		    "network here)\n", path);
+		free(path);
+		return 0;
+	}
+	while (fgets(buf, sizeof(buf), fp) != NULL) {
+		lines = xreallocarray(lines, n + 1, sizeof(*lines));
+		lines[n++] = xstrdup(buf);
+	}
+	fclose(fp);
+	if ((r = rtnl_open()) == NULL) {
+		log_warn("rtnetlink");
+		rc = -1;
+	}
+	while (n > 0) {		/* newest change first */
+		if (r != NULL)
+			undo_line(r, lines[n - 1], &rc);
+		free(lines[--n]);
+	}
+	rtnl_close(r);
+	if (rc == 0 && unlink(path) == -1)
+		log_warn("%s", path);
+	free(lines);
+	free(path);
+	return rc;
+}
