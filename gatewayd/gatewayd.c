@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "gatewayd.h"
+#include "parent/gw.h"
+#include "parent/team.h"
+#include "parent/network.h"
 #include "log.h"
 
 #include "exitcodes.h"

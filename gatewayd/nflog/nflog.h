@@ -35,4 +35,10 @@ void	nflog_event_key(const struct nflog_event *, uint32_t bridge_ifindex,
 int	nflog_event_json(const struct nflog_event *, const struct moat_config *,
 	    char *out, size_t len);
 
+/* The reader's socket, opened by the parent; the reader's own main. */
+
+int	nflog_open(uint16_t group);		/* parent, privileged */
+void	nflog_child(int nlfd, int ipc, const struct moat_config *, pid_t parent)
+	    __attribute__((noreturn));
+
 #endif

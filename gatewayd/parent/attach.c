@@ -18,7 +18,11 @@
 
 #include "cfgtxn.h"
 #include "conftext.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "reload.h"
+#include "audit.h"
+#include "ctl.h"
+#include "team.h"
 #include "log.h"
 #include "secretfile.h"
 #include "smallfile.h"

@@ -22,7 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "refused.h"
+#include "metrics.h"
 #include "../metrics/metrics.h"
 #include "json.h"
 #include "log.h"
@@ -34,24 +37,24 @@ audit_open(struct gw *gw)
 {
 	struct stat st;
 
-	if (gw->audit_path == NULL) {
+	if (audit_of(gw)->audit_path == NULL) {
 		if (gw->opts.audit_path != NULL)
-			gw->audit_path = xstrdup(gw->opts.audit_path);
+			audit_of(gw)->audit_path = xstrdup(gw->opts.audit_path);
 		else {
 			/* Where a Debian admin looks, rotated by the
 			 * logrotate snippet `make install` puts in place. */
-			gw->audit_path = xstrdup(GW_AUDIT_DEFAULT);
+			audit_of(gw)->audit_path = xstrdup(GW_AUDIT_DEFAULT);
 			if (mkdir(GW_AUDIT_DIR, 0750) == -1 && errno != EEXIST)
 				log_warn("mkdir %s", GW_AUDIT_DIR);
 		}
 	}
-	gw->auditfd = open(gw->audit_path, O_WRONLY | O_APPEND | O_CREAT |
+	audit_of(gw)->auditfd = open(audit_of(gw)->audit_path, O_WRONLY | O_APPEND | O_CREAT |
 	    O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (gw->auditfd == -1) {
-		log_warn("audit log %s", gw->audit_path);
+	if (audit_of(gw)->auditfd == -1) {
+		log_warn("audit log %s", audit_of(gw)->audit_path);
 		return -1;
 	}
-	gw->audit.size = fstat(gw->auditfd, &st) == 0 ? st.st_size : 0;
+	audit_of(gw)->audit.size = fstat(audit_of(gw)->auditfd, &st) == 0 ? st.st_size : 0;
 	return 0;
 }
 
@@ -85,25 +88,25 @@ audit_rotate(struct gw *gw)
 	char *old, json[256];
 	uint64_t gone;
 
-	xasprintf(&old, "%s.1", gw->audit_path);
+	xasprintf(&old, "%s.1", audit_of(gw)->audit_path);
 	gone = count_lines(old);
-	if (rename(gw->audit_path, old) == -1) {
-		log_warn("audit log: rotate %s", gw->audit_path);
+	if (rename(audit_of(gw)->audit_path, old) == -1) {
+		log_warn("audit log: rotate %s", audit_of(gw)->audit_path);
 		free(old);
 		return;
 	}
 	free(old);
-	gw->audit.dropped += gone;
-	gw->audit.rotations++;
+	audit_of(gw)->audit.dropped += gone;
+	audit_of(gw)->audit.rotations++;
 	audit_reopen(gw);
-	gw->audit.size = 0;
+	audit_of(gw)->audit.size = 0;
 	snprintf(json, sizeof(json), "{\"event\":\"audit-rotated\","
 	    "\"max_kb\":%u,\"rotations\":%llu,\"dropped_lines\":%llu,"
 	    "\"suppressed\":%llu,\"lost\":%llu}", gw->cfg->gw.audit_max_kb,
-	    (unsigned long long)gw->audit.rotations,
-	    (unsigned long long)gw->audit.dropped,
-	    (unsigned long long)gw->audit.suppressed,
-	    (unsigned long long)gw->audit.lost);
+	    (unsigned long long)audit_of(gw)->audit.rotations,
+	    (unsigned long long)audit_of(gw)->audit.dropped,
+	    (unsigned long long)audit_of(gw)->audit.suppressed,
+	    (unsigned long long)audit_of(gw)->audit.lost);
 	audit_write(gw, json);
 }
 
@@ -115,11 +118,11 @@ audit_count(struct gw *gw, const char *json)
 	unsigned long long n;
 
 	if (strstr(json, "\"event\":\"refusals-lost\"") != NULL)
-		gw->audit.lost++;
+		audit_of(gw)->audit.lost++;
 	if (strstr(json, "\"event\":\"refusals-suppressed\"") != NULL &&
 	    (p = strstr(json, "\"count\":")) != NULL &&
 	    sscanf(p + 8, "%llu", &n) == 1)
-		gw->audit.suppressed += n;
+		audit_of(gw)->audit.suppressed += n;
 }
 
 char *
@@ -131,22 +134,22 @@ audit_counters(const struct gw *gw)
 	 * it is never "0". */
 	xasprintf(&s, "audit  lines %llu, size %lld of %u KiB, rotations "
 	    "%llu, dropped lines %llu, refusals suppressed %llu, overruns "
-	    "%llu\n", (unsigned long long)gw->audit.lines,
-	    (long long)(gw->audit.size + 1023) / 1024, gw->cfg->gw.audit_max_kb,
-	    (unsigned long long)gw->audit.rotations,
-	    (unsigned long long)gw->audit.dropped,
-	    (unsigned long long)gw->audit.suppressed,
-	    (unsigned long long)gw->audit.lost);
+	    "%llu\n", (unsigned long long)audit_of(gw)->audit.lines,
+	    (long long)(audit_of(gw)->audit.size + 1023) / 1024, gw->cfg->gw.audit_max_kb,
+	    (unsigned long long)audit_of(gw)->audit.rotations,
+	    (unsigned long long)audit_of(gw)->audit.dropped,
+	    (unsigned long long)audit_of(gw)->audit.suppressed,
+	    (unsigned long long)audit_of(gw)->audit.lost);
 	return s;
 }
 
 void
 audit_reopen(struct gw *gw)
 {
-	int old = gw->auditfd;
+	int old = audit_of(gw)->auditfd;
 
 	if (audit_open(gw) == -1) {
-		gw->auditfd = old;	/* keep writing where we were */
+		audit_of(gw)->auditfd = old;	/* keep writing where we were */
 		return;
 	}
 	if (old != -1)
@@ -157,11 +160,11 @@ audit_reopen(struct gw *gw)
 void
 audit_close(struct gw *gw)
 {
-	if (gw->auditfd != -1)
-		close(gw->auditfd);
-	gw->auditfd = -1;
-	free(gw->audit_path);
-	gw->audit_path = NULL;
+	if (audit_of(gw)->auditfd != -1)
+		close(audit_of(gw)->auditfd);
+	audit_of(gw)->auditfd = -1;
+	free(audit_of(gw)->audit_path);
+	audit_of(gw)->audit_path = NULL;
 }
 
 /* Syslog's share of the children's events: a token bucket. */
@@ -224,19 +227,19 @@ audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 	n = xasprintf(&line, "{\"time\":\"%s.%03ldZ\",%s\n", stamp,
 	    ts.tv_nsec / 1000000, json + 1);
 	audit_count(gw, json);
-	if (gw->auditfd != -1 && gw->audit.size > 0 && gw->audit.size + n >
+	if (audit_of(gw)->auditfd != -1 && audit_of(gw)->audit.size > 0 && audit_of(gw)->audit.size + n >
 	    (off_t)gw->cfg->gw.audit_max_kb * 1024)
 		audit_rotate(gw);
-	if (gw->auditfd != -1 && write(gw->auditfd, line, (size_t)n) != n)
+	if (audit_of(gw)->auditfd != -1 && write(audit_of(gw)->auditfd, line, (size_t)n) != n)
 		log_warn("audit log write");
-	else if (gw->auditfd != -1) {
-		gw->audit.size += n;
-		gw->audit.lines++;
+	else if (audit_of(gw)->auditfd != -1) {
+		audit_of(gw)->audit.size += n;
+		audit_of(gw)->audit.lines++;
 	}
 	if (to == AUDIT_SYSLOG || (to == AUDIT_SYSLOG_LIMITED && syslog_take()))
 		syslog(LOG_NOTICE | LOG_AUTHPRIV, "audit %.*s", n - 1, line);
-	if (gw->on_audit_line != NULL)
-		gw->on_audit_line(gw, line);
+	if (audit_of(gw)->on_audit_line != NULL)
+		audit_of(gw)->on_audit_line(gw, line);
 	free(line);
 }
 
@@ -337,9 +340,23 @@ audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 	else
 		xasprintf(&line, "{\"source\":%s,%s", stamp, body + 1);
 	audit_write_to(gw, line, AUDIT_SYSLOG_LIMITED);	/* mostly refusals */
-	if (gw->metrics != NULL)
-		metrics_count(gw->metrics, p->name, body, len);
+	if (metrics_of(gw)->metrics != NULL)
+		metrics_count(metrics_of(gw)->metrics, p->name, body, len);
 	refused_audit(gw, line);
 	free(line);
 	free(body);
 }
+
+static void
+audit_init(void *state)
+{
+	struct gw_audit *st = state;
+
+	st->auditfd = -1;
+}
+
+const struct gw_module audit_module = {
+	.name = "audit",
+	.size = sizeof(struct gw_audit),
+	.init = audit_init,
+};

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "budgets.h"
 #include "log.h"
 
 /* Tests set the budgets' clock with --test-clock FILE (seconds since the
@@ -41,8 +42,13 @@ gw_budget_answer(struct gw *gw, int fd, uint32_t id,
 
 	for (i = 0; i < m->nsecret; i++)
 		names[i] = m->secret[i];
-	budget_charge(&gw->budgets, gw->cfg, names, m->nsecret,
+	budget_charge(&budgets_of(gw)->budgets, gw->cfg, names, m->nsecret,
 	    gw_budget_now(gw), &ack);
 	if (ipc_send(fd, IPC_BUDGET_ACK, id, &ack, sizeof(ack)) == -1)
 		log_warn("proxy: budget-ack");
 }
+
+const struct gw_module budgets_module = {
+	.name = "budgets",
+	.size = sizeof(struct gw_budgets),
+};

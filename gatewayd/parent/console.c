@@ -32,7 +32,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "console.h"
 #include "log.h"
 
 static bool

@@ -25,7 +25,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "reload.h"
+#include "dnsd.h"
+#include "proxy.h"
+#include "audit.h"
+#include "reg.h"
+#include "ctl.h"
+#include "team.h"
+#include "console.h"
+#include "policy.h"
+#include "refused.h"
+#include "grant.h"
+#include "network.h"
+#include "drift.h"
+#include "egress.h"
+#include "ha.h"
 #include "log.h"
 #include "nftrules.h"
 #include "privdrop.h"
@@ -108,18 +123,18 @@ control_listen(struct gw *gw)
 		log_warn("chown %s", path);
 	if (chmod(path, 0660) == -1)
 		log_warn("chmod %s", path);
-	gw->ctlfd = fd;
+	ctl_of(gw)->ctlfd = fd;
 	return 0;
 }
 
 void
 control_unlink(struct gw *gw)
 {
-	if (gw->ctlfd != -1) {
-		close(gw->ctlfd);
+	if (ctl_of(gw)->ctlfd != -1) {
+		close(ctl_of(gw)->ctlfd);
 		unlink(gw->opts.sock);
 	}
-	gw->ctlfd = -1;
+	ctl_of(gw)->ctlfd = -1;
 }
 
 /* Root, or a member of the moat group (primary or supplementary). */
@@ -267,8 +282,8 @@ ctl_message(struct gw *gw, const struct ipc_hdr *h, void *payload,
 	size_t i;
 
 	if (h->type == IPC_CTL_GONE) {
-		if (gw->ctl_followers > 0)
-			gw->ctl_followers--;
+		if (ctl_of(gw)->ctl_followers > 0)
+			ctl_of(gw)->ctl_followers--;
 		goto out;
 	}
 	if (h->type != IPC_CTL_REQ || nfds != 1U + m->nfds)
@@ -286,7 +301,7 @@ ctl_message(struct gw *gw, const struct ipc_hdr *h, void *payload,
 	if (r.job)
 		r.end = IPC_CTL_MORE;	/* the verdict comes when it exits */
 	else if (r.end == IPC_CTL_FOLLOW)
-		gw->ctl_followers++;
+		ctl_of(gw)->ctl_followers++;
 	ctl_req_flush(&r, r.end);
 out:
 	for (i = 0; i < nfds; i++)
@@ -303,11 +318,11 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 	int i, n;
 
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->jobs[i].pid == pid)
+		if (ctl_of(gw)->jobs[i].pid == pid)
 			break;
 	if (i == GW_MAX_CLIENTS)
 		return false;
-	j = &gw->jobs[i];
+	j = &ctl_of(gw)->jobs[i];
 	console = j->console;
 	if (console && !console_reaped(gw, j))
 		status = 1 << 8;	/* no socket: it failed */
@@ -326,7 +341,7 @@ ctl_job_reaped(struct gw *gw, pid_t pid, int status)
 		n = snprintf(msg, sizeof(msg), "error: provision %s failed "
 		    "(exit %s)\n", j->verb, code);
 	/* Only the control process that asked knows the request. */
-	if (j->gen == gw->ctl_gen)
+	if (j->gen == ctl_of(gw)->ctl_gen)
 		ctl_send(gw, j->id, IPC_CTL_END, msg, (size_t)n, -1);
 	return true;
 }
@@ -342,7 +357,7 @@ ctl_job_stopped(struct gw *gw, pid_t pid)
 	int i;
 
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->jobs[i].pid == pid && gw->jobs[i].console) {
+		if (ctl_of(gw)->jobs[i].pid == pid && ctl_of(gw)->jobs[i].console) {
 			kill(pid, SIGKILL);
 			return;
 		}
@@ -353,10 +368,10 @@ ctl_log_line(struct gw *gw, const char *line)
 {
 	int fd = gw->procs[PROC_CONTROL].ipc;
 
-	if (gw->ctl_followers > 0 && fd != -1 &&
+	if (ctl_of(gw)->ctl_followers > 0 && fd != -1 &&
 	    ipc_send(fd, IPC_CTL_LOG, 0, line, strlen(line)) == -1 &&
 	    errno != EMSGSIZE)
-		gw->ctl_followers = 0;	/* the control process is gone */
+		ctl_of(gw)->ctl_followers = 0;	/* the control process is gone */
 }
 
 /* --- commands --------------------------------------------------------- */
@@ -366,8 +381,8 @@ ctl_log_line(struct gw *gw, const char *line)
 static pid_t
 signer_alive(struct gw *gw, unsigned w)
 {
-	return gw->signer_pid[w] > 0 && gw->procs[PROC_PROXY + w].pid > 0 &&
-	    kill(gw->signer_pid[w], 0) == 0 ? gw->signer_pid[w] : 0;
+	return proxy_of(gw)->signer_pid[w] > 0 && gw->procs[PROC_PROXY + w].pid > 0 &&
+	    kill(proxy_of(gw)->signer_pid[w], 0) == 0 ? proxy_of(gw)->signer_pid[w] : 0;
 }
 
 /* Proxy workers past the configured number that are not running are
@@ -375,7 +390,7 @@ signer_alive(struct gw *gw, unsigned w)
 static bool
 shown(struct gw *gw, int i)
 {
-	return !PROC_IS_PROXY(i) || (unsigned)(i - PROC_PROXY) < gw->nworkers ||
+	return !PROC_IS_PROXY(i) || (unsigned)(i - PROC_PROXY) < proxy_of(gw)->nworkers ||
 	    gw->procs[i].pid > 0;
 }
 
@@ -404,7 +419,7 @@ status_json_children(struct ctl_req *r)
 		reply(r, "}");
 		sep = ",";
 	}
-	reply(r, "],\"proxy_workers\":%u,\"draining\":[", gw->nworkers);
+	reply(r, "],\"proxy_workers\":%u,\"draining\":[", proxy_of(gw)->nworkers);
 	sep = "";
 	for (i = 0; i < GW_MAX_DRAINING; i++)
 		if (gw->draining[i].pid > 0) {
@@ -441,7 +456,7 @@ status_text_children(struct ctl_req *r)
 		if (PROC_IS_PROXY(i) && signer_alive(gw, (unsigned)(i -
 		    PROC_PROXY)) > 0)
 			reply(r, "child      signer running pid %d, with proxy "
-			    "%d\n", (int)gw->signer_pid[i - PROC_PROXY],
+			    "%d\n", (int)proxy_of(gw)->signer_pid[i - PROC_PROXY],
 			    i - PROC_PROXY);
 	}
 	for (i = 0; i < GW_MAX_DRAINING; i++)
@@ -471,34 +486,34 @@ ctl_status(struct ctl_req *r)
 		    "\"dropped_lines\":%llu,\"suppressed\":%llu,\"lost\":%llu,"
 		    "\"size_bytes\":%lld,\"max_bytes\":%lld},",
 		    (long long)(now - gw->started), gw->cfg->nsandboxes,
-		    gw->reloads, gw->reload_failures,
-		    (unsigned long long)gw->set_adds,
-		    (unsigned long long)gw->set_refused,
+		    reload_of(gw)->reloads, reload_of(gw)->reload_failures,
+		    (unsigned long long)policy_of(gw)->set_adds,
+		    (unsigned long long)policy_of(gw)->set_refused,
 		    fast ? "true" : "false", refusals,
-		    (unsigned long long)gw->audit.rotations,
-		    (unsigned long long)gw->audit.dropped,
-		    (unsigned long long)gw->audit.suppressed,
-		    (unsigned long long)gw->audit.lost,
-		    (long long)gw->audit.size,
+		    (unsigned long long)audit_of(gw)->audit.rotations,
+		    (unsigned long long)audit_of(gw)->audit.dropped,
+		    (unsigned long long)audit_of(gw)->audit.suppressed,
+		    (unsigned long long)audit_of(gw)->audit.lost,
+		    (long long)audit_of(gw)->audit.size,
 		    (long long)gw->cfg->gw.audit_max_kb * 1024);
 		ha_status(r);
 		drift_status(r);
 		status_json_children(r);
-		net_status(r, &gw->net);
+		net_status(r, &network_of(gw)->net);
 		reply(r, "}\nok\n");
 		return;
 	}
 	reply(r, "config     %s\nuptime     %llds\nsandboxes  %zu\n"
 	    "reloads    %u (%u refused)\npolicy     applied (inet moat, "
 	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
-	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
-	    gw->reload_failures, refusals);
+	    (long long)(now - gw->started), gw->cfg->nsandboxes, reload_of(gw)->reloads,
+	    reload_of(gw)->reload_failures, refusals);
 	ha_status(r);
 	drift_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);
-	net_status(r, &gw->net);
+	net_status(r, &network_of(gw)->net);
 	status_text_children(r);
 	reply(r, "ok\n");
 }
@@ -610,9 +625,9 @@ dns_dropped(struct ctl_req *r)
 
 	for (i = 0; i < cfg->nsandboxes; i++) {
 		const char *name = cfg->sandboxes[i].name;
-		for (n = 0, j = 0; j < r->gw->ndnsdrops; j++)
-			if (strcmp(r->gw->dnsdrops[j].sandbox, name) == 0)
-				n = r->gw->dnsdrops[j].count;
+		for (n = 0, j = 0; j < dnsd_of(r->gw)->ndnsdrops; j++)
+			if (strcmp(dnsd_of(r->gw)->dnsdrops[j].sandbox, name) == 0)
+				n = dnsd_of(r->gw)->dnsdrops[j].count;
 		if (r->json)
 			reply(r, "%s{\"sandbox\":\"%s\",\"queries\":%llu}",
 			    i ? "," : "", name, (unsigned long long)n);
@@ -653,8 +668,8 @@ ctl_log(struct ctl_req *r)
 	off_t end;
 	int fd;
 
-	if (r->gw->audit_path != NULL &&
-	    (fd = open(r->gw->audit_path, O_RDONLY | O_CLOEXEC)) != -1) {
+	if (audit_of(r->gw)->audit_path != NULL &&
+	    (fd = open(audit_of(r->gw)->audit_path, O_RDONLY | O_CLOEXEC)) != -1) {
 		end = lseek(fd, 0, SEEK_END);
 		if (end > (off_t)sizeof(buf) - 1)
 			lseek(fd, end - (off_t)sizeof(buf) + 1, SEEK_SET);
@@ -704,8 +719,8 @@ ctl_console(struct ctl_req *r)
 		return;
 	}
 	for (i = 0; i < GW_MAX_CLIENTS && g == NULL; i++)
-		if (r->gw->jobs[i].pid == 0)
-			g = &r->gw->jobs[i];
+		if (ctl_of(r->gw)->jobs[i].pid == 0)
+			g = &ctl_of(r->gw)->jobs[i];
 	if (g == NULL || (pid = connect_as_start(t.path, t.uid, t.gid,
 	    &back)) == -1) {
 		ctl_refuse(r, r->argv[1], "console: busy, try again later");
@@ -714,7 +729,7 @@ ctl_console(struct ctl_req *r)
 	memset(g, 0, sizeof(*g));
 	g->pid = pid;
 	g->id = r->id;
-	g->gen = r->gw->ctl_gen;
+	g->gen = ctl_of(r->gw)->ctl_gen;
 	g->uid = r->uid;
 	snprintf(g->user, sizeof(g->user), "%s", r->user);
 	snprintf(g->verb, sizeof(g->verb), "console");
@@ -740,9 +755,23 @@ console_reaped(struct gw *gw, struct gw_job *j)
 		snprintf(msg, sizeof(msg), "error: %s\n", err);
 	else
 		snprintf(msg, sizeof(msg), "ok\n");
-	if (j->gen == gw->ctl_gen)
+	if (j->gen == ctl_of(gw)->ctl_gen)
 		ctl_send(gw, j->id, IPC_CTL_END, msg, strlen(msg), fd);
 	if (fd != -1)
 		close(fd);
 	return fd != -1;
 }
+
+static void
+ctl_init(void *state)
+{
+	struct gw_ctl *st = state;
+
+	st->ctlfd = -1;
+}
+
+const struct gw_module ctl_module = {
+	.name = "ctl",
+	.size = sizeof(struct gw_ctl),
+	.init = ctl_init,
+};

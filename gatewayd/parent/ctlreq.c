@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "ctl.h"
 #include "json.h"
 #include "log.h"
 

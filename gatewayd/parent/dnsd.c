@@ -12,7 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "reload.h"
+#include "dnsd.h"
+#include "proxy.h"
+#include "audit.h"
+#include "policy.h"
+#include "refused.h"
 #include "ipc.h"
 #include "log.h"
 
@@ -22,11 +29,11 @@
 static uint32_t
 next_gen(struct gw *gw)
 {
-	if (gw->dns_gen == UINT32_MAX) {
+	if (dnsd_of(gw)->dns_gen == UINT32_MAX) {
 		proc_restart(gw, PROC_DNSD);
 		return 0;
 	}
-	return ++gw->dns_gen;
+	return ++dnsd_of(gw)->dns_gen;
 }
 
 /*
@@ -66,12 +73,12 @@ handle_dns_config_ack(struct gw *gw, const struct ipc_conf_ack *m)
 {
 	if (m->status == 0) {
 		log_info("dnsd took the new configuration in place");
-		if (m->gen == gw->dns_gen)
+		if (m->gen == dnsd_of(gw)->dns_gen)
 			policy_dns_thaw(gw);
 		return;
 	}
 	/* A later configuration is on its way; its answer decides. */
-	if (m->gen != gw->dns_gen)
+	if (m->gen != dnsd_of(gw)->dns_gen)
 		return;
 	log_warnx("dnsd could not take the new configuration; restarting it");
 	proc_restart(gw, PROC_DNSD);
@@ -111,20 +118,20 @@ handle_dns_dropped(struct gw *gw, const struct ipc_dns_dropped *m)
 
 	if (config_sandbox_by_name(gw->cfg, m->sandbox) == NULL)
 		return;
-	for (i = 0; i < gw->ndnsdrops; i++)
-		if (strcmp(gw->dnsdrops[i].sandbox, m->sandbox) == 0)
+	for (i = 0; i < dnsd_of(gw)->ndnsdrops; i++)
+		if (strcmp(dnsd_of(gw)->dnsdrops[i].sandbox, m->sandbox) == 0)
 			break;
-	if (i == gw->ndnsdrops) {
-		if (gw->ndnsdrops >= MOAT_MAX_SANDBOXES)
+	if (i == dnsd_of(gw)->ndnsdrops) {
+		if (dnsd_of(gw)->ndnsdrops >= MOAT_MAX_SANDBOXES)
 			return;
-		gw->dnsdrops = xreallocarray(gw->dnsdrops, gw->ndnsdrops + 1,
-		    sizeof(*gw->dnsdrops));
-		snprintf(gw->dnsdrops[i].sandbox, sizeof(gw->dnsdrops[i].sandbox),
+		dnsd_of(gw)->dnsdrops = xreallocarray(dnsd_of(gw)->dnsdrops, dnsd_of(gw)->ndnsdrops + 1,
+		    sizeof(*dnsd_of(gw)->dnsdrops));
+		snprintf(dnsd_of(gw)->dnsdrops[i].sandbox, sizeof(dnsd_of(gw)->dnsdrops[i].sandbox),
 		    "%s", m->sandbox);
-		gw->dnsdrops[i].count = 0;
-		gw->ndnsdrops++;
+		dnsd_of(gw)->dnsdrops[i].count = 0;
+		dnsd_of(gw)->ndnsdrops++;
 	}
-	gw->dnsdrops[i].count += m->count;
+	dnsd_of(gw)->dnsdrops[i].count += m->count;
 }
 
 void
@@ -150,3 +157,17 @@ dnsd_dispatch(struct gw *gw, struct gw_proc *p, int fd, const struct gw_msg *m)
 		break;
 	}
 }
+
+static void
+dnsd_init(void *state)
+{
+	struct gw_dnsd *st = state;
+
+	st->dns_udp = st->dns_tcp = st->dns_udp6 = st->dns_tcp6 = -1;
+}
+
+const struct gw_module dnsd_module = {
+	.name = "dnsd",
+	.size = sizeof(struct gw_dnsd),
+	.init = dnsd_init,
+};

@@ -45,7 +45,13 @@
 
 #include <libmnl/libmnl.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "ctl.h"
+#include "policy.h"
+#include "drift.h"
+#include "metrics.h"
+#include "ha.h"
 #include "log.h"
 #include "nftrules.h"
 
@@ -72,12 +78,19 @@ struct drift {
 	char		 buf[65536];
 };
 
+/* Its module state: the watch, or NULL before it starts. */
+static struct drift **
+drift_slot(const struct gw *gw)
+{
+	return gw_mod(gw, MOD_DRIFT);
+}
+
 static bool
 ours(const struct gw *gw, const struct nftr_event *ev)
 {
 	if (ev->family == NFPROTO_INET && strcmp(ev->table,
 	    NFTR_HA_TABLE) == 0)
-		return gw->ha_on;
+		return ha_of(gw)->ha_on;
 	return (ev->family == NFPROTO_INET || ev->family == NFPROTO_BRIDGE) &&
 	    strcmp(ev->table, NFTR_TABLE) == 0;
 }
@@ -89,7 +102,7 @@ drift_start(struct gw *gw)
 	unsigned groups = 1u << (NFNLGRP_NFTABLES - 1);
 	int size = DRIFT_RCVBUF;
 
-	gw->drift = d;
+	(*drift_slot(gw)) = d;
 	d->self = nftr_portid(gw->nft);
 	if ((d->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC |
 	    SOCK_NONBLOCK)) == NULL || mnl_socket_bind(d->nl, groups,
@@ -110,18 +123,18 @@ drift_start(struct gw *gw)
 void
 drift_stop(struct gw *gw)
 {
-	if (gw->drift == NULL)
+	if ((*drift_slot(gw)) == NULL)
 		return;
-	if (gw->drift->nl != NULL)
-		mnl_socket_close(gw->drift->nl);
-	free(gw->drift);
-	gw->drift = NULL;
+	if ((*drift_slot(gw))->nl != NULL)
+		mnl_socket_close((*drift_slot(gw))->nl);
+	free((*drift_slot(gw)));
+	(*drift_slot(gw)) = NULL;
 }
 
 int
 drift_fd(const struct gw *gw)
 {
-	return gw->drift && gw->drift->nl ? mnl_socket_get_fd(gw->drift->nl) :
+	return (*drift_slot(gw)) && (*drift_slot(gw))->nl ? mnl_socket_get_fd((*drift_slot(gw))->nl) :
 	    -1;
 }
 
@@ -222,7 +235,7 @@ gate_check(struct gw *gw, struct drift *d)
 static void
 check(struct gw *gw, const char *found)
 {
-	struct drift *d = gw->drift;
+	struct drift *d = (*drift_slot(gw));
 	char first[sizeof(d->what)];
 	const char *object;
 	size_t n;
@@ -303,7 +316,7 @@ on_event(struct gw *gw, struct drift *d, const struct nlmsghdr *nlh)
 void
 drift_readable(struct gw *gw)
 {
-	struct drift *d = gw->drift;
+	struct drift *d = (*drift_slot(gw));
 	const struct nlmsghdr *nlh;
 	ssize_t n;
 	int len;
@@ -334,7 +347,7 @@ drift_readable(struct gw *gw)
 int
 drift_timeout(const struct gw *gw, int timeout)
 {
-	const struct drift *d = gw->drift;
+	const struct drift *d = (*drift_slot(gw));
 	time_t now = time(NULL);
 	int ms;
 
@@ -347,7 +360,7 @@ drift_timeout(const struct gw *gw, int timeout)
 void
 drift_tick(struct gw *gw)
 {
-	struct drift *d = gw->drift;
+	struct drift *d = (*drift_slot(gw));
 
 	if (d == NULL || gw->cfg->gw.verify_interval == 0 ||
 	    time(NULL) < d->due)
@@ -360,7 +373,7 @@ drift_tick(struct gw *gw)
 void
 drift_status(struct ctl_req *r)
 {
-	const struct drift *d = r->gw->drift;
+	const struct drift *d = *drift_slot(r->gw);
 	const struct moat_gateway *g = &r->gw->cfg->gw;
 	char every[32];
 	long long age;
@@ -406,7 +419,7 @@ drift_status(struct ctl_req *r)
 void
 drift_metrics(FILE *fp, const struct gw *gw)
 {
-	const struct drift *d = gw->drift;
+	const struct drift *d = (*drift_slot(gw));
 
 	if (d == NULL)
 		return;
@@ -437,3 +450,8 @@ drift_metrics(FILE *fp, const struct gw *gw)
 	    "moat_policy_repairs_total %llu\n", (long long)d->verified,
 	    (unsigned long long)d->repairs);
 }
+
+const struct gw_module drift_module = {
+	.name = "drift",
+	.size = sizeof(struct drift *),
+};

@@ -36,7 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "policy.h"
+#include "egress.h"
+#include "ha.h"
 #include "log.h"
 #include "nftrules.h"
 
@@ -121,20 +125,20 @@ roll(struct gw *gw, int64_t w)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < gw->negress; i++) {
-		if (!gw->egress[i].configured)
+	for (i = 0; i < egress_state(gw)->negress; i++) {
+		if (!egress_state(gw)->egress[i].configured)
 			continue;
-		gw->egress[n] = gw->egress[i];
-		gw->egress[n].spent = 0;
-		gw->egress[n].replicated = 0;
-		gw->egress[n].audited = false;
+		egress_state(gw)->egress[n] = egress_state(gw)->egress[i];
+		egress_state(gw)->egress[n].spent = 0;
+		egress_state(gw)->egress[n].replicated = 0;
+		egress_state(gw)->egress[n].audited = false;
 		n++;
 	}
-	gw->negress = n;
-	if (gw->egress_window != 0)
+	egress_state(gw)->negress = n;
+	if (egress_state(gw)->egress_window != 0)
 		log_info("egress budgets: a new window");
-	gw->egress_window = w;
-	gw->egress_dirty = true;
+	egress_state(gw)->egress_window = w;
+	egress_state(gw)->egress_dirty = true;
 }
 
 /* Charge what each configured sandbox sent since the last read.  A
@@ -155,7 +159,7 @@ charge(struct gw *gw, const struct moat_config *cfg)
 		return -1;
 	}
 	for (i = 0; i < cfg->nsandboxes; i++) {
-		struct gw_egress *e = entry(gw->egress, gw->negress, i,
+		struct gw_egress *e = entry(egress_state(gw)->egress, egress_state(gw)->negress, i,
 		    cfg->sandboxes[i].name);
 		uint64_t now = t[i].bytes_out;
 
@@ -165,7 +169,7 @@ charge(struct gw *gw, const struct moat_config *cfg)
 			continue;
 		e->spent += now >= e->last ? now - e->last : now;
 		if (now != e->last)
-			gw->egress_dirty = true;
+			egress_state(gw)->egress_dirty = true;
 		e->last = now;
 	}
 	free(t);
@@ -181,14 +185,14 @@ enforce(struct gw *gw)
 	uint32_t *tmo, left = window_left_ms();
 	char b[24], s[24];
 	size_t i, n = 0;
-	bool changed = gw->egress_resync;
+	bool changed = egress_state(gw)->egress_resync;
 
 	/* Each spent sandbox's IPv4 address, and its IPv6 address when it
 	 * has one (budget_spent6): its IPv6 is no way around the budget. */
-	a = xcalloc(gw->negress * 2 + 1, sizeof(*a));
-	tmo = xcalloc(gw->negress * 2 + 1, sizeof(*tmo));
-	for (i = 0; i < gw->negress; i++) {
-		struct gw_egress *e = &gw->egress[i];
+	a = xcalloc(egress_state(gw)->negress * 2 + 1, sizeof(*a));
+	tmo = xcalloc(egress_state(gw)->negress * 2 + 1, sizeof(*tmo));
+	for (i = 0; i < egress_state(gw)->negress; i++) {
+		struct gw_egress *e = &egress_state(gw)->egress[i];
 		bool over = e->configured && e->budget > 0 &&
 		    e->spent >= e->budget;
 
@@ -205,7 +209,7 @@ enforce(struct gw *gw)
 		if (e->audited)
 			continue;
 		e->audited = true;
-		gw->egress_dirty = true;
+		egress_state(gw)->egress_dirty = true;
 		snprintf(b, sizeof(b), "%llu", (unsigned long long)e->budget);
 		snprintf(s, sizeof(s), "%llu", (unsigned long long)e->spent);
 		log_info("sandbox %s: egress budget spent (%s of %s bytes); "
@@ -213,11 +217,11 @@ enforce(struct gw *gw)
 		audit_event(gw, "egress-budget-spent", "sandbox", e->name,
 		    "budget_bytes", b, "spent_bytes", s, NULL);
 	}
-	if (changed && gw->egress_policy) {
+	if (changed && egress_state(gw)->egress_policy) {
 		if (nftr_budget_set(gw->nft, a, n, tmo) == -1)
 			log_warnx("egress budgets: %s", nftr_error(gw->nft));
 		else
-			gw->egress_resync = false;
+			egress_state(gw)->egress_resync = false;
 	}
 	free(a);
 	free(tmo);
@@ -245,9 +249,9 @@ save(struct gw *gw)
 		return;
 	}
 	fprintf(fp, "# moat egress budgets: written by gatewayd\n"
-	    "window %lld %ld\n", (long long)gw->egress_window, window_len());
-	for (i = 0; i < gw->negress; i++) {
-		const struct gw_egress *e = &gw->egress[i];
+	    "window %lld %ld\n", (long long)egress_state(gw)->egress_window, window_len());
+	for (i = 0; i < egress_state(gw)->negress; i++) {
+		const struct gw_egress *e = &egress_state(gw)->egress[i];
 
 		fprintf(fp, "%s %s %llu %llu %d %s\n", e->name,
 		    addr_fmt(&e->addr, ip, sizeof(ip)),
@@ -260,8 +264,8 @@ save(struct gw *gw)
 		unlink(tmp);
 		return;
 	}
-	gw->egress_saved = time(NULL);
-	gw->egress_dirty = false;
+	egress_state(gw)->egress_saved = time(NULL);
+	egress_state(gw)->egress_dirty = false;
 }
 
 /* What the last gatewayd wrote, if it is about the current window;
@@ -291,18 +295,18 @@ load(struct gw *gw)
 		if (sscanf(line, "window %lld %ld", &w, &len) == 2) {
 			if (w != window_now() || len != window_len())
 				break;
-			gw->egress_window = w;
+			egress_state(gw)->egress_window = w;
 			continue;
 		}
 		memset(&e, 0, sizeof(e));
 		/* The owner (a sixth field) is missing in files written by
 		 * an older gatewayd. */
 		strcpy(owner, "-");
-		if (gw->egress_window == 0 || sscanf(line, "%32s %63s %llu "
+		if (egress_state(gw)->egress_window == 0 || sscanf(line, "%32s %63s %llu "
 		    "%llu %d %32s", name, ip, &spent, &last, &audited,
 		    owner) < 5 ||
 		    addr_parse(ip, &e.addr) == -1 ||
-		    find(gw->egress, gw->negress, name) != NULL)
+		    find(egress_state(gw)->egress, egress_state(gw)->negress, name) != NULL)
 			continue;
 		snprintf(e.name, sizeof(e.name), "%s", name);
 		if (strcmp(owner, "-") != 0)
@@ -310,14 +314,14 @@ load(struct gw *gw)
 		e.spent = spent;
 		e.last = last;
 		e.audited = audited != 0;
-		gw->egress = xreallocarray(gw->egress, gw->negress + 1,
-		    sizeof(*gw->egress));
-		gw->egress[gw->negress++] = e;
+		egress_state(gw)->egress = xreallocarray(egress_state(gw)->egress, egress_state(gw)->negress + 1,
+		    sizeof(*egress_state(gw)->egress));
+		egress_state(gw)->egress[egress_state(gw)->negress++] = e;
 	}
 	fclose(fp);
-	if (gw->negress > 0)
+	if (egress_state(gw)->negress > 0)
 		log_info("egress budgets: %zu sandbox(es)' totals carried "
-		    "over from %s", gw->negress, path);
+		    "over from %s", egress_state(gw)->negress, path);
 }
 
 /* ---- the hooks ------------------------------------------------------ */
@@ -330,17 +334,17 @@ egress_before_apply(struct gw *gw, const struct moat_config *cur)
 {
 	size_t i;
 
-	if (!gw->egress_loaded) {
-		gw->egress_loaded = true;
+	if (!egress_state(gw)->egress_loaded) {
+		egress_state(gw)->egress_loaded = true;
 		load(gw);
 		/* The last run's sandboxes, matched by name and address,
 		 * are charged from the counters it left. */
-		for (i = 0; i < gw->negress; i++)
-			gw->egress[i].configured = true;
-		if (gw->egress_window == 0)
+		for (i = 0; i < egress_state(gw)->negress; i++)
+			egress_state(gw)->egress[i].configured = true;
+		if (egress_state(gw)->egress_window == 0)
 			roll(gw, window_now());
 	}
-	if (gw->egress_window != window_now())
+	if (egress_state(gw)->egress_window != window_now())
 		roll(gw, window_now());
 	(void)charge(gw, cur);
 }
@@ -354,16 +358,16 @@ heir_of(struct gw *gw, const struct moat_sandbox *sb)
 	struct gw_egress *e, *best = NULL;
 	size_t i;
 
-	for (i = 0; i < gw->negress; i++) {
-		e = &gw->egress[i];
+	for (i = 0; i < egress_state(gw)->negress; i++) {
+		e = &egress_state(gw)->egress[i];
 		if (e->name[0] != '\0' && memcmp(&e->addr, &sb->address,
 		    sizeof(e->addr)) == 0)
 			return e;
 	}
 	if (sb->owner == NULL || sb->owner[0] == '\0')
 		return NULL;
-	for (i = 0; i < gw->negress; i++) {
-		e = &gw->egress[i];
+	for (i = 0; i < egress_state(gw)->negress; i++) {
+		e = &egress_state(gw)->egress[i];
 		if (e->name[0] != '\0' && strcmp(e->owner, sb->owner) == 0 &&
 		    (best == NULL || e->spent > best->spent))
 			best = e;
@@ -383,13 +387,13 @@ egress_after_apply(struct gw *gw, const struct moat_config *cfg)
 	size_t i, n = 0;
 	bool ok;
 
-	v = xcalloc(cfg->nsandboxes + gw->negress + 1, sizeof(*v));
+	v = xcalloc(cfg->nsandboxes + egress_state(gw)->negress + 1, sizeof(*v));
 	t = xcalloc(cfg->nsandboxes + 1, sizeof(*t));
 	ok = gw->nft != NULL && nftr_acct_read(gw->nft, cfg, t) == 0;
 	/* Those that keep their name first, so that an heir never takes a
 	 * total that is still its own sandbox's. */
 	for (i = 0; i < cfg->nsandboxes; i++) {
-		struct gw_egress *old = entry(gw->egress, gw->negress, i,
+		struct gw_egress *old = entry(egress_state(gw)->egress, egress_state(gw)->negress, i,
 		    cfg->sandboxes[i].name);
 
 		if (old != NULL) {
@@ -423,21 +427,21 @@ egress_after_apply(struct gw *gw, const struct moat_config *cfg)
 	}
 	/* Removed sandboxes keep their totals until the window ends, so
 	 * that destroying and creating one again does not reset it. */
-	for (i = 0; i < gw->negress; i++)
-		if (gw->egress[i].name[0] != '\0') {
-			v[n] = gw->egress[i];
+	for (i = 0; i < egress_state(gw)->negress; i++)
+		if (egress_state(gw)->egress[i].name[0] != '\0') {
+			v[n] = egress_state(gw)->egress[i];
 			v[n].configured = false;
 			v[n++].in_set = false;
 		}
-	free(gw->egress);
+	free(egress_state(gw)->egress);
 	free(t);
-	gw->egress = v;
-	gw->negress = n;
-	gw->egress_policy = config_any_egress_budget(cfg);
-	gw->egress_resync = true;
-	gw->egress_dirty = true;
+	egress_state(gw)->egress = v;
+	egress_state(gw)->negress = n;
+	egress_state(gw)->egress_policy = config_any_egress_budget(cfg);
+	egress_state(gw)->egress_resync = true;
+	egress_state(gw)->egress_dirty = true;
 	enforce(gw);
-	if (gw->egress_policy)
+	if (egress_state(gw)->egress_policy)
 		save(gw);
 }
 
@@ -448,16 +452,16 @@ replicate(struct gw *gw)
 	struct ipc_ha_spent m;
 	size_t i;
 
-	if (gw->ha_role != HA_MASTER)
+	if (ha_of(gw)->ha_role != HA_MASTER)
 		return;
-	for (i = 0; i < gw->negress; i++) {
-		struct gw_egress *e = &gw->egress[i];
+	for (i = 0; i < egress_state(gw)->negress; i++) {
+		struct gw_egress *e = &egress_state(gw)->egress[i];
 
 		if (!e->configured || e->budget == 0 || e->spent == e->replicated)
 			continue;
 		memset(&m, 0, sizeof(m));
 		snprintf(m.sandbox, sizeof(m.sandbox), "%s", e->name);
-		m.window = gw->egress_window;
+		m.window = egress_state(gw)->egress_window;
 		m.bytes = e->spent;
 		harepl_forward(gw, IPC_HA_SPENT, &m, sizeof(m));
 		e->replicated = e->spent;
@@ -471,8 +475,8 @@ egress_snapshot(struct gw *gw)
 {
 	size_t i;
 
-	for (i = 0; i < gw->negress; i++)
-		gw->egress[i].replicated = 0;
+	for (i = 0; i < egress_state(gw)->negress; i++)
+		egress_state(gw)->egress[i].replicated = 0;
 	replicate(gw);
 }
 
@@ -484,18 +488,18 @@ egress_merge(struct gw *gw, const struct ipc_ha_spent *m)
 {
 	struct gw_egress *e;
 
-	if (!gw->egress_policy)
+	if (!egress_state(gw)->egress_policy)
 		return;
-	if (gw->egress_window != window_now()) {
+	if (egress_state(gw)->egress_window != window_now()) {
 		roll(gw, window_now());
-		gw->egress_resync = true;
+		egress_state(gw)->egress_resync = true;
 	}
-	if (m->window != gw->egress_window ||
-	    (e = find(gw->egress, gw->negress, m->sandbox)) == NULL ||
+	if (m->window != egress_state(gw)->egress_window ||
+	    (e = find(egress_state(gw)->egress, egress_state(gw)->negress, m->sandbox)) == NULL ||
 	    !e->configured || m->bytes <= e->spent)
 		return;
 	e->spent = e->replicated = m->bytes;
-	gw->egress_dirty = true;
+	egress_state(gw)->egress_dirty = true;
 	enforce(gw);
 }
 
@@ -504,18 +508,18 @@ egress_tick(struct gw *gw)
 {
 	uint64_t now = gw_mono_ms();
 
-	if (!gw->egress_policy || now < gw->egress_next_ms)
+	if (!egress_state(gw)->egress_policy || now < egress_state(gw)->egress_next_ms)
 		return;
-	gw->egress_next_ms = now + EGRESS_TICK_MS;
-	if (gw->egress_window != window_now()) {
+	egress_state(gw)->egress_next_ms = now + EGRESS_TICK_MS;
+	if (egress_state(gw)->egress_window != window_now()) {
 		roll(gw, window_now());
-		gw->egress_resync = true;
+		egress_state(gw)->egress_resync = true;
 	}
 	if (charge(gw, gw->cfg) == 0) {
 		enforce(gw);
 		replicate(gw);
 	}
-	if (gw->egress_dirty && time(NULL) - gw->egress_saved >= EGRESS_SAVE_S)
+	if (egress_state(gw)->egress_dirty && time(NULL) - egress_state(gw)->egress_saved >= EGRESS_SAVE_S)
 		save(gw);
 }
 
@@ -524,22 +528,22 @@ egress_timeout(const struct gw *gw, int timeout)
 {
 	uint64_t now = gw_mono_ms(), next;
 
-	if (!gw->egress_policy)
+	if (!egress_state(gw)->egress_policy)
 		return timeout;
-	next = gw->egress_next_ms <= now ? 0 : gw->egress_next_ms - now;
+	next = egress_state(gw)->egress_next_ms <= now ? 0 : egress_state(gw)->egress_next_ms - now;
 	return timeout >= 0 && (uint64_t)timeout < next ? timeout : (int)next;
 }
 
 void
 egress_stop(struct gw *gw)
 {
-	if (gw->egress_policy) {
+	if (egress_state(gw)->egress_policy) {
 		(void)charge(gw, gw->cfg);
 		save(gw);
 	}
-	free(gw->egress);
-	gw->egress = NULL;
-	gw->negress = 0;
+	free(egress_state(gw)->egress);
+	egress_state(gw)->egress = NULL;
+	egress_state(gw)->negress = 0;
 }
 
 const struct gw_egress *
@@ -549,6 +553,11 @@ egress_of(const struct gw *gw, size_t i)
 
 	if (i >= gw->cfg->nsandboxes)
 		return NULL;
-	e = entry(gw->egress, gw->negress, i, gw->cfg->sandboxes[i].name);
+	e = entry(egress_state(gw)->egress, egress_state(gw)->negress, i, gw->cfg->sandboxes[i].name);
 	return e != NULL && e->configured ? e : NULL;
 }
+
+const struct gw_module egress_module = {
+	.name = "egress",
+	.size = sizeof(struct gw_egress_state),
+};

@@ -32,7 +32,14 @@
 #include <time.h>
 
 #include "dropin.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "audit.h"
+#include "ctl.h"
+#include "policy.h"
+#include "refused.h"
+#include "grant.h"
+#include "ha.h"
 #include "json.h"
 #include "log.h"
 #include "smallfile.h"
@@ -113,8 +120,8 @@ grants_of(const struct gw *gw, const char *sandbox)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < gw->ngrants; i++)
-		n += strcmp(gw->grants[i].sandbox, sandbox) == 0;
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
+		n += strcmp(grants_of_gw(gw)->grants[i].sandbox, sandbox) == 0;
 	return n;
 }
 
@@ -125,11 +132,11 @@ grant_find(struct gw *gw, const char *sandbox, const char *name,
 {
 	size_t i;
 
-	for (i = 0; i < gw->ngrants; i++)
-		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
-		    strcmp(gw->grants[i].name, name) == 0 && (from == NULL ||
-		    strcmp(gw->grants[i].from, from) == 0))
-			return &gw->grants[i];
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
+		if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sandbox) == 0 &&
+		    strcmp(grants_of_gw(gw)->grants[i].name, name) == 0 && (from == NULL ||
+		    strcmp(grants_of_gw(gw)->grants[i].from, from) == 0))
+			return &grants_of_gw(gw)->grants[i];
 	return NULL;
 }
 
@@ -139,11 +146,11 @@ grant_other(struct gw *gw, const struct gw_grant *x)
 {
 	size_t i;
 
-	for (i = 0; i < gw->ngrants; i++)
-		if (&gw->grants[i] != x &&
-		    strcmp(gw->grants[i].sandbox, x->sandbox) == 0 &&
-		    strcmp(gw->grants[i].name, x->name) == 0)
-			return &gw->grants[i];
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
+		if (&grants_of_gw(gw)->grants[i] != x &&
+		    strcmp(grants_of_gw(gw)->grants[i].sandbox, x->sandbox) == 0 &&
+		    strcmp(grants_of_gw(gw)->grants[i].name, x->name) == 0)
+			return &grants_of_gw(gw)->grants[i];
 	return NULL;
 }
 
@@ -153,23 +160,23 @@ grant_of_name(struct gw *gw, const char *sandbox, const char *name)
 {
 	size_t i, n = strlen(name);
 
-	for (i = 0; i < gw->ngrants; i++)
-		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
-		    config_allow_namelen(gw->grants[i].name) == n &&
-		    strncmp(gw->grants[i].name, name, n) == 0)
-			return &gw->grants[i];
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
+		if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sandbox) == 0 &&
+		    config_allow_namelen(grants_of_gw(gw)->grants[i].name) == n &&
+		    strncmp(grants_of_gw(gw)->grants[i].name, name, n) == 0)
+			return &grants_of_gw(gw)->grants[i];
 	return NULL;
 }
 
 static void
 grant_drop(struct gw *gw, struct gw_grant *x)
 {
-	size_t i = (size_t)(x - gw->grants);
+	size_t i = (size_t)(x - grants_of_gw(gw)->grants);
 
 	free(x->name);
-	memmove(&gw->grants[i], &gw->grants[i + 1], (gw->ngrants - i - 1) *
-	    sizeof(*gw->grants));
-	gw->ngrants--;
+	memmove(&grants_of_gw(gw)->grants[i], &grants_of_gw(gw)->grants[i + 1], (grants_of_gw(gw)->ngrants - i - 1) *
+	    sizeof(*grants_of_gw(gw)->grants));
+	grants_of_gw(gw)->ngrants--;
 }
 
 /* --- grants for good, as ctl grants shows them ------------------------------ */
@@ -269,8 +276,8 @@ grants_overlay(struct gw *gw, struct moat_config *cfg)
 	struct moat_sandbox *sb;
 	size_t i;
 
-	for (i = 0; i < gw->ngrants; i++) {
-		struct gw_grant *x = &gw->grants[i];
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
+		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
 		sb = sandbox_rw(cfg, x->sandbox);
 		x->next_gone = sb == NULL || sb->egress != EGRESS_ALLOWLIST;
@@ -286,8 +293,8 @@ grants_commit(struct gw *gw)
 {
 	size_t i = 0;
 
-	while (i < gw->ngrants) {
-		struct gw_grant *x = &gw->grants[i];
+	while (i < grants_of_gw(gw)->ngrants) {
+		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
 		if (x->next_gone) {
 			log_info("grant of %s to %s ends: the sandbox is gone "
@@ -308,9 +315,9 @@ grants_timeout(const struct gw *gw, int timeout)
 	uint64_t now = gw_mono_ms(), next = UINT64_MAX;
 	size_t i;
 
-	for (i = 0; i < gw->ngrants; i++)
-		if (gw->grants[i].until_ms < next)
-			next = gw->grants[i].until_ms;
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
+		if (grants_of_gw(gw)->grants[i].until_ms < next)
+			next = grants_of_gw(gw)->grants[i].until_ms;
 	if (next == UINT64_MAX)
 		return timeout;
 	next = next <= now ? 0 : next - now;
@@ -325,8 +332,8 @@ static void
 narrowed(struct gw *gw, const char *sandbox)
 {
 	policy_flush_sandbox(gw, sandbox);
-	if (gw->promises != NULL)
-		promises_forget(gw->promises, sandbox);
+	if (policy_of(gw)->promises != NULL)
+		promises_forget(policy_of(gw)->promises, sandbox);
 }
 
 /* Cut the flows of sandboxes grants narrowed, as a reload that narrows
@@ -353,8 +360,8 @@ grants_tick(struct gw *gw)
 	const char **changed = NULL;
 	size_t i = 0, j, n = 0;
 
-	while (i < gw->ngrants) {
-		struct gw_grant *x = &gw->grants[i];
+	while (i < grants_of_gw(gw)->ngrants) {
+		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
 		if (x->until_ms > now) {
 			i++;
@@ -391,11 +398,11 @@ grants_free(struct gw *gw)
 {
 	size_t i;
 
-	for (i = 0; i < gw->ngrants; i++)
-		free(gw->grants[i].name);
-	free(gw->grants);
-	gw->grants = NULL;
-	gw->ngrants = 0;
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
+		free(grants_of_gw(gw)->grants[i].name);
+	free(grants_of_gw(gw)->grants);
+	grants_of_gw(gw)->grants = NULL;
+	grants_of_gw(gw)->ngrants = 0;
 	while (nkept > 0)
 		kept_drop(nkept - 1);
 	free(kept);
@@ -684,8 +691,8 @@ list_replace(struct gw *gw, struct moat_sandbox *sb,
 
 	for (i = 0; i < base->n; i++)
 		list_add(&l, base->v[i]);
-	for (i = 0; i < gw->ngrants; i++) {
-		struct gw_grant *x = &gw->grants[i];
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
+		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
 		if (strcmp(x->sandbox, sb->name) != 0)
 			continue;
@@ -794,7 +801,7 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 	struct gw_grant *x;
 	size_t i;
 
-	if (gw->ngrants + g->n > GW_GRANTS_MAX ||
+	if (grants_of_gw(gw)->ngrants + g->n > GW_GRANTS_MAX ||
 	    grants_of(gw, g->sb->name) + g->n > GW_GRANTS_PER_SANDBOX) {
 		ctl_reply(r, "error: too many grants for a while (at most %d "
 		    "per sandbox, %d in all); write them to the sandbox's "
@@ -817,9 +824,9 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 		 * leaves the grants of its names given alone as they are. */
 		if ((x = grant_find(gw, g->sb->name, g->names[i], from)) ==
 		    NULL) {
-			gw->grants = xreallocarray(gw->grants, gw->ngrants + 1,
-			    sizeof(*gw->grants));
-			x = &gw->grants[gw->ngrants++];
+			grants_of_gw(gw)->grants = xreallocarray(grants_of_gw(gw)->grants, grants_of_gw(gw)->ngrants + 1,
+			    sizeof(*grants_of_gw(gw)->grants));
+			x = &grants_of_gw(gw)->grants[grants_of_gw(gw)->ngrants++];
 			memset(x, 0, sizeof(*x));
 			snprintf(x->sandbox, sizeof(x->sandbox), "%s",
 			    g->sb->name);
@@ -1051,8 +1058,8 @@ ctl_unallow(struct ctl_req *r)
 	}
 	for (i = 0; i < ndel; i++) {
 		in_file |= found[i];
-		for (j = 0, granted = false; j < r->gw->ngrants && !granted; j++)
-			granted = grant_asked(&r->gw->grants[j], g.sb, &del[i],
+		for (j = 0, granted = false; j < grants_of_gw(r->gw)->ngrants && !granted; j++)
+			granted = grant_asked(&grants_of_gw(r->gw)->grants[j], g.sb, &del[i],
 			    1, i < nnamed ? 1 : 0);
 		both[i] = granted && found[i];
 		if (granted || found[i])
@@ -1072,19 +1079,19 @@ ctl_unallow(struct ctl_req *r)
 	 * grants that stay add theirs again, list_replace). */
 	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
 		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i], NULL);
-		for (granted = false, j = 0; x != NULL && j < r->gw->ngrants;
+		for (granted = false, j = 0; x != NULL && j < grants_of_gw(r->gw)->ngrants;
 		    j++)
-			granted |= r->gw->grants[j].added && strcmp(
-			    r->gw->grants[j].sandbox, g.sb->name) == 0 &&
-			    strcmp(r->gw->grants[j].name, x->name) == 0;
+			granted |= grants_of_gw(r->gw)->grants[j].added && strcmp(
+			    grants_of_gw(r->gw)->grants[j].sandbox, g.sb->name) == 0 &&
+			    strcmp(grants_of_gw(r->gw)->grants[j].name, x->name) == 0;
 		if (!granted)
 			list_add(&rest, g.sb->allow.v[i]);
 	}
-	for (i = 0; i < r->gw->ngrants;)
-		if (grant_asked(&r->gw->grants[i], g.sb, del, ndel, nnamed)) {
-			grant_forward(r->gw, g.sb->name, r->gw->grants[i].name,
+	for (i = 0; i < grants_of_gw(r->gw)->ngrants;)
+		if (grant_asked(&grants_of_gw(r->gw)->grants[i], g.sb, del, ndel, nnamed)) {
+			grant_forward(r->gw, g.sb->name, grants_of_gw(r->gw)->grants[i].name,
 			    0);		/* it ends on the other box too */
-			grant_drop(r->gw, &r->gw->grants[i]);
+			grant_drop(r->gw, &grants_of_gw(r->gw)->grants[i]);
 		} else
 			i++;
 	if (loaded != NULL)
@@ -1130,17 +1137,17 @@ grants_sums(const struct gw *gw, struct grant_sum **out)
 	long left;
 
 	*out = NULL;
-	if (gw->ngrants == 0)
+	if (grants_of_gw(gw)->ngrants == 0)
 		return 0;
-	v = xcalloc(gw->ngrants, sizeof(*v));
-	for (i = 0; i < gw->ngrants; i++) {
-		ms = gw->grants[i].until_ms;
-		v[i].sandbox = gw->grants[i].sandbox;
+	v = xcalloc(grants_of_gw(gw)->ngrants, sizeof(*v));
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
+		ms = grants_of_gw(gw)->grants[i].until_ms;
+		v[i].sandbox = grants_of_gw(gw)->grants[i].sandbox;
 		v[i].n = 1;
 		v[i].left = ms <= now ? 0 : (long)((ms - now + 999) / 1000);
 	}
-	qsort(v, gw->ngrants, sizeof(*v), sum_cmp);
-	for (i = 0; i < gw->ngrants; i++) {
+	qsort(v, grants_of_gw(gw)->ngrants, sizeof(*v), sum_cmp);
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
 		if (n > 0 && strcmp(v[n - 1].sandbox, v[i].sandbox) == 0) {
 			left = v[i].left;
 			v[n - 1].n++;
@@ -1276,8 +1283,8 @@ ctl_grants(struct ctl_req *r)
 	}
 	if (r->json)
 		ctl_reply(r, "[");
-	for (i = 0; i < r->gw->ngrants; i++) {
-		const struct gw_grant *x = &r->gw->grants[i];
+	for (i = 0; i < grants_of_gw(r->gw)->ngrants; i++) {
+		const struct gw_grant *x = &grants_of_gw(r->gw)->grants[i];
 
 		w = (struct grant_row){ x->sandbox, x->name, x->from, x->by,
 		    x->uid, x->since, x->until, x->until_ms <= now ? 0 :
@@ -1331,8 +1338,8 @@ grants_snapshot(struct gw *gw, const char *sandbox, bool own_only)
 	uint64_t now = gw_mono_ms(), left;
 	size_t i;
 
-	for (i = 0; i < gw->ngrants; i++) {
-		const struct gw_grant *x = &gw->grants[i];
+	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
+		const struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
 		if ((sandbox != NULL && strcmp(x->sandbox, sandbox) != 0) ||
 		    x->until_ms <= now ||
@@ -1387,10 +1394,10 @@ grants_peer_state(struct gw *gw, const char *sandbox)
 
 	if (sb == NULL)
 		return;
-	while (i < gw->ngrants)
-		if (strcmp(gw->grants[i].sandbox, sandbox) == 0 &&
-		    strcmp(gw->grants[i].from, PEER_FROM) == 0) {
-			lost |= peer_end(gw, sb, &gw->grants[i]);
+	while (i < grants_of_gw(gw)->ngrants)
+		if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sandbox) == 0 &&
+		    strcmp(grants_of_gw(gw)->grants[i].from, PEER_FROM) == 0) {
+			lost |= peer_end(gw, sb, &grants_of_gw(gw)->grants[i]);
 			any = true;
 		} else
 			i++;
@@ -1425,10 +1432,10 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 	had = config_allow_has_ports(&sb->allow);
 	if (m->secs == 0) {
 		i = 0;
-		while (i < gw->ngrants)
-			if (strcmp(gw->grants[i].sandbox, sb->name) == 0 &&
-			    strcmp(gw->grants[i].name, v) == 0) {
-				lost |= peer_end(gw, sb, &gw->grants[i]);
+		while (i < grants_of_gw(gw)->ngrants)
+			if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sb->name) == 0 &&
+			    strcmp(grants_of_gw(gw)->grants[i].name, v) == 0) {
+				lost |= peer_end(gw, sb, &grants_of_gw(gw)->grants[i]);
 				any = true;
 			} else
 				i++;
@@ -1438,15 +1445,15 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 		return 0;
 	}
 	if ((x = grant_find(gw, sb->name, v, PEER_FROM)) == NULL) {
-		if (gw->ngrants >= GW_GRANTS_MAX ||
+		if (grants_of_gw(gw)->ngrants >= GW_GRANTS_MAX ||
 		    grants_of(gw, sb->name) >= GW_GRANTS_PER_SANDBOX) {
 			free(v);
 			*why = "too many grants";
 			return -1;
 		}
-		gw->grants = xreallocarray(gw->grants, gw->ngrants + 1,
-		    sizeof(*gw->grants));
-		x = &gw->grants[gw->ngrants++];
+		grants_of_gw(gw)->grants = xreallocarray(grants_of_gw(gw)->grants, grants_of_gw(gw)->ngrants + 1,
+		    sizeof(*grants_of_gw(gw)->grants));
+		x = &grants_of_gw(gw)->grants[grants_of_gw(gw)->ngrants++];
 		memset(x, 0, sizeof(*x));
 		snprintf(x->sandbox, sizeof(x->sandbox), "%s", sb->name);
 		x->name = v;
@@ -1471,3 +1478,8 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 	peer_changed(gw, sb, false, had);
 	return 0;
 }
+
+const struct gw_module grants_module = {
+	.name = "grants",
+	.size = sizeof(struct gw_grants),
+};

@@ -14,7 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "ctl.h"
+#include "ha.h"
 #include "log.h"
 #include "nftrules.h"
 
@@ -41,11 +44,11 @@ gate(struct gw *gw, int role)
 int
 ha_start(struct gw *gw, char *err, size_t errlen)
 {
-	gw->ha_on = gw->cfg->gw.ha;
-	gw->ha_role = HA_UNKNOWN;
-	gw->ha_since = time(NULL);
+	ha_of(gw)->ha_on = gw->cfg->gw.ha;
+	ha_of(gw)->ha_role = HA_UNKNOWN;
+	ha_of(gw)->ha_since = time(NULL);
 	/* A box taken out of a pair must not keep a shut gate. */
-	if ((gw->ha_on ? gate(gw, HA_UNKNOWN) : nftr_ha_remove(gw->nft)) ==
+	if ((ha_of(gw)->ha_on ? gate(gw, HA_UNKNOWN) : nftr_ha_remove(gw->nft)) ==
 	    -1) {
 		snprintf(err, errlen, "the gate of gateway.ha: %s",
 		    nftr_error(gw->nft));
@@ -59,7 +62,7 @@ ha_start(struct gw *gw, char *err, size_t errlen)
 void
 ha_stop(struct gw *gw)
 {
-	if (gw->ha_on && gw->nft != NULL && gate(gw, HA_FAULT) == -1)
+	if (ha_of(gw)->ha_on && gw->nft != NULL && gate(gw, HA_FAULT) == -1)
 		log_warnx("shutting the gate of gateway.ha: %s",
 		    nftr_error(gw->nft));
 }
@@ -68,7 +71,7 @@ ha_stop(struct gw *gw)
 int
 ha_gate_again(struct gw *gw)
 {
-	return gw->ha_on ? gate(gw, gw->ha_role) : 0;
+	return ha_of(gw)->ha_on ? gate(gw, ha_of(gw)->ha_role) : 0;
 }
 
 void
@@ -78,7 +81,7 @@ ctl_ha(struct ctl_req *r)
 	const char *was;
 	size_t role;
 
-	if (!gw->ha_on) {
+	if (!ha_of(gw)->ha_on) {
 		ctl_refuse(r, NULL, "this box is not in a pair: set "
 		    "gateway.ha.enabled and restart gatewayd");
 		return;
@@ -90,16 +93,16 @@ ctl_ha(struct ctl_req *r)
 		ctl_reply(r, "error: usage: ha master|backup|fault\n");
 		return;
 	}
-	was = roles[gw->ha_role].name;
+	was = roles[ha_of(gw)->ha_role].name;
 	if (gate(gw, (int)role) == -1) {
 		/* The old gate stands: the kernel took none of the change. */
 		ctl_refuse(r, NULL, "the gate could not be changed, still %s: "
 		    "%s", was, nftr_error(gw->nft));
 		return;
 	}
-	if ((int)role != gw->ha_role) {
-		gw->ha_role = (int)role;
-		gw->ha_since = time(NULL);
+	if ((int)role != ha_of(gw)->ha_role) {
+		ha_of(gw)->ha_role = (int)role;
+		ha_of(gw)->ha_since = time(NULL);
 		/* The new master's state is the pair's from now on. */
 		harepl_snapshot(gw);
 	}
@@ -117,13 +120,13 @@ ha_status(struct ctl_req *r)
 	time_t first;
 	int dup;
 
-	if (!gw->ha_on)
+	if (!ha_of(gw)->ha_on)
 		return;
 	dup = ha_dup_state(gw, mac, sizeof(mac), &first);
 	if (r->json) {
 		ctl_reply(r, "\"ha\":{\"role\":\"%s\",\"since\":%lld",
-		    roles[gw->ha_role].name, (long long)gw->ha_since);
-		if (gw->ha_dup != NULL)
+		    roles[ha_of(gw)->ha_role].name, (long long)ha_of(gw)->ha_since);
+		if (ha_of(gw)->ha_dup != NULL)
 			ctl_reply(r, ",\"split_brain\":%s,"
 			    "\"split_brain_unconfirmed\":%s",
 			    dup == HA_DUP_CONFIRMED ? "true" : "false",
@@ -132,12 +135,12 @@ ha_status(struct ctl_req *r)
 		harepl_status(r);
 		return;
 	}
-	gmtime_r(&gw->ha_since, &tm);
+	gmtime_r(&ha_of(gw)->ha_since, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	ctl_reply(r, "ha         %s since %s (%llds), %s\n",
-	    roles[gw->ha_role].name, when,
-	    (long long)(time(NULL) - gw->ha_since),
-	    roles[gw->ha_role].open ? "forwarding" : "forwarding nothing");
+	    roles[ha_of(gw)->ha_role].name, when,
+	    (long long)(time(NULL) - ha_of(gw)->ha_since),
+	    roles[ha_of(gw)->ha_role].open ? "forwarding" : "forwarding nothing");
 	if (dup == HA_DUP_CONFIRMED)
 		ctl_reply(r, "split-brain another master (%s) answers for the "
 		    "shared uplink address too, for %llds\n", mac,
@@ -156,14 +159,14 @@ ha_metrics(FILE *fp, const struct gw *gw)
 	time_t first;
 	size_t i;
 
-	if (!gw->ha_on)
+	if (!ha_of(gw)->ha_on)
 		return;
 	fputs("# HELP moat_ha_role The role keepalived gave this box (1: the "
 	    "current one).\n# TYPE moat_ha_role gauge\n", fp);
 	for (i = 0; i < NROLES; i++)
 		fprintf(fp, "moat_ha_role{role=\"%s\"} %d\n", roles[i].name,
-		    (int)i == gw->ha_role);
-	if (gw->ha_dup != NULL)
+		    (int)i == ha_of(gw)->ha_role);
+	if (ha_of(gw)->ha_dup != NULL)
 		fprintf(fp, "# HELP moat_ha_split_brain 1 while another box "
 		    "answers for the shared uplink address as this master "
 		    "does (confirmed by a second probe).\n"
@@ -173,5 +176,19 @@ ha_metrics(FILE *fp, const struct gw *gw)
 	fprintf(fp, "# HELP moat_ha_role_change_timestamp_seconds When the "
 	    "role last changed.\n# TYPE moat_ha_role_change_timestamp_seconds "
 	    "gauge\nmoat_ha_role_change_timestamp_seconds %lld\n",
-	    (long long)gw->ha_since);
+	    (long long)ha_of(gw)->ha_since);
 }
+
+static void
+ha_init(void *state)
+{
+	struct gw_ha *st = state;
+
+	st->hafd = -1;
+}
+
+const struct gw_module ha_module = {
+	.name = "ha",
+	.size = sizeof(struct gw_ha),
+	.init = ha_init,
+};

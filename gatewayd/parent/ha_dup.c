@@ -47,7 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "policy.h"
+#include "ha.h"
 #include "../ha_arp/ha_arp.h"
 #include "ipc.h"
 #include "log.h"
@@ -201,7 +204,7 @@ on_reply(struct gw *gw, struct ha_dup *d, const struct ipc_ha_arp *m)
 	struct ha_cand *c;
 	char mac[18];
 
-	if (gw->ha_role != HA_MASTER || memcmp(m->ip, d->w.addr, 4) != 0)
+	if (ha_of(gw)->ha_role != HA_MASTER || memcmp(m->ip, d->w.addr, 4) != 0)
 		return;
 	d->answers++;
 	if (m->kind != IPC_HA_ARP_REPLY) {	/* no answer to a probe */
@@ -234,21 +237,21 @@ void
 ha_arp_dispatch(struct gw *gw, struct gw_proc *p, int fd,
     const struct gw_msg *m)
 {
-	if (gw->ha_dup != NULL)
-		on_reply(gw, gw->ha_dup, m->data);
+	if (ha_of(gw)->ha_dup != NULL)
+		on_reply(gw, ha_of(gw)->ha_dup, m->data);
 }
 
 void
 ha_dup_tick(struct gw *gw)
 {
-	struct ha_dup *d = gw->ha_dup;
+	struct ha_dup *d = ha_of(gw)->ha_dup;
 	uint64_t ms = gw_mono_ms();
 	struct ha_cand *c;
 
 	if (d == NULL)
 		return;
 	for (c = d->cand; c < d->cand + NCAND; c++) {
-		if (c->on && (gw->ha_role != HA_MASTER ||
+		if (c->on && (ha_of(gw)->ha_role != HA_MASTER ||
 		    time(NULL) - c->seen > DUP_HOLD))
 			cand_end(c);
 		if (c->on && c->followup_at != 0 && ms >= c->followup_at) {
@@ -260,7 +263,7 @@ ha_dup_tick(struct gw *gw)
 	}
 	if (ms < d->next_ms)
 		return;
-	if (gw->ha_role == HA_MASTER)
+	if (ha_of(gw)->ha_role == HA_MASTER)
 		send_probe(gw, broadcast);
 	d->next_ms = ms + PROBE_MS;
 }
@@ -268,7 +271,7 @@ ha_dup_tick(struct gw *gw)
 int
 ha_dup_timeout(const struct gw *gw, int timeout)
 {
-	const struct ha_dup *d = gw->ha_dup;
+	const struct ha_dup *d = ha_of(gw)->ha_dup;
 	uint64_t now = gw_mono_ms(), due, next;
 	size_t i;
 
@@ -294,7 +297,7 @@ ha_dup_start(struct gw *gw)
 	struct ifreq ifr;
 	int s;
 
-	if (!gw->ha_on || g->ha_uplink_address.family != AF_INET)
+	if (!ha_of(gw)->ha_on || g->ha_uplink_address.family != AF_INET)
 		return;
 	d = calloc(1, sizeof(*d));
 	if (d == NULL)
@@ -314,20 +317,20 @@ ha_dup_start(struct gw *gw)
 	close(s);
 	memcpy(d->w.mac, ifr.ifr_hwaddr.sa_data, 6);
 	d->next_ms = gw_mono_ms() + PROBE_MS;
-	gw->ha_dup = d;
+	ha_of(gw)->ha_dup = d;
 }
 
 const struct ha_arp_watch *
 ha_dup_watch(const struct gw *gw)
 {
-	return gw->ha_dup != NULL ? &gw->ha_dup->w : NULL;
+	return ha_of(gw)->ha_dup != NULL ? &ha_of(gw)->ha_dup->w : NULL;
 }
 
 void
 ha_dup_stop(struct gw *gw)
 {
-	free(gw->ha_dup);
-	gw->ha_dup = NULL;
+	free(ha_of(gw)->ha_dup);
+	ha_of(gw)->ha_dup = NULL;
 }
 
 /* The split brain this master sees: HA_DUP_NONE, or UNCONFIRMED (a
@@ -337,11 +340,11 @@ ha_dup_stop(struct gw *gw)
 int
 ha_dup_state(const struct gw *gw, char *mac, size_t maclen, time_t *first)
 {
-	const struct ha_dup *d = gw->ha_dup;
+	const struct ha_dup *d = ha_of(gw)->ha_dup;
 	const struct ha_cand *c, *best = NULL;
 	time_t now = time(NULL);
 
-	if (d == NULL || gw->ha_role != HA_MASTER)
+	if (d == NULL || ha_of(gw)->ha_role != HA_MASTER)
 		return HA_DUP_NONE;
 	for (c = d->cand; c < d->cand + NCAND; c++) {
 		if (!c->on || now - c->seen > DUP_HOLD)

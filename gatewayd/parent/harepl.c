@@ -28,7 +28,14 @@
 
 #include <openssl/crypto.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "reg.h"
+#include "ctl.h"
+#include "policy.h"
+#include "grant.h"
+#include "egress.h"
+#include "ha.h"
 #include "admit.h"
 #include "../harepl/harepl.h"
 #include "log.h"
@@ -39,10 +46,10 @@ harepl_listen(struct gw *gw)
 {
 	const char *l = gw->cfg->gw.ha_listen;
 
-	gw->hafd = -1;
+	ha_of(gw)->hafd = -1;
 	if (l == NULL)
 		return 0;
-	if ((gw->hafd = gw_listen_tcp(l, "gateway.ha")) == -1)
+	if ((ha_of(gw)->hafd = gw_listen_tcp(l, "gateway.ha")) == -1)
 		return -1;
 	log_info("ha replication: listening on %s, sending to %s", l,
 	    gw->cfg->gw.ha_peer);
@@ -64,7 +71,7 @@ harepl_pem_read(const struct gw *gw, struct reg_pem *pem)
 void
 harepl_forward(struct gw *gw, int type, const void *m, size_t len)
 {
-	if (gw->ha_role == HA_MASTER)
+	if (ha_of(gw)->ha_role == HA_MASTER)
 		harepl_forward_any(gw, type, m, len);
 }
 
@@ -74,14 +81,14 @@ harepl_forward_any(struct gw *gw, int type, const void *m, size_t len)
 	struct gw_proc *p = &gw->procs[PROC_HA_SEND];
 	int fl;
 
-	if (!gw->ha_on || p->pid <= 0 || p->ipc == -1)
+	if (!ha_of(gw)->ha_on || p->pid <= 0 || p->ipc == -1)
 		return;
 	if ((fl = fcntl(p->ipc, F_GETFL)) != -1 && !(fl & O_NONBLOCK))
 		(void)fcntl(p->ipc, F_SETFL, fl | O_NONBLOCK);
 	if (ipc_send(p->ipc, (enum ipc_type)type, 0, m, len) == -1)
-		gw->ha_dropped++;
+		ha_of(gw)->ha_dropped++;
 	else if (type == IPC_SET_ADD)
-		gw->ha_queued++;	/* "elements sent" */
+		ha_of(gw)->ha_queued++;	/* "elements sent" */
 }
 
 struct snap {
@@ -140,7 +147,7 @@ harepl_snapshot(struct gw *gw)
 	struct ipc_ha_flush f;
 	size_t i;
 
-	if (!gw->ha_on || gw->ha_role != HA_MASTER ||
+	if (!ha_of(gw)->ha_on || ha_of(gw)->ha_role != HA_MASTER ||
 	    gw->cfg->gw.ha_peer == NULL)
 		return;
 	for (i = 0; i < gw->cfg->nsandboxes; i++) {
@@ -186,7 +193,7 @@ hello(struct gw *gw, int fd, const struct ipc_reg_req *m)
 	size_t i;
 
 	if (m->verb != REG_HELLO) {	/* a host's request, forwarded */
-		if (gw->regfd == -1)
+		if (reg_of(gw)->regfd == -1)
 			reply(fd, 1, "this box takes no registrations");
 		else
 			(void)reg_message(gw, fd, m);
@@ -199,7 +206,7 @@ hello(struct gw *gw, int fd, const struct ipc_reg_req *m)
 	}
 	for (i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", m->key[i]);
-	gw->ha_unknown++;
+	ha_of(gw)->ha_unknown++;
 	log_warnx("ha replication: connection with an unknown key refused: "
 	    "sha256:%s", hex);
 	audit_event(gw, "ha-peer-refused", "key", hex, "reason", why, NULL);
@@ -215,12 +222,12 @@ element(struct gw *gw, int fd, const struct ipc_set_add *m)
 
 	rc = policy_set_add(gw, m);
 	if (rc > 0) {
-		gw->ha_received++;
+		ha_of(gw)->ha_received++;
 		reply(fd, 0, "");
 		return;
 	}
 	if (rc == 0) {		/* nothing admissible among them */
-		gw->ha_refused++;
+		ha_of(gw)->ha_refused++;
 		addr_fmt(&m->addr[0], a, sizeof(a));
 		log_warnx("ha replication: element for %s refused: %s and the "
 		    "rest not admitted", m->sandbox, a);
@@ -229,7 +236,7 @@ element(struct gw *gw, int fd, const struct ipc_set_add *m)
 		reply(fd, 1, "not admitted");
 		return;
 	}
-	gw->ha_refused++;
+	ha_of(gw)->ha_refused++;
 	addr_fmt(&m->addr[0], a, sizeof(a));
 	log_warnx("ha replication: element for %s refused: %s", m->sandbox, a);
 	audit_event(gw, "ha-element-refused", "sandbox", m->sandbox, "address",
@@ -246,7 +253,7 @@ flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
 	if (m->whole)
 		grants_peer_state(gw, m->sandbox);
 	if (policy_flush_peer(gw, m->sandbox, &why) == -1) {
-		gw->ha_refused++;
+		ha_of(gw)->ha_refused++;
 		log_warnx("ha replication: flush of %s refused: %s",
 		    m->sandbox, why);
 		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
@@ -265,7 +272,7 @@ grant(struct gw *gw, int fd, const struct ipc_ha_grant *m)
 	char secs[16];
 
 	if (grants_peer(gw, m, &why) == -1) {
-		gw->ha_refused++;
+		ha_of(gw)->ha_refused++;
 		log_warnx("ha replication: grant of %s to %s refused: %s",
 		    m->entry, m->sandbox, why);
 		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
@@ -304,7 +311,7 @@ harepl_send_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 	(void)fd;
 	if (m->h->type == IPC_AUDIT)
 		audit_child(gw, p, m->data, m->len);
-	else if (m->h->type == IPC_HA_SNAP && gw->ha_role == HA_MASTER)
+	else if (m->h->type == IPC_HA_SNAP && ha_of(gw)->ha_role == HA_MASTER)
 		harepl_snapshot(gw);
 	else if (m->h->type == IPC_HA_SNAP)	/* ours reach the master too */
 		grants_snapshot(gw, NULL, true);
@@ -315,24 +322,24 @@ harepl_status(struct ctl_req *r)
 {
 	struct gw *gw = r->gw;
 
-	if (!gw->ha_on || gw->cfg->gw.ha_peer == NULL)
+	if (!ha_of(gw)->ha_on || gw->cfg->gw.ha_peer == NULL)
 		return;
 	if (r->json) {
 		ctl_reply(r, "\"ha_replication\":{\"peer\":\"%s\",\"sent\":%llu,"
 		    "\"dropped\":%llu,\"received\":%llu,\"refused\":%llu,"
 		    "\"unknown_keys\":%llu},", gw->cfg->gw.ha_peer,
-		    (unsigned long long)gw->ha_queued,
-		    (unsigned long long)gw->ha_dropped,
-		    (unsigned long long)gw->ha_received,
-		    (unsigned long long)gw->ha_refused,
-		    (unsigned long long)gw->ha_unknown);
+		    (unsigned long long)ha_of(gw)->ha_queued,
+		    (unsigned long long)ha_of(gw)->ha_dropped,
+		    (unsigned long long)ha_of(gw)->ha_received,
+		    (unsigned long long)ha_of(gw)->ha_refused,
+		    (unsigned long long)ha_of(gw)->ha_unknown);
 		return;
 	}
 	ctl_reply(r, "ha peer    %s: %llu elements sent, %llu dropped; %llu "
 	    "received, %llu refused, %llu unknown keys\n", gw->cfg->gw.ha_peer,
-	    (unsigned long long)gw->ha_queued,
-	    (unsigned long long)gw->ha_dropped,
-	    (unsigned long long)gw->ha_received,
-	    (unsigned long long)gw->ha_refused,
-	    (unsigned long long)gw->ha_unknown);
+	    (unsigned long long)ha_of(gw)->ha_queued,
+	    (unsigned long long)ha_of(gw)->ha_dropped,
+	    (unsigned long long)ha_of(gw)->ha_received,
+	    (unsigned long long)ha_of(gw)->ha_refused,
+	    (unsigned long long)ha_of(gw)->ha_unknown);
 }

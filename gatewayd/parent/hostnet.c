@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "policy.h"
+#include "hostnet.h"
 #include "log.h"
 #include "nftrules.h"
 #include "rtnl.h"
@@ -26,6 +28,13 @@ struct hostnet {
 	size_t			 n;
 	bool			 known;		/* nets read at least once */
 };
+
+/* Its module state: the watch, or NULL before it starts. */
+static struct hostnet **
+hostnet_slot(const struct gw *gw)
+{
+	return gw_mod(gw, MOD_HOSTNET);
+}
 
 static bool
 nets_equal(const struct moat_prefix *a, size_t na,
@@ -77,7 +86,7 @@ hostnet_start(struct gw *gw)
 	if ((h->watch = rtnl_watch_open()) == NULL)
 		log_warn("rtnetlink: cannot follow the host's IPv6 networks; "
 		    "a reload (SIGHUP) picks up new ones");
-	gw->hostnet = h;
+	(*hostnet_slot(gw)) = h;
 	/* What the policy just applied was built from. */
 	nets_changed(h, gw->cfg->gw.bridge);
 }
@@ -85,13 +94,13 @@ hostnet_start(struct gw *gw)
 int
 hostnet_fd(const struct gw *gw)
 {
-	return gw->hostnet ? rtnl_watch_fd(gw->hostnet->watch) : -1;
+	return (*hostnet_slot(gw)) ? rtnl_watch_fd((*hostnet_slot(gw))->watch) : -1;
 }
 
 void
 hostnet_readable(struct gw *gw)
 {
-	struct hostnet *h = gw->hostnet;
+	struct hostnet *h = (*hostnet_slot(gw));
 	char err[1024];
 	int r;
 
@@ -115,10 +124,15 @@ hostnet_readable(struct gw *gw)
 void
 hostnet_stop(struct gw *gw)
 {
-	if (gw->hostnet == NULL)
+	if ((*hostnet_slot(gw)) == NULL)
 		return;
-	rtnl_watch_close(gw->hostnet->watch);
-	free(gw->hostnet->nets);
-	free(gw->hostnet);
-	gw->hostnet = NULL;
+	rtnl_watch_close((*hostnet_slot(gw))->watch);
+	free((*hostnet_slot(gw))->nets);
+	free((*hostnet_slot(gw)));
+	(*hostnet_slot(gw)) = NULL;
 }
+
+const struct gw_module hostnet_module = {
+	.name = "hostnet",
+	.size = sizeof(struct hostnet *),
+};

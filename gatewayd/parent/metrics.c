@@ -25,7 +25,20 @@
 #include <unistd.h>
 
 #include "addr.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "reload.h"
+#include "dnsd.h"
+#include "proxy.h"
+#include "audit.h"
+#include "reg.h"
+#include "policy.h"
+#include "grant.h"
+#include "drift.h"
+#include "egress.h"
+#include "budgets.h"
+#include "metrics.h"
+#include "ha.h"
 #include "ipc.h"
 #include "log.h"
 #include "../metrics/metrics.h"
@@ -125,19 +138,19 @@ render_sandboxes(FILE *fp, const struct gw *gw)
 	render_grants(fp, gw);
 	head(fp, "moat_dns_dropped_total", "counter", "DNS queries dnsd dropped "
 	    "over a sandbox's rate.");
-	for (i = 0; i < gw->ndnsdrops; i++)
+	for (i = 0; i < dnsd_of(gw)->ndnsdrops; i++)
 		fprintf(fp, "moat_dns_dropped_total{sandbox=\"%s\"} %llu\n",
-		    gw->dnsdrops[i].sandbox,
-		    (unsigned long long)gw->dnsdrops[i].count);
+		    dnsd_of(gw)->dnsdrops[i].sandbox,
+		    (unsigned long long)dnsd_of(gw)->dnsdrops[i].count);
 	head(fp, "moat_budget_requests", "gauge", "Requests charged to each "
 	    "budgeted secret in the last minute and day.");
-	for (i = 0; i < gw->budgets.n; i++) {
-		budget_usage(&gw->budgets, gw->budgets.v[i].name,
+	for (i = 0; i < budgets_of(gw)->budgets.n; i++) {
+		budget_usage(&budgets_of(gw)->budgets, budgets_of(gw)->budgets.v[i].name,
 		    gw_budget_now(gw), &minute, &day);
 		fprintf(fp, "moat_budget_requests{secret=\"%s\",window=\"minute\"}"
 		    " %llu\nmoat_budget_requests{secret=\"%s\",window=\"day\"} "
-		    "%llu\n", gw->budgets.v[i].name,
-		    (unsigned long long)minute, gw->budgets.v[i].name,
+		    "%llu\n", budgets_of(gw)->budgets.v[i].name,
+		    (unsigned long long)minute, budgets_of(gw)->budgets.v[i].name,
 		    (unsigned long long)day);
 	}
 }
@@ -226,32 +239,32 @@ render_gateway(FILE *fp, struct gw *gw)
 	drift_metrics(fp, gw);
 	head(fp, "moat_reloads_total", "counter", "Reloads, by result.");
 	fprintf(fp, "moat_reloads_total{result=\"ok\"} %u\n"
-	    "moat_reloads_total{result=\"refused\"} %u\n", gw->reloads,
-	    gw->reload_failures);
+	    "moat_reloads_total{result=\"refused\"} %u\n", reload_of(gw)->reloads,
+	    reload_of(gw)->reload_failures);
 	head(fp, "moat_last_reload_timestamp_seconds", "gauge", "When the last "
 	    "reload took effect (0: none yet).");
 	fprintf(fp, "moat_last_reload_timestamp_seconds %lld\n",
-	    (long long)gw->last_reload);
+	    (long long)reload_of(gw)->last_reload);
 	head(fp, "moat_reload_duration_seconds", "gauge", "How long the last "
 	    "reload took in the parent (load, check, apply).");
-	fprintf(fp, "moat_reload_duration_seconds %.6f\n", gw->reload_ms / 1e3);
+	fprintf(fp, "moat_reload_duration_seconds %.6f\n", reload_of(gw)->reload_ms / 1e3);
 	head(fp, "moat_set_additions_total", "counter", "Addresses added to "
 	    "allowlist sets for dnsd's answers, by result.");
 	fprintf(fp, "moat_set_additions_total{result=\"added\"} %llu\n"
 	    "moat_set_additions_total{result=\"refused\"} %llu\n",
-	    (unsigned long long)gw->set_adds,
-	    (unsigned long long)gw->set_refused);
+	    (unsigned long long)policy_of(gw)->set_adds,
+	    (unsigned long long)policy_of(gw)->set_refused);
 	head(fp, "moat_allowlist_elements", "gauge", "Allowlist set elements "
 	    "the parent has promised and not yet seen expire.");
-	fprintf(fp, "moat_allowlist_elements %zu\n", gw->promises != NULL ?
-	    promises_count(gw->promises) : 0);
+	fprintf(fp, "moat_allowlist_elements %zu\n", policy_of(gw)->promises != NULL ?
+	    promises_count(policy_of(gw)->promises) : 0);
 	head(fp, "moat_audit_lines_total", "counter", "Audit log lines written.");
 	fprintf(fp, "moat_audit_lines_total %llu\n",
-	    (unsigned long long)gw->audit.lines);
+	    (unsigned long long)audit_of(gw)->audit.lines);
 	head(fp, "moat_audit_suppressed_total", "counter", "Refusals left out "
 	    "of syslog by its rate limit (all are in the file).");
 	fprintf(fp, "moat_audit_suppressed_total %llu\n",
-	    (unsigned long long)gw->audit.suppressed);
+	    (unsigned long long)audit_of(gw)->audit.suppressed);
 	head(fp, "moat_refusals_total", "counter", "Packets the policy refused, "
 	    "by counter (read from the kernel).");
 	(void)policy_counters_each(gw, kernel_counter, fp);
@@ -269,8 +282,8 @@ metrics_render(struct gw *gw, size_t *len)
 	render_children(fp, gw);
 	render_sandboxes(fp, gw);
 	render_traffic(fp, gw);
-	if (gw->metrics != NULL)
-		metrics_series_print(fp, gw->metrics);
+	if (metrics_of(gw)->metrics != NULL)
+		metrics_series_print(fp, metrics_of(gw)->metrics);
 	if (fclose(fp) != 0) {
 		free(text);
 		return NULL;
@@ -440,12 +453,12 @@ metrics_tick(struct gw *gw, time_t now)
 	char *text;
 	int fd;
 
-	if (g->metrics_textfile == NULL && gw->metricsfd == -1)
+	if (g->metrics_textfile == NULL && metrics_of(gw)->metricsfd == -1)
 		return;
-	if (now < gw->metrics_due && (gw->metricsfd == -1 ||
-	    gw->metrics_sent != 0 || gw->procs[PROC_METRICS].ipc == -1))
+	if (now < metrics_of(gw)->metrics_due && (metrics_of(gw)->metricsfd == -1 ||
+	    metrics_of(gw)->metrics_sent != 0 || gw->procs[PROC_METRICS].ipc == -1))
 		return;
-	gw->metrics_due = now + g->metrics_interval;
+	metrics_of(gw)->metrics_due = now + g->metrics_interval;
 	if ((text = metrics_render(gw, &len)) == NULL)
 		return;
 	if (g->metrics_textfile != NULL)
@@ -454,7 +467,7 @@ metrics_tick(struct gw *gw, time_t now)
 	    (fd = gw_sealed_memfd("moat-metrics", text, len)) != -1) {
 		if (ipc_send_fds(gw->procs[PROC_METRICS].ipc, IPC_METRICS, 0,
 		    NULL, 0, &fd, 1) == 0)
-			gw->metrics_sent = now;
+			metrics_of(gw)->metrics_sent = now;
 		close(fd);
 	}
 	free(text);
@@ -463,9 +476,9 @@ metrics_tick(struct gw *gw, time_t now)
 int
 metrics_next_timeout(const struct gw *gw, time_t now)
 {
-	if (gw->cfg->gw.metrics_textfile == NULL && gw->metricsfd == -1)
+	if (gw->cfg->gw.metrics_textfile == NULL && metrics_of(gw)->metricsfd == -1)
 		return -1;
-	return gw->metrics_due <= now ? 0 : (int)(gw->metrics_due - now) * 1000;
+	return metrics_of(gw)->metrics_due <= now ? 0 : (int)(metrics_of(gw)->metrics_due - now) * 1000;
 }
 
 /* The listener, with room in its queue for scrapers while a flood of
@@ -483,14 +496,14 @@ metrics_bind(const char *listen_on)
 int
 metrics_listen(struct gw *gw)
 {
-	gw->metrics = metrics_new();
-	gw->metrics_due = 0;
-	gw->metricsfd = -1;
+	metrics_of(gw)->metrics = metrics_new();
+	metrics_of(gw)->metrics_due = 0;
+	metrics_of(gw)->metricsfd = -1;
 	if (gw->cfg->gw.metrics_textfile != NULL)
 		textfile_folder(gw->cfg->gw.metrics_textfile);
 	if (gw->cfg->gw.metrics_listen == NULL)
 		return 0;
-	if ((gw->metricsfd = metrics_bind(gw->cfg->gw.metrics_listen)) == -1)
+	if ((metrics_of(gw)->metricsfd = metrics_bind(gw->cfg->gw.metrics_listen)) == -1)
 		return -1;
 	log_info("metrics endpoint http://%s/metrics",
 	    gw->cfg->gw.metrics_listen);
@@ -530,7 +543,7 @@ metrics_reload_check(struct gw *gw, const struct moat_config *cfg, char *err,
 	const char *l = cfg->gw.metrics_listen;
 
 	metrics_reload_abort();
-	if (l == NULL || (gw->metricsfd != -1 &&
+	if (l == NULL || (metrics_of(gw)->metricsfd != -1 &&
 	    same_str(gw->cfg->gw.metrics_listen, l)))
 		return 0;
 	if ((pending = metrics_bind(l)) == -1) {
@@ -561,33 +574,47 @@ metrics_reload(struct gw *gw, const struct moat_config *old)
 	const struct moat_gateway *o = &old->gw, *n = &gw->cfg->gw;
 	struct gw_proc *p = &gw->procs[PROC_METRICS];
 	bool moved = !same_str(o->metrics_listen, n->metrics_listen) ||
-	    (n->metrics_listen != NULL && gw->metricsfd == -1);
+	    (n->metrics_listen != NULL && metrics_of(gw)->metricsfd == -1);
 
 	if (n->metrics_textfile != NULL &&
 	    !same_str(o->metrics_textfile, n->metrics_textfile)) {
 		textfile_folder(n->metrics_textfile);
 		textfile_trouble[0] = '\0';
-		gw->metrics_due = 0;
+		metrics_of(gw)->metrics_due = 0;
 	}
 	if (!moved && same_allow(o, n)) {
 		metrics_reload_abort();
 		return;
 	}
 	if (moved) {
-		if (gw->metricsfd != -1)
-			close(gw->metricsfd);
-		gw->metricsfd = pending;
+		if (metrics_of(gw)->metricsfd != -1)
+			close(metrics_of(gw)->metricsfd);
+		metrics_of(gw)->metricsfd = pending;
 		pending = -1;
-		if (gw->metricsfd != -1)
+		if (metrics_of(gw)->metricsfd != -1)
 			log_info("metrics endpoint now http://%s/metrics",
 			    n->metrics_listen);
 		else
 			log_info("metrics endpoint closed");
 	}
-	p->enabled = gw->metricsfd != -1;
-	gw->metrics_due = 0;
+	p->enabled = metrics_of(gw)->metricsfd != -1;
+	metrics_of(gw)->metrics_due = 0;
 	if (p->pid > 0)
 		proc_restart(gw, PROC_METRICS);	/* and started again */
 	else if (p->enabled)
 		p->restart_at = time(NULL);
 }
+
+static void
+metrics_init(void *state)
+{
+	struct gw_metrics *st = state;
+
+	st->metricsfd = -1;
+}
+
+const struct gw_module metrics_module = {
+	.name = "metrics",
+	.size = sizeof(struct gw_metrics),
+	.init = metrics_init,
+};

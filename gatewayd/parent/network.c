@@ -36,7 +36,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "ctl.h"
+#include "network.h"
 #include "log.h"
 #include "rtnl.h"
 
@@ -669,3 +671,8 @@ net_teardown(const struct moat_config *cfg, const char *sock)
 	free(path);
 	return rc;
 }
+
+const struct gw_module network_module = {
+	.name = "network",
+	.size = sizeof(struct gw_network),
+};

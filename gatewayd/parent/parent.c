@@ -21,7 +21,23 @@
 
 #include "cfgtxn.h"
 #include "ev.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "reload.h"
+#include "dnsd.h"
+#include "proxy.h"
+#include "audit.h"
+#include "reg.h"
+#include "ctl.h"
+#include "policy.h"
+#include "refused.h"
+#include "grant.h"
+#include "network.h"
+#include "drift.h"
+#include "hostnet.h"
+#include "egress.h"
+#include "metrics.h"
+#include "ha.h"
 #include "log.h"
 #include "../metrics/metrics.h"
 #include "nftrules.h"
@@ -219,8 +235,8 @@ startup(struct gw *gw)
 	policy_promises_seed(gw);
 	hostnet_start(gw);
 	/* The network after the policy: forwarding is never on unfiltered. */
-	net_walk(gw->cfg, true, &gw->net);
-	net_log(&gw->net);
+	net_walk(gw->cfg, true, &network_of(gw)->net);
+	net_log(&network_of(gw)->net);
 	audit_open(gw);
 	journals_audit(gw, &refused);
 	drift_start(gw);
@@ -237,12 +253,12 @@ gw_run(struct gw_opts *opts)
 	int sfd;
 
 	gw.opts = *opts;
-	gw.auditfd = gw.ctlfd = gw.nlfd = -1;
-	gw.dns_udp = gw.dns_tcp = gw.regfd = gw.metricsfd = gw.hafd = -1;
-	gw.dns_udp6 = gw.dns_tcp6 = -1;
+	audit_of(&gw)->auditfd = ctl_of(&gw)->ctlfd = gw.nlfd = -1;
+	dnsd_of(&gw)->dns_udp = dnsd_of(&gw)->dns_tcp = reg_of(&gw)->regfd = metrics_of(&gw)->metricsfd = ha_of(&gw)->hafd = -1;
+	dnsd_of(&gw)->dns_udp6 = dnsd_of(&gw)->dns_tcp6 = -1;
 	gw.started = time(NULL);
-	gw.on_ctl_msg = ctl_message;
-	gw.on_audit_line = ctl_log_line;
+	ctl_of(&gw)->on_ctl_msg = ctl_message;
+	audit_of(&gw)->on_audit_line = ctl_log_line;
 	log_init("gatewayd", !opts->foreground, opts->verbose + 1);
 	if (geteuid() != 0)
 		log_warnx("not running as root: applying the policy will "
@@ -266,7 +282,7 @@ gw_run(struct gw_opts *opts)
 	hostnet_stop(&gw);
 	drift_stop(&gw);
 	ha_dup_stop(&gw);
-	pool_close(&gw);
+	pool_close(&proxy_of(&gw)->proxy4, &proxy_of(&gw)->proxy6);
 	egress_stop(&gw);
 	audit_event(&gw, "stop", "policy", "left in place", NULL);
 	control_unlink(&gw);
@@ -274,19 +290,19 @@ gw_run(struct gw_opts *opts)
 	nftr_ruleset_free(gw.applied);
 	nftr_ctx_free(gw.nft);
 	config_free(gw.cfg);
-	free(gw.dnsdrops);
-	free(gw.hoststats);
-	free(gw.cfgtext.text);
-	free(gw.secret_ids);
+	free(dnsd_of(&gw)->dnsdrops);
+	free(reg_of(&gw)->hoststats);
+	free(reload_of(&gw)->cfgtext.text);
+	free(proxy_of(&gw)->secret_ids);
 	refused_free(&gw);
 	grants_free(&gw);
-	if (gw.regfd != -1)
-		close(gw.regfd);
-	if (gw.metricsfd != -1)
-		close(gw.metricsfd);
-	if (gw.hafd != -1)
-		close(gw.hafd);
-	metrics_free(gw.metrics);
+	if (reg_of(&gw)->regfd != -1)
+		close(reg_of(&gw)->regfd);
+	if (metrics_of(&gw)->metricsfd != -1)
+		close(metrics_of(&gw)->metricsfd);
+	if (ha_of(&gw)->hafd != -1)
+		close(ha_of(&gw)->hafd);
+	metrics_free(metrics_of(&gw)->metrics);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;
 }

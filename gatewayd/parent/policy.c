@@ -20,7 +20,12 @@
 #include <time.h>
 
 #include "admit.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "dnsd.h"
+#include "policy.h"
+#include "network.h"
+#include "egress.h"
+#include "ha.h"
 #include "json.h"
 #include "log.h"
 #include "nftrules.h"
@@ -224,8 +229,8 @@ policy_flush_peer(struct gw *gw, const char *sandbox, const char **why)
 		*why = "could not be emptied";
 		return -1;
 	}
-	if (gw->promises != NULL)
-		promises_forget(gw->promises, sandbox);
+	if (policy_of(gw)->promises != NULL)
+		promises_forget(policy_of(gw)->promises, sandbox);
 	return 0;
 }
 
@@ -248,10 +253,10 @@ frozen_find(const struct gw *gw, const char *sandbox)
 {
 	struct gw_dns_frozen key = { (char *)sandbox, 0 };
 
-	if (gw->ndns_frozen == 0)
+	if (policy_of(gw)->ndns_frozen == 0)
 		return NULL;
-	return bsearch(&key, gw->dns_frozen, gw->ndns_frozen,
-	    sizeof(*gw->dns_frozen), frozencmp);
+	return bsearch(&key, policy_of(gw)->dns_frozen, policy_of(gw)->ndns_frozen,
+	    sizeof(*policy_of(gw)->dns_frozen), frozencmp);
 }
 
 /* Every gen sent so far carried the list before this narrowing. */
@@ -261,14 +266,14 @@ policy_dns_freeze(struct gw *gw, const char *sandbox)
 	struct gw_dns_frozen *f;
 
 	if ((f = frozen_find(gw, sandbox)) != NULL) {
-		f->gen = gw->dns_gen;
+		f->gen = dnsd_of(gw)->dns_gen;
 		return;
 	}
-	gw->dns_frozen = xreallocarray(gw->dns_frozen, gw->ndns_frozen + 1,
-	    sizeof(*gw->dns_frozen));
-	gw->dns_frozen[gw->ndns_frozen++] = (struct gw_dns_frozen){
-	    xstrdup(sandbox), gw->dns_gen };
-	qsort(gw->dns_frozen, gw->ndns_frozen, sizeof(*gw->dns_frozen),
+	policy_of(gw)->dns_frozen = xreallocarray(policy_of(gw)->dns_frozen, policy_of(gw)->ndns_frozen + 1,
+	    sizeof(*policy_of(gw)->dns_frozen));
+	policy_of(gw)->dns_frozen[policy_of(gw)->ndns_frozen++] = (struct gw_dns_frozen){
+	    xstrdup(sandbox), dnsd_of(gw)->dns_gen };
+	qsort(policy_of(gw)->dns_frozen, policy_of(gw)->ndns_frozen, sizeof(*policy_of(gw)->dns_frozen),
 	    frozencmp);
 }
 
@@ -277,11 +282,11 @@ policy_dns_thaw(struct gw *gw)
 {
 	size_t i;
 
-	for (i = 0; i < gw->ndns_frozen; i++)
-		free(gw->dns_frozen[i].sandbox);
-	free(gw->dns_frozen);
-	gw->dns_frozen = NULL;
-	gw->ndns_frozen = 0;
+	for (i = 0; i < policy_of(gw)->ndns_frozen; i++)
+		free(policy_of(gw)->dns_frozen[i].sandbox);
+	free(policy_of(gw)->dns_frozen);
+	policy_of(gw)->dns_frozen = NULL;
+	policy_of(gw)->ndns_frozen = 0;
 }
 
 /* gen counts up from 0 with each dnsd (dnsd_reconfigure, dnsd_allow):
@@ -306,7 +311,7 @@ seed_one(const struct admit_elem *e, uint64_t left_ms, void *arg)
 	struct seed *sd = arg;
 	uint32_t out = left_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)left_ms;
 
-	promises_commit(sd->gw->promises, sd->sandbox, &e->addr, &e->svc, 1,
+	promises_commit(policy_of(sd->gw)->promises, sd->sandbox, &e->addr, &e->svc, 1,
 	    &out, sd->now_ms);
 }
 
@@ -332,8 +337,8 @@ policy_promises_seed(struct gw *gw)
 	size_t i;
 	int n, total = 0;
 
-	if (gw->promises == NULL)
-		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
+	if (policy_of(gw)->promises == NULL)
+		policy_of(gw)->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	for (i = 0; i < gw->cfg->nsandboxes; i++) {
 		if (gw->cfg->sandboxes[i].egress != EGRESS_ALLOWLIST)
 			continue;
@@ -361,13 +366,13 @@ policy_set_add(struct gw *gw, const struct ipc_set_add *m)
 	struct nftr_allow_stats st = { 0, 0 };
 	int rc;
 
-	if (gw->promises == NULL)
-		gw->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
-	rc = nftr_allow_add(gw->nft, gw->promises, gw->cfg, m->sandbox,
+	if (policy_of(gw)->promises == NULL)
+		policy_of(gw)->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
+	rc = nftr_allow_add(gw->nft, policy_of(gw)->promises, gw->cfg, m->sandbox,
 	    m->addr, m->naddr, m->plain, m->ports, m->nports, m->timeout_ms,
 	    policy_dns_frozen(gw, m->sandbox, m->gen), gw_mono_ms(), &st);
-	gw->set_adds += st.added;
-	gw->set_refused += st.refused;
+	policy_of(gw)->set_adds += st.added;
+	policy_of(gw)->set_refused += st.refused;
 	return rc;
 }
 
@@ -797,3 +802,8 @@ policy_cut_narrowed(const struct moat_config *cfg, const char *const *names,
 
 	return cut_flows(&c);
 }
+
+const struct gw_module policy_module = {
+	.name = "policy",
+	.size = sizeof(struct gw_policy),
+};

@@ -39,7 +39,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proxy.h"
 #include "nftrules.h"
 #include "privdrop.h"
 #include "log.h"
@@ -129,10 +130,11 @@ pool_socket(const struct moat_addr *a, uint16_t port, unsigned i, unsigned n,
 /* Sockets 0 .. workers-1 of one group, made in order, and the group
  * steered over exactly that many. */
 static int
-group(struct gw *gw, struct pool_group *g, const struct moat_addr *a)
+group(const struct moat_gateway *c, unsigned n, struct pool_group *g,
+    const struct moat_addr *a)
 {
-	const struct moat_addr *net4 = &gw->cfg->gw.network.addr;
-	unsigned n = gw->nworkers, i;
+	const struct moat_addr *net4 = &c->network.addr;
+	unsigned i;
 	int fd;
 
 	if (g->n == 0)
@@ -140,7 +142,7 @@ group(struct gw *gw, struct pool_group *g, const struct moat_addr *a)
 	for (i = g->n; i < n; i++) {
 		/* In a pair keepalived puts the address on the master
 		 * only: the backup's proxy is ready for it. */
-		fd = member(a, gw->cfg->gw.proxy_port, i, n, gw->cfg->gw.ha,
+		fd = member(a, c->proxy_port, i, n, c->ha,
 		    net4);
 		if (fd == -1)
 			return -1;
@@ -171,26 +173,24 @@ group_close(struct pool_group *g)
 }
 
 int
-pool_sockets(struct gw *gw)
+pool_sockets(const struct moat_gateway *c, unsigned n, struct pool_group *v4,
+    struct pool_group *v6)
 {
-	const struct moat_gateway *c = &gw->cfg->gw;
-
-	if (group(gw, &gw->proxy4, &c->address) == -1)
+	if (group(c, n, v4, &c->address) == -1)
 		return -1;
 	/* A reload that turns gateway.ipv6 off, or moves its network, ends
 	 * the IPv6 group: workers started from now on get the new one, or
 	 * none (the draining ones have closed theirs). */
-	if (gw->proxy6.n > 0 && (!c->ipv6 ||
-	    addr_cmp(&gw->proxy6.addr, &c->ipv6_address) != 0))
-		group_close(&gw->proxy6);
-	if (c->ipv6 && group(gw, &gw->proxy6, &c->ipv6_address) == -1)
+	if (v6->n > 0 && (!c->ipv6 || addr_cmp(&v6->addr, &c->ipv6_address) != 0))
+		group_close(v6);
+	if (c->ipv6 && group(c, n, v6, &c->ipv6_address) == -1)
 		return -1;
 	return 0;
 }
 
 void
-pool_close(struct gw *gw)
+pool_close(struct pool_group *v4, struct pool_group *v6)
 {
-	group_close(&gw->proxy4);
-	group_close(&gw->proxy6);
+	group_close(v4);
+	group_close(v6);
 }

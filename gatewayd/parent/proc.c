@@ -26,10 +26,21 @@
 
 #include "admit.h"
 #include "../control/control.h"
+#include "../nflog/nflog.h"
 #include "../harepl/harepl.h"
 #include "../ha_arp/ha_arp.h"
 #include "../register/register.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "reload.h"
+#include "dnsd.h"
+#include "proxy.h"
+#include "audit.h"
+#include "reg.h"
+#include "ctl.h"
+#include "policy.h"
+#include "metrics.h"
+#include "ha.h"
 #include "secretfile.h"
 #include "../signer/signer.h"
 #include "ipc.h"
@@ -113,10 +124,10 @@ pool_enable(struct gw *gw)
 {
 	unsigned w;
 
-	gw->nworkers = config_proxy_workers(gw->cfg);
+	proxy_of(gw)->nworkers = config_proxy_workers(gw->cfg);
 	for (w = 0; w < GW_PROXY_MAX; w++)
 		gw->procs[PROC_PROXY + w].enabled = !gw->opts.no_children &&
-		    w < gw->nworkers;
+		    w < proxy_of(gw)->nworkers;
 }
 
 void
@@ -138,12 +149,12 @@ proc_init(struct gw *gw)
 	gw->procs[PROC_NFLOG].enabled = true;	/* the audit needs it */
 	gw->procs[PROC_CONTROL].enabled = true;	/* and so does ctl */
 	/* Only a separate box with gateway.registration listens. */
-	gw->procs[PROC_REGISTER].enabled = gw->regfd != -1;
+	gw->procs[PROC_REGISTER].enabled = reg_of(gw)->regfd != -1;
 	/* And only gateway.metrics.listen serves metrics. */
-	gw->procs[PROC_METRICS].enabled = gw->metricsfd != -1;
+	gw->procs[PROC_METRICS].enabled = metrics_of(gw)->metricsfd != -1;
 	/* And only a box of a pair with gateway.ha.peer replicates. */
-	gw->procs[PROC_HA_RECV].enabled = gw->hafd != -1;
-	gw->procs[PROC_HA_SEND].enabled = gw->hafd != -1;
+	gw->procs[PROC_HA_RECV].enabled = ha_of(gw)->hafd != -1;
+	gw->procs[PROC_HA_SEND].enabled = ha_of(gw)->hafd != -1;
 	/* And gateway.ha.uplink_address has the split-brain watch read the
 	 * uplink's ARP, as the refusal log, whatever -X says. */
 	gw->procs[PROC_HA_ARP].enabled = ha_dup_watch(gw) != NULL;
@@ -371,7 +382,7 @@ proc_reload_sandboxes(struct gw *gw, const char *const *names, size_t n)
 	struct gw_proc *p = &gw->procs[PROC_DNSD];
 	size_t i;
 
-	gw->cfgtext.of = NULL;		/* the same struct, changed */
+	reload_of(gw)->cfgtext.of = NULL;		/* the same struct, changed */
 	for (i = 0; p->pid > 0 && p->ipc != -1 && i < n; i++)
 		if (dnsd_allow(gw, names[i]) == -1) {
 			dnsd_reconfigure(gw);
@@ -396,7 +407,7 @@ static void
 control_dispatch(struct gw *gw, struct gw_proc *p, int fd,
     const struct gw_msg *m)
 {
-	gw->on_ctl_msg(gw, m->h, m->data, m->len, m->fds, m->nfds);
+	ctl_of(gw)->on_ctl_msg(gw, m->h, m->data, m->len, m->fds, m->nfds);
 }
 
 /* A request from the control process must come with the client's
@@ -493,15 +504,15 @@ start_control(struct gw *gw, int ipc)
 		return -1;
 	}
 	if (pid == 0) {
-		int keep[2] = { gw->ctlfd, ipc };
+		int keep[2] = { ctl_of(gw)->ctlfd, ipc };
 
 		child_signals();
 		child_fds(keep, 2);
 		control_main(3, 4, parent);
 	}
 	/* A new control process knows none of the old one's clients. */
-	gw->ctl_gen++;
-	gw->ctl_followers = 0;
+	ctl_of(gw)->ctl_gen++;
+	ctl_of(gw)->ctl_followers = 0;
 	return pid;
 }
 
@@ -519,7 +530,7 @@ start_register(struct gw *gw, int ipc)
 	if ((pid = fork()) == -1)
 		log_warn("register: fork");
 	if (pid == 0) {
-		int keep[2] = { gw->regfd, ipc };
+		int keep[2] = { reg_of(gw)->regfd, ipc };
 
 		child_signals();
 		child_fds(keep, 2);
@@ -542,7 +553,7 @@ start_ha_recv(struct gw *gw, int ipc)
 	if ((pid = fork()) == -1)
 		log_warn("ha-recv: fork");
 	if (pid == 0) {
-		int keep[2] = { gw->hafd, ipc };
+		int keep[2] = { ha_of(gw)->hafd, ipc };
 
 		child_signals();
 		child_fds(keep, 2);
@@ -609,14 +620,14 @@ start_metrics(struct gw *gw, int ipc)
 	if ((pid = fork()) == -1)
 		log_warn("metrics: fork");
 	if (pid == 0) {
-		int keep[2] = { gw->metricsfd, ipc };
+		int keep[2] = { metrics_of(gw)->metricsfd, ipc };
 
 		child_signals();
 		child_fds(keep, 2);
 		metrics_main(3, 4, parent, gw->cfg->gw.metrics_allow,
 		    gw->cfg->gw.nmetrics_allow);
 	}
-	gw->metrics_sent = 0;	/* a new one has no rendering yet */
+	metrics_of(gw)->metrics_sent = 0;	/* a new one has no rendering yet */
 	return pid;
 }
 
@@ -680,18 +691,19 @@ ensure_sockets(struct gw *gw, enum gw_proc_id id)
 	const struct moat_addr *a6 = &gw->cfg->gw.ipv6_address;
 
 	if (id == PROC_DNSD) {
-		if (gw->dns_udp == -1)
-			gw->dns_udp = bound_socket(gw, SOCK_DGRAM, 53);
-		if (gw->dns_tcp == -1)
-			gw->dns_tcp = bound_socket(gw, SOCK_STREAM, 53);
+		if (dnsd_of(gw)->dns_udp == -1)
+			dnsd_of(gw)->dns_udp = bound_socket(gw, SOCK_DGRAM, 53);
+		if (dnsd_of(gw)->dns_tcp == -1)
+			dnsd_of(gw)->dns_tcp = bound_socket(gw, SOCK_STREAM, 53);
 		/* With gateway.ipv6, dnsd answers on its IPv6 address too. */
-		if (gw->cfg->gw.ipv6 && gw->dns_udp6 == -1)
-			gw->dns_udp6 = bound_socket_on(gw, a6, SOCK_DGRAM, 53);
-		if (gw->cfg->gw.ipv6 && gw->dns_tcp6 == -1)
-			gw->dns_tcp6 = bound_socket_on(gw, a6, SOCK_STREAM, 53);
-		return gw->dns_udp == -1 || gw->dns_tcp == -1 ? -1 : 0;
+		if (gw->cfg->gw.ipv6 && dnsd_of(gw)->dns_udp6 == -1)
+			dnsd_of(gw)->dns_udp6 = bound_socket_on(gw, a6, SOCK_DGRAM, 53);
+		if (gw->cfg->gw.ipv6 && dnsd_of(gw)->dns_tcp6 == -1)
+			dnsd_of(gw)->dns_tcp6 = bound_socket_on(gw, a6, SOCK_STREAM, 53);
+		return dnsd_of(gw)->dns_udp == -1 || dnsd_of(gw)->dns_tcp == -1 ? -1 : 0;
 	}
-	return pool_sockets(gw);
+	return pool_sockets(&gw->cfg->gw, proxy_of(gw)->nworkers,
+	    &proxy_of(gw)->proxy4, &proxy_of(gw)->proxy6);
 }
 
 /*
@@ -712,7 +724,7 @@ start_signer(struct gw *gw, unsigned w, int *fd)
 	ca_close(&ca);
 	if (pid == -1)
 		return -1;
-	gw->signer_pid[w] = pid;
+	proxy_of(gw)->signer_pid[w] = pid;
 	log_info("signer of proxy worker %u started, pid %d", w, (int)pid);
 	return 0;
 }
@@ -734,24 +746,24 @@ config_text(struct gw *gw, size_t *len)
 
 	/* Keyed on the reload count too: a later configuration can be
 	 * allocated where a freed one was. */
-	if (gw->cfgtext.text == NULL || gw->cfgtext.of != gw->cfg ||
-	    gw->cfgtext.reloads != gw->reloads) {
-		free(gw->cfgtext.text);
-		gw->cfgtext.text = NULL;
-		if ((fp = open_memstream(&gw->cfgtext.text,
-		    &gw->cfgtext.len)) == NULL)
+	if (reload_of(gw)->cfgtext.text == NULL || reload_of(gw)->cfgtext.of != gw->cfg ||
+	    reload_of(gw)->cfgtext.reloads != reload_of(gw)->reloads) {
+		free(reload_of(gw)->cfgtext.text);
+		reload_of(gw)->cfgtext.text = NULL;
+		if ((fp = open_memstream(&reload_of(gw)->cfgtext.text,
+		    &reload_of(gw)->cfgtext.len)) == NULL)
 			return NULL;
 		config_print(fp, gw->cfg);
 		if (fclose(fp) != 0) {
-			free(gw->cfgtext.text);
-			gw->cfgtext.text = NULL;
+			free(reload_of(gw)->cfgtext.text);
+			reload_of(gw)->cfgtext.text = NULL;
 			return NULL;
 		}
-		gw->cfgtext.of = gw->cfg;
-		gw->cfgtext.reloads = gw->reloads;
+		reload_of(gw)->cfgtext.of = gw->cfg;
+		reload_of(gw)->cfgtext.reloads = reload_of(gw)->reloads;
 	}
-	*len = gw->cfgtext.len;
-	return gw->cfgtext.text;
+	*len = reload_of(gw)->cfgtext.len;
+	return reload_of(gw)->cfgtext.text;
 }
 
 int
@@ -814,7 +826,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	if (id == PROC_DNSD) {
 		/* It starts with the config in force, as gen 0. */
 		policy_dns_thaw(gw);
-		gw->dns_gen = 0;
+		dnsd_of(gw)->dns_gen = 0;
 	}
 	if ((conf = proc_config_memfd(gw)) == -1) {
 		log_warn("%s: configuration memfd", gw->procs[id].name);
@@ -830,8 +842,8 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	argv[argc++] = id == PROC_DNSD ? "-u" : "--user";
 	argv[argc++] = id == PROC_DNSD ? "moat-dns" : "moat-proxy";
 	if (id == PROC_DNSD) {
-		fds[nfds++] = gw->dns_udp;		/* fd 4 */
-		fds[nfds++] = gw->dns_tcp;		/* fd 5 */
+		fds[nfds++] = dnsd_of(gw)->dns_udp;		/* fd 4 */
+		fds[nfds++] = dnsd_of(gw)->dns_tcp;		/* fd 5 */
 		argv[argc++] = "--udp-fd";
 		argv[argc++] = "4";
 		argv[argc++] = "--tcp-fd";
@@ -841,7 +853,7 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 			close(conf);
 			return -1;
 		}
-		fds[nfds++] = gw->proxy4.fds[w];	/* fd 4 */
+		fds[nfds++] = proxy_of(gw)->proxy4.fds[w];	/* fd 4 */
 		fds[nfds++] = signer;			/* fd 5 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "4";
@@ -857,14 +869,14 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	fds[nfds++] = conf;				/* fd 6 */
 	argv[argc++] = "--config-fd";
 	argv[argc++] = "6";
-	if (id != PROC_DNSD && w < gw->proxy6.n) {
-		fds[nfds++] = gw->proxy6.fds[w];	/* fd 7 */
+	if (id != PROC_DNSD && w < proxy_of(gw)->proxy6.n) {
+		fds[nfds++] = proxy_of(gw)->proxy6.fds[w];	/* fd 7 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "7";
 	}
-	if (id == PROC_DNSD && gw->dns_udp6 != -1 && gw->dns_tcp6 != -1) {
-		fds[nfds++] = gw->dns_udp6;		/* fd 7 */
-		fds[nfds++] = gw->dns_tcp6;		/* fd 8 */
+	if (id == PROC_DNSD && dnsd_of(gw)->dns_udp6 != -1 && dnsd_of(gw)->dns_tcp6 != -1) {
+		fds[nfds++] = dnsd_of(gw)->dns_udp6;		/* fd 7 */
+		fds[nfds++] = dnsd_of(gw)->dns_tcp6;		/* fd 8 */
 		argv[argc++] = "--udp6-fd";
 		argv[argc++] = "7";
 		argv[argc++] = "--tcp6-fd";
@@ -885,3 +897,8 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	close(conf);
 	return pid;
 }
+
+const struct gw_module proc_module = {
+	.name = "proc",
+	.size = sizeof(char),
+};

@@ -16,7 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "reload.h"
+#include "proxy.h"
+#include "audit.h"
+#include "budgets.h"
 #include "ipc.h"
 #include "log.h"
 #include "secretfile.h"
@@ -57,8 +62,8 @@ proxy_send_secrets(struct gw *gw, int fd)
 	size_t i, len;
 	int rc = 0;
 
-	if (gw->secret_ids == NULL)
-		gw->secret_ids = conf_secret_ids(gw->cfg, &gw->nsecret_ids);
+	if (proxy_of(gw)->secret_ids == NULL)
+		proxy_of(gw)->secret_ids = conf_secret_ids(gw->cfg, &proxy_of(gw)->nsecret_ids);
 	for (i = 0; rc == 0 && i < gw->cfg->nsecrets; i++) {
 		if ((len = secret_read(&gw->cfg->secrets[i], &u)) == 0)
 			rc = -1;
@@ -261,11 +266,11 @@ proxy_reload(struct gw *gw, const struct gw_delta *d)
 	free(len);
 	/* What the workers have now (those started from here on read the
 	 * files anew, and a later change sends what changed since). */
-	free(gw->secret_ids);
-	gw->nsecret_ids = d->nids;
-	gw->secret_ids = xcalloc(d->nids + 1, sizeof(*gw->secret_ids));
+	free(proxy_of(gw)->secret_ids);
+	proxy_of(gw)->nsecret_ids = d->nids;
+	proxy_of(gw)->secret_ids = xcalloc(d->nids + 1, sizeof(*proxy_of(gw)->secret_ids));
 	if (d->nids > 0)
-		memcpy(gw->secret_ids, d->ids, d->nids * sizeof(*d->ids));
+		memcpy(proxy_of(gw)->secret_ids, d->ids, d->nids * sizeof(*d->ids));
 }
 
 /* A grant: one sandbox's allow list to every worker, running or draining;
@@ -289,9 +294,9 @@ proxy_allow(struct gw *gw, const char *sandbox)
 		one = xstrdup(sandbox);
 		d.sandboxes = &one;
 		d.nsandboxes = 1;
-		d.ids = gw->secret_ids;		/* nothing of them changes */
-		d.nids = gw->nsecret_ids;
-		gw->secret_ids = NULL;
+		d.ids = proxy_of(gw)->secret_ids;		/* nothing of them changes */
+		d.nids = proxy_of(gw)->nsecret_ids;
+		proxy_of(gw)->secret_ids = NULL;
 		proxy_reload(gw, &d);
 		free(d.ids);
 		free(one);
@@ -359,3 +364,8 @@ proc_drain_readable(struct gw *gw, int slot)
 	close(gw->draining[slot].ipc);
 	gw->draining[slot].ipc = -1;
 }
+
+const struct gw_module proxy_module = {
+	.name = "proxy",
+	.size = sizeof(struct gw_proxy),
+};

@@ -19,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../gatewayd.h"
+#include "gw.h"
+#include "ctl.h"
+#include "refused.h"
 #include "json.h"
 #include "log.h"
 
@@ -42,14 +44,14 @@ refused_dns_name(struct gw *gw, const struct ipc_dns_name *m)
 		[IPC_DNS_WHY_EGRESS] = SEEN_WHY_EGRESS_NONE,
 	};
 
-	if (!known(gw, m->kind == IPC_DNS_RESOLVED ? &gw->seen_names :
-	    &gw->seen_refused, m->sandbox))
+	if (!known(gw, m->kind == IPC_DNS_RESOLVED ? &refused_of(gw)->seen_names :
+	    &refused_of(gw)->seen_refused, m->sandbox))
 		return;
 	if (m->kind == IPC_DNS_RESOLVED)
-		seen_add(&gw->seen_names, m->sandbox, m->name, SEEN_DNS,
+		seen_add(&refused_of(gw)->seen_names, m->sandbox, m->name, SEEN_DNS,
 		    SEEN_WHY_NONE, m->count, time(NULL));
 	else
-		seen_add(&gw->seen_refused, m->sandbox, m->name, SEEN_DNS,
+		seen_add(&refused_of(gw)->seen_refused, m->sandbox, m->name, SEEN_DNS,
 		    whys[m->reason], m->count, time(NULL));
 }
 
@@ -63,8 +65,8 @@ refused_audit(struct gw *gw, const char *line)
 
 	if (seen_parse_audit(line, sandbox, sizeof(sandbox), what,
 	    sizeof(what), &src, &why) &&
-	    known(gw, &gw->seen_refused, sandbox))
-		seen_add(&gw->seen_refused, sandbox, what, src, why, 1,
+	    known(gw, &refused_of(gw)->seen_refused, sandbox))
+		seen_add(&refused_of(gw)->seen_refused, sandbox, what, src, why, 1,
 		    time(NULL));
 }
 
@@ -77,17 +79,17 @@ configured(void *arg, const char *sandbox)
 void
 refused_prune(struct gw *gw)
 {
-	seen_prune(&gw->seen_refused, configured, gw->cfg);
-	seen_prune(&gw->seen_names, configured, gw->cfg);
-	seen_limit(&gw->seen_refused, gw->cfg->nsandboxes);
-	seen_limit(&gw->seen_names, gw->cfg->nsandboxes);
+	seen_prune(&refused_of(gw)->seen_refused, configured, gw->cfg);
+	seen_prune(&refused_of(gw)->seen_names, configured, gw->cfg);
+	seen_limit(&refused_of(gw)->seen_refused, gw->cfg->nsandboxes);
+	seen_limit(&refused_of(gw)->seen_names, gw->cfg->nsandboxes);
 }
 
 void
 refused_free(struct gw *gw)
 {
-	seen_clear(&gw->seen_refused);
-	seen_clear(&gw->seen_names);
+	seen_clear(&refused_of(gw)->seen_refused);
+	seen_clear(&refused_of(gw)->seen_names);
 }
 
 int
@@ -443,11 +445,16 @@ show(struct ctl_req *r, struct seen_set *set, bool names)
 void
 ctl_refused(struct ctl_req *r)
 {
-	show(r, &r->gw->seen_refused, false);
+	show(r, &refused_of(r->gw)->seen_refused, false);
 }
 
 void
 ctl_names(struct ctl_req *r)
 {
-	show(r, &r->gw->seen_names, true);
+	show(r, &refused_of(r->gw)->seen_names, true);
 }
+
+const struct gw_module refused_module = {
+	.name = "refused",
+	.size = sizeof(struct gw_refused),
+};

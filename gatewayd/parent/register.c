@@ -27,7 +27,12 @@
 
 #include "admit_reg.h"
 #include "cfgtxn.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "reload.h"
+#include "audit.h"
+#include "reg.h"
+#include "ctl.h"
+#include "ha.h"
 #include "log.h"
 #include "smallfile.h"
 #include "../register/register.h"
@@ -74,10 +79,10 @@ reg_listen(struct gw *gw)
 {
 	const char *l = gw->cfg->gw.reg_listen;
 
-	gw->regfd = -1;
+	reg_of(gw)->regfd = -1;
 	if (l == NULL)
 		return 0;
-	if ((gw->regfd = gw_listen_tcp(l, "registration")) == -1)
+	if ((reg_of(gw)->regfd = gw_listen_tcp(l, "registration")) == -1)
 		return -1;
 	log_info("registration endpoint %s: %zu hosts", l, gw->cfg->nhosts);
 	return 0;
@@ -132,16 +137,16 @@ hoststat(struct gw *gw, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < gw->nhoststats; i++)
-		if (strcmp(gw->hoststats[i].name, name) == 0)
-			return &gw->hoststats[i];
-	gw->hoststats = xreallocarray(gw->hoststats, gw->nhoststats + 1,
-	    sizeof(*gw->hoststats));
-	memset(&gw->hoststats[i], 0, sizeof(gw->hoststats[i]));
-	snprintf(gw->hoststats[i].name, sizeof(gw->hoststats[i].name), "%s",
+	for (i = 0; i < reg_of(gw)->nhoststats; i++)
+		if (strcmp(reg_of(gw)->hoststats[i].name, name) == 0)
+			return &reg_of(gw)->hoststats[i];
+	reg_of(gw)->hoststats = xreallocarray(reg_of(gw)->hoststats, reg_of(gw)->nhoststats + 1,
+	    sizeof(*reg_of(gw)->hoststats));
+	memset(&reg_of(gw)->hoststats[i], 0, sizeof(reg_of(gw)->hoststats[i]));
+	snprintf(reg_of(gw)->hoststats[i].name, sizeof(reg_of(gw)->hoststats[i].name), "%s",
 	    name);
-	gw->nhoststats++;
-	return &gw->hoststats[i];
+	reg_of(gw)->nhoststats++;
+	return &reg_of(gw)->hoststats[i];
 }
 
 /* --- drop-ins ----------------------------------------------------------- */
@@ -486,7 +491,7 @@ unknown_key(struct gw *gw, int fd, const struct ipc_reg_req *m)
 
 	for (i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", m->key[i]);
-	gw->reg_unknown++;
+	reg_of(gw)->reg_unknown++;
 	refused(gw, hex, reg_verbs[m->verb].name, m->name, why);
 	reply(gw, fd, 1, why, sizeof(why) - 1);
 }
@@ -605,6 +610,20 @@ ctl_hosts(struct ctl_req *r)
 	}
 	if (!r->json)
 		ctl_reply(r, "unknown keys refused: %llu\n",
-		    (unsigned long long)gw->reg_unknown);
+		    (unsigned long long)reg_of(gw)->reg_unknown);
 	ctl_reply(r, r->json ? "]\nok\n" : "ok\n");
 }
+
+static void
+reg_init(void *state)
+{
+	struct gw_reg *st = state;
+
+	st->regfd = -1;
+}
+
+const struct gw_module reg_module = {
+	.name = "reg",
+	.size = sizeof(struct gw_reg),
+	.init = reg_init,
+};

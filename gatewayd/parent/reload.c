@@ -16,7 +16,17 @@
 #include <time.h>
 
 #include "admit.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "proc.h"
+#include "reload.h"
+#include "proxy.h"
+#include "audit.h"
+#include "team.h"
+#include "policy.h"
+#include "refused.h"
+#include "grant.h"
+#include "network.h"
+#include "metrics.h"
 #include "log.h"
 
 /* --- what changed ---------------------------------------------------------- */
@@ -93,7 +103,7 @@ sandbox_pair(const struct moat_sandbox *o, const struct moat_sandbox *n,
 
 /* The secrets: each of old's that ncfg lacks or defines otherwise, and
  * each of ncfg's that is new or whose file is not the one the workers'
- * value came from (gw->secret_ids). */
+ * value came from (proxy_of(gw)->secret_ids). */
 static void
 secrets_delta(struct gw *gw, const struct moat_config *old,
     const struct moat_config *ncfg, struct gw_delta *d)
@@ -118,7 +128,7 @@ secrets_delta(struct gw *gw, const struct moat_config *old,
 		if (os == NULL)
 			d->secret_defs = true;
 		if (os != NULL && id_same(id_find(d->ids, d->nids, ns->name),
-		    id_find(gw->secret_ids, gw->nsecret_ids, ns->name)))
+		    id_find(proxy_of(gw)->secret_ids, proxy_of(gw)->nsecret_ids, ns->name)))
 			continue;
 		d->values[d->nvalues++] = i;
 		if (os != NULL && config_secret_same(os, ns))
@@ -272,7 +282,7 @@ static bool
 only_widened(struct gw *gw, const struct gw_delta *d,
     const struct moat_config *old, const struct moat_config *ncfg)
 {
-	bool only = gw->reloads > 0 && !d->basis &&
+	bool only = reload_of(gw)->reloads > 0 && !d->basis &&
 	    old->nsandboxes == ncfg->nsandboxes;
 
 	admit_pair_sandboxes(old, ncfg, widened_pair, &only);
@@ -306,7 +316,7 @@ gw_reload(struct gw *gw, char **errors)
 		audit_event(gw, "reload", "result", "refused", "errors", count,
 		    "first_error", errs.msg[0], NULL);
 		config_errors_free(&errs);
-		gw->reload_failures++;
+		reload_of(gw)->reload_failures++;
 		return -1;
 	}
 	gw_log_warnings(cfg, &errs);
@@ -316,7 +326,7 @@ gw_reload(struct gw *gw, char **errors)
 		log_warnx("reload refused: %s", err);
 		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
 		config_free(cfg);
-		gw->reload_failures++;
+		reload_of(gw)->reload_failures++;
 		return -1;
 	}
 	grants_overlay(gw, cfg);
@@ -326,7 +336,7 @@ gw_reload(struct gw *gw, char **errors)
 		log_warnx("reload refused by the kernel: %s", err);
 		audit_event(gw, "reload", "result", "refused", "error", err, NULL);
 		config_free(cfg);
-		gw->reload_failures++;
+		reload_of(gw)->reload_failures++;
 		return -1;
 	}
 	gw->cfg = cfg;
@@ -334,16 +344,16 @@ gw_reload(struct gw *gw, char **errors)
 	refused_prune(gw);
 	policy_flush_narrowed(gw, old, cfg);
 	/* What was promised to sets the reload deleted or emptied is void. */
-	if (gw->promises != NULL)
-		promises_reload(gw->promises, old, cfg);
-	net_walk(cfg, true, &gw->net);
-	net_log(&gw->net);
+	if (policy_of(gw)->promises != NULL)
+		promises_reload(policy_of(gw)->promises, old, cfg);
+	net_walk(cfg, true, &network_of(gw)->net);
+	net_log(&network_of(gw)->net);
 	conf_delta(gw, old, cfg, &d);
 	d.nflog_view = nflog_view_changed(old, cfg);
 	metrics_reload(gw, old);
 	widened = only_widened(gw, &d, old, cfg);
-	gw->reloads++;
-	gw->last_reload = time(NULL);
+	reload_of(gw)->reloads++;
+	reload_of(gw)->last_reload = time(NULL);
 	/* Every child gets the new config and what the change means for it:
 	 * dnsd in place, the nflog reader restarted at once when what it
 	 * names refusals by changed, each proxy worker in place or after
@@ -358,7 +368,7 @@ gw_reload(struct gw *gw, char **errors)
 	snprintf(count, sizeof(count), "%d", cut);
 	config_free(old);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	gw->reload_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	reload_of(gw)->reload_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
 	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
 	    cfg->nsandboxes, cut);
@@ -372,3 +382,8 @@ gw_reload_check(void *gw, const char *conf_path, char **errors)
 	(void)conf_path;
 	return gw_reload(gw, errors);
 }
+
+const struct gw_module reload_module = {
+	.name = "reload",
+	.size = sizeof(struct gw_reload),
+};

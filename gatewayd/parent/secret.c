@@ -32,7 +32,12 @@
 
 #include "cfgtxn.h"
 #include "conftext.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "reload.h"
+#include "audit.h"
+#include "ctl.h"
+#include "team.h"
+#include "budgets.h"
 #include "log.h"
 #include "secretfile.h"
 #include "smallfile.h"
@@ -472,7 +477,7 @@ secret_list_usage(struct ctl_req *r, const struct moat_secret *x)
 	uint64_t um, ud;
 	size_t j;
 
-	budget_usage(&r->gw->budgets, x->name, gw_budget_now(r->gw), &um, &ud);
+	budget_usage(&budgets_of(r->gw)->budgets, x->name, gw_budget_now(r->gw), &um, &ud);
 	if (!r->json) {
 		if (x->per_minute)
 			ctl_reply(r, "  budget %llu/%ld per minute",

@@ -32,7 +32,10 @@
 #include <unistd.h>
 
 #include "cfgtxn.h"
-#include "../gatewayd.h"
+#include "gw.h"
+#include "audit.h"
+#include "ctl.h"
+#include "team.h"
 #include "guestacct.h"
 #include "log.h"
 
@@ -305,9 +308,9 @@ create_running(const struct gw *gw, const char *user)
 	int i;
 
 	for (i = 0; i < GW_MAX_CLIENTS; i++)
-		if (gw->jobs[i].pid > 0 &&
-		    strcmp(gw->jobs[i].verb, "create") == 0 &&
-		    strcmp(gw->jobs[i].user, user) == 0)
+		if (ctl_of(gw)->jobs[i].pid > 0 &&
+		    strcmp(ctl_of(gw)->jobs[i].verb, "create") == 0 &&
+		    strcmp(ctl_of(gw)->jobs[i].user, user) == 0)
 			return true;
 	return false;
 }
@@ -451,8 +454,8 @@ job_start(struct ctl_req *r, struct job *j)
 		return;
 	j->argv[j->argc] = NULL;
 	for (i = 0; i < GW_MAX_CLIENTS && g == NULL; i++)
-		if (r->gw->jobs[i].pid == 0)
-			g = &r->gw->jobs[i];
+		if (ctl_of(r->gw)->jobs[i].pid == 0)
+			g = &ctl_of(r->gw)->jobs[i];
 	if (g == NULL) {
 		ctl_refuse(r, j->name, "too many provision jobs are running; "
 		    "try again later");
@@ -467,7 +470,7 @@ job_start(struct ctl_req *r, struct job *j)
 		job_child(r, j);
 	g->pid = pid;
 	g->id = r->id;
-	g->gen = r->gw->ctl_gen;
+	g->gen = ctl_of(r->gw)->ctl_gen;
 	g->uid = r->uid;
 	snprintf(g->user, sizeof(g->user), "%s", r->user);
 	snprintf(g->verb, sizeof(g->verb), "%s", r->argv[0]);

@@ -19,7 +19,26 @@
 
 #include <cmocka.h>
 
-#include "../../gatewayd/gatewayd.h"
+#include "../../gatewayd/parent/gw.h"
+#include "../../gatewayd/parent/proc.h"
+#include "../../gatewayd/parent/reload.h"
+#include "../../gatewayd/parent/dnsd.h"
+#include "../../gatewayd/parent/proxy.h"
+#include "../../gatewayd/parent/audit.h"
+#include "../../gatewayd/parent/reg.h"
+#include "../../gatewayd/parent/ctl.h"
+#include "../../gatewayd/parent/team.h"
+#include "../../gatewayd/parent/console.h"
+#include "../../gatewayd/parent/policy.h"
+#include "../../gatewayd/parent/refused.h"
+#include "../../gatewayd/parent/grant.h"
+#include "../../gatewayd/parent/network.h"
+#include "../../gatewayd/parent/drift.h"
+#include "../../gatewayd/parent/hostnet.h"
+#include "../../gatewayd/parent/egress.h"
+#include "../../gatewayd/parent/budgets.h"
+#include "../../gatewayd/parent/metrics.h"
+#include "../../gatewayd/parent/ha.h"
 
 static char dir[64];
 static struct gw gw;
@@ -108,8 +127,8 @@ teardown(void **state)
 	char cmd[128];
 
 	(void)state;
-	free(gw.secret_ids);
-	gw.secret_ids = NULL;
+	free(proxy_of(&gw)->secret_ids);
+	proxy_of(&gw)->secret_ids = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -129,7 +148,7 @@ unchanged(void **state)
 	struct gw_delta d;
 
 	(void)state;
-	gw.secret_ids = conf_secret_ids(a, &gw.nsecret_ids);
+	proxy_of(&gw)->secret_ids = conf_secret_ids(a, &proxy_of(&gw)->nsecret_ids);
 	conf_delta(&gw, a, b, &d);
 	assert_false(d.basis);
 	assert_false(d.secret_defs);
@@ -139,8 +158,8 @@ unchanged(void **state)
 	assert_int_equal(d.nids, 2);
 	conf_delta_free(&d);
 	/* Workers that never had values (none started) get every one. */
-	free(gw.secret_ids);
-	gw.secret_ids = NULL;
+	free(proxy_of(&gw)->secret_ids);
+	proxy_of(&gw)->secret_ids = NULL;
 	conf_delta(&gw, a, b, &d);
 	assert_int_equal(d.nvalues, 2);
 	assert_int_equal(d.nsecrets, 2);
@@ -161,7 +180,7 @@ sandboxes_changed(void **state)
 	struct gw_delta d;
 
 	(void)state;
-	gw.secret_ids = conf_secret_ids(a, &gw.nsecret_ids);
+	proxy_of(&gw)->secret_ids = conf_secret_ids(a, &proxy_of(&gw)->nsecret_ids);
 	conf_delta(&gw, a, b, &d);
 	assert_false(d.basis);
 	assert_false(d.secret_defs);
@@ -183,7 +202,7 @@ basis_changed(void **state)
 	struct gw_delta d;
 
 	(void)state;
-	gw.secret_ids = conf_secret_ids(a, &gw.nsecret_ids);
+	proxy_of(&gw)->secret_ids = conf_secret_ids(a, &proxy_of(&gw)->nsecret_ids);
 	conf_delta(&gw, a, b, &d);
 	assert_true(d.basis);
 	assert_int_equal(d.nsandboxes, 0);
@@ -203,7 +222,7 @@ secret_file_changed(void **state)
 	struct gw_delta d;
 
 	(void)state;
-	gw.secret_ids = conf_secret_ids(a, &gw.nsecret_ids);
+	proxy_of(&gw)->secret_ids = conf_secret_ids(a, &proxy_of(&gw)->nsecret_ids);
 	write_file("gh", "sk-gh-2-longer\n");
 	b = load(8, two_secrets, sandboxes);
 	conf_delta(&gw, a, b, &d);
@@ -233,7 +252,7 @@ secrets_redefined(void **state)
 	b = load(8, SECRET("api", "api2.test") ",\n" SECRET("new", "new.test"),
 	    SANDBOX("web", "10", "\"pypi.org\"", "\"api\"") ",\n"
 	    SANDBOX("dev", "11", "\"pypi.org\"", "\"new\""));
-	gw.secret_ids = conf_secret_ids(a, &gw.nsecret_ids);
+	proxy_of(&gw)->secret_ids = conf_secret_ids(a, &proxy_of(&gw)->nsecret_ids);
 	conf_delta(&gw, a, b, &d);
 	assert_false(d.basis);
 	assert_true(d.secret_defs);

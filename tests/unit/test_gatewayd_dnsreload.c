@@ -24,7 +24,26 @@
 
 #include <cmocka.h>
 
-#include "../../gatewayd/gatewayd.h"
+#include "../../gatewayd/parent/gw.h"
+#include "../../gatewayd/parent/proc.h"
+#include "../../gatewayd/parent/reload.h"
+#include "../../gatewayd/parent/dnsd.h"
+#include "../../gatewayd/parent/proxy.h"
+#include "../../gatewayd/parent/audit.h"
+#include "../../gatewayd/parent/reg.h"
+#include "../../gatewayd/parent/ctl.h"
+#include "../../gatewayd/parent/team.h"
+#include "../../gatewayd/parent/console.h"
+#include "../../gatewayd/parent/policy.h"
+#include "../../gatewayd/parent/refused.h"
+#include "../../gatewayd/parent/grant.h"
+#include "../../gatewayd/parent/network.h"
+#include "../../gatewayd/parent/drift.h"
+#include "../../gatewayd/parent/hostnet.h"
+#include "../../gatewayd/parent/egress.h"
+#include "../../gatewayd/parent/budgets.h"
+#include "../../gatewayd/parent/metrics.h"
+#include "../../gatewayd/parent/ha.h"
 #include "log.h"
 
 static const char conf[] =
@@ -57,7 +76,7 @@ setup(void **state)
 		return -1;
 	}
 	config_errors_free(&errs);
-	gw.auditfd = gw.ctlfd = -1;
+	audit_of(&gw)->auditfd = ctl_of(&gw)->ctlfd = -1;
 	for (int i = 0; i < PROC_MAX; i++) {
 		gw.procs[i].ipc = -1;
 		gw.procs[i].pid = -1;
@@ -87,12 +106,12 @@ teardown(void **state)
 	}
 	unlink(path);
 	config_free(gw.cfg);
-	free(gw.cfgtext.text);
-	gw.cfgtext.text = NULL;
-	free(gw.secret_ids);
-	gw.secret_ids = NULL;
-	promises_free(gw.promises);	/* made by a set addition */
-	gw.promises = NULL;
+	free(reload_of(&gw)->cfgtext.text);
+	reload_of(&gw)->cfgtext.text = NULL;
+	free(proxy_of(&gw)->secret_ids);
+	proxy_of(&gw)->secret_ids = NULL;
+	promises_free(policy_of(&gw)->promises);	/* made by a set addition */
+	policy_of(&gw)->promises = NULL;
 	if (gw.procs[PROC_DNSD].ipc != -1)
 		close(gw.procs[PROC_DNSD].ipc);
 	close(dns[1]);
@@ -276,7 +295,7 @@ narrowed_refuses_only_old_lists(void **state)
 	assert_int_equal(set_add_web(g1), -1);
 	ack(g2, 0);
 	assert_false(policy_dns_frozen(&gw, "web", g1));
-	assert_int_equal(gw.ndns_frozen, 0);
+	assert_int_equal(policy_of(&gw)->ndns_frozen, 0);
 }
 
 /* A narrowing again: the mark moves to the newest gen sent. */
@@ -293,7 +312,7 @@ narrowed_twice_moves_mark(void **state)
 	proc_reload(&gw, &nodelta);
 	g2 = received(text, sizeof(text));
 	policy_dns_freeze(&gw, "web");
-	assert_int_equal(gw.ndns_frozen, 1);
+	assert_int_equal(policy_of(&gw)->ndns_frozen, 1);
 	assert_true(policy_dns_frozen(&gw, "web", g1));
 	assert_true(policy_dns_frozen(&gw, "web", g2));
 	assert_false(policy_dns_frozen(&gw, "other", g1));

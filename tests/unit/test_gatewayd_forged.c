@@ -28,7 +28,26 @@
 
 #include <cmocka.h>
 
-#include "../../gatewayd/gatewayd.h"
+#include "../../gatewayd/parent/gw.h"
+#include "../../gatewayd/parent/proc.h"
+#include "../../gatewayd/parent/reload.h"
+#include "../../gatewayd/parent/dnsd.h"
+#include "../../gatewayd/parent/proxy.h"
+#include "../../gatewayd/parent/audit.h"
+#include "../../gatewayd/parent/reg.h"
+#include "../../gatewayd/parent/ctl.h"
+#include "../../gatewayd/parent/team.h"
+#include "../../gatewayd/parent/console.h"
+#include "../../gatewayd/parent/policy.h"
+#include "../../gatewayd/parent/refused.h"
+#include "../../gatewayd/parent/grant.h"
+#include "../../gatewayd/parent/network.h"
+#include "../../gatewayd/parent/drift.h"
+#include "../../gatewayd/parent/hostnet.h"
+#include "../../gatewayd/parent/egress.h"
+#include "../../gatewayd/parent/budgets.h"
+#include "../../gatewayd/parent/metrics.h"
+#include "../../gatewayd/parent/ha.h"
 #include "log.h"
 
 static struct gw gw;
@@ -97,9 +116,9 @@ setup(void **state)
 	config_errors_free(&errs);
 	gw.opts.sock = strdup(strcat(strcpy(path, dir), "/gatewayd.sock"));
 	gw.opts.bindir = "/nonexistent";
-	gw.auditfd = gw.ctlfd = -1;
+	audit_of(&gw)->auditfd = ctl_of(&gw)->ctlfd = -1;
 	gw.moat_gid = nobody_gid;	/* nobody is our "member" */
-	gw.on_ctl_msg = ctl_message;
+	ctl_of(&gw)->on_ctl_msg = ctl_message;
 	for (int i = 0; i < PROC_MAX; i++)
 		gw.procs[i].ipc = -1;
 	if (control_listen(&gw) == -1 || ipc_pair(ctlipc) == -1)
@@ -107,8 +126,8 @@ setup(void **state)
 	gw.procs[PROC_CONTROL].ipc = ctlipc[0];
 	peer = connect_as_nobody();
 	/* The socket is non-blocking: wait for nobody to connect. */
-	if (poll(&(struct pollfd){ gw.ctlfd, POLLIN, 0 }, 1, 30000) != 1 ||
-	    (conn = accept(gw.ctlfd, NULL, NULL)) == -1)
+	if (poll(&(struct pollfd){ ctl_of(&gw)->ctlfd, POLLIN, 0 }, 1, 30000) != 1 ||
+	    (conn = accept(ctl_of(&gw)->ctlfd, NULL, NULL)) == -1)
 		return -1;
 	return 0;
 }
@@ -187,7 +206,7 @@ others_sandbox_refused(void **state)
 	assert_string_equal(ask(nobody_uid, nobody_gid, CTL_DESTROY,
 	    "destroy\0--force\0bobs", 21, 3),
 	    "error: destroy: no sandbox \"bobs\" owned by nobody\n");
-	assert_int_equal(gw.jobs[0].pid, 0);	/* nothing was run */
+	assert_int_equal(ctl_of(&gw)->jobs[0].pid, 0);	/* nothing was run */
 }
 
 /* Claiming root (or anyone else) on nobody's connection. */
@@ -202,7 +221,7 @@ forged_credentials_refused(void **state)
 	assert_string_equal(ask(0, 0, CTL_SANDBOXES, "sandboxes", 10, 1), want);
 	assert_string_equal(ask(nobody_uid, 0, CTL_SANDBOXES, "sandboxes", 10,
 	    1), want);
-	assert_int_equal(gw.jobs[0].pid, 0);
+	assert_int_equal(ctl_of(&gw)->jobs[0].pid, 0);
 }
 
 /* The parent's side of a reply with a descriptor for the client (as a
@@ -263,7 +282,7 @@ worker_audit_stamped(void **state)
 	assert_int_equal(ipc_pair(p), 0);
 	gw.procs[PROC_PROXY + 1].name = "proxy";
 	gw.procs[PROC_PROXY + 1].ipc = p[0];
-	gw.on_audit_line = grab;
+	audit_of(&gw)->on_audit_line = grab;
 	assert_int_equal(ipc_send(p[1], IPC_AUDIT, 0, json, sizeof(json) - 1), 0);
 	proc_ipc_readable(&gw, PROC_PROXY + 1);
 	assert_non_null(strstr(audit_line, "\"source\":\"proxy\",\"worker\":1,"
@@ -290,7 +309,7 @@ worker_role_enforced(void **state)
 	gw.procs[PROC_PROXY + 2].name = "proxy";
 	gw.procs[PROC_PROXY + 2].pid = pid;
 	gw.procs[PROC_PROXY + 2].ipc = p[0];
-	gw.on_audit_line = grab;
+	audit_of(&gw)->on_audit_line = grab;
 	assert_int_equal(ipc_send(p[1], IPC_DNS_DROPPED, 0, &m, sizeof(m)), 0);
 	proc_ipc_readable(&gw, PROC_PROXY + 2);
 	assert_int_equal(waitpid(pid, &status, 0), pid);

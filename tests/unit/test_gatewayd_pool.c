@@ -24,7 +24,26 @@
 
 #include <cmocka.h>
 
-#include "../../gatewayd/gatewayd.h"
+#include "../../gatewayd/parent/gw.h"
+#include "../../gatewayd/parent/proc.h"
+#include "../../gatewayd/parent/reload.h"
+#include "../../gatewayd/parent/dnsd.h"
+#include "../../gatewayd/parent/proxy.h"
+#include "../../gatewayd/parent/audit.h"
+#include "../../gatewayd/parent/reg.h"
+#include "../../gatewayd/parent/ctl.h"
+#include "../../gatewayd/parent/team.h"
+#include "../../gatewayd/parent/console.h"
+#include "../../gatewayd/parent/policy.h"
+#include "../../gatewayd/parent/refused.h"
+#include "../../gatewayd/parent/grant.h"
+#include "../../gatewayd/parent/network.h"
+#include "../../gatewayd/parent/drift.h"
+#include "../../gatewayd/parent/hostnet.h"
+#include "../../gatewayd/parent/egress.h"
+#include "../../gatewayd/parent/budgets.h"
+#include "../../gatewayd/parent/metrics.h"
+#include "../../gatewayd/parent/ha.h"
 
 #define MAXN	4
 

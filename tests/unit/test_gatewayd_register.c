@@ -23,7 +23,26 @@
 
 #include <cmocka.h>
 
-#include "../../gatewayd/gatewayd.h"
+#include "../../gatewayd/parent/gw.h"
+#include "../../gatewayd/parent/proc.h"
+#include "../../gatewayd/parent/reload.h"
+#include "../../gatewayd/parent/dnsd.h"
+#include "../../gatewayd/parent/proxy.h"
+#include "../../gatewayd/parent/audit.h"
+#include "../../gatewayd/parent/reg.h"
+#include "../../gatewayd/parent/ctl.h"
+#include "../../gatewayd/parent/team.h"
+#include "../../gatewayd/parent/console.h"
+#include "../../gatewayd/parent/policy.h"
+#include "../../gatewayd/parent/refused.h"
+#include "../../gatewayd/parent/grant.h"
+#include "../../gatewayd/parent/network.h"
+#include "../../gatewayd/parent/drift.h"
+#include "../../gatewayd/parent/hostnet.h"
+#include "../../gatewayd/parent/egress.h"
+#include "../../gatewayd/parent/budgets.h"
+#include "../../gatewayd/parent/metrics.h"
+#include "../../gatewayd/parent/ha.h"
 
 static struct gw gw;
 static int ipc[2];		/* [0] the parent's end, [1] "registration" */
@@ -77,9 +96,9 @@ setup(void **state)
 	}
 	config_errors_free(&errs);
 	snprintf(audit, sizeof(audit), "%s/audit.log", dir);
-	gw.auditfd = open(audit, O_WRONLY | O_CREAT | O_APPEND, 0600);
-	gw.regfd = -1;
-	return gw.auditfd == -1 ? -1 : 0;
+	audit_of(&gw)->auditfd = open(audit, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	reg_of(&gw)->regfd = -1;
+	return audit_of(&gw)->auditfd == -1 ? -1 : 0;
 }
 
 static int
@@ -89,8 +108,8 @@ teardown(void **state)
 
 	(void)state;
 	config_free(gw.cfg);
-	free(gw.hoststats);
-	close(gw.auditfd);
+	free(reg_of(&gw)->hoststats);
+	close(audit_of(&gw)->auditfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -171,7 +190,7 @@ forged_requests(void **state)
 	    "unknown host key");
 	assert_true(audited("\"host\":\"" "00000000000000000000000000000000"
 	    "00000000000000000000000000000077\""));
-	assert_int_equal(gw.reg_unknown, 1);
+	assert_int_equal(reg_of(&gw)->reg_unknown, 1);
 	assert_string_equal(forge('a', REG_HELLO, "", "", "", "", ""), "ok");
 	assert_string_equal(forge('a', REG_REGISTER, "a1", "10.77.0.33", mac,
 	    "none", ""), "address outside this host's pool");
@@ -198,11 +217,11 @@ forged_requests(void **state)
 	assert_true(audited("\"event\":\"registration-refused\",\"host\":\"a\","
 	    "\"request\":\"remove\",\"sandbox\":\"b1\",\"reason\":\"not this "
 	    "host's sandbox\""));
-	assert_int_equal(gw.nhoststats, 2);
-	assert_string_equal(gw.hoststats[0].name, "a");
-	assert_int_equal(gw.hoststats[0].refusals, 7);
-	assert_true(gw.hoststats[0].last_seen > 0);
-	assert_int_equal(gw.hoststats[1].refusals, 0);
+	assert_int_equal(reg_of(&gw)->nhoststats, 2);
+	assert_string_equal(reg_of(&gw)->hoststats[0].name, "a");
+	assert_int_equal(reg_of(&gw)->hoststats[0].refusals, 7);
+	assert_true(reg_of(&gw)->hoststats[0].last_seen > 0);
+	assert_int_equal(reg_of(&gw)->hoststats[1].refusals, 0);
 	assert_int_equal(reg_count(&gw, &gw.cfg->hosts[1]), 1);
 	assert_int_equal(reg_count(&gw, &gw.cfg->hosts[0]), 0);
 }
