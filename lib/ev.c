@@ -66,6 +66,20 @@ ev_init(void)
 	return 0;
 }
 
+void
+ev_forget(void)
+{
+	if (epfd != -1)
+		close(epfd);
+	epfd = -1;
+	free(heap);
+	heap = NULL;
+	nheap = cheap = 0;
+	free(dq);
+	dq = NULL;
+	ndq = cdq = 0;
+}
+
 int
 ev_add(struct ev *e, int fd, uint32_t want, ev_cb cb, void *arg)
 {

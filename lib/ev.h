@@ -39,6 +39,10 @@ struct ev_timer {
 
 /* Create the loop (once; again is a no-op).  0 or -1. */
 int	 ev_init(void);
+/* In a child just forked from a process that runs the loop: forget its
+ * epoll set, timers and deferred calls, which are the parent's; the
+ * child's ev_init makes its own. */
+void	 ev_forget(void);
 /* Register fd with interest want (0 allowed).  0 or -1 (fd stays -1). */
 int	 ev_add(struct ev *, int fd, uint32_t want, ev_cb, void *arg);
 /* Change interest; a no-op when unchanged or not registered. */

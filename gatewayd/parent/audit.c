@@ -355,8 +355,23 @@ audit_init(void *state)
 	st->auditfd = -1;
 }
 
+static int
+audit_start(struct gw *gw)
+{
+	return audit_open(gw) == -1 ? -1 : 0;
+}
+
+static void
+audit_stop(struct gw *gw)
+{
+	audit_event(gw, "stop", "policy", "left in place", NULL);
+	audit_close(gw);
+}
+
 const struct gw_module audit_module = {
 	.name = "audit",
 	.size = sizeof(struct gw_audit),
 	.init = audit_init,
+	.start = audit_start,
+	.stop = audit_stop,
 };

@@ -774,4 +774,6 @@ const struct gw_module ctl_module = {
 	.name = "ctl",
 	.size = sizeof(struct gw_ctl),
 	.init = ctl_init,
+	.start = control_listen,
+	.stop = control_unlink,
 };

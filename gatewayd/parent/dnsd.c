@@ -166,8 +166,17 @@ dnsd_init(void *state)
 	st->dns_udp = st->dns_tcp = st->dns_udp6 = st->dns_tcp6 = -1;
 }
 
+static void
+dnsd_stop(struct gw *gw)
+{
+	free(dnsd_of(gw)->dnsdrops);
+	dnsd_of(gw)->dnsdrops = NULL;
+	dnsd_of(gw)->ndnsdrops = 0;
+}
+
 const struct gw_module dnsd_module = {
 	.name = "dnsd",
 	.size = sizeof(struct gw_dnsd),
 	.init = dnsd_init,
+	.stop = dnsd_stop,
 };

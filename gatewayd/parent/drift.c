@@ -52,12 +52,15 @@
 #include "drift.h"
 #include "metrics.h"
 #include "ha.h"
+#include "ev.h"
 #include "log.h"
 #include "nftrules.h"
 
 #define DRIFT_RCVBUF	(8 << 20)	/* a whole ruleset replaced */
 
 struct drift {
+	struct ev	 ev;
+	struct gw	*gw;
 	struct mnl_socket *nl;		/* NULL: the timer alone */
 	uint32_t	 self;		/* gw->nft's portid */
 	time_t		 due;		/* next timed check */
@@ -95,6 +98,15 @@ ours(const struct gw *gw, const struct nftr_event *ev)
 	    strcmp(ev->table, NFTR_TABLE) == 0;
 }
 
+static void
+on_readable(struct ev *e, uint32_t events)
+{
+	struct drift *d = e->arg;
+
+	(void)events;
+	drift_readable(d->gw);
+}
+
 void
 drift_start(struct gw *gw)
 {
@@ -103,6 +115,8 @@ drift_start(struct gw *gw)
 	int size = DRIFT_RCVBUF;
 
 	(*drift_slot(gw)) = d;
+	d->gw = gw;
+	d->ev.fd = -1;
 	d->self = nftr_portid(gw->nft);
 	if ((d->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC |
 	    SOCK_NONBLOCK)) == NULL || mnl_socket_bind(d->nl, groups,
@@ -118,6 +132,9 @@ drift_start(struct gw *gw)
 	 * notifications, and an overrun only costs a check. */
 	(void)setsockopt(mnl_socket_get_fd(d->nl), SOL_SOCKET, SO_RCVBUFFORCE,
 	    &size, sizeof(size));
+	if (ev_add(&d->ev, mnl_socket_get_fd(d->nl), EPOLLIN, on_readable,
+	    d) == -1)
+		log_warn("nf_tables notifications: watching");
 }
 
 void
@@ -125,17 +142,11 @@ drift_stop(struct gw *gw)
 {
 	if ((*drift_slot(gw)) == NULL)
 		return;
+	ev_del(&(*drift_slot(gw))->ev);
 	if ((*drift_slot(gw))->nl != NULL)
 		mnl_socket_close((*drift_slot(gw))->nl);
 	free((*drift_slot(gw)));
 	(*drift_slot(gw)) = NULL;
-}
-
-int
-drift_fd(const struct gw *gw)
-{
-	return (*drift_slot(gw)) && (*drift_slot(gw))->nl ? mnl_socket_get_fd((*drift_slot(gw))->nl) :
-	    -1;
 }
 
 /* nftr_verify's diff, kept to its first line; how many lines in *n.
@@ -344,7 +355,7 @@ drift_readable(struct gw *gw)
 
 /* The interval is read from the configuration in force: a reload that
  * changes it takes effect at the next check (at once if it was off). */
-int
+static int
 drift_timeout(const struct gw *gw, int timeout)
 {
 	const struct drift *d = (*drift_slot(gw));
@@ -357,7 +368,7 @@ drift_timeout(const struct gw *gw, int timeout)
 	return timeout == -1 || ms < timeout ? ms : timeout;
 }
 
-void
+static void
 drift_tick(struct gw *gw)
 {
 	struct drift *d = (*drift_slot(gw));
@@ -451,7 +462,26 @@ drift_metrics(FILE *fp, const struct gw *gw)
 	    (unsigned long long)d->repairs);
 }
 
+static int
+drift_start_mod(struct gw *gw)
+{
+	drift_start(gw);
+	return 0;
+}
+
+static uint64_t
+drift_due(const struct gw *gw)
+{
+	int ms = drift_timeout(gw, -1);
+
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}
+
 const struct gw_module drift_module = {
 	.name = "drift",
 	.size = sizeof(struct drift *),
+	.start = drift_start_mod,
+	.stop = drift_stop,
+	.due = drift_due,
+	.timer = drift_tick,
 };

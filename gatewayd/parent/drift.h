@@ -10,10 +10,7 @@
  * a timed comparison (gateway.verify); drift is reported and repaired. */
 struct drift;
 void	drift_start(struct gw *);
-int	drift_fd(const struct gw *);
 void	drift_readable(struct gw *);
-int	drift_timeout(const struct gw *, int timeout);	/* ms, -1 */
-void	drift_tick(struct gw *);
 void	drift_status(struct ctl_req *);
 void	drift_metrics(FILE *, const struct gw *);
 void	drift_stop(struct gw *);

@@ -503,7 +503,7 @@ egress_merge(struct gw *gw, const struct ipc_ha_spent *m)
 	enforce(gw);
 }
 
-void
+static void
 egress_tick(struct gw *gw)
 {
 	uint64_t now = gw_mono_ms();
@@ -523,7 +523,7 @@ egress_tick(struct gw *gw)
 		save(gw);
 }
 
-int
+static int
 egress_timeout(const struct gw *gw, int timeout)
 {
 	uint64_t now = gw_mono_ms(), next;
@@ -557,7 +557,18 @@ egress_of(const struct gw *gw, size_t i)
 	return e != NULL && e->configured ? e : NULL;
 }
 
+static uint64_t
+egress_due(const struct gw *gw)
+{
+	int ms = egress_timeout(gw, -1);
+
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}
+
 const struct gw_module egress_module = {
 	.name = "egress",
 	.size = sizeof(struct gw_egress_state),
+	.stop = egress_stop,
+	.due = egress_due,
+	.timer = egress_tick,
 };

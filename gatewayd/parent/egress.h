@@ -25,11 +25,9 @@ struct gw_egress {
  * gatewayd stops. */
 void	egress_before_apply(struct gw *, const struct moat_config *cur);
 void	egress_after_apply(struct gw *, const struct moat_config *cfg);
-void	egress_tick(struct gw *);
 /* The other box's total for a sandbox (replication): the larger counts. */
 void	egress_merge(struct gw *, const struct ipc_ha_spent *);
 void	egress_snapshot(struct gw *);
-int	egress_timeout(const struct gw *, int timeout);	/* ms, -1 */
 void	egress_stop(struct gw *);
 /* Sandbox i of gw->cfg's budget, or NULL if it has none to show. */
 const struct gw_egress *egress_of(const struct gw *, size_t i);

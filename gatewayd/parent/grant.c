@@ -309,7 +309,7 @@ grants_commit(struct gw *gw)
 	kept_prune(gw->cfg);
 }
 
-int
+static int
 grants_timeout(const struct gw *gw, int timeout)
 {
 	uint64_t now = gw_mono_ms(), next = UINT64_MAX;
@@ -352,7 +352,7 @@ cut_narrowed(struct gw *gw, const char *const *sandboxes, size_t n)
 		    n > 1 ? " and others" : "", cut);
 }
 
-void
+static void
 grants_tick(struct gw *gw)
 {
 	uint64_t now = gw_mono_ms();
@@ -1479,7 +1479,18 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 	return 0;
 }
 
+static uint64_t
+grants_due(const struct gw *gw)
+{
+	int ms = grants_timeout(gw, -1);
+
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}
+
 const struct gw_module grants_module = {
 	.name = "grants",
 	.size = sizeof(struct gw_grants),
+	.due = grants_due,
+	.timer = grants_tick,
+	.stop = grants_free,
 };

@@ -46,8 +46,6 @@ size_t	grants_sums(const struct gw *, struct grant_sum **out);
 void	grants_overlay(struct gw *, struct moat_config *cfg);
 void	grants_commit(struct gw *);
 /* ms until the next grant expires, capped at timeout (ms, -1: none). */
-int	grants_timeout(const struct gw *, int timeout);
-void	grants_tick(struct gw *);	/* expire what is due */
 /* Grants for a while on both boxes of a pair (harepl.h): the other box's
  * grant or ungrant taken, its grants for a sandbox ended before its whole
  * state, and ours for a sandbox sent as part of ours. */

@@ -130,7 +130,7 @@ typedef void gw_dispatch_fn(struct gw *, struct gw_proc *, int fd,
  */
 enum gw_mod_id {
 	MOD_AUDIT, MOD_CTL, MOD_POLICY, MOD_DNSD, MOD_PROXY, MOD_RELOAD,
-	MOD_NETWORK, MOD_HOSTNET, MOD_DRIFT, MOD_GRANTS, MOD_EGRESS,
+	MOD_HOSTNET, MOD_NETWORK, MOD_DRIFT, MOD_GRANTS, MOD_EGRESS,
 	MOD_BUDGETS, MOD_REG, MOD_HA, MOD_METRICS, MOD_REFUSED, MOD_PROC,
 	MOD_MAX
 };
@@ -157,6 +157,10 @@ struct gw_module {
 };
 
 extern const struct gw_module *const gw_modules[MOD_MAX];
+
+/* CLOCK_MONOTONIC in milliseconds: the modules' timers, promises, set
+ * additions (policy.c). */
+uint64_t gw_mono_ms(void);
 
 /* Module id's state, allocated (zeroed, then its init) on first use. */
 void	*gw_mod(const struct gw *, enum gw_mod_id);

@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "gw.h"
@@ -187,8 +188,33 @@ ha_init(void *state)
 	st->hafd = -1;
 }
 
+/* Leaving the pair: the gate as a stopped box's, the split-brain watch
+ * and the replication listener gone. */
+static void
+ha_mod_stop(struct gw *gw)
+{
+	ha_stop(gw);
+	ha_dup_stop(gw);
+	if (ha_of(gw)->hafd != -1)
+		close(ha_of(gw)->hafd);
+	ha_of(gw)->hafd = -1;
+}
+
+/* The split-brain watch's next probe. */
+static uint64_t
+ha_due(const struct gw *gw)
+{
+	int ms = ha_dup_timeout(gw, -1);
+
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}
+
 const struct gw_module ha_module = {
 	.name = "ha",
 	.size = sizeof(struct gw_ha),
 	.init = ha_init,
+	.start = harepl_listen,
+	.stop = ha_mod_stop,
+	.due = ha_due,
+	.timer = ha_dup_tick,
 };

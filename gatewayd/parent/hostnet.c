@@ -18,11 +18,14 @@
 #include "gw.h"
 #include "policy.h"
 #include "hostnet.h"
+#include "ev.h"
 #include "log.h"
 #include "nftrules.h"
 #include "rtnl.h"
 
 struct hostnet {
+	struct ev		 ev;
+	struct gw		*gw;
 	struct rtnl_watch	*watch;
 	struct moat_prefix	*nets;		/* as last read */
 	size_t			 n;
@@ -78,6 +81,15 @@ nets_changed(struct hostnet *h, const char *bridge)
 	return true;
 }
 
+static void
+on_readable(struct ev *e, uint32_t events)
+{
+	struct hostnet *h = e->arg;
+
+	(void)events;
+	hostnet_readable(h->gw);
+}
+
 void
 hostnet_start(struct gw *gw)
 {
@@ -87,14 +99,13 @@ hostnet_start(struct gw *gw)
 		log_warn("rtnetlink: cannot follow the host's IPv6 networks; "
 		    "a reload (SIGHUP) picks up new ones");
 	(*hostnet_slot(gw)) = h;
+	h->gw = gw;
+	h->ev.fd = -1;
+	if (h->watch != NULL && ev_add(&h->ev, rtnl_watch_fd(h->watch),
+	    EPOLLIN, on_readable, h) == -1)
+		log_warn("rtnetlink: watching");
 	/* What the policy just applied was built from. */
 	nets_changed(h, gw->cfg->gw.bridge);
-}
-
-int
-hostnet_fd(const struct gw *gw)
-{
-	return (*hostnet_slot(gw)) ? rtnl_watch_fd((*hostnet_slot(gw))->watch) : -1;
 }
 
 void
@@ -126,13 +137,23 @@ hostnet_stop(struct gw *gw)
 {
 	if ((*hostnet_slot(gw)) == NULL)
 		return;
+	ev_del(&(*hostnet_slot(gw))->ev);
 	rtnl_watch_close((*hostnet_slot(gw))->watch);
 	free((*hostnet_slot(gw))->nets);
 	free((*hostnet_slot(gw)));
 	(*hostnet_slot(gw)) = NULL;
 }
 
+static int
+hostnet_start_mod(struct gw *gw)
+{
+	hostnet_start(gw);
+	return 0;
+}
+
 const struct gw_module hostnet_module = {
 	.name = "hostnet",
 	.size = sizeof(struct hostnet *),
+	.start = hostnet_start_mod,
+	.stop = hostnet_stop,
 };

@@ -11,7 +11,6 @@
  * reload.  fd -1 when not following. */
 struct hostnet;
 void	hostnet_start(struct gw *);
-int	hostnet_fd(const struct gw *);
 void	hostnet_readable(struct gw *);
 void	hostnet_stop(struct gw *);
 

@@ -445,7 +445,7 @@ textfile_write(const char *path, const char *text, size_t len)
 	return 0;
 }
 
-void
+static void
 metrics_tick(struct gw *gw, time_t now)
 {
 	const struct moat_gateway *g = &gw->cfg->gw;
@@ -473,7 +473,7 @@ metrics_tick(struct gw *gw, time_t now)
 	free(text);
 }
 
-int
+static int
 metrics_next_timeout(const struct gw *gw, time_t now)
 {
 	if (gw->cfg->gw.metrics_textfile == NULL && metrics_of(gw)->metricsfd == -1)
@@ -613,8 +613,41 @@ metrics_init(void *state)
 	st->metricsfd = -1;
 }
 
+/* Due at the next rendering, or at once when a metrics process that
+ * started has nothing yet. */
+static uint64_t
+metrics_due_ms(const struct gw *gw)
+{
+	int ms = metrics_next_timeout(gw, time(NULL));
+
+	if (metrics_of(gw)->metricsfd != -1 && metrics_of(gw)->metrics_sent == 0 &&
+	    gw->procs[PROC_METRICS].ipc != -1)
+		ms = 0;
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}
+
+static void
+metrics_timer(struct gw *gw)
+{
+	metrics_tick(gw, time(NULL));
+}
+
+static void
+metrics_stop(struct gw *gw)
+{
+	if (metrics_of(gw)->metricsfd != -1)
+		close(metrics_of(gw)->metricsfd);
+	metrics_of(gw)->metricsfd = -1;
+	metrics_free(metrics_of(gw)->metrics);
+	metrics_of(gw)->metrics = NULL;
+}
+
 const struct gw_module metrics_module = {
 	.name = "metrics",
 	.size = sizeof(struct gw_metrics),
 	.init = metrics_init,
+	.start = metrics_listen,
+	.due = metrics_due_ms,
+	.timer = metrics_timer,
+	.stop = metrics_stop,
 };

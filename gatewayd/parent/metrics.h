@@ -8,8 +8,6 @@
 #include "gw.h"
 
 int	metrics_listen(struct gw *);	/* bind gateway.metrics.listen */
-void	metrics_tick(struct gw *, time_t now);
-int	metrics_next_timeout(const struct gw *, time_t now);	/* ms, -1 */
 char	*metrics_render(struct gw *, size_t *len);
 /* A reload: bind a new or moved metrics.listen before the policy goes in
  * (-1 and err: refused), let go of it if the reload is refused after

@@ -672,7 +672,17 @@ net_teardown(const struct moat_config *cfg, const char *sock)
 	return rc;
 }
 
+/* The network after the policy: forwarding is never on unfiltered. */
+static int
+network_start(struct gw *gw)
+{
+	net_walk(gw->cfg, true, &network_of(gw)->net);
+	net_log(&network_of(gw)->net);
+	return 0;
+}
+
 const struct gw_module network_module = {
 	.name = "network",
 	.size = sizeof(struct gw_network),
+	.start = network_start,
 };

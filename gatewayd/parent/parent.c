@@ -80,51 +80,60 @@ on_signal(struct gw *gw, int sfd)
 	}
 }
 
-enum { FD_SIG, FD_RTNL, FD_NFT, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+/* Each module's timer, armed from its record before every wait: the
+ * loop names no module. */
+static struct mod_timer {
+	struct ev_timer	 t;
+	struct gw	*gw;
+	size_t		 i;
+} timers[MOD_MAX];
+
+static void
+on_timer(void *arg)
+{
+	struct mod_timer *m = arg;
+
+	gw_modules[m->i]->timer(m->gw);
+}
+
+static void
+arm_timers(struct gw *gw)
+{
+	uint64_t due;
+	size_t i;
+
+	for (i = 0; i < MOD_MAX; i++) {
+		if (gw_modules[i]->due == NULL)
+			continue;
+		timers[i].gw = gw;
+		timers[i].i = i;
+		if ((due = gw_modules[i]->due(gw)) == 0)
+			ev_timer_del(&timers[i].t);
+		else if (timers[i].t.slot == 0 || timers[i].t.when != due)
+			ev_timer_set(&timers[i].t, due, on_timer, &timers[i]);
+	}
+}
+
+static void
+on_signalfd(struct ev *e, uint32_t events)
+{
+	(void)events;
+	on_signal(e->arg, e->fd);
+}
 
 static void
 loop(struct gw *gw, int sfd)
 {
-	struct pollfd pfd[FD_PROC0 + PROC_MAX];
-	int i, timeout;
+	struct ev sig;
 
+	if (ev_add(&sig, sfd, EPOLLIN, on_signalfd, gw) == -1)
+		fatal("epoll: signals");
 	while (!gw->quit) {
-		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
-		pfd[FD_RTNL] = (struct pollfd){ hostnet_fd(gw), POLLIN, 0 };
-		pfd[FD_NFT] = (struct pollfd){ drift_fd(gw), POLLIN, 0 };
-		for (i = 0; i < GW_MAX_DRAINING; i++)
-			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
-			    POLLIN, 0 };
-		for (i = 0; i < PROC_MAX; i++)
-			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
-			    POLLIN, 0 };
-		timeout = drift_timeout(gw, ha_dup_timeout(gw, egress_timeout(gw,
-		    grants_timeout(gw, proc_next_timeout(gw, time(NULL))))));
-		i = metrics_next_timeout(gw, time(NULL));
-		if (i != -1 && (timeout == -1 || i < timeout))
-			timeout = i;
-		if (poll(pfd, FD_PROC0 + PROC_MAX, timeout) == -1 &&
-		    errno != EINTR)
-			fatal("poll");
-		if (pfd[FD_SIG].revents)
-			on_signal(gw, sfd);
-		if (pfd[FD_RTNL].revents)
-			hostnet_readable(gw);
-		if (pfd[FD_NFT].revents)
-			drift_readable(gw);
-		for (i = 0; i < GW_MAX_DRAINING; i++)
-			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
-				proc_drain_readable(gw, i);
-		for (i = 0; i < PROC_MAX; i++)
-			if (pfd[FD_PROC0 + i].revents && gw->procs[i].ipc != -1)
-				proc_ipc_readable(gw, (enum gw_proc_id)i);
-		proc_tick(gw, time(NULL));
-		metrics_tick(gw, time(NULL));
-		grants_tick(gw);
-		egress_tick(gw);
-		ha_dup_tick(gw);
-		drift_tick(gw);
+		arm_timers(gw);
+		if (ev_run_once(-1) == -1 && errno != EINTR)
+			fatal("epoll");
 	}
+	ev_del(&sig);
 }
 
 /* Journals recovery refused, kept until the audit log is open.  Their
@@ -233,16 +242,12 @@ startup(struct gw *gw)
 		return -1;
 	}
 	policy_promises_seed(gw);
-	hostnet_start(gw);
-	/* The network after the policy: forwarding is never on unfiltered. */
-	net_walk(gw->cfg, true, &network_of(gw)->net);
-	net_log(&network_of(gw)->net);
-	audit_open(gw);
-	journals_audit(gw, &refused);
-	drift_start(gw);
-	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
-	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
+	/* The modules after the policy, in the table's order: the audit
+	 * log, the host's networks, the gateway's own network (forwarding
+	 * is never on unfiltered), the drift watch, the listeners. */
+	if (gw_modules_start(gw) == -1)
 		return -1;
+	journals_audit(gw, &refused);
 	return 0;
 }
 
@@ -253,9 +258,7 @@ gw_run(struct gw_opts *opts)
 	int sfd;
 
 	gw.opts = *opts;
-	audit_of(&gw)->auditfd = ctl_of(&gw)->ctlfd = gw.nlfd = -1;
-	dnsd_of(&gw)->dns_udp = dnsd_of(&gw)->dns_tcp = reg_of(&gw)->regfd = metrics_of(&gw)->metricsfd = ha_of(&gw)->hafd = -1;
-	dnsd_of(&gw)->dns_udp6 = dnsd_of(&gw)->dns_tcp6 = -1;
+	gw.nlfd = -1;
 	gw.started = time(NULL);
 	ctl_of(&gw)->on_ctl_msg = ctl_message;
 	audit_of(&gw)->on_audit_line = ctl_log_line;
@@ -265,6 +268,8 @@ gw_run(struct gw_opts *opts)
 		    "probably fail");
 	if ((sfd = ev_signals_fd(true, SFD_CLOEXEC | SFD_NONBLOCK)) == -1)
 		fatal("signalfd");
+	if (ev_init() == -1)
+		fatal("epoll");
 	if (startup(&gw) == -1)
 		return 1;
 	if (!opts->foreground && daemon(0, 0) == -1)
@@ -277,32 +282,11 @@ gw_run(struct gw_opts *opts)
 	    gw.cfg->nsandboxes, gw.opts.sock);
 	loop(&gw, sfd);
 	gw.quit = true;
-	proc_stop_all(&gw);
-	ha_stop(&gw);
-	hostnet_stop(&gw);
-	drift_stop(&gw);
-	ha_dup_stop(&gw);
-	pool_close(&proxy_of(&gw)->proxy4, &proxy_of(&gw)->proxy6);
-	egress_stop(&gw);
-	audit_event(&gw, "stop", "policy", "left in place", NULL);
-	control_unlink(&gw);
-	audit_close(&gw);
+	gw_modules_stop(&gw);
 	nftr_ruleset_free(gw.applied);
 	nftr_ctx_free(gw.nft);
 	config_free(gw.cfg);
-	free(dnsd_of(&gw)->dnsdrops);
-	free(reg_of(&gw)->hoststats);
-	free(reload_of(&gw)->cfgtext.text);
-	free(proxy_of(&gw)->secret_ids);
-	refused_free(&gw);
-	grants_free(&gw);
-	if (reg_of(&gw)->regfd != -1)
-		close(reg_of(&gw)->regfd);
-	if (metrics_of(&gw)->metricsfd != -1)
-		close(metrics_of(&gw)->metricsfd);
-	if (ha_of(&gw)->hafd != -1)
-		close(ha_of(&gw)->hafd);
-	metrics_free(metrics_of(&gw)->metrics);
+	gw_modules_free(&gw);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;
 }

@@ -28,8 +28,6 @@ void	policy_promises_seed(struct gw *);
 /* Replace moat's tables with the policy in force, whole (not a delta
  * from what gatewayd believes the kernel holds): the repair of drift. */
 int	policy_reapply(struct gw *, char *err, size_t errlen);
-/* CLOCK_MONOTONIC in milliseconds (promises, set additions). */
-uint64_t gw_mono_ms(void);
 /* Its allow list lost a name: empty its set, and refuse dnsd's additions
  * judged by the list before. */
 void	policy_flush_sandbox(struct gw *, const char *sandbox);

@@ -46,6 +46,7 @@
 #include "ipc.h"
 #include "../metrics/metrics.h"
 #include "nftrules.h"
+#include "ev.h"
 #include "log.h"
 #include "privdrop.h"
 
@@ -130,6 +131,70 @@ pool_enable(struct gw *gw)
 		    w < proxy_of(gw)->nworkers;
 }
 
+/* --- the parent's ends of the children's channels, on the loop --------- */
+
+static void
+on_ipc(struct ev *e, uint32_t events)
+{
+	struct proc_watch *w = e->arg;
+
+	(void)events;
+	if (w->drain)
+		proc_drain_readable(w->gw, w->slot);
+	else if (w->gw->procs[w->slot].ipc != -1)
+		proc_ipc_readable(w->gw, (enum gw_proc_id)w->slot);
+}
+
+static void
+watch(struct gw *gw, struct proc_watch *w, int slot, bool drain, int fd)
+{
+	ev_del(&w->ev);
+	w->gw = gw;
+	w->slot = slot;
+	w->drain = drain;
+	if (fd != -1 && ev_add(&w->ev, fd, EPOLLIN, on_ipc, w) == -1)
+		log_warn("watching a child's channel");
+}
+
+void
+proc_ipc_set(struct gw *gw, struct gw_proc *p, int fd)
+{
+	struct gw_procs *st = gw_mod(gw, MOD_PROC);
+	int slot = (int)(p - gw->procs);
+
+	/* Off the loop before it is closed: a child may hold the same
+	 * channel open, and epoll would go on reporting it. */
+	ev_del(&st->proc[slot].ev);
+	if (p->ipc != -1 && p->ipc != fd)
+		close(p->ipc);
+	p->ipc = fd;
+	watch(gw, &st->proc[slot], slot, false, fd);
+}
+
+void
+proc_drain_ipc_set(struct gw *gw, int slot, int fd)
+{
+	struct gw_procs *st = gw_mod(gw, MOD_PROC);
+
+	ev_del(&st->drain[slot].ev);
+	if (gw->draining[slot].ipc != -1 && gw->draining[slot].ipc != fd)
+		close(gw->draining[slot].ipc);
+	gw->draining[slot].ipc = fd;
+	watch(gw, &st->drain[slot], slot, true, fd);
+}
+
+void
+proc_to_drain(struct gw *gw, struct gw_proc *p, int slot)
+{
+	struct gw_procs *st = gw_mod(gw, MOD_PROC);
+	int fd = p->ipc;
+
+	ev_del(&st->proc[p - gw->procs].ev);
+	p->ipc = -1;
+	proc_drain_ipc_set(gw, slot, fd);
+}
+
+
 void
 proc_init(struct gw *gw)
 {
@@ -180,7 +245,7 @@ proc_start(struct gw *gw, enum gw_proc_id id)
 		goto later;
 	}
 	p->pid = pid;
-	p->ipc = fds[0];
+	proc_ipc_set(gw, p, fds[0]);
 	p->started = time(NULL);
 	p->restart_at = 0;
 	log_info("%s started, pid %d", proc_label(gw, p), (int)pid);
@@ -204,6 +269,7 @@ child_signals(void)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	ev_forget();
 }
 
 void
@@ -227,9 +293,7 @@ proc_kill(struct gw *gw, enum gw_proc_id id, const char *why)
 	    why);
 	audit_event(gw, "child-killed", "child", p->name, "reason", why, NULL);
 	kill(p->pid, SIGKILL);
-	if (p->ipc != -1)
-		close(p->ipc);
-	p->ipc = -1;
+	proc_ipc_set(gw, p, -1);
 }
 
 void
@@ -272,9 +336,7 @@ proc_stop_all(struct gw *gw)
 			}
 		}
 		gw->procs[i].pid = -1;
-		if (gw->procs[i].ipc != -1)
-			close(gw->procs[i].ipc);
-		gw->procs[i].ipc = -1;
+		proc_ipc_set(gw, &gw->procs[i], -1);
 	}
 }
 
@@ -288,10 +350,8 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 
 	for (i = 0; i < GW_MAX_DRAINING; i++)
 		if (gw->draining[i].pid == pid) {	/* an old proxy is done */
-			if (gw->draining[i].ipc != -1)
-				close(gw->draining[i].ipc);
+			proc_drain_ipc_set(gw, i, -1);
 			gw->draining[i].pid = -1;
-			gw->draining[i].ipc = -1;
 			log_info("proxy worker %d (pid %d) finished draining",
 			    gw->draining[i].worker, (int)pid);
 			return;
@@ -310,9 +370,7 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 	if (now - p->started >= STABLE_AFTER)
 		p->backoff_s = BACKOFF_MIN;
 	p->pid = -1;
-	if (p->ipc != -1)
-		close(p->ipc);
-	p->ipc = -1;
+	proc_ipc_set(gw, p, -1);
 	if (gw->quit)
 		return;
 	if (p->expected) {
@@ -333,7 +391,7 @@ proc_reaped(struct gw *gw, pid_t pid, int status)
 	    p->backoff_s * 2;
 }
 
-void
+static void
 proc_tick(struct gw *gw, time_t now)
 {
 	int i;
@@ -344,7 +402,7 @@ proc_tick(struct gw *gw, time_t now)
 			proc_start(gw, (enum gw_proc_id)i);
 }
 
-int
+static int
 proc_next_timeout(struct gw *gw, time_t now)
 {
 	int i, best = -1, ms;
@@ -440,8 +498,7 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		return;
 	if ((n == 0 && h.type == 0) || n == -1) {
 		/* the child went away; SIGCHLD follows */
-		close(p->ipc);
-		p->ipc = -1;
+		proc_ipc_set(gw, p, -1);
 		return;
 	}
 	if (n == -2) {
@@ -898,7 +955,38 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 	return pid;
 }
 
+/* Children due for a restart. */
+static uint64_t
+proc_due(const struct gw *gw)
+{
+	int ms = proc_next_timeout((struct gw *)gw, time(NULL));
+
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}
+
+static void
+proc_timer(struct gw *gw)
+{
+	proc_tick(gw, time(NULL));
+}
+
+static void
+proc_state_init(void *state)
+{
+	struct gw_procs *st = state;
+	size_t i;
+
+	for (i = 0; i < PROC_MAX; i++)
+		st->proc[i].ev.fd = -1;
+	for (i = 0; i < GW_MAX_DRAINING; i++)
+		st->drain[i].ev.fd = -1;
+}
+
 const struct gw_module proc_module = {
 	.name = "proc",
-	.size = sizeof(char),
+	.size = sizeof(struct gw_procs),
+	.init = proc_state_init,
+	.due = proc_due,
+	.timer = proc_timer,
+	.stop = proc_stop_all,
 };

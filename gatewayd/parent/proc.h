@@ -7,11 +7,15 @@
 #include "gw.h"
 
 void	proc_init(struct gw *);
+/* The parent's end of a child's channel (or a draining worker's): the
+ * old one closed, the new one (or -1) watched on the loop. */
+void	proc_ipc_set(struct gw *, struct gw_proc *, int fd);
+void	proc_drain_ipc_set(struct gw *, int slot, int fd);
+/* A worker's channel moves to draining slot, still watched. */
+void	proc_to_drain(struct gw *, struct gw_proc *, int slot);
 void	proc_start_all(struct gw *);
 void	proc_stop_all(struct gw *);
 void	proc_reaped(struct gw *, pid_t, int status);
-void	proc_tick(struct gw *, time_t now);
-int	proc_next_timeout(struct gw *, time_t now);	/* ms, -1 none */
 void	proc_ipc_readable(struct gw *, enum gw_proc_id);
 /* After a reload: each child gets the new configuration from the parent
  * (they hold no privilege to read root-only files any more), with what
@@ -32,5 +36,16 @@ const char *proc_label(struct gw *, const struct gw_proc *);	/* "proxy 1" */
 /* The configuration as printed for children, in a sealed memfd. */
 int	proc_config_memfd(struct gw *);
 int	gw_sealed_memfd(const char *name, const char *text, size_t len);
+
+#include "ev.h"
+
+struct gw_procs {
+	struct proc_watch {
+		struct ev	 ev;
+		struct gw	*gw;
+		int		 slot;
+		bool		 drain;
+	}		 proc[PROC_MAX], drain[GW_MAX_DRAINING];
+};
 
 #endif

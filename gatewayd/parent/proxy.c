@@ -89,8 +89,7 @@ drain_slot(struct gw *gw)
 			old = i;
 	}
 	kill(gw->draining[old].pid, SIGKILL);
-	if (gw->draining[old].ipc != -1)
-		close(gw->draining[old].ipc);
+	proc_drain_ipc_set(gw, old, -1);
 	return old;
 }
 
@@ -220,11 +219,10 @@ reload_worker(struct gw *gw, enum gw_proc_id id, const struct gw_delta *d,
 		}
 		slot = drain_slot(gw);
 		gw->draining[slot].pid = p->pid;
-		gw->draining[slot].ipc = p->ipc;
+		proc_to_drain(gw, p, slot);
 		gw->draining[slot].worker = (int)(id - PROC_PROXY);
 		gw->draining[slot].since = time(NULL);
 		p->pid = -1;
-		p->ipc = -1;
 	}
 	p->restart_at = p->enabled ? time(NULL) : 0;
 }
@@ -361,11 +359,19 @@ proc_drain_readable(struct gw *gw, int slot)
 	}
 	if (n == -2 || n > 0)		/* malformed, or not its to send */
 		kill(gw->draining[slot].pid, SIGKILL);
-	close(gw->draining[slot].ipc);
-	gw->draining[slot].ipc = -1;
+	proc_drain_ipc_set(gw, slot, -1);
+}
+
+static void
+proxy_stop(struct gw *gw)
+{
+	pool_close(&proxy_of(gw)->proxy4, &proxy_of(gw)->proxy6);
+	free(proxy_of(gw)->secret_ids);
+	proxy_of(gw)->secret_ids = NULL;
 }
 
 const struct gw_module proxy_module = {
 	.name = "proxy",
 	.size = sizeof(struct gw_proxy),
+	.stop = proxy_stop,
 };

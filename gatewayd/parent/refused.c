@@ -457,4 +457,5 @@ ctl_names(struct ctl_req *r)
 const struct gw_module refused_module = {
 	.name = "refused",
 	.size = sizeof(struct gw_refused),
+	.stop = refused_free,
 };

@@ -622,8 +622,21 @@ reg_init(void *state)
 	st->regfd = -1;
 }
 
+static void
+reg_stop(struct gw *gw)
+{
+	if (reg_of(gw)->regfd != -1)
+		close(reg_of(gw)->regfd);
+	reg_of(gw)->regfd = -1;
+	free(reg_of(gw)->hoststats);
+	reg_of(gw)->hoststats = NULL;
+	reg_of(gw)->nhoststats = 0;
+}
+
 const struct gw_module reg_module = {
 	.name = "reg",
 	.size = sizeof(struct gw_reg),
 	.init = reg_init,
+	.start = reg_listen,
+	.stop = reg_stop,
 };

@@ -383,7 +383,15 @@ gw_reload_check(void *gw, const char *conf_path, char **errors)
 	return gw_reload(gw, errors);
 }
 
+static void
+reload_stop(struct gw *gw)
+{
+	free(reload_of(gw)->cfgtext.text);
+	reload_of(gw)->cfgtext.text = NULL;
+}
+
 const struct gw_module reload_module = {
 	.name = "reload",
 	.size = sizeof(struct gw_reload),
+	.stop = reload_stop,
 };
