@@ -33,6 +33,7 @@
 
 #include "dropin.h"
 #include "gw.h"
+#include "commit.h"
 #include "proc.h"
 #include "audit.h"
 #include "ctl.h"
@@ -47,7 +48,10 @@
 #define DROPIN_MAX	(64 * 1024)
 
 struct grant_req {
-	struct moat_sandbox *sb;
+	const struct moat_sandbox *sb;	/* in gw->cfg: found again after a
+					   commit (regrab), which frees it */
+	char		 sbname[IPC_NAME_LEN];
+	struct moat_sandbox gone;	/* sb, if a commit took it away */
 	char		*names[IPC_CTL_MAX_ARGS];	/* normalised, ours */
 	size_t		 n;
 	long		 secs;		/* 0: for good */
@@ -73,6 +77,19 @@ req_free(struct grant_req *g)
 	g->n = g->nlists = 0;
 }
 
+/* g->sb again, in the policy a commit just put in force. */
+static void
+regrab(struct gw *gw, struct grant_req *g)
+{
+	g->sb = config_sandbox_by_name(gw->cfg, g->sbname);
+	if (g->sb != NULL)
+		return;
+	memset(&g->gone, 0, sizeof(g->gone));
+	g->gone.name = g->sbname;
+	g->gone.egress = EGRESS_ALLOWLIST;
+	g->sb = &g->gone;
+}
+
 /* --- the allow list in force ------------------------------------------- */
 
 static void
@@ -80,35 +97,6 @@ list_add(struct moat_strlist *l, const char *name)
 {
 	l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
 	l->v[l->n++] = xstrdup(name);
-}
-
-static bool
-list_del(struct moat_strlist *l, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], name) == 0) {
-			free(l->v[i]);
-			memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) *
-			    sizeof(*l->v));
-			l->n--;
-			return true;
-		}
-	return false;
-}
-
-/* The sandbox in cfg, to change its list (config_sandbox_by_name is
- * for readers). */
-static struct moat_sandbox *
-sandbox_rw(struct moat_config *cfg, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->nsandboxes; i++)
-		if (strcmp(cfg->sandboxes[i].name, name) == 0)
-			return &cfg->sandboxes[i];
-	return NULL;
 }
 
 /* --- grants for a while ---------------------------------------------------- */
@@ -136,20 +124,6 @@ grant_find(struct gw *gw, const char *sandbox, const char *name,
 		if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sandbox) == 0 &&
 		    strcmp(grants_of_gw(gw)->grants[i].name, name) == 0 && (from == NULL ||
 		    strcmp(grants_of_gw(gw)->grants[i].from, from) == 0))
-			return &grants_of_gw(gw)->grants[i];
-	return NULL;
-}
-
-/* Another grant of x's name to x's sandbox, which keeps it in force. */
-static struct gw_grant *
-grant_other(struct gw *gw, const struct gw_grant *x)
-{
-	size_t i;
-
-	for (i = 0; i < grants_of_gw(gw)->ngrants; i++)
-		if (&grants_of_gw(gw)->grants[i] != x &&
-		    strcmp(grants_of_gw(gw)->grants[i].sandbox, x->sandbox) == 0 &&
-		    strcmp(grants_of_gw(gw)->grants[i].name, x->name) == 0)
 			return &grants_of_gw(gw)->grants[i];
 	return NULL;
 }
@@ -270,43 +244,77 @@ kept_prune(const struct moat_config *cfg)
 	}
 }
 
-void
-grants_overlay(struct gw *gw, struct moat_config *cfg)
+/* The allow list of e's sandbox i with the names of its grants for a
+ * while added, e's own from here on. */
+static void
+lay_over_one(struct gw *gw, struct moat_sandbox *sb)
 {
-	struct moat_sandbox *sb;
+	struct moat_strlist l = { NULL, 0 };
 	size_t i;
 
 	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
-		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
+		const struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
-		sb = sandbox_rw(cfg, x->sandbox);
-		x->next_gone = sb == NULL || sb->egress != EGRESS_ALLOWLIST;
-		x->next_added = !x->next_gone &&
-		    !config_strlist_has(&sb->allow, x->name);
-		if (x->next_added)
-			list_add(&sb->allow, x->name);
+		if (strcmp(x->sandbox, sb->name) != 0 ||
+		    config_strlist_has(&sb->allow, x->name) ||
+		    config_strlist_has(&l, x->name))
+			continue;
+		if (l.v == NULL)
+			for (size_t j = 0; j < sb->allow.n; j++)
+				list_add(&l, sb->allow.v[j]);
+		list_add(&l, x->name);
 	}
+	if (l.v != NULL)
+		sb->allow = l;
 }
 
 void
-grants_commit(struct gw *gw)
+grants_lay_over(struct gw *gw, struct moat_config *e)
 {
+	size_t i;
+
+	if (grants_of_gw(gw)->ngrants == 0)
+		return;
+	for (i = 0; i < e->nsandboxes; i++)
+		if (e->sandboxes[i].egress == EGRESS_ALLOWLIST)
+			lay_over_one(gw, &e->sandboxes[i]);
+}
+
+/* A grant ends with its sandbox, or with its allowlist mode. */
+static void
+grants_on_commit(struct gw *gw, const struct gw_commit *c)
+{
+	const struct moat_sandbox *sb;
 	size_t i = 0;
 
 	while (i < grants_of_gw(gw)->ngrants) {
 		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
 
-		if (x->next_gone) {
-			log_info("grant of %s to %s ends: the sandbox is gone "
-			    "or no longer in allowlist mode", x->name,
-			    x->sandbox);
-			grant_drop(gw, x);
+		sb = config_sandbox_by_name(c->new, x->sandbox);
+		if (sb != NULL && sb->egress == EGRESS_ALLOWLIST) {
+			i++;
 			continue;
 		}
-		x->added = x->next_added;
-		i++;
+		log_info("grant of %s to %s ends: the sandbox is gone or no "
+		    "longer in allowlist mode", x->name, x->sandbox);
+		grant_drop(gw, x);
 	}
-	kept_prune(gw->cfg);
+	kept_prune(gw->file);
+}
+
+/* Put the grants as they are now in force (gw_commit); a refusal is
+ * logged, and the grants are tried again at the next commit. */
+static int
+grants_commit(struct gw *gw, const char *why, bool from_peer)
+{
+	struct gw_commit c = { .why = why, .from_peer = from_peer };
+	char err[512];
+
+	if (gw_commit(gw, NULL, &c, err, sizeof(err)) == 0)
+		return 0;
+	log_warnx("%s: the kernel refused the change: %s; the policy in "
+	    "force stays", why, err);
+	return -1;
 }
 
 static int
@@ -326,39 +334,12 @@ grants_timeout(const struct gw *gw, int timeout)
 	return next > INT32_MAX ? INT32_MAX : (int)next;
 }
 
-/* Names were taken away from sb in force: empty its set; children next,
- * and then cut_narrowed. */
-static void
-narrowed(struct gw *gw, const char *sandbox)
-{
-	policy_flush_sandbox(gw, sandbox);
-	if (policy_of(gw)->promises != NULL)
-		promises_forget(policy_of(gw)->promises, sandbox);
-}
-
-/* Cut the flows of sandboxes grants narrowed, as a reload that narrows
- * them does (policy_cut_narrowed judges them the same way): what a grant
- * opened closes with it, spliced or direct, either family. */
-static void
-cut_narrowed(struct gw *gw, const char *const *sandboxes, size_t n)
-{
-	int cut = policy_cut_narrowed(gw->cfg, sandboxes, n);
-
-	if (cut == -1)
-		log_warnx("grants narrowed %s%s: its flows could not be cut",
-		    sandboxes[0], n > 1 ? " and others" : "");
-	else
-		log_info("grants narrowed %s%s: %d flow(s) cut", sandboxes[0],
-		    n > 1 ? " and others" : "", cut);
-}
-
 static void
 grants_tick(struct gw *gw)
 {
 	uint64_t now = gw_mono_ms();
-	struct moat_sandbox *sb;
-	const char **changed = NULL;
-	size_t i = 0, j, n = 0;
+	size_t i = 0;
+	bool any = false;
 
 	while (i < grants_of_gw(gw)->ngrants) {
 		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
@@ -369,30 +350,15 @@ grants_tick(struct gw *gw)
 		}
 		audit_event(gw, "grant-expired", "sandbox", x->sandbox, "name",
 		    x->name, "by", x->by, NULL);
-		sb = sandbox_rw(gw->cfg, x->sandbox);
-		if (x->added && grant_other(gw, x) != NULL)
-			grant_other(gw, x)->added = true;	/* it stays */
-		else if (x->added && sb != NULL &&
-		    list_del(&sb->allow, x->name)) {
-			narrowed(gw, x->sandbox);
-			for (j = 0; j < n && changed[j] != sb->name; j++)
-				;
-			if (j == n) {
-				changed = xreallocarray(changed, n + 1,
-				    sizeof(*changed));
-				changed[n++] = sb->name;
-			}
-		}
 		log_info("grant of %s to %s expired", x->name, x->sandbox);
 		grant_drop(gw, x);
+		any = true;
 	}
-	if (n > 0) {
-		proc_reload_sandboxes(gw, changed, n);
-		cut_narrowed(gw, changed, n);
-	}
-	free(changed);
+	/* What the grants opened and nothing else holds closes, and its
+	 * flows are cut (gw_commit). */
+	if (any)
+		(void)grants_commit(gw, "grant-expired", false);
 }
-
 void
 grants_free(struct gw *gw)
 {
@@ -535,7 +501,9 @@ parse(struct ctl_req *r, bool allow, struct grant_req *g)
 		    "(%s); nothing changed\n", g->lists[0]);
 		return -1;
 	}
-	g->sb = sandbox_rw(r->gw->cfg, sandbox);
+	g->sb = config_sandbox_by_name(r->gw->cfg, sandbox);
+	if (g->sb != NULL)
+		snprintf(g->sbname, sizeof(g->sbname), "%s", g->sb->name);
 	if (g->sb == NULL || !ctl_may_see(r, g->sb->owner)) {
 		ctl_reply(r, "error: no sandbox %.32s (or not yours)\n", sandbox);
 		return -1;
@@ -677,55 +645,6 @@ dropin_change(struct ctl_req *r, const struct moat_sandbox *sb,
 }
 
 /*
- * sb's list in force becomes base (its file's list, as loaded) with the
- * grants for a while laid over it; the set is emptied if that loses a
- * name (true: then cut_narrowed once the children have the list).
- */
-static bool
-list_replace(struct gw *gw, struct moat_sandbox *sb,
-    const struct moat_strlist *base)
-{
-	struct moat_strlist l = { NULL, 0 };
-	bool lost = false;
-	size_t i;
-
-	for (i = 0; i < base->n; i++)
-		list_add(&l, base->v[i]);
-	for (i = 0; i < grants_of_gw(gw)->ngrants; i++) {
-		struct gw_grant *x = &grants_of_gw(gw)->grants[i];
-
-		if (strcmp(x->sandbox, sb->name) != 0)
-			continue;
-		x->added = !config_strlist_has(&l, x->name);
-		if (x->added)
-			list_add(&l, x->name);
-	}
-	for (i = 0; i < sb->allow.n && !lost; i++)
-		lost = !config_strlist_has(&l, sb->allow.v[i]);
-	for (i = 0; i < sb->allow.n; i++)
-		free(sb->allow.v[i]);
-	free(sb->allow.v);
-	sb->allow = l;
-	if (lost)
-		narrowed(gw, sb->name);
-	return lost;
-}
-
-/* The file's list as the configuration just loaded has it. */
-static bool
-list_from(struct gw *gw, struct moat_sandbox *sb, struct moat_config *loaded)
-{
-	const struct moat_sandbox *f = config_sandbox_by_name(loaded,
-	    sb->name);
-	struct moat_strlist none = { NULL, 0 };
-	bool lost;
-
-	lost = list_replace(gw, sb, f != NULL ? &f->allow : &none);
-	config_free(loaded);
-	return lost;
-}
-
-/*
  * With --ports each name becomes the entry "NAME:PORTS" (moat.conf(5)),
  * so that a grant for a while and one written to the file are the same
  * string; the sandbox's names with ports of their own stay within
@@ -832,9 +751,6 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 			    g->sb->name);
 			x->name = xstrdup(g->names[i]);
 			memcpy(x->from, from, sizeof(x->from));
-			x->added = !config_strlist_has(&g->sb->allow, x->name);
-			if (x->added)
-				list_add(&g->sb->allow, x->name);
 		}
 		/* Granted again: the new time counts, longer or shorter. */
 		x->until_ms = gw_mono_ms() + (uint64_t)g->secs * 1000;
@@ -849,6 +765,28 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 
 /* The file gets the names given and the lists as named ("@pypi"), not
  * the lists' names, so that it follows the lists as they change. */
+/* The files changed (allow or unallow for good): the configuration they
+ * loaded goes in force with the grants over it; without one, the grants
+ * as they are now. */
+static int
+commit_file(struct ctl_req *r, struct moat_config *loaded, const char *why)
+{
+	struct gw_commit c = { .why = why };
+	char err[512];
+
+	if (loaded == NULL)
+		return grants_commit(r->gw, why, false) == -1 ? 0 : 0;
+	if (gw_commit(r->gw, loaded, &c, err, sizeof(err)) == 0)
+		return 0;
+	config_free(loaded);
+	log_warnx("%s: the kernel refused the configuration written: %s",
+	    why, err);
+	ctl_reply(r, "warning: the file is written, but the kernel refused "
+	    "the change (%s); the policy in force stays until a reload "
+	    "succeeds\n", err);
+	return 0;
+}
+
 static int
 allow_for_good(struct ctl_req *r, struct grant_req *g)
 {
@@ -875,32 +813,7 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 	/* The file has them now: a grant for a while of one of them takes
 	 * nothing away when it expires.  (The file may have lost a name by
 	 * hand since it was loaded: then what it opened closes.) */
-	if (list_from(r->gw, g->sb, loaded))
-		cut_narrowed(r->gw, (const char *const *)&g->sb->name, 1);
-	return 0;
-}
-
-/*
- * A sandbox's set allowp_NAME exists only while some entry of its list
- * has ports of its own (nr_policy.c): the first such grant has the
- * kernel make it, by the same incremental update a reload sends (only
- * that sandbox's objects change).  Failing that, the names with ports
- * stay closed (their additions are refused), never wider.
- */
-static void
-ports_set_made(struct ctl_req *r, const struct moat_sandbox *sb, bool had)
-{
-	char err[512];
-
-	if (had || !config_allow_has_ports(&sb->allow))
-		return;
-	if (policy_apply(r->gw, r->gw->cfg, err, sizeof(err)) == 0)
-		return;
-	log_warnx("grant to %s: its set for names with ports could not be "
-	    "made: %s", sb->name, err);
-	ctl_reply(r, "warning: the kernel refused %s's set for names with "
-	    "ports of their own (%s); they stay closed until a reload "
-	    "succeeds\n", sb->name, err);
+	return commit_file(r, loaded, "allow");
 }
 
 void
@@ -911,21 +824,21 @@ ctl_allow(struct ctl_req *r)
 	struct tm tm;
 	time_t t;
 	size_t i;
-	bool had;
 
 	if (parse(r, true, &g) == -1 || !may_grant(r, &g) ||
 	    to_entries(r, &g) == -1) {
 		req_free(&g);
 		return;
 	}
-	had = config_allow_has_ports(&g.sb->allow);
 	if ((g.secs > 0 ? allow_for_a_while(r, &g) :
 	    allow_for_good(r, &g)) == -1) {
 		req_free(&g);
 		return;
 	}
-	ports_set_made(r, g.sb, had);
-	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
+	if (g.secs > 0 && grants_commit(r->gw, "allow", false) == -1)
+		ctl_reply(r, "warning: the kernel refused the change; %s may "
+		    "not reach them until a reload succeeds\n", g.sbname);
+	regrab(r->gw, &g);
 	audit_grant(r, "allow", &g);
 	ctl_reply(r, "%s may reach ", g.sb->name);
 	for (i = 0; i < g.n; i++)
@@ -1034,10 +947,8 @@ ctl_unallow(struct ctl_req *r)
 	bool found[2 * IPC_CTL_MAX_ARGS] = { false }, in_file = false;
 	bool both[2 * IPC_CTL_MAX_ARGS] = { false };
 	struct moat_config *loaded = NULL;
-	struct moat_strlist rest = { NULL, 0 };
-	struct gw_grant *x;
 	size_t i, j, ndel = 0, nnamed = 0;
-	bool lost, granted;
+	bool granted;
 	char *path;
 
 	if (parse(r, false, &g) == -1)
@@ -1075,18 +986,6 @@ ctl_unallow(struct ctl_req *r)
 		goto out;
 	if (in_file)
 		kept_forget(g.sb->name, del, ndel, nnamed);
-	/* Without the file: the list in force less what grants added (the
-	 * grants that stay add theirs again, list_replace). */
-	for (i = 0; loaded == NULL && i < g.sb->allow.n; i++) {
-		x = grant_find(r->gw, g.sb->name, g.sb->allow.v[i], NULL);
-		for (granted = false, j = 0; x != NULL && j < grants_of_gw(r->gw)->ngrants;
-		    j++)
-			granted |= grants_of_gw(r->gw)->grants[j].added && strcmp(
-			    grants_of_gw(r->gw)->grants[j].sandbox, g.sb->name) == 0 &&
-			    strcmp(grants_of_gw(r->gw)->grants[j].name, x->name) == 0;
-		if (!granted)
-			list_add(&rest, g.sb->allow.v[i]);
-	}
 	for (i = 0; i < grants_of_gw(r->gw)->ngrants;)
 		if (grant_asked(&grants_of_gw(r->gw)->grants[i], g.sb, del, ndel, nnamed)) {
 			grant_forward(r->gw, g.sb->name, grants_of_gw(r->gw)->grants[i].name,
@@ -1094,17 +993,10 @@ ctl_unallow(struct ctl_req *r)
 			grant_drop(r->gw, &grants_of_gw(r->gw)->grants[i]);
 		} else
 			i++;
-	if (loaded != NULL)
-		lost = list_from(r->gw, g.sb, loaded);
-	else {
-		lost = list_replace(r->gw, g.sb, &rest);
-		for (i = 0; i < rest.n; i++)
-			free(rest.v[i]);
-		free(rest.v);
-	}
-	proc_reload_sandboxes(r->gw, (const char *const *)&g.sb->name, 1);
-	if (lost)
-		cut_narrowed(r->gw, (const char *const *)&g.sb->name, 1);
+	/* The file's list (as just written) with the grants that stay over
+	 * it: what this grant alone added goes, and its flows are cut. */
+	(void)commit_file(r, loaded, "unallow");
+	regrab(r->gw, &g);
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);
 	say_unallowed(r, &g);
@@ -1351,58 +1243,22 @@ grants_snapshot(struct gw *gw, const char *sandbox, bool own_only)
 	}
 }
 
-/* x goes as if it expired; true if sb's list lost its name (the caller
- * empties sb's sets, without sending that on). */
-static bool
-peer_end(struct gw *gw, struct moat_sandbox *sb, struct gw_grant *x)
-{
-	bool lost = false;
-
-	if (x->added && grant_other(gw, x) != NULL)
-		grant_other(gw, x)->added = true;	/* it stays */
-	else if (x->added)
-		lost = list_del(&sb->allow, x->name);
-	grant_drop(gw, x);
-	return lost;
-}
-
-/* The children take sb's new list; what it lost is closed and cut. */
-static void
-peer_changed(struct gw *gw, struct moat_sandbox *sb, bool lost, bool had)
-{
-	const char *why;
-	char err[512];
-
-	if (!had && config_allow_has_ports(&sb->allow) &&
-	    policy_apply(gw, gw->cfg, err, sizeof(err)) == -1)
-		log_warnx("grant to %s from the other box: its set for names "
-		    "with ports could not be made: %s", sb->name, err);
-	if (lost)
-		(void)policy_flush_peer(gw, sb->name, &why);
-	proc_reload_sandboxes(gw, (const char *const *)&sb->name, 1);
-	if (lost)
-		cut_narrowed(gw, (const char *const *)&sb->name, 1);
-}
-
 /* The other box's grants for sb end (its whole state follows). */
 void
 grants_peer_state(struct gw *gw, const char *sandbox)
 {
-	struct moat_sandbox *sb = sandbox_rw(gw->cfg, sandbox);
-	bool lost = false, any = false;
 	size_t i = 0;
+	bool any = false;
 
-	if (sb == NULL)
-		return;
 	while (i < grants_of_gw(gw)->ngrants)
 		if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sandbox) == 0 &&
 		    strcmp(grants_of_gw(gw)->grants[i].from, PEER_FROM) == 0) {
-			lost |= peer_end(gw, sb, &grants_of_gw(gw)->grants[i]);
+			grant_drop(gw, &grants_of_gw(gw)->grants[i]);
 			any = true;
 		} else
 			i++;
 	if (any)
-		peer_changed(gw, sb, lost, true);
+		(void)grants_commit(gw, "the other box's grants", true);
 }
 
 /* A grant the other box made: recorded here as root's `ctl allow SANDBOX
@@ -1412,12 +1268,15 @@ grants_peer_state(struct gw *gw, const char *sandbox)
 int
 grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 {
-	struct moat_sandbox *sb = sandbox_rw(gw->cfg, m->sandbox);
+	const struct moat_sandbox *sb = config_sandbox_by_name(gw->cfg,
+	    m->sandbox);
 	struct moat_port p[MOAT_NAME_PORTS_MAX];
+	struct moat_strlist l = { NULL, 0 };
 	char w[384], *v;
 	struct gw_grant *x;
-	bool had, lost = false, any = false;
+	bool any = false;
 	size_t i;
+	int ports;
 
 	if (sb == NULL || sb->egress != EGRESS_ALLOWLIST) {
 		*why = "not an allowlist sandbox here";
@@ -1429,19 +1288,18 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 		*why = "not an allow entry";
 		return -1;
 	}
-	had = config_allow_has_ports(&sb->allow);
 	if (m->secs == 0) {
 		i = 0;
 		while (i < grants_of_gw(gw)->ngrants)
 			if (strcmp(grants_of_gw(gw)->grants[i].sandbox, sb->name) == 0 &&
 			    strcmp(grants_of_gw(gw)->grants[i].name, v) == 0) {
-				lost |= peer_end(gw, sb, &grants_of_gw(gw)->grants[i]);
+				grant_drop(gw, &grants_of_gw(gw)->grants[i]);
 				any = true;
 			} else
 				i++;
 		free(v);
 		if (any)
-			peer_changed(gw, sb, lost, had);
+			(void)grants_commit(gw, "the other box's ungrant", true);
 		return 0;
 	}
 	if ((x = grant_find(gw, sb->name, v, PEER_FROM)) == NULL) {
@@ -1451,6 +1309,19 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 			*why = "too many grants";
 			return -1;
 		}
+		/* The list it would make must still fit the ports' sets. */
+		for (i = 0; i < sb->allow.n; i++)
+			list_add(&l, sb->allow.v[i]);
+		list_add(&l, v);
+		ports = config_named_ports(&l, p);
+		for (i = 0; i < l.n; i++)
+			free(l.v[i]);
+		free(l.v);
+		if (ports == -1) {
+			free(v);
+			*why = "too many distinct ports";
+			return -1;
+		}
 		grants_of_gw(gw)->grants = xreallocarray(grants_of_gw(gw)->grants, grants_of_gw(gw)->ngrants + 1,
 		    sizeof(*grants_of_gw(gw)->grants));
 		x = &grants_of_gw(gw)->grants[grants_of_gw(gw)->ngrants++];
@@ -1458,16 +1329,6 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 		snprintf(x->sandbox, sizeof(x->sandbox), "%s", sb->name);
 		x->name = v;
 		snprintf(x->from, sizeof(x->from), "%s", PEER_FROM);
-		x->added = !config_strlist_has(&sb->allow, x->name);
-		if (x->added)
-			list_add(&sb->allow, x->name);
-		if (config_named_ports(&sb->allow, p) == -1) {
-			if (x->added)
-				list_del(&sb->allow, x->name);
-			grant_drop(gw, x);
-			*why = "too many distinct ports";
-			return -1;
-		}
 	} else
 		free(v);
 	x->until_ms = gw_mono_ms() + (uint64_t)m->secs * 1000;
@@ -1475,7 +1336,7 @@ grants_peer(struct gw *gw, const struct ipc_ha_grant *m, const char **why)
 	x->since = time(NULL);
 	x->uid = 0;
 	snprintf(x->by, sizeof(x->by), "ha-peer");
-	peer_changed(gw, sb, false, had);
+	(void)grants_commit(gw, "the other box's grant", true);
 	return 0;
 }
 
@@ -1488,6 +1349,7 @@ grants_due(const struct gw *gw)
 }
 
 const struct gw_module grants_module = {
+	.on_commit = grants_on_commit,
 	.name = "grants",
 	.size = sizeof(struct gw_grants),
 	.due = grants_due,

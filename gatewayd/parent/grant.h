@@ -8,18 +8,13 @@
 
 /* --- grants: allow and unallow (parent/grant.c) --- */
 
-/* A grant for a while (--for): kept in memory, laid over every
- * configuration loaded until it expires. */
+/* A grant for a while (--for): kept in memory, laid over the files'
+ * configuration at every commit until it expires. */
 struct gw_grant {
 	char		 sandbox[IPC_NAME_LEN];
 	char		*name;		/* normalised, checked */
 	uint64_t	 until_ms;	/* gw_mono_ms() */
 	time_t		 until;		/* the same, wall clock, for ctl */
-	bool		 added;		/* it added name to the list (the
-					   file did not have it) */
-	bool		 next_added;	/* the same for a configuration a
-					   reload is trying (grants_overlay) */
-	bool		 next_gone;	/* its sandbox is not in that one */
 	char		 by[33];
 	uid_t		 uid;		/* who granted it */
 	time_t		 since;		/* when */
@@ -40,12 +35,10 @@ struct grant_sum {
 	long		 left;
 };
 size_t	grants_sums(const struct gw *, struct grant_sum **out);
-/* After a reload loaded cfg (not yet in force): lay the grants over it;
- * grants_commit once cfg is in force (a reload that fails leaves the
- * grants as they were for the configuration still in force). */
-void	grants_overlay(struct gw *, struct moat_config *cfg);
-void	grants_commit(struct gw *);
-/* ms until the next grant expires, capped at timeout (ms, -1: none). */
+/* Lay the grants over e, a view of the files' configuration
+ * (gw_effective): each allowlist sandbox's list gets its grants' names,
+ * in a list of its own. */
+void	grants_lay_over(struct gw *, struct moat_config *e);
 /* Grants for a while on both boxes of a pair (harepl.h): the other box's
  * grant or ungrant taken, its grants for a sandbox ended before its whole
  * state, and ours for a sandbox sent as part of ours. */

@@ -178,7 +178,9 @@ struct gw_draining {
 
 struct gw {
 	struct gw_opts		 opts;
-	struct moat_config	*cfg;		/* the policy in force */
+	struct moat_config	*file;		/* as loaded, never changed */
+	struct moat_config	*cfg;		/* the policy in force: file with
+					   the grants over it (commit.h) */
 	struct nftr_ctx		*nft;
 	struct nftr_ruleset	*applied;	/* in the kernel, for deltas */
 	bool			 probed;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gw.h"
+#include "commit.h"
 #include "policy.h"
 #include "hostnet.h"
 #include "ev.h"
@@ -112,6 +113,7 @@ void
 hostnet_readable(struct gw *gw)
 {
 	struct hostnet *h = (*hostnet_slot(gw));
+	struct gw_commit c = { .why = "the host's IPv6 networks" };
 	char err[1024];
 	int r;
 
@@ -124,7 +126,7 @@ hostnet_readable(struct gw *gw)
 		return;
 	log_info("the host's IPv6 networks changed (%zu now): updating the "
 	    "policy", h->n);
-	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
+	if (gw_commit(gw, NULL, &c, err, sizeof(err)) == -1) {
 		log_warnx("updating the policy for the host's IPv6 networks "
 		    "failed: %s; guests are still kept from the old ones",
 		    err);

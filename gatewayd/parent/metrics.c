@@ -26,6 +26,7 @@
 
 #include "addr.h"
 #include "gw.h"
+#include "commit.h"
 #include "proc.h"
 #include "reload.h"
 #include "dnsd.h"
@@ -642,7 +643,15 @@ metrics_stop(struct gw *gw)
 	metrics_of(gw)->metrics = NULL;
 }
 
+static void
+metrics_on_commit(struct gw *gw, const struct gw_commit *c)
+{
+	if (c->file_changed)
+		metrics_reload(gw, c->old);
+}
+
 const struct gw_module metrics_module = {
+	.on_commit = metrics_on_commit,
 	.name = "metrics",
 	.size = sizeof(struct gw_metrics),
 	.init = metrics_init,

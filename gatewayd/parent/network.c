@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "gw.h"
+#include "commit.h"
 #include "ctl.h"
 #include "network.h"
 #include "log.h"
@@ -681,7 +682,19 @@ network_start(struct gw *gw)
 	return 0;
 }
 
+/* After a change of the files: the bridge, addresses and forwarding as
+ * the new configuration has them. */
+static void
+network_on_commit(struct gw *gw, const struct gw_commit *c)
+{
+	if (!c->file_changed)
+		return;
+	net_walk(c->new, true, &network_of(gw)->net);
+	net_log(&network_of(gw)->net);
+}
+
 const struct gw_module network_module = {
+	.on_commit = network_on_commit,
 	.name = "network",
 	.size = sizeof(struct gw_network),
 	.start = network_start,

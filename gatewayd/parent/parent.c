@@ -22,6 +22,7 @@
 #include "cfgtxn.h"
 #include "ev.h"
 #include "gw.h"
+#include "commit.h"
 #include "proc.h"
 #include "reload.h"
 #include "dnsd.h"
@@ -208,16 +209,17 @@ startup(struct gw *gw)
 		return -1;
 	}
 	recover_changes(gw, &refused);
-	gw->cfg = net_config_load(gw->opts.conf, &errs);
-	if (gw->cfg == NULL) {
+	gw->file = net_config_load(gw->opts.conf, &errs);
+	if (gw->file == NULL) {
 		config_errors_print(stderr, &errs);
 		log_warnx("%s: configuration invalid (%zu errors); not starting",
 		    gw->opts.conf, errs.n);
 		config_errors_free(&errs);
 		return -1;
 	}
-	gw_log_warnings(gw->cfg, &errs);
+	gw_log_warnings(gw->file, &errs);
 	config_errors_free(&errs);
+	gw->cfg = gw_effective(gw, gw->file);	/* no grants yet */
 	gr = getgrnam(GW_GROUP);
 	gw->moat_gid = gr ? gr->gr_gid : (gid_t)-1;
 	if (gw->moat_gid == (gid_t)-1)
@@ -285,7 +287,8 @@ gw_run(struct gw_opts *opts)
 	gw_modules_stop(&gw);
 	nftr_ruleset_free(gw.applied);
 	nftr_ctx_free(gw.nft);
-	config_free(gw.cfg);
+	gw_effective_free(gw.cfg, gw.file);
+	config_free(gw.file);
 	gw_modules_free(&gw);
 	log_info("stopped; the policy stays in the kernel");
 	return 0;

@@ -21,6 +21,7 @@
 
 #include "admit.h"
 #include "gw.h"
+#include "commit.h"
 #include "dnsd.h"
 #include "policy.h"
 #include "network.h"
@@ -206,7 +207,8 @@ policy_flush_sandbox(struct gw *gw, const char *sandbox)
 		log_info("allowlist %s: narrowed; its set emptied", sandbox);
 	memset(&m, 0, sizeof(m));
 	snprintf(m.sandbox, sizeof(m.sandbox), "%s", sandbox);
-	harepl_forward(gw, IPC_HA_FLUSH, &m, sizeof(m));
+	if (!policy_of(gw)->quiet)
+		harepl_forward(gw, IPC_HA_FLUSH, &m, sizeof(m));
 }
 
 /* The master emptied sandbox's sets, or sends them whole next: empty
@@ -803,7 +805,18 @@ policy_cut_narrowed(const struct moat_config *cfg, const char *const *names,
 	return cut_flows(&c);
 }
 
+/* The sets of sandboxes whose allow list lost a name are emptied; what
+ * was promised to sets a change deleted or emptied is void. */
+static void
+policy_on_commit(struct gw *gw, const struct gw_commit *c)
+{
+	policy_flush_narrowed(gw, c->old, c->new);
+	if (policy_of(gw)->promises != NULL)
+		promises_reload(policy_of(gw)->promises, c->old, c->new);
+}
+
 const struct gw_module policy_module = {
+	.on_commit = policy_on_commit,
 	.name = "policy",
 	.size = sizeof(struct gw_policy),
 };

@@ -62,6 +62,8 @@ struct gw_policy {
 		uint32_t	 gen;		/* the newest gen */
 	}		*dns_frozen;
 	size_t		 ndns_frozen;
+	bool		 quiet;		/* a commit from the other box:
+					   flushes not sent back */
 };
 static inline struct gw_policy *policy_of(const struct gw *gw)
 { return gw_mod(gw, MOD_POLICY); }

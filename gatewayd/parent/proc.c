@@ -431,7 +431,7 @@ proc_reload(struct gw *gw, const struct gw_delta *d)
 	proxy_reload(gw, d);
 }
 
-/* Only sandboxes' allow lists changed, in gw->cfg itself (a grant): the
+/* Only sandboxes' allow lists changed (grants, gw_commit): the
  * nflog reader (which knows sandboxes by address) is left alone; dnsd
  * and every proxy worker take each sandbox's list alone. */
 void
@@ -440,7 +440,6 @@ proc_reload_sandboxes(struct gw *gw, const char *const *names, size_t n)
 	struct gw_proc *p = &gw->procs[PROC_DNSD];
 	size_t i;
 
-	reload_of(gw)->cfgtext.of = NULL;		/* the same struct, changed */
 	for (i = 0; p->pid > 0 && p->ipc != -1 && i < n; i++)
 		if (dnsd_allow(gw, names[i]) == -1) {
 			dnsd_reconfigure(gw);
@@ -804,7 +803,7 @@ config_text(struct gw *gw, size_t *len)
 	/* Keyed on the reload count too: a later configuration can be
 	 * allocated where a freed one was. */
 	if (reload_of(gw)->cfgtext.text == NULL || reload_of(gw)->cfgtext.of != gw->cfg ||
-	    reload_of(gw)->cfgtext.reloads != reload_of(gw)->reloads) {
+	    reload_of(gw)->cfgtext.commits != reload_of(gw)->commits) {
 		free(reload_of(gw)->cfgtext.text);
 		reload_of(gw)->cfgtext.text = NULL;
 		if ((fp = open_memstream(&reload_of(gw)->cfgtext.text,
@@ -817,7 +816,7 @@ config_text(struct gw *gw, size_t *len)
 			return NULL;
 		}
 		reload_of(gw)->cfgtext.of = gw->cfg;
-		reload_of(gw)->cfgtext.reloads = reload_of(gw)->reloads;
+		reload_of(gw)->cfgtext.commits = reload_of(gw)->commits;
 	}
 	*len = reload_of(gw)->cfgtext.len;
 	return reload_of(gw)->cfgtext.text;

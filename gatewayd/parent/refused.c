@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "gw.h"
+#include "commit.h"
 #include "ctl.h"
 #include "refused.h"
 #include "json.h"
@@ -454,7 +455,15 @@ ctl_names(struct ctl_req *r)
 	show(r, &refused_of(r->gw)->seen_names, true);
 }
 
+static void
+refused_on_commit(struct gw *gw, const struct gw_commit *c)
+{
+	(void)c;
+	refused_prune(gw);
+}
+
 const struct gw_module refused_module = {
+	.on_commit = refused_on_commit,
 	.name = "refused",
 	.size = sizeof(struct gw_refused),
 	.stop = refused_free,

@@ -17,6 +17,7 @@
 
 #include "admit.h"
 #include "gw.h"
+#include "commit.h"
 #include "proc.h"
 #include "reload.h"
 #include "proxy.h"
@@ -216,8 +217,8 @@ gw_log_warnings(const struct moat_config *cfg, const struct moat_errors *errs)
 /* Whether what the nflog reader names refusals by differs between A
  * and B: its copy of the configuration is the one it was started with,
  * so it is started again only when that would now name a packet wrong. */
-static bool
-nflog_view_changed(const struct moat_config *a, const struct moat_config *b)
+bool
+gw_nflog_view_changed(const struct moat_config *a, const struct moat_config *b)
 {
 	struct moat_addr a6, b6;
 	bool ha, hb;
@@ -248,61 +249,16 @@ nflog_view_changed(const struct moat_config *a, const struct moat_config *b)
 	return false;
 }
 
-static void
-widened_pair(const struct moat_sandbox *o, const struct moat_sandbox *n,
-    void *arg)
-{
-	struct moat_sandbox probe;
-	bool *only = arg;
-	size_t i;
-
-	if (!*only)
-		return;
-	if (n == NULL) {
-		*only = false;
-		return;
-	}
-	for (i = 0; i < o->allow.n && *only; i++)
-		*only = config_strlist_has(&n->allow, o->allow.v[i]);
-	probe = *n;
-	probe.allow = o->allow;
-	*only = *only && config_sandbox_same(o, &probe);
-}
-
-/*
- * Does ncfg only let sandboxes do more than old: the same but for allow
- * lists, each holding all of its old names, and no sandbox added?  Then
- * it refuses no flow that old allowed, and every flow old refused was
- * cut when old was committed (by the reload before; the first reload
- * after a start always cuts): there is nothing to cut, and no need to
- * walk the kernel's whole conntrack table, which is most of what a
- * reload costs the parent (every namespace's flows share that table).
- */
-static bool
-only_widened(struct gw *gw, const struct gw_delta *d,
-    const struct moat_config *old, const struct moat_config *ncfg)
-{
-	bool only = reload_of(gw)->reloads > 0 && !d->basis &&
-	    old->nsandboxes == ncfg->nsandboxes;
-
-	admit_pair_sandboxes(old, ncfg, widened_pair, &only);
-	return only;
-}
-
 int
 gw_reload(struct gw *gw, char **errors)
 {
 	struct moat_errors errs;
 	struct moat_config *cfg, *old = gw->cfg;
-	struct gw_delta d;
+	struct gw_commit c = { .why = "reload" };
 	char err[1024], count[16];
-	struct timespec t0, t1;
 	size_t i;
-	bool widened;
-	int cut;
 
 	*errors = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cfg = net_config_load(old->path, &errs);
 	if (cfg == NULL) {
 		*errors = config_errors_text(&errs);
@@ -329,8 +285,7 @@ gw_reload(struct gw *gw, char **errors)
 		reload_of(gw)->reload_failures++;
 		return -1;
 	}
-	grants_overlay(gw, cfg);
-	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
+	if (gw_commit(gw, cfg, &c, err, sizeof(err)) == -1) {
 		metrics_reload_abort();
 		xasprintf(errors, "%s: %s\n", old->path, err);
 		log_warnx("reload refused by the kernel: %s", err);
@@ -339,39 +294,12 @@ gw_reload(struct gw *gw, char **errors)
 		reload_of(gw)->reload_failures++;
 		return -1;
 	}
-	gw->cfg = cfg;
-	grants_commit(gw);
-	refused_prune(gw);
-	policy_flush_narrowed(gw, old, cfg);
-	/* What was promised to sets the reload deleted or emptied is void. */
-	if (policy_of(gw)->promises != NULL)
-		promises_reload(policy_of(gw)->promises, old, cfg);
-	net_walk(cfg, true, &network_of(gw)->net);
-	net_log(&network_of(gw)->net);
-	conf_delta(gw, old, cfg, &d);
-	d.nflog_view = nflog_view_changed(old, cfg);
-	metrics_reload(gw, old);
-	widened = only_widened(gw, &d, old, cfg);
 	reload_of(gw)->reloads++;
 	reload_of(gw)->last_reload = time(NULL);
-	/* Every child gets the new config and what the change means for it:
-	 * dnsd in place, the nflog reader restarted at once when what it
-	 * names refusals by changed, each proxy worker in place or after
-	 * draining its connections.  Before the flows are cut: until dnsd
-	 * has the new list it answers from what it knows the sets held
-	 * before the narrowed ones were emptied, and the conntrack walk is
-	 * the longest part of a reload.  The kernel refuses new flows the
-	 * new policy refuses from policy_apply on, whatever the order. */
-	proc_reload(gw, &d);
-	conf_delta_free(&d);
-	cut = widened ? 0 : policy_cut_flows(old, cfg);
-	snprintf(count, sizeof(count), "%d", cut);
-	config_free(old);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	reload_of(gw)->reload_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", cfg->path,
-	    cfg->nsandboxes, cut);
+	reload_of(gw)->reload_ms = c.ms;
+	snprintf(count, sizeof(count), "%d", c.cut);
+	log_info("reloaded %s: %zu sandboxes, %d flow(s) cut", gw->cfg->path,
+	    gw->cfg->nsandboxes, c.cut);
 	audit_event(gw, "reload", "result", "ok", "flows_cut", count, NULL);
 	return 0;
 }

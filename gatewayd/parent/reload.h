@@ -25,6 +25,10 @@ int	gw_reload(struct gw *, char **errors);
  * verb that writes the configuration keeps its files only if the new
  * configuration loads and applies. */
 int	gw_reload_check(void *gw, const char *conf_path, char **errors);
+/* Does the nflog reader's view (sandboxes' names, addresses, MACs, the
+ * bridge) differ between a and b? */
+bool	gw_nflog_view_changed(const struct moat_config *a,
+	    const struct moat_config *b);
 void	gw_log_warnings(const struct moat_config *, const struct moat_errors *);
 
 
@@ -32,9 +36,11 @@ struct gw_reload {
 	time_t		 last_reload;
 	unsigned	 reloads, reload_failures;
 	double		 reload_ms;	/* the last reload took */
+	unsigned	 commits;	/* gw_commit, since start */
+	double		 commit_ms;	/* the last one took */
 	struct {		/* config_print of cfg, for children's memfds */
 		const struct moat_config *of;	/* printed from, */
-		unsigned	 reloads;	/* at this many reloads */
+		unsigned	 commits;	/* at this many commits */
 		char		*text;
 		size_t		 len;
 	}		 cfgtext;
