@@ -10,7 +10,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_console.c parent_budget.c register.c register_client.c \
 	parent_register.c parent_pool.c parent_metrics.c \
 	metrics_series.c metrics.c parent_seen.c \
-	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
+	parent_refused.c parent_grant.c parent_dnsd.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
 	parent_owner.c)
@@ -49,13 +49,6 @@ $(BUILD)/tests/test_gatewayd_ha_arp: $(OBJ)/tests/unit/test_gatewayd_ha_arp.o \
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_seen
 $(BUILD)/tests/test_gatewayd_seen: $(OBJ)/tests/unit/test_gatewayd_seen.o \
 	    $(OBJ)/gatewayd/parent_seen.o $(LIBMOAT)
-	@mkdir -p $(dir $@)
-	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
-
-# The edit ctl allow makes to a sandbox's file.
-UNIT_TESTS += $(BUILD)/tests/test_gatewayd_dropin
-$(BUILD)/tests/test_gatewayd_dropin: $(OBJ)/tests/unit/test_gatewayd_dropin.o \
-	    $(OBJ)/gatewayd/parent_dropin.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
