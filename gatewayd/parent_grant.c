@@ -713,7 +713,6 @@ dropin_edited(struct ctl_req *r, const struct moat_sandbox *sb,
     bool *found, char **pathp)
 {
 	char *path, *text, *out;
-	bool none[1];
 	size_t len;
 
 	if ((path = dropin_path(r, sb, false)) == NULL)
@@ -723,8 +722,7 @@ dropin_edited(struct ctl_req *r, const struct moat_sandbox *sb,
 		free(path);
 		return NULL;
 	}
-	out = conftext_list_edit(text, "allow", add, nadd, del, ndel,
-	    found != NULL ? found : none);
+	out = conftext_list_edit(text, "allow", add, nadd, del, ndel, found);
 	if (out == NULL)
 		ctl_reply(r, "error: %s: cannot read it as a sandbox's file (an "
 		    "unterminated string, comment or list, or an allow that is "

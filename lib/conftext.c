@@ -377,12 +377,14 @@ conftext_list_edit(const char *text, const char *key,
 		items_free(&l);
 		return NULL;
 	}
-	for (j = 0; j < ndel; j++)
+	for (j = 0; j < ndel && found != NULL; j++)
 		found[j] = false;
 	for (i = 0; i < l.n; i++)
 		for (j = 0; j < ndel; j++)
 			if (del_match(l.v[i].value, del[j])) {
-				l.v[i].gone = found[j] = true;
+				l.v[i].gone = true;
+				if (found != NULL)
+					found[j] = true;
 				break;
 			}
 	if ((fp = open_memstream(&out, &len)) == NULL)

@@ -26,9 +26,9 @@ int	 conftext_has(const char *text, const char *key);
 
 /*
  * text with the top-level array of strings key edited in place: the
- * entries in del taken out (found[i] says whether del[i] was there), then
- * those in add appended after the last entry kept (one already there, in
- * any case, is not added twice).  An entry's name is what comes before
+ * entries in del taken out (found[i], if found is not NULL, says whether
+ * del[i] was there), then those in add appended after the last entry
+ * kept (one already there, in any case, is not added twice).  An entry's name is what comes before
  * its first ':' ("git.example.com:tcp/22"): a del without ':' takes every
  * entry of its name, with or without such a part; one with ':' only the
  * same entry.  Names compare in any case.  Everything else stays byte for
