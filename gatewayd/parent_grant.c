@@ -693,11 +693,13 @@ write_for_good(struct ctl_req *r, const char *path, const char *text,
 	else if (cfgtxn_commit_and_check(t, loads_and_applies, &c,
 	    &errors) == 0)
 		rc = 0;
-	else
-		ctl_reply(r, "%serror: %s not changed: %s\n", errors ? errors :
-		    "", path, c.loads ? "the gateway could not apply the "
-		    "configuration with it" : "the configuration would not "
-		    "load with it");
+	else {
+		/* A member sees only the lines about their sandbox's file. */
+		ctl_reply_errors(r, errors, &path, 1);
+		ctl_reply(r, "error: %s not changed: %s\n", path, c.loads ?
+		    "the gateway could not apply the configuration with it" :
+		    "the configuration would not load with it");
+	}
 	cfgtxn_end(t);
 	free(errors);
 	*loaded = c.loaded;

@@ -7,14 +7,19 @@
 # good, and an unallow for good, are then refused with the reason; web's
 # file is byte for byte as it was (same inode, mode and owner), no
 # journal or hidden copy is left, the guest's DNS answers as before and
-# nothing is audited as granted.  Once the edit is fixed, the same allow
-# is written in place: the admin's comments stay, the name resolves.
+# nothing is audited as granted; web's owner, a member, is told the
+# reason lies in a file that is not theirs, without its details.  Once the
+# edit is fixed, the same allow is written in place: the admin's comments
+# stay, the name resolves.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/gw.sh
 
+UA=mfg$$
 topo_up || { not_ok "topology"; exit 1; }
+topo_members "$UA" || { not_ok "member $UA"; exit 1; }
+as() { local u=$1; shift; runuser -u "$u" -- build/gatewayd ctl -s "$GW_SOCK" "$@"; }
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 topo_bg "$NS_INET" upstream python3 tests/harness/dns-upstream.py --addr 203.0.113.53
 topo_wait_port "$NS_INET" 203.0.113.53 53
@@ -29,6 +34,7 @@ gateway: {
   dns:   { upstream = [ "203.0.113.53" ]; };
   proxy: { port = 3128; intercept = false; };
   treat_as_public = [ "203.0.113.0/24" ];
+  member_allow = [ "open.test" ];
   metrics: { textfile = "$PROM"; interval = 1; };
 };
 EOF
@@ -37,12 +43,15 @@ cat >"$WEB" <<'EOF'
 # web: written by hand; every comment here stays
 mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
 egress = "allowlist";
+owner = "OWNER";
 allow = [
   "github.test",   # the team's mirror
   /* asked for in ticket 12 */ "denied.test"
 ];
 EOF
+sed -i "s/OWNER/$UA/" "$WEB"
 chmod 0640 "$WEB"
+chmod 711 "$TOPO_TMP"
 
 gw_start; expect_eq "gatewayd starts" 0 $?
 dnsd_up() { [ -n "$(gw_child_pid dnsd)" ]; }
@@ -76,6 +85,15 @@ expect_eq "web is still refused open.test" "status: REFUSED" "$(status_in open.t
 expect_eq "nothing was audited as an allow" "$audit0" "$(allowed)"
 expect_eq "ctl grants does not list it" "" "$(gw_ctl grants web 2>&1 | grep -F open.test)"
 
+out=$(as "$UA" allow web open.test 2>&1); rc=$?
+expect_eq "the same allow by web's owner, a member, fails too" 1 "$rc"
+expect_match "... with the reason" \
+	"$WEB not changed: the gateway could not apply the configuration with it" "$out"
+expect_match "... which lies in a file that is not theirs" \
+	"not valid in 1 place\(s\) that are not yours" "$out"
+expect_eq "... whose details they are not shown" "" "$(grep -F 'moat.conf' <<<"$out")"
+expect_ok "web's file is byte for byte as before" cmp "$TOPO_TMP/web.before" "$WEB"
+
 out=$(gw_ctl unallow web github.test 2>&1); rc=$?
 expect_eq "unallow for good that does not apply fails (exit 1)" 1 "$rc"
 expect_match "... saying so" \
@@ -99,7 +117,7 @@ sed -i "s|^  metrics: .*|  metrics: { textfile = \"$PROM\"; interval = 1; listen
 expect_match "allow for good now succeeds" 'web may reach open\.test \(written to its file\)' \
 	"$(gw_ctl allow web open.test 2>&1)"
 expect_eq "only the list changed: open.test after the last entry, comments kept" \
-	'6c6
+	'7c7
 <   /* asked for in ticket 12 */ "denied.test"
 ---
 >   /* asked for in ticket 12 */ "denied.test", "open.test"' \
