@@ -105,6 +105,7 @@ find(const char *s, const char *key, struct span *sp)
 {
 	size_t klen = strlen(key), nlen;
 	long i = 0, v, vs;
+	bool match;
 
 	for (;;) {
 		if ((i = skip_blank(s, i)) == -1)
@@ -125,7 +126,8 @@ find(const char *s, const char *key, struct span *sp)
 		    (vs = skip_blank(s, v + 1)) == -1 ||
 		    (v = skip_value(s, vs)) == -1)
 			return -1;
-		if (nlen == klen && strncmp(s + i, key, klen) == 0) {
+		match = nlen == klen && strncmp(s + i, key, klen) == 0;
+		if (match) {
 			sp->start = i;
 			sp->vstart = vs;
 			sp->vend = v;
@@ -133,7 +135,7 @@ find(const char *s, const char *key, struct span *sp)
 		v += (long)strspn(s + v, " \t");
 		if (s[v] == ';' || s[v] == ',')
 			v++;
-		if (nlen == klen && strncmp(s + i, key, klen) == 0) {
+		if (match) {
 			sp->end = v;
 			return 1;
 		}
