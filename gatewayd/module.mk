@@ -8,7 +8,7 @@
 GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
 	team.c secret.c network.c rtnl.c hostnet.c drift.c console.c budget.c \
 	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
-	dropin.c dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
+	dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
 	module.c commit.c
 GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
@@ -52,13 +52,6 @@ $(BUILD)/tests/test_gatewayd_ha_arp: $(OBJ)/tests/unit/test_gatewayd_ha_arp.o \
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_seen
 $(BUILD)/tests/test_gatewayd_seen: $(OBJ)/tests/unit/test_gatewayd_seen.o \
 	    $(OBJ)/gatewayd/parent/seen.o $(LIBMOAT)
-	@mkdir -p $(dir $@)
-	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
-
-# The edit ctl allow makes to a sandbox's file.
-UNIT_TESTS += $(BUILD)/tests/test_gatewayd_dropin
-$(BUILD)/tests/test_gatewayd_dropin: $(OBJ)/tests/unit/test_gatewayd_dropin.o \
-	    $(OBJ)/gatewayd/parent/dropin.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "config_int.h"
+#include "confpath.h"
 #include "log.h"
 
 #define MAX_ERRORS	100
@@ -434,28 +435,18 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
 	struct loader ld = { .cfg = cfg, .errs = errs, .file = path, .buf = buf,
 	    .normalised = normalised };
 	char *dir = NULL, *sdir = NULL;
-	const char *slash = strrchr(path, '/');
-
 	memset(errs, 0, sizeof(*errs));
 	cfg->path = xstrdup(path);
 	set_defaults(cfg);
 	/* In-memory configs (fuzzing, unit tests) have no drop-ins of
 	 * secrets: nothing beside a name that is not a file. */
 	if (buf == NULL) {
-		if (slash == NULL)
-			sdir = xstrdup("secrets.d");
-		else
-			xasprintf(&sdir, "%.*s/secrets.d", (int)(slash - path),
-			    path);
+		sdir = confpath_dir(path, "secrets.d");
 		ld.secrets_dir = sdir;
 	}
 	if (load_main(&ld, path) == 0 && !normalised) {
 		if (sandboxes_dir == NULL) {
-			if (slash == NULL)
-				dir = xstrdup("sandboxes.d");
-			else
-				xasprintf(&dir, "%.*s/sandboxes.d",
-				    (int)(slash - path), path);
+			dir = confpath_dir(path, "sandboxes.d");
 			sandboxes_dir = dir;
 		}
 		load_dropins(&ld, sandboxes_dir, load_sandbox);

@@ -6,17 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "confpath.h"
 #include "provision.h"
 
-/* Same alphabet and length as the loader's sandbox names, so every name
+/* The loader's rule for sandbox names (lib/confpath.h), so every name
  * provision accepts is also a valid drop-in file stem. */
 bool
 name_valid(const char *s)
 {
-	size_t n = strlen(s);
-
-	return n >= 1 && n <= 32 &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+	return confpath_name_valid(s);
 }
 
 static uint32_t

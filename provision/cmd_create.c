@@ -701,8 +701,9 @@ create_parse(struct create_opts *o, int argc, char **argv)
 		return -1;
 	}
 	if (!name_valid(argv[optind])) {
-		log_warnx("NAME: expected 1 to 32 of a-z, 0-9, '-', '_', got "
-		    "\"%s\"", argv[optind]);
+		log_warnx("NAME: expected 1 to 32 of a-z, 0-9, '-', '_', "
+		    "starting with a letter or digit, got \"%s\"",
+		    argv[optind]);
 		return -1;
 	}
 	o->g.name = xstrdup(argv[optind]);

@@ -69,16 +69,23 @@ destroy_locked(struct pv *pv, const char *name, int timeout, bool force)
 	}
 	if (tap[0] != '\0' && tap_delete_stale(tap) == -1)
 		goto put_back;
+	/* Applied before anything of the guest goes: if gatewayd refuses
+	 * the configuration without it, the drop-in comes back as it was
+	 * and the guest can be started again. */
+	if (ctl_reload(pv) == CTL_REFUSED) {
+		log_warnx("guest \"%s\" not destroyed: gatewayd refused the "
+		    "configuration without it; its drop-in is back, the guest "
+		    "is stopped (provision start %s)", name, name);
+		if (cfgtxn_rollback(t) == -1)
+			log_warnx("the drop-in of \"%s\" could not be put back",
+			    name);
+		goto out;
+	}
 	cfgtxn_end(t);			/* from here on the guest goes */
 	t = NULL;
 	unit_autostart_set(&p, false);	/* the marker is ours (unit.c) */
 	if (rm_rf_guest(&p) == -1)
 		goto out;
-	if (ctl_reload(pv) == CTL_REFUSED) {
-		log_warnx("guest \"%s\" removed, but gatewayd refused the "
-		    "reload: check its log", name);
-		goto out;
-	}
 	if (box_set(pv) && box_remove(pv, name) == -1) {
 		log_warnx("guest \"%s\" removed here; the gateway box still "
 		    "lists it until `provision sync-box` reaches it", name);

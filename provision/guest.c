@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confpath.h"
 #include "log.h"
 #include "provision.h"
 
@@ -276,7 +277,9 @@ gpaths_init(struct gpaths *p, const struct pv *pv, const char *name)
 	xasprintf(&p->qmp, "%s/qmp.sock", p->rdir);
 	xasprintf(&p->console, "%s/console.sock", p->rdir);
 	xasprintf(&p->pidfile, "%s/qemu.pid", p->rdir);
-	xasprintf(&p->dropin, "%s/%s.conf", pv->sbdir, name);
+	/* Every verb checks NAME (name_valid) before it names a guest. */
+	if ((p->dropin = confpath_sandbox(pv->conf_path, name)) == NULL)
+		fatalx("guest name \"%s\" is not valid", name);
 }
 
 void

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confpath.h"
 #include "log.h"
 #include "provision.h"
 
@@ -104,13 +105,7 @@ permitted(const struct verb *v)
 static void
 set_sbdir(struct pv *pv)
 {
-	const char *slash = strrchr(pv->conf_path, '/');
-
-	if (slash == NULL)
-		pv->sbdir = xstrdup("sandboxes.d");
-	else
-		xasprintf(&pv->sbdir, "%.*s/sandboxes.d",
-		    (int)(slash - pv->conf_path), pv->conf_path);
+	pv->sbdir = confpath_dir(pv->conf_path, "sandboxes.d");
 }
 
 int

@@ -37,37 +37,15 @@ may_use(const struct ctl_req *r, const struct moat_secret *s)
 	    0) || config_strlist_has(&s->shared_with, r->user);
 }
 
-/* The sandbox's secrets list after the change, as libconfig text. */
-static char *
-list_text(const struct moat_sandbox *sb, const char *name, bool attach)
-{
-	char *buf = NULL;
-	size_t len = 0, i, n = 0;
-	FILE *fp;
-
-	if ((fp = open_memstream(&buf, &len)) == NULL)
-		fatalx("out of memory");
-	fputs("[", fp);
-	for (i = 0; i < sb->secrets.n; i++)
-		if (attach || strcmp(sb->secrets.v[i], name) != 0)
-			fprintf(fp, "%s \"%s\"", n++ ? "," : "",
-			    sb->secrets.v[i]);
-	if (attach)
-		fprintf(fp, "%s \"%s\"", n++ ? "," : "", name);
-	fputs(n ? " ]" : "]", fp);
-	if (fclose(fp) != 0)
-		fatalx("out of memory");
-	return buf;
-}
-
 /* The sandbox's drop-in, with its secrets list changed; staged in t. */
 static int
 stage(struct ctl_req *r, struct cfgtxn *t, const struct moat_sandbox *sb,
     const char *name, bool attach)
 {
-	const char *path = sb->where.file;
-	char *text, *list, *out;
+	const char *path = sb->where.file, *one[1] = { name };
 	struct stat st;
+	char *text, *out;
+	bool found;
 	int rc = -1;
 
 	if (path == NULL || strcmp(path, r->gw->cfg->path) == 0) {
@@ -82,17 +60,22 @@ stage(struct ctl_req *r, struct cfgtxn *t, const struct moat_sandbox *sb,
 		free(text);
 		return -1;
 	}
-	list = list_text(sb, name, attach);
-	if ((out = conftext_set(text, "secrets", list)) == NULL)
+	/* Only the one entry changes; the rest of the list, comments
+	 * included, stays as written. */
+	out = conftext_list_edit(text, "secrets", attach ? one : NULL,
+	    attach ? 1 : 0, attach ? NULL : one, attach ? 0 : 1, &found);
+	if (out == NULL)
 		ctl_refuse(r, sb->name, "%s is not in a form this verb can "
 		    "edit; an administrator edits it", path);
+	else if (!attach && !found)
+		ctl_refuse(r, sb->name, "%s no longer lists secret \"%s\" "
+		    "(changed since the last reload)", path, name);
 	else if (cfgtxn_stage_write(t, path, out, strlen(out),
 	    st.st_mode & 07777, st.st_uid, st.st_gid) == -1)
 		ctl_refuse(r, sb->name, "cannot write %s", path);
 	else
 		rc = 0;
 	free(out);
-	free(list);
 	free(text);
 	return rc;
 }

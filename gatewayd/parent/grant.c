@@ -19,21 +19,28 @@
  *
  * A grant --for lives in memory only and is laid over every configuration
  * loaded until it expires.  A grant for good is written to the sandbox's
- * drop-in first, and only if the whole configuration loads with it.
+ * drop-in first, and kept only if the whole configuration loads and the
+ * gateway applies it.
  *
  * Who: root and gateway.admin_group grant anything; a member grants on
  * their own sandboxes only what gateway.member_allow covers, and may take
  * back any grant of their own sandboxes.
  */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-#include "dropin.h"
+#include "cfgtxn.h"
+#include "confpath.h"
+#include "conftext.h"
 #include "gw.h"
 #include "commit.h"
+#include "reload.h"
 #include "proc.h"
 #include "audit.h"
 #include "ctl.h"
@@ -576,15 +583,11 @@ may_grant(struct ctl_req *r, const struct grant_req *g)
 static char *
 dropin_path(struct ctl_req *r, const struct moat_sandbox *sb, bool quiet)
 {
-	const char *conf = r->gw->cfg->path, *slash = strrchr(conf, '/');
-	char *want;
+	const char *conf = r->gw->cfg->path;
+	char *want = confpath_sandbox(conf, sb->name);
 
-	if (slash == NULL)
-		xasprintf(&want, "sandboxes.d/%s.conf", sb->name);
-	else
-		xasprintf(&want, "%.*s/sandboxes.d/%s.conf",
-		    (int)(slash - conf), conf, sb->name);
-	if (sb->where.file == NULL || strcmp(sb->where.file, want) != 0) {
+	if (want == NULL || sb->where.file == NULL ||
+	    strcmp(sb->where.file, want) != 0) {
 		if (!quiet)
 			ctl_reply(r, "error: sandbox %s is defined in %s, not in a "
 		    "file of its own; change its allow list there, or grant "
@@ -604,42 +607,136 @@ dropin_path(struct ctl_req *r, const struct moat_sandbox *sb, bool quiet)
 	return want;
 }
 
-/*
- * Change the drop-in's allow list: add and del as dropin_allow_edit takes
- * them (found[i]: del[i] was there).  With write false, only find out.
- * Written, checked, and *loaded the configuration loaded with it.
- */
+/* What a change for good must pass before it stays: the whole
+ * configuration loads with it (kept, for the file's own list), and the
+ * running gateway applies it as a reload does (kernel, children). */
+struct for_good {
+	struct gw		*gw;
+	struct moat_config	*loaded;
+	bool			 loads;
+};
+
 static int
-dropin_change(struct ctl_req *r, const struct moat_sandbox *sb,
-    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
-    bool *found, bool write, struct moat_config **loaded)
+loads_and_applies(void *arg, const char *conf_path, char **errors)
 {
-	char *path, *text, *out, *errors = NULL, why[256];
-	size_t len;
+	struct for_good *c = arg;
+	struct moat_errors errs;
+
+	if ((c->loaded = config_load(conf_path, NULL, &errs)) == NULL) {
+		*errors = config_errors_text(&errs);
+		config_errors_free(&errs);
+		return -1;
+	}
+	config_errors_free(&errs);
+	c->loads = true;
+	config_free(c->loaded);		/* the reload loads it again */
+	c->loaded = NULL;
+	return gw_reload_check(c->gw, conf_path, errors);
+}
+
+/* Replace path (a regular file, its owner and mode kept) with text
+ * through the journaled writer: a gatewayd killed halfway is undone at
+ * its next start, and a change that does not load and apply is put back,
+ * the old file as it was.  0 with *loaded the configuration as loaded,
+ * or -1 with the reason replied. */
+static int
+write_for_good(struct ctl_req *r, const char *path, const char *text,
+    struct moat_config **loaded)
+{
+	struct for_good c = { r->gw, NULL, false };
+	char *errors = NULL;
+	struct cfgtxn *t;
+	struct stat st;
 	int rc = -1;
 
-	if ((path = dropin_path(r, sb, false)) == NULL)
+	if (lstat(path, &st) == -1) {
+		ctl_reply(r, "error: %s: cannot write it: %s\n", path,
+		    strerror(errno));
 		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ctl_reply(r, "error: %s: cannot write it: not a regular "
+		    "file\n", path);
+		return -1;
+	}
+	t = cfgtxn_begin(r->gw->cfg->path);
+	if (cfgtxn_stage_write(t, path, text, strlen(text), st.st_mode & 07777,
+	    st.st_uid, st.st_gid) == -1)
+		ctl_reply(r, "error: %s: cannot write it: %s\n", path,
+		    strerror(errno));
+	else if (cfgtxn_commit_and_check(t, loads_and_applies, &c,
+	    &errors) == 0)
+		rc = 0;
+	else {
+		/* A member sees only the lines about their sandbox's file. */
+		ctl_reply_errors(r, errors, &path, 1);
+		ctl_reply(r, "error: %s not changed: %s\n", path, c.loads ?
+		    "the gateway could not apply the configuration with it" :
+		    "the configuration would not load with it");
+	}
+	cfgtxn_end(t);
+	free(errors);
+	*loaded = c.loaded;
+	return rc;
+}
+
+/* The drop-in's text with its allow list changed: add and del as
+ * conftext_list_edit takes them (found[i]: del[i] was there).  NULL with
+ * the reason replied; *pathp (if not NULL) the file's path. */
+static char *
+dropin_edited(struct ctl_req *r, const struct moat_sandbox *sb,
+    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
+    bool *found, char **pathp)
+{
+	char *path, *text, *out;
+	size_t len;
+
+	if ((path = dropin_path(r, sb, false)) == NULL)
+		return NULL;
 	if ((text = read_small_file(path, DROPIN_MAX, &len)) == NULL) {
 		ctl_reply(r, "error: %s: cannot read it\n", path);
 		free(path);
-		return -1;
+		return NULL;
 	}
-	out = dropin_allow_edit(text, add, nadd, del, ndel, found, why,
-	    sizeof(why));
+	out = conftext_list_edit(text, "allow", add, nadd, del, ndel, found);
 	if (out == NULL)
-		ctl_reply(r, "error: %s: %s; nothing changed\n", path, why);
-	else if (!write)
-		rc = 0;
-	else if (dropin_replace_checked(r->gw->cfg->path, path, out,
-	    &errors, loaded) == -1)
-		ctl_reply(r, "%serror: %s not changed: the configuration "
-		    "would not load with it\n", errors ? errors : "", path);
-	else
-		rc = 0;
-	free(errors);
-	free(out);
+		ctl_reply(r, "error: %s: cannot read it as a sandbox's file (an "
+		    "unterminated string, comment or list, or an allow that is "
+		    "not a list of strings); nothing changed\n", path);
 	free(text);
+	if (pathp != NULL && out != NULL)
+		*pathp = path;
+	else
+		free(path);
+	return out;
+}
+
+/*
+ * Change the drop-in's allow list as dropin_edited does, written, checked
+ * and applied (a reload: *sbp is then the sandbox in the configuration in
+ * force), and *loaded the configuration loaded with it.
+ */
+static int
+dropin_change(struct ctl_req *r, const struct moat_sandbox **sbp,
+    const char *const *add, size_t nadd, const char *const *del, size_t ndel,
+    bool *found, struct moat_config **loaded)
+{
+	char *path = NULL, *out, name[IPC_NAME_LEN];
+	int rc = -1;
+
+	snprintf(name, sizeof(name), "%s", (*sbp)->name);
+	if ((out = dropin_edited(r, *sbp, add, nadd, del, ndel, found,
+	    &path)) == NULL)
+		return -1;
+	if (write_for_good(r, path, out, loaded) == 0) {
+		/* The reload replaced the configuration in force. */
+		if ((*sbp = config_sandbox_by_name(r->gw->cfg, name)) != NULL)
+			rc = 0;
+		else
+			ctl_reply(r, "error: sandbox %s is not in the "
+			    "configuration any more\n", name);
+	}
+	free(out);
 	free(path);
 	return rc;
 }
@@ -765,28 +862,6 @@ allow_for_a_while(struct ctl_req *r, struct grant_req *g)
 
 /* The file gets the names given and the lists as named ("@pypi"), not
  * the lists' names, so that it follows the lists as they change. */
-/* The files changed (allow or unallow for good): the configuration they
- * loaded goes in force with the grants over it; without one, the grants
- * as they are now. */
-static int
-commit_file(struct ctl_req *r, struct moat_config *loaded, const char *why)
-{
-	struct gw_commit c = { .why = why };
-	char err[512];
-
-	if (loaded == NULL)
-		return grants_commit(r->gw, why, false) == -1 ? 0 : 0;
-	if (gw_commit(r->gw, loaded, &c, err, sizeof(err)) == 0)
-		return 0;
-	config_free(loaded);
-	log_warnx("%s: the kernel refused the configuration written: %s",
-	    why, err);
-	ctl_reply(r, "warning: the file is written, but the kernel refused "
-	    "the change (%s); the policy in force stays until a reload "
-	    "succeeds\n", err);
-	return 0;
-}
-
 static int
 allow_for_good(struct ctl_req *r, struct grant_req *g)
 {
@@ -799,9 +874,10 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 			add[n++] = g->names[i];
 	for (i = 0; i < g->nlists; i++)
 		add[n++] = g->lists[i];
-	if (dropin_change(r, g->sb, add, n, NULL, 0, NULL, true,
-	    &loaded) == -1)
+	if (dropin_change(r, &g->sb, add, n, NULL, 0, NULL, &loaded) == -1) {
+		config_free(loaded);
 		return -1;
+	}
 	for (i = 0; i < n; i++)
 		kept_add(r, g->sb->name, add[i]);
 	for (i = 0; i < g->n; i++)
@@ -810,10 +886,11 @@ allow_for_good(struct ctl_req *r, struct grant_req *g)
 			ctl_reply(r, "note: %s was granted for a while; now it "
 			    "is in %s's file too (the grant ending takes "
 			    "nothing away)\n", g->names[i], g->sb->name);
-	/* The file has them now: a grant for a while of one of them takes
-	 * nothing away when it expires.  (The file may have lost a name by
-	 * hand since it was loaded: then what it opened closes.) */
-	return commit_file(r, loaded, "allow");
+	/* The file has them now, in force since the reload that checked
+	 * it (gw_commit): a grant for a while of one of them takes nothing
+	 * away when it expires. */
+	config_free(loaded);
+	return 0;
 }
 
 void
@@ -905,8 +982,7 @@ say_unallowed(struct ctl_req *r, const struct grant_req *g)
 	ctl_reply(r, went > 0 ? "\n" : "nothing more than before\n");
 	if (n > 0 && (path = dropin_path(r, g->sb, true)) != NULL) {
 		free(path);
-		(void)dropin_change(r, g->sb, NULL, 0, stay, n, found, false,
-		    NULL);
+		free(dropin_edited(r, g->sb, NULL, 0, stay, n, found, NULL));
 	}
 	for (i = 0; i < n; i++)
 		say_stays(r, g->sb, stay[i], found[i]);
@@ -948,8 +1024,8 @@ ctl_unallow(struct ctl_req *r)
 	bool both[2 * IPC_CTL_MAX_ARGS] = { false };
 	struct moat_config *loaded = NULL;
 	size_t i, j, ndel = 0, nnamed = 0;
-	bool granted;
-	char *path;
+	bool lost, granted;
+	char *path, *text;
 
 	if (parse(r, false, &g) == -1)
 		goto out;
@@ -963,9 +1039,10 @@ ctl_unallow(struct ctl_req *r)
 		del[ndel++] = g.lists[i];
 	if ((path = dropin_path(r, g.sb, true)) != NULL) {
 		free(path);
-		if (dropin_change(r, g.sb, NULL, 0, del, ndel, found, false,
-		    NULL) == -1)
+		if ((text = dropin_edited(r, g.sb, NULL, 0, del, ndel, found,
+		    NULL)) == NULL)
 			goto out;
+		free(text);
 	}
 	for (i = 0; i < ndel; i++) {
 		in_file |= found[i];
@@ -981,21 +1058,27 @@ ctl_unallow(struct ctl_req *r)
 		    "from a list or from moat.conf: change it there)" : "");
 		goto out;
 	}
-	if (in_file && dropin_change(r, g.sb, NULL, 0, del, ndel, found, true,
-	    &loaded) == -1)
+	if (in_file && dropin_change(r, &g.sb, NULL, 0, del, ndel, found,
+	    &loaded) == -1) {
+		config_free(loaded);
 		goto out;
+	}
 	if (in_file)
 		kept_forget(g.sb->name, del, ndel, nnamed);
-	for (i = 0; i < grants_of_gw(r->gw)->ngrants;)
+	config_free(loaded);
+	for (i = 0, lost = false; i < grants_of_gw(r->gw)->ngrants;)
 		if (grant_asked(&grants_of_gw(r->gw)->grants[i], g.sb, del, ndel, nnamed)) {
 			grant_forward(r->gw, g.sb->name, grants_of_gw(r->gw)->grants[i].name,
 			    0);		/* it ends on the other box too */
 			grant_drop(r->gw, &grants_of_gw(r->gw)->grants[i]);
+			lost = true;
 		} else
 			i++;
-	/* The file's list (as just written) with the grants that stay over
-	 * it: what this grant alone added goes, and its flows are cut. */
-	(void)commit_file(r, loaded, "unallow");
+	/* The files (as just written and reloaded) with the grants that
+	 * stay over them: what these grants alone added goes, and its
+	 * flows are cut. */
+	if (lost)
+		(void)grants_commit(r->gw, "unallow", false);
 	regrab(r->gw, &g);
 	audit_grant(r, "unallow", &g);
 	ctl_reply(r, "%s no longer reaches ", g.sb->name);

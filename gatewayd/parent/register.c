@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 
 #include "admit_reg.h"
 #include "cfgtxn.h"
+#include "confpath.h"
 #include "gw.h"
 #include "reload.h"
 #include "audit.h"
@@ -154,10 +154,10 @@ hoststat(struct gw *gw, const char *name)
 static void
 dropin_path(const struct gw *gw, const char *name, char *buf, size_t len)
 {
-	char *c = xstrdup(gw->cfg->path);
+	char *p = confpath_sandbox(gw->cfg->path, name);
 
-	snprintf(buf, len, "%s/sandboxes.d/%s.conf", dirname(c), name);
-	free(c);
+	snprintf(buf, len, "%s", p != NULL ? p : "");
+	free(p);
 }
 
 /* Does the drop-in NAME, as it is on disk now, still carry host's mark?
@@ -200,19 +200,18 @@ dropin_still_marked(const struct gw *gw, const char *name, const char *host)
 static int
 sbdir_lock(struct gw *gw, char *why, size_t len)
 {
-	char path[4096], *slash;
+	char *path = confpath_dir(gw->cfg->path, "sandboxes.d");
 	int fd;
 
-	dropin_path(gw, "x", path, sizeof(path));
-	if ((slash = strrchr(path, '/')) != NULL)
-		*slash = '\0';
 	if (mkdir(path, 0755) == -1 && errno != EEXIST)
 		log_warn("mkdir %s", path);
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		log_warn("registration: %s", path);
 		snprintf(why, len, "the box cannot write its configuration");
+		free(path);
 		return -1;
 	}
+	free(path);
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		snprintf(why, len, "the box is changing its configuration; "
 		    "try again");

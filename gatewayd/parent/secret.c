@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cfgtxn.h"
+#include "confpath.h"
 #include "conftext.h"
 #include "gw.h"
 #include "reload.h"
@@ -60,10 +61,7 @@ struct secret_req {
 static bool
 secret_name_ok(const char *s)
 {
-	size_t n = strlen(s);
-
-	return n > 0 && n <= 32 && s[0] != '-' && s[0] != '_' &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+	return confpath_name_valid(s);
 }
 
 static bool
@@ -231,18 +229,6 @@ dropin_edit(struct ctl_req *r, const struct secret_req *q, const char *path)
 	return text;
 }
 
-static char *
-secrets_d(const struct moat_config *cfg)
-{
-	const char *slash = strrchr(cfg->path, '/');
-	char *dir;
-
-	if (slash == NULL)
-		return xstrdup("secrets.d");
-	xasprintf(&dir, "%.*s/secrets.d", (int)(slash - cfg->path), cfg->path);
-	return dir;
-}
-
 /* A secret an admin defined in moat.conf keeps its definition; its owner
  * may only replace the value. */
 static int
@@ -374,8 +360,8 @@ stage_new(struct ctl_req *r, const struct secret_req *q, struct cfgtxn *t,
 		return -1;
 	xasprintf(&dir, "%s/secrets", cfg->gw.state_dir);
 	xasprintf(&file, "%s/%s", dir, q->name);
-	ddir = secrets_d(cfg);
-	xasprintf(&dpath, "%s/%s.conf", ddir, q->name);
+	ddir = confpath_dir(cfg->path, "secrets.d");
+	dpath = confpath_secret(cfg->path, q->name);
 	text = dropin_text(q, file, q->header ? q->header : "Authorization",
 	    placeholder, r->user);
 	if (access(dpath, F_OK) == 0 && !r->admin)

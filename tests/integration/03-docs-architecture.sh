@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/architecture.md's tables of processes and messages name every
 # process and every message by its exact name in the code, and nothing the
-# code does not have: each PROC_* of enum gw_proc_id (gatewayd/gatewayd.h)
+# code does not have: each PROC_* of enum gw_proc_id (gatewayd/parent/gw.h)
 # with its roles[] name (gatewayd/parent/proc.c) in the process table, each
 # IPC_* of enum ipc_type (lib/ipc.h) in the message table.  No globs: a new
 # child or message without its row turns this red.
@@ -29,7 +29,7 @@ for line in doc[i:].splitlines()[2:]:
     if not line.startswith("|"): break
     msgs_rows.append(line)
 
-h = open("gatewayd/gatewayd.h").read()
+h = open("gatewayd/parent/gw.h").read()
 enum = re.search(r"enum gw_proc_id \{(.*?)\};", h, re.S).group(1)
 procs = [p for p in re.findall(r"\b(PROC_[A-Z_]+)\b", enum) if p != "PROC_MAX"]
 procs = list(dict.fromkeys(procs))

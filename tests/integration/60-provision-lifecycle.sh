@@ -131,7 +131,25 @@ wait_for 30 test -S "$PV_RUN/gatewayd.sock"
 out=$(kcreate acc1 2>&1)
 expect_match "gatewayd accepts the reload" "gatewayd reloaded" "$out"
 pkill -f "UNIX-LISTEN:$PV_RUN/gatewayd.sock"; rm -f "$PV_RUN/gatewayd.sock"
+# A destroy that gatewayd refuses to apply changes nothing but stopping the
+# guest: its drop-in is back byte for byte (the same inode), its folder stays.
+cp -p "$SB/acc1.conf" "$TOPO_TMP/acc1.before"
+ino=$(stat -c %i "$SB/acc1.conf")
+topo_bg "$NS_GW" fake-gwd-no socat UNIX-LISTEN:"$PV_RUN/gatewayd.sock",fork \
+	SYSTEM:'read l; echo "error: refused by the test"'
+refuser=${TOPO_PIDS[-1]}
+wait_for 30 test -S "$PV_RUN/gatewayd.sock"
+out=$(pv destroy acc1 2>&1); rc=$?
+expect_eq "gatewayd refuses the reload: destroy fails" 1 "$([ $rc != 0 ] && echo 1 || echo 0)"
+expect_match "... and says the guest was not destroyed" \
+	'guest "acc1" not destroyed: gatewayd refused the configuration without it' "$out"
+expect_ok "... its drop-in is back byte for byte" cmp "$TOPO_TMP/acc1.before" "$SB/acc1.conf"
+expect_eq "... the same file (inode)" "$ino" "$(stat -c %i "$SB/acc1.conf" 2>&1)"
+expect_ok "... its folder is kept" test -d "$PV_STATE/guests/acc1"
+expect_eq "... no journal or hidden copy is left" "" "$(ls -A "$SB" | grep '^\.')"
+kill "$refuser"; wait "$refuser" 2>/dev/null; rm -f "$PV_RUN/gatewayd.sock"
 pv destroy acc1 >/dev/null 2>&1
+expect_eq "with no gatewayd running, destroy then removes it all" "" "$(leftovers acc1)"
 
 # --- start / stop / destroy -------------------------------------------------
 ip -n "$NS_GW" tuntap add dev mt-k2 mode tap

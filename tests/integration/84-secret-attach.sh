@@ -132,4 +132,14 @@ expect_match "the list loses it" '^secrets = \[ "shared" \];' "$(cat "$LAB")"
 call >/dev/null
 expect_fail "after detach nothing of ua's is injected" grep -q 'sk-ua-real' "$PX_DIR/bound.log"
 expect_match "attach and detach are audited" '"event":"secret-detach".*"sandbox":"lab","secret":"ua"' "$(cat "$GW_AUDIT")"
+
+# A comment an admin wrote in the list stays where it is: attach adds
+# only its entry, detach takes only its entry out.
+sed -i "s|^secrets = \[ \"shared\" \];|secrets = [ /* $UB shares it */ \"shared\" ];|" "$LAB"
+cp "$LAB" "$TOPO_TMP/lab.commented"
+expect_ok "$UA attaches ua again" as $UA secret attach lab ua
+expect_match "... only its entry is added, the comment stays" \
+	"^secrets = \[ /\* $UB shares it \*/ \"shared\", \"ua\" \];" "$(cat "$LAB")"
+expect_ok "$UA detaches it again" as $UA secret detach lab ua
+expect_ok "... the file is byte for byte as the admin wrote it" cmp "$TOPO_TMP/lab.commented" "$LAB"
 tap_done

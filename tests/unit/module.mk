@@ -5,7 +5,8 @@ LIB_TESTS := $(BUILD)/tests/test_ranges $(BUILD)/tests/test_config $(BUILD)/test
 	$(BUILD)/tests/test_json $(BUILD)/tests/test_ev $(BUILD)/tests/test_addr \
 	$(BUILD)/tests/test_pathmatch $(BUILD)/tests/test_budget $(BUILD)/tests/test_admit_reg \
 	$(BUILD)/tests/test_smallfile $(BUILD)/tests/test_cfgtxn \
-	$(BUILD)/tests/test_allowlists $(BUILD)/tests/test_ctlclient
+	$(BUILD)/tests/test_allowlists $(BUILD)/tests/test_ctlclient \
+	$(BUILD)/tests/test_conftext $(BUILD)/tests/test_confpath
 UNIT_TESTS += $(LIB_TESTS)
 
 $(LIB_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(LIBMOAT)
