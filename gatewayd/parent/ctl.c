@@ -496,8 +496,7 @@ ctl_status(struct ctl_req *r)
 		    (unsigned long long)audit_of(gw)->audit.lost,
 		    (long long)audit_of(gw)->audit.size,
 		    (long long)gw->cfg->gw.audit_max_kb * 1024);
-		ha_status(r);
-		drift_status(r);
+		gw_modules_status(r);
 		status_json_children(r);
 		net_status(r, &network_of(gw)->net);
 		reply(r, "}\nok\n");
@@ -508,8 +507,7 @@ ctl_status(struct ctl_req *r)
 	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
 	    (long long)(now - gw->started), gw->cfg->nsandboxes, reload_of(gw)->reloads,
 	    reload_of(gw)->reload_failures, refusals);
-	ha_status(r);
-	drift_status(r);
+	gw_modules_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);

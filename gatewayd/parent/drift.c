@@ -484,4 +484,6 @@ const struct gw_module drift_module = {
 	.stop = drift_stop,
 	.due = drift_due,
 	.timer = drift_tick,
+	.status = drift_status,
+	.metrics = drift_metrics,
 };

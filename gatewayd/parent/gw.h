@@ -154,6 +154,10 @@ struct gw_module {
 	 * armed), and what to do then. */
 	uint64_t	(*due)(const struct gw *);
 	void		(*timer)(struct gw *);
+	/* Its part of `ctl status` (text, or a JSON member and a comma
+	 * with --json) and of the metrics. */
+	void		(*status)(struct ctl_req *);
+	void		(*metrics)(FILE *, const struct gw *);
 };
 
 extern const struct gw_module *const gw_modules[MOD_MAX];
@@ -167,6 +171,8 @@ void	*gw_mod(const struct gw *, enum gw_mod_id);
 int	 gw_modules_start(struct gw *);
 void	 gw_modules_stop(struct gw *);
 void	 gw_modules_free(struct gw *);
+void	 gw_modules_status(struct ctl_req *);
+void	 gw_modules_metrics(FILE *, const struct gw *);
 
 /* A proxy worker replaced by a new one, finishing its connections. */
 struct gw_draining {

@@ -217,4 +217,6 @@ const struct gw_module ha_module = {
 	.stop = ha_mod_stop,
 	.due = ha_due,
 	.timer = ha_dup_tick,
+	.status = ha_status,
+	.metrics = ha_metrics,
 };

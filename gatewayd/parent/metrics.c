@@ -236,8 +236,7 @@ render_gateway(FILE *fp, struct gw *gw)
 	fputs("moat_up 1\n", fp);
 	head(fp, "moat_start_time_seconds", "gauge", "When gatewayd started.");
 	fprintf(fp, "moat_start_time_seconds %lld\n", (long long)gw->started);
-	ha_metrics(fp, gw);
-	drift_metrics(fp, gw);
+	gw_modules_metrics(fp, gw);
 	head(fp, "moat_reloads_total", "counter", "Reloads, by result.");
 	fprintf(fp, "moat_reloads_total{result=\"ok\"} %u\n"
 	    "moat_reloads_total{result=\"refused\"} %u\n", reload_of(gw)->reloads,

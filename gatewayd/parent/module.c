@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "gw.h"
+#include "ctl.h"
 #include "log.h"
 
 extern const struct gw_module audit_module, ctl_module, policy_module,
@@ -84,4 +85,24 @@ gw_modules_free(struct gw *gw)
 		free(gw->mod[i]);
 		gw->mod[i] = NULL;
 	}
+}
+
+void
+gw_modules_status(struct ctl_req *r)
+{
+	size_t i;
+
+	for (i = 0; i < MOD_MAX; i++)
+		if (gw_modules[i]->status != NULL)
+			gw_modules[i]->status(r);
+}
+
+void
+gw_modules_metrics(FILE *fp, const struct gw *gw)
+{
+	size_t i;
+
+	for (i = 0; i < MOD_MAX; i++)
+		if (gw_modules[i]->metrics != NULL)
+			gw_modules[i]->metrics(fp, gw);
 }

@@ -318,8 +318,23 @@ reload_stop(struct gw *gw)
 	reload_of(gw)->cfgtext.text = NULL;
 }
 
+/* Commits of the policy (commit.h), whatever asked for them. */
+static void
+reload_metrics(FILE *fp, const struct gw *gw)
+{
+	fputs("# HELP moat_commits_total Changes of the policy in force, "
+	    "each through one commit.\n# TYPE moat_commits_total counter\n",
+	    fp);
+	fprintf(fp, "moat_commits_total %u\n", reload_of(gw)->commits);
+	fputs("# HELP moat_last_commit_seconds How long the last commit "
+	    "took.\n# TYPE moat_last_commit_seconds gauge\n", fp);
+	fprintf(fp, "moat_last_commit_seconds %.6f\n",
+	    reload_of(gw)->commit_ms / 1e3);
+}
+
 const struct gw_module reload_module = {
 	.name = "reload",
 	.size = sizeof(struct gw_reload),
 	.stop = reload_stop,
+	.metrics = reload_metrics,
 };
