@@ -25,6 +25,7 @@ FUZZ_SRCS_fuzz_config =
 FUZZ_SRCS_fuzz_ipc =
 FUZZ_SRCS_fuzz_nflog = gatewayd/nflog.c
 FUZZ_SRCS_fuzz_ha_arp = gatewayd/ha_arp.c
+FUZZ_SRCS_fuzz_ctflows = gatewayd/parent_ctflows.c
 FUZZ_SRCS_fuzz_control = gatewayd/control.c
 FUZZ_SRCS_fuzz_register = gatewayd/register.c gatewayd/harepl_wire.c
 FUZZ_SRCS_fuzz_harepl = gatewayd/harepl_wire.c gatewayd/register.c

@@ -13,7 +13,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
-	parent_owner.c)
+	parent_owner.c parent_ctflows.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
@@ -107,3 +107,9 @@ $(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
 	    $(OBJ)/gatewayd/parent_pool.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# The parent's list of conntrack entries, from the kernel's events.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_ctflows
+$(BUILD)/tests/test_gatewayd_ctflows: $(OBJ)/tests/unit/test_gatewayd_ctflows.o \
+	    $(OBJ)/gatewayd/parent_ctflows.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(call pkglibs,libmnl) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

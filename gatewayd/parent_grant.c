@@ -35,6 +35,7 @@
 #include "gatewayd.h"
 #include "json.h"
 #include "log.h"
+#include "parent_ctflows.h"
 #include "smallfile.h"
 
 #define DROPIN_MAX	(64 * 1024)
@@ -352,6 +353,10 @@ grants_tick(struct gw *gw)
 	struct moat_sandbox *sb;
 	const char **changed = NULL;
 	size_t i = 0, j, n = 0;
+
+	/* Each turn of the loop takes the conntrack events that came, so a
+	 * grant's end finds the list of flows to cut ready. */
+	ctflows_tick();
 
 	while (i < gw->ngrants) {
 		struct gw_grant *x = &gw->grants[i];

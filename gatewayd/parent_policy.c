@@ -24,6 +24,7 @@
 #include "json.h"
 #include "log.h"
 #include "nftrules.h"
+#include "parent_ctflows.h"
 #include "refusals.h"
 
 static int policy_update(struct gw *, struct nftr_ruleset *);
@@ -672,28 +673,42 @@ flow_refused(const struct ct_cut *c, const struct ct_flow *f)
 	    ADMIT_OK;
 }
 
-static int
-ct_cb(const struct nlmsghdr *nlh, void *data)
+/* One entry: keep a copy of its tuple if the new policy refuses it. */
+static void
+ct_judge(const struct nlattr *a, uint8_t family, void *data)
 {
 	struct ct_cut *c = data;
-	const struct nlattr *a;
 	struct ct_flow f;
 	size_t al;
 
+	(void)family;
+	if (ct_tuple(a, &f) == -1 || !flow_refused(c, &f))
+		return;
+	al = MNL_ALIGN(a->nla_len);
+	c->dels = xreallocarray(c->dels, c->dlen + al, 1);
+	memset(c->dels + c->dlen, 0, al);
+	memcpy(c->dels + c->dlen, a, a->nla_len);
+	c->dlen += al;
+	c->fams = xreallocarray(c->fams, c->nd + 1, 1);
+	c->fams[c->nd++] = (uint8_t)f.src.family;
+}
+
+static int
+ct_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nfgenmsg *nfg = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+
 	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
-		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG ||
-		    ct_tuple(a, &f) == -1 || !flow_refused(c, &f))
+		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG)
 			continue;
-		al = MNL_ALIGN(a->nla_len);
-		c->dels = xreallocarray(c->dels, c->dlen + al, 1);
-		memset(c->dels + c->dlen, 0, al);
-		memcpy(c->dels + c->dlen, a, a->nla_len);
-		c->dlen += al;
-		c->fams = xreallocarray(c->fams, c->nd + 1, 1);
-		c->fams[c->nd++] = (uint8_t)f.src.family;
+		ctflows_seen(a, nfg->nfgen_family);
+		ct_judge(a, nfg->nfgen_family, data);
 	}
 	return MNL_CB_OK;
 }
+
+static uint32_t ct_seq;
 
 /* family: of the tuple a deletion names; AF_UNSPEC dumps both. */
 static struct nlmsghdr *
@@ -712,6 +727,8 @@ ct_hdr(char *buf, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family)
 	return nlh;
 }
 
+/* Delete each refused flow by its tuple, one acknowledged request at a
+ * time; the number deleted, or -1 when the socket failed. */
 static int
 ct_delete_all(struct ct_cut *c)
 {
@@ -721,54 +738,91 @@ ct_delete_all(struct ct_cut *c)
 	size_t off = 0;
 	int deleted = 0;
 	size_t k = 0;
-	uint32_t seq = (uint32_t)time(NULL) + 1000;
+	ssize_t n;
 
 	while (off < c->dlen) {
 		a = (const struct nlattr *)(c->dels + off);
 		off += MNL_ALIGN(a->nla_len);
-		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++seq,
+		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++ct_seq,
 		    c->fams[k++]);
 		memcpy(mnl_nlmsg_get_payload_tail(nlh), a, a->nla_len);
 		nlh->nlmsg_len += MNL_ALIGN(a->nla_len);
-		if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0)
+		if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0 ||
+		    (n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf))) <= 0)
 			return -1;
-		if (mnl_socket_recvfrom(c->nl, buf, sizeof(buf)) > 0 &&
-		    mnl_cb_run(buf, sizeof(buf), seq, 0, NULL, NULL) >= 0)
+		if (mnl_cb_run(buf, (size_t)n, ct_seq, 0, NULL, NULL) >= 0) {
 			deleted++;
+			ctflows_gone(a);
+		} else if (errno == ENOENT)
+			ctflows_gone(a);	/* gone already */
 	}
 	return deleted;
 }
 
-/* Dump both families' conntrack tables and delete every flow c refuses;
- * the number deleted, or -1. */
+/* Dump both families' conntrack tables, judging every entry (and giving
+ * it to the list of flows to start it again); 0 or -1. */
 static int
-cut_flows(struct ct_cut *c)
+ct_dump(struct ct_cut *c)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh;
-	uint32_t seq = (uint32_t)time(NULL);
 	ssize_t n;
-	int rc = 0;
+	int r = -1;
 
-	if ((c->nl = mnl_socket_open(NETLINK_NETFILTER)) == NULL ||
-	    mnl_socket_bind(c->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = -1;
-		goto out;
-	}
+	ctflows_walk_begin();
 	/* Both families: a guest's IPv6 flows are judged as its IPv4. */
-	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq, AF_UNSPEC);
+	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, ++ct_seq, AF_UNSPEC);
 	if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0) {
-		rc = -1;
-		goto out;
+		ctflows_walked(false);
+		return -1;
 	}
 	while ((n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf))) > 0)
-		if (mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(c->nl),
-		    ct_cb, c) <= MNL_CB_STOP)
+		if ((r = mnl_cb_run(buf, (size_t)n, ct_seq,
+		    mnl_socket_get_portid(c->nl), ct_cb, c)) <= MNL_CB_STOP)
 			break;
+	ctflows_walked(n > 0 && r == MNL_CB_STOP);
+	return n > 0 && r == MNL_CB_STOP ? 0 : -1;
+}
+
+/*
+ * Judge every conntrack entry of both families and delete each flow c
+ * refuses; the number deleted, or -1.  The entries are those the
+ * parent's list holds (parent_ctflows.h) when it holds them all, else a
+ * dump of the kernel's whole table, which fills the list again.
+ *
+ * The socket stays open from one commit to the next: closing a netfilter
+ * netlink socket cost 3 to 17 ms on a loaded 2-core machine, as much as
+ * the rest of a narrowing.  One that failed is closed, so that no reply
+ * left in it meets the next request.
+ */
+static int
+cut_flows(struct ct_cut *c)
+{
+	static struct mnl_socket *nl;
+	int rc = -1, dumped = 0;
+
+	if (nl == NULL && ((nl = mnl_socket_open2(NETLINK_NETFILTER,
+	    SOCK_CLOEXEC)) == NULL || mnl_socket_bind(nl, 0,
+	    MNL_SOCKET_AUTOPID) < 0)) {
+		if (nl != NULL)
+			mnl_socket_close(nl);
+		nl = NULL;
+		goto out;
+	}
+	c->nl = nl;
+	if (ctflows_ready())
+		ctflows_each(ct_judge, c);
+	else
+		dumped = ct_dump(c);
+	/* What a broken dump judged is cut all the same. */
 	rc = ct_delete_all(c);
+	if (dumped == -1)
+		rc = -1;
 out:
-	if (c->nl != NULL)
-		mnl_socket_close(c->nl);
+	if (rc == -1 && nl != NULL) {
+		mnl_socket_close(nl);
+		nl = NULL;
+	}
 	free(c->dels);
 	free(c->fams);
 	return rc;
