@@ -381,17 +381,18 @@ ctflows_tick(void)
 {
 	time_t now;
 
-	if (C.ev == NULL && listen_events() == -1)
-		return;
 	drain();
 	if (C.synced)
 		return;
+	/* Not listening (a failure is logged once a try), or events were
+	 * lost: try again now and then, not on every turn of the loop. */
 	now = time(NULL);
 	if (C.tried != 0 && now - C.tried < CTFLOWS_RESYNC_S &&
 	    now >= C.tried)
 		return;
 	C.tried = now;
-	walk();
+	if (listen_events() == 0)
+		walk();
 }
 
 size_t

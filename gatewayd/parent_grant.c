@@ -353,10 +353,12 @@ grants_tick(struct gw *gw)
 	struct moat_sandbox *sb;
 	const char **changed = NULL;
 	size_t i = 0, j, n = 0;
+	struct timespec t0, t1;
 
 	/* Each turn of the loop takes the conntrack events that came, so a
 	 * grant's end finds the list of flows to cut ready. */
 	ctflows_tick();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	while (i < gw->ngrants) {
 		struct gw_grant *x = &gw->grants[i];
@@ -387,6 +389,10 @@ grants_tick(struct gw *gw)
 	if (n > 0) {
 		proc_reload_sandboxes(gw, changed, n);
 		cut_narrowed(gw, changed, n);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		log_info("grants ended: %zu sandbox(es) narrowed in %.1f ms", n,
+		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
 	}
 	free(changed);
 }

@@ -769,6 +769,8 @@ ct_dump(struct ct_cut *c)
 	ssize_t n;
 	int r = -1;
 
+	log_info("conntrack: the whole table walked (the list of flows is "
+	    "not complete)");
 	ctflows_walk_begin();
 	/* Both families: a guest's IPv6 flows are judged as its IPv4. */
 	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, ++ct_seq, AF_UNSPEC);
