@@ -571,6 +571,8 @@ struct ct_cut {
 	const struct moat_config *old, *new;
 	const char *const	*narrowed;	/* narrowed in place (grants) */
 	size_t			 nnarrowed;
+	struct moat_addr	*only;		/* their addresses, both families */
+	size_t			 nonly;
 	char			*dels;		/* copies of refused tuples */
 	uint8_t			*fams;		/* the family of each */
 	size_t			 dlen, nd;
@@ -673,6 +675,22 @@ flow_refused(const struct ct_cut *c, const struct ct_flow *f)
 	    ADMIT_OK;
 }
 
+/* Grants narrowed some sandboxes and nothing else changed: only their
+ * flows can be refused now, and only theirs are judged, so that a grant's
+ * end costs what that sandbox's flows cost, not every guest's. */
+static bool
+from_only(const struct ct_cut *c, const struct ct_flow *f)
+{
+	size_t i;
+
+	if (c->only == NULL)
+		return true;
+	for (i = 0; i < c->nonly; i++)
+		if (addr_cmp(&c->only[i], &f->src) == 0)
+			return true;
+	return false;
+}
+
 /* One entry: keep a copy of its tuple if the new policy refuses it. */
 static void
 ct_judge(const struct nlattr *a, uint8_t family, void *data)
@@ -682,7 +700,8 @@ ct_judge(const struct nlattr *a, uint8_t family, void *data)
 	size_t al;
 
 	(void)family;
-	if (ct_tuple(a, &f) == -1 || !flow_refused(c, &f))
+	if (ct_tuple(a, &f) == -1 || !from_only(c, &f) ||
+	    !flow_refused(c, &f))
 		return;
 	al = MNL_ALIGN(a->nla_len);
 	c->dels = xreallocarray(c->dels, c->dlen + al, 1);
@@ -850,6 +869,19 @@ policy_cut_narrowed(const struct moat_config *cfg, const char *const *names,
 {
 	struct ct_cut c = { .old = cfg, .new = cfg, .narrowed = names,
 	    .nnarrowed = n };
+	const struct moat_sandbox *sb;
+	size_t i;
+	int rc;
 
-	return cut_flows(&c);
+	c.only = xcalloc(2 * n + 1, sizeof(*c.only));
+	for (i = 0; i < n; i++) {
+		if ((sb = config_sandbox_by_name(cfg, names[i])) == NULL)
+			continue;
+		c.only[c.nonly++] = sb->address;
+		if (config_sandbox_addr6(cfg, sb, &c.only[c.nonly]))
+			c.nonly++;
+	}
+	rc = cut_flows(&c);
+	free(c.only);
+	return rc;
 }
