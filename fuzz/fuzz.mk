@@ -25,6 +25,7 @@ FUZZ_SRCS_fuzz_config =
 FUZZ_SRCS_fuzz_ipc =
 FUZZ_SRCS_fuzz_nflog = gatewayd/nflog/nflog.c
 FUZZ_SRCS_fuzz_ha_arp = gatewayd/ha_arp/ha_arp.c
+FUZZ_SRCS_fuzz_ctflows = gatewayd/parent/ctflows.c
 FUZZ_SRCS_fuzz_control = gatewayd/control/control.c
 FUZZ_SRCS_fuzz_register = gatewayd/register/register.c gatewayd/harepl/wire.c
 FUZZ_SRCS_fuzz_harepl = gatewayd/harepl/wire.c gatewayd/register/register.c

@@ -9,7 +9,7 @@ GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
 	team.c secret.c network.c rtnl.c hostnet.c drift.c console.c budget.c \
 	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
 	dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
-	module.c commit.c
+	module.c commit.c ctflows.c
 GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
 	gatewayd/control/control.c gatewayd/signer/signer.c \
@@ -103,3 +103,9 @@ $(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
 	    $(OBJ)/gatewayd/parent/pool.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+# The parent's list of conntrack entries, from the kernel's events.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_ctflows
+$(BUILD)/tests/test_gatewayd_ctflows: $(OBJ)/tests/unit/test_gatewayd_ctflows.o \
+	    $(OBJ)/gatewayd/parent/ctflows.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(call pkglibs,libmnl) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -156,12 +156,14 @@ static const int metrics_calls[] = {
 };
 
 /* Replication to the other box of a pair: one TLS connection out (a
- * socket, connect, a deadline on each read and write), lines from the
- * parent over its socket; SIGPIPE held back around writes. */
+ * socket, connect, a deadline on each read and write, waited for with
+ * poll), lines from the parent over its socket on the event loop;
+ * SIGPIPE held back around writes. */
 static const int ha_send_calls[] = {
 	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
 	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(connect),
-	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(fcntl),
+	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(fcntl),
 	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(close),
 	SCMP_SYS(shutdown), SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap),
 	SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(futex),
@@ -174,10 +176,11 @@ static const int ha_send_calls[] = {
 
 /* The split-brain watch's ARP reader: the packet socket the parent
  * bound (recvfrom, and sendto for the probes the parent asks for), the
- * parent's messages, poll over both.  No socket of its own. */
+ * parent's messages, the event loop over both.  No socket of its own. */
 static const int ha_arp_calls[] = {
 	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(recvfrom), SCMP_SYS(recvmsg),
-	SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(poll), SCMP_SYS(ppoll),
+	SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl),
 	SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap),
 	SCMP_SYS(futex), SCMP_SYS(clock_gettime), SCMP_SYS(getpid),
 	SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),

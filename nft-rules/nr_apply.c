@@ -633,6 +633,65 @@ nftr_set_elems(struct nftr_ctx *ctx, const char *sandbox,
 	return n;
 }
 
+/* Does the ruleset this context applied last have set name? */
+static bool
+applied_set(const struct nftr_ctx *ctx, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->applied->ntables; i++)
+		if (ctx->applied->tables[i].family == NFPROTO_INET)
+			return model_find_set((struct nr_table *)
+			    &ctx->applied->tables[i], name) != NULL;
+	return false;
+}
+
+/*
+ * Empty every set of sandbox the ruleset applied last holds, in one
+ * transaction.  A sandbox has two to four sets, and a transaction that
+ * fails (on a set that does not exist) costs the kernel as long as an
+ * RCU grace period, 10 to 16 ms each on a loaded 2-core machine, which
+ * made up most of what an unallow cost.  -1 when the kernel's sets are
+ * not the ones applied (the caller then empties them one by one).
+ */
+static int
+flush_applied(struct nftr_ctx *ctx, const char *sandbox)
+{
+	static const int fam[] = { AF_INET, AF_INET6 };
+	struct nftnl_set *s;
+	struct nl_batch *b;
+	struct nlmsghdr *nlh;
+	char name[256], desc[4][300];
+	size_t f, n = 0;
+	int r;
+
+	if (ctx->applied == NULL)
+		return -1;
+	if ((s = nftnl_set_alloc()) == NULL)
+		fatalx("out of memory");
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);
+	b = batch_new(ctx, false);
+	for (f = 0; f < 4; f++) {
+		if (set_name_of(sandbox, fam[f / 2], f % 2, name,
+		    sizeof(name)) == -1 || !applied_set(ctx, name)) {
+			if (f == 0)
+				break;		/* not an allowlist sandbox */
+			continue;
+		}
+		nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+		snprintf(desc[f], sizeof(desc[f]), "flush set %s", name);
+		nlh = batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0,
+		    desc[f]);
+		nftnl_set_elems_nlmsg_build_payload(nlh, s);
+		batch_next(b);
+		n++;
+	}
+	r = n > 0 ? batch_run(b, true) : -1;
+	batch_free(b);
+	nftnl_set_free(s);
+	return r;
+}
+
 int
 nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 {
@@ -644,6 +703,8 @@ nftr_set_flush(struct nftr_ctx *ctx, const char *sandbox)
 	size_t f;
 	int r = 0;
 
+	if (flush_applied(ctx, sandbox) == 0)
+		return 0;
 	if ((s = nftnl_set_alloc()) == NULL)
 		fatalx("out of memory");
 	nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE);

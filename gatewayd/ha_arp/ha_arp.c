@@ -21,11 +21,11 @@
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if_arp.h>
-#include <poll.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ev.h"
 #include "ha_arp.h"
 #include "ipc.h"
 #include "log.h"
@@ -183,28 +183,48 @@ from_uplink(int fd, int ipc, const struct ha_arp_watch *w)
 		_exit(1);
 }
 
+/* What the loop's callbacks need: the process's own, set once. */
+static struct {
+	int				 fd, ipc;
+	const struct ha_arp_watch	*w;
+	struct ev			 fd_ev, ipc_ev;
+} A;
+
+static void
+parent_ready(struct ev *e, uint32_t events)
+{
+	(void)e;
+	(void)events;
+	from_parent(A.fd, A.ipc, A.w);
+}
+
+static void
+uplink_ready(struct ev *e, uint32_t events)
+{
+	(void)e;
+	if (events & EPOLLIN)
+		from_uplink(A.fd, A.ipc, A.w);
+	else
+		_exit(1);
+}
+
 void
 ha_arp_child(int fd, int ipc, const struct ha_arp_watch *w, pid_t parent)
 {
-	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { ipc, POLLIN, 0 } };
-
-	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 ||
+	A.fd = fd;
+	A.ipc = ipc;
+	A.w = w;
+	/* The loop before the filter, which allows waiting on it but not
+	 * making one. */
+	if (fcntl(ipc, F_SETFL, O_NONBLOCK) == -1 || ev_init() == -1 ||
+	    ev_add(&A.fd_ev, fd, EPOLLIN, uplink_ready, NULL) == -1 ||
+	    ev_add(&A.ipc_ev, ipc, EPOLLIN, parent_ready, NULL) == -1 ||
 	    (privdrop("moat-log") == -1 && privdrop("nobody") == -1))
 		_exit(1);
 	die_with_parent(parent);
 	if (sandbox_narrow(SANDBOX_HA_ARP) == -1)
 		_exit(1);
-	for (;;) {
-		if (poll(pfd, 2, -1) == -1) {
-			if (errno == EINTR)
-				continue;
+	for (;;)
+		if (ev_run_once(-1) == -1)
 			_exit(1);
-		}
-		if (pfd[1].revents)
-			from_parent(fd, ipc, w);
-		if (pfd[0].revents & POLLIN)
-			from_uplink(fd, ipc, w);
-		else if (pfd[0].revents)
-			_exit(1);
-	}
 }

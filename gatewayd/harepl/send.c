@@ -25,13 +25,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
@@ -60,6 +58,8 @@ static struct {
 	uint64_t	 last_io;	/* the last answer heard */
 	uint64_t	 up_since;	/* the connection's */
 	char		 said[160];	/* the last state audited */
+	struct ev	 ipc_ev;
+	struct ev_timer	 wake;		/* the next try, or the next ping */
 } S;
 
 /* One audit line for the parent, when the state it says is new. */
@@ -158,13 +158,11 @@ take(void)
 	}
 }
 
+/* A request may block for its deadline: read the clock afresh. */
 static uint64_t
 now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return ev_now_update();
 }
 
 /* The link failed: close it and try again at once if it had been up a
@@ -248,14 +246,32 @@ send_all(void)
 	}
 }
 
-/* How long poll may wait: until the next try, or the next ping. */
-static int
-wait_ms(void)
-{
-	uint64_t now = now_ms(), at;
+/* Wake when the next try or the next ping is due. */
+static void	woken(void *);
 
-	at = S.rc == NULL ? S.next_try : S.last_io + HAREPL_PING_S * 1000;
-	return at <= now ? 0 : (int)(at - now);
+static void
+arm(void)
+{
+	ev_timer_set(&S.wake, S.rc == NULL ? S.next_try :
+	    S.last_io + HAREPL_PING_S * 1000, woken, NULL);
+}
+
+static void
+woken(void *arg)
+{
+	(void)arg;
+	send_all();
+	arm();
+}
+
+static void
+ipc_ready(struct ev *e, uint32_t events)
+{
+	(void)e;
+	(void)events;
+	take();
+	send_all();
+	arm();
 }
 
 void
@@ -263,8 +279,7 @@ harepl_send_main(int ipc, pid_t parent, struct reg_pem *pem,
     const char *peer, const uint8_t pin[32])
 {
 	unsigned char seed[16];
-	struct pollfd p;
-	int fl, timeout;
+	int fl;
 
 	OPENSSL_init_ssl(0, NULL);
 	S.ctx = regclient_ctx_pem(pem->cert, pem->certlen, pem->key,
@@ -279,20 +294,20 @@ harepl_send_main(int ipc, pid_t parent, struct reg_pem *pem,
 	S.ipc = ipc;
 	S.peer = peer;
 	memcpy(S.pin, pin, sizeof(S.pin));
+	/* The loop before the filter, which allows waiting on it but not
+	 * making one. */
 	if ((fl = fcntl(ipc, F_GETFL)) == -1 ||
-	    fcntl(ipc, F_SETFL, fl | O_NONBLOCK) == -1)
+	    fcntl(ipc, F_SETFL, fl | O_NONBLOCK) == -1 || ev_init() == -1 ||
+	    ev_add(&S.ipc_ev, ipc, EPOLLIN, ipc_ready, NULL) == -1)
 		_exit(1);
 	if (RAND_bytes(seed, sizeof(seed)) != 1 || privdrop(HAREPL_USER) == -1)
 		_exit(1);
 	die_with_parent(parent);
 	if (sandbox_narrow(SANDBOX_HA_SEND) == -1)
 		_exit(1);
-	for (;;) {
-		p = (struct pollfd){ .fd = ipc, .events = POLLIN };
-		timeout = wait_ms();
-		if (poll(&p, 1, timeout) == -1 && errno != EINTR)
+	send_all();
+	arm();
+	for (;;)
+		if (ev_run_once(-1) == -1)
 			_exit(1);
-		take();
-		send_all();
-	}
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "admit.h"
+#include "ctflows.h"
 #include "gw.h"
 #include "commit.h"
 #include "grant.h"
@@ -168,15 +169,22 @@ gw_commit(struct gw *gw, struct moat_config *file, struct gw_commit *c,
 		proc_reload(gw, &d);
 		conf_delta_free(&d);
 	}
-	/* 4. What the new policy refuses is cut, whoever opened it. */
-	c->cut = widened ? 0 : policy_cut_flows(old, next);
+	/* 4. What the new policy refuses is cut, whoever opened it: after a
+	 * change of grants alone, only the flows of the sandboxes whose
+	 * list changed can be refused. */
+	ctflows_tick();
+	if (widened)
+		c->cut = 0;
+	else if (file == NULL)
+		c->cut = policy_cut_narrowed(next, changed, nchanged);
+	else
+		c->cut = policy_cut_flows(old, next);
 	if (c->cut == -1)
 		log_warnx("%s: the flows the change refuses could not all be "
 		    "cut", c->why);
 	else if (!widened && nchanged > 0)
 		log_info("grants narrowed %s%s: %d flow(s) cut", changed[0],
 		    nchanged > 1 ? " and others" : "", c->cut);
-	free(changed);
 	gw_effective_free(old, oldfile);
 	if (file != NULL)
 		config_free(oldfile);
@@ -184,6 +192,10 @@ gw_commit(struct gw *gw, struct moat_config *file, struct gw_commit *c,
 	/* 5. */
 	c->ms = ms_since(&t0);
 	st->commit_ms = c->ms;
+	if (!widened && nchanged > 0)
+		log_info("grants ended: %zu sandbox(es) narrowed in %.1f ms",
+		    nchanged, c->ms);
+	free(changed);
 	log_debug("commit (%s): %.1f ms, %d flow(s) cut", c->why, c->ms,
 	    c->cut);
 	return 0;

@@ -30,6 +30,7 @@
 #include "json.h"
 #include "log.h"
 #include "nftrules.h"
+#include "ctflows.h"
 #include "refusals.h"
 
 static int policy_update(struct gw *, struct nftr_ruleset *);
@@ -577,6 +578,8 @@ struct ct_cut {
 	const struct moat_config *old, *new;
 	const char *const	*narrowed;	/* narrowed in place (grants) */
 	size_t			 nnarrowed;
+	struct moat_addr	*only;		/* their addresses, both families */
+	size_t			 nonly;
 	char			*dels;		/* copies of refused tuples */
 	uint8_t			*fams;		/* the family of each */
 	size_t			 dlen, nd;
@@ -679,28 +682,59 @@ flow_refused(const struct ct_cut *c, const struct ct_flow *f)
 	    ADMIT_OK;
 }
 
-static int
-ct_cb(const struct nlmsghdr *nlh, void *data)
+/* Grants narrowed some sandboxes and nothing else changed: only their
+ * flows can be refused now, and only theirs are judged, so that a grant's
+ * end costs what that sandbox's flows cost, not every guest's. */
+static bool
+from_only(const struct ct_cut *c, const struct ct_flow *f)
+{
+	size_t i;
+
+	if (c->only == NULL)
+		return true;
+	for (i = 0; i < c->nonly; i++)
+		if (addr_cmp(&c->only[i], &f->src) == 0)
+			return true;
+	return false;
+}
+
+/* One entry: keep a copy of its tuple if the new policy refuses it. */
+static void
+ct_judge(const struct nlattr *a, uint8_t family, void *data)
 {
 	struct ct_cut *c = data;
-	const struct nlattr *a;
 	struct ct_flow f;
 	size_t al;
 
+	(void)family;
+	if (ct_tuple(a, &f) == -1 || !from_only(c, &f) ||
+	    !flow_refused(c, &f))
+		return;
+	al = MNL_ALIGN(a->nla_len);
+	c->dels = xreallocarray(c->dels, c->dlen + al, 1);
+	memset(c->dels + c->dlen, 0, al);
+	memcpy(c->dels + c->dlen, a, a->nla_len);
+	c->dlen += al;
+	c->fams = xreallocarray(c->fams, c->nd + 1, 1);
+	c->fams[c->nd++] = (uint8_t)f.src.family;
+}
+
+static int
+ct_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nfgenmsg *nfg = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+
 	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
-		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG ||
-		    ct_tuple(a, &f) == -1 || !flow_refused(c, &f))
+		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG)
 			continue;
-		al = MNL_ALIGN(a->nla_len);
-		c->dels = xreallocarray(c->dels, c->dlen + al, 1);
-		memset(c->dels + c->dlen, 0, al);
-		memcpy(c->dels + c->dlen, a, a->nla_len);
-		c->dlen += al;
-		c->fams = xreallocarray(c->fams, c->nd + 1, 1);
-		c->fams[c->nd++] = (uint8_t)f.src.family;
+		ctflows_seen(a, nfg->nfgen_family);
+		ct_judge(a, nfg->nfgen_family, data);
 	}
 	return MNL_CB_OK;
 }
+
+static uint32_t ct_seq;
 
 /* family: of the tuple a deletion names; AF_UNSPEC dumps both. */
 static struct nlmsghdr *
@@ -719,6 +753,8 @@ ct_hdr(char *buf, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family)
 	return nlh;
 }
 
+/* Delete each refused flow by its tuple, one acknowledged request at a
+ * time; the number deleted, or -1 when the socket failed. */
 static int
 ct_delete_all(struct ct_cut *c)
 {
@@ -728,54 +764,93 @@ ct_delete_all(struct ct_cut *c)
 	size_t off = 0;
 	int deleted = 0;
 	size_t k = 0;
-	uint32_t seq = (uint32_t)time(NULL) + 1000;
+	ssize_t n;
 
 	while (off < c->dlen) {
 		a = (const struct nlattr *)(c->dels + off);
 		off += MNL_ALIGN(a->nla_len);
-		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++seq,
+		nlh = ct_hdr(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, ++ct_seq,
 		    c->fams[k++]);
 		memcpy(mnl_nlmsg_get_payload_tail(nlh), a, a->nla_len);
 		nlh->nlmsg_len += MNL_ALIGN(a->nla_len);
-		if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0)
+		if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0 ||
+		    (n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf))) <= 0)
 			return -1;
-		if (mnl_socket_recvfrom(c->nl, buf, sizeof(buf)) > 0 &&
-		    mnl_cb_run(buf, sizeof(buf), seq, 0, NULL, NULL) >= 0)
+		if (mnl_cb_run(buf, (size_t)n, ct_seq, 0, NULL, NULL) >= 0) {
 			deleted++;
+			ctflows_gone(a);
+		} else if (errno == ENOENT)
+			ctflows_gone(a);	/* gone already */
 	}
 	return deleted;
 }
 
-/* Dump both families' conntrack tables and delete every flow c refuses;
- * the number deleted, or -1. */
+/* Dump both families' conntrack tables, judging every entry (and giving
+ * it to the list of flows to start it again); 0 or -1. */
 static int
-cut_flows(struct ct_cut *c)
+ct_dump(struct ct_cut *c)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh;
-	uint32_t seq = (uint32_t)time(NULL);
 	ssize_t n;
-	int rc = 0;
+	int r = -1;
 
-	if ((c->nl = mnl_socket_open(NETLINK_NETFILTER)) == NULL ||
-	    mnl_socket_bind(c->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = -1;
-		goto out;
-	}
+	log_info("conntrack: the whole table walked (the list of flows is "
+	    "not complete)");
+	ctflows_walk_begin();
 	/* Both families: a guest's IPv6 flows are judged as its IPv4. */
-	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, seq, AF_UNSPEC);
+	nlh = ct_hdr(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, ++ct_seq, AF_UNSPEC);
 	if (mnl_socket_sendto(c->nl, nlh, nlh->nlmsg_len) < 0) {
-		rc = -1;
-		goto out;
+		ctflows_walked(false);
+		return -1;
 	}
 	while ((n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf))) > 0)
-		if (mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(c->nl),
-		    ct_cb, c) <= MNL_CB_STOP)
+		if ((r = mnl_cb_run(buf, (size_t)n, ct_seq,
+		    mnl_socket_get_portid(c->nl), ct_cb, c)) <= MNL_CB_STOP)
 			break;
+	ctflows_walked(n > 0 && r == MNL_CB_STOP);
+	return n > 0 && r == MNL_CB_STOP ? 0 : -1;
+}
+
+/*
+ * Judge every conntrack entry of both families and delete each flow c
+ * refuses; the number deleted, or -1.  The entries are those the
+ * parent's list holds (parent_ctflows.h) when it holds them all, else a
+ * dump of the kernel's whole table, which fills the list again.
+ *
+ * The socket stays open from one commit to the next: closing a netfilter
+ * netlink socket cost 3 to 17 ms on a loaded 2-core machine, as much as
+ * the rest of a narrowing.  One that failed is closed, so that no reply
+ * left in it meets the next request.
+ */
+static int
+cut_flows(struct ct_cut *c)
+{
+	static struct mnl_socket *nl;
+	int rc = -1, dumped = 0;
+
+	if (nl == NULL && ((nl = mnl_socket_open2(NETLINK_NETFILTER,
+	    SOCK_CLOEXEC)) == NULL || mnl_socket_bind(nl, 0,
+	    MNL_SOCKET_AUTOPID) < 0)) {
+		if (nl != NULL)
+			mnl_socket_close(nl);
+		nl = NULL;
+		goto out;
+	}
+	c->nl = nl;
+	if (ctflows_ready())
+		ctflows_each(ct_judge, c);
+	else
+		dumped = ct_dump(c);
+	/* What a broken dump judged is cut all the same. */
 	rc = ct_delete_all(c);
+	if (dumped == -1)
+		rc = -1;
 out:
-	if (c->nl != NULL)
-		mnl_socket_close(c->nl);
+	if (rc == -1 && nl != NULL) {
+		mnl_socket_close(nl);
+		nl = NULL;
+	}
 	free(c->dels);
 	free(c->fams);
 	return rc;
@@ -801,8 +876,21 @@ policy_cut_narrowed(const struct moat_config *cfg, const char *const *names,
 {
 	struct ct_cut c = { .old = cfg, .new = cfg, .narrowed = names,
 	    .nnarrowed = n };
+	const struct moat_sandbox *sb;
+	size_t i;
+	int rc;
 
-	return cut_flows(&c);
+	c.only = xcalloc(2 * n + 1, sizeof(*c.only));
+	for (i = 0; i < n; i++) {
+		if ((sb = config_sandbox_by_name(cfg, names[i])) == NULL)
+			continue;
+		c.only[c.nonly++] = sb->address;
+		if (config_sandbox_addr6(cfg, sb, &c.only[c.nonly]))
+			c.nonly++;
+	}
+	rc = cut_flows(&c);
+	free(c.only);
+	return rc;
 }
 
 /* The sets of sandboxes whose allow list lost a name are emptied; what
@@ -815,8 +903,35 @@ policy_on_commit(struct gw *gw, const struct gw_commit *c)
 		promises_reload(policy_of(gw)->promises, c->old, c->new);
 }
 
+/* The conntrack events are taken once a second between commits, so that
+ * the socket does not overflow (a commit takes them too, first). */
+static uint64_t
+policy_due(const struct gw *gw)
+{
+	if (policy_of(gw)->ctflows_next == 0)
+		policy_of(gw)->ctflows_next = gw_mono_ms();
+	return policy_of(gw)->ctflows_next;
+}
+
+static void
+policy_timer(struct gw *gw)
+{
+	ctflows_tick();
+	policy_of(gw)->ctflows_next = gw_mono_ms() + 1000;
+}
+
+static void
+policy_stop(struct gw *gw)
+{
+	(void)gw;
+	ctflows_free();
+}
+
 const struct gw_module policy_module = {
 	.on_commit = policy_on_commit,
+	.due = policy_due,
+	.timer = policy_timer,
+	.stop = policy_stop,
 	.name = "policy",
 	.size = sizeof(struct gw_policy),
 };

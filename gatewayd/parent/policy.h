@@ -62,6 +62,7 @@ struct gw_policy {
 		uint32_t	 gen;		/* the newest gen */
 	}		*dns_frozen;
 	size_t		 ndns_frozen;
+	uint64_t	 ctflows_next;	/* next drain of conntrack events */
 	bool		 quiet;		/* a commit from the other box:
 					   flushes not sent back */
 };

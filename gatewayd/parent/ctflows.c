@@ -1,0 +1,412 @@
+/*
+ * ctflows.c -- the conntrack entries of the parent's namespace,
+ * kept from the kernel's events (parent_ctflows.h).
+ *
+ * Each entry is its CTA_TUPLE_ORIG attribute, byte for byte as the
+ * kernel writes it in a dump, a new-entry event and a destroy event
+ * alike, in a hash on those bytes.
+ */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ctflows.h"
+
+#define CTFLOWS_MAX		(1 << 20)	/* entries; more: walk instead */
+#define CTFLOWS_RCVBUF		(16 << 20)	/* bytes of events queued */
+#define CTFLOWS_RESYNC_S	10
+#define CTFLOWS_TUPLE_MAX	256		/* bytes of one tuple */
+
+struct flow {
+	struct flow	*next;
+	uint32_t	 hash;
+	uint16_t	 len;		/* of the attribute, header included */
+	uint8_t		 family;
+	uint32_t	 attr[];	/* the attribute, 4-byte aligned */
+};
+
+static struct {
+	struct mnl_socket *ev;		/* events: new and destroyed */
+	struct flow	**b;
+	size_t		  nb, n;
+	bool		  synced;	/* every entry known, none lost since */
+	bool		  walking;	/* a full walk feeds the list */
+	bool		  lost;		/* an event was lost during the walk */
+	time_t		  tried;	/* the last walk the tick made */
+} C;
+
+static uint32_t
+fnv(const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
+}
+
+/* The tuple's bytes, without the attribute header (whose type may carry
+ * the nested flag or not). */
+static const void *
+key(const struct nlattr *a, size_t *len)
+{
+	*len = a->nla_len - sizeof(*a);
+	return (const char *)a + sizeof(*a);
+}
+
+static struct flow **
+find(const struct nlattr *a, uint32_t h)
+{
+	struct flow **f;
+	const struct nlattr *fa;
+	size_t len;
+	const void *k = key(a, &len);
+
+	if (C.nb == 0)
+		return NULL;
+	for (f = &C.b[h & (C.nb - 1)]; *f != NULL; f = &(*f)->next) {
+		fa = (const struct nlattr *)(*f)->attr;
+		if ((*f)->hash == h && fa->nla_len == a->nla_len &&
+		    memcmp(fa + 1, k, len) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static void
+forget_all(void)
+{
+	struct flow *f, *next;
+	size_t i;
+
+	for (i = 0; i < C.nb; i++)
+		for (f = C.b[i]; f != NULL; f = next) {
+			next = f->next;
+			free(f);
+		}
+	free(C.b);
+	C.b = NULL;
+	C.nb = C.n = 0;
+}
+
+static void
+grow(void)
+{
+	struct flow **b, *f, *next;
+	size_t nb = C.nb ? C.nb * 2 : 256, i;
+
+	b = xcalloc(nb, sizeof(*b));
+	for (i = 0; i < C.nb; i++)
+		for (f = C.b[i]; f != NULL; f = next) {
+			next = f->next;
+			f->next = b[f->hash & (nb - 1)];
+			b[f->hash & (nb - 1)] = f;
+		}
+	free(C.b);
+	C.b = b;
+	C.nb = nb;
+}
+
+/* More than the list may hold: it is not trusted until a walk finds
+ * fewer. */
+static void
+overflow(void)
+{
+	forget_all();
+	C.synced = false;
+	C.lost = true;
+}
+
+static void
+put(const struct nlattr *a, uint8_t family)
+{
+	struct flow *f;
+	const void *k;
+	size_t len;
+	uint32_t h;
+
+	if (a->nla_len <= sizeof(*a) || a->nla_len > CTFLOWS_TUPLE_MAX)
+		return;
+	k = key(a, &len);
+	h = fnv(k, len);
+	if (find(a, h) != NULL)
+		return;
+	if (C.n >= CTFLOWS_MAX) {
+		overflow();
+		return;
+	}
+	if (C.n >= C.nb)
+		grow();
+	f = xmalloc(sizeof(*f) + MNL_ALIGN(a->nla_len));
+	f->hash = h;
+	f->len = a->nla_len;
+	f->family = family;
+	memcpy(f->attr, a, a->nla_len);
+	f->next = C.b[h & (C.nb - 1)];
+	C.b[h & (C.nb - 1)] = f;
+	C.n++;
+}
+
+void
+ctflows_gone(const struct nlattr *a)
+{
+	struct flow **f, *dead;
+	const void *k;
+	size_t len;
+
+	if (a->nla_len <= sizeof(*a))
+		return;
+	k = key(a, &len);
+	if ((f = find(a, fnv(k, len))) == NULL)
+		return;
+	dead = *f;
+	*f = dead->next;
+	free(dead);
+	C.n--;
+}
+
+/* The CTA_TUPLE_ORIG of one ctnetlink message, or NULL. */
+static const struct nlattr *
+orig_tuple(const struct nlmsghdr *nlh)
+{
+	const struct nlattr *a;
+
+	if (nlh->nlmsg_len < MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(struct
+	    nfgenmsg)))
+		return NULL;
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+		if (mnl_attr_get_type(a) == CTA_TUPLE_ORIG &&
+		    mnl_attr_get_payload_len(a) > 0)
+			return a;
+	return NULL;
+}
+
+void
+ctflows_events(const void *buf, size_t len)
+{
+	const struct nlmsghdr *nlh = buf;
+	const struct nfgenmsg *nfg;
+	const struct nlattr *a;
+	int rest = len > INT32_MAX ? INT32_MAX : (int)len;
+
+	/* mnl_nlmsg_ok compares the length as a signed int: a length of 2^31
+	 * or more would pass it.  Checked here as unsigned first. */
+	for (; rest >= (int)sizeof(*nlh) && nlh->nlmsg_len <= (unsigned)rest &&
+	    mnl_nlmsg_ok(nlh, rest); nlh = mnl_nlmsg_next(nlh, &rest)) {
+		if ((nlh->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK ||
+		    (a = orig_tuple(nlh)) == NULL)
+			continue;
+		nfg = mnl_nlmsg_get_payload(nlh);
+		switch (nlh->nlmsg_type & 0xff) {
+		case IPCTNL_MSG_CT_NEW:
+			put(a, nfg->nfgen_family);
+			break;
+		case IPCTNL_MSG_CT_DELETE:
+			ctflows_gone(a);
+			break;
+		}
+	}
+}
+
+/* Listen to new and destroyed entries of this namespace. */
+static int
+listen_events(void)
+{
+	int sz = CTFLOWS_RCVBUF;
+
+	if (C.ev != NULL)
+		return 0;
+	if ((C.ev = mnl_socket_open2(NETLINK_NETFILTER, SOCK_NONBLOCK |
+	    SOCK_CLOEXEC)) == NULL ||
+	    mnl_socket_bind(C.ev, NF_NETLINK_CONNTRACK_NEW |
+	    NF_NETLINK_CONNTRACK_DESTROY, MNL_SOCKET_AUTOPID) < 0) {
+		log_warn("conntrack events");
+		if (C.ev != NULL)
+			mnl_socket_close(C.ev);
+		C.ev = NULL;
+		return -1;
+	}
+	/* Root may go past rmem_max; else what the system allows. */
+	if (setsockopt(mnl_socket_get_fd(C.ev), SOL_SOCKET, SO_RCVBUFFORCE,
+	    &sz, sizeof(sz)) == -1)
+		(void)setsockopt(mnl_socket_get_fd(C.ev), SOL_SOCKET,
+		    SO_RCVBUF, &sz, sizeof(sz));
+	C.synced = false;
+	return 0;
+}
+
+/* Everything queued; a loss makes the list untrusted until a walk. */
+static void
+drain(void)
+{
+	static uint32_t buf[65536 / 4];
+	ssize_t n;
+
+	if (C.ev == NULL)
+		return;
+	for (;;) {
+		n = recv(mnl_socket_get_fd(C.ev), buf, sizeof(buf), 0);
+		if (n > 0) {
+			ctflows_events(buf, (size_t)n);
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == ENOBUFS) {
+			C.synced = false;
+			C.lost = true;
+			continue;
+		}
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		log_warn("conntrack events");
+		mnl_socket_close(C.ev);
+		C.ev = NULL;
+		C.synced = false;
+		return;
+	}
+}
+
+void
+ctflows_walk_begin(void)
+{
+	(void)listen_events();
+	drain();	/* what came before the walk is in it */
+	forget_all();
+	C.walking = true;
+	C.lost = false;
+}
+
+void
+ctflows_seen(const struct nlattr *tuple, uint8_t family)
+{
+	if (C.walking)
+		put(tuple, family);
+}
+
+void
+ctflows_walked(bool complete)
+{
+	C.walking = false;
+	/* Events that came during the walk apply on top of it: a new entry
+	 * the walk saw too is one entry, a destroyed one it saw is gone. */
+	drain();
+	C.synced = complete && C.ev != NULL && !C.lost;
+	if (!C.synced)
+		forget_all();
+}
+
+bool
+ctflows_ready(void)
+{
+	drain();
+	return C.synced;
+}
+
+void
+ctflows_each(ctflows_fn *fn, void *arg)
+{
+	struct flow *f, *next;
+	size_t i;
+
+	for (i = 0; i < C.nb; i++)
+		for (f = C.b[i]; f != NULL; f = next) {
+			next = f->next;		/* fn may end f */
+			fn((const struct nlattr *)f->attr, f->family, arg);
+		}
+}
+
+/* A walk of the kernel's table only to fill the list. */
+static void
+walk(void)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	struct nfgenmsg *nfg;
+	uint32_t seq = (uint32_t)time(NULL);
+	const struct nlattr *a;
+	ssize_t n;
+	int rc = -1;
+
+	if ((nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC)) == NULL ||
+	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		if (nl != NULL)
+			mnl_socket_close(nl);
+		return;
+	}
+	ctflows_walk_begin();
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = AF_UNSPEC;
+	nfg->version = NFNETLINK_V0;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		goto out;
+	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
+		int left = (int)n;
+
+		for (nlh = (struct nlmsghdr *)buf; mnl_nlmsg_ok(nlh, left);
+		    nlh = mnl_nlmsg_next(nlh, &left)) {
+			if (nlh->nlmsg_type == NLMSG_DONE) {
+				rc = 0;
+				goto out;
+			}
+			if (nlh->nlmsg_type == NLMSG_ERROR)
+				goto out;
+			if ((a = orig_tuple(nlh)) != NULL)
+				ctflows_seen(a, ((struct nfgenmsg *)
+				    mnl_nlmsg_get_payload(nlh))->nfgen_family);
+		}
+	}
+out:
+	ctflows_walked(rc == 0);
+	mnl_socket_close(nl);
+}
+
+void
+ctflows_tick(void)
+{
+	time_t now;
+
+	drain();
+	if (C.synced)
+		return;
+	/* Not listening (a failure is logged once a try), or events were
+	 * lost: try again now and then, not on every turn of the loop. */
+	now = time(NULL);
+	if (C.tried != 0 && now - C.tried < CTFLOWS_RESYNC_S &&
+	    now >= C.tried)
+		return;
+	C.tried = now;
+	if (listen_events() == 0)
+		walk();
+}
+
+size_t
+ctflows_count(void)
+{
+	return C.n;
+}
+
+void
+ctflows_free(void)
+{
+	forget_all();
+	if (C.ev != NULL)
+		mnl_socket_close(C.ev);
+	C.ev = NULL;
+	C.synced = C.walking = C.lost = false;
+}
