@@ -79,7 +79,7 @@ struct gw_opts {
 /* The proxy is a pool: worker i is PROC_PROXY + i. */
 enum gw_proc_id { PROC_NFLOG = 0, PROC_DNSD, PROC_PROXY,
     PROC_CONTROL = PROC_PROXY + GW_PROXY_MAX, PROC_REGISTER, PROC_METRICS,
-    PROC_HA_RECV, PROC_HA_SEND, PROC_HA_ARP, PROC_MAX };
+    PROC_HA_RECV, PROC_HA_SEND, PROC_HA_ARP, PROC_WEB, PROC_MAX };
 #define PROC_IS_PROXY(id)	((id) >= PROC_PROXY && (id) < PROC_CONTROL)
 
 struct gw_proc {

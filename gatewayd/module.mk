@@ -1,7 +1,8 @@
 # Named by the process each runs in: parent*.c the root parent, control.c
 # the control process (unprivileged), nflog*.c the refusal-log reader,
 # ha_arp.c the split-brain watch's ARP reader, signer.c and ca.c
-# the signer, ctl_client.c `gatewayd ctl`; the proxy is in proxy/.
+# the signer, ctl_client.c `gatewayd ctl`; the proxy is in proxy/, the
+# web console (moat-web) in web/, parent_web.c its parent's side.
 GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_reload.c parent_ctl.c parent_ctlreq.c control.c ctl_client.c \
 	parent_audit.c nflog.c parent_policy.c parent_team.c \
@@ -13,10 +14,12 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
-	parent_owner.c)
+	parent_owner.c parent_web.c web/web.c web/form.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
-EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
-GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
+EXTRA_CFLAGS_gatewayd = -Inft-rules -Igatewayd \
+	-DH2O_USE_LIBUV=0 $(call pkgcflags,libnftnl libmnl libseccomp libh2o-evloop)
+GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto \
+	libh2o-evloop)
 PROGRAMS += $(BUILD)/gatewayd
 INSTALL_SBIN += $(BUILD)/gatewayd
 

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "nftrules.h"
 #include "owner.h"
+#include "parent_web.h"
 
 static void
 on_signal(struct gw *gw, int sfd)
@@ -225,7 +226,8 @@ startup(struct gw *gw)
 	journals_audit(gw, &refused);
 	drift_start(gw);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
-	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
+	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1 ||
+	    web_listen(gw) == -1)
 		return -1;
 	return 0;
 }

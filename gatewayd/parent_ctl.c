@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "parent_web.h"
 #include "log.h"
 #include "nftrules.h"
 #include "privdrop.h"
@@ -66,6 +67,8 @@ static const struct {
 	[CTL_UNALLOW] = { ctl_unallow, false, false },
 	[CTL_HA] = { ctl_ha, true, false },
 	[CTL_GRANTS] = { ctl_grants, false, true },
+	[CTL_WEB_LOGIN] = { ctl_web_login, false, false },
+	[CTL_WEB_SESSIONS] = { ctl_web_sessions, false, true },
 };
 
 #define reply ctl_reply
@@ -256,6 +259,21 @@ dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 		team_provision_fds(r, fds, nfds);
 	else
 		ctl_table[r->verb].fn(r);
+}
+
+void
+ctl_dispatch_as(struct ctl_req *r)
+{
+	char uidbuf[16];
+
+	if (!peer_allowed(r->gw, r->uid, r->gid)) {
+		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
+		audit_event(r->gw, "control-denied", "uid", uidbuf, NULL);
+		reply(r, "error: permission denied: you are not in group "
+		    GW_GROUP " (or root)\n");
+		return;
+	}
+	dispatch(r, NULL, 0);
 }
 
 void

@@ -526,6 +526,25 @@ check_metrics(struct loader *ld)
 			    sizeof(p)), net);
 }
 
+/* The web console: on a management address like the metrics, and a
+ * certificate comes with its key or not at all. */
+static void
+check_web(struct loader *ld)
+{
+	struct moat_gateway *gw = &ld->cfg->gw;
+	const struct moat_where *w = &gw->web_where;
+
+	check_listen(ld, "gateway.web", "the web console", gw->web_listen,
+	    w, "192.168.100.1:8443");
+	if ((gw->web_cert == NULL) != (gw->web_key == NULL))
+		adderr(ld, w->file, w->line, "gateway.web: expected cert and key "
+		    "together, or neither (then a certificate of its own is "
+		    "made at first start)");
+	if (gw->web_listen == NULL && gw->web_cert != NULL)
+		adderr(ld, w->file, w->line, "gateway.web: cert: expected only "
+		    "with listen (the console is off without it)");
+}
+
 /* Replication between the boxes of a pair needs all five keys: an
  * address to listen on, the other box's, its key's pin, and this box's
  * certificate and key; or none of them (no replication). */
@@ -563,4 +582,5 @@ check_all(struct loader *ld)
 	check_exceptions(ld);
 	check_network(ld);
 	check_metrics(ld);
+	check_web(ld);
 }

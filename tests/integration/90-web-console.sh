@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The web console (moat-web): served on a management address only, with
+# a certificate of its own, by an unprivileged process that acts only as
+# the user who logged in through a one-time link.  Driven by a real
+# headless browser (Debian's chromium through selenium) from the LAN
+# namespace, which stands in for the management network; curl forges what
+# a browser would not send.  Screenshots at a phone's width are kept in
+# $WEB_ARTEFACTS (default build/test-artefacts/web).
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/gw.sh
+
+UA=wa$$ UB=wb$$
+ART=${WEB_ARTEFACTS:-$PWD/build/test-artefacts/web}
+mkdir -p "$ART"
+topo_up || { not_ok "topology"; exit 1; }
+topo_members "$UA" "$UB" || { not_ok "members"; exit 1; }
+as() { local u=$1; shift; runuser -u "$u" -- build/gatewayd ctl -s "$GW_SOCK" "$@"; }
+topo_guest dev 10.77.0.11 52:54:00:00:00:0b mt-dev
+topo_guest lab 10.77.0.13 52:54:00:00:00:0d mt-lab
+topo_bg "$NS_INET" upstream python3 tests/harness/dns-upstream.py \
+	--addr 203.0.113.53 --answer-all 203.0.113.10
+topo_wait_port "$NS_INET" 203.0.113.53 53
+topo_http "$NS_INET" $INET_HTTP 80 "hello from the internet"
+chmod 711 "$TOPO_TMP"
+mkdir -p "$TOPO_TMP/sandboxes.d"
+WEB=192.168.77.1:8443
+cat >"$GW_CONF" <<EOF
+gateway: {
+  uplink  = "up0";
+  network = "10.77.0.0/24";
+  bridge  = "moat0";
+  dns:   { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = true; };
+  treat_as_public = [ "203.0.113.0/24" ];
+  member_allow = [ "*.member.test" ];
+  web: { listen = "$WEB"; };
+};
+EOF
+printf '%s\n' 'mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev";' \
+	'egress = "allowlist";' 'allow = [ "pypi.org" ];' "owner = \"$UA\";" \
+	>"$TOPO_TMP/sandboxes.d/dev.conf"
+printf '%s\n' 'mac = "52:54:00:00:00:0d"; address = "10.77.0.13"; tap = "mt-lab";' \
+	'egress = "allowlist";' 'allow = [ "github.test" ];' "owner = \"$UB\";" \
+	>"$TOPO_TMP/sandboxes.d/lab.conf"
+chmod 0640 "$TOPO_TMP"/sandboxes.d/*.conf
+
+# Wrong places and halves are config errors, with file:line.
+bad() { sed "s|^  web: .*|  web: { $1 };|" "$GW_CONF" >"$TOPO_TMP/bad.conf"
+	in_ns "$NS_GW" build/gatewayd -n -c "$TOPO_TMP/bad.conf" 2>&1; }
+expect_match "web.listen inside the sandbox network is refused" \
+	'bad.conf:[0-9]+: gateway.web: listen: expected an address on the management network, not inside gateway.network' \
+	"$(bad 'listen = "10.77.0.1:8443";')"
+expect_match "a cert without its key is refused" \
+	'bad.conf:[0-9]+: gateway.web: expected cert and key together' \
+	"$(bad "listen = \"$WEB\"; cert = \"/x.pem\";")"
+expect_match "-nv prints the web settings" "web: \{ listen = \"$WEB\"; \};" \
+	"$(in_ns "$NS_GW" build/gatewayd -nv -c "$GW_CONF" 2>&1)"
+
+export MOAT_WEB_ROOT=$PWD/web
+gw_start; expect_eq "gatewayd starts with the web console" 0 $?
+topo_wait_port "$NS_GW" 192.168.77.1 8443
+wpid=$(gw_child_pid web)
+expect_eq "the web process runs as moat-web" moat-web \
+	"$(ps -o user= -p "${wpid:-1}" 2>/dev/null | tr -d ' ')"
+expect_match "under seccomp, no_new_privs" 'NoNewPrivs:	1.*Seccomp:	2' \
+	"$(tr '\n' ' ' </proc/${wpid:-1}/status 2>/dev/null)"
+expect_eq "its certificate is its own, in the state folder" 600 \
+	"$(stat -c %a "$TOPO_TMP/state/web/key.pem" 2>&1)"
+expect_fail "and not the interception CA's" cmp -s "$TOPO_TMP/state/web/cert.pem" \
+	"$TOPO_TMP/state/proxy-ca.crt"
+
+lan() { in_ns "$NS_LAN" env -i curl -sk --max-time 5 "$@"; }
+link() { as "$1" web-login "${@:2}" | head -1; }
+
+# --- login links ---------------------------------------------------------
+out=$(as "$UA" web-login)
+expect_match "web-login prints a one-time link" "^https://$WEB/login\?t=[0-9a-f]{64}$" "$(echo "$out" | head -1)"
+fp=$(in_ns "$NS_LAN" openssl s_client -connect $WEB </dev/null 2>/dev/null |
+	openssl x509 -noout -fingerprint -sha256 | sed 's/.*=//')
+expect_match "and the certificate's SHA-256 fingerprint, as served" "^${fp:-none}$" "$(echo "$out" | tail -1)"
+l=$(echo "$out" | head -1)
+expect_eq "a link logs in once (303 with a session cookie)" 303 \
+	"$(lan -o /dev/null -w '%{http_code}' -c "$TOPO_TMP/jar" "$l")"
+expect_match "the cookie is Secure, HttpOnly, SameSite=Strict" \
+	'#HttpOnly_192.168.77.1	FALSE	/	TRUE	[0-9]+	moat_session	[0-9a-f]{64}' "$(cat "$TOPO_TMP/jar")"
+expect_eq "the same link again is refused" 403 "$(lan -o /dev/null -w '%{http_code}' "$l")"
+l=$(link "$UA" --for 1s); sleep 3
+expect_eq "an expired link is refused" 403 "$(lan -o /dev/null -w '%{http_code}' "$l")"
+expect_eq "a made-up link is refused" 403 \
+	"$(lan -o /dev/null -w '%{http_code}' "https://$WEB/login?t=$(printf '%064d' 0)")"
+expect_match "whoami names the user" "\"user\":\"$UA\"" "$(lan -b "$TOPO_TMP/jar" https://$WEB/api/whoami)"
+expect_eq "no cookie: 401" 401 "$(lan -o /dev/null -w '%{http_code}' https://$WEB/api/sandboxes)"
+
+[ -n "${WEB_DEBUG:-}" ] && cp "$GW_LOG" "$GW_AUDIT" "$ART/" 2>/dev/null
+tap_done
