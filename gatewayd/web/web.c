@@ -279,6 +279,35 @@ ask(struct pending *p, int kind, const char *token, const char *csrf,
 
 /* --- the session's answers --------------------------------------------- */
 
+/* A control reply is its body, then "ok" or "error: ..." as its last
+ * line: the body stays, "ok" goes; an error is left alone.  True if ok. */
+static bool
+reply_ok(struct pending *p)
+{
+	char *last;
+
+	if (p->buf == NULL)
+		return false;
+	while (p->len > 0 && p->buf[p->len - 1] == '\n')
+		p->buf[--p->len] = '\0';
+	last = strrchr(p->buf, '\n');
+	last = last ? last + 1 : p->buf;
+	if (strncmp(last, "error:", 6) == 0) {
+		memmove(p->buf, last, strlen(last) + 1);
+		p->len = strlen(p->buf);
+		return false;
+	}
+	if (strcmp(last, "ok") == 0) {
+		*last = '\0';
+		p->len = (size_t)(last - p->buf);
+		if (p->len == 0) {
+			snprintf(p->buf, 3, "ok");
+			p->len = 2;
+		}
+	}
+	return true;
+}
+
 static void
 login_done(struct pending *p)
 {
@@ -315,15 +344,16 @@ api_done(struct pending *p)
 
 	if (req == NULL)
 		return;
-	if (strncmp(b, "error: not logged in", 20) == 0)
+	if (reply_ok(p))
+		respond(req, 200, "OK", p->buf[0] == '{' || p->buf[0] == '[' ?
+		    "application/json" : "text/plain; charset=utf-8", p->buf,
+		    p->len);
+	else if (strncmp(b, "error: not logged in", 20) == 0)
 		respond(req, 401, "Unauthorized", "text/plain; charset=utf-8",
 		    b, p->len);
-	else if (strncmp(b, "error:", 6) == 0)
+	else
 		respond(req, 403, "Forbidden", "text/plain; charset=utf-8", b,
 		    p->len);
-	else
-		respond(req, 200, "OK", b[0] == '{' || b[0] == '[' ?
-		    "application/json" : "text/plain; charset=utf-8", b, p->len);
 }
 
 static void stream_push(struct stream *, char *);
@@ -339,7 +369,7 @@ stream_done(struct pending *p)
 	if (st == NULL || st->req == NULL)
 		return;
 	st->asking = false;
-	if (p->buf == NULL || (p->buf[0] != '[' && p->buf[0] != '{'))
+	if (!reply_ok(p) || (p->buf[0] != '[' && p->buf[0] != '{'))
 		return;
 	if (st->last != NULL && strcmp(st->last, p->buf) == 0)
 		return;

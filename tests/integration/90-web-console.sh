@@ -91,7 +91,71 @@ expect_eq "an expired link is refused" 403 "$(lan -o /dev/null -w '%{http_code}'
 expect_eq "a made-up link is refused" 403 \
 	"$(lan -o /dev/null -w '%{http_code}' "https://$WEB/login?t=$(printf '%064d' 0)")"
 expect_match "whoami names the user" "\"user\":\"$UA\"" "$(lan -b "$TOPO_TMP/jar" https://$WEB/api/whoami)"
+if [ -n "${WEB_DEBUG:-}" ]; then
+	lan -b "$TOPO_TMP/jar" https://$WEB/api/refused > "$ART/refused.txt" 2>&1
+	lan -N --max-time 3 -b "$TOPO_TMP/jar" https://$WEB/api/events > "$ART/events.txt" 2>&1
+fi
 expect_eq "no cookie: 401" 401 "$(lan -o /dev/null -w '%{http_code}' https://$WEB/api/sandboxes)"
+
+# --- forged requests -----------------------------------------------------
+csrf=$(lan -b "$TOPO_TMP/jar" https://$WEB/api/whoami | python3 -c 'import json,sys; print(json.load(sys.stdin)["csrf"])')
+post() { lan -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar" -X POST \
+	-H 'Content-Type: application/x-www-form-urlencoded' "$@" \
+	--data 'sandbox=dev&name=forged.example.test&for=1h' https://$WEB/api/allow; }
+expect_eq "a cross-origin POST is refused, even with the token" 403 \
+	"$(post -H "Origin: https://evil.test" -H "X-CSRF-Token: $csrf")"
+expect_eq "a POST without Origin is refused" 403 "$(post -H "X-CSRF-Token: $csrf")"
+expect_eq "a same-origin POST without the CSRF token is refused" 403 \
+	"$(post -H "Origin: https://$WEB")"
+expect_eq "a same-origin POST with a wrong CSRF token is refused" 403 \
+	"$(post -H "Origin: https://$WEB" -H "X-CSRF-Token: $(printf '%064d' 1)")"
+expect_fail "...and none of them granted anything" grep -q forged <(gw_ctl grants 2>&1)
+expect_match "the refusal is audited with the address and session" \
+	'"event":"web-refused","from":"192.168.77.2","session":"[0-9a-f]{12}","verb":"allow","reason":"the request lacks' \
+	"$(cat "$GW_AUDIT")"
+big=$(head -c 20000 /dev/zero | tr '\0' a)
+expect_eq "a body over the size limit is refused" 413 \
+	"$(lan --http1.1 -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar" -X POST -H "Origin: https://$WEB" \
+	-H "X-CSRF-Token: $csrf" --data "name=$big" https://$WEB/api/allow)"
+
+# --- sessions --------------------------------------------------------------
+expect_match "web-sessions lists the session with its user and address" \
+	"^[0-9a-f]{12} +$UA +from 192.168.77.2" "$(as "$UA" web-sessions)"
+expect_eq "the other member does not see it" "" "$(as "$UB" web-sessions)"
+sid=$(as "$UA" web-sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+expect_match "nor may revoke it" "no web session $sid of yours" "$(as "$UB" web-sessions revoke "$sid" 2>&1)"
+expect_ok "its owner may" as "$UA" web-sessions revoke "$sid"
+expect_eq "a revoked session is logged out" 401 \
+	"$(lan -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar" https://$WEB/api/sandboxes)"
+
+# --- in a real browser ------------------------------------------------------
+used=$(link "$UA"); lan -o /dev/null "$used"
+res=$(in_ns "$NS_LAN" /usr/bin/python3 tests/harness/web-browser.py --base "https://$WEB" \
+	--owner-link "$(gw_ctl web-login | head -1)" --member-link "$(link "$UB")" --reused-link "$used" \
+	--guest-ns "$TOPO-dev" --art "$ART" --gw "$GW_ADDR" --owner root --member "$UB" \
+	--sandbox dev --member-sandbox lab 2>&1)
+echo "$res" | grep '^INFO' | sed 's/^INFO/#/'
+while IFS= read -r line; do
+	case $line in
+	PASS\ *) ok "browser: ${line#PASS }" ;;
+	FAIL\ *) not_ok "browser: ${line#FAIL }" ;;
+	esac
+done <<<"$res"
+expect_match "the browser run finished" 'PASS a member.s grant within member_allow' "$res" ||
+	echo "$res" | tail -20 | sed 's/^/# /'
+for p in refused grants sandboxes audit gateway member-sandboxes; do
+	expect_ok "screenshot $p.png at 390 px kept" test -s "$ART/$p.png"
+done
+
+# --- never from a guest ---------------------------------------------------
+expect_eq "a guest cannot reach the console on the management address" unreachable \
+	"$(tcp_probe $TOPO-dev 192.168.77.1 8443)"
+expect_eq "nor on the gateway's sandbox-side address" unreachable \
+	"$(tcp_probe $TOPO-dev $GW_ADDR 8443)"
+expect_eq "nor through the proxy" 000 \
+	"$(in_ns $TOPO-dev curl -sk -o /dev/null -w '%{http_code}' --max-time 5 -x http://$GW_ADDR:3128 https://$WEB/)"
+expect_eq "nor through the proxy by plain HTTP" 403 \
+	"$(in_ns $TOPO-dev curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://$GW_ADDR:3128 http://$WEB/)"
 
 [ -n "${WEB_DEBUG:-}" ] && cp "$GW_LOG" "$GW_AUDIT" "$ART/" 2>/dev/null
 tap_done
