@@ -110,3 +110,4 @@ $(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
 	    $(OBJ)/gatewayd/parent_pool.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+$(OBJ)/gatewayd/parent_web.o: override CFLAGS += -DMOAT_DATADIR='"$(PREFIX)/share/moat"'
