@@ -118,16 +118,22 @@ try:
           "(pushed by SSE)", "%.2f s" % dt)
 
     # --- hostile names render as text -------------------------------------
-    hostile = r"\060img\032src\061x\032onerror\061alert\0401\041\062.test"
+    # What a DNS name can carry: no space (it is escaped), but "/" parts
+    # attributes as well as a space does.
+    hostile = r"\060img/src/onerror\061alert\0961\096\062.test"
+    marker = r"\060b/id\061pwned\062.test"
     quoted = r"it\039s\034quoted.test"
-    dig(hostile)
-    dig(quoted)
+    for n in (hostile, marker, quoted):
+        dig(n)
     cells = wait(lambda: [c.text for c in drv.find_elements(
         By.CSS_SELECTOR, "#refused-groups td.name") if "onerror" in c.text], 10)
-    check(bool(cells) and "img" in cells[0],
-          "a name carrying <img ... onerror=...> is shown as its text", cells)
-    check(len(drv.find_elements(By.CSS_SELECTOR, "#refused-groups img")) == 0,
-          "and makes no element on the page")
+    check(bool(cells) and "<img" in cells[0],
+          "a name carrying <img/src/onerror=...> is shown as its text", cells)
+    check(wait(lambda: [c for c in drv.find_elements(
+        By.CSS_SELECTOR, "#refused-groups td.name") if "pwned" in c.text], 10),
+          "a name carrying <b/id=pwned> is shown as its text")
+    check(len(drv.find_elements(By.CSS_SELECTOR, "#refused-groups img, #pwned")) == 0,
+          "and neither makes an element on the page")
     qcells = wait(lambda: [c.text for c in drv.find_elements(
         By.CSS_SELECTOR, "#refused-groups td.name") if "quoted" in c.text], 10)
     check(bool(qcells), "a name with quotes is shown as text", qcells)

@@ -99,9 +99,11 @@ expect_eq "no cookie: 401" 401 "$(lan -o /dev/null -w '%{http_code}' https://$WE
 
 # --- forged requests -----------------------------------------------------
 csrf=$(lan -b "$TOPO_TMP/jar" https://$WEB/api/whoami | python3 -c 'import json,sys; print(json.load(sys.stdin)["csrf"])')
+# What the member may grant (dev is theirs, member_allow has it): only
+# the forgery stands in the way.
 post() { lan -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar" -X POST \
 	-H 'Content-Type: application/x-www-form-urlencoded' "$@" \
-	--data 'sandbox=dev&name=forged.example.test&for=1h' https://$WEB/api/allow; }
+	--data 'sandbox=dev&name=forged.member.test&for=1h' https://$WEB/api/allow; }
 expect_eq "a cross-origin POST is refused, even with the token" 403 \
 	"$(post -H "Origin: https://evil.test" -H "X-CSRF-Token: $csrf")"
 expect_eq "a POST without Origin is refused" 403 "$(post -H "X-CSRF-Token: $csrf")"
@@ -110,6 +112,10 @@ expect_eq "a same-origin POST without the CSRF token is refused" 403 \
 expect_eq "a same-origin POST with a wrong CSRF token is refused" 403 \
 	"$(post -H "Origin: https://$WEB" -H "X-CSRF-Token: $(printf '%064d' 1)")"
 expect_fail "...and none of them granted anything" grep -q forged <(gw_ctl grants 2>&1)
+expect_eq "the same POST from the console's origin with its token is taken" 200 \
+	"$(post -H "Origin: https://$WEB" -H "X-CSRF-Token: $csrf")"
+expect_match "...as the member, for 1h" "^dev +forged.member.test .* $UA " "$(gw_ctl grants dev 2>&1)"
+gw_ctl unallow dev forged.member.test >/dev/null
 expect_match "the refusal is audited with the address and session" \
 	'"event":"web-refused","from":"192.168.77.2","session":"[0-9a-f]{12}","verb":"allow","reason":"the request lacks' \
 	"$(cat "$GW_AUDIT")"
@@ -117,6 +123,10 @@ big=$(head -c 20000 /dev/zero | tr '\0' a)
 expect_eq "a body over the size limit is refused" 413 \
 	"$(lan --http1.1 -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar" -X POST -H "Origin: https://$WEB" \
 	-H "X-CSRF-Token: $csrf" --data "name=$big" https://$WEB/api/allow)"
+
+urls=$(for i in $(seq 100); do printf 'https://%s/app.css ' "$WEB"; done)
+codes=$(lan -o /dev/null -w '%{http_code}\n' $urls | sort | uniq -c)
+expect_match "100 requests at once from one address meet the rate limit (429)" ' 429$' "$codes"
 
 # --- sessions --------------------------------------------------------------
 expect_match "web-sessions lists the session with its user and address" \
