@@ -59,15 +59,60 @@ async function post(path, fields) {
 }
 
 // --- sandboxes ---------------------------------------------------------
-async function showSandboxes() {
+// Traffic over the last hour, sampled here while the console is open.
+const history = new Map();
+const HOUR = 3600 * 1000;
+
+function sample(list) {
+  const now = Date.now();
+  for (const s of list) {
+    const h = history.get(s.name) || [];
+    h.push({ t: now, b: s.bytes_in + s.bytes_out });
+    while (h.length && h[0].t < now - HOUR) h.shift();
+    history.set(s.name, h);
+  }
+}
+
+// A sparkline of bytes a second, drawn as SVG elements (no markup).
+function chart(name) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(NS, 'svg');
+  svg.setAttribute('viewBox', '0 0 120 24');
+  svg.setAttribute('class', 'spark');
+  const h = history.get(name) || [];
+  const rates = [];
+  for (let i = 1; i < h.length; i++) {
+    rates.push({ t: h[i].t, r: Math.max(0, h[i].b - h[i - 1].b) / Math.max(1, (h[i].t - h[i - 1].t) / 1000) });
+  }
+  const max = Math.max(1, ...rates.map((x) => x.r));
+  const now = Date.now();
+  const pts = rates.map((x) => ((120 * (x.t - (now - HOUR))) / HOUR).toFixed(1) + ',' + (23 - (22 * x.r) / max).toFixed(1));
+  const line = document.createElementNS(NS, 'polyline');
+  line.setAttribute('points', pts.join(' '));
+  svg.append(line);
+  const title = document.createElementNS(NS, 'title');
+  title.textContent = 'last hour, peak ' + bytes(max) + '/s';
+  svg.append(title);
+  return svg;
+}
+
+async function loadSandboxes() {
   const list = JSON.parse(await get('/api/sandboxes'));
+  sample(list);
+  return list;
+}
+
+async function showSandboxes() {
+  const list = await loadSandboxes();
   const body = document.getElementById('sandboxes-rows');
-  body.replaceChildren(...list.map((s) => el('tr', {},
+  body.replaceChildren(...list.map((s) => el('tr', { 'data-sandbox': s.name },
     cell('name', s.name, 'name'), cell('egress', s.egress),
     cell('owner', s.owner || '-'), cell('address', s.address),
     cell('in', bytes(s.bytes_in)), cell('out', bytes(s.bytes_out)),
-    cell('connections', s.conns_out))));
-  if (!list.length) body.replaceChildren(el('tr', {}, el('td', { colspan: 7, class: 'muted', text: 'No sandbox of yours.' })));
+    cell('connections', s.conns_out),
+    cell('budget', s.egress_budget ? bytes(s.egress_spent) + ' of ' + bytes(s.egress_budget) : '-'),
+    el('td', { 'data-label': 'last hour' }, chart(s.name)))));
+  if (!list.length) body.replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'muted', text: 'No sandbox of yours.' })));
 }
 
 // --- refused -----------------------------------------------------------
@@ -191,7 +236,7 @@ function route() {
   clearInterval(timer);
   const run = () => pages[name]().catch((e) => { if (e.message !== '401') notice(e.message, true); });
   run();
-  if (name !== 'refused') timer = setInterval(run, 5000);
+  if (name !== 'refused') timer = setInterval(run, name === 'audit' ? 2000 : 5000);
 }
 
 async function main() {
@@ -207,6 +252,7 @@ async function main() {
   window.addEventListener('hashchange', route);
   liveRefused();
   route();
+  setInterval(() => loadSandboxes().catch(() => {}), 30000);
 }
 
 main();
