@@ -497,6 +497,12 @@ check_listen(struct loader *ld, const char *key, const char *what,
 		adderr(ld, w->file, w->line, "%s: listen: expected an address on "
 		    "the management network, not inside gateway.network %s "
 		    "(guests must never reach %s)", key, net, what);
+	else if (a.family == AF_INET6 && gw->ipv6_network.plen > 0 &&
+	    prefix_contains(&gw->ipv6_network, &a))
+		adderr(ld, w->file, w->line, "%s: listen: expected an address on "
+		    "the management network, not inside gateway.ipv6's network %s "
+		    "(guests must never reach %s)", key, prefix_fmt(
+		    &gw->ipv6_network, net, sizeof(net)), what);
 }
 
 static void
