@@ -131,6 +131,26 @@ function portsDialog(sandbox, name) {
   d.showModal();
 }
 
+// What no grant can open: the containment scan's probes (and anything
+// else aimed at private ranges, the gateway, other guests or other
+// resolvers) are folded into one line per sandbox.
+const NEVER = new Set(['private address', 'the gateway host', 'another guest',
+  'a resolver other than the gateway']);
+
+function refusedRow(g, e) {
+  const name = e.destination;
+  const b = (label, dur, cls) => el('button', {
+    class: cls || '', text: label, on: () => allow(g.sandbox, name, dur),
+  });
+  return el('tr', { 'data-sandbox': g.sandbox, 'data-name': name },
+    cell('name', e.what, 'name'), cell('count', e.count),
+    cell('last', e.last), cell('why', e.source + ' ' + e.reason),
+    el('td', { class: 'actions' },
+      b('allow 1 h', '1h', 'primary allow-1h'), b('a day', '1d', 'allow-1d'),
+      b('for good', 'ever', 'allow-ever'),
+      el('button', { text: 'ports…', class: 'allow-ports', on: () => portsDialog(g.sandbox, name) })));
+}
+
 function renderRefused() {
   const box = document.getElementById('refused-groups');
   const groups = state.refused.filter((g) => g.entries.length);
@@ -139,22 +159,19 @@ function renderRefused() {
     return;
   }
   box.replaceChildren(...groups.map((g) => {
-    const rows = g.entries.map((e) => {
-      const name = e.destination;
-      const b = (label, dur, cls) => el('button', {
-        class: cls || '', text: label, 'data-sandbox': g.sandbox, 'data-name': name,
-        on: () => allow(g.sandbox, name, dur),
-      });
-      return el('tr', { 'data-sandbox': g.sandbox, 'data-name': name },
-        cell('name', e.what, 'name'), cell('count', e.count),
-        cell('last', e.last), cell('why', e.source + ' ' + e.reason),
-        el('td', { class: 'actions' },
-          b('allow 1 h', '1h', 'primary allow-1h'), b('a day', '1d', 'allow-1d'),
-          b('for good', 'ever', 'allow-ever'),
-          el('button', { text: 'ports…', class: 'allow-ports', on: () => portsDialog(g.sandbox, name) })));
-    });
-    return el('div', { class: 'group' }, el('h3', { text: g.sandbox }),
-      el('table', {}, el('tbody', {}, ...rows)));
+    const open = g.entries.filter((e) => !NEVER.has(e.reason));
+    const never = g.entries.filter((e) => NEVER.has(e.reason));
+    const parts = [el('h3', { text: g.sandbox }),
+      el('table', {}, el('tbody', {}, ...open.map((e) => refusedRow(g, e))))];
+    if (never.length) {
+      const n = never.reduce((a, e) => a + e.count, 0);
+      parts.push(el('details', { class: 'never' },
+        el('summary', { text: n + ' refusals no grant can open (private ranges, the gateway, other guests, other resolvers: what the containment scan probes)' }),
+        el('table', {}, el('tbody', {}, ...never.map((e) => el('tr', { 'data-sandbox': g.sandbox, 'data-never': e.destination },
+          cell('destination', e.what, 'name'), cell('count', e.count), cell('last', e.last),
+          cell('why', e.source + ' ' + e.reason)))))));
+    }
+    return el('div', { class: 'group' }, ...parts);
   }));
 }
 

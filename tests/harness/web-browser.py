@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 
 ap = argparse.ArgumentParser()
 for a in ("base", "owner-link", "member-link", "reused-link", "guest-ns",
-          "art", "gw", "owner", "member", "sandbox", "member-sandbox"):
+          "art", "gw", "lan-host", "owner", "member", "sandbox", "member-sandbox"):
     ap.add_argument("--" + a, required=True)
 A = ap.parse_args()
 
@@ -143,6 +143,19 @@ try:
     except NoAlertPresentException:
         check(True, "no script of a guest's name runs")
     shot("refused")
+
+    # --- what no grant can open is folded --------------------------------
+    subprocess.run(["ip", "netns", "exec", A.guest_ns, "timeout", "3", "bash",
+                    "-c", "exec 3<>/dev/tcp/%s/22" % A.lan_host],
+                   capture_output=True)
+    folded = wait(lambda: [tr for tr in drv.find_elements(
+        By.CSS_SELECTOR, "#refused-groups details.never tr")
+        if (tr.get_attribute("data-never") or "").startswith(A.lan_host)], 10)
+    check(bool(folded), "a probe of a private address is folded, not listed "
+          "with allow buttons")
+    check(not [r for r in drv.find_elements(By.CSS_SELECTOR, "#refused-groups tr[data-name]")
+               if (r.get_attribute("data-name") or "").startswith(A.lan_host)],
+          "...and offers no allow button")
 
     # --- allow for 1 h from the page ---------------------------------------
     r = row_for(name)

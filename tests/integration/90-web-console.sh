@@ -142,7 +142,7 @@ expect_eq "a revoked session is logged out" 401 \
 used=$(link "$UA"); lan -o /dev/null "$used"
 res=$(in_ns "$NS_LAN" /usr/bin/python3 tests/harness/web-browser.py --base "https://$WEB" \
 	--owner-link "$(gw_ctl web-login | head -1)" --member-link "$(link "$UB")" --reused-link "$used" \
-	--guest-ns "$TOPO-dev" --art "$ART" --gw "$GW_ADDR" --owner root --member "$UB" \
+	--guest-ns "$TOPO-dev" --art "$ART" --gw "$GW_ADDR" --lan-host "$LAN_HOST" --owner root --member "$UB" \
 	--sandbox dev --member-sandbox lab 2>&1)
 echo "$res" | grep '^INFO' | sed 's/^INFO/#/'
 while IFS= read -r line; do
