@@ -111,3 +111,9 @@ $(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/gatewayd/parent_web.o: override CFLAGS += -DMOAT_DATADIR='"$(PREFIX)/share/moat"'
+# What the web console's process reads of a request itself.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_web
+$(BUILD)/tests/test_gatewayd_web: $(OBJ)/tests/unit/test_gatewayd_web.o \
+	    $(OBJ)/gatewayd/web/form.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

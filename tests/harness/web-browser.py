@@ -158,8 +158,13 @@ try:
           "...and offers no allow button")
 
     # --- allow for 1 h from the page ---------------------------------------
-    r = row_for(name)
-    r.find_element(By.CSS_SELECTOR, "button.allow-1h").click()
+    # The live list may be redrawn between finding a button and clicking
+    # it (a new refusal came): find it again until the click lands.
+    def click_allow():
+        drv.execute_script("arguments[0].click()",
+                           row_for(name).find_element(By.CSS_SELECTOR, "button.allow-1h"))
+        return True
+    check(wait(click_allow, 10), "the 'allow 1 h' button can be pressed")
     ok = wait(lambda: dig(name) == "NOERROR", 10)
     check(ok, "after 'allow 1 h' the guest resolves %s" % name)
     body = wait(lambda: fetch(name), 10)
@@ -173,10 +178,14 @@ try:
     shot("grants")
 
     # --- revoke ------------------------------------------------------------
-    for tr in drv.find_elements(By.CSS_SELECTOR, "#grants-rows tr"):
-        if tr.get_attribute("data-entry") == name:
-            tr.find_element(By.CSS_SELECTOR, "button.revoke").click()
-            break
+    def click_revoke():
+        for tr in drv.find_elements(By.CSS_SELECTOR, "#grants-rows tr"):
+            if tr.get_attribute("data-entry") == name:
+                drv.execute_script("arguments[0].click()",
+                                   tr.find_element(By.CSS_SELECTOR, "button.revoke"))
+                return True
+        return False
+    check(wait(click_revoke, 10), "the 'revoke' button can be pressed")
     ok = wait(lambda: dig(name) == "REFUSED", 10)
     check(ok, "'revoke' takes it back: the guest is refused again")
     check(fetch(name) != "hello from the internet",

@@ -157,6 +157,18 @@ for p in refused grants sandboxes audit gateway member-sandboxes; do
 	expect_ok "screenshot $p.png at 390 px kept" test -s "$ART/$p.png"
 done
 
+# --- sessions live in gatewayd, not in the web process ----------------------
+lan -o /dev/null -c "$TOPO_TMP/jar2" "$(link "$UA")"
+old=$(gw_child_pid web)
+kill -9 "$old"
+restarted() { local p; p=$(gw_child_pid web); [ -n "$p" ] && [ "$p" != "$old" ] &&
+	topo_listening "$NS_GW" 192.168.77.1 8443; }
+expect_ok "a killed web process is restarted" wait_for 30 restarted
+serving() { lan -b "$TOPO_TMP/jar2" https://$WEB/api/whoami | grep -q "\"user\":\"$UA\""; }
+expect_ok "and the session still works with the new one" wait_for 10 serving
+expect_ok "a reload leaves the console up" gw_ctl reload
+expect_ok "...and the session with it" serving
+
 # --- never from a guest ---------------------------------------------------
 expect_eq "a guest cannot reach the console on the management address" unreachable \
 	"$(tcp_probe $TOPO-dev 192.168.77.1 8443)"
