@@ -242,8 +242,11 @@ dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 	/* Arguments are not audited: they may name files; "secret set"
 	 * carries its value in the body, which is never looked at here.
 	 * provision's verbs are audited once their sandbox is known
-	 * (parent_team.c). */
-	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision)
+	 * (parent_team.c).  The web console's requests (no connection)
+	 * are audited there, changes with the browser's address and
+	 * session; its pages' reads, several a second, are not. */
+	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision &&
+	    r->conn != -1)
 		audit_event(r->gw, "control", "uid", uidbuf, "user", r->user,
 		    "verb", r->argv[0], "sandbox", "", NULL);
 	if (r->json && !ctl_table[r->verb].json) {

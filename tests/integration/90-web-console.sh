@@ -153,6 +153,14 @@ while IFS= read -r line; do
 done <<<"$res"
 expect_match "the browser run finished" 'PASS a member.s grant within member_allow' "$res" ||
 	echo "$res" | tail -20 | sed 's/^/# /'
+expect_match "the page's grant is audited with user, address and session" \
+	'"event":"web","user":"root","from":"192.168.77.2","session":"[0-9a-f]{12}","verb":"allow","sandbox":"dev"' \
+	"$(cat "$GW_AUDIT")"
+expect_match "...and its revoke" \
+	'"event":"web","user":"root","from":"192.168.77.2","session":"[0-9a-f]{12}","verb":"unallow","sandbox":"dev"' \
+	"$(cat "$GW_AUDIT")"
+expect_eq "the live page's reads (twice a second) do not flood the audit log" 0 \
+	"$(grep -c '"verb":"refused"' "$GW_AUDIT")"
 for p in refused grants sandboxes audit gateway member-sandboxes; do
 	expect_ok "screenshot $p.png at 390 px kept" test -s "$ART/$p.png"
 done
