@@ -50,6 +50,7 @@ struct link {
 	unsigned char	 secret[SECRET_LEN];
 	uid_t		 uid;
 	time_t		 expires;	/* 0: free */
+	long		 session;	/* seconds the session will last */
 };
 
 struct session {
@@ -429,22 +430,29 @@ user_of(uid_t uid, char *out, size_t room)
 		snprintf(out, room, "#%u", (unsigned)uid);
 }
 
-/* "300", "5m", "90s": seconds, 1 .. WEB_LINK_MAX_S; -1 otherwise. */
-static long
-link_secs(const char *s)
+/* web-login [--for DURATION] [--session DURATION]: how long the link is
+ * good and how long the session it opens lasts; -1 on a usage error. */
+static int
+login_args(struct ctl_req *r, long *link, long *session)
 {
-	char *end;
 	long v;
+	int i;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || v <= 0)
-		return -1;
-	if (*end == 'm' && end[1] == '\0')
-		v *= 60;
-	else if (!(*end == '\0' || (*end == 's' && end[1] == '\0')))
-		return -1;
-	return v > WEB_LINK_MAX_S ? -1 : v;
+	*link = WEB_LINK_S;
+	*session = WEB_SESSION_S;
+	for (i = 1; i < r->argc; i += 2) {
+		if (i + 1 >= r->argc || gw_duration(r->argv[i + 1], &v) == -1 ||
+		    v <= 0)
+			return -1;
+		if (strcmp(r->argv[i], "--for") == 0 && v <= WEB_LINK_MAX_S)
+			*link = v;
+		else if (strcmp(r->argv[i], "--session") == 0 &&
+		    v <= WEB_SESSION_S)
+			*session = v;
+		else
+			return -1;
+	}
+	return 0;
 }
 
 void
@@ -452,8 +460,8 @@ ctl_web_login(struct ctl_req *r)
 {
 	time_t now = time(NULL);
 	struct link *l = NULL;
-	char tok[2 * SECRET_LEN + 1];
-	long secs = WEB_LINK_S;
+	char tok[2 * SECRET_LEN + 1], vs[24], ss[24];
+	long secs, session;
 	size_t i;
 
 	if (W.fd == -1) {
@@ -461,13 +469,11 @@ ctl_web_login(struct ctl_req *r)
 		    "gateway.web.listen to a management address\n");
 		return;
 	}
-	if (r->argc == 3 && strcmp(r->argv[1], "--for") == 0)
-		secs = link_secs(r->argv[2]);
-	else if (r->argc != 1)
-		secs = -1;
-	if (secs == -1) {
-		ctl_reply(r, "error: usage: web-login [--for SECONDS|MINUTESm] "
-		    "(at most %d minutes)\n", WEB_LINK_MAX_S / 60);
+	if (login_args(r, &secs, &session) == -1) {
+		ctl_reply(r, "error: usage: web-login [--for DURATION] "
+		    "[--session DURATION] (the link: at most %d minutes; the "
+		    "session: at most %d hours)\n", WEB_LINK_MAX_S / 60,
+		    WEB_SESSION_S / 3600);
 		return;
 	}
 	expire(now);
@@ -483,9 +489,12 @@ ctl_web_login(struct ctl_req *r)
 		fatalx("web: no randomness");
 	l->uid = r->uid;
 	l->expires = now + secs;
+	l->session = session;
 	hex(l->secret, SECRET_LEN, tok);
-	audit_event(r->gw, "web-link", "user", r->user, "valid_s",
-	    secs == WEB_LINK_S ? "300" : r->argv[2], NULL);
+	snprintf(vs, sizeof(vs), "%ld", secs);
+	snprintf(ss, sizeof(ss), "%ld", session);
+	audit_event(r->gw, "web-link", "user", r->user, "valid_s", vs,
+	    "session_s", ss, NULL);
 	ctl_reply(r, "%s/login?t=%s\n", W.url, tok);
 	ctl_reply(r, "one use, valid for %ld seconds; the certificate's "
 	    "SHA-256 fingerprint is\n%s\n", secs, W.fingerprint);
@@ -608,6 +617,7 @@ web_login(struct gw *gw, int fd, uint32_t id, const struct ipc_web_req *m)
 	struct session *s;
 	time_t now = time(NULL);
 	char out[512], sec[2 * SECRET_LEN + 1], idb[8];
+	long life;
 	size_t i;
 	int n;
 
@@ -631,6 +641,7 @@ web_login(struct gw *gw, int fd, uint32_t id, const struct ipc_web_req *m)
 	s = session_slot();
 	explicit_bzero(s, sizeof(*s));
 	s->uid = l->uid;
+	life = l->session;
 	explicit_bzero(l, sizeof(*l));		/* one use */
 	if (RAND_bytes(s->secret, SECRET_LEN) != 1 ||
 	    RAND_bytes(s->csrf, SECRET_LEN) != 1 ||
@@ -640,11 +651,11 @@ web_login(struct gw *gw, int fd, uint32_t id, const struct ipc_web_req *m)
 	user_of(s->uid, s->user, sizeof(s->user));
 	snprintf(s->from, sizeof(s->from), "%s", m->from);
 	s->created = s->last = now;
-	s->expires = now + WEB_SESSION_S;
+	s->expires = now + life;
 	hex(s->secret, SECRET_LEN, sec);
 	audit_event(gw, "web-login", "user", s->user, "from", s->from,
 	    "session", s->id, NULL);
-	n = snprintf(out, sizeof(out), "ok %s %d\n", sec, WEB_SESSION_S);
+	n = snprintf(out, sizeof(out), "ok %s %ld\n", sec, life);
 	web_send(gw, fd, id, out, (size_t)n);
 	explicit_bzero(sec, sizeof(sec));
 	explicit_bzero(out, sizeof(out));

@@ -238,5 +238,10 @@ fetch('/api/whoami').then(r => r.json()).then(me =>
     st, txt = drv.execute_async_script(forge, {"sandbox": A.member_sandbox, "name": "ok.member.test", "for": "1h"})
     check(st == 200, "a member's grant within member_allow on their own sandbox works",
           "%s %s" % (st, txt))
+    drv.get(A.base + "/#grants")
+    rows = wait(lambda: [tr.get_attribute("data-sandbox") for tr in
+                         drv.find_elements(By.CSS_SELECTOR, "#grants-rows tr[data-sandbox]")], 10)
+    check(rows and set(rows) == {A.member_sandbox},
+          "a member's Grants page lists their own sandbox's grants only", rows)
 finally:
     drv.quit()

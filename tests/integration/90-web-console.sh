@@ -95,6 +95,13 @@ if [ -n "${WEB_DEBUG:-}" ]; then
 	lan -b "$TOPO_TMP/jar" https://$WEB/api/refused > "$ART/refused.txt" 2>&1
 	lan -N --max-time 3 -b "$TOPO_TMP/jar" https://$WEB/api/events > "$ART/events.txt" 2>&1
 fi
+lan -o /dev/null -c "$TOPO_TMP/jar3" "$(link "$UA" --session 3s)"
+code() { lan -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar3" https://$WEB/api/whoami; }
+expect_eq "a session made to last 3 s works" 200 "$(code)"
+sleep 5
+expect_eq "...and is refused once it has ended" 401 "$(code)"
+expect_match "a session longer than 8 hours is a usage error" "usage: web-login" \
+	"$(as "$UA" web-login --session 9h 2>&1)"
 expect_eq "no cookie: 401" 401 "$(lan -o /dev/null -w '%{http_code}' https://$WEB/api/sandboxes)"
 
 # --- forged requests -----------------------------------------------------
