@@ -244,6 +244,7 @@ const pages = { sandboxes: showSandboxes, refused: async () => renderRefused(), 
 let timer = null;
 
 function route() {
+  notice('');
   const page = (location.hash || '#refused').slice(1);
   const name = pages[page] ? page : 'refused';
   for (const p of Object.keys(pages)) {

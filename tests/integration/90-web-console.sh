@@ -172,6 +172,10 @@ for p in refused grants sandboxes audit gateway member-sandboxes; do
 	expect_ok "screenshot $p.png at 390 px kept" test -s "$ART/$p.png"
 done
 
+restarts() { gw_ctl status --json | python3 -c "import json,sys
+print([c['restarts'] for c in json.load(sys.stdin)['children'] if c['name']=='web'][0])"; }
+expect_eq "through all of it the web process never died (no system call outside its list)" 0 "$(restarts)"
+
 # --- sessions live in gatewayd, not in the web process ----------------------
 lan -o /dev/null -c "$TOPO_TMP/jar2" "$(link "$UA")"
 old=$(gw_child_pid web)
