@@ -17,6 +17,7 @@
 
 #include "admit.h"
 #include "gatewayd.h"
+#include "parent_web.h"
 #include "log.h"
 
 /* --- what changed ---------------------------------------------------------- */
@@ -341,6 +342,7 @@ gw_reload(struct gw *gw, char **errors)
 	conf_delta(gw, old, cfg, &d);
 	d.nflog_view = nflog_view_changed(old, cfg);
 	metrics_reload(gw, old);
+	web_reload(gw, old);
 	widened = only_widened(gw, &d, old, cfg);
 	gw->reloads++;
 	gw->last_reload = time(NULL);

@@ -247,6 +247,49 @@ web_enabled(void)
 	return W.fd != -1;
 }
 
+static bool
+same_str(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+void
+web_reload(struct gw *gw, const struct moat_config *old)
+{
+	const struct moat_gateway *o = &old->gw, *n = &gw->cfg->gw;
+	struct gw_proc *p = &gw->procs[PROC_WEB];
+	int fd = -1;
+
+	if (same_str(o->web_listen, n->web_listen) &&
+	    same_str(o->web_cert, n->web_cert) &&
+	    same_str(o->web_key, n->web_key))
+		return;
+	if (!same_str(o->web_listen, n->web_listen)) {
+		if (n->web_listen != NULL &&
+		    (fd = gw_listen_tcp(n->web_listen, "web")) == -1) {
+			log_warnx("web: cannot listen on %s; the console stays "
+			    "%s", n->web_listen, W.fd != -1 ? W.url : "off");
+			audit_event(gw, "web-moved", "result", "failed", "listen",
+			    n->web_listen, NULL);
+			return;
+		}
+		if (W.fd != -1)
+			close(W.fd);
+		W.fd = fd;
+		if (fd != -1)
+			snprintf(W.url, sizeof(W.url), "https://%s",
+			    n->web_listen);
+		log_info("web console %s", fd != -1 ? W.url : "closed");
+	}
+	/* A new process with the new listener and certificate; the
+	 * sessions are the parent's and stay. */
+	p->enabled = W.fd != -1;
+	if (p->pid > 0)
+		proc_restart(gw, PROC_WEB);
+	else if (p->enabled)
+		p->restart_at = time(NULL);
+}
+
 /* --- the pages --------------------------------------------------------- */
 
 static const char *

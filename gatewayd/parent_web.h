@@ -21,6 +21,11 @@
  * console is off. */
 int	web_listen(struct gw *);
 bool	web_enabled(void);
+/* gw->cfg is new, old the one it replaced: a listener added, moved or
+ * gone, or another certificate, takes effect now (a new web process;
+ * the sessions stay).  A new address that cannot be bound leaves the
+ * console where it was, logged and audited. */
+void	web_reload(struct gw *, const struct moat_config *old);
 /* The listener, certificate, key and pages for a new web process; wipe
  * the parent's copy after the fork. */
 int	web_boot_prepare(struct gw *, struct web_boot *);

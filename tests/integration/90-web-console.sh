@@ -187,12 +187,19 @@ serving() { lan -b "$TOPO_TMP/jar2" https://$WEB/api/whoami | grep -q "\"user\":
 expect_ok "and the session still works with the new one" wait_for 10 serving
 expect_ok "a reload leaves the console up" gw_ctl reload
 expect_ok "...and the session with it" serving
+sed -i "s|listen = \"$WEB\"|listen = \"192.168.77.1:8444\"|" "$GW_CONF"
+expect_ok "a reload moving the console to another port is taken" gw_ctl reload
+moved() { topo_listening "$NS_GW" 192.168.77.1 8444 && ! topo_listening "$NS_GW" 192.168.77.1 8443; }
+expect_ok "...it listens there, and no longer on the old port" wait_for 30 moved
+WEB=192.168.77.1:8444
+expect_ok "...the session goes with it" wait_for 10 serving
+expect_match "...and login links name the new address" "^https://$WEB/login" "$(link "$UA")"
 
 # --- never from a guest ---------------------------------------------------
 expect_eq "a guest cannot reach the console on the management address" unreachable \
-	"$(tcp_probe $TOPO-dev 192.168.77.1 8443)"
+	"$(tcp_probe $TOPO-dev 192.168.77.1 ${WEB##*:})"
 expect_eq "nor on the gateway's sandbox-side address" unreachable \
-	"$(tcp_probe $TOPO-dev $GW_ADDR 8443)"
+	"$(tcp_probe $TOPO-dev $GW_ADDR ${WEB##*:})"
 expect_eq "nor through the proxy" 000 \
 	"$(in_ns $TOPO-dev curl -sk -o /dev/null -w '%{http_code}' --max-time 5 -x http://$GW_ADDR:3128 https://$WEB/)"
 expect_eq "nor through the proxy by plain HTTP" 403 \
