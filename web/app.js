@@ -231,6 +231,14 @@ async function showGateway() {
   const s = JSON.parse(await get('/api/status'));
   document.getElementById('children-rows').replaceChildren(...(s.children || []).map((c) =>
     el('tr', {}, cell('child', c.name + (c.worker != null ? ' ' + c.worker : '')), cell('pid', c.pid), cell('restarts', c.restarts))));
+  const ss = JSON.parse(await get('/api/sessions'));
+  document.getElementById('sessions-rows').replaceChildren(...ss.map((x) => el('tr', { 'data-session': x.id },
+    cell('id', x.id, 'name'), cell('user', x.user), cell('from', x.from),
+    cell('ends in', Math.ceil(x.ends_in_s / 60) + ' min'),
+    el('td', {}, el('button', {
+      class: 'danger', text: 'revoke',
+      on: async () => { if (await post('/api/revoke', { id: x.id })) showGateway(); },
+    })))));
   const dl = document.getElementById('gateway-facts');
   dl.replaceChildren();
   for (const [k, v] of Object.entries(s)) {

@@ -631,6 +631,7 @@ static const struct {
 	{ "/api/refused", CTL_REFUSED, NULL },
 	{ "/api/grants", CTL_GRANTS, NULL },
 	{ "/api/log", CTL_LOG, NULL },
+	{ "/api/sessions", CTL_WEB_SESSIONS, NULL },
 };
 
 /* POST /api/allow (sandbox, name, for: 1h|1d|ever, ports), /api/unallow
@@ -715,14 +716,15 @@ api(h2o_req_t *req, h2o_iovec_t path, const char *from)
 		w[argc++] = ipc_ctl_verb_name(api_gets[i].verb);
 		if (api_gets[i].arg != NULL)
 			w[argc++] = api_gets[i].arg;
-		else if (req->query_at != SIZE_MAX && web_form_get(
+		else if (api_gets[i].verb != CTL_WEB_SESSIONS &&
+		    req->query_at != SIZE_MAX && web_form_get(
 		    req->path.base + req->query_at + 1,
 		    req->path.len - req->query_at - 1, "sandbox", sb,
 		    sizeof(sb)) == 0 && sb[0] != '-' && sb[0] != '\0')
 			w[argc++] = sb;
 		if ((p = pending_new(P_API, req)) == NULL ||
 		    ask(p, IPC_WEB_CTL, tok, NULL, from, api_gets[i].verb,
-		    api_gets[i].verb != CTL_WEB_SESSIONS, w, argc) == -1)
+		    api_gets[i].arg == NULL, w, argc) == -1)
 			return respond_text(req, 503, "Busy", "busy\n");
 		return 0;
 	}

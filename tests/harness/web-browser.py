@@ -195,7 +195,9 @@ try:
         drv.get(A.base + "/#" + page)
         time.sleep(1.5)
         shot(page)
-    rows = [tr.text for tr in drv.find_elements(By.CSS_SELECTOR, "#sandboxes-rows tr")]
+    sess = [tr.get_attribute("data-session") for tr in
+            drv.find_elements(By.CSS_SELECTOR, "#sessions-rows tr[data-session]")]
+    check(len(sess) >= 1, "the Gateway page lists the web sessions", sess)
     drv.get(A.base + "/#sandboxes")
     rows = wait(lambda: [tr.text for tr in drv.find_elements(By.CSS_SELECTOR, "#sandboxes-rows tr")], 10)
     check(rows and any(A.sandbox in t for t in rows) and
