@@ -195,7 +195,7 @@ static const int web_calls[] = {
 	SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(getsockname),
 	SCMP_SYS(getpeername), SCMP_SYS(shutdown), SCMP_SYS(epoll_wait),
 	SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(fcntl),
-	SCMP_SYS(ioctl), SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap),
+	SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap),
 	SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
 	SCMP_SYS(mprotect), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
 	SCMP_SYS(gettimeofday), SCMP_SYS(time), SCMP_SYS(getrandom),
