@@ -189,7 +189,8 @@ later:
 
 /* In a new child: the parent's blocked signals (kept for its signalfd)
  * and ignored SIGPIPE must not be inherited, or SIGTERM would not stop
- * the child. */
+ * the child; nor its copy of the web console's login links and
+ * sessions, which only the parent may hold. */
 static void
 child_signals(void)
 {
@@ -198,6 +199,7 @@ child_signals(void)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	web_forget();	/* the web console's links and sessions: not ours */
 }
 
 void

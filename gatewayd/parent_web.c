@@ -401,6 +401,13 @@ web_boot_wipe(struct web_boot *b)
 
 /* --- links and sessions ------------------------------------------------ */
 
+void
+web_forget(void)
+{
+	explicit_bzero(W.links, sizeof(W.links));
+	explicit_bzero(W.sessions, sizeof(W.sessions));
+}
+
 static void
 expire(time_t now)
 {

@@ -31,6 +31,10 @@ void	web_reload(struct gw *, const struct moat_config *old);
 int	web_boot_prepare(struct gw *, struct web_boot *);
 void	web_boot_wipe(struct web_boot *);
 gw_dispatch_fn web_dispatch;
+/* In a child just forked: wipe its copy of the links and sessions, which
+ * are the parent's alone (the web process must not find them in its
+ * memory). */
+void	web_forget(void);
 
 /* A request of the session's user (uid, gid, verb, words set), checked
  * and answered as the control socket's are, without a connection to

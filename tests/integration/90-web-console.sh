@@ -183,6 +183,31 @@ kill -9 "$old"
 restarted() { local p; p=$(gw_child_pid web); [ -n "$p" ] && [ "$p" != "$old" ] &&
 	topo_listening "$NS_GW" 192.168.77.1 8443; }
 expect_ok "a killed web process is restarted" wait_for 30 restarted
+# mem_has PID HEX -- is the secret (as bytes) anywhere in PID's memory?
+mem_has() { python3 - "$@" <<'PY'
+import re, sys
+pid, secret = sys.argv[1], bytes.fromhex(sys.argv[2])
+found = False
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+    for line in maps:
+        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+        if not m:
+            continue
+        a, b = int(m.group(1), 16), int(m.group(2), 16)
+        try:
+            mem.seek(a)
+            if secret in mem.read(b - a):
+                found = True
+                break
+        except OSError:
+            pass
+print("yes" if found else "no")
+PY
+}
+sess=$(awk '$6 == "moat_session" {print $7}' "$TOPO_TMP/jar2")
+expect_eq "gatewayd holds the session's secret (the check can see it)" yes "$(mem_has "$GW_PID" "$sess")"
+expect_eq "the new web process does not: it cannot act for a session no browser shows it" no \
+	"$(mem_has "$(gw_child_pid web)" "$sess")"
 serving() { lan -b "$TOPO_TMP/jar2" https://$WEB/api/whoami | grep -q "\"user\":\"$UA\""; }
 expect_ok "and the session still works with the new one" wait_for 10 serving
 expect_ok "a reload leaves the console up" gw_ctl reload
