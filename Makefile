@@ -121,9 +121,14 @@ install: all
 	for c in $(MEMBER_CMDS); do ln -sf $(SBINDIR)/$$c $(DESTDIR)$(BINDIR)/$$c; done
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 README.md docs/*.md examples/grafana-moat.json $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/images
+	install -m 0644 docs/images/*.png $(DESTDIR)$(DOCDIR)/images/
 	# The baseline lists allow = [ "@NAME" ] names (lib/allowlists.c).
 	install -d $(DESTDIR)$(PREFIX)/share/moat/allow.d $(DESTDIR)$(SYSCONFDIR)/moat/allow.d
 	install -m 0644 data/allow.d/*.list $(DESTDIR)$(PREFIX)/share/moat/allow.d/
+	# The web console's pages, read by gatewayd at start (parent_web.c).
+	install -d $(DESTDIR)$(PREFIX)/share/moat/web
+	install -m 0644 web/*.html web/*.css web/*.js $(DESTDIR)$(PREFIX)/share/moat/web/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf ] || \
 	    install -m 0644 examples/moat.conf $(DESTDIR)$(SYSCONFDIR)/moat/moat.conf
 	chmod 0700 $(DESTDIR)$(SYSCONFDIR)/moat/secrets

@@ -4,22 +4,26 @@
 # metrics process, harepl/ the replication sender (and the line both
 # ends speak), register/ the registration process, ha_arp/ the
 # split-brain watch's ARP reader, cli/ what `gatewayd ctl` and
-# `gatewayd register` run as the calling user; the proxy is in proxy/.
+# `gatewayd register` run as the calling user; the proxy is in proxy/,
+# the web console (moat-web) in web/.
 GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
 	team.c secret.c network.c rtnl.c hostnet.c drift.c console.c budget.c \
 	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
 	dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
-	module.c commit.c ctflows.c
+	module.c commit.c ctflows.c web.c
 GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
 	gatewayd/control/control.c gatewayd/signer/signer.c \
 	gatewayd/signer/ca.c gatewayd/nflog/nflog.c gatewayd/metrics/metrics.c \
 	gatewayd/harepl/send.c gatewayd/harepl/wire.c \
 	gatewayd/register/register.c gatewayd/ha_arp/ha_arp.c \
+	gatewayd/web/web.c gatewayd/web/form.c \
 	gatewayd/cli/ctl_client.c gatewayd/cli/register_client.c
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
-EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
-GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
+EXTRA_CFLAGS_gatewayd = -Inft-rules -Igatewayd \
+	-DH2O_USE_LIBUV=0 $(call pkgcflags,libnftnl libmnl libseccomp libh2o-evloop)
+GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto \
+	libh2o-evloop)
 PROGRAMS += $(BUILD)/gatewayd
 INSTALL_SBIN += $(BUILD)/gatewayd
 
@@ -109,3 +113,10 @@ $(BUILD)/tests/test_gatewayd_ctflows: $(OBJ)/tests/unit/test_gatewayd_ctflows.o 
 	    $(OBJ)/gatewayd/parent/ctflows.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(call pkglibs,libmnl) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+$(OBJ)/gatewayd/parent/web.o: override CFLAGS += -DMOAT_DATADIR='"$(PREFIX)/share/moat"'
+# What the web console's process reads of a request itself.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_web
+$(BUILD)/tests/test_gatewayd_web: $(OBJ)/tests/unit/test_gatewayd_web.o \
+	    $(OBJ)/gatewayd/web/form.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

@@ -77,6 +77,9 @@ config_free(struct moat_config *cfg)
 	free(cfg->gw.reg_listen);
 	free(cfg->gw.metrics_textfile);
 	free(cfg->gw.metrics_listen);
+	free(cfg->gw.web_listen);
+	free(cfg->gw.web_cert);
+	free(cfg->gw.web_key);
 	free(cfg->gw.metrics_allow);
 	free(cfg->gw.reg_cert);
 	free(cfg->gw.reg_key);

@@ -167,6 +167,10 @@ struct moat_gateway {
 	size_t		 nmetrics_allow;
 	struct moat_where metrics_allow_where;	/* of allow, for messages */
 	struct moat_where metrics_where;	/* of listen, for messages */
+	char		*web_listen;	/* web.listen "ADDR:PORT", or NULL (off) */
+	char		*web_cert, *web_key;	/* web.cert/key (PEM), or NULL:
+					 * a certificate of its own */
+	struct moat_where web_where;	/* of listen, for messages */
 	unsigned	 verify_interval; /* verify.interval: seconds between two
 					 * full comparisons of the kernel's
 					 * tables with the policy; 0 = none */

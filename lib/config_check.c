@@ -497,6 +497,12 @@ check_listen(struct loader *ld, const char *key, const char *what,
 		adderr(ld, w->file, w->line, "%s: listen: expected an address on "
 		    "the management network, not inside gateway.network %s "
 		    "(guests must never reach %s)", key, net, what);
+	else if (a.family == AF_INET6 && gw->ipv6_network.plen > 0 &&
+	    prefix_contains(&gw->ipv6_network, &a))
+		adderr(ld, w->file, w->line, "%s: listen: expected an address on "
+		    "the management network, not inside gateway.ipv6's network %s "
+		    "(guests must never reach %s)", key, prefix_fmt(
+		    &gw->ipv6_network, net, sizeof(net)), what);
 }
 
 static void
@@ -524,6 +530,25 @@ check_metrics(struct loader *ld)
 			    "\"%s\" (it overlaps gateway.network %s, where "
 			    "guests are)", prefix_fmt(&gw->metrics_allow[i], p,
 			    sizeof(p)), net);
+}
+
+/* The web console: on a management address like the metrics, and a
+ * certificate comes with its key or not at all. */
+static void
+check_web(struct loader *ld)
+{
+	struct moat_gateway *gw = &ld->cfg->gw;
+	const struct moat_where *w = &gw->web_where;
+
+	check_listen(ld, "gateway.web", "the web console", gw->web_listen,
+	    w, "192.168.100.1:8443");
+	if ((gw->web_cert == NULL) != (gw->web_key == NULL))
+		adderr(ld, w->file, w->line, "gateway.web: expected cert and key "
+		    "together, or neither (then a certificate of its own is "
+		    "made at first start)");
+	if (gw->web_listen == NULL && gw->web_cert != NULL)
+		adderr(ld, w->file, w->line, "gateway.web: cert: expected only "
+		    "with listen (the console is off without it)");
 }
 
 /* Replication between the boxes of a pair needs all five keys: an
@@ -563,4 +588,5 @@ check_all(struct loader *ld)
 	check_exceptions(ld);
 	check_network(ld);
 	check_metrics(ld);
+	check_web(ld);
 }

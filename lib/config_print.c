@@ -191,6 +191,17 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fprintf(fp, "interval = %u; };\n", gw->metrics_interval);
 	}
+	if (gw->web_listen != NULL) {
+		fputs("  web: { listen = ", fp);
+		pstr(fp, gw->web_listen);
+		if (gw->web_cert != NULL) {
+			fputs("; cert = ", fp);
+			pstr(fp, gw->web_cert);
+			fputs("; key = ", fp);
+			pstr(fp, gw->web_key);
+		}
+		fputs("; };\n", fp);
+	}
 	if (gw->verify_interval != 60 || !gw->verify_repair)
 		fprintf(fp, "  verify: { interval = %u; repair = %s; };\n",
 		    gw->verify_interval, gw->verify_repair ? "true" : "false");

@@ -461,6 +461,49 @@ static const struct key metrics_keys[] = {
 	    offsetof(struct moat_gateway, metrics_interval) },
 };
 
+/* web = { listen; cert; key; }: the operator's web console (moat-web),
+ * off unless listen is set; without cert and key it makes its own. */
+static void
+set_web_str(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	char **f = FIELD(obj, k, char *);
+	const char *v = config_setting_get_string(s);
+	bool listen = strcmp(k->name, "listen") == 0;
+
+	if (!listen && v[0] != '/') {
+		serr(ld, s, "%s: %s: expected an absolute path, got \"%s\"",
+		    ctx, k->name, v);
+		return;
+	}
+	if (listen && strrchr(v, ':') == NULL) {
+		serr(ld, s, "%s: listen: expected \"ADDRESS:PORT\", got \"%s\"",
+		    ctx, v);
+		return;
+	}
+	free(*f);
+	*f = xstrdup(v);
+}
+
+static const struct key web_keys[] = {
+	{ "listen", K_STR, 0, set_web_str,
+	    offsetof(struct moat_gateway, web_listen) },
+	{ "cert", K_STR, 0, set_web_str,
+	    offsetof(struct moat_gateway, web_cert) },
+	{ "key", K_STR, 0, set_web_str,
+	    offsetof(struct moat_gateway, web_key) },
+};
+
+static void
+set_web(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+
+	where(ld, s, &gw->web_where);
+	walk(ld, s, web_keys, NKEYS(web_keys), obj, "gateway.web");
+}
+
 static void
 set_metrics(struct loader *ld, const config_setting_t *s, void *obj,
     const char *ctx, const struct key *k)
@@ -744,6 +787,7 @@ static const struct key gateway_keys[] = {
 	    offsetof(struct moat_gateway, import_timeout) },
 	{ "registration", K_GROUP, 0, set_registration, 0 },
 	{ "metrics", K_GROUP, 0, set_metrics, 0 },
+	{ "web", K_GROUP, 0, set_web, 0 },
 	{ "verify", K_GROUP, 0, set_verify, 0 },
 	{ "ha", K_GROUP, 0, set_ha, 0 },
 	{ "ipv6", K_GROUP, 0, set_ipv6, 0 },

@@ -40,6 +40,7 @@ static int shape_ha_arp(const void *, size_t, char *, size_t);
 static int shape_ha_probe(const void *, size_t, char *, size_t);
 static int shape_ha_flush(const void *, size_t, char *, size_t);
 static int shape_ha_grant(const void *, size_t, char *, size_t);
+static int shape_web_req(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -73,6 +74,8 @@ static const struct {
 	[IPC_HA_FLUSH] = { "ha-flush", shape_ha_flush },
 	[IPC_HA_SNAP] = { "ha-snap", shape_empty },
 	[IPC_HA_GRANT] = { "ha-grant", shape_ha_grant },
+	[IPC_WEB_REQ] = { "web-req", shape_web_req },
+	[IPC_WEB_REPLY] = { "web-reply", shape_ctl_reply },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -85,6 +88,7 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_REFUSED] = "refused", [CTL_NAMES] = "names",
 	[CTL_ALLOW] = "allow", [CTL_UNALLOW] = "unallow",
 	[CTL_HA] = "ha", [CTL_GRANTS] = "grants",
+	[CTL_WEB_LOGIN] = "web-login", [CTL_WEB_SESSIONS] = "web-sessions",
 };
 
 const char *
@@ -504,6 +508,38 @@ shape_ctl_req(const void *p, size_t len, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* A login (the head alone) or a control request after the head, with
+ * no credentials, descriptors or body: the parent supplies the user. */
+static int
+shape_web_req(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_web_req *m = p;
+
+	if (len < IPC_WEB_REQ_HEAD || m->kind == 0 ||
+	    m->kind >= IPC_WEB_KIND_MAX || m->pad[0] || m->pad[1] ||
+	    m->pad[2] || m->pad2[0] || m->pad2[1] ||
+	    memchr(m->token, '\0', sizeof(m->token)) == NULL ||
+	    memchr(m->csrf, '\0', sizeof(m->csrf)) == NULL ||
+	    memchr(m->from, '\0', sizeof(m->from)) == NULL) {
+		snprintf(err, errlen, "web-req: malformed head");
+		return -1;
+	}
+	if (m->kind != IPC_WEB_CTL) {
+		if (len == IPC_WEB_REQ_HEAD)
+			return 0;
+		snprintf(err, errlen, "web-req: %zu bytes after a login",
+		    len - IPC_WEB_REQ_HEAD);
+		return -1;
+	}
+	if (len < sizeof(*m) || m->req.uid || m->req.gid || m->req.pid ||
+	    m->req.nfds || m->req.bodylen) {
+		snprintf(err, errlen, "web-req: credentials, descriptors or a "
+		    "body in a web request");
+		return -1;
+	}
+	return shape_ctl_req(&m->req, len - IPC_WEB_REQ_HEAD, err, errlen);
 }
 
 static int

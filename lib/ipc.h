@@ -62,6 +62,9 @@ enum ipc_type {
 				 * whole state (no payload) */
 	IPC_HA_GRANT,		/* parent <-> replication: a grant for a
 				 * while made, or ended early */
+	IPC_WEB_REQ,		/* web -> parent: a login link or one
+				 * session's control request */
+	IPC_WEB_REPLY,		/* parent -> web: its answer, in chunks */
 	IPC_TYPE_MAX
 };
 
@@ -281,7 +284,7 @@ enum ipc_ctl_verb {
 	CTL_STATUS = 1, CTL_SANDBOXES, CTL_LIST, CTL_RELOAD, CTL_COUNTERS,
 	CTL_LOG, CTL_CREATE, CTL_START, CTL_STOP, CTL_DESTROY, CTL_SECRET,
 	CTL_CONSOLE, CTL_HOSTS, CTL_REFUSED, CTL_NAMES, CTL_ALLOW, CTL_UNALLOW,
-	CTL_HA, CTL_GRANTS,
+	CTL_HA, CTL_GRANTS, CTL_WEB_LOGIN, CTL_WEB_SESSIONS,
 	CTL_VERB_MAX
 };
 #define IPC_CTL_MAX_ARGS	64
@@ -309,6 +312,30 @@ struct ipc_ctl_reply {
 	uint8_t		pad[3];
 	char		text[];		/* the rest of the payload, no NUL */
 };
+
+/*
+ * The web console (moat-web) holds no rights of its own.  It sends the
+ * parent a login link's token (IPC_WEB_LOGIN) or a session's secret with
+ * one control request in the same shape as IPC_CTL_REQ (IPC_WEB_CTL,
+ * credentials and descriptors zero: the parent knows the session's user)
+ * and the CSRF token the page sent.  from is the browser's address, for
+ * the audit.  The answer is IPC_WEB_REPLY chunks, shaped as
+ * IPC_CTL_REPLY's.
+ */
+enum ipc_web_kind { IPC_WEB_LOGIN = 1, IPC_WEB_CTL, IPC_WEB_LOGOUT,
+	IPC_WEB_KIND_MAX };
+#define IPC_WEB_TOKEN_LEN	65	/* 64 hex digits and a NUL */
+#define IPC_WEB_FROM_LEN	64
+struct ipc_web_req {
+	uint8_t		kind;		/* enum ipc_web_kind */
+	uint8_t		pad[3];
+	char		token[IPC_WEB_TOKEN_LEN];	/* NUL-terminated */
+	char		csrf[IPC_WEB_TOKEN_LEN];	/* NUL-terminated */
+	char		from[IPC_WEB_FROM_LEN];		/* NUL-terminated */
+	uint8_t		pad2[2];
+	struct ipc_ctl_req req;		/* IPC_WEB_CTL only */
+};
+#define IPC_WEB_REQ_HEAD	offsetof(struct ipc_web_req, req)
 
 /* The verb's name on the wire, or NULL. */
 const char *ipc_ctl_verb_name(int verb);

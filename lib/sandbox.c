@@ -17,6 +17,7 @@
  *   registration      gatewayd/register/register.c  moat-reg
  *   metrics           gatewayd/metrics/metrics.c   moat-mon
  *   ha-arp            gatewayd/ha_arp/ha_arp.c    moat-log, else nobody
+ *   web console       gatewayd/web/        moat-web
  * provision's children (provision/proc.c) run QEMU and qemu-img as the
  * guest's user, and read members' files as nobody, with privdrop and no
  * filter here: QEMU installs its own (-sandbox on), and a list that let
@@ -187,6 +188,26 @@ static const int ha_arp_calls[] = {
 	SCMP_SYS(restart_syscall), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
 };
 
+/* The web console: libh2o's event loop (epoll) over the listening socket
+ * the parent bound, TLS with OpenSSL (getrandom), the parent's messages
+ * (recvmsg, sendmsg).  No socket of its own, no file. */
+static const int web_calls[] = {
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
+	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(recvmsg),
+	SCMP_SYS(sendmsg), SCMP_SYS(accept4), SCMP_SYS(accept),
+	SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(getsockname),
+	SCMP_SYS(getpeername), SCMP_SYS(shutdown), SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(fcntl),
+	SCMP_SYS(close), SCMP_SYS(brk), SCMP_SYS(mmap),
+	SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
+	SCMP_SYS(mprotect), SCMP_SYS(futex), SCMP_SYS(clock_gettime),
+	SCMP_SYS(gettimeofday), SCMP_SYS(time), SCMP_SYS(getrandom),
+	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(rt_sigaction), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(fstat),
+	SCMP_SYS(newfstatat), SCMP_SYS(lseek), SCMP_SYS(poll),
+};
+
 static const int inet[] = { AF_INET, AF_INET6 };
 
 #define LIST(a)	(a), sizeof(a) / sizeof((a)[0])
@@ -212,6 +233,7 @@ static const struct role {
 	[SANDBOX_METRICS] = { LIST(metrics_calls), NONE, NONE, false },
 	[SANDBOX_HA_SEND] = { LIST(ha_send_calls), NONE, LIST(inet), false },
 	[SANDBOX_HA_ARP] = { LIST(ha_arp_calls), NONE, NONE, false },
+	[SANDBOX_WEB] = { LIST(web_calls), NONE, NONE, false },
 };
 
 /* A call this architecture does not have (a negative pseudo number that

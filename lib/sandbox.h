@@ -21,6 +21,7 @@ enum sandbox_role {
 	SANDBOX_METRICS,	/* gatewayd's metrics endpoint */
 	SANDBOX_HA_SEND,	/* gatewayd's replication to the other box */
 	SANDBOX_HA_ARP,		/* gatewayd's reader of the uplink's ARP */
+	SANDBOX_WEB,		/* gatewayd's web console (moat-web) */
 	SANDBOX_NROLES
 };
 

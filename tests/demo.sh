@@ -68,7 +68,7 @@ demo_probes() {
 demo_config() {
 	mkdir -p "$DEMO_DIR/sandboxes.d" "$DEMO_STATE" "$TOPO_TMP/run" &&
 	proxy_certs && proxy_conf "$TOPO_TMP/proxy-unused.conf" || return 1
-	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";|" \
+	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";\n  web: { listen = \"192.168.77.1:8443\"; };|" \
 	    -e "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = true; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
 	    -e 's|allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"; },|allow = [ "pypi.org", "*.github.test", "api.bound.test", "other.test", "lan.test" ];\n    secrets = [ "api", "gh" ]; owner = "alice"; },|' \
 	    examples/demo.conf >"$DEMO_CONF"
@@ -120,6 +120,7 @@ TXT
 bold "3. Probes from the guests before moat is running"
 demo_probes
 
+export MOAT_WEB_ROOT=$PWD/web
 bold "4. gatewayd: the appliance (policy, dnsd, proxy, audit)"
 echo "  \$ gatewayd -d -c $DEMO_CONF"
 gw_start || exit 1
@@ -128,6 +129,11 @@ wait_for 30 demo_children_up
 topo_wait_port "$NS_GW" $GW_ADDR 3128
 echo "  \$ gatewayd ctl status"
 gw_ctl status | sed 's/^/    /'
+# The web console, on the LAN side (the demo's management network); it
+# stays up until the teardown.
+echo "  \$ gatewayd ctl web-login    (the web console; from the LAN namespace:"
+echo "     ip netns exec $NS_LAN chromium --ignore-certificate-errors URL)"
+gw_ctl web-login | sed 's/^/    /'
 
 for part in tests/demo.d/*.sh; do
 	[ -e "$part" ] || continue

@@ -8,7 +8,10 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
  ncat socat conntrack conntrackd keepalived openssl python3 python3-fusepy procps strace
  qemu-system-x86 qemu-utils busybox-static cpio genisoimage xz-utils zstd
  lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev
+ libh2o-evloop-dev chromium chromium-driver python3-selenium
  dnsperf dnsmasq-base unbound tinyproxy squid mitmproxy"
+# libh2o-evloop-dev is the web console's HTTP server; chromium, its
+# driver and python3-selenium drive the console's tests in a real browser.
 # The last line is the benches' peers (bench/*.sh, run in smoke mode by
 # tests/integration/09-bench-smoke-*.sh); dnsmasq-base is dnsmasq without
 # its service.

@@ -108,10 +108,15 @@ ctl_usage(FILE *fp)
 "  grants [SANDBOX]        live grants: who, when, until when\n"
 "  ha master|backup|fault  this box's role in a pair, from keepalived's\n"
 "                          notify script (admins; gateway.ha only)\n"
+"  web-login [--for 5m] [--session 8h]\n"
+"                          a one-time link into the web console, and its\n"
+"                          certificate's fingerprint (gateway.web only)\n"
+"  web-sessions [revoke ID] the web console's sessions; end one\n"
 "\n"
 "--json (status, sandboxes, list, counters, hosts, secret list, refused,\n"
-"names, grants; log is JSON already) prints one JSON document; other verbs\n"
-"refuse it.  -s: the control socket (default " GW_SOCK_DEFAULT ").\n"
+"names, grants, web-sessions; log is JSON already) prints one JSON\n"
+"document; other verbs refuse it.  -s: the control socket\n"
+"(default " GW_SOCK_DEFAULT ").\n"
 "Exit status: 0 ok, 1 the daemon refused, 2 usage, 3 cannot reach the\n"
 "daemon.\n");
 }

@@ -41,6 +41,7 @@
 #include "drift.h"
 #include "egress.h"
 #include "ha.h"
+#include "web.h"
 #include "log.h"
 #include "nftrules.h"
 #include "privdrop.h"
@@ -81,6 +82,8 @@ static const struct {
 	[CTL_UNALLOW] = { ctl_unallow, false, false },
 	[CTL_HA] = { ctl_ha, true, false },
 	[CTL_GRANTS] = { ctl_grants, false, true },
+	[CTL_WEB_LOGIN] = { ctl_web_login, false, false },
+	[CTL_WEB_SESSIONS] = { ctl_web_sessions, false, true },
 };
 
 #define reply ctl_reply
@@ -254,8 +257,11 @@ dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 	/* Arguments are not audited: they may name files; "secret set"
 	 * carries its value in the body, which is never looked at here.
 	 * provision's verbs are audited once their sandbox is known
-	 * (parent/team.c). */
-	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision)
+	 * (team.c).  The web console's requests (no connection)
+	 * are audited there, changes with the browser's address and
+	 * session; its pages' reads, several a second, are not. */
+	if (r->verb != CTL_LOG && ctl_table[r->verb].fn != team_provision &&
+	    r->conn != -1)
 		audit_event(r->gw, "control", "uid", uidbuf, "user", r->user,
 		    "verb", r->argv[0], "sandbox", "", NULL);
 	if (r->json && !ctl_table[r->verb].json) {
@@ -271,6 +277,21 @@ dispatch(struct ctl_req *r, const int *fds, size_t nfds)
 		team_provision_fds(r, fds, nfds);
 	else
 		ctl_table[r->verb].fn(r);
+}
+
+void
+ctl_dispatch_as(struct ctl_req *r)
+{
+	char uidbuf[16];
+
+	if (!peer_allowed(r->gw, r->uid, r->gid)) {
+		snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)r->uid);
+		audit_event(r->gw, "control-denied", "uid", uidbuf, NULL);
+		reply(r, "error: permission denied: you are not in group "
+		    GW_GROUP " (or root)\n");
+		return;
+	}
+	dispatch(r, NULL, 0);
 }
 
 void

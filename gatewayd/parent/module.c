@@ -11,7 +11,8 @@
 extern const struct gw_module audit_module, ctl_module, policy_module,
     dnsd_module, proxy_module, reload_module, network_module,
     hostnet_module, drift_module, grants_module, egress_module,
-    budgets_module, reg_module, ha_module, metrics_module, refused_module,
+    budgets_module, reg_module, ha_module, metrics_module, web_module,
+    refused_module,
     proc_module;
 
 /* In the order they start; they stop in the reverse. */
@@ -31,6 +32,7 @@ const struct gw_module *const gw_modules[MOD_MAX] = {
 	[MOD_REG] = &reg_module,
 	[MOD_HA] = &ha_module,
 	[MOD_METRICS] = &metrics_module,
+	[MOD_WEB] = &web_module,
 	[MOD_REFUSED] = &refused_module,
 	[MOD_PROC] = &proc_module,
 };

@@ -43,6 +43,7 @@
 #include "../metrics/metrics.h"
 #include "nftrules.h"
 #include "owner.h"
+#include "web.h"
 
 static void
 on_signal(struct gw *gw, int sfd)

@@ -45,6 +45,7 @@
 #include "../signer/signer.h"
 #include "ipc.h"
 #include "../metrics/metrics.h"
+#include "web.h"
 #include "nftrules.h"
 #include "ev.h"
 #include "log.h"
@@ -62,6 +63,7 @@ static int start_metrics(struct gw *, int ipc);
 static int start_ha_recv(struct gw *, int ipc);
 static int start_ha_send(struct gw *, int ipc);
 static int start_ha_arp(struct gw *, int ipc);
+static int start_web(struct gw *, int ipc);
 static void child_signals(void);
 static void child_fds(int *, int);
 static int start_exec(struct gw *, enum gw_proc_id, int ipc);
@@ -96,6 +98,7 @@ static const struct role {
 	    (1u << IPC_HA_SNAP), harepl_send_dispatch },
 	[PROC_HA_ARP] = { "ha-arp", start_ha_arp, 1u << IPC_HA_ARP,
 	    ha_arp_dispatch },
+	[PROC_WEB] = { "web", start_web, 1u << IPC_WEB_REQ, web_dispatch },
 };
 
 /* Every proxy worker has the proxy's role: the same name, the same
@@ -223,6 +226,8 @@ proc_init(struct gw *gw)
 	/* And gateway.ha.uplink_address has the split-brain watch read the
 	 * uplink's ARP, as the refusal log, whatever -X says. */
 	gw->procs[PROC_HA_ARP].enabled = ha_dup_watch(gw) != NULL;
+	/* And only gateway.web.listen has a web console. */
+	gw->procs[PROC_WEB].enabled = web_enabled();
 	pool_enable(gw);
 }
 
@@ -260,7 +265,8 @@ later:
 
 /* In a new child: the parent's blocked signals (kept for its signalfd)
  * and ignored SIGPIPE must not be inherited, or SIGTERM would not stop
- * the child. */
+ * the child; nor its copy of the web console's login links and
+ * sessions, which only the parent may hold. */
 static void
 child_signals(void)
 {
@@ -270,6 +276,7 @@ child_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	ev_forget();
+	web_forget();	/* the web console's links and sessions: not ours */
 }
 
 void
@@ -684,6 +691,29 @@ start_metrics(struct gw *gw, int ipc)
 		    gw->cfg->gw.nmetrics_allow);
 	}
 	metrics_of(gw)->metrics_sent = 0;	/* a new one has no rendering yet */
+	return pid;
+}
+
+/* The web console gets the listener the parent bound, its certificate
+ * and key and the pages in memory; the parent's copy is wiped at once. */
+static int
+start_web(struct gw *gw, int ipc)
+{
+	struct web_boot b;
+	pid_t pid, parent = getpid();
+
+	if (web_boot_prepare(gw, &b) == -1)
+		return -1;
+	if ((pid = fork()) == -1)
+		log_warn("web: fork");
+	if (pid == 0) {
+		int keep[2] = { b.listen, ipc };
+
+		child_signals();
+		child_fds(keep, 2);
+		web_main(3, 4, parent, &b);
+	}
+	web_boot_wipe(&b);
 	return pid;
 }
 

@@ -77,7 +77,7 @@ host_pkg_state() {
 		find "$p" -printf '%p %y %m %u:%g %s %T@\n' | sort
 	done
 	dpkg-query -W -f='${Package} ${Status}\n' moat 2>&1
-	for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-qemu; do
+	for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-web moat-qemu; do
 		echo "$u: $(getent passwd "$u")"
 	done
 	# The group's gid (other tests add members of their own meanwhile).

@@ -520,6 +520,51 @@ ha_arp_shapes(void **state)
 	assert_int_equal(reg_check(&p, sizeof(p), IPC_HA_PROBE), -1);
 }
 
+/* The web console's requests: a login is the head alone; a control
+ * request carries no credentials, descriptors or body (the parent knows
+ * the session's user), and its words are the verb's; every string of
+ * the head is terminated. */
+static void
+web_shapes(void **state)
+{
+	static union {
+		struct ipc_web_req m;
+		char raw[sizeof(struct ipc_web_req) + 64];
+	} w;
+	static const char words[] = "allow\0dev\0a.test";
+	const size_t head = IPC_WEB_REQ_HEAD, full = sizeof(w.m) + sizeof(words);
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	w.m.kind = IPC_WEB_LOGIN;
+	memset(w.m.token, 'a', 64);
+	assert_int_equal(reg_check(&w, head, IPC_WEB_REQ), 0);
+	assert_int_equal(reg_check(&w, head + 1, IPC_WEB_REQ), -1);
+	assert_int_equal(reg_check(&w, head - 1, IPC_WEB_REQ), -1);
+	memset(w.m.token, 'a', sizeof(w.m.token));	/* not terminated */
+	assert_int_equal(reg_check(&w, head, IPC_WEB_REQ), -1);
+	w.m.token[64] = '\0';
+	w.m.kind = IPC_WEB_KIND_MAX;
+	assert_int_equal(reg_check(&w, head, IPC_WEB_REQ), -1);
+	w.m.kind = IPC_WEB_CTL;
+	w.m.req.verb = CTL_ALLOW;
+	w.m.req.argc = 3;
+	memcpy(w.m.req.data, words, sizeof(words));
+	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), 0);
+	assert_int_equal(reg_check(&w, head, IPC_WEB_REQ), -1);
+	w.m.req.uid = 1000;				/* credentials: no */
+	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), -1);
+	w.m.req.uid = 0;
+	w.m.req.nfds = 1;				/* descriptors: no */
+	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), -1);
+	w.m.req.nfds = 0;
+	w.m.req.verb = CTL_UNALLOW;			/* words not the verb's */
+	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), -1);
+	w.m.pad2[0] = 1;
+	w.m.req.verb = CTL_ALLOW;
+	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), -1);
+}
+
 int
 main(void)
 {
@@ -535,6 +580,7 @@ main(void)
 		cmocka_unit_test(conf_changed_shapes),
 		cmocka_unit_test(conf_allow_shapes),
 		cmocka_unit_test(ha_arp_shapes),
+		cmocka_unit_test(web_shapes),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
