@@ -117,6 +117,9 @@ struct dropin {
 	struct strv	 allow;
 	struct strv	 secrets;
 	const char	*owner;
+	bool		 reverify_given;	/* else the default */
+	unsigned	 reverify;	/* reverify_interval, seconds */
+	bool		 quarantine;	/* quarantine_on_breach */
 };
 int	 dropin_render(FILE *, const struct dropin *);
 /* Write path (which must not exist) from d, kept only if the whole
@@ -213,6 +216,7 @@ struct seed_in {
 	struct strv	 env;		/* "VAR=value" placeholders */
 	const char	*cc_path;	/* containment-check, or NULL */
 	const char	*cc_expect;	/* its --expect: the egress mode */
+	unsigned	 reverify;	/* seconds between re-checks; 0: none */
 	char		*targets;	/* containment-check's targets, or NULL */
 };
 int	 seed_user_data(FILE *, const struct seed_in *);

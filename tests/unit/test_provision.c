@@ -337,7 +337,20 @@ t_seed(void **state)
 	    "\"allowlist\", \"10.77.0.1\" ]\n"));
 	assert_non_null(strstr(u, "MOAT-VERDICT: %s"));
 	assert_non_null(strstr(u, "mount -o ro LABEL=cidata"));
+	assert_null(strstr(u, "moat-reverify"));	/* reverify 0: none */
 	free(u);
+	in.reverify = 600;
+	u = render(seed_user_data, &in);
+	assert_non_null(strstr(u, "path: /etc/systemd/system/"
+	    "moat-reverify.timer"));
+	assert_non_null(strstr(u, "OnUnitInactiveSec=600\\u000a"));
+	assert_non_null(strstr(u, "ExecStart=/usr/local/sbin/moat-reverify "
+	    "allowlist 10.77.0.1\\u000a"));
+	assert_non_null(strstr(u, "--in-guest --quick --expect"));
+	assert_non_null(strstr(u, "  - [ systemctl, enable, --now, "
+	    "moat-reverify.timer ]\n"));
+	free(u);
+	in.reverify = 0;
 	in.cc_path = NULL;
 	in.sudo = true;
 	in.password_hash = "$6$salt$hash";
