@@ -65,6 +65,8 @@ vline_classify(const char *line, size_t len, bool over, bool tag,
 	*v = VERDICT_NONE;
 	if (!tag)
 		return VL_NONE;
+	if (over)
+		return VL_OVERLONG;
 	while (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (!plain(line, len))
