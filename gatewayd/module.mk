@@ -13,7 +13,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
-	parent_owner.c)
+	parent_owner.c parent_verdict.c)
 GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "nftrules.h"
 #include "owner.h"
+#include "verdicts.h"
 
 static void
 on_signal(struct gw *gw, int sfd)
@@ -82,8 +83,9 @@ loop(struct gw *gw, int sfd)
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		timeout = drift_timeout(gw, ha_dup_timeout(gw, egress_timeout(gw,
-		    grants_timeout(gw, proc_next_timeout(gw, time(NULL))))));
+		timeout = verdicts_timeout(drift_timeout(gw, ha_dup_timeout(gw,
+		    egress_timeout(gw, grants_timeout(gw, proc_next_timeout(gw,
+		    time(NULL)))))));
 		i = metrics_next_timeout(gw, time(NULL));
 		if (i != -1 && (timeout == -1 || i < timeout))
 			timeout = i;
@@ -108,6 +110,7 @@ loop(struct gw *gw, int sfd)
 		egress_tick(gw);
 		ha_dup_tick(gw);
 		drift_tick(gw);
+		verdicts_tick(gw);
 	}
 }
 
@@ -212,6 +215,8 @@ startup(struct gw *gw)
 		log_warnx("%s; not starting", err);
 		return -1;
 	}
+	verdicts_start(gw);	/* a quarantine outlives a restart */
+	verdicts_overlay(gw->cfg);
 	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;
@@ -265,6 +270,7 @@ gw_run(struct gw_opts *opts)
 	ha_stop(&gw);
 	hostnet_stop(&gw);
 	drift_stop(&gw);
+	verdicts_stop();
 	ha_dup_stop(&gw);
 	pool_close(&gw);
 	egress_stop(&gw);

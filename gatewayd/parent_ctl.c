@@ -29,6 +29,7 @@
 #include "log.h"
 #include "nftrules.h"
 #include "privdrop.h"
+#include "verdicts.h"
 
 typedef void (*ctl_fn)(struct ctl_req *);
 
@@ -66,6 +67,7 @@ static const struct {
 	[CTL_UNALLOW] = { ctl_unallow, false, false },
 	[CTL_HA] = { ctl_ha, true, false },
 	[CTL_GRANTS] = { ctl_grants, false, true },
+	[CTL_CLEAR_QUARANTINE] = { ctl_clear_quarantine, true, false },
 };
 
 #define reply ctl_reply
@@ -483,6 +485,7 @@ ctl_status(struct ctl_req *r)
 		    (long long)gw->cfg->gw.audit_max_kb * 1024);
 		ha_status(r);
 		drift_status(r);
+		verdicts_status(r);
 		status_json_children(r);
 		net_status(r, &gw->net);
 		reply(r, "}\nok\n");
@@ -495,6 +498,7 @@ ctl_status(struct ctl_req *r)
 	    gw->reload_failures, refusals);
 	ha_status(r);
 	drift_status(r);
+	verdicts_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);
@@ -578,6 +582,7 @@ ctl_sandboxes(struct ctl_req *r)
 			    (unsigned long long)t->bytes_out,
 			    (unsigned long long)t->conns_out,
 			    (unsigned long long)t->conns_in);
+		verdicts_sandbox(r, s->name);
 		sandbox_budget(r, egress_of(r->gw, i));
 		shown++;
 	}

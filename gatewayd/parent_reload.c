@@ -18,6 +18,7 @@
 #include "admit.h"
 #include "gatewayd.h"
 #include "log.h"
+#include "verdicts.h"
 
 /* --- what changed ---------------------------------------------------------- */
 
@@ -319,6 +320,7 @@ gw_reload(struct gw *gw, char **errors)
 		gw->reload_failures++;
 		return -1;
 	}
+	verdicts_overlay(cfg);	/* before the grants: a quarantine ends them */
 	grants_overlay(gw, cfg);
 	if (policy_apply(gw, cfg, err, sizeof(err)) == -1) {
 		metrics_reload_abort();

@@ -85,6 +85,7 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_REFUSED] = "refused", [CTL_NAMES] = "names",
 	[CTL_ALLOW] = "allow", [CTL_UNALLOW] = "unallow",
 	[CTL_HA] = "ha", [CTL_GRANTS] = "grants",
+	[CTL_CLEAR_QUARANTINE] = "clear-quarantine",
 };
 
 const char *
