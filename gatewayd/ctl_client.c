@@ -108,6 +108,8 @@ ctl_usage(FILE *fp)
 "  grants [SANDBOX]        live grants: who, when, until when\n"
 "  ha master|backup|fault  this box's role in a pair, from keepalived's\n"
 "                          notify script (admins; gateway.ha only)\n"
+"  clear-quarantine SANDBOX  end the quarantine of a guest that reported\n"
+"                          NOT CONTAINED (admins)\n"
 "\n"
 "--json (status, sandboxes, list, counters, hosts, secret list, refused,\n"
 "names, grants; log is JSON already) prints one JSON document; other verbs\n"
