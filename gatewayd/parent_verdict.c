@@ -394,8 +394,11 @@ verdicts_status(struct ctl_req *r)
 
 	for (i = 0; i < V.n; i++) {
 		const struct gv *g = &V.v[i];
+		const struct moat_sandbox *sb =
+		    config_sandbox_by_name(r->gw->cfg, g->name);
 
-		if (config_sandbox_by_name(r->gw->cfg, g->name) == NULL)
+		/* A member counts only their own sandboxes' guests. */
+		if (sb == NULL || !ctl_may_see(r, sb->owner))
 			continue;
 		nq += g->quarantined;
 		if (!g->have || g->rec.verdict == VERDICT_NONE)

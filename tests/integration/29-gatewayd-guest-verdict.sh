@@ -105,8 +105,11 @@ expect_match "audit: the quarantine" '"event":"quarantine".*"sandbox":"web"' "$(
 expect_match "audit: through a reload" '"event":"reload".*"result":"ok"' "$(cat "$GW_AUDIT")"
 expect_eq "web's HTTP to the internet is refused now" 000 "$(fetch web)"
 expect_eq "dev still reaches the internet" 200 "$(fetch dev)"
-expect_match "metrics: moat_guest_quarantined for web" '^moat_guest_quarantined\{sandbox="web"\} 1$' "$(scrape)"
-expect_match "metrics: web's verdict is 0" '^moat_guest_verdict\{sandbox="web"\} 0$' "$(scrape)"
+mq() { scrape | grep -q '^moat_guest_quarantined{sandbox="web"} 1$'; }
+wait_for 15 mq
+m=$(scrape)
+expect_match "metrics: moat_guest_quarantined for web" '^moat_guest_quarantined\{sandbox="web"\} 1$' "$m"
+expect_match "metrics: web's verdict is 0" '^moat_guest_verdict\{sandbox="web"\} 0$' "$m"
 
 # A reload keeps it; so does a restart.
 expect_ok "reload" gw_ctl reload
