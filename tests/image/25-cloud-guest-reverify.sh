@@ -58,7 +58,7 @@ t_start=$(now_ms)
 out=$(pv_gw start rv 2>&1)
 expect_match "provision start rv (TCG)" "started rv: pid [0-9]+, tcg" "$out"
 case $out in *"started rv"*) ;; *) tap_done; exit 1 ;; esac
-nverdicts() { grep -acE '^MOAT-VERDICT: (contained|NOT CONTAINED|error).?$' "$PV_STATE/guests/rv/console.log" 2>/dev/null; }
+nverdicts() { grep -acE $'^MOAT-VERDICT: (contained|NOT CONTAINED|error)\r*$' "$PV_STATE/guests/rv/console.log" 2>/dev/null; }
 n_at_least() { [ "$(nverdicts)" -ge "$1" ]; }
 wait_for 1200 n_at_least 1; t_first=$(now_ms)
 expect_ok "the first-boot verdict" n_at_least 1

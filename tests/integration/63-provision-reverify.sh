@@ -74,7 +74,7 @@ t0=$(now_ms)
 out=$(pvr start rv 2>&1)
 expect_match "provision start rv (TCG)" "started rv: pid [0-9]+, tcg" "$out"
 
-nverdicts() { grep -acE '^MOAT-VERDICT: (contained|NOT CONTAINED|error).?$' "$PV_STATE/guests/rv/console.log" 2>/dev/null; }
+nverdicts() { grep -acE $'^MOAT-VERDICT: (contained|NOT CONTAINED|error)\r*$' "$PV_STATE/guests/rv/console.log" 2>/dev/null; }
 twice() { [ "$(nverdicts)" -ge 2 ]; }
 wait_for 600 twice || not_ok "the guest reports two verdicts" "$(guest_log rv | grep -v '^\[' | tail -20)"
 echo "# boot to the second verdict: $(( $(now_ms) - t0 )) ms (TCG)"
