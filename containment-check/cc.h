@@ -232,6 +232,7 @@ struct cc_opts {
 	unsigned	concurrency;
 	int		host_checks;	/* -1: decide from the namespace */
 	bool		json, verbose, in_guest;
+	bool		quick;		/* --quick: the bounded gateway sweep */
 };
 
 /* args.c: option values (pure, unit-tested). 0 ok, -1 bad. */

@@ -46,6 +46,9 @@ static const char usage_text[] =
 "  --host-checks, --no-host-checks   force the in-guest exposure checks\n"
 "  --in-guest            confirm this is a guest when the scanner shares\n"
 "                        PID 1's network namespace (any real VM)\n"
+"  --quick               a bounded scan for schedules: the gateway's ports\n"
+"                        1-1024 and well-known service ports instead of\n"
+"                        all 65535; every other group as usual\n"
 "  --json                machine-readable report\n"
 "  -v, --verbose         list every probe\n"
 "  -h, --help            this text\n"
@@ -57,7 +60,7 @@ enum {
 	OPT_GATEWAY = 256, OPT_EXPECT, OPT_ALLOW, OPT_DENY, OPT_REBIND,
 	OPT_INTERNET, OPT_TARGET, OPT_RESOLVER, OPT_PUBLIC, OPT_PROXY,
 	OPT_TIMEOUT, OPT_CONC, OPT_HOSTCHK, OPT_NOHOSTCHK, OPT_INGUEST,
-	OPT_JSON, OPT_TFILE, OPT_GWCA,
+	OPT_JSON, OPT_TFILE, OPT_GWCA, OPT_QUICK,
 };
 
 static const struct option longopts[] = {
@@ -79,6 +82,7 @@ static const struct option longopts[] = {
 	{ "no-host-checks",	no_argument,	   NULL, OPT_NOHOSTCHK },
 	{ "in-guest",		no_argument,	   NULL, OPT_INGUEST },
 	{ "json",		no_argument,	   NULL, OPT_JSON },
+	{ "quick",		no_argument,	   NULL, OPT_QUICK },
 	{ "verbose",		no_argument,	   NULL, 'v' },
 	{ "version",		no_argument,	   NULL, 'V' },
 	{ "help",		no_argument,	   NULL, 'h' },
@@ -245,6 +249,9 @@ parse_args(int argc, char **argv, struct cc_opts *o)
 			break;
 		case OPT_INGUEST:
 			o->in_guest = true;
+			break;
+		case OPT_QUICK:
+			o->quick = true;
 			break;
 		case OPT_HOSTCHK:
 		case OPT_NOHOSTCHK:

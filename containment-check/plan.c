@@ -21,6 +21,15 @@
 static const uint16_t common_ports[] = { 22, 80, 443, 445, 3389, 8080 };
 static const uint16_t subnet_ports[] = { 22, 80, 443 };
 static const uint16_t ll_gw_ports[] = { 22, 53, 80, 443, 3128 };
+/* --quick: above 1024, the gateway's ports where services usually listen
+ * (proxies, databases, exporters, management pages, remote shells). */
+#define QUICK_LOW_PORTS		1024
+static const uint16_t quick_high_ports[] = {
+	1080, 1433, 1883, 2049, 2375, 2376, 2379, 3000, 3128, 3306, 3389,
+	4000, 5000, 5353, 5432, 5900, 5985, 6000, 6379, 6443, 8000, 8008,
+	8053, 8080, 8081, 8086, 8088, 8443, 8888, 9000, 9090, 9091, 9100,
+	9200, 9300, 10000, 10250, 11211, 15672, 27017, 50000,
+};
 
 /* Addresses where hosts usually are: home and office routers, the
  * defaults of Docker, libvirt, QEMU user networking, Tailscale, cloud. */
@@ -437,10 +446,23 @@ plan_gateway(struct cc_probes *v, const struct cc_opts *o,
 	set_dns(p, "_services._dns-sd._udp.local", 12);
 }
 
-/* The gateway's every TCP port, with the short timeout: the gateway is
+/* The gateway's every TCP port (with --quick, ports 1-1024, the proxy's
+ * and the list above), with the short timeout: the gateway is
  * on-link, so a port that is there answers in far less than that.  It
  * needs nothing from phase 1, so it runs beside phases 1 and 2, and it
  * is reported after them. */
+static bool
+quick_high(unsigned port)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(quick_high_ports) / sizeof(quick_high_ports[0]);
+	    i++)
+		if (quick_high_ports[i] == port)
+			return true;
+	return false;
+}
+
 void
 plan_sweep(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d)
@@ -451,6 +473,10 @@ plan_sweep(struct cc_probes *v, const struct cc_opts *o,
 		return;
 	for (port = 1; port <= 65535; port++) {
 		bool allowed = port == 53 || port == o->proxy_port;
+
+		if (o->quick && port > QUICK_LOW_PORTS && port !=
+		    o->proxy_port && !quick_high(port))
+			continue;
 
 		add(v, C_GATEWAY, K_TCP, allowed ? E_INFO : E_DENY,
 		    &d->gateway, (uint16_t)port, 0, allowed ?

@@ -111,8 +111,17 @@ struct moat_sandbox {
 					 * its drop-in (MOAT_REG_MARK), or NULL */
 	bool		 ipv6;		/* default true; false keeps it v4-only
 					 * whatever gateway.ipv6 says */
+	unsigned	 reverify_interval;	/* seconds between the guest's
+					 * own re-checks; 0: first boot only */
+	bool		 quarantine_on_breach;	/* a guest's NOT CONTAINED
+					 * moves it to egress "none" */
 	struct moat_where where;
 };
+
+/* A guest re-runs containment-check this often unless told otherwise:
+ * six hours.  Shorter than REVERIFY_MIN is refused (a scan takes time). */
+#define MOAT_REVERIFY_DEFAULT	21600
+#define MOAT_REVERIFY_MIN	10
 
 /* The first line of a drop-in that gatewayd wrote for a KVM host's
  * registration: MOAT_REG_MARK "HOST\n".  The loader records HOST as the

@@ -56,6 +56,12 @@ check_sandbox(struct loader *ld, const config_setting_t *grp,
 
 	if (keys_ok)
 		check_egress_keys(ld, grp, x, ctx);
+	if (x->reverify_interval > 0 &&
+	    x->reverify_interval < MOAT_REVERIFY_MIN)
+		serr(ld, config_setting_get_member(grp, "reverify_interval"),
+		    "%s: reverify_interval: expected 0 (first boot only) or "
+		    "at least %d seconds, got %u", ctx, MOAT_REVERIFY_MIN,
+		    x->reverify_interval);
 	if (a == NULL || x->address.family != AF_INET ||
 	    gw->network.addr.family != AF_INET)
 		return;

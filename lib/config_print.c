@@ -351,6 +351,11 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 		pkv(fp, "    ", "trunk", x->trunk);
 	if (!x->ipv6)
 		fputs("    ipv6 = false;\n", fp);
+	if (x->reverify_interval != MOAT_REVERIFY_DEFAULT)
+		fprintf(fp, "    reverify_interval = %u;\n",
+		    x->reverify_interval);
+	if (x->quarantine_on_breach)
+		fputs("    quarantine_on_breach = true;\n", fp);
 	fprintf(fp, "    inspect = %s;\n", x->inspect ? "true" : "false");
 	plist(fp, "    ", "bypass", &x->bypass);
 	if (x->dns_rate >= 0)

@@ -34,6 +34,8 @@ const struct irange config_ranges[] = {
 	{ "audit_max_kb", 64, 16777216, "", sizeof(unsigned) },
 	{ "import_timeout", 10, 86400, "", sizeof(unsigned) },
 	{ "interval", 1, 3600, " (seconds)", sizeof(unsigned) },
+	{ "reverify_interval", 0, 604800, " (seconds; 0: never)",
+	    sizeof(unsigned) },
 	{ "cache_size", 4096, 1073741824, " bytes", sizeof(long) },
 	{ "nflog_group", 0, 65535, "", sizeof(uint16_t) },
 	/* Below 1,000/s the cap itself would silence refusals of one guest. */
@@ -1051,6 +1053,10 @@ static const struct key sandbox_keys[] = {
 	    offsetof(struct moat_sandbox, egress_budget) },
 	{ "trunk", K_STR, 0, set_ifname, offsetof(struct moat_sandbox, trunk) },
 	{ "ipv6", K_BOOL, 0, set_bool, offsetof(struct moat_sandbox, ipv6) },
+	{ "reverify_interval", K_INT, 0, set_int,
+	    offsetof(struct moat_sandbox, reverify_interval) },
+	{ "quarantine_on_breach", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_sandbox, quarantine_on_breach) },
 };
 
 /* The host named by a drop-in's registration mark, or NULL. */
@@ -1091,6 +1097,7 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	x->dns_rate = x->dns_burst = -1;
 	x->egress_budget = -1;
 	x->ipv6 = true;
+	x->reverify_interval = MOAT_REVERIFY_DEFAULT;
 	where(ld, grp, &x->where);
 	nerr = ld->errs->n;
 	load_entry(ld, grp, "sandbox", cfg->nsandboxes, default_name,

@@ -31,6 +31,8 @@ const struct guest_opt guest_create_opts[GO_NOPTS + 1] = {
 	[GO_CA] = { "--ca", GUEST_PATH },
 	[GO_AUTOSTART] = { "--autostart", GUEST_FLAG },
 	[GO_NO_AUTOSTART] = { "--no-autostart", GUEST_FLAG },
+	[GO_REVERIFY] = { "--reverify-interval", GUEST_ARG },
+	[GO_QUARANTINE] = { "--quarantine-on-breach", GUEST_FLAG },
 	[GO_NOPTS] = { NULL, GUEST_FLAG },
 };
 

@@ -89,6 +89,7 @@ static const char *const ctl_verbs[CTL_VERB_MAX] = {
 	[CTL_ALLOW] = "allow", [CTL_UNALLOW] = "unallow",
 	[CTL_HA] = "ha", [CTL_GRANTS] = "grants",
 	[CTL_WEB_LOGIN] = "web-login", [CTL_WEB_SESSIONS] = "web-sessions",
+	[CTL_CLEAR_QUARANTINE] = "clear-quarantine",
 };
 
 const char *

@@ -7,7 +7,7 @@ LIB_SRCS := lib/log.c lib/ranges.c lib/config.c lib/config_load.c \
 	lib/pathmatch.c lib/budget.c lib/admit_reg.c lib/regclient.c \
 	lib/smallfile.c lib/cfgtxn.c lib/conftext.c lib/confpath.c \
 	lib/promise.c \
-	lib/allowlists.c lib/allowentry.c
+	lib/allowlists.c lib/allowentry.c lib/verdict.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ)/%.o)
 EXTRA_CFLAGS_lib = $(call pkgcflags,libconfig libmnl libseccomp)
 # Where the shipped baseline lists are (make install puts them there).

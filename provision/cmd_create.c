@@ -37,6 +37,9 @@ struct create_opts {
 	char		*ssh_key, *ca_pem, *pw_hash;
 	int		 image_fd, kernel_fd, initrd_fd;	/* or -1 */
 	bool		 no_autostart;	/* --no-autostart (see unit.c) */
+	unsigned	 reverify;	/* --reverify-interval, seconds */
+	bool		 reverify_given;
+	bool		 quarantine;	/* --quarantine-on-breach */
 };
 
 /* getopt values: provision's option table (lib/guestacct.c) by index. */
@@ -56,6 +59,22 @@ create_longopts(void)
 		    guest_create_opts[i].kind == GUEST_FLAG ? no_argument :
 		    required_argument, NULL, OPT(i) };
 	return o;
+}
+
+/* Seconds, as the sandbox's reverify_interval takes them. */
+static int
+parse_reverify(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	v = strtoul(s, &end, 10);
+	if (*end != '\0' || v > 604800 || (v > 0 && v < MOAT_REVERIFY_MIN))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
 }
 
 /* "1024", "1024M", "2G" -> MiB, within what QEMU is given. */
@@ -124,6 +143,16 @@ set_opt(struct create_opts *o, int c, const char *arg)
 	case OPT(GO_CA):	o->ca_file = arg; break;
 	case OPT(GO_AUTOSTART):	o->no_autostart = false; break;
 	case OPT(GO_NO_AUTOSTART): o->no_autostart = true; break;
+	case OPT(GO_REVERIFY):
+		if (parse_reverify(arg, &o->reverify) == -1) {
+			log_warnx("--reverify-interval: expected 0 (first boot "
+			    "only) or %d to 604800 seconds, got \"%s\"",
+			    MOAT_REVERIFY_MIN, arg);
+			return -1;
+		}
+		o->reverify_given = true;
+		break;
+	case OPT(GO_QUARANTINE): o->quarantine = true; break;
 	default:
 		return -1;
 	}
@@ -408,6 +437,9 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 	d->allow = o->allow;
 	d->secrets = o->secrets;
 	d->owner = o->owner;
+	d->reverify = o->reverify;
+	d->reverify_given = o->reverify_given;
+	d->quarantine = o->quarantine;
 	memset(s, 0, sizeof(*s));
 	s->name = o->g.name;
 	s->login = o->g.login;
@@ -417,6 +449,7 @@ plan_sandbox(struct pv *pv, struct create_opts *o, struct dropin *d,
 	s->password_hash = o->pw_hash;
 	s->cc_path = pv->containment_check;
 	s->cc_expect = o->egress;
+	s->reverify = o->reverify;
 	memcpy(s->mac, d->mac, sizeof(s->mac));
 	memcpy(s->address, d->address, sizeof(s->address));
 	s->plen = pv->cfg->gw.network.plen;
@@ -691,6 +724,7 @@ create_parse(struct create_opts *o, int argc, char **argv)
 	o->g.memory_mb = GUEST_DEFAULT_MEMORY_MB;
 	o->g.uid = -1;
 	o->g.login = xstrdup(PV_LOGIN);
+	o->reverify = MOAT_REVERIFY_DEFAULT;
 	optind = 0;	/* 0: full re-initialisation after main's "+" scan */
 	while ((c = getopt_long(argc, argv, "", create_longopts(), NULL)) != -1)
 		if (set_opt(o, c, optarg) == -1)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -27,7 +28,9 @@ struct row {
 	char	 egress[12];
 	char	 mode[8];
 	char	 state[12];
-	enum verdict verdict;	/* first-boot containment-check, by the guest */
+	enum verdict verdict;	/* the guest's latest containment-check */
+	long long at;		/* when it was reported, or 0: unknown */
+	unsigned rejected;	/* console lines refused as verdicts */
 	long	 uptime;
 	int	 pid;
 	char	 accel[8];		/* running guests: accelerator, why */
@@ -43,6 +46,42 @@ verdict_read(const struct gpaths *p)
 
 	return v != VERDICT_NONE ? v : verdict_log_scan(p->log,
 	    VERDICT_SCAN_MAX);
+}
+
+/* The latest verdict and its time from the serial reader's record (any
+ * guest whose console printed one), else the first-boot one, untimed. */
+static void
+latest_read(const struct gpaths *p, const struct guest *g, struct row *r)
+{
+	struct verdict_rec rec;
+
+	if (verdict_rec_read(p->latest, &rec) == 0) {
+		r->rejected = rec.rejected[0] + rec.rejected[1] +
+		    rec.rejected[2];
+		if (rec.verdict != VERDICT_NONE) {
+			r->verdict = (enum verdict)rec.verdict;
+			r->at = rec.at;
+			return;
+		}
+	}
+	if (g->mode == MODE_IMAGE)
+		r->verdict = verdict_read(p);
+}
+
+/* "42s", "3m05s", "5h59m", "2d03h". */
+static void
+age_fmt(long long s, char *buf, size_t len)
+{
+	if (s < 0)
+		s = 0;
+	if (s < 60)
+		snprintf(buf, len, "%llds", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%lldm%02llds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%lldh%02lldm", s / 3600, s / 60 % 60);
+	else
+		snprintf(buf, len, "%lldd%02lldh", s / 86400, s / 3600 % 24);
 }
 
 static void
@@ -95,8 +134,7 @@ row_fill(const struct pv *pv, const char *name, struct row *r)
 			r->uptime = proc_uptime(pid);
 			accel_read(&p, r);
 		}
-		if (g.mode == MODE_IMAGE)
-			r->verdict = verdict_read(&p);
+		latest_read(&p, &g, r);
 		guest_free(&g);
 	}
 	gpaths_free(&p);
@@ -130,6 +168,12 @@ row_json(const struct row *r, bool first)
 	field("verdict", verdict_word(r->verdict) ? verdict_word(r->verdict) :
 	    "");
 	field("verdict_source", r->verdict != VERDICT_NONE ? "guest" : "");
+	if (r->at > 0)
+		printf(", \"verdict_at\": %lld, \"verdict_age\": %lld", r->at,
+		    (long long)time(NULL) - r->at);
+	else
+		printf(", \"verdict_at\": null, \"verdict_age\": null");
+	printf(", \"verdict_rejected\": %u", r->rejected);
 	printf(", \"accel\": ");
 	r->accel[0] ? json_fputs(stdout, r->accel) : (void)printf("null");
 	printf(", \"accel_reason\": ");
@@ -174,7 +218,7 @@ int
 cmd_list(struct pv *pv, int argc, char **argv)
 {
 	const char *owner = NULL;
-	char **names, up[32], verdict[32];
+	char **names, up[32], verdict[48], age[24];
 	struct row r;
 	size_t i, n, shown = 0;
 	int a;
@@ -195,7 +239,7 @@ cmd_list(struct pv *pv, int argc, char **argv)
 	if (pv->json)
 		printf("[");
 	else
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-21s %s\n", "NAME",
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-26s %s\n", "NAME",
 		    "ADDRESS", "MODE", "EGRESS", "STATE", "UPTIME", "VERDICT",
 		    "ACCEL");
 	for (i = 0; i < n; i++) {
@@ -212,10 +256,15 @@ cmd_list(struct pv *pv, int argc, char **argv)
 			    r.uptime / 3600, r.uptime / 60 % 60, r.uptime % 60);
 		else
 			snprintf(up, sizeof(up), "-");
-		snprintf(verdict, sizeof(verdict), "%s%s", verdict_word(
-		    r.verdict) ? verdict_word(r.verdict) : "-", r.verdict !=
-		    VERDICT_NONE ? " (guest)" : "");
-		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-21s %s%s%s%s\n",
+		age_fmt((long long)time(NULL) - r.at, age, sizeof(age));
+		if (r.at > 0)
+			snprintf(verdict, sizeof(verdict), "%s, %s ago",
+			    verdict_word(r.verdict), age);
+		else
+			snprintf(verdict, sizeof(verdict), "%s%s", verdict_word(
+			    r.verdict) ? verdict_word(r.verdict) : "-",
+			    r.verdict != VERDICT_NONE ? " (guest)" : "");
+		printf("%-20s %-15s %-7s %-10s %-9s %-9s %-26s %s%s%s%s\n",
 		    r.name, r.address[0] ? r.address : "-", r.mode[0] ? r.mode :
 		    "-", r.egress[0] ? r.egress : "-", r.state, up,
 		    verdict, r.accel[0] ? r.accel : "-",

@@ -53,6 +53,10 @@ dropin_render(FILE *f, const struct dropin *d)
 	render_list(f, "secrets", &d->secrets);
 	if (d->owner != NULL)
 		fprintf(f, "owner = \"%s\";\n", d->owner);
+	if (d->reverify_given)
+		fprintf(f, "reverify_interval = %u;\n", d->reverify);
+	if (d->quarantine)
+		fprintf(f, "quarantine_on_breach = true;\n");
 	return ferror(f) ? -1 : 0;
 }
 

@@ -270,6 +270,7 @@ gpaths_init(struct gpaths *p, const struct pv *pv, const char *name)
 	xasprintf(&p->qemu_log, "%s/qemu.log", p->dir);
 	xasprintf(&p->accel, "%s/accel", p->dir);
 	xasprintf(&p->verdict, "%s/verdict", p->dir);
+	xasprintf(&p->latest, "%s/verdict.rec", p->dir);
 	xasprintf(&p->kernel, "%s/kernel", p->dir);
 	xasprintf(&p->initrd, "%s/initrd", p->dir);
 	xasprintf(&p->import, "%s/import.tmp", p->dir);
@@ -294,6 +295,7 @@ gpaths_free(struct gpaths *p)
 	free(p->qemu_log);
 	free(p->accel);
 	free(p->verdict);
+	free(p->latest);
 	free(p->kernel);
 	free(p->initrd);
 	free(p->import);

@@ -587,8 +587,8 @@ int
 rm_rf_guest(const struct gpaths *p)
 {
 	const char *const files[] = { p->meta, p->disk, p->seed, p->log,
-	    p->log_old, p->qemu_log, p->accel, p->verdict, p->kernel, p->initrd,
-	    p->import, p->qmp, p->console, p->pidfile };
+	    p->log_old, p->qemu_log, p->accel, p->verdict, p->latest, p->kernel,
+	    p->initrd, p->import, p->qmp, p->console, p->pidfile };
 	size_t i;
 	int rc = 0;
 

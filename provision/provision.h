@@ -20,6 +20,7 @@
 #include "config.h"
 #include "smallfile.h"
 #include "regclient.h"
+#include "verdict.h"
 
 /* Exit codes (s6 style): result, usage, system. */
 #include "exitcodes.h"
@@ -86,6 +87,7 @@ struct gpaths {
 	char	*log_old;	/* console.log.1: the log's previous part */
 	char	*accel;	/* accelerator in use and why: written by start */
 	char	*verdict;	/* the first-boot verdict, one word */
+	char	*latest;	/* verdict.rec: the latest (struct verdict_rec) */
 	char	*kernel, *initrd, *import;	/* imported copies, scratch */
 	char	*rdir, *qmp, *console, *pidfile;		/* runtime */
 	char	*dropin;
@@ -117,6 +119,9 @@ struct dropin {
 	struct strv	 allow;
 	struct strv	 secrets;
 	const char	*owner;
+	bool		 reverify_given;	/* else the default */
+	unsigned	 reverify;	/* reverify_interval, seconds */
+	bool		 quarantine;	/* quarantine_on_breach */
 };
 int	 dropin_render(FILE *, const struct dropin *);
 /* Write path (which must not exist) from d, kept only if the whole
@@ -129,21 +134,14 @@ int	 dir_lock(const char *dir);
 
 /* serial.c -- the guest's serial console: its log and first-boot verdict. */
 struct qemu_user;
-enum verdict {
-	VERDICT_NONE, VERDICT_CONTAINED, VERDICT_NOT_CONTAINED, VERDICT_ERROR,
-	VERDICT_MAX
-};
-/* "contained", "NOT CONTAINED", "error"; NULL for none. */
-const char	*verdict_word(enum verdict);
 /* One line without its "\n": "MOAT-VERDICT: WORD" with a known word, or
  * NONE. */
 enum verdict	 verdict_line(const char *line, size_t len);
 /* Lines fed in pieces: v is the first verdict line seen, then stays. */
 struct verdict_scan {
-	char		 line[40];
-	size_t		 len;
-	bool		 over;		/* the line is longer than that */
+	struct vline_scan ls;
 	enum verdict	 v;
+	bool		 found;
 };
 void		 verdict_feed(struct verdict_scan *, const char *, size_t);
 enum verdict	 verdict_file_read(const char *path);
@@ -160,6 +158,9 @@ struct serial_log {
 	int			 cur;		/* console.log, O_APPEND */
 	int			 old;		/* console.log.1 */
 	int			 verdict;	/* until one is recorded, else -1 */
+	int			 latest;	/* the record of the latest */
+	struct verdict_rec	 rec;
+	struct vline_scan	 ls;
 	off_t			 size;		/* of cur */
 	off_t			 max;
 	struct verdict_scan	 vs;
@@ -213,6 +214,7 @@ struct seed_in {
 	struct strv	 env;		/* "VAR=value" placeholders */
 	const char	*cc_path;	/* containment-check, or NULL */
 	const char	*cc_expect;	/* its --expect: the egress mode */
+	unsigned	 reverify;	/* seconds between re-checks; 0: none */
 	char		*targets;	/* containment-check's targets, or NULL */
 };
 int	 seed_user_data(FILE *, const struct seed_in *);

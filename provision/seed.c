@@ -22,6 +22,8 @@
 #define CA_PATH		"/usr/local/share/ca-certificates/moat-gateway.crt"
 #define BUNDLE		"/etc/ssl/certs/ca-certificates.crt"
 #define FIRST_CHECK	"/usr/local/sbin/moat-first-check"
+#define RECHECK		"/usr/local/sbin/moat-reverify"
+#define RECHECK_UNIT	"/etc/systemd/system/moat-reverify"
 
 /* Run once by cloud-init (runcmd, after the network is up): install
  * containment-check from the seed disk, scan, and print the verdict on the
@@ -46,6 +48,53 @@ static const char first_check[] =
     "grep -E '^ *(BREACH|FAIL)' \"$log\"; "
     "grep -E ' probes in |^verdict:' \"$log\" || tail -n 3 \"$log\"; "
     "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
+
+static void
+write_file(FILE *f, const char *path, const char *perm, const char *content)
+{
+	fprintf(f, "  - path: %s\n    owner: \"root:root\"\n    permissions: "
+	    "\"%s\"\n    content: ", path, perm);
+	json_fputs(f, content);
+	fputc('\n', f);
+}
+
+/* Run by a systemd timer every reverify_interval: the bounded scan, and
+ * its verdict on the serial console in the first check's shape, where
+ * the console's reader takes each one as the guest's latest. */
+static const char recheck[] =
+    "#!/bin/sh\n"
+    "# written by moat provision: scheduled containment re-check\n"
+    "log=/var/log/moat-reverify.log\n"
+    "/usr/local/bin/containment-check --in-guest --quick --expect \"$1\" "
+    "--gateway \"$2\" >\"$log\" 2>&1\n"
+    "case $? in 0) v=contained ;; 1) v='NOT CONTAINED' ;; "
+    "*) v=error ;; esac\n"
+    "{ printf '\\r\\n'; [ \"$v\" = contained ] || "
+    "grep -E '^ *(BREACH|FAIL)' \"$log\" | head -n 20; "
+    "printf 'MOAT-VERDICT: %s\\r\\n' \"$v\"; } >/dev/ttyS0\n";
+
+/* The re-check's service and timer.  The mode is one of three words and
+ * the gateway an IPv4 address (both checked before), so neither needs
+ * quoting in ExecStart. */
+static void
+recheck_units(FILE *f, const struct seed_in *in)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "[Unit]\nDescription=moat containment "
+	    "re-check\nAfter=network-online.target\n\n[Service]\n"
+	    "Type=oneshot\nExecStart=%s %s %s\nTimeoutStartSec=15min\n",
+	    RECHECK, in->cc_expect != NULL ? in->cc_expect : "open",
+	    in->gateway);
+	write_file(f, RECHECK_UNIT ".service", "0644", buf);
+	snprintf(buf, sizeof(buf), "[Unit]\nDescription=moat containment "
+	    "re-check every %u s\n\n[Timer]\nOnBootSec=%u\n"
+	    "OnUnitInactiveSec=%u\nAccuracySec=1s\n\n[Install]\n"
+	    "WantedBy=timers.target\n", in->reverify, in->reverify,
+	    in->reverify);
+	write_file(f, RECHECK_UNIT ".timer", "0644", buf);
+	write_file(f, RECHECK, "0755", recheck);
+}
 
 static void
 env_lines(FILE *f, const struct seed_in *in, bool shell)
@@ -117,15 +166,6 @@ user_block(FILE *f, const struct seed_in *in)
 	}
 }
 
-static void
-write_file(FILE *f, const char *path, const char *perm, const char *content)
-{
-	fprintf(f, "  - path: %s\n    owner: \"root:root\"\n    permissions: "
-	    "\"%s\"\n    content: ", path, perm);
-	json_fputs(f, content);
-	fputc('\n', f);
-}
-
 int
 seed_user_data(FILE *f, const struct seed_in *in)
 {
@@ -152,6 +192,8 @@ seed_user_data(FILE *f, const struct seed_in *in)
 	    "PermitRootLogin no\n");
 	if (in->cc_path != NULL)
 		write_file(f, FIRST_CHECK, "0755", first_check);
+	if (in->cc_path != NULL && in->reverify > 0)
+		recheck_units(f, in);
 	/* Root locked on every boot, not just the first. */
 	fprintf(f, "bootcmd:\n  - [ usermod, --lock, root ]\n");
 	fprintf(f, "runcmd:\n  - [ sh, -c, \"cat /etc/environment.d/"
@@ -163,6 +205,10 @@ seed_user_data(FILE *f, const struct seed_in *in)
 		json_fputs(f, in->gateway);
 		fprintf(f, " ]\n");
 	}
+	/* After the first check, so that the two never scan at once. */
+	if (in->cc_path != NULL && in->reverify > 0)
+		fprintf(f, "  - [ systemctl, enable, --now, "
+		    "moat-reverify.timer ]\n");
 	free(sh);
 	free(env);
 	return ferror(f) ? -1 : 0;

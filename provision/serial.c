@@ -6,12 +6,13 @@
  * (its chardev's logfile is the pipe, passed as fd 4; see qemu.c), never
  * into a file: a guest could fill the host's disk through a file.  The
  * other end is the serial logger, a small process started with QEMU that
- * runs as the guest's QEMU user with nothing but four descriptors:
- * the pipe, console.log, console.log.1 and, until a verdict is recorded,
- * the verdict file.  The files are root's, in the guest's folder (root's),
- * opened by root before the logger drops to the QEMU user, so a guest
- * that escaped into its QEMU can neither write them directly nor rename
- * them; it can kill its logger, which only ends its own log.
+ * runs as the guest's QEMU user with nothing but five descriptors:
+ * the pipe, console.log, console.log.1, until a verdict is recorded the
+ * verdict file, and verdict.rec.  The files are root's, in the guest's
+ * folder (root's), opened by root before the logger drops to the QEMU
+ * user, so a guest that escaped into its QEMU can neither write them
+ * directly nor rename them; it can kill its logger, which only ends its
+ * own log.
  *
  * console.log never grows past SERIAL_LOG_MAX bytes: before a write
  * would take it past, its last SERIAL_LOG_MAX bytes are copied over
@@ -23,11 +24,15 @@
  * Everything on the serial console is written by the guest, so a verdict
  * is the guest's own claim, and is taken only in one shape: a whole line
  * "MOAT-VERDICT: WORD" (carriage returns allowed at its end) whose WORD
- * is one of the words below.  Anything else -- escape sequences, a
- * verdict inside another line, an unknown word -- is no verdict.  The
- * first verdict a guest reports is the one recorded: the check runs at
- * first boot, before anyone logs in, so what a guest prints later cannot
- * replace it.
+ * is one of verdict.h's words.  Anything else -- escape sequences, a
+ * verdict inside another line, an unknown word, a line too long -- is no
+ * verdict, and a line that carries the tag in any of those shapes is
+ * counted as rejected.  The first verdict a guest reports is kept in the
+ * verdict file: the check runs at first boot, before anyone logs in, so
+ * what a guest prints later cannot replace it.  Every verdict, the first
+ * and each scheduled re-check's, also goes into verdict.rec, a fixed
+ * record (struct verdict_rec) with the host's time of the latest and the
+ * rejected counts: gatewayd reads that record, never the console's text.
  */
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -38,48 +43,34 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "privdrop.h"
 #include "provision.h"
+#include "verdict.h"
 
-#define VERDICT_TAG	"MOAT-VERDICT: "
-
-static const char *const words[] = {
-	[VERDICT_CONTAINED] = "contained",
-	[VERDICT_NOT_CONTAINED] = "NOT CONTAINED",
-	[VERDICT_ERROR] = "error",
-};
-
-const char *
-verdict_word(enum verdict v)
-{
-	return v > VERDICT_NONE && v < VERDICT_MAX ? words[v] : NULL;
-}
-
-/* A word of the table, exactly, or NONE. */
-static enum verdict
-verdict_of(const char *s, size_t len)
-{
-	int v;
-
-	for (v = VERDICT_NONE + 1; v < VERDICT_MAX; v++)
-		if (strlen(words[v]) == len && memcmp(words[v], s, len) == 0)
-			return (enum verdict)v;
-	return VERDICT_NONE;
-}
-
+/* One line without its "\n": a verdict, or NONE for anything else. */
 enum verdict
 verdict_line(const char *line, size_t len)
 {
-	const size_t tl = sizeof(VERDICT_TAG) - 1;
+	enum verdict v;
 
-	while (len > 0 && line[len - 1] == '\r')
-		len--;
-	if (len <= tl || memcmp(line, VERDICT_TAG, tl) != 0)
-		return VERDICT_NONE;
-	return verdict_of(line + tl, len - tl);
+	return vline_classify(line, len, false, memmem(line, len, VERDICT_TAG,
+	    sizeof(VERDICT_TAG) - 1) != NULL, &v) == VL_VERDICT ? v :
+	    VERDICT_NONE;
+}
+
+static void
+first_verdict(void *arg, enum vline k, enum verdict v)
+{
+	struct verdict_scan *vs = arg;
+
+	if (k == VL_VERDICT && vs->v == VERDICT_NONE) {
+		vs->v = v;
+		vs->found = true;
+	}
 }
 
 /* Only a line's first bytes are kept: a verdict line is short, and a
@@ -87,19 +78,10 @@ verdict_line(const char *line, size_t len)
 void
 verdict_feed(struct verdict_scan *vs, const char *buf, size_t n)
 {
-	size_t i;
+	bool stop = vs->v != VERDICT_NONE;
 
-	for (i = 0; i < n && vs->v == VERDICT_NONE; i++) {
-		if (buf[i] == '\n') {
-			if (!vs->over)
-				vs->v = verdict_line(vs->line, vs->len);
-			vs->len = 0;
-			vs->over = false;
-		} else if (vs->len < sizeof(vs->line))
-			vs->line[vs->len++] = buf[i];
-		else
-			vs->over = true;
-	}
+	if (!stop)
+		vline_feed(&vs->ls, buf, n, first_verdict, vs, &vs->found);
 }
 
 /* The recorded verdict: the file holds one word of the table and a
@@ -212,15 +194,19 @@ serial_log_open(const struct gpaths *p, off_t max, struct serial_log *l)
 	enum verdict v;
 
 	memset(l, 0, sizeof(*l));
-	l->old = l->verdict = -1;
+	l->old = l->verdict = l->latest = -1;
 	l->max = max < SERIAL_LOG_MIN ? SERIAL_LOG_MIN : max;
 	/* console.log is read back when it is rotated. */
 	if ((l->cur = root_file(p->log, O_RDWR | O_APPEND)) == -1 ||
 	    (l->old = root_file(p->log_old, O_WRONLY)) == -1 ||
+	    (l->latest = root_file(p->latest, O_RDWR)) == -1 ||
 	    fstat(l->cur, &st) == -1) {
 		serial_log_close(l);
 		return -1;
 	}
+	/* The counts go on from the last run's record, if it is one. */
+	if (verdict_rec_read(p->latest, &l->rec) == -1)
+		memset(&l->rec, 0, sizeof(l->rec));
 	l->size = st.st_size;
 	/* The first verdict ever: recorded already, or in an old log from
 	 * before it had a file (so read before the log is cut), or still to
@@ -258,15 +244,30 @@ verdict_record(struct serial_log *l)
 	l->verdict = -1;
 }
 
+/* Every line that concerns verdicts: the first verdict goes to its
+ * file once, and each one, or each rejected line, into the record. */
+static void
+log_line(void *arg, enum vline k, enum verdict v)
+{
+	struct serial_log *l = arg;
+
+	if (k == VL_NONE)
+		return;
+	if (k == VL_VERDICT && l->verdict != -1 && l->vs.v == VERDICT_NONE) {
+		l->vs.v = v;
+		verdict_record(l);
+	}
+	verdict_rec_count(&l->rec, k, v, (int64_t)time(NULL));
+	if (l->latest != -1)
+		write_at(l->latest, (const char *)&l->rec, sizeof(l->rec), 0);
+}
+
 void
 serial_log_write(struct serial_log *l, const char *buf, size_t n)
 {
 	ssize_t w;
 
-	if (l->verdict != -1) {
-		verdict_feed(&l->vs, buf, n);
-		verdict_record(l);
-	}
+	vline_feed(&l->ls, buf, n, log_line, l, NULL);
 	while (n > 0) {
 		if (l->size + (off_t)n > l->max)
 			rotate(l);
@@ -290,7 +291,9 @@ serial_log_close(struct serial_log *l)
 		close(l->old);
 	if (l->verdict != -1)
 		close(l->verdict);
-	l->cur = l->old = l->verdict = -1;
+	if (l->latest != -1)
+		close(l->latest);
+	l->cur = l->old = l->verdict = l->latest = -1;
 }
 
 /* --- the logger process ---------------------------------------------------- */
@@ -299,7 +302,7 @@ serial_log_close(struct serial_log *l)
 static int
 keep_only(int *fds, int n)
 {
-	int i, tmp[4], null;
+	int i, tmp[5], null;
 
 	for (i = 0; i < n; i++)
 		if (fds[i] != -1 && (tmp[i] = fcntl(fds[i], F_DUPFD, 64)) == -1)
@@ -321,20 +324,21 @@ keep_only(int *fds, int n)
 static void __attribute__((noreturn))
 logger_run(struct serial_log *l, int in, const struct qemu_user *u)
 {
-	int fds[4] = { in, l->cur, l->old, l->verdict };
+	int fds[5] = { in, l->cur, l->old, l->verdict, l->latest };
 	char buf[4096];
 	sigset_t none;
 	ssize_t r;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (keep_only(fds, 4) == -1 || privdrop_ids(u->uid, u->gid,
+	if (keep_only(fds, 5) == -1 || privdrop_ids(u->uid, u->gid,
 	    "the serial logger") == -1)
 		_exit(1);
 	in = fds[0];
 	l->cur = fds[1];
 	l->old = fds[2];
 	l->verdict = fds[3];
+	l->latest = fds[4];
 	prctl(PR_SET_NAME, "moat-serial", 0, 0, 0);
 	while ((r = read(in, buf, sizeof(buf))) != 0) {
 		if (r == -1 && errno == EINTR)

@@ -112,6 +112,8 @@ ctl_usage(FILE *fp)
 "                          a one-time link into the web console, and its\n"
 "                          certificate's fingerprint (gateway.web only)\n"
 "  web-sessions [revoke ID] the web console's sessions; end one\n"
+"  clear-quarantine SANDBOX  end the quarantine of a guest that reported\n"
+"                          NOT CONTAINED (admins)\n"
 "\n"
 "--json (status, sandboxes, list, counters, hosts, secret list, refused,\n"
 "names, grants, web-sessions; log is JSON already) prints one JSON\n"

@@ -15,6 +15,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "reload.h"
+#include "verdicts.h"
 
 struct moat_config *
 gw_effective(struct gw *gw, const struct moat_config *file)
@@ -31,6 +32,9 @@ gw_effective(struct gw *gw, const struct moat_config *file)
 		memcpy(e->sandboxes, file->sandboxes, file->nsandboxes *
 		    sizeof(*e->sandboxes));
 	}
+	/* A quarantined guest's sandbox first (egress none): its grants
+	 * then lay nothing over it. */
+	verdicts_overlay(e);
 	grants_lay_over(gw, e);
 	return e;
 }

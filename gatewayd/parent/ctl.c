@@ -45,6 +45,7 @@
 #include "log.h"
 #include "nftrules.h"
 #include "privdrop.h"
+#include "verdicts.h"
 
 typedef void (*ctl_fn)(struct ctl_req *);
 
@@ -84,6 +85,7 @@ static const struct {
 	[CTL_GRANTS] = { ctl_grants, false, true },
 	[CTL_WEB_LOGIN] = { ctl_web_login, false, false },
 	[CTL_WEB_SESSIONS] = { ctl_web_sessions, false, true },
+	[CTL_CLEAR_QUARANTINE] = { ctl_clear_quarantine, true, false },
 };
 
 #define reply ctl_reply
@@ -612,6 +614,7 @@ ctl_sandboxes(struct ctl_req *r)
 			    (unsigned long long)t->bytes_out,
 			    (unsigned long long)t->conns_out,
 			    (unsigned long long)t->conns_in);
+		verdicts_sandbox(r, s->name);
 		sandbox_budget(r, egress_of(r->gw, i));
 		shown++;
 	}

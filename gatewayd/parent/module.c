@@ -12,6 +12,7 @@ extern const struct gw_module audit_module, ctl_module, policy_module,
     dnsd_module, proxy_module, reload_module, network_module,
     hostnet_module, drift_module, grants_module, egress_module,
     budgets_module, reg_module, ha_module, metrics_module, web_module,
+    verdicts_module,
     refused_module,
     proc_module;
 
@@ -33,6 +34,7 @@ const struct gw_module *const gw_modules[MOD_MAX] = {
 	[MOD_HA] = &ha_module,
 	[MOD_METRICS] = &metrics_module,
 	[MOD_WEB] = &web_module,
+	[MOD_VERDICTS] = &verdicts_module,
 	[MOD_REFUSED] = &refused_module,
 	[MOD_PROC] = &proc_module,
 };

@@ -43,6 +43,7 @@
 #include "../metrics/metrics.h"
 #include "nftrules.h"
 #include "owner.h"
+#include "verdicts.h"
 #include "web.h"
 
 static void
@@ -240,6 +241,11 @@ startup(struct gw *gw)
 		log_warnx("%s; not starting", err);
 		return -1;
 	}
+	/* A quarantine outlives a restart: the policy in force is made
+	 * again with the quarantines read. */
+	verdicts_start(gw);
+	gw_effective_free(gw->cfg, gw->file);
+	gw->cfg = gw_effective(gw, gw->file);
 	if (policy_apply(gw, gw->cfg, err, sizeof(err)) == -1) {
 		log_warnx("applying the policy failed: %s; not starting", err);
 		return -1;

@@ -29,6 +29,7 @@
 #include "network.h"
 #include "metrics.h"
 #include "log.h"
+#include "verdicts.h"
 
 /* --- what changed ---------------------------------------------------------- */
 

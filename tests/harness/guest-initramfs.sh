@@ -21,6 +21,12 @@
 # targets in moat.spoof_targets (HOST:PORT,...) and GET /moat-spoofed from
 # moat.spoof_http, printing
 #   MOAT-SPOOF: nothing got through    or    MOAT-SPOOF: LEAK <what>
+#
+# With moat.reverify=SECONDS it instead re-checks for ever, as an image
+# guest's timer does: containment-check --quick with moat.cc's arguments,
+# then "MOAT-VERDICT: contained", "MOAT-VERDICT: NOT CONTAINED" or
+# "MOAT-VERDICT: error", then SECONDS of sleep.  moat.forge=1 first prints
+# one forged, one escaped and one overlong verdict line.
 set -eu
 out=${1:?usage: guest-initramfs.sh OUT KERNEL_TREE [CONTAINMENT_CHECK]}
 tree=${2:?usage: guest-initramfs.sh OUT KERNEL_TREE [CONTAINMENT_CHECK]}
@@ -80,6 +86,22 @@ for t in \$(arg moat.probe6 | tr ',' ' '); do
 	else echo "MOAT-PROBE6: [\${t%.*}]:\${t##*.} closed"; fi
 done
 cc=\$(arg moat.cc | tr ',' ' ')
+rv=\$(arg moat.reverify)
+if [ -n "\$rv" ] && [ -x /bin/containment-check ]; then
+	if [ -n "\$(arg moat.forge)" ]; then
+		echo "x MOAT-VERDICT: contained"
+		printf 'MOAT-VERDICT: contained\033[2J\r\n'
+		echo "MOAT-VERDICT: contained                                  x"
+	fi
+	while :; do
+		echo "moat-guest: re-check: containment-check --in-guest --quick \$cc"
+		/bin/containment-check --in-guest --quick \$cc >/tmp/rv.log 2>&1; rc=\$?
+		grep -E '^ *(BREACH|FAIL)|probes in' /tmp/rv.log | head -8
+		case \$rc in 0) v=contained ;; 1) v='NOT CONTAINED' ;; *) v=error ;; esac
+		echo "MOAT-VERDICT: \$v"
+		sleep "\$rv"
+	done
+fi
 if [ -x /bin/containment-check ]; then
 	echo "moat-guest: running containment-check --in-guest \$cc"
 	/bin/containment-check --in-guest \$cc; rc=\$?

@@ -88,7 +88,8 @@ import json, sys
 v = json.loads(sys.argv[1])
 assert [s["name"] for s in v] == ["b-old"] and v[0]["owner"] == sys.argv[2], v
 assert set(v[0]) == {"name","address","tap","egress","owner","allow","secrets",
-    "bytes_in","bytes_out","packets_in","packets_out","conns_in","conns_out"}, v' "$out" "$UB"
+    "bytes_in","bytes_out","packets_in","packets_out","conns_in","conns_out",
+    "verdict","verdict_at","verdict_age","quarantined"}, v' "$out" "$UB"
 out=$(gw_ctl sandboxes)
 expect_match "root sees everyone's" "a-web.*$UA" "$out"
 expect_match "root sees everyone's (2)" "b-old.*$UB" "$out"
@@ -177,7 +178,7 @@ root=$(build/provision -c "$GW_CONF" --run-dir "$TOPO_TMP" list --json 2>&1)
 expect_ok "provision list --json: one schema for members and root, null when stopped" python3 -c '
 import json, sys
 m, r = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-keys = {"name","owner","address","tap","egress","mode","state","verdict","verdict_source","accel","accel_reason","pid","uptime"}
+keys = {"name","owner","address","tap","egress","mode","state","verdict","verdict_source","verdict_at","verdict_age","verdict_rejected","accel","accel_reason","pid","uptime"}
 assert m and all(set(x) == keys for x in m + r), (m, r)
 assert m == [x for x in r if x["owner"] == sys.argv[3]], (m, r)
 b = m[0]

@@ -12,6 +12,41 @@
 
 #include "../../containment-check/cc.h"
 
+/* --quick bounds the gateway sweep: ports 1-1024, the proxy's, and the
+ * well-known ones above (8080, 5432, ...), not all 65535. */
+static void
+quick_sweep(void **state)
+{
+	struct cc_opts o;
+	struct cc_disc d;
+	struct cc_probes full = { 0 }, quick = { 0 };
+	bool p8080 = false, p3128 = false, p5432 = false, p40000 = false;
+	size_t i;
+	uint16_t port;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	memset(&d, 0, sizeof(d));
+	o.proxy_port = 3129;
+	o.timeout_ms = 1500;
+	assert_int_equal(addr_parse("10.77.0.1", &d.gateway), 0);
+	plan_sweep(&full, &o, &d);
+	assert_int_equal(full.n, 65535);
+	o.quick = true;
+	plan_sweep(&quick, &o, &d);
+	assert_true(quick.n > 1024 && quick.n < 1100);
+	for (i = 0; i < quick.n; i++) {
+		port = ntohs(quick.v[i].dst.sin.sin_port);
+		p8080 |= port == 8080;
+		p3128 |= port == 3129;
+		p5432 |= port == 5432;
+		p40000 |= port == 40000;
+	}
+	assert_true(p8080 && p3128 && p5432 && !p40000);
+	probes_free(&full);
+	probes_free(&quick);
+}
+
 static void
 targets(void **state)
 {
@@ -134,6 +169,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(quick_sweep),
 		cmocka_unit_test(targets),
 		cmocka_unit_test(targets_file_lines),
 		cmocka_unit_test(bad_targets),

@@ -337,7 +337,20 @@ t_seed(void **state)
 	    "\"allowlist\", \"10.77.0.1\" ]\n"));
 	assert_non_null(strstr(u, "MOAT-VERDICT: %s"));
 	assert_non_null(strstr(u, "mount -o ro LABEL=cidata"));
+	assert_null(strstr(u, "moat-reverify"));	/* reverify 0: none */
 	free(u);
+	in.reverify = 600;
+	u = render(seed_user_data, &in);
+	assert_non_null(strstr(u, "path: /etc/systemd/system/"
+	    "moat-reverify.timer"));
+	assert_non_null(strstr(u, "OnUnitInactiveSec=600\\u000a"));
+	assert_non_null(strstr(u, "ExecStart=/usr/local/sbin/moat-reverify "
+	    "allowlist 10.77.0.1\\u000a"));
+	assert_non_null(strstr(u, "--in-guest --quick --expect"));
+	assert_non_null(strstr(u, "  - [ systemctl, enable, --now, "
+	    "moat-reverify.timer ]\n"));
+	free(u);
+	in.reverify = 0;
 	in.cc_path = NULL;
 	in.sudo = true;
 	in.password_hash = "$6$salt$hash";
@@ -633,6 +646,7 @@ t_serial_log(void **state)
 	char dir[] = "/tmp/moat-test-serial.XXXXXX", line[64], *all, *a, *b;
 	struct gpaths p = { 0 };
 	struct serial_log l;
+	struct verdict_rec rec;
 	size_t n = 0, la, lb, cap = 1 << 20;
 	FILE *f;
 	int i;
@@ -642,6 +656,7 @@ t_serial_log(void **state)
 	xasprintf(&p.log, "%s/console.log", dir);
 	xasprintf(&p.log_old, "%s/console.log.1", dir);
 	xasprintf(&p.verdict, "%s/verdict", dir);
+	xasprintf(&p.latest, "%s/verdict.rec", dir);
 	/* An old log from before the cap, without a verdict file. */
 	assert_non_null(f = fopen(p.log, "w"));
 	fputs("MOAT-VERDICT: contained\r\n", f);
@@ -661,6 +676,7 @@ t_serial_log(void **state)
 	unlink(p.log);
 	unlink(p.log_old);
 	unlink(p.verdict);
+	unlink(p.latest);
 	assert_int_equal(serial_log_open(&p, SERIAL_LOG_MIN, &l), 0);
 	all = xmalloc(cap);
 	for (i = 0; n + sizeof(line) < cap; i++) {
@@ -683,12 +699,32 @@ t_serial_log(void **state)
 	assert_memory_equal(all + n - lb - la, a, la);
 	free(a);
 	free(b);
-	/* Reopened: the recorded verdict stays, whatever comes later. */
+	/* The record: the latest of the two, with a time. */
+	assert_int_equal(verdict_rec_read(p.latest, &rec), 0);
+	assert_int_equal(rec.verdict, VERDICT_CONTAINED);
+	assert_int_equal(rec.reports, 2);
+	assert_true(rec.at > 0);
+	/* Reopened: the recorded verdict stays, whatever comes later; the
+	 * record takes the later ones and counts what it refuses. */
 	assert_int_equal(serial_log_open(&p, SERIAL_LOG_MIN, &l), 0);
 	assert_int_equal(l.verdict, -1);
 	serial_log_write(&l, "MOAT-VERDICT: contained\n", 24);
+	serial_log_write(&l, "MOAT-VERDICT: NOT CONTAINED\n", 28);
+	serial_log_write(&l, "x MOAT-VERDICT: contained\n", 26);
+	serial_log_write(&l, "MOAT-VERDICT: contained\x1b[2J\n", 28);
+	for (i = 0; i < 50; i++)
+		serial_log_write(&l, "MOAT-VERDICT: contained ", 24);
+	serial_log_write(&l, "\n", 1);
 	serial_log_close(&l);
 	assert_int_equal(verdict_file_read(p.verdict), VERDICT_NOT_CONTAINED);
+	assert_int_equal(verdict_rec_read(p.latest, &rec), 0);
+	assert_int_equal(rec.verdict, VERDICT_NOT_CONTAINED);
+	assert_int_equal(rec.reports, 4);
+	assert_int_equal(rec.rejected[0], 1);	/* forged */
+	assert_int_equal(rec.rejected[1], 1);	/* overlong */
+	assert_int_equal(rec.rejected[2], 1);	/* escaped */
+	unlink(p.latest);
+	free(p.latest);
 	free(all);
 	unlink(p.log);
 	unlink(p.log_old);

@@ -1,0 +1,32 @@
+/*
+ * verdicts.h -- each guest's own containment verdict, as its serial
+ * console's reader recorded it, and the quarantine of a guest that
+ * reported a breach (parent_verdict.c).
+ */
+#ifndef GATEWAYD_VERDICTS_H
+#define GATEWAYD_VERDICTS_H
+
+#include <stdio.h>
+
+struct gw;
+struct ctl_req;
+struct moat_config;
+
+/* Read the quarantine list kept in gateway.state_dir. */
+void	verdicts_start(struct gw *);
+int	verdicts_timeout(int timeout);			/* ms, -1 */
+void	verdicts_tick(struct gw *);
+/* A configuration about to be applied: every quarantined sandbox in it
+ * gets egress "none".  Called on each load before the policy goes in. */
+void	verdicts_overlay(struct moat_config *);
+/* ctl sandboxes: the sandbox's fields, JSON (",\"verdict\":...") or
+ * text (", verdict ..."). */
+void	verdicts_sandbox(struct ctl_req *, const char *sandbox);
+/* ctl status: the oldest guest verdict and the quarantined guests. */
+void	verdicts_status(struct ctl_req *);
+void	verdicts_metrics(FILE *, const struct gw *);
+/* ctl clear-quarantine NAME (admins). */
+void	ctl_clear_quarantine(struct ctl_req *);
+void	verdicts_stop_all(void);
+
+#endif
