@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every bench starts and measures (part b: the proxy): see
-# 09-bench-smoke-a.sh.  moat-proxy against tinyproxy and mitmproxy, the
-# signer under a neighbour's new hosts, a failover of the HA pair.
+# 09-bench-smoke-a.sh.  moat-proxy against tinyproxy, mitmproxy, HAProxy
+# and nginx, the signer under a neighbour's new hosts, a failover of the HA
+# pair.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . bench/smoke-lib.sh
@@ -19,6 +20,9 @@ smoke_run agent-workload 180
 smoke_row "agent-workload: moat's row" "^\| moat \| $NZ "
 smoke_row "agent-workload: mitmproxy's row" "^\| mitmproxy \| $NZ "
 smoke_row "agent-workload: every API call carried the real key" "^\| moat \|.*\| 0 of $NZ \|"
+smoke_row "agent-workload: moat-routed's row" "^\| moat-routed \| $NZ "
+smoke_row "agent-workload: HAProxy's row, every call with the real key" "^\| haproxy \| $NZ .*\| 0 of $NZ \|"
+smoke_row "agent-workload: nginx's row, every call with the real key" "^\| nginx \| $NZ .*\| 0 of $NZ \|"
 
 smoke_run ha-failover 180
 smoke_row "ha-failover: DNS and connections back after gatewayd is killed" "^\| default \| kill \| $NZ \| $NZ \|"
