@@ -11,6 +11,8 @@ smoke_run proxy-bench 180
 smoke_row "proxy-bench: moat-proxy's spliced row" "^\| spliced \| $NZ \| $NZ \|"
 smoke_row "proxy-bench: tinyproxy's row" "^\| tinyproxy \| $NZ \| $NZ \|"
 smoke_row "proxy-bench: moat-proxy's download" "^spliced $NZ .* $NZ 1 "
+smoke_row "proxy-bench: moat-proxy's intercepted row" "^\| intercepted \| $NZ \| $NZ \|"
+smoke_row "proxy-bench: HAProxy's intercepted row" "^\| haproxy \| $NZ \| $NZ \|"
 
 smoke_run signer-bench 90
 smoke_row "signer-bench: A's requests alone" "^\| alone \| 20 \| $NZ \|"
