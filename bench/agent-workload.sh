@@ -61,6 +61,10 @@
 # falls on all of them alike; the machine's load average and the share of
 # CPU the bench's own processes did not use are printed with each run.
 # BREAKDOWN=1 also prints each gateway process's CPU time for every run.
+# PERF=DIR records each row's gateway processes with perf (Debian's
+# linux-perf) during the load runs, into DIR/ROW-ROUND.data, and prints
+# where their CPU went: by process, and the kernel's share against user
+# space (perf report --sort comm,dso).
 # ROWS="..." picks rows (default: all six).  HAProxy and nginx are
 # installed from Debian's packages when missing (tests/deps.sh).
 # BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round, one
@@ -252,13 +256,28 @@ run() {	# run ROW PHASE -- the client's key=value line in $TOPO_TMP/run.out
 	[ "$2" = paced ] && rate=(--rate "$RATE") secs=$PACED_SECS
 	# In the background, so that topo_down can end it: its threads live
 	# in the guests' namespaces, its main thread in ours.
+	local cpid
 	"$CLIENT" --ns "$ns" --ca "$PX_DIR/bundle.crt" --auth "$auth" \
 	    --api $PX_BOUND:api.bound.test --pkg $PX_OTHER:other.test \
 	    --agents "$AGENTS" --secs "$secs" --warmup 2 "${rate[@]}" \
 	    ${gw:+--gw "$gw"} --srv "$SRV_PIDS" >"$TOPO_TMP/run.out" &
-	TOPO_PIDS+=($!)
+	cpid=$!
+	TOPO_PIDS+=($cpid)
 	[ -n "${BREAKDOWN:-}" ] && ticks "$gw" >"$TOPO_TMP/cpu0"
-	wait $!
+	local perf= data
+	if [ -n "${PERF:-}" ] && [ -n "$gw" ] && [ "$2" = load ]; then
+		data=$PERF/$1-$r.data
+		sleep 2	# the client's warm-up
+		perf record -q -F 997 -g -p "$gw" -o "$data" -- sleep "$SECS" 2>/dev/null &
+		perf=$!
+	fi
+	wait $cpid
+	if [ -n "$perf" ]; then
+		wait "$perf"
+		echo "# $1: the gateway's CPU by process and object (perf, $SECS s)" >&2
+		perf report -i "$data" --no-children --sort comm,dso --stdio 2>/dev/null |
+		    grep -E '^ +[0-9.]+%' | head -25 | sed 's/^/#   /' >&2
+	fi
 	if [ -n "${BREAKDOWN:-}" ] && [ -n "$gw" ]; then
 		ticks "$gw" >"$TOPO_TMP/cpu1"
 		echo "# $1 $2: CPU of each gateway process, warm-up included" >&2
