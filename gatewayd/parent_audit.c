@@ -28,6 +28,20 @@
 #include "log.h"
 
 static void audit_rotate(struct gw *);
+static void held_flush(struct gw *);
+
+/*
+ * The lines of one child's message (a proxy worker sends the events of a
+ * turn of its loop together) are written to the file with one write:
+ * while held.on, audit_write_to appends here, and held_flush writes it
+ * out, before a rotation and at the message's end.
+ */
+static struct {
+	char		*buf;
+	size_t		 len, cap;
+	uint64_t	 lines;
+	bool		 on;
+} held;
 
 int
 audit_open(struct gw *gw)
@@ -85,6 +99,7 @@ audit_rotate(struct gw *gw)
 	char *old, json[256];
 	uint64_t gone;
 
+	held_flush(gw);		/* the held lines belong to this file */
 	xasprintf(&old, "%s.1", gw->audit_path);
 	gone = count_lines(old);
 	if (rename(gw->audit_path, old) == -1) {
@@ -227,7 +242,17 @@ audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 	if (gw->auditfd != -1 && gw->audit.size > 0 && gw->audit.size + n >
 	    (off_t)gw->cfg->gw.audit_max_kb * 1024)
 		audit_rotate(gw);
-	if (gw->auditfd != -1 && write(gw->auditfd, line, (size_t)n) != n)
+	if (gw->auditfd != -1 && held.on) {
+		if (held.len + (size_t)n > held.cap) {
+			held.cap = (held.len + (size_t)n) * 2;
+			held.buf = xreallocarray(held.buf, held.cap, 1);
+		}
+		memcpy(held.buf + held.len, line, (size_t)n);
+		held.len += (size_t)n;
+		held.lines++;
+		gw->audit.size += n;
+		gw->audit.lines++;
+	} else if (gw->auditfd != -1 && write(gw->auditfd, line, (size_t)n) != n)
 		log_warn("audit log write");
 	else if (gw->auditfd != -1) {
 		gw->audit.size += n;
@@ -305,11 +330,29 @@ audit_event(struct gw *gw, const char *event, ...)
 	free(tmp);
 }
 
+static void
+held_flush(struct gw *gw)
+{
+	ssize_t w;
+
+	if (held.len == 0)
+		return;
+	w = gw->auditfd == -1 ? -1 : write(gw->auditfd, held.buf, held.len);
+	if (w != (ssize_t)held.len) {
+		log_warn("audit log write");
+		gw->audit.size -= (off_t)held.len;
+		gw->audit.lines -= held.lines;
+	}
+	held.len = 0;
+	held.lines = 0;
+}
+
 /* Stamp the source so that a child cannot pass itself off as another: a
  * child's own "source" key is dropped when it names the child itself and
  * renamed otherwise. */
-void
-audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+static void
+audit_child_line(struct gw *gw, struct gw_proc *p, const char *json,
+    size_t len)
 {
 	char self[64], stamp[64], *body, *line, *k;
 	size_t n;
@@ -342,4 +385,21 @@ audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
 	refused_audit(gw, line);
 	free(line);
 	free(body);
+}
+
+/* A child's message: one event a line (see the IPC_AUDIT shape). */
+void
+audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+{
+	const char *nl;
+
+	held.on = true;
+	while ((nl = memchr(json, '\n', len)) != NULL) {
+		audit_child_line(gw, p, json, (size_t)(nl - json));
+		len -= (size_t)(nl - json) + 1;
+		json = nl + 1;
+	}
+	audit_child_line(gw, p, json, len);
+	held_flush(gw);
+	held.on = false;
 }
