@@ -76,6 +76,10 @@ cc -O2 -o "$SRV" bench/bench-server.c -lssl -lcrypto -lpthread || exit 1
 cc -O2 -o "$TOPO_TMP/relay" bench/relay.c -lpthread || exit 1
 cc -O2 -o "$TOPO_TMP/tls-relay" bench/tls-relay.c -lssl -lcrypto -lpthread || exit 1
 proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
+# Room for the idle tunnels' measurement: they all come from one sandbox,
+# past the default per-sandbox cap of connections.
+sed -i "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = true; per_sandbox = $((IDLE_N + 100)); };|" \
+    "$TOPO_TMP/moat.conf"
 ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
 topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
