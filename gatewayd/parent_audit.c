@@ -177,6 +177,9 @@ audit_close(struct gw *gw)
 	gw->auditfd = -1;
 	free(gw->audit_path);
 	gw->audit_path = NULL;
+	free(held.buf);
+	held.buf = NULL;
+	held.cap = 0;
 }
 
 /* Syslog's share of the children's events: a token bucket. */
