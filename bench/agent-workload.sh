@@ -6,7 +6,7 @@
 # namespaces this script creates and removes on every exit; each load stops
 # by itself.  About 110 s a round.
 #
-#   bash bench/agent-workload.sh [ROUNDS]      (root, after make; mitmdump)
+#   bash bench/agent-workload.sh [ROUNDS]      (root; builds and installs what is missing)
 #
 # SANDBOXES (5) guest namespaces, AGENTS (50) agents spread over them (a
 # sandbox is one guest address to moat: its agents are concurrent loops in
@@ -94,7 +94,7 @@ peers_need || exit 1
 for t in mitmdump haproxy nginx cc nft curl dig; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
-[ -x build/gatewayd ] && [ -x build/moat-proxy ] && [ -x build/dnsd ] || { echo "bench: make first"; exit 1; }
+bench_build build/gatewayd build/moat-proxy build/dnsd || exit 1
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 topo_up >/dev/null || exit 1

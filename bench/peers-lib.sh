@@ -4,6 +4,7 @@
 # bench/haproxy-inject.cfg and bench/nginx-inject.conf.
 #
 #   peers_need                  install haproxy and nginx-light if missing
+#   bench_build FILE...         make the programs unless every FILE exists
 #   haproxy_start NS BIND UPSTREAM NAME CRT KEY CA AUTH
 #   nginx_start   NS BIND UPSTREAM NAME CRT KEY CA AUTH
 #	start the injector in namespace NS, listening on BIND (addr:port),
@@ -17,6 +18,16 @@ peers_need() {
 	command -v haproxy >/dev/null && command -v nginx >/dev/null && return 0
 	echo "bench: installing the C peers (haproxy, nginx-light) from Debian" >&2
 	bash tests/deps.sh >&2
+}
+
+bench_build() {	# FILE...: build/ programs the bench runs
+	local f
+	for f in "$@"; do
+		[ -x "$f" ] && continue
+		echo "bench: building the programs (make programs)" >&2
+		make -j"$(nproc)" programs >&2 || { echo "bench: make failed" >&2; return 1; }
+		return 0
+	done
 }
 
 haproxy_start() {	# NS BIND UPSTREAM NAME CRT KEY CA AUTH

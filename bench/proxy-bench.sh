@@ -4,7 +4,7 @@
 # namespace of a test topology.  Every packet stays in this run's
 # namespaces; loads are bounded and stop by themselves (about 1-2 minutes).
 #
-#   bash bench/proxy-bench.sh [REQUESTS] [ROUNDS]   (root; tinyproxy, curl)
+#   bash bench/proxy-bench.sh [REQUESTS] [ROUNDS]   (root; builds and installs what is missing)
 #
 # Server: bench/bench-server.c, built here (not by make): C, OpenSSL, a
 # thread per connection, keep-alive, head and body in one TLS record, so a
@@ -66,7 +66,7 @@ peers_need || exit 1
 for t in tinyproxy squid haproxy nginx curl cc strace; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
-[ -x "$PX_BIN" ] || { echo "bench: build moat-proxy first (make)"; exit 1; }
+bench_build "$PX_BIN" || exit 1
 
 topo_up || exit 1
 topo_guest agent 10.77.0.10 52:54:00:00:00:0a mt-agent
