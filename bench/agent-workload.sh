@@ -6,7 +6,7 @@
 # namespaces this script creates and removes on every exit; each load stops
 # by itself.  About 110 s a round.
 #
-#   bash bench/agent-workload.sh [ROUNDS]      (root, after make; mitmdump)
+#   bash bench/agent-workload.sh [ROUNDS]      (root; builds and installs what is missing)
 #
 # SANDBOXES (5) guest namespaces, AGENTS (50) agents spread over them (a
 # sandbox is one guest address to moat: its agents are concurrent loops in
@@ -29,6 +29,19 @@
 #              guest holds the placeholder; the proxy intercepts the API host
 #              (tcp 443 redirected by the policy), injects the key, scrubs
 #              the answers, and splices the package host;
+#   moat-routed  the same, from sandboxes of their own on the same
+#              gatewayd whose tcp 443 to the package host is routed past
+#              the proxy (a bench-owned nat chain before moat's redirect;
+#              the guest asks dnsd for the name before each run, so the
+#              policy's allowlist set admits the address): the cost of
+#              moat checking the package host by name, as a number;
+#   haproxy    the second gateway's guests with their tcp 443 to the API
+#              host redirected to HAProxy (Debian's), configured by
+#              bench/haproxy-inject.cfg: terminate TLS, set the real key,
+#              re-encrypt with verification and SNI, `http-reuse always`;
+#              the package host is routed past it;
+#   nginx      the same with nginx (bench/nginx-inject.conf: upstream
+#              keep-alive, no buffering);
 #   mitmproxy  the second gateway's guests with their tcp 443 redirected to
 #              mitmdump (Debian's) in transparent mode, with
 #              bench/mitm-inject.py putting the key in and streaming SSE;
@@ -41,37 +54,47 @@
 # counted from when a call was due (a row that could not keep up is marked
 # in the table).
 # "gateway CPU" is the user and system time of every process in moat's
-# gateway namespace (gatewayd and its children) or of mitmdump; the
+# gateway namespace (gatewayd and its children) or of the peer's
+# processes (haproxy's, nginx's master and workers, mitmdump); the
 # kernel's forwarding and the policy's packet work are not in it.  Rows are
 # interleaved and their order rotates each round, so load from other jobs
 # falls on all of them alike; the machine's load average and the share of
 # CPU the bench's own processes did not use are printed with each run.
 # BREAKDOWN=1 also prints each gateway process's CPU time for every run.
+# PERF=DIR records each row's gateway processes with perf (Debian's
+# linux-perf) during the load runs, into DIR/ROW-ROUND.data, and prints
+# where their CPU went: by process, and the kernel's share against user
+# space (perf report --sort comm,dso).
+# ROWS="..." picks rows (default: all six).  HAProxy and nginx are
+# installed from Debian's packages when missing (tests/deps.sh).
 # BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round, one
-# sandbox of 2 agents, 2 s runs, rows moat and mitmproxy only.
+# sandbox of 2 agents, 2 s runs, every row but direct.
 set -u
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
 . tests/harness/gw.sh
+. bench/peers-lib.sh
 ROUNDS=${1:-3}
 SANDBOXES=${SANDBOXES:-5}
 AGENTS=${AGENTS:-50}
 SECS=${SECS:-10}
 RATE=${RATE:-25}
 PACED_SECS=${PACED_SECS:-20}
-ROWS=${ROWS:-"direct moat mitmproxy"}
+ROWS=${ROWS:-"direct moat moat-routed haproxy nginx mitmproxy"}
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
-	ROUNDS=1 SANDBOXES=1 AGENTS=2 SECS=2 RATE=5 PACED_SECS=2 ROWS="moat mitmproxy"
+	ROUNDS=1 SANDBOXES=1 AGENTS=2 SECS=2 RATE=5 PACED_SECS=2
+	ROWS="moat moat-routed haproxy nginx mitmproxy"
 fi
 NS_PEER=$TOPO-peer
 PEER_ADDR=10.78.0.1
 [ "$SANDBOXES" -ge 1 ] && [ "$SANDBOXES" -le 50 ] || { echo "bench: 1-50 sandboxes"; exit 2; }
-for t in mitmdump cc nft curl; do
+peers_need || exit 1
+for t in mitmdump haproxy nginx cc nft curl dig; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
-[ -x build/gatewayd ] && [ -x build/moat-proxy ] && [ -x build/dnsd ] || { echo "bench: make first"; exit 1; }
+bench_build build/gatewayd build/moat-proxy build/dnsd || exit 1
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 topo_up >/dev/null || exit 1
@@ -86,6 +109,14 @@ for i in $(seq 0 $((SANDBOXES - 1))); do
 	topo_guest "w$i" 10.77.0.$((100 + i)) "$mac" "mt-w$i" || exit 1
 	extra="$extra,
   { name = \"w$i\"; mac = \"$mac\"; address = \"10.77.0.$((100 + i))\"; tap = \"mt-w$i\";
+    egress = \"allowlist\"; allow = [ \"api.bound.test\", \"other.test\" ]; secrets = [ \"api\" ]; }"
+done
+# moat-routed's sandboxes: the same, at .150 and up
+for i in $(seq 0 $((SANDBOXES - 1))); do
+	mac=$(printf '52:54:00:00:04:%02x' "$i")
+	topo_guest "r$i" 10.77.0.$((150 + i)) "$mac" "mt-r$i" || exit 1
+	extra="$extra,
+  { name = \"r$i\"; mac = \"$mac\"; address = \"10.77.0.$((150 + i))\"; tap = \"mt-r$i\";
     egress = \"allowlist\"; allow = [ \"api.bound.test\", \"other.test\" ]; secrets = [ \"api\" ]; }"
 done
 proxy_certs && proxy_conf "$GW_CONF" "$extra" || exit 1
@@ -114,10 +145,17 @@ table ip mitm {
 	chain pre { type nat hook prerouting priority dstnat; policy accept; }
 }
 NFT
-mitm_redirect() {	# on|off: the peer guests' tcp 443 to mitmdump
+peer_redirect() {	# ROW: the peer guests' tcp 443 to that row's proxy
 	in_ns "$NS_PEER" nft flush chain ip mitm pre
-	[ "$1" = off ] || in_ns "$NS_PEER" nft add rule ip mitm pre \
-	    iifname moat0 tcp dport 443 redirect to :8080
+	case $1 in
+	mitmproxy) in_ns "$NS_PEER" nft add rule ip mitm pre \
+	    iifname moat0 tcp dport 443 redirect to :8080 ;;
+	# only the API host: the package host is routed
+	haproxy) in_ns "$NS_PEER" nft add rule ip mitm pre \
+	    iifname moat0 ip daddr $PX_BOUND tcp dport 443 redirect to :8443 ;;
+	nginx) in_ns "$NS_PEER" nft add rule ip mitm pre \
+	    iifname moat0 ip daddr $PX_BOUND tcp dport 443 redirect to :8444 ;;
+	esac
 }
 
 # The internet: DNS for the proxies, the API host (checking the key) and
@@ -144,6 +182,24 @@ topo_bg "$NS_PEER" mitmdump env INJECT_HOST=api.bound.test \
     --set ssl_verify_upstream_trusted_ca="$PX_DIR/testca.crt" \
     --ignore-hosts 'other\.test|203\.0\.113\.21' -s bench/mitm-inject.py
 topo_wait_port "$NS_PEER" $PEER_ADDR 8080 || { cat "$TOPO_TMP/mitmdump.log"; exit 1; }
+REAL="Bearer $(head -1 "$PX_DIR/secrets/api")"
+haproxy_start "$NS_PEER" $PEER_ADDR:8443 $PX_BOUND:443 api.bound.test \
+    "$PX_DIR/api.bound.test.crt" "$PX_DIR/api.bound.test.key" "$PX_DIR/testca.crt" "$REAL"
+nginx_start "$NS_PEER" $PEER_ADDR:8444 $PX_BOUND:443 api.bound.test \
+    "$PX_DIR/api.bound.test.crt" "$PX_DIR/api.bound.test.key" "$PX_DIR/testca.crt" "$REAL"
+topo_wait_port "$NS_PEER" $PEER_ADDR 8443 || { cat "$TOPO_TMP/haproxy.log"; exit 1; }
+topo_wait_port "$NS_PEER" $PEER_ADDR 8444 || { cat "$TOPO_TMP/nginx.log" "$TOPO_TMP/nginx-error.log"; exit 1; }
+# moat-routed: the routed sandboxes' tcp 443 to the package host takes a
+# nat binding of its own before moat's redirect (priority dstnat - 50), so
+# the kernel forwards it under moat's policy and the proxy never sees it.
+in_ns "$NS_GW" nft -f - <<NFT || exit 1
+table ip bench_route {
+	chain pre {
+		type nat hook prerouting priority -150; policy accept;
+		ip saddr 10.77.0.150-10.77.0.199 ip daddr $PX_OTHER tcp dport 443 dnat to $PX_OTHER
+	}
+}
+NFT
 # One trust bundle for every row: the test CA, moat's and mitmproxy's.
 cat "$PX_DIR/testca.crt" "$PX_DIR/state/proxy-ca.crt" \
     "$TOPO_TMP/mitm/mitmproxy-ca-cert.pem" >"$PX_DIR/bundle.crt" || exit 1
@@ -154,7 +210,8 @@ listen_pids() {	# NS PORT -> pids listening on PORT, comma-separated
 }
 SRV_PIDS=$(listen_pids "$NS_INET" 443)
 MITM_PIDS=$(listen_pids "$NS_PEER" 8080)
-REAL="Bearer $(head -1 "$PX_DIR/secrets/api")"
+HA_PIDS=$(listen_pids "$NS_PEER" 8443)
+NGX_PIDS=$(listen_pids "$NS_PEER" 8444)
 nses() {	# PREFIX -> the row's guest namespaces, comma-separated
 	seq 0 $((SANDBOXES - 1)) | sed "s/^/$TOPO-$1/" | paste -sd,
 }
@@ -174,26 +231,53 @@ breakdown() {	# BEFORE AFTER -> each gateway process's CPU in the run
 	join <(sort "$1") <(sort "$2") | awk -v hz="$(getconf CLK_TCK)" \
 	    '{ split($3, a, "+"); split($5, b, "+"); printf "#   %s %s: %.2f s\n", $2, $1, (b[1] + b[2] - a[1] - a[2]) / hz }'
 }
+resolve_pkg() {	# each routed guest asks dnsd for the package host
+	local i a
+	for i in $(seq 0 $((SANDBOXES - 1))); do
+		a=$(in_ns "$TOPO-r$i" dig +short +time=2 +tries=3 @$GW_ADDR other.test A)
+		[ "$a" = "$PX_OTHER" ] || { echo "bench: r$i: other.test is '$a'" >&2; return 1; }
+	done
+}
 run() {	# run ROW PHASE -- the client's key=value line in $TOPO_TMP/run.out
 	local ns auth gw rate=()
 	case $1 in
-	direct)    ns=$(nses p) auth=$REAL gw= ; mitm_redirect off ;;
+	direct)    ns=$(nses p) auth=$REAL gw= ;;
 	moat)      ns=$(nses w) auth="Bearer $PX_PLACEHOLDER"
 	           gw=$(ip netns pids "$NS_GW" | paste -sd,) ;;
-	mitmproxy) ns=$(nses p) auth="Bearer $PX_PLACEHOLDER" gw=$MITM_PIDS
-	           mitm_redirect on ;;
+	moat-routed) ns=$(nses r) auth="Bearer $PX_PLACEHOLDER"
+	           gw=$(ip netns pids "$NS_GW" | paste -sd,)
+	           resolve_pkg || return 1 ;;
+	haproxy)   ns=$(nses p) auth="Bearer $PX_PLACEHOLDER" gw=$HA_PIDS ;;
+	nginx)     ns=$(nses p) auth="Bearer $PX_PLACEHOLDER" gw=$NGX_PIDS ;;
+	mitmproxy) ns=$(nses p) auth="Bearer $PX_PLACEHOLDER" gw=$MITM_PIDS ;;
 	esac
+	peer_redirect "$1"
 	local secs=$SECS
 	[ "$2" = paced ] && rate=(--rate "$RATE") secs=$PACED_SECS
 	# In the background, so that topo_down can end it: its threads live
 	# in the guests' namespaces, its main thread in ours.
+	local cpid
 	"$CLIENT" --ns "$ns" --ca "$PX_DIR/bundle.crt" --auth "$auth" \
 	    --api $PX_BOUND:api.bound.test --pkg $PX_OTHER:other.test \
 	    --agents "$AGENTS" --secs "$secs" --warmup 2 "${rate[@]}" \
 	    ${gw:+--gw "$gw"} --srv "$SRV_PIDS" >"$TOPO_TMP/run.out" &
-	TOPO_PIDS+=($!)
+	cpid=$!
+	TOPO_PIDS+=($cpid)
 	[ -n "${BREAKDOWN:-}" ] && ticks "$gw" >"$TOPO_TMP/cpu0"
-	wait $!
+	local perf= data
+	if [ -n "${PERF:-}" ] && [ -n "$gw" ] && [ "$2" = load ]; then
+		data=$PERF/$1-$r.data
+		sleep 2	# the client's warm-up
+		perf record -q -F 997 -g -p "$gw" -o "$data" -- sleep "$SECS" 2>/dev/null &
+		perf=$!
+	fi
+	wait $cpid
+	if [ -n "$perf" ]; then
+		wait "$perf"
+		echo "# $1: the gateway's CPU by process and object (perf, $SECS s)" >&2
+		perf report -i "$data" --no-children --sort comm,dso --stdio 2>/dev/null |
+		    grep -E '^ +[0-9.]+%' | head -25 | sed 's/^/#   /' >&2
+	fi
 	if [ -n "${BREAKDOWN:-}" ] && [ -n "$gw" ]; then
 		ticks "$gw" >"$TOPO_TMP/cpu1"
 		echo "# $1 $2: CPU of each gateway process, warm-up included" >&2
@@ -291,12 +375,26 @@ for row in rows:
         a50, a99, mr(vals(row, "paced", "sse_p50_ms"), "%.2f"),
         mr(vals(row, "load", "pkg_mib_s")), err, wrong(row),
         mr(vals(row, "load", "client_cpu_us")), mr(vals(row, "load", "rest_cpu_pct"))))
-if "moat" in rows and "mitmproxy" in rows:
-    def per_round(key, a, b):
-        x, y = by_round(a, "load", key), by_round(b, "load", key)
-        return [x[k] / y[k] for k in x if k in y and y[k] > 0]
-    print("\nmoat against mitmproxy, round by round: %s times the requests per second, "
-          "%s times less gateway CPU per request" % (
-              mr(per_round("rps", "moat", "mitmproxy"), "%.1f"),
-              mr(per_round("gw_cpu_us", "mitmproxy", "moat"), "%.1f")))
+def per_round(key, a, b):
+    x, y = by_round(a, "load", key), by_round(b, "load", key)
+    return [x[k] / y[k] for k in x if k in y and y[k] > 0]
+
+
+def diff_round(key, a, b):
+    x, y = by_round(a, "load", key), by_round(b, "load", key)
+    return [x[k] - y[k] for k in x if k in y]
+
+
+print("\nRound by round (median, range):")
+for m in ("moat", "moat-routed"):
+    for peer in ("haproxy", "nginx", "mitmproxy"):
+        if m in rows and peer in rows:
+            print("- %s against %s: %s× its requests per second at %s× its gateway CPU per request" % (
+                m, peer, mr(per_round("rps", m, peer), "%.2f"),
+                mr(per_round("gw_cpu_us", m, peer), "%.2f")))
+if "moat" in rows and "moat-routed" in rows:
+    print("- checking the package host by name (moat less moat-routed): %s µs of gateway CPU per request, "
+          "%s× the requests per second" % (
+              mr(diff_round("gw_cpu_us", "moat", "moat-routed"), "%.1f"),
+              mr(per_round("rps", "moat", "moat-routed"), "%.2f")))
 PY

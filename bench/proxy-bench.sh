@@ -4,7 +4,7 @@
 # namespace of a test topology.  Every packet stays in this run's
 # namespaces; loads are bounded and stop by themselves (about 1-2 minutes).
 #
-#   bash bench/proxy-bench.sh [REQUESTS] [ROUNDS]   (root; tinyproxy, curl)
+#   bash bench/proxy-bench.sh [REQUESTS] [ROUNDS]   (root; builds and installs what is missing)
 #
 # Server: bench/bench-server.c, built here (not by make): C, OpenSSL, a
 # thread per connection, keep-alive, head and body in one TLS record, so a
@@ -25,9 +25,12 @@
 # Peers of the tunnel rows: tinyproxy, and relay (bench/relay.c, built
 # here: a thread a direction doing blocking read/write between the
 # guest's TCP connection and one to the server, the simplest relay there
-# is, so the floor any proxy in the middle stands on).  Peer of the
-# intercepted row: mitmproxy (mitmdump, Debian's), adding a request
-# header the way moat-proxy injects one, when it is installed.
+# is, so the floor any proxy in the middle stands on).  Peers of the
+# intercepted row: HAProxy and nginx (Debian's; bench/haproxy-inject.cfg
+# and bench/nginx-inject.conf: terminate TLS for the API host, set the
+# real key, re-encrypt with verification and SNI, upstream keep-alive),
+# installed when missing; and mitmproxy (mitmdump, Debian's), adding a
+# request header the way moat-proxy injects one, when it is installed.
 # PX_BIN_B=FILE adds rows spliced-b and intercepted-b for a second build
 # of moat-proxy, run side by side with the first (to compare builds under
 # the same load).
@@ -44,24 +47,26 @@
 # the server it relays for, never with the client; unset or PIN=0, the
 # scheduler places all three.
 # BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round of 20
-# requests, a 1 MiB download and 50 idle tunnels, rows spliced (moat) and
-# tinyproxy unless MODES says otherwise.
+# requests, a 1 MiB download and 50 idle tunnels, rows spliced (moat),
+# tinyproxy, intercepted (moat) and haproxy unless MODES says otherwise.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
 . tests/harness/proxy-lib.sh
+. bench/peers-lib.sh
 N=${1:-2000}
 ROUNDS=${2:-3}
 DL=104857600 IDLE_N=1000
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
-	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced tinyproxy"}
+	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced tinyproxy intercepted haproxy"}
 fi
 # servers stop by themselves: long enough for slow rounds on a busy machine
 LIFE=$((600 + ROUNDS * 180))
-for t in tinyproxy squid curl cc strace; do
+peers_need || exit 1
+for t in tinyproxy squid haproxy nginx curl cc strace; do
 	command -v $t >/dev/null || { echo "bench: needs $t"; exit 1; }
 done
-[ -x "$PX_BIN" ] || { echo "bench: build moat-proxy first (make)"; exit 1; }
+bench_build "$PX_BIN" || exit 1
 
 topo_up || exit 1
 topo_guest agent 10.77.0.10 52:54:00:00:00:0a mt-agent
@@ -71,6 +76,10 @@ cc -O2 -o "$SRV" bench/bench-server.c -lssl -lcrypto -lpthread || exit 1
 cc -O2 -o "$TOPO_TMP/relay" bench/relay.c -lpthread || exit 1
 cc -O2 -o "$TOPO_TMP/tls-relay" bench/tls-relay.c -lssl -lcrypto -lpthread || exit 1
 proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
+# Room for the idle tunnels' measurement: they all come from one sandbox,
+# past the default per-sandbox cap of connections.
+sed -i "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = true; per_sandbox = $((IDLE_N + 100)); };|" \
+    "$TOPO_TMP/moat.conf"
 ip -n "$NS_INET" addr add $PX_BOUND/24 dev eth0
 ip -n "$NS_INET" addr add $PX_OTHER/24 dev eth0
 topo_bg "$NS_INET" px-dns python3 tests/harness/cc-dns.py 203.0.113.53 \
@@ -112,6 +121,13 @@ if command -v mitmdump >/dev/null; then
 	    --set stream_large_bodies=1m
 	topo_wait_port "$NS_GW" $GW_ADDR 8080 || exit 1
 fi
+# The C injectors a user would build instead (bench/peers-lib.sh)
+haproxy_start "$NS_GW" $GW_ADDR:8443 $PX_BOUND:443 api.bound.test \
+    "$PX_DIR/api.bound.test.crt" "$PX_DIR/api.bound.test.key" "$PX_DIR/testca.crt" "Bearer $PX_SECRET"
+nginx_start "$NS_GW" $GW_ADDR:8444 $PX_BOUND:443 api.bound.test \
+    "$PX_DIR/api.bound.test.crt" "$PX_DIR/api.bound.test.key" "$PX_DIR/testca.crt" "Bearer $PX_SECRET"
+topo_wait_port "$NS_GW" $GW_ADDR 8443 || { cat "$TOPO_TMP/haproxy.log"; exit 1; }
+topo_wait_port "$NS_GW" $GW_ADDR 8444 || { cat "$TOPO_TMP/nginx.log" "$TOPO_TMP/nginx-error.log"; exit 1; }
 cat "$PX_DIR/state/proxy-ca.crt" "$PX_DIR/testca.crt" ${MITM:+"$TOPO_TMP/mitm/mitmproxy-ca-cert.pem"} \
     >"$PX_DIR/bundle.crt"
 cat >"$TOPO_TMP/tinyproxy.conf" <<EOF
@@ -155,6 +171,8 @@ curl_args() {
 	intercepted-b) echo "-x http://$GW_ADDR:3138 https://api.bound.test" ;;
 	relay)       echo "--connect-to other.test:443:$GW_ADDR:9000 https://other.test" ;;
 	tls-relay)   echo "--connect-to api.bound.test:443:$GW_ADDR:9443 https://api.bound.test" ;;
+	haproxy)     echo "--connect-to api.bound.test:443:$GW_ADDR:8443 https://api.bound.test" ;;
+	nginx)       echo "--connect-to api.bound.test:443:$GW_ADDR:8444 https://api.bound.test" ;;
 	# mitmproxy resolves with the system resolver, as tinyproxy does
 	mitmproxy)   echo "-x http://$GW_ADDR:8080 --connect-to api.bound.test:443:$PX_BOUND:443 https://api.bound.test" ;;
 	# tinyproxy resolves names with the system resolver, which knows no
@@ -178,7 +196,7 @@ small() {	# small MODE -> "rps p50_ms p99_ms"
 	base=${a[-1]}; unset 'a[-1]'
 	# Intercepted paths get NI (200) requests, so that a round stays within
 	# seconds even where interception is slow.
-	for i in $(seq "$(case $1 in intercepted*|mitmproxy|tls-relay) echo "${NI:-200}" ;; *) echo "$N" ;; esac)"); do
+	for i in $(seq "$(case $1 in intercepted*|mitmproxy|tls-relay|haproxy|nginx) echo "${NI:-200}" ;; *) echo "$N" ;; esac)"); do
 		urls+=(-o /dev/null "$base/small")
 	done
 	in_ns "$(where "$1")" $CPIN curl -s --max-time 30 --cacert "$PX_DIR/bundle.crt" \
@@ -197,8 +215,10 @@ download() {	# download MODE -> MiB/s for DL bytes (100 MiB)
 	    -w '%{size_download} %{speed_download}\n' "$base/big?n=$DL" |
 	    awk -v dl=$DL '$1 == dl { printf "%.0f\n", $2 / 1048576; next } { print 0 }'
 }
-cpu_ms() {	# user+system CPU of a process (all its threads), in ms
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' /proc/"$1"/stat
+cpu_ms() {	# user+system CPU of processes PID,... (all their threads), in ms
+	local p
+	for p in ${1//,/ }; do cat /proc/"$p"/stat; done |
+	    awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); t += $12 + $13 } END { print int(t * 1000 / hz) }'
 }
 cpu_ns() {	# on-CPU time of a process's threads, in ns
 	# the relays' threads end with their connection: each keeps the count
@@ -207,10 +227,12 @@ cpu_ns() {	# on-CPU time of a process's threads, in ns
 		    "$TOPO_TMP/$([ "$1" = "$rlpid" ] && echo relay || echo tls-relay).log"
 		return
 	fi
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
+	local p
+	for p in ${1//,/ }; do cat /proc/"$p"/task/*/schedstat 2>/dev/null; done | awk '{ s += $1 } END { printf "%.0f", s }'
 }
 pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
-	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; tls-relay) echo "$tlpid" ;; mitmproxy) echo "$mipid" ;; esac; }
+	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; tls-relay) echo "$tlpid" ;; mitmproxy) echo "$mipid" ;;
+	haproxy) echo "$hapid" ;; nginx) echo "$ngxpids" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 idle() {	# idle PORT PID HOST -> RSS growth in KiB for IDLE_N (1,000) idle tunnels
 	local before after py
@@ -238,25 +260,28 @@ tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | he
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 lpid() { in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
 pxbpid=$(lpid 3138); rlpid=$(lpid 9000); tlpid=$(lpid 9443); mipid=$(lpid 8080)
+hapid=$(lpid 8443)
+# nginx: its master and workers, comma-separated
+ngxpids=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8444" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | paste -sd,)
 ulimit -n 8192
 CPIN=
 if [ "${PIN:-0}" = 1 ]; then
 	CPIN="taskset -c 0"
-	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $hapid ${ngxpids//,/ } $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		taskset -a -p -c 1 "$p" >/dev/null
 	done
 	echo "# pinned: curl on CPU 0; servers and proxies on CPU 1" >&2
 fi
 
 if [ -n "${NICE:-}" ]; then
-	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $hapid ${ngxpids//,/ } $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		for t in /proc/"$p"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
 	done
 	CPIN="nice -n $NICE $CPIN"
 	echo "# niceness $NICE: client, servers and proxies" >&2
 fi
 
-MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b} tls-relay${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
+MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b} tls-relay haproxy nginx${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do

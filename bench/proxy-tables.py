@@ -142,9 +142,10 @@ def col_cpu_of(bound):
     return f
 
 
-table("Small requests, intercepted (peer: mitmproxy; bound: tls-relay)",
-      ["direct", "intercepted", "intercepted-b", "tls-relay", "mitmproxy"],
-      "direct", "mitmproxy",
+table("Small requests, intercepted (peer: HAProxy; bound: tls-relay)",
+      ["direct", "intercepted", "intercepted-b", "tls-relay", "haproxy", "nginx",
+       "mitmproxy"],
+      "direct", "haproxy",
       small_cols + [("proxy CPU of tls-relay's", col_cpu_of("tls-relay"))])
 dl_cols = [
     ("MiB/s", col_med("dl", "%.0f")),
@@ -154,7 +155,9 @@ dl_cols = [
 ]
 table("%s MiB download" % DL_MIB,
       ["direct", "spliced", "spliced-b", "tinyproxy", "relay", "intercepted",
-       "intercepted-b", "tls-relay", "mitmproxy"], "direct", None, dl_cols)
+       "intercepted-b", "tls-relay", "haproxy", "nginx", "mitmproxy"], "direct",
+      None, dl_cols + [("MiB/s of HAProxy's", lambda p, b, q: "—"
+                        if not p.startswith("intercepted") else mr(ratio(p, "haproxy", "dl")))])
 table("Plain HTTP (absolute-URI GETs, keep-alive)",
       ["plain-direct", "plain-moat", "plain-tinyproxy", "plain-squid"],
       "plain-direct", None,

@@ -27,7 +27,7 @@
 enum ipc_type {
 	IPC_SET_ADD = 1,	/* dnsd -> parent: open addresses for a sandbox */
 	IPC_SET_ACK,		/* parent -> dnsd: result of an IPC_SET_ADD */
-	IPC_AUDIT,		/* child -> parent: one audit event, JSON object */
+	IPC_AUDIT,		/* child -> parent: audit events, JSON objects */
 	IPC_RELOAD,		/* dnsd's own parent -> dnsd: re-read its
 				 * file (dnsd run without gatewayd) */
 	IPC_SIGN_REQ,		/* proxy -> signer: a leaf certificate, please */
@@ -397,8 +397,9 @@ struct ipc_reg_reply {
 	char		text[];
 };
 
-/* An IPC_AUDIT payload is a JSON object of printable ASCII, without NUL or
- * newline, at most IPC_MAX_PAYLOAD bytes. */
+/* An IPC_AUDIT payload is one or more JSON objects of printable ASCII, a
+ * line each (separated by a newline, none after the last), without NUL,
+ * at most IPC_MAX_PAYLOAD bytes in all. */
 
 /* Create the pair (SOCK_SEQPACKET, close-on-exec on both ends). */
 int	ipc_pair(int fds[2]);

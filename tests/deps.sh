@@ -9,12 +9,13 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
  qemu-system-x86 qemu-utils busybox-static cpio genisoimage xz-utils zstd
  lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev
  libh2o-evloop-dev chromium chromium-driver python3-selenium
- dnsperf dnsmasq-base unbound tinyproxy squid mitmproxy"
+ dnsperf dnsmasq-base unbound tinyproxy squid mitmproxy haproxy nginx-light"
 # libh2o-evloop-dev is the web console's HTTP server; chromium, its
 # driver and python3-selenium drive the console's tests in a real browser.
 # The last line is the benches' peers (bench/*.sh, run in smoke mode by
 # tests/integration/09-bench-smoke-*.sh); dnsmasq-base is dnsmasq without
-# its service.
+# its service; haproxy and nginx-light are the TLS-terminating injectors
+# the proxy benches compare moat with.
 missing=$(dpkg-query -W -f='${Package} ${Status}\n' $PKGS 2>/dev/null |
 	awk '$NF != "installed" {print $1}')
 # dpkg-query prints nothing for packages it has never heard of.
@@ -62,6 +63,6 @@ apt_retry $APT update -qq
 apt_retry $APT install -y -qq --no-install-recommends $missing
 # Nor at the next boot, when this run installed it (one the machine
 # had before is its owner's).
-for s in unbound squid tinyproxy; do
-	case " $missing " in *" $s "*) systemctl disable "$s" >/dev/null 2>&1 || true ;; esac
+for s in unbound squid tinyproxy haproxy nginx-light:nginx; do
+	case " $missing " in *" ${s%%:*} "*) systemctl disable "${s#*:}" >/dev/null 2>&1 || true ;; esac
 done

@@ -31,6 +31,20 @@
 #include "log.h"
 
 static void audit_rotate(struct gw *);
+static void held_flush(struct gw *);
+
+/*
+ * The lines of one child's message (a proxy worker sends the events of a
+ * turn of its loop together) are written to the file with one write:
+ * while held.on, audit_write_to appends here, and held_flush writes it
+ * out, before a rotation and at the message's end.
+ */
+static struct {
+	char		*buf;
+	size_t		 len, cap;
+	uint64_t	 lines;
+	bool		 on;
+} held;
 
 int
 audit_open(struct gw *gw)
@@ -88,6 +102,7 @@ audit_rotate(struct gw *gw)
 	char *old, json[256];
 	uint64_t gone;
 
+	held_flush(gw);		/* the held lines belong to this file */
 	xasprintf(&old, "%s.1", audit_of(gw)->audit_path);
 	gone = count_lines(old);
 	if (rename(audit_of(gw)->audit_path, old) == -1) {
@@ -165,6 +180,9 @@ audit_close(struct gw *gw)
 	audit_of(gw)->auditfd = -1;
 	free(audit_of(gw)->audit_path);
 	audit_of(gw)->audit_path = NULL;
+	free(held.buf);
+	held.buf = NULL;
+	held.cap = 0;
 }
 
 /* Syslog's share of the children's events: a token bucket. */
@@ -230,7 +248,17 @@ audit_write_to(struct gw *gw, const char *json, enum audit_syslog to)
 	if (audit_of(gw)->auditfd != -1 && audit_of(gw)->audit.size > 0 && audit_of(gw)->audit.size + n >
 	    (off_t)gw->cfg->gw.audit_max_kb * 1024)
 		audit_rotate(gw);
-	if (audit_of(gw)->auditfd != -1 && write(audit_of(gw)->auditfd, line, (size_t)n) != n)
+	if (audit_of(gw)->auditfd != -1 && held.on) {
+		if (held.len + (size_t)n > held.cap) {
+			held.cap = (held.len + (size_t)n) * 2;
+			held.buf = xreallocarray(held.buf, held.cap, 1);
+		}
+		memcpy(held.buf + held.len, line, (size_t)n);
+		held.len += (size_t)n;
+		held.lines++;
+		audit_of(gw)->audit.size += n;
+		audit_of(gw)->audit.lines++;
+	} else if (audit_of(gw)->auditfd != -1 && write(audit_of(gw)->auditfd, line, (size_t)n) != n)
 		log_warn("audit log write");
 	else if (audit_of(gw)->auditfd != -1) {
 		audit_of(gw)->audit.size += n;
@@ -308,11 +336,29 @@ audit_event(struct gw *gw, const char *event, ...)
 	free(tmp);
 }
 
+static void
+held_flush(struct gw *gw)
+{
+	ssize_t w;
+
+	if (held.len == 0)
+		return;
+	w = audit_of(gw)->auditfd == -1 ? -1 : write(audit_of(gw)->auditfd, held.buf, held.len);
+	if (w != (ssize_t)held.len) {
+		log_warn("audit log write");
+		audit_of(gw)->audit.size -= (off_t)held.len;
+		audit_of(gw)->audit.lines -= held.lines;
+	}
+	held.len = 0;
+	held.lines = 0;
+}
+
 /* Stamp the source so that a child cannot pass itself off as another: a
  * child's own "source" key is dropped when it names the child itself and
  * renamed otherwise. */
-void
-audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+static void
+audit_child_line(struct gw *gw, struct gw_proc *p, const char *json,
+    size_t len)
 {
 	char self[64], stamp[64], *body, *line, *k;
 	size_t n;
@@ -375,3 +421,19 @@ const struct gw_module audit_module = {
 	.start = audit_start,
 	.stop = audit_stop,
 };
+/* A child's message: one event a line (see the IPC_AUDIT shape). */
+void
+audit_child(struct gw *gw, struct gw_proc *p, const char *json, size_t len)
+{
+	const char *nl;
+
+	held.on = true;
+	while ((nl = memchr(json, '\n', len)) != NULL) {
+		audit_child_line(gw, p, json, (size_t)(nl - json));
+		len -= (size_t)(nl - json) + 1;
+		json = nl + 1;
+	}
+	audit_child_line(gw, p, json, len);
+	held_flush(gw);
+	held.on = false;
+}

@@ -346,7 +346,7 @@ put_field(struct conn *c, const struct http_field *f, const char *host)
 	struct http *h = c->h;
 	const struct moat_secret *sc;
 	const char *cur = f->value;
-	size_t j, n, cl = f->valuelen;
+	size_t j, n, cl = f->valuelen, used = 0;
 	ssize_t vl;
 	int count = 0, rc;
 
@@ -356,6 +356,10 @@ put_field(struct conn *c, const struct http_field *f, const char *host)
 			explicit_bzero(buf, sizeof(buf));
 			return -1;
 		}
+		/* perf: the substitution wrote at most buf[0, vl] (a Basic
+		 * pair ends in a NUL), so that is all there is to wipe, not
+		 * 32 KiB a request */
+		used = (size_t)vl < sizeof(buf) ? (size_t)vl + 1 : sizeof(buf);
 		if (count > 0) {
 			cur = buf;
 			cl = (size_t)vl;
@@ -375,8 +379,8 @@ put_field(struct conn *c, const struct http_field *f, const char *host)
 		rc = -2;
 	else
 		rc = buf_field(&c->u.out, f->name, f->namelen, cur, cl);
-	if (n > 0)
-		explicit_bzero(buf, sizeof(buf));	/* held a real value */
+	if (used > 0)
+		explicit_bzero(buf, used);	/* held a real value */
 	return rc;
 }
 

@@ -543,6 +543,7 @@ main(int argc, char *argv[])
 	while (!stop)
 		if (ev_run_once(-1) == -1)
 			fatal("epoll_wait");
+	audit_flush();
 	log_info("stopping");
 	secrets_wipe_all();
 	tls_free();

@@ -133,6 +133,7 @@ charge(struct conn *c, struct rr_req *r, struct ipc_budget_req *m)
 		return -1;
 	}
 	r->id = ++rr_next_id;
+	audit_flush();	/* gatewayd sees the events before the request */
 	if (ipc_send(rr_ipc, IPC_BUDGET_REQ, r->id, m, sizeof(*m)) == -1) {
 		log_warn("budget-req");
 		conn_refuse(c, 503, "cannot reach gatewayd to charge a budget");

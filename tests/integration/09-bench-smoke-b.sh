@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every bench starts and measures (part b: the proxy): see
-# 09-bench-smoke-a.sh.  moat-proxy against tinyproxy and mitmproxy, the
-# signer under a neighbour's new hosts, a failover of the HA pair.
+# 09-bench-smoke-a.sh.  moat-proxy against tinyproxy, mitmproxy, HAProxy
+# and nginx, the signer under a neighbour's new hosts, a failover of the HA
+# pair.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . bench/smoke-lib.sh
@@ -10,6 +11,8 @@ smoke_run proxy-bench 180
 smoke_row "proxy-bench: moat-proxy's spliced row" "^\| spliced \| $NZ \| $NZ \|"
 smoke_row "proxy-bench: tinyproxy's row" "^\| tinyproxy \| $NZ \| $NZ \|"
 smoke_row "proxy-bench: moat-proxy's download" "^spliced $NZ .* $NZ 1 "
+smoke_row "proxy-bench: moat-proxy's intercepted row" "^\| intercepted \| $NZ \| $NZ \|"
+smoke_row "proxy-bench: HAProxy's intercepted row" "^\| haproxy \| $NZ \| $NZ \|"
 
 smoke_run signer-bench 90
 smoke_row "signer-bench: A's requests alone" "^\| alone \| 20 \| $NZ \|"
@@ -19,6 +22,9 @@ smoke_run agent-workload 180
 smoke_row "agent-workload: moat's row" "^\| moat \| $NZ "
 smoke_row "agent-workload: mitmproxy's row" "^\| mitmproxy \| $NZ "
 smoke_row "agent-workload: every API call carried the real key" "^\| moat \|.*\| 0 of $NZ \|"
+smoke_row "agent-workload: moat-routed's row" "^\| moat-routed \| $NZ "
+smoke_row "agent-workload: HAProxy's row, every call with the real key" "^\| haproxy \| $NZ .*\| 0 of $NZ \|"
+smoke_row "agent-workload: nginx's row, every call with the real key" "^\| nginx \| $NZ .*\| 0 of $NZ \|"
 
 smoke_run ha-failover 180
 smoke_row "ha-failover: DNS and connections back after gatewayd is killed" "^\| default \| kill \| $NZ \| $NZ \|"

@@ -46,6 +46,9 @@ out.write(set_add(8, "dev", ["203.0.113.11"]) + "\n")
 out.write(set_add(9, "nosuch", ["203.0.113.12"]) + "\n")
 forged = b'{"source":"proxy","event":"forged"}'
 s.send(struct.pack("=HHII", 3, 0, len(forged), 10) + forged)
+# several events in one message, a line each: each line is stamped
+batch = b'{"event":"batched-1"}\n{"source":"proxy","event":"batched-2"}'
+s.send(struct.pack("=HHII", 3, 0, len(batch), 11) + batch)
 out.flush()
 time.sleep(60)
 PY
@@ -66,6 +69,11 @@ expect_eq "web still refused the LAN" unreachable "$(tcp_probe $TOPO-web $LAN_HO
 wait_for 30 grep -q '"event":"forged"' "$GW_AUDIT"
 expect_match "a child cannot claim another child's name in the audit log" \
 	'"source":"dnsd","SOURCE":"proxy","event":"forged"' "$(cat "$GW_AUDIT")"
+wait_for 30 grep -q '"event":"batched-2"' "$GW_AUDIT"
+expect_match "an audit message of several lines: the first stamped with its sender" \
+	'^\{"time":"[^"]*","source":"dnsd","event":"batched-1"\}$' "$(cat "$GW_AUDIT")"
+expect_match "an audit message of several lines: a later line cannot claim another child's name" \
+	'^\{"time":"[^"]*","source":"dnsd","SOURCE":"proxy","event":"batched-2"\}$' "$(cat "$GW_AUDIT")"
 
 # A malformed message: the sender is killed and logged, nothing else.
 nflog_pid=$(gw_child_pid nflog)

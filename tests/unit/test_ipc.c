@@ -168,6 +168,19 @@ audit_shape(void **state)
 	raw.h = (struct ipc_hdr){ IPC_AUDIT, 0, 5, 1 };
 	memcpy(raw.p, "{\n1}", 5);
 	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 5, &h), -2);
+	/* several events, a line each: no empty line, none at the end */
+	raw.h = (struct ipc_hdr){ IPC_AUDIT, 0, 8, 1 };
+	memcpy(raw.p, "{\"a\"}\n{}", 8);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 8, &h), 8);
+	raw.h = (struct ipc_hdr){ IPC_AUDIT, 0, 9, 1 };
+	memcpy(raw.p, "{\"a\"}\n\n{}", 9);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 9, &h), -2);
+	raw.h = (struct ipc_hdr){ IPC_AUDIT, 0, 6, 1 };
+	memcpy(raw.p, "{\"a\"}\n", 6);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 6, &h), -2);
+	raw.h = (struct ipc_hdr){ IPC_AUDIT, 0, 7, 1 };
+	memcpy(raw.p, "{\"a\"}\n}", 7);
+	assert_int_equal(roundtrip_raw(&raw, sizeof(h) + 7, &h), -2);
 	/* EOF is 0, not an error */
 	close(fds[0]);
 	assert_int_equal(ipc_recv(fds[1], &h, &in, sizeof(in), err,
