@@ -13,16 +13,27 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_refused.c parent_grant.c parent_dropin.c parent_dnsd.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
-	parent_owner.c)
-GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
+	parent_owner.c parent_sockmap.c)
+GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/gatewayd/bpf/tunnel_obj.o
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
-GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
+GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto libbpf)
 PROGRAMS += $(BUILD)/gatewayd
 INSTALL_SBIN += $(BUILD)/gatewayd
 
 $(BUILD)/gatewayd: $(GATEWAYD_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS)
 include gatewayd/proxy.mk
+
+# The tunnel program (parent_sockmap.c): BPF bytecode built by clang and
+# linked into gatewayd as data.
+TUNNEL_BPF := $(OBJ)/gatewayd/bpf/tunnel.bpf.o
+$(TUNNEL_BPF): gatewayd/bpf/tunnel.bpf.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "BPF     $<")
+	$(Q)clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -dumpmachine) -c -o $@ $<
+$(OBJ)/gatewayd/bpf/tunnel_obj.o: gatewayd/bpf/tunnel_obj.S $(TUNNEL_BPF)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -c -DMOAT_TUNNEL_BPF_OBJ='"$(TUNNEL_BPF)"' -o $@ $<
 
 GATEWAYD_TESTS := $(BUILD)/tests/test_gatewayd_nflog
 UNIT_TESTS += $(GATEWAYD_TESTS)

@@ -28,6 +28,7 @@
 #include "gatewayd.h"
 #include "log.h"
 #include "nftrules.h"
+#include "parent_sockmap.h"
 #include "privdrop.h"
 
 typedef void (*ctl_fn)(struct ctl_req *);
@@ -481,6 +482,10 @@ ctl_status(struct ctl_req *r)
 		    (unsigned long long)gw->audit.lost,
 		    (long long)gw->audit.size,
 		    (long long)gw->cfg->gw.audit_max_kb * 1024);
+		reply(r, "\"tunnels\":{\"path\":\"%s\",\"why\":",
+		    sockmap_path());
+		ctl_reply_jstr(r, sockmap_why());
+		reply(r, "},");
 		ha_status(r);
 		drift_status(r);
 		status_json_children(r);
@@ -493,6 +498,7 @@ ctl_status(struct ctl_req *r)
 	    "bridge moat)\nrefusals   %s\n", gw->cfg->path,
 	    (long long)(now - gw->started), gw->cfg->nsandboxes, gw->reloads,
 	    gw->reload_failures, refusals);
+	reply(r, "tunnels    %s (%s)\n", sockmap_path(), sockmap_why());
 	ha_status(r);
 	drift_status(r);
 	text = audit_counters(gw);

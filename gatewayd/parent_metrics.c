@@ -30,6 +30,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "nftrules.h"
+#include "parent_sockmap.h"
 #include "promise.h"
 
 /* --- rendering ----------------------------------------------------------- */
@@ -224,6 +225,7 @@ render_gateway(FILE *fp, struct gw *gw)
 	fprintf(fp, "moat_start_time_seconds %lld\n", (long long)gw->started);
 	ha_metrics(fp, gw);
 	drift_metrics(fp, gw);
+	sockmap_metrics(fp);
 	head(fp, "moat_reloads_total", "counter", "Reloads, by result.");
 	fprintf(fp, "moat_reloads_total{result=\"ok\"} %u\n"
 	    "moat_reloads_total{result=\"refused\"} %u\n", gw->reloads,

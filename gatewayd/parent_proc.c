@@ -37,6 +37,7 @@
 #include "nftrules.h"
 #include "log.h"
 #include "privdrop.h"
+#include "parent_sockmap.h"
 
 #define BACKOFF_MIN	1
 #define BACKOFF_MAX	60
@@ -799,7 +800,8 @@ static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
 	char prog[1024], *argv[32];
-	int argc = 0, fds[6], nfds = 0, signer = -1, conf;
+	char smarg[8];
+	int argc = 0, fds[6], nfds = 0, signer = -1, conf, smfd;
 	unsigned w = id - PROC_PROXY;
 	pid_t pid;
 
@@ -861,6 +863,12 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		fds[nfds++] = gw->proxy6.fds[w];	/* fd 7 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "7";
+	}
+	if (id != PROC_DNSD && (smfd = sockmap_fd()) != -1) {
+		fds[nfds++] = smfd;			/* fd 7 or 8 */
+		snprintf(smarg, sizeof(smarg), "%d", 2 + nfds);
+		argv[argc++] = "--sockmap-fd";
+		argv[argc++] = smarg;
 	}
 	if (id == PROC_DNSD && gw->dns_udp6 != -1 && gw->dns_tcp6 != -1) {
 		fds[nfds++] = gw->dns_udp6;		/* fd 7 */
