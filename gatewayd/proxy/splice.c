@@ -17,9 +17,12 @@
 void
 splice_init(struct splice *sp)
 {
+	ev_timer_del(&sp->drain);
 	sp->p_gu[0] = sp->p_gu[1] = sp->p_ug[0] = sp->p_ug[1] = -1;
 	sp->in_gu = sp->in_ug = 0;
 	sp->bulk_gu = sp->bulk_ug = false;
+	sp->kernel = false;
+	sp->drain_ms = 0;
 }
 
 /* Pipes come from the pool when bytes flow (pipes.h), not here: an idle
@@ -76,12 +79,25 @@ park(struct side *dst, int p[2], size_t *inpipe, const uint8_t *b, size_t n)
  * is ever in them, so the buffer is not wiped, as pipe pages are not. */
 static bool
 copy_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
-    bool *bulk)
+    bool *bulk, bool kernel, struct kpath_dir *kd)
 {
 	uint8_t b[COPY_MAX];
 	ssize_t n, w;
 
 	n = read(src->fd, b, sizeof(b));
+	/* A socket the kernel reads for can report an end (0, or EPIPE
+	 * once this side is shut) with no FIN from its peer: only the
+	 * connection's state says the peer is done. */
+	if (kernel && (n == 0 || (n < 0 && errno != EAGAIN &&
+	    errno != EINTR))) {
+		if (!kpath_peer_done(src->fd)) {
+			src->rd_ready = false;
+			return false;
+		}
+		/* A FIN (a reset says ECONNRESET): what came before it is
+		 * to be handed over in full before dst is shut down. */
+		kd->fin = n == 0 || errno == EPIPE;
+	}
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			src->eof = true;
@@ -108,9 +124,19 @@ copy_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
 /* One direction.  Reading is asked for only while the pipe is empty: a
  * pipe can be out of slots before it is out of bytes, and level-triggered
  * readiness would then spin. */
+/* The kernel still holds bytes src sent before its end (the pair's
+ * handover runs after the socket's own receive). */
 static bool
-splice_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
-    bool *bulk)
+kernel_holds(const struct splice *sp, const struct kpath_dir *kd,
+    const struct side *src, const struct side *dst)
+{
+	return sp->kernel && kd->fin && kpath_pending(kd, src->fd, dst->fd,
+	    true) > 0;
+}
+
+static bool
+splice_dir(struct splice *sp, struct kpath_dir *kd, struct side *src,
+    struct side *dst, int p[2], size_t *inpipe, bool *bulk)
 {
 	unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
 	bool moved = false;
@@ -118,7 +144,7 @@ splice_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
 	ssize_t n;
 
 	if (!src->eof && *inpipe == 0 && !*bulk && src->rd_ready) {
-		moved = copy_dir(src, dst, p, inpipe, bulk);
+		moved = copy_dir(src, dst, p, inpipe, bulk, sp->kernel, kd);
 		if (dst->err)
 			return false;
 	} else if (!src->eof && *inpipe < PIPE_CAP && src->rd_ready) {
@@ -155,11 +181,79 @@ splice_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
 	}
 	if (*inpipe == 0 && p[0] >= 0)
 		pipe_put(p);	/* drained: an idle tunnel holds no pipe */
-	if (src->eof && *inpipe == 0 && !dst->shut && !dst->err) {
+	if (src->eof && *inpipe == 0 && !dst->shut && !dst->err &&
+	    !kernel_holds(sp, kd, src, dst)) {
 		(void)shutdown(dst->fd, SHUT_WR);
 		dst->shut = true;
 	}
 	return moved;
+}
+
+static void
+drain_fire(void *arg)
+{
+	struct splice *sp = arg;
+
+	sp->wake(sp->arg);
+}
+
+/* The kernel's handover usually takes microseconds: look again after 1
+ * ms, then less often, and give up waiting (shut down anyway) after a
+ * few seconds of a count that does not match, which only a miscount
+ * would make. */
+#define DRAIN_MAX_MS	50
+#define DRAIN_GIVEUP_MS	2000
+
+static void
+drain_later(struct splice *sp)
+{
+	uint64_t now = ev_now();
+
+	if (!sp->kernel || sp->drain.slot != 0)
+		return;
+	if (sp->drain_ms == 0) {
+		sp->drain_ms = 1;
+		sp->drain_since = now;
+	} else if (sp->drain_ms < DRAIN_MAX_MS)
+		sp->drain_ms *= 2;
+	if (now - sp->drain_since > DRAIN_GIVEUP_MS) {
+		log_warnx("tunnel: the kernel's byte count does not match at "
+		    "its end; ending it anyway");
+		sp->kernel = false;
+	}
+	ev_timer_set(&sp->drain, now + sp->drain_ms, drain_fire, sp);
+}
+
+bool
+splice_kernel(struct splice *sp, struct side *g, struct side *u,
+    void (*wake)(void *), void *arg)
+{
+	if (sp->kernel || !kpath_on() || sp->in_gu != 0 || sp->in_ug != 0 ||
+	    g->eof || u->eof || g->shut || u->shut)
+		return sp->kernel;
+	if (kpath_join(g->fd, u->fd, &sp->k_gu, &sp->k_ug) == -1)
+		return false;
+	sp->kernel = true;
+	sp->wake = wake;
+	sp->arg = arg;
+	/* Pipes are no longer needed: what the worker still copies is what
+	 * was queued before the pair, a few bytes. */
+	sp->bulk_gu = sp->bulk_ug = false;
+	return true;
+}
+
+void
+splice_bytes(const struct splice *sp, const struct side *g,
+    const struct side *u, uint64_t *out, uint64_t *in)
+{
+	bool gfin = sp->kernel ? sp->k_gu.fin : g->eof;
+	bool ufin = sp->kernel ? sp->k_ug.fin : u->eof;
+	uint64_t r;
+
+	r = kpath_received(g->fd);
+	*out = r > 0 && gfin ? r - 1 : r;	/* a FIN counts one */
+	r = kpath_received(u->fd);
+	*in = r > 0 && ufin ? r - 1 : r;
 }
 
 int
@@ -168,11 +262,15 @@ splice_pump(struct splice *sp, struct side *g, struct side *u)
 	bool moved;
 
 	do {
-		moved = splice_dir(g, u, sp->p_gu, &sp->in_gu, &sp->bulk_gu);
-		moved |= splice_dir(u, g, sp->p_ug, &sp->in_ug, &sp->bulk_ug);
+		moved = splice_dir(sp, &sp->k_gu, g, u, sp->p_gu, &sp->in_gu,
+		    &sp->bulk_gu);
+		moved |= splice_dir(sp, &sp->k_ug, u, g, sp->p_ug, &sp->in_ug,
+		    &sp->bulk_ug);
 	} while (moved && !g->err && !u->err);
 	if (g->err || u->err || (g->shut && u->shut))
 		return -1;
+	if ((g->eof && !u->shut) || (u->eof && !g->shut))
+		drain_later(sp);
 	ev_set(&g->ev, (!g->eof && sp->in_gu == 0 ? EPOLLIN : 0) |
 	    (sp->in_ug > 0 ? EPOLLOUT : 0));
 	ev_set(&u->ev, (!u->eof && sp->in_ug == 0 ? EPOLLIN : 0) |
