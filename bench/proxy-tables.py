@@ -130,7 +130,7 @@ small_cols = [
     ("system calls/request", col_calls),
 ]
 table("Small requests in a CONNECT tunnel (peer: tinyproxy)",
-      ["direct", "spliced", "spliced-b", "tinyproxy", "relay"],
+      ["direct", "spliced", "spliced-b", "sockmap", "tinyproxy", "relay"],
       "direct", "tinyproxy", small_cols)
 
 
@@ -153,7 +153,7 @@ dl_cols = [
      else mr(vals(p, "cpu"), "%.0f", False)),
 ]
 table("%s MiB download" % DL_MIB,
-      ["direct", "spliced", "spliced-b", "tinyproxy", "relay", "intercepted",
+      ["direct", "spliced", "spliced-b", "sockmap", "tinyproxy", "relay", "intercepted",
        "intercepted-b", "tls-relay", "mitmproxy"], "direct", None, dl_cols)
 table("Plain HTTP (absolute-URI GETs, keep-alive)",
       ["plain-direct", "plain-moat", "plain-tinyproxy", "plain-squid"],
