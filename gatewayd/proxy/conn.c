@@ -108,6 +108,11 @@ conn_tick(void)
 		next = c->next;
 		if (c->deadline > now)
 			continue;
+		if (c->st == S_SPLICE && splice_kernel_moved(&c->sp, &c->g,
+		    &c->u)) {
+			conn_set_deadline(c, TIMEOUT_IDLE_S);
+			continue;
+		}
 		log_debug("%s: %s: timed out in state %d", c->src,
 		    c->host[0] ? c->host : "-", c->st);
 		conn_close(c);

@@ -234,11 +234,27 @@ splice_kernel(struct splice *sp, struct side *g, struct side *u,
 	if (kpath_join(g->fd, u->fd, &sp->k_gu, &sp->k_ug) == -1)
 		return false;
 	sp->kernel = true;
+	sp->seen = kpath_received(g->fd) + kpath_received(u->fd);
 	sp->wake = wake;
 	sp->arg = arg;
 	/* Pipes are no longer needed: what the worker still copies is what
 	 * was queued before the pair, a few bytes. */
 	sp->bulk_gu = sp->bulk_ug = false;
+	return true;
+}
+
+bool
+splice_kernel_moved(struct splice *sp, const struct side *g,
+    const struct side *u)
+{
+	uint64_t now;
+
+	if (!sp->kernel)
+		return false;
+	now = kpath_received(g->fd) + kpath_received(u->fd);
+	if (now == sp->seen)
+		return false;
+	sp->seen = now;
 	return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ev.h"
 #include "kpath.h"
@@ -29,6 +30,7 @@ struct splice {
 	uint64_t	 drain_since;
 	void		(*wake)(void *);
 	void		*arg;
+	uint64_t	 seen;		/* bytes received both ways, last look */
 };
 
 /* A read this long (a full copy buffer, or more through a pipe) makes a
@@ -49,6 +51,10 @@ int	splice_pump(struct splice *, struct side *g, struct side *u);
  * for the kernel to finish.  true if the kernel has it. */
 bool	splice_kernel(struct splice *, struct side *g, struct side *u,
 	    void (*wake)(void *), void *arg);
+/* A tunnel in the kernel wakes the worker only at its end: true if it
+ * carried bytes since the last call (its idle timeout starts again). */
+bool	splice_kernel_moved(struct splice *, const struct side *g,
+	    const struct side *u);
 /* The bytes each way so far, as the sockets count them: guest to
  * upstream, and back (the kernel's share included). */
 void	splice_bytes(const struct splice *, const struct side *g,
