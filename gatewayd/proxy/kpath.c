@@ -120,13 +120,17 @@ int
 kpath_join(int gfd, int ufd, struct kpath_dir *gu, struct kpath_dir *ug)
 {
 	uint64_t cg, cu;
+	int one = 1;
 
 	gu->fin = ug->fin = false;
 	if (mapfd < 0 || cookie(gfd, &cg) == -1 || cookie(ufd, &cu) == -1 ||
 	    base_of(gfd, ufd, gu) == -1 || base_of(ufd, gfd, ug) == -1)
 		return -1;
 	/* Each socket under its peer's cookie: the program looks its own
-	 * up and finds where to send. */
+	 * up and finds where to send.  The upstream's is stored first: in
+	 * the moment between the two updates a socket in the map whose
+	 * peer is not yet keeps what it receives for the worker, and the
+	 * upstream is the side that waits for the guest's first bytes. */
 	if (map_cmd(BPF_MAP_UPDATE_ELEM, cg, ufd) == -1) {
 		log_debug("socket map: %s", strerror(errno));
 		return -1;
@@ -136,6 +140,13 @@ kpath_join(int gfd, int ufd, struct kpath_dir *gu, struct kpath_dir *ug)
 		(void)map_cmd(BPF_MAP_DELETE_ELEM, cg, -1);
 		return -1;
 	}
+	/* Bytes that arrived after the worker's last read and before the
+	 * pair are queued where the program has not seen them; setting the
+	 * low-water mark makes the kernel offer the queue to the program
+	 * now, in order, instead of leaving it for the worker to copy while
+	 * newer bytes already go through the kernel. */
+	(void)setsockopt(ufd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+	(void)setsockopt(gfd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
 	return 0;
 }
 
