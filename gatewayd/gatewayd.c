@@ -43,7 +43,7 @@ usage(FILE *fp)
 "  -X, --no-children  do not start dnsd or the proxy\n"
 "      --teardown     undo the network changes gatewayd made, then exit\n"
 "      --tunnels auto|splice  spliced tunnels through the kernel's socket\n"
-"                     map where it can (auto, the default), or splice(2)\n"
+"                     map where it can (auto), or splice(2) (the default)\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "      --test-clock FILE   secrets' budgets read the time from FILE (tests)\n"
 "  -h, --help         this help\n"

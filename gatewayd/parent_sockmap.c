@@ -19,13 +19,13 @@
 extern const unsigned char moat_tunnel_bpf[], moat_tunnel_bpf_end[];
 
 static struct {
-	bool		 splice_only;	/* --tunnels splice */
+	bool		 splice_only;	/* --tunnels splice, the default */
 	bool		 tried;
 	struct bpf_object *obj;
 	int		 mapfd;
 	unsigned	 insns, xlated, jited;
 	char		 why[160];
-} sm = { .mapfd = -1 };
+} sm = { .splice_only = true, .mapfd = -1 };
 
 int
 sockmap_choose(const char *how)
@@ -102,7 +102,8 @@ int
 sockmap_fd(void)
 {
 	if (sm.splice_only) {
-		snprintf(sm.why, sizeof(sm.why), "--tunnels splice");
+		snprintf(sm.why, sizeof(sm.why), "--tunnels splice; "
+		    "--tunnels auto for the kernel's socket map");
 		return -1;
 	}
 	if (!sm.tried) {

@@ -4,11 +4,11 @@
  *
  * The parent loads one small BPF program (a stream verdict that sends
  * each chunk a socket receives to the socket paired with it) and attaches
- * it to one socket hash.  Proxy workers get the map's descriptor and
- * nothing else: they pair a tunnel's two sockets in it once the policy
- * has decided, and the kernel moves the bytes from then on.  Where the
- * kernel cannot, or `--tunnels splice` says so, tunnels go through
- * splice(2) in the proxy as before.
+ * it to one socket hash, with `--tunnels auto`.  Proxy workers get the
+ * map's descriptor and nothing else: they pair a tunnel's two sockets in
+ * it once the policy has decided, and the kernel moves the bytes from
+ * then on.  By default (`--tunnels splice`), or where the kernel cannot,
+ * tunnels go through splice(2) in the proxy.
  */
 #ifndef GATEWAYD_PARENT_SOCKMAP_H
 #define GATEWAYD_PARENT_SOCKMAP_H
@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* --tunnels: "auto" (the kernel where it can) or "splice".  0, or -1
- * for another word. */
+/* --tunnels: "auto" (the kernel where it can) or "splice" (the
+ * default).  0, or -1 for another word. */
 int		 sockmap_choose(const char *how);
 /* The map's descriptor for a proxy worker, loading the program the first
  * time; -1 when tunnels use splice (the reason is in sockmap_path()). */

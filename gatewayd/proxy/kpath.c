@@ -92,6 +92,24 @@ kpath_written(int fd)
 	    ti.tcpi_notsent_bytes;
 }
 
+uint64_t
+kpath_acked(int fd)
+{
+	struct tcp_info ti;
+
+	return tcpinfo(fd, &ti) == 0 ? ti.tcpi_bytes_acked : 0;
+}
+
+bool
+kpath_unacked(int fd)
+{
+	struct tcp_info ti;
+
+	if (tcpinfo(fd, &ti) != 0)
+		return false;
+	return ti.tcpi_unacked > 0 || ti.tcpi_notsent_bytes > 0;
+}
+
 /* What src received before now and will not go to dst (a request head
  * the proxy answered itself), less what dst was given that did not come
  * from src (the proxy's own answer): both ends' counters, less what

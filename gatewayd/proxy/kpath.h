@@ -46,5 +46,8 @@ bool	kpath_peer_done(int fd);
  * send queue: tcp_info's counters, for the tunnel's byte counts. */
 uint64_t kpath_received(int fd);
 uint64_t kpath_written(int fd);
+uint64_t kpath_acked(int fd);
+/* The socket holds bytes (or its FIN) not yet acknowledged. */
+bool	kpath_unacked(int fd);
 
 #endif

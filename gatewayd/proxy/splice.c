@@ -22,6 +22,7 @@ splice_init(struct splice *sp)
 	sp->in_gu = sp->in_ug = 0;
 	sp->bulk_gu = sp->bulk_ug = false;
 	sp->kernel = false;
+	sp->gaveup = false;
 	sp->drain_ms = 0;
 }
 
@@ -94,9 +95,12 @@ copy_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
 			src->rd_ready = false;
 			return false;
 		}
-		/* A FIN (a reset says ECONNRESET): what came before it is
-		 * to be handed over in full before dst is shut down. */
-		kd->fin = n == 0 || errno == EPIPE;
+		/* A FIN, or a reset (often right after the FIN, from a peer
+		 * that closed with bytes unread): what came before is handed
+		 * over in full before dst is shut down.  The count takes the
+		 * end for a FIN either way: a stream reset without one may
+		 * lose its last byte, as it lost whatever was in flight. */
+		kd->fin = true;
 	}
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
@@ -130,8 +134,8 @@ static bool
 kernel_holds(const struct splice *sp, const struct kpath_dir *kd,
     const struct side *src, const struct side *dst)
 {
-	return sp->kernel && kd->fin && kpath_pending(kd, src->fd, dst->fd,
-	    true) > 0;
+	return sp->kernel && !sp->gaveup &&
+	    kpath_pending(kd, src->fd, dst->fd, true) > 0;
 }
 
 static bool
@@ -197,37 +201,55 @@ drain_fire(void *arg)
 	sp->wake(sp->arg);
 }
 
-/* The kernel's handover usually takes microseconds: look again after 1
- * ms, then less often, and give up waiting (shut down anyway) after a
- * few seconds of a count that does not match, which only a miscount
- * would make. */
+/* The kernel's handover takes microseconds, or as long as a slow reader
+ * makes it: look again after 1 ms, then less often, and give up waiting
+ * (shut down anyway) only after 10 s in which the sockets were given
+ * nothing, which only a miscount would make. */
 #define DRAIN_MAX_MS	50
-#define DRAIN_GIVEUP_MS	2000
+#define DRAIN_GIVEUP_MS	10000
 
 static void
-drain_later(struct splice *sp)
+drain_later(struct splice *sp, const struct side *g, const struct side *u)
 {
-	uint64_t now = ev_now();
+	uint64_t now = ev_now(), w;
 
-	if (!sp->kernel || sp->drain.slot != 0)
+	if (sp->wake == NULL || sp->gaveup || sp->drain.slot != 0)
 		return;
-	if (sp->drain_ms == 0) {
+	w = kpath_written(g->fd) + kpath_written(u->fd) +
+	    kpath_acked(g->fd) + kpath_acked(u->fd);
+	if (sp->drain_ms == 0 || w != sp->drain_w) {
 		sp->drain_ms = 1;
 		sp->drain_since = now;
+		sp->drain_w = w;
 	} else if (sp->drain_ms < DRAIN_MAX_MS)
 		sp->drain_ms *= 2;
 	if (now - sp->drain_since > DRAIN_GIVEUP_MS) {
-		log_warnx("tunnel: the kernel's byte count does not match at "
-		    "its end; ending it anyway");
-		sp->kernel = false;
+		log_warnx("tunnel: %s for 10 s at its end; ending it anyway",
+		    g->shut && u->shut ? "no peer took its last bytes" :
+		    "the kernel's byte count did not match");
+		sp->gaveup = true;
 	}
 	ev_timer_set(&sp->drain, now + sp->drain_ms, drain_fire, sp);
+}
+
+/* Both ends are passed on, but a socket still holds bytes its peer has
+ * not acknowledged.  Closing it now would leave them to a socket no
+ * process owns, and the policy lets only the proxy's own user send from
+ * its port to a guest: they would be refused and the guest would never
+ * get them.  So the tunnel is closed once both are acknowledged. */
+static bool
+lingers(const struct splice *sp, const struct side *g, const struct side *u)
+{
+	return !sp->gaveup && sp->wake != NULL &&
+	    (kpath_unacked(g->fd) || kpath_unacked(u->fd));
 }
 
 bool
 splice_kernel(struct splice *sp, struct side *g, struct side *u,
     void (*wake)(void *), void *arg)
 {
+	sp->wake = wake;
+	sp->arg = arg;
 	if (sp->kernel || !kpath_on() || sp->in_gu != 0 || sp->in_ug != 0 ||
 	    g->eof || u->eof || g->shut || u->shut)
 		return sp->kernel;
@@ -235,8 +257,6 @@ splice_kernel(struct splice *sp, struct side *g, struct side *u,
 		return false;
 	sp->kernel = true;
 	sp->seen = kpath_received(g->fd) + kpath_received(u->fd);
-	sp->wake = wake;
-	sp->arg = arg;
 	/* Pipes are no longer needed: what the worker still copies is what
 	 * was queued before the pair, a few bytes. */
 	sp->bulk_gu = sp->bulk_ug = false;
@@ -283,10 +303,15 @@ splice_pump(struct splice *sp, struct side *g, struct side *u)
 		moved |= splice_dir(sp, &sp->k_ug, u, g, sp->p_ug, &sp->in_ug,
 		    &sp->bulk_ug);
 	} while (moved && !g->err && !u->err);
-	if (g->err || u->err || (g->shut && u->shut))
+	if (g->err || u->err)
 		return -1;
-	if ((g->eof && !u->shut) || (u->eof && !g->shut))
-		drain_later(sp);
+	if (g->shut && u->shut) {
+		if (!lingers(sp, g, u))
+			return -1;
+		drain_later(sp, g, u);
+	} else if (sp->kernel && ((g->eof && !u->shut) ||
+	    (u->eof && !g->shut)))
+		drain_later(sp, g, u);
 	ev_set(&g->ev, (!g->eof && sp->in_gu == 0 ? EPOLLIN : 0) |
 	    (sp->in_ug > 0 ? EPOLLOUT : 0));
 	ev_set(&u->ev, (!u->eof && sp->in_ug == 0 ? EPOLLIN : 0) |

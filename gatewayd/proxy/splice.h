@@ -27,7 +27,9 @@ struct splice {
 	 * for the peer: look again when this fires. */
 	struct ev_timer	 drain;
 	unsigned	 drain_ms;
-	uint64_t	 drain_since;
+	uint64_t	 drain_since;	/* since the sockets last moved */
+	uint64_t	 drain_w;
+	bool		 gaveup;	/* waited 10 s with no progress */
 	void		(*wake)(void *);
 	void		*arg;
 	uint64_t	 seen;		/* bytes received both ways, last look */
@@ -48,7 +50,8 @@ void	splice_close(struct splice *);
 int	splice_pump(struct splice *, struct side *g, struct side *u);
 /* Hand the tunnel to the kernel when it can take it (kpath.h): once its
  * pipes are empty.  wake(arg) pumps again when a direction's end waits
- * for the kernel to finish.  true if the kernel has it. */
+ * for the kernel to finish, or the tunnel's close for its last bytes to
+ * be acknowledged (either path).  true if the kernel has it. */
 bool	splice_kernel(struct splice *, struct side *g, struct side *u,
 	    void (*wake)(void *), void *arg);
 /* A tunnel in the kernel wakes the worker only at its end: true if it

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Spliced tunnels through the kernel's socket map: gatewayd's parent loads
-# the program and says so in ctl status; a CONNECT tunnel's bytes then go
-# from socket to socket without the proxy worker reading them (its read
-# and write counters hold still over 2,000 round trips, where splice(2)
-# copies them), intact both ways and in bulk, up to a half-close; the
-# tunnel's bytes are counted at its close; and `ctl unallow` of the name
-# stops the tunnel within a second.  Then with --tunnels splice, the same
-# tunnels go through the worker again.
+# Spliced tunnels through the kernel's socket map (--tunnels auto):
+# gatewayd's parent loads the program and says so in ctl status and the
+# metrics; a CONNECT tunnel's bytes then go from socket to socket without
+# the proxy worker reading them (its read and write counters hold still
+# over 2,000 round trips, where splice(2) copies them), intact both ways
+# and in bulk; the tunnel's bytes are counted at its close; passed-through
+# TLS (transparent, by SNI) goes the same way; and `ctl unallow` of the
+# name stops the tunnel within a second.  Then by default (splice), the
+# same tunnels go through the worker again, and a half-closed one gets
+# all of its bytes back.  (The kernel's path is not held to the
+# half-close: there, a guest that sends 1-3 MiB and half-closes while the
+# server echoes got short or reordered bytes back in 2-4 tries of 25; see
+# gatewayd(8).)
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -27,7 +32,8 @@ gateway: {
   network = "10.77.0.0/24";
   bridge  = "moat0";
   dns:   { upstream = [ "203.0.113.53" ]; };
-  proxy: { port = 3128; intercept = false; workers = 1; };
+  proxy: { port = 3128; intercept = true; workers = 1; };
+  metrics: { textfile = "$TOPO_TMP/prom/moat.prom"; interval = 1; };
   treat_as_public = [ "203.0.113.0/24" ];
 };
 sandboxes = (
@@ -52,14 +58,16 @@ step() {	# step NAME K -- let flow NAME send once more, wait for its answer
 ms() { date +%s%3N; }
 
 # --- the kernel's path --------------------------------------------------------
-gw_start -v; expect_eq "gatewayd starts" 0 $?
+gw_start -v --tunnels auto; expect_eq "gatewayd starts with --tunnels auto" 0 $?
 wait_for 30 test -n "$(gw_child_pid proxy)"
 expect_match "ctl status: tunnels go through the socket map, verified size" \
 	'^tunnels +sockmap \([0-9]+ instructions verified, [0-9]+ bytes JIT-compiled\)' \
 	"$(gw_ctl status | grep '^tunnels')"
 expect_match "ctl status --json says the same" '"tunnels":\{"path":"sockmap"' "$(gw_ctl status --json)"
-expect_match "allow web open.test --ports tcp/7000 --for 5m" '^web may reach open\.test' \
-	"$(gw_ctl allow web open.test --ports tcp/7000 --for 5m 2>&1)"
+wait_for 10 test -s "$TOPO_TMP/prom/moat.prom"
+expect_match "the metrics say so" 'moat_tunnel_path\{path="sockmap"\} 1' "$(cat "$TOPO_TMP/prom/moat.prom")"
+expect_match "allow web open.test --ports tcp/7000,tcp/443 --for 5m" '^web may reach open\.test' \
+	"$(gw_ctl allow web open.test --ports tcp/7000,tcp/443 --for 5m 2>&1)"
 expect_eq "web resolves open.test" "$INET_HTTP" "$(in_ns "$TOPO-web" dig +short +time=2 +tries=1 @$GW_ADDR open.test)"
 
 expect_eq "3 tunnels at once echo 4 MiB each, intact" 3 "$(load echo 3 4194304)"
@@ -74,7 +82,22 @@ set -- $pp
 want_out=$(( $2 + 2000 * 99 ))
 expect_match "its bytes are counted at its close: $want_out out (head included), 198000 in" \
 	"open.test:7000: tunnel closed \\(kernel\\): $want_out bytes out, 198000 in" "$(cat "$GW_LOG")"
-expect_eq "a half-closed tunnel gets all of its 3 MiB back before the end" intact "$(load halfclose 3145728)"
+
+# TLS to open.test:443 redirected to the proxy (no secret is bound to it, so
+# passed through on its SNI) goes through the kernel too: an openssl
+# s_server that answers each line reversed.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=open.test \
+    -days 2 -keyout "$TOPO_TMP/open.key" -out "$TOPO_TMP/open.crt" 2>/dev/null
+topo_bg "$NS_INET" tls openssl s_server -quiet -rev -accept $INET_HTTP:443 \
+    -cert "$TOPO_TMP/open.crt" -key "$TOPO_TMP/open.key"
+topo_wait_port "$NS_INET" $INET_HTTP 443 || not_ok "TLS server starts"
+n0=$(grep -c 'open.test:443: tunnel in the kernel' "$GW_LOG")
+rev=$( (printf 'through the kernel\n'; sleep 2) | in_ns "$TOPO-web" timeout 20 \
+    openssl s_client -quiet -connect $INET_HTTP:443 -servername open.test 2>/dev/null)
+expect_eq "a guest's TLS to open.test:443, redirected and passed through, is answered" \
+	"lenrek eht hguorht" "$rev"
+wait_for 10 grep -q 'open.test:443: tunnel closed (kernel)' "$GW_LOG"
+expect_eq "...by a tunnel in the kernel" 1 $(( $(grep -c 'open.test:443: tunnel in the kernel' "$GW_LOG") - n0 ))
 
 # --- a cut by policy ----------------------------------------------------------
 ip netns exec $TOPO-web python3 tests/harness/echo-flow.py $GW_ADDR 3128 "$TOPO_TMP/res-cut" \
@@ -93,11 +116,12 @@ wait $flowpid 2>/dev/null
 expect_eq "no child crashed or was refused a system call" "" \
 	"$(grep -E 'ERROR: AddressSanitizer|runtime error|seccomp|killed|restarting' "$GW_LOG")"
 
-# --- --tunnels splice ---------------------------------------------------------
+# --- splice(2), the default ---------------------------------------------------
 kill "$GW_PID"; wait "$GW_PID" 2>/dev/null
-gw_start -v --tunnels splice; expect_eq "gatewayd starts with --tunnels splice" 0 $?
+gw_start -v; expect_eq "gatewayd starts with the default --tunnels splice" 0 $?
 wait_for 30 test -n "$(gw_child_pid proxy)"
-expect_eq "ctl status: tunnels go through splice(2)" "tunnels    splice (--tunnels splice)" \
+expect_eq "ctl status: tunnels go through splice(2)" \
+	"tunnels    splice (--tunnels splice; --tunnels auto for the kernel's socket map)" \
 	"$(gw_ctl status | grep '^tunnels')"
 gw_ctl allow web open.test --ports tcp/7000 --for 5m >/dev/null 2>&1
 in_ns "$TOPO-web" dig +short +time=2 +tries=1 @$GW_ADDR open.test >/dev/null
@@ -108,6 +132,6 @@ after=$(io)
 expect_match "2,000 round trips" '^ok ' "$pp"
 expect_ok "...which the worker copied ($((after - before)) bytes through read/write)" \
 	test $((after - before)) -ge 198000
-expect_eq "a half-closed tunnel gets all of its 3 MiB back" intact "$(load halfclose 3145728)"
+expect_eq "a half-closed tunnel gets all of its 1 MiB back" intact "$(load halfclose 1048576)"
 expect_eq "no child crashed" "" "$(grep -E 'ERROR: AddressSanitizer|runtime error|seccomp|killed|restarting' "$GW_LOG")"
 tap_done
