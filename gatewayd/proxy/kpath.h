@@ -14,6 +14,13 @@
  * The worker may only add sockets to the map and remove them (its system
  * call filter allows no other bpf() command); closing a socket removes
  * it, so a tunnel cut by policy stops with its sockets.
+ *
+ * Known limit: the pair is made by two map updates.  Bytes the upstream
+ * socket receives between them find no peer and are kept for the worker,
+ * which copies them; if newer bytes already went through the kernel, the
+ * guest gets them out of order.  The window is the time between two
+ * system calls, and it is why this path is not the default (gatewayd
+ * --tunnels).
  */
 #ifndef MOAT_PROXY_KPATH_H
 #define MOAT_PROXY_KPATH_H
