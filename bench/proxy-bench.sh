@@ -48,7 +48,7 @@
 # scheduler places all three.
 # BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round of 20
 # requests, a 1 MiB download and 50 idle tunnels, rows spliced (moat) and
-# tinyproxy unless MODES says otherwise.
+# sockmap and tinyproxy unless MODES says otherwise.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -57,7 +57,7 @@ N=${1:-2000}
 ROUNDS=${2:-3}
 DL=104857600 IDLE_N=1000
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
-	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced tinyproxy"}
+	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced sockmap tinyproxy"}
 fi
 # servers stop by themselves: long enough for slow rounds on a busy machine
 LIFE=$((600 + ROUNDS * 180))
