@@ -127,7 +127,9 @@ base_of(int src, int dst, struct kpath_dir *d)
 			return -1;
 		r1 = kpath_received(src);
 		if (r0 == r1) {
-			d->base = (int64_t)r0 - inq - (int64_t)kpath_written(dst);
+			d->w0 = kpath_written(dst);
+			d->copied = 0;
+			d->base = (int64_t)r0 - inq - (int64_t)d->w0;
 			return 0;
 		}
 	}
@@ -193,4 +195,16 @@ kpath_peer_done(int fd)
 	default:
 		return true;
 	}
+}
+
+bool
+kpath_overtaken(const struct kpath_dir *d, int dstfd)
+{
+	return kpath_written(dstfd) > d->w0 + d->copied;
+}
+
+void
+kpath_copied(struct kpath_dir *d, size_t n)
+{
+	d->copied += n;
 }

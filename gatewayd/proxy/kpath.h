@@ -17,10 +17,11 @@
  *
  * Known limit: the pair is made by two map updates.  Bytes the upstream
  * socket receives between them find no peer and are kept for the worker,
- * which copies them; if newer bytes already went through the kernel, the
- * guest gets them out of order.  The window is the time between two
- * system calls, and it is why this path is not the default (gatewayd
- * --tunnels).
+ * which copies them.  If newer bytes are already on the other socket the
+ * tunnel ends rather than scramble the stream (kpath_overtaken); between
+ * that check and the worker's send a few microseconds remain in which
+ * the kernel can still pass it.  This is one reason the path is not the
+ * default (gatewayd --tunnels).
  */
 #ifndef MOAT_PROXY_KPATH_H
 #define MOAT_PROXY_KPATH_H
@@ -39,11 +40,18 @@ bool	kpath_on(void);
 struct kpath_dir {
 	int64_t		 base;
 	bool		 fin;		/* src's end was a FIN */
+	uint64_t	 w0;		/* dst's bytes written at the pair */
+	uint64_t	 copied;	/* by the worker since */
 };
 
 /* Pair guest and upstream sockets.  0, or -1 with nothing left in the
  * map (the tunnel stays with splice). */
 int	kpath_join(int gfd, int ufd, struct kpath_dir *gu, struct kpath_dir *ug);
+/* The worker read n bytes the kernel left it (kpath_copied counts them);
+ * kpath_overtaken, asked first, is true if dst already has bytes the
+ * kernel handed over, which are newer. */
+bool	kpath_overtaken(const struct kpath_dir *, int dstfd);
+void	kpath_copied(struct kpath_dir *, size_t n);
 /* Bytes of src's stream (ended by a FIN when fin) not yet given to dst:
  * 0 once the kernel has handed everything over. */
 int64_t	kpath_pending(const struct kpath_dir *, int srcfd, int dstfd, bool fin);

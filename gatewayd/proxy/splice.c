@@ -108,10 +108,22 @@ copy_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
 		src->rd_ready = false;
 		return n == 0;
 	}
-	if ((size_t)n == sizeof(b))
-		*bulk = true;
-	else
+	/* Bytes the kernel left to the worker (kpath.h) are older than
+	 * any it handed over itself: if some of those are already on dst,
+	 * these would follow them, and the stream would be scrambled.  The
+	 * tunnel ends instead. */
+	if (kernel && kpath_overtaken(kd, dst->fd)) {
+		log_warnx("%s: tunnel: the kernel passed on newer bytes than "
+		    "the %zd the worker holds; ending it", src->who, n);
+		dst->err = true;
+		return false;
+	}
+	if (kernel)
+		kpath_copied(kd, (size_t)n);
+	if ((size_t)n < sizeof(b))
 		src->rd_ready = false;	/* drained: epoll says when more */
+	else if (!kernel)
+		*bulk = true;	/* (what the kernel left is all copied) */
 	w = send(dst->fd, b, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (w < 0) {
 		if (errno != EAGAIN && errno != EINTR) {
