@@ -131,14 +131,6 @@ sockmap_why(void)
 }
 
 void
-sockmap_size(unsigned *insns, unsigned *xlated, unsigned *jited)
-{
-	*insns = sm.mapfd >= 0 ? sm.insns : 0;
-	*xlated = sm.mapfd >= 0 ? sm.xlated : 0;
-	*jited = sm.mapfd >= 0 ? sm.jited : 0;
-}
-
-void
 sockmap_metrics(FILE *fp)
 {
 	fputs("# HELP moat_tunnel_path Which path carries spliced tunnels "
@@ -146,14 +138,4 @@ sockmap_metrics(FILE *fp)
 	fprintf(fp, "moat_tunnel_path{path=\"sockmap\"} %d\n"
 	    "moat_tunnel_path{path=\"splice\"} %d\n", sm.mapfd >= 0,
 	    sm.mapfd < 0);
-}
-
-void
-sockmap_close(void)
-{
-	if (sm.obj != NULL)
-		bpf_object__close(sm.obj);	/* closes the map too */
-	sm.obj = NULL;
-	sm.mapfd = -1;
-	sm.tried = false;
 }

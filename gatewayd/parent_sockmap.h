@@ -20,16 +20,12 @@
  * default).  0, or -1 for another word. */
 int		 sockmap_choose(const char *how);
 /* The map's descriptor for a proxy worker, loading the program the first
- * time; -1 when tunnels use splice (the reason is in sockmap_path()). */
+ * time; -1 when tunnels use splice (the reason is in sockmap_why()). */
 int		 sockmap_fd(void);
-/* "sockmap" or "splice", and why, for ctl status and the metrics. */
+/* "sockmap" or "splice", and why (for sockmap: the program's size as
+ * the verifier accepted it), for ctl status and the metrics. */
 const char	*sockmap_path(void);
 const char	*sockmap_why(void);
-/* The program as the verifier accepted it: instructions, and bytes
- * translated and JIT-compiled; all 0 when not loaded. */
-void		 sockmap_size(unsigned *insns, unsigned *xlated,
-		    unsigned *jited);
 void		 sockmap_metrics(FILE *);
-void		 sockmap_close(void);
 
 #endif
