@@ -31,6 +31,9 @@
 # real key, re-encrypt with verification and SNI, upstream keep-alive),
 # installed when missing; and mitmproxy (mitmdump, Debian's), adding a
 # request header the way moat-proxy injects one, when it is installed.
+# Row sockmap: a second moat-proxy (the same build) whose tunnels the
+# kernel carries, with the socket map gatewayd's parent would give it
+# (bench/sockmap-run.c loads it); spliced is splice(2) in the worker.
 # PX_BIN_B=FILE adds rows spliced-b and intercepted-b for a second build
 # of moat-proxy, run side by side with the first (to compare builds under
 # the same load).
@@ -48,7 +51,8 @@
 # scheduler places all three.
 # BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round of 20
 # requests, a 1 MiB download and 50 idle tunnels, rows spliced (moat),
-# tinyproxy, intercepted (moat) and haproxy unless MODES says otherwise.
+# sockmap, tinyproxy, intercepted (moat) and haproxy unless MODES says
+# otherwise.
 cd "$(dirname "$0")/.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -58,7 +62,7 @@ N=${1:-2000}
 ROUNDS=${2:-3}
 DL=104857600 IDLE_N=1000
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
-	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced tinyproxy intercepted haproxy"}
+	N=20 ROUNDS=1 NI=20 DL=1048576 IDLE_N=50 MODES=${MODES:-"spliced sockmap tinyproxy intercepted haproxy"}
 fi
 # servers stop by themselves: long enough for slow rounds on a busy machine
 LIFE=$((600 + ROUNDS * 180))
@@ -74,6 +78,7 @@ ip -n "$NS_INET" route add 10.77.0.0/24 via 203.0.113.1
 SRV=$TOPO_TMP/bench-server
 cc -O2 -o "$SRV" bench/bench-server.c -lssl -lcrypto -lpthread || exit 1
 cc -O2 -o "$TOPO_TMP/relay" bench/relay.c -lpthread || exit 1
+cc -O2 -o "$TOPO_TMP/sockmap-run" bench/sockmap-run.c -lbpf || exit 1
 cc -O2 -o "$TOPO_TMP/tls-relay" bench/tls-relay.c -lssl -lcrypto -lpthread || exit 1
 proxy_certs && proxy_conf "$TOPO_TMP/moat.conf" || exit 1
 # Room for the idle tunnels' measurement: they all come from one sandbox,
@@ -95,6 +100,13 @@ topo_wait_port "$NS_INET" $PX_OTHER 80 || exit 1
 topo_bg "$NS_GW" moat-proxy "$PX_BIN" -d -c "$TOPO_TMP/moat.conf" \
     --upstream-ca "$PX_DIR/testca.crt"
 topo_wait_port "$NS_GW" $GW_ADDR 3128 || exit 1
+# the same configuration and CA on port 3148, tunnels in the kernel
+cp -a "$PX_DIR/state" "$PX_DIR/state-k"
+sed -e 's/port = 3128;/port = 3148;/' -e "s|state_dir = \"$PX_DIR/state\"|state_dir = \"$PX_DIR/state-k\"|" \
+    "$TOPO_TMP/moat.conf" >"$TOPO_TMP/moat-k.conf"
+topo_bg "$NS_GW" moat-proxy-k "$TOPO_TMP/sockmap-run" build/obj/gatewayd/bpf/tunnel.bpf.o \
+    "$(realpath "$PX_BIN")" -d -c "$TOPO_TMP/moat-k.conf" --upstream-ca "$PX_DIR/testca.crt"
+topo_wait_port "$NS_GW" $GW_ADDR 3148 || exit 1
 if [ -n "${PX_BIN_B:-}" ]; then
 	# the same configuration and CA on port 3138
 	cp -a "$PX_DIR/state" "$PX_DIR/state-b"
@@ -168,6 +180,7 @@ curl_args() {
 	spliced)     echo "-x http://$GW_ADDR:3128 https://other.test" ;;
 	intercepted) echo "-x http://$GW_ADDR:3128 https://api.bound.test" ;;
 	spliced-b)     echo "-x http://$GW_ADDR:3138 https://other.test" ;;
+	sockmap)     echo "-x http://$GW_ADDR:3148 https://other.test" ;;
 	intercepted-b) echo "-x http://$GW_ADDR:3138 https://api.bound.test" ;;
 	relay)       echo "--connect-to other.test:443:$GW_ADDR:9000 https://other.test" ;;
 	tls-relay)   echo "--connect-to api.bound.test:443:$GW_ADDR:9443 https://api.bound.test" ;;
@@ -230,7 +243,7 @@ cpu_ns() {	# on-CPU time of a process's threads, in ns
 	local p
 	for p in ${1//,/ }; do cat /proc/"$p"/task/*/schedstat 2>/dev/null; done | awk '{ s += $1 } END { printf "%.0f", s }'
 }
-pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;;
+pid_of() { case $1 in spliced|intercepted|plain-moat) echo "$pxpid" ;; spliced-b|intercepted-b) echo "$pxbpid" ;; sockmap) echo "$pxkpid" ;;
 	tinyproxy|plain-tinyproxy) echo "$tppid" ;; plain-squid) echo "$sqpid" ;; relay) echo "$rlpid" ;; tls-relay) echo "$tlpid" ;; mitmproxy) echo "$mipid" ;;
 	haproxy) echo "$hapid" ;; nginx) echo "$ngxpids" ;; esac; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
@@ -259,7 +272,7 @@ pxpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3128" | grep -o 'pid=[0-9]*' | he
 tppid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8888" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 sqpid=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:3129" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
 lpid() { in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
-pxbpid=$(lpid 3138); rlpid=$(lpid 9000); tlpid=$(lpid 9443); mipid=$(lpid 8080)
+pxbpid=$(lpid 3138); pxkpid=$(lpid 3148); rlpid=$(lpid 9000); tlpid=$(lpid 9443); mipid=$(lpid 8080)
 hapid=$(lpid 8443)
 # nginx: its master and workers, comma-separated
 ngxpids=$(in_ns "$NS_GW" ss -Hltnp "src $GW_ADDR:8444" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | paste -sd,)
@@ -267,21 +280,21 @@ ulimit -n 8192
 CPIN=
 if [ "${PIN:-0}" = 1 ]; then
 	CPIN="taskset -c 0"
-	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $hapid ${ngxpids//,/ } $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $pxkpid $tppid $sqpid $rlpid $tlpid $mipid $hapid ${ngxpids//,/ } $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		taskset -a -p -c 1 "$p" >/dev/null
 	done
 	echo "# pinned: curl on CPU 0; servers and proxies on CPU 1" >&2
 fi
 
 if [ -n "${NICE:-}" ]; then
-	for p in $pxpid $pxbpid $tppid $sqpid $rlpid $tlpid $mipid $hapid ${ngxpids//,/ } $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+	for p in $pxpid $pxbpid $pxkpid $tppid $sqpid $rlpid $tlpid $mipid $hapid ${ngxpids//,/ } $(in_ns "$NS_INET" ss -Hltnp | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		for t in /proc/"$p"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
 	done
 	CPIN="nice -n $NICE $CPIN"
 	echo "# niceness $NICE: client, servers and proxies" >&2
 fi
 
-MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b} tls-relay haproxy nginx${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
+MODES=${MODES:-"direct spliced${PX_BIN_B:+ spliced-b} sockmap tinyproxy relay intercepted${PX_BIN_B:+ intercepted-b} tls-relay haproxy nginx${MITM:+ $MITM} plain-direct plain-moat plain-tinyproxy plain-squid"}
 R=$TOPO_TMP/results
 t0=$(date +%s)
 for r in $(seq "$ROUNDS"); do

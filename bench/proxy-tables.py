@@ -130,7 +130,7 @@ small_cols = [
     ("system calls/request", col_calls),
 ]
 table("Small requests in a CONNECT tunnel (peer: tinyproxy)",
-      ["direct", "spliced", "spliced-b", "tinyproxy", "relay"],
+      ["direct", "spliced", "spliced-b", "sockmap", "tinyproxy", "relay"],
       "direct", "tinyproxy", small_cols)
 
 
@@ -154,7 +154,7 @@ dl_cols = [
      else mr(vals(p, "cpu"), "%.0f", False)),
 ]
 table("%s MiB download" % DL_MIB,
-      ["direct", "spliced", "spliced-b", "tinyproxy", "relay", "intercepted",
+      ["direct", "spliced", "spliced-b", "sockmap", "tinyproxy", "relay", "intercepted",
        "intercepted-b", "tls-relay", "haproxy", "nginx", "mitmproxy"], "direct",
       None, dl_cols + [("MiB/s of HAProxy's", lambda p, b, q: "—"
                         if not p.startswith("intercepted") else mr(ratio(p, "haproxy", "dl")))])

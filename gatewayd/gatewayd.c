@@ -16,6 +16,7 @@
 #include "parent/team.h"
 #include "parent/network.h"
 #include "log.h"
+#include "parent/sockmap.h"
 
 #include "exitcodes.h"
 
@@ -43,6 +44,8 @@ usage(FILE *fp)
 "  -B, --bindir DIR   where dnsd and moat-proxy are (default: beside gatewayd)\n"
 "  -X, --no-children  do not start dnsd or the proxy\n"
 "      --teardown     undo the network changes gatewayd made, then exit\n"
+"      --tunnels auto|splice  spliced tunnels through the kernel's socket\n"
+"                     map where it can (auto), or splice(2) (the default)\n"
 "      --upstream-ca FILE  extra CA the proxy trusts upstream (tests)\n"
 "      --test-clock FILE   secrets' budgets read the time from FILE (tests)\n"
 "  -h, --help         this help\n"
@@ -136,6 +139,7 @@ main(int argc, char *argv[])
 		{ "test-clock", required_argument, NULL, 'K' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "teardown", no_argument, NULL, 'T' },
+		{ "tunnels", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -176,6 +180,13 @@ main(int argc, char *argv[])
 			printf("%s %s\n", "gatewayd", MOAT_VERSION);
 			exit(0);
 		case 'T': teardown = 1; break;
+		case 'P':
+			if (sockmap_choose(optarg) == -1) {
+				fprintf(stderr, "gatewayd: --tunnels: expected "
+				    "auto or splice, not %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;

@@ -10,7 +10,8 @@ GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
 	team.c secret.c network.c rtnl.c hostnet.c drift.c console.c budget.c \
 	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
 	dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
-	module.c commit.c ctflows.c web.c verdict.c
+	module.c commit.c ctflows.c web.c verdict.c \
+	sockmap.c
 GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
 	gatewayd/control/control.c gatewayd/signer/signer.c \
@@ -19,17 +20,28 @@ GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	gatewayd/register/register.c gatewayd/ha_arp/ha_arp.c \
 	gatewayd/web/web.c gatewayd/web/form.c \
 	gatewayd/cli/ctl_client.c gatewayd/cli/register_client.c
-GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
+GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/gatewayd/bpf/tunnel_obj.o
 EXTRA_CFLAGS_gatewayd = -Inft-rules -Igatewayd \
 	-DH2O_USE_LIBUV=0 $(call pkgcflags,libnftnl libmnl libseccomp libh2o-evloop)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto \
-	libh2o-evloop)
+	libh2o-evloop libbpf)
 PROGRAMS += $(BUILD)/gatewayd
 INSTALL_SBIN += $(BUILD)/gatewayd
 
 $(BUILD)/gatewayd: $(GATEWAYD_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS)
 include gatewayd/proxy.mk
+
+# The tunnel program (parent/sockmap.c): BPF bytecode built by clang and
+# linked into gatewayd as data.
+TUNNEL_BPF := $(OBJ)/gatewayd/bpf/tunnel.bpf.o
+$(TUNNEL_BPF): gatewayd/bpf/tunnel.bpf.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "BPF     $<")
+	$(Q)clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -dumpmachine) -c -o $@ $<
+$(OBJ)/gatewayd/bpf/tunnel_obj.o: gatewayd/bpf/tunnel_obj.S $(TUNNEL_BPF)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -c -DMOAT_TUNNEL_BPF_OBJ='"$(TUNNEL_BPF)"' -o $@ $<
 
 GATEWAYD_TESTS := $(BUILD)/tests/test_gatewayd_nflog
 UNIT_TESTS += $(GATEWAYD_TESTS)

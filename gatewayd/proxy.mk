@@ -1,7 +1,7 @@
 # proxy.mk -- gatewayd's proxy child, built as its own binary moat-proxy
 # (included from gatewayd/module.mk).
 PROXY_SRCS := gatewayd/proxy/main.c gatewayd/proxy/conn.c \
-	gatewayd/proxy/side.c gatewayd/proxy/splice.c \
+	gatewayd/proxy/side.c gatewayd/proxy/splice.c gatewayd/proxy/kpath.c \
 	gatewayd/proxy/engine.c gatewayd/proxy/http.c gatewayd/proxy/sni.c \
 	gatewayd/proxy/secret.c gatewayd/proxy/policy.c gatewayd/proxy/dns.c \
 	gatewayd/proxy/tls.c gatewayd/proxy/audit.c gatewayd/proxy/pipes.c \

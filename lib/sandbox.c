@@ -27,8 +27,10 @@
  * munmap, futex, exit, exit_group, rt_sigreturn), and fstat and
  * newfstatat, which stdio and glibc's fstat() use.
  */
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <linux/bpf.h>
 
 #include <seccomp.h>
 #include <stdbool.h>
@@ -210,6 +212,13 @@ static const int web_calls[] = {
 
 static const int inet[] = { AF_INET, AF_INET6 };
 
+/* The proxy pairs a tunnel's sockets in the socket map gatewayd gave it,
+ * and removes them: those two bpf() commands, nothing that loads or
+ * creates.  It reads how much a socket holds unread (FIONREAD) as it
+ * pairs them. */
+static const int proxy_bpf[] = { BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM };
+static const unsigned long proxy_ioctl[] = { FIONREAD };
+
 #define LIST(a)	(a), sizeof(a) / sizeof((a)[0])
 #define NONE	NULL, 0
 
@@ -221,11 +230,16 @@ static const struct role {
 	const int	*families;	/* socket() for these only */
 	size_t		 nfamilies;
 	bool		 logs;		/* logs once narrowed */
+	const int	*bpf;		/* bpf() with these commands only */
+	size_t		 nbpf;
+	const unsigned long *ioctls;	/* ioctl() with these requests only */
+	size_t		 nioctls;
 } roles[SANDBOX_NROLES] = {
 	[SANDBOX_DNSD] = { LIST(dnsd_calls), NONE, LIST(inet), true },
 	[SANDBOX_DNSD_REREAD] = { LIST(dnsd_calls), LIST(dnsd_reread_calls),
 	    LIST(inet), true },
-	[SANDBOX_PROXY] = { LIST(proxy_calls), NONE, LIST(inet), true },
+	[SANDBOX_PROXY] = { LIST(proxy_calls), NONE, LIST(inet), true,
+	    LIST(proxy_bpf), LIST(proxy_ioctl) },
 	[SANDBOX_NFLOG] = { LIST(nflog_calls), NONE, NONE, false },
 	[SANDBOX_SIGNER] = { LIST(signer_calls), NONE, NONE, false },
 	[SANDBOX_CONTROL] = { LIST(control_calls), NONE, NONE, false },
@@ -273,6 +287,14 @@ allow_role(scmp_filter_ctx ctx, const struct role *r)
 	 * the log daemon restarted; logging to stderr needs none. */
 	if (r->logs && log_is_syslog() && allow_family(ctx, AF_UNIX) == -1)
 		return -1;
+	for (i = 0; i < r->nbpf; i++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bpf), 1,
+		    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)r->bpf[i])) < 0)
+			return -1;
+	for (i = 0; i < r->nioctls; i++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+		    SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)r->ioctls[i])) < 0)
+			return -1;
 	return 0;
 }
 

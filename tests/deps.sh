@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libnftnl-dev libmnl-dev libldns-dev ldnsutils libssl-dev libconfig-dev
- libcmocka-dev libseccomp-dev nftables iproute2 iputils-ping dnsutils curl
+ libcmocka-dev libseccomp-dev libbpf-dev nftables iproute2 iputils-ping dnsutils curl
  ncat socat conntrack conntrackd keepalived openssl python3 python3-fusepy procps strace
  qemu-system-x86 qemu-utils busybox-static cpio genisoimage xz-utils zstd
  lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev

@@ -44,6 +44,7 @@
 #include "web.h"
 #include "log.h"
 #include "nftrules.h"
+#include "sockmap.h"
 #include "privdrop.h"
 #include "verdicts.h"
 

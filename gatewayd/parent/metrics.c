@@ -44,6 +44,7 @@
 #include "log.h"
 #include "../metrics/metrics.h"
 #include "nftrules.h"
+#include "sockmap.h"
 #include "promise.h"
 
 /* --- rendering ----------------------------------------------------------- */

@@ -50,6 +50,7 @@
 #include "ev.h"
 #include "log.h"
 #include "privdrop.h"
+#include "sockmap.h"
 
 #define BACKOFF_MIN	1
 #define BACKOFF_MAX	60
@@ -897,7 +898,8 @@ static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
 	char prog[1024], *argv[32];
-	int argc = 0, fds[6], nfds = 0, signer = -1, conf;
+	char smarg[8];
+	int argc = 0, fds[6], nfds = 0, signer = -1, conf, smfd;
 	unsigned w = id - PROC_PROXY;
 	pid_t pid;
 
@@ -959,6 +961,12 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		fds[nfds++] = proxy_of(gw)->proxy6.fds[w];	/* fd 7 */
 		argv[argc++] = "--listen-fd";
 		argv[argc++] = "7";
+	}
+	if (id != PROC_DNSD && (smfd = sockmap_fd()) != -1) {
+		fds[nfds++] = smfd;			/* fd 7 or 8 */
+		snprintf(smarg, sizeof(smarg), "%d", 2 + nfds);
+		argv[argc++] = "--sockmap-fd";
+		argv[argc++] = smarg;
 	}
 	if (id == PROC_DNSD && dnsd_of(gw)->dns_udp6 != -1 && dnsd_of(gw)->dns_tcp6 != -1) {
 		fds[nfds++] = dnsd_of(gw)->dns_udp6;		/* fd 7 */

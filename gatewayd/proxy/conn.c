@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "http.h"
 #include "log.h"
+#include "kpath.h"
 #include "sni.h"
 #include "splice.h"
 #include "tls.h"
@@ -42,6 +43,7 @@ static void dial_start(struct conn *);
 static void fb_stop(struct conn *);
 static void on_connected(struct conn *);
 static void splice_start(struct conn *);
+static void splice_log(struct conn *);
 static void uptls_start(struct conn *);
 
 /* --- lifecycle ---------------------------------------------------------- */
@@ -68,6 +70,8 @@ conn_close(struct conn *c)
 	log_debug("%s: %s:%u: closed in state %d", c->src,
 	    c->host[0] ? c->host : "-", c->port, c->st);
 	c->closed = true;
+	if (c->st == S_SPLICE)
+		splice_log(c);
 	dns_cancel(c->dns);
 	dns_cancel(c->dns6);
 	fb_stop(c);
@@ -104,6 +108,11 @@ conn_tick(void)
 		next = c->next;
 		if (c->deadline > now)
 			continue;
+		if (c->st == S_SPLICE && splice_kernel_moved(&c->sp, &c->g,
+		    &c->u)) {
+			conn_set_deadline(c, TIMEOUT_IDLE_S);
+			continue;
+		}
 		log_debug("%s: %s: timed out in state %d", c->src,
 		    c->host[0] ? c->host : "-", c->st);
 		conn_close(c);
@@ -1161,6 +1170,15 @@ splice_run(struct conn *c)
 }
 
 static void
+splice_wake(void *arg)
+{
+	struct conn *c = arg;
+
+	if (!c->closed)
+		splice_run(c);
+}
+
+static void
 splice_start(struct conn *c)
 {
 	if (splice_open(&c->sp) < 0) {
@@ -1181,6 +1199,24 @@ splice_start(struct conn *c)
 	c->g.rd_ready = c->u.rd_ready = true;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
 	splice_run(c);
+	/* What was queued is through: the kernel takes the rest. */
+	if (!c->closed && splice_kernel(&c->sp, &c->g, &c->u, splice_wake, c))
+		log_debug("%s: %s:%u: tunnel in the kernel", c->src,
+		    c->host[0] ? c->host : "-", c->port);
+}
+
+/* The bytes each way, counted by the sockets whichever path carried
+ * them (the guest's include what it sent before the tunnel began). */
+static void
+splice_log(struct conn *c)
+{
+	uint64_t out, in;
+
+	splice_bytes(&c->sp, &c->g, &c->u, &out, &in);
+	log_debug("%s: %s:%u: tunnel closed (%s): %llu bytes out, %llu in",
+	    c->src, c->host[0] ? c->host : "-", c->port,
+	    c->sp.kernel ? "kernel" : "splice", (unsigned long long)out,
+	    (unsigned long long)in);
 }
 
 static void

@@ -28,6 +28,7 @@
 #include "audit.h"
 #include "conn.h"
 #include "engine.h"
+#include "kpath.h"
 #include "hostaddr.h"
 #include "ipc.h"
 #include "reload.h"
@@ -57,6 +58,7 @@ struct options {
 	int		 foreground;
 	int		 verbose;
 	int		 no_seccomp;
+	int		 sockmap_fd;
 	uint16_t	 dns_port;
 };
 
@@ -91,6 +93,7 @@ usage(FILE *fp)
 "      --listen-fd N       serve a listening socket inherited as fd N\n"
 "      --transparent-fd N  the same, for redirected connections only\n"
 "      --ipc-fd N          SOCK_SEQPACKET to gatewayd (audit, reload)\n"
+"      --sockmap-fd N      the socket map spliced tunnels are paired in\n"
 "      --signer-fd N       SOCK_SEQPACKET to the signer holding the CA key\n"
 "      --config-fd N       the normalised configuration (-c names it only)\n"
 "                          (without it the proxy starts its own signer)\n"
@@ -137,6 +140,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		{ "user", required_argument, NULL, 'u' },
 		{ "dns-port", required_argument, NULL, 'p' },
 		{ "no-seccomp", no_argument, NULL, 'S' },
+		{ "sockmap-fd", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch, fd;
@@ -146,6 +150,7 @@ parse_args(int argc, char *argv[], struct options *o)
 	o->ipc_fd = -1;
 	o->signer_fd = -1;
 	o->config_fd = -1;
+	o->sockmap_fd = -1;
 	while ((ch = getopt_long(argc, argv, "c:dvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->conf = optarg; break;
@@ -174,6 +179,10 @@ parse_args(int argc, char *argv[], struct options *o)
 			break;
 		case 'C':
 			if ((o->config_fd = parse_fd(optarg)) < 0)
+				return -1;
+			break;
+		case 'M':
+			if ((o->sockmap_fd = parse_fd(optarg)) < 0)
 				return -1;
 			break;
 		case 'l':
@@ -524,6 +533,10 @@ main(int argc, char *argv[])
 	setup_hostaddr();
 	proxy.maxconns = maxfiles() / 3 - 16;
 	privdrop_daemon(o.user, "nobody");
+	/* As the worker's own user, as every pairing will be. */
+	if (o.sockmap_fd >= 0 && fcntl(o.sockmap_fd, F_SETFD, FD_CLOEXEC) == 0 &&
+	    kpath_init(o.sockmap_fd) == 0)
+		log_info("tunnels: through the kernel's socket map");
 	if (o.ipc_fd >= 0)
 		die_with_parent(parent);
 	if (!o.no_seccomp && sandbox_narrow(SANDBOX_PROXY) == -1)

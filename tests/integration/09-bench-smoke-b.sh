@@ -9,6 +9,7 @@ cd "$(dirname "$0")/../.."
 
 smoke_run proxy-bench 180
 smoke_row "proxy-bench: moat-proxy's spliced row" "^\| spliced \| $NZ \| $NZ \|"
+smoke_row "proxy-bench: moat-proxy's row with tunnels in the kernel" "^\| sockmap \| $NZ \| $NZ \|"
 smoke_row "proxy-bench: tinyproxy's row" "^\| tinyproxy \| $NZ \| $NZ \|"
 smoke_row "proxy-bench: moat-proxy's download" "^spliced $NZ .* $NZ 1 "
 smoke_row "proxy-bench: moat-proxy's intercepted row" "^\| intercepted \| $NZ \| $NZ \|"
