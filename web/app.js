@@ -96,6 +96,22 @@ function chart(name) {
   return svg;
 }
 
+// The guest's own last containment verdict and its age (its scheduled
+// re-check), and a quarantine.
+function verdictText(s) {
+  let v = s.verdict ? s.verdict + ', ' + age(s.verdict_age) + ' ago' : 'no verdict yet';
+  if (s.quarantined) v += ', QUARANTINED';
+  return v;
+}
+
+function age(secs) {
+  if (secs == null) return '?';
+  if (secs < 120) return secs + 's';
+  if (secs < 7200) return Math.round(secs / 60) + 'm';
+  if (secs < 172800) return Math.round(secs / 3600) + 'h';
+  return Math.round(secs / 86400) + 'd';
+}
+
 async function loadSandboxes() {
   const list = JSON.parse(await get('/api/sandboxes'));
   sample(list);
@@ -111,8 +127,9 @@ async function showSandboxes() {
     cell('in', bytes(s.bytes_in)), cell('out', bytes(s.bytes_out)),
     cell('connections', s.conns_out),
     cell('budget', s.egress_budget ? bytes(s.egress_spent) + ' of ' + bytes(s.egress_budget) : '-'),
+    cell('containment', verdictText(s)),
     el('td', { 'data-label': 'last hour' }, chart(s.name)))));
-  if (!list.length) body.replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'muted', text: 'No sandbox of yours.' })));
+  if (!list.length) body.replaceChildren(el('tr', {}, el('td', { colspan: 10, class: 'muted', text: 'No sandbox of yours.' })));
 }
 
 // --- refused -----------------------------------------------------------

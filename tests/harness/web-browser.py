@@ -203,6 +203,10 @@ try:
     check(rows and any(A.sandbox in t for t in rows) and
           any(A.member_sandbox in t for t in rows),
           "the admin's Sandboxes page lists every sandbox", rows)
+    cont = wait(lambda: [td.text for td in drv.find_elements(By.CSS_SELECTOR,
+            "#sandboxes-rows td[data-label=containment]")], 10)
+    check(cont and all(c.startswith("no verdict yet") or "ago" in c for c in cont),
+          "each sandbox shows its guest's last containment verdict", cont)
     check(drv.execute_script("return document.documentElement.scrollWidth") <= 400,
           "the page fits a 390-pixel wide phone screen",
           drv.execute_script("return document.documentElement.scrollWidth"))
