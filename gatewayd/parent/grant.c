@@ -317,10 +317,15 @@ grants_commit(struct gw *gw, const char *why, bool from_peer)
 	struct gw_commit c = { .why = why, .from_peer = from_peer };
 	char err[512];
 
-	if (gw_commit(gw, NULL, &c, err, sizeof(err)) == 0)
+	if (gw_commit(gw, NULL, &c, err, sizeof(err)) == 0) {
+		grants_of_gw(gw)->retry = false;
 		return 0;
+	}
+	/* An ended grant must not stay open: tried again every second
+	 * until the kernel takes it. */
 	log_warnx("%s: the kernel refused the change: %s; the policy in "
-	    "force stays", why, err);
+	    "force stays, and the change is tried again", why, err);
+	grants_of_gw(gw)->retry = true;
 	return -1;
 }
 
@@ -363,7 +368,7 @@ grants_tick(struct gw *gw)
 	}
 	/* What the grants opened and nothing else holds closes, and its
 	 * flows are cut (gw_commit). */
-	if (any)
+	if (any || grants_of_gw(gw)->retry)
 		(void)grants_commit(gw, "grant-expired", false);
 }
 void
@@ -1427,6 +1432,9 @@ static uint64_t
 grants_due(const struct gw *gw)
 {
 	int ms = grants_timeout(gw, -1);
+
+	if (grants_of_gw(gw)->retry && (ms < 0 || ms > 1000))
+		ms = 1000;
 
 	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
 }

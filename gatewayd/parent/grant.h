@@ -50,6 +50,8 @@ void	grants_free(struct gw *);
 struct gw_grants {
 	struct gw_grant	*grants;
 	size_t		 ngrants;
+	bool		 retry;		/* the kernel refused a change of
+					   grants: try it again */
 };
 static inline struct gw_grants *grants_of_gw(const struct gw *gw)
 { return gw_mod(gw, MOD_GRANTS); }
