@@ -474,7 +474,7 @@ drift_due(const struct gw *gw)
 {
 	int ms = drift_timeout(gw, -1);
 
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 const struct gw_module drift_module = {

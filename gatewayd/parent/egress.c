@@ -562,7 +562,7 @@ egress_due(const struct gw *gw)
 {
 	int ms = egress_timeout(gw, -1);
 
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 const struct gw_module egress_module = {

@@ -1436,7 +1436,7 @@ grants_due(const struct gw *gw)
 	if (grants_of_gw(gw)->retry && (ms < 0 || ms > 1000))
 		ms = 1000;
 
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 const struct gw_module grants_module = {

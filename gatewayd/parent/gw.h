@@ -166,6 +166,9 @@ extern const struct gw_module *const gw_modules[MOD_MAX];
 /* CLOCK_MONOTONIC in milliseconds: the modules' timers, promises, set
  * additions (policy.c). */
 uint64_t gw_mono_ms(void);
+/* A module's due time ms from now, on that scale; 0 (not armed) if ms
+ * is -1. */
+uint64_t gw_due_in(int ms);
 
 /* Module id's state, allocated (zeroed, then its init) on first use. */
 void	*gw_mod(const struct gw *, enum gw_mod_id);

@@ -206,7 +206,7 @@ ha_due(const struct gw *gw)
 {
 	int ms = ha_dup_timeout(gw, -1);
 
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 const struct gw_module ha_module = {

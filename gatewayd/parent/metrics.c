@@ -624,7 +624,7 @@ metrics_due_ms(const struct gw *gw)
 	if (metrics_of(gw)->metricsfd != -1 && metrics_of(gw)->metrics_sent == 0 &&
 	    gw->procs[PROC_METRICS].ipc != -1)
 		ms = 0;
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 static void

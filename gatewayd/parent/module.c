@@ -111,3 +111,9 @@ gw_modules_metrics(FILE *fp, const struct gw *gw)
 		if (gw_modules[i]->metrics != NULL)
 			gw_modules[i]->metrics(fp, gw);
 }
+
+uint64_t
+gw_due_in(int ms)
+{
+	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+}

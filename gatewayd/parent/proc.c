@@ -998,7 +998,7 @@ proc_due(const struct gw *gw)
 {
 	int ms = proc_next_timeout((struct gw *)gw, time(NULL));
 
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 static void

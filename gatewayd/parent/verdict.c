@@ -543,7 +543,7 @@ verdicts_due(const struct gw *gw)
 	int ms = verdicts_timeout(-1);
 
 	(void)gw;
-	return ms < 0 ? 0 : gw_mono_ms() + (uint64_t)ms;
+	return gw_due_in(ms);
 }
 
 const struct gw_module verdicts_module = {
