@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
@@ -42,6 +43,8 @@ static struct {
 	bool		  lost;		/* an event was lost during the walk */
 	time_t		  tried;	/* the last walk the tick made */
 } C;
+
+static bool	events_on(void);
 
 static uint32_t
 fnv(const void *p, size_t len)
@@ -301,15 +304,42 @@ ctflows_walked(bool complete)
 	/* Events that came during the walk apply on top of it: a new entry
 	 * the walk saw too is one entry, a destroyed one it saw is gone. */
 	drain();
-	C.synced = complete && C.ev != NULL && !C.lost;
+	C.synced = complete && C.ev != NULL && !C.lost && events_on();
 	if (!C.synced)
 		forget_all();
+}
+
+/* Does the kernel send conntrack events in this namespace?  An
+ * administrator can turn them off (0) at any time, and a kernel built
+ * without them has no such setting: then the list would miss every new
+ * flow, so it is trusted only while the setting says 1 or 2 (2: while
+ * someone listens, as this process does). */
+static bool
+events_on(void)
+{
+	char c = 0;
+	int fd;
+
+	fd = open("/proc/sys/net/netfilter/nf_conntrack_events",
+	    O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1)
+		return false;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '1' || c == '2';
 }
 
 bool
 ctflows_ready(void)
 {
 	drain();
+	if (C.synced && !events_on()) {
+		log_warnx("conntrack events are off (net.netfilter."
+		    "nf_conntrack_events); cuts walk the whole table");
+		forget_all();
+		C.synced = false;
+	}
 	return C.synced;
 }
 
@@ -391,7 +421,7 @@ ctflows_tick(void)
 	    now >= C.tried)
 		return;
 	C.tried = now;
-	if (listen_events() == 0)
+	if (events_on() && listen_events() == 0)
 		walk();
 }
 
