@@ -21,6 +21,7 @@ struct deferred {
 };
 
 static int		  epfd = -1;
+static pid_t		  epfd_pid;	/* the process that made epfd */
 static uint64_t		  now_ms;
 static uint64_t		(*clock_fn)(void);
 static struct deferred	 *dq;
@@ -57,11 +58,25 @@ ev_now(void)
 	return now_ms;
 }
 
+/*
+ * A process forked from one that runs the loop gets a loop of its own:
+ * the epoll instance, timers and deferred calls it inherited are its
+ * parent's, and a registration there would reach the parent.  The
+ * inherited descriptor is left alone (the child may have closed it and
+ * given its number to another).
+ */
 int
 ev_init(void)
 {
-	if (epfd == -1 && (epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
-		return -1;
+	if (epfd != -1 && epfd_pid != getpid()) {
+		epfd = -1;
+		nheap = ndq = 0;
+	}
+	if (epfd == -1) {
+		if ((epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+			return -1;
+		epfd_pid = getpid();
+	}
 	ev_now_update();
 	return 0;
 }

@@ -292,7 +292,7 @@ numeric(const char *k, const char *v)
 
 /* A read-only control request: kept in the file, not in syslog. */
 static bool
-is_poll(const char *event, const char *k, const char *v)
+is_read_only(const char *event, const char *k, const char *v)
 {
 	static const char *const polls[] = { "status", "sandboxes", "list",
 	    "counters" };
@@ -318,7 +318,7 @@ audit_event(struct gw *gw, const char *event, ...)
 	va_start(ap, event);
 	while ((k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
-		if (v != NULL && is_poll(event, k, v))
+		if (v != NULL && is_read_only(event, k, v))
 			to = AUDIT_NO_SYSLOG;
 		ek = json_escape(k);
 		ev = json_escape(v ? v : "");

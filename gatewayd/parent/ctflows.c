@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
@@ -24,6 +25,7 @@
 #define CTFLOWS_RCVBUF		(16 << 20)	/* bytes of events queued */
 #define CTFLOWS_RESYNC_S	10
 #define CTFLOWS_TUPLE_MAX	256		/* bytes of one tuple */
+#define CTFLOWS_DRAIN_MAX	65536		/* reads (events) at a time */
 
 struct flow {
 	struct flow	*next;
@@ -42,6 +44,8 @@ static struct {
 	bool		  lost;		/* an event was lost during the walk */
 	time_t		  tried;	/* the last walk the tick made */
 } C;
+
+static bool	events_on(void);
 
 static uint32_t
 fnv(const void *p, size_t len)
@@ -245,16 +249,19 @@ listen_events(void)
 	return 0;
 }
 
-/* Everything queued; a loss makes the list untrusted until a walk. */
-static void
+/* What is queued, a bounded number of reads at a time so that a flood
+ * of new flows never holds the loop: false if some is left (the list is
+ * then not complete yet).  A loss makes the list untrusted until a walk. */
+static bool
 drain(void)
 {
 	static uint32_t buf[65536 / 4];
 	ssize_t n;
+	int reads;
 
 	if (C.ev == NULL)
-		return;
-	for (;;) {
+		return true;
+	for (reads = 0; reads < CTFLOWS_DRAIN_MAX; reads++) {
 		n = recv(mnl_socket_get_fd(C.ev), buf, sizeof(buf), 0);
 		if (n > 0) {
 			ctflows_events(buf, (size_t)n);
@@ -268,20 +275,21 @@ drain(void)
 			continue;
 		}
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
+			return true;
 		log_warn("conntrack events");
 		mnl_socket_close(C.ev);
 		C.ev = NULL;
 		C.synced = false;
-		return;
+		return true;
 	}
+	return false;
 }
 
 void
 ctflows_walk_begin(void)
 {
 	(void)listen_events();
-	drain();	/* what came before the walk is in it */
+	(void)drain();	/* what came before the walk is in it */
 	forget_all();
 	C.walking = true;
 	C.lost = false;
@@ -298,18 +306,47 @@ void
 ctflows_walked(bool complete)
 {
 	C.walking = false;
-	/* Events that came during the walk apply on top of it: a new entry
-	 * the walk saw too is one entry, a destroyed one it saw is gone. */
-	drain();
-	C.synced = complete && C.ev != NULL && !C.lost;
+	/* Events that came during the walk apply on top of it, in order: a
+	 * new entry the walk saw too is one entry, a destroyed one it saw
+	 * is gone (what a bounded drain leaves comes at the next). */
+	(void)drain();
+	C.synced = complete && C.ev != NULL && !C.lost && events_on();
 	if (!C.synced)
 		forget_all();
+}
+
+/* Does the kernel send conntrack events in this namespace?  An
+ * administrator can turn them off (0) at any time, and a kernel built
+ * without them has no such setting: then the list would miss every new
+ * flow, so it is trusted only while the setting says 1 or 2 (2: while
+ * someone listens, as this process does). */
+static bool
+events_on(void)
+{
+	char c = 0;
+	int fd;
+
+	fd = open("/proc/sys/net/netfilter/nf_conntrack_events",
+	    O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1)
+		return false;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '1' || c == '2';
 }
 
 bool
 ctflows_ready(void)
 {
-	drain();
+	if (!drain())
+		return false;	/* a walk, this time */
+	if (C.synced && !events_on()) {
+		log_warnx("conntrack events are off (net.netfilter."
+		    "nf_conntrack_events); cuts walk the whole table");
+		forget_all();
+		C.synced = false;
+	}
 	return C.synced;
 }
 
@@ -381,7 +418,7 @@ ctflows_tick(void)
 {
 	time_t now;
 
-	drain();
+	(void)drain();
 	if (C.synced)
 		return;
 	/* Not listening (a failure is logged once a try), or events were
@@ -391,7 +428,7 @@ ctflows_tick(void)
 	    now >= C.tried)
 		return;
 	C.tried = now;
-	if (listen_events() == 0)
+	if (events_on() && listen_events() == 0)
 		walk();
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -217,6 +218,47 @@ delete_during_batch(void **state)
 	close(p[0]); close(p[1]); close(q[0]); close(q[1]);
 }
 
+static void
+on_nothing(struct ev *e, uint32_t events)
+{
+	(void)e;
+	(void)events;
+}
+
+/* A forked child's ev_init makes its own loop: the parent's readable
+ * descriptor is not in it, the child's own works, and the parent's loop
+ * sees only its own. */
+static void
+fork_gets_own_loop(void **state)
+{
+	struct ev a, b;
+	int p[2], q[2], status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(pipe(q), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(ev_add(&a, p[0], EPOLLIN, on_nothing, NULL), 0);
+	if ((pid = fork()) == 0) {
+		if (ev_init() != 0)
+			_exit(2);
+		if (ev_run_once(0) != 0)
+			_exit(3);	/* the parent's descriptor */
+		if (ev_add(&b, q[0], EPOLLIN, on_nothing, NULL) != 0 ||
+		    write(q[1], "y", 1) != 1 || ev_run_once(0) != 1)
+			_exit(4);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(ev_run_once(0), 1);	/* p only, not the child's q */
+	ev_del(&a);
+	close(p[0]); close(p[1]); close(q[0]); close(q[1]);
+}
+
 int
 main(void)
 {
@@ -226,6 +268,7 @@ main(void)
 		cmocka_unit_test_setup(due_timer_bounds_wait, setup),
 		cmocka_unit_test_setup(fd_readiness, setup),
 		cmocka_unit_test_setup(delete_during_batch, setup),
+		cmocka_unit_test_setup(fork_gets_own_loop, setup),
 	};
 	return cmocka_run_group_tests_name("ev", tests, NULL, NULL);
 }
