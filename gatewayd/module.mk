@@ -6,7 +6,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_reload.c parent_ctl.c parent_ctlreq.c control.c ctl_client.c \
 	parent_audit.c nflog.c parent_policy.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
-	parent_hostnet.c parent_drift.c \
+	parent_hostnet.c parent_drift.c parent_kwatch.c \
 	parent_console.c parent_budget.c register.c register_client.c \
 	parent_register.c parent_pool.c parent_metrics.c \
 	metrics_series.c metrics.c parent_seen.c \

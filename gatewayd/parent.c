@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "nftrules.h"
 #include "owner.h"
+#include "parent_kwatch.h"
 
 static void
 on_signal(struct gw *gw, int sfd)
@@ -64,7 +65,7 @@ on_signal(struct gw *gw, int sfd)
 	}
 }
 
-enum { FD_SIG, FD_RTNL, FD_NFT, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+enum { FD_SIG, FD_RTNL, FD_NFT, FD_LINK, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
@@ -76,6 +77,7 @@ loop(struct gw *gw, int sfd)
 		pfd[FD_SIG] = (struct pollfd){ sfd, POLLIN, 0 };
 		pfd[FD_RTNL] = (struct pollfd){ hostnet_fd(gw), POLLIN, 0 };
 		pfd[FD_NFT] = (struct pollfd){ drift_fd(gw), POLLIN, 0 };
+		pfd[FD_LINK] = (struct pollfd){ kwatch_fd(), POLLIN, 0 };
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
 			    POLLIN, 0 };
@@ -96,6 +98,8 @@ loop(struct gw *gw, int sfd)
 			hostnet_readable(gw);
 		if (pfd[FD_NFT].revents)
 			drift_readable(gw);
+		if (pfd[FD_LINK].revents)
+			kwatch_readable(gw);
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
 				proc_drain_readable(gw, i);
@@ -224,6 +228,7 @@ startup(struct gw *gw)
 	audit_open(gw);
 	journals_audit(gw, &refused);
 	drift_start(gw);
+	kwatch_start(gw);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
 	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
 		return -1;
@@ -265,6 +270,7 @@ gw_run(struct gw_opts *opts)
 	ha_stop(&gw);
 	hostnet_stop(&gw);
 	drift_stop(&gw);
+	kwatch_stop();
 	ha_dup_stop(&gw);
 	pool_close(&gw);
 	egress_stop(&gw);
