@@ -44,6 +44,7 @@ FUZZ_SRCS_fuzz_refused = gatewayd/parent_seen.c gatewayd/parent_dropin.c
 FUZZ_SRCS_fuzz_allowentry =
 FUZZ_SRCS_fuzz_printers = gatewayd/parent_seen.c
 FUZZ_SRCS_fuzz_nftevent = nft-rules/nr_event.c
+FUZZ_SRCS_fuzz_canary = gatewayd/canary_report.c
 
 HARNESSES = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 fobj	 = $(patsubst %.c,$(FBUILD)/obj/%.o,$(1))

@@ -8,11 +8,12 @@
 #   moat-ctl    the control process, which parses control requests
 #   moat-reg    a separate box's registration process (TLS from KVM hosts)
 #   moat-mon    the metrics process (Prometheus scrapes, management side)
+#   moat-scan   the canary's containment-check, in its own namespace
 set -e
 NOLOGIN=/usr/sbin/nologin
 [ -x "$NOLOGIN" ] || NOLOGIN=/bin/false
 getent group moat >/dev/null || groupadd --system moat
-for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-qemu; do
+for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-qemu moat-scan; do
 	getent passwd "$u" >/dev/null ||
 		useradd --system --no-create-home --home-dir /nonexistent \
 		    --shell "$NOLOGIN" --user-group "$u"

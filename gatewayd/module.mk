@@ -6,7 +6,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_reload.c parent_ctl.c parent_ctlreq.c control.c ctl_client.c \
 	parent_audit.c nflog.c parent_policy.c parent_team.c \
 	parent_secret.c ca.c signer.c parent_network.c parent_rtnl.c \
-	parent_hostnet.c parent_drift.c parent_kwatch.c \
+	parent_hostnet.c parent_drift.c parent_kwatch.c parent_canary.c canary_report.c \
 	parent_console.c parent_budget.c register.c register_client.c \
 	parent_register.c parent_pool.c parent_metrics.c \
 	metrics_series.c metrics.c parent_seen.c \
@@ -14,7 +14,7 @@ GATEWAYD_SRCS := $(addprefix gatewayd/,gatewayd.c parent.c parent_proc.c \
 	parent_proxy.c parent_attach.c parent_ha.c parent_ha_dup.c ha_arp.c \
 	parent_egress.c parent_harepl.c harepl_send.c harepl_wire.c \
 	parent_owner.c)
-GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o)
+GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/provision/targets.o
 EXTRA_CFLAGS_gatewayd = -Inft-rules $(call pkgcflags,libnftnl libmnl libseccomp)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto)
 PROGRAMS += $(BUILD)/gatewayd

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "nftrules.h"
 #include "owner.h"
+#include "parent_canary.h"
 #include "parent_kwatch.h"
 
 static void
@@ -58,14 +59,15 @@ on_signal(struct gw *gw, int sfd)
 			    WUNTRACED)) > 0)
 				if (WIFSTOPPED(status))
 					ctl_job_stopped(gw, pid);
-				else if (!ctl_job_reaped(gw, pid, status))
+				else if (!ctl_job_reaped(gw, pid, status) &&
+				    !canary_reaped(gw, pid, status))
 					proc_reaped(gw, pid, status);
 			break;
 		}
 	}
 }
 
-enum { FD_SIG, FD_RTNL, FD_NFT, FD_LINK, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
+enum { FD_SIG, FD_RTNL, FD_NFT, FD_LINK, FD_CANARY, FD_DRAIN0, FD_PROC0 = FD_DRAIN0 + GW_MAX_DRAINING };
 
 static void
 loop(struct gw *gw, int sfd)
@@ -78,14 +80,16 @@ loop(struct gw *gw, int sfd)
 		pfd[FD_RTNL] = (struct pollfd){ hostnet_fd(gw), POLLIN, 0 };
 		pfd[FD_NFT] = (struct pollfd){ drift_fd(gw), POLLIN, 0 };
 		pfd[FD_LINK] = (struct pollfd){ kwatch_fd(), POLLIN, 0 };
+		pfd[FD_CANARY] = (struct pollfd){ canary_fd(), POLLIN, 0 };
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			pfd[FD_DRAIN0 + i] = (struct pollfd){ gw->draining[i].ipc,
 			    POLLIN, 0 };
 		for (i = 0; i < PROC_MAX; i++)
 			pfd[FD_PROC0 + i] = (struct pollfd){ gw->procs[i].ipc,
 			    POLLIN, 0 };
-		timeout = drift_timeout(gw, ha_dup_timeout(gw, egress_timeout(gw,
-		    grants_timeout(gw, proc_next_timeout(gw, time(NULL))))));
+		timeout = canary_timeout(gw, drift_timeout(gw, ha_dup_timeout(gw,
+		    egress_timeout(gw, grants_timeout(gw, proc_next_timeout(gw,
+		    time(NULL)))))));
 		i = metrics_next_timeout(gw, time(NULL));
 		if (i != -1 && (timeout == -1 || i < timeout))
 			timeout = i;
@@ -100,6 +104,8 @@ loop(struct gw *gw, int sfd)
 			drift_readable(gw);
 		if (pfd[FD_LINK].revents)
 			kwatch_readable(gw);
+		if (pfd[FD_CANARY].revents)
+			canary_readable(gw);
 		for (i = 0; i < GW_MAX_DRAINING; i++)
 			if (pfd[FD_DRAIN0 + i].revents && gw->draining[i].ipc != -1)
 				proc_drain_readable(gw, i);
@@ -112,6 +118,7 @@ loop(struct gw *gw, int sfd)
 		egress_tick(gw);
 		ha_dup_tick(gw);
 		drift_tick(gw);
+		canary_tick(gw);
 	}
 }
 
@@ -229,6 +236,7 @@ startup(struct gw *gw)
 	journals_audit(gw, &refused);
 	drift_start(gw);
 	kwatch_start(gw);
+	canary_start(gw);
 	if (control_listen(gw) == -1 || reg_listen(gw) == -1 ||
 	    harepl_listen(gw) == -1 || metrics_listen(gw) == -1)
 		return -1;
@@ -271,6 +279,7 @@ gw_run(struct gw_opts *opts)
 	hostnet_stop(&gw);
 	drift_stop(&gw);
 	kwatch_stop();
+	canary_stop();
 	ha_dup_stop(&gw);
 	pool_close(&gw);
 	egress_stop(&gw);

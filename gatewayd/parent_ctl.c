@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gatewayd.h"
+#include "parent_canary.h"
 #include "log.h"
 #include "nftrules.h"
 #include "privdrop.h"
@@ -483,6 +484,7 @@ ctl_status(struct ctl_req *r)
 		    (long long)gw->cfg->gw.audit_max_kb * 1024);
 		ha_status(r);
 		drift_status(r);
+		canary_status(r);
 		status_json_children(r);
 		net_status(r, &gw->net);
 		reply(r, "}\nok\n");
@@ -495,6 +497,7 @@ ctl_status(struct ctl_req *r)
 	    gw->reload_failures, refusals);
 	ha_status(r);
 	drift_status(r);
+	canary_status(r);
 	text = audit_counters(gw);
 	reply(r, "%s", text);
 	free(text);

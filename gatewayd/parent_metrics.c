@@ -26,6 +26,7 @@
 
 #include "addr.h"
 #include "gatewayd.h"
+#include "parent_canary.h"
 #include "ipc.h"
 #include "log.h"
 #include "metrics.h"
@@ -224,6 +225,7 @@ render_gateway(FILE *fp, struct gw *gw)
 	fprintf(fp, "moat_start_time_seconds %lld\n", (long long)gw->started);
 	ha_metrics(fp, gw);
 	drift_metrics(fp, gw);
+	canary_metrics(fp, gw);
 	head(fp, "moat_reloads_total", "counter", "Reloads, by result.");
 	fprintf(fp, "moat_reloads_total{result=\"ok\"} %u\n"
 	    "moat_reloads_total{result=\"refused\"} %u\n", gw->reloads,
