@@ -416,11 +416,19 @@ static char **
 scan_argv(const struct gw *gw, const struct moat_sandbox *sb)
 {
 	const struct moat_gateway *g = &gw->cfg->gw;
-	char **v = NULL, buf[64];
+	char **v = NULL, buf[64], *prog;
 	size_t n = 0, i, guests = 0;
 
-	snprintf(buf, sizeof(buf), "%s/containment-check", gw->opts.bindir);
-	argv_push(&v, &n, buf);
+	/* Beside gatewayd in a build; installed, it is a user's program
+	 * (bin beside sbin). */
+	xasprintf(&prog, "%s/containment-check", gw->opts.bindir);
+	if (access(prog, X_OK) == -1) {
+		free(prog);
+		xasprintf(&prog, "%s/../bin/containment-check",
+		    gw->opts.bindir);
+	}
+	argv_push(&v, &n, prog);
+	free(prog);
 	argv_push(&v, &n, "--expect");
 	argv_push(&v, &n, "allowlist");
 	argv_push(&v, &n, "--in-guest");	/* gatewayd checked */

@@ -54,6 +54,15 @@ expect_match "... a duration" '^moat_canary_duration_seconds [0-9.]+$' "$(metric
 expect_fail "... the scanner ran as moat-scan, not root: no scan left behind" \
 	pgrep -u root -f 'containment-check --expect allowlist'
 
+# Its own scans' refusals are folded in ctl refused, and listed by name.
+out=$(gw_ctl refused)
+expect_match "ctl refused: the canary's refusals in one folded line" \
+	"^canary +\(folded\) +[0-9]+ \(the canary's own scans" "$out"
+expect_eq "... one line only" 1 "$(grep -c '^canary ' <<<"$out")"
+out=$(gw_ctl refused canary)
+expect_match "ctl refused canary lists them" "^canary +[0-9a-f.:]+" "$out"
+expect_fail "... unfolded" grep -q folded <<<"$out"
+
 # The hole: an accept rule put first in inet moat's forward chain for the
 # canary's traffic to the LAN.  verify.repair is off, so it stays.
 expect_eq "the LAN host is refused to a guest first" unreachable "$(tcp_probe "$TOPO-web" $LAN_HOST 80)"
