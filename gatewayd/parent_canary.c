@@ -85,6 +85,7 @@ struct canary {
 	const char	*why;		/* "timer", "commit" */
 	/* when */
 	time_t		 due;
+	time_t		 not_before;	/* the next scan, at the soonest */
 	const void	*applied;	/* the policy the last scan saw */
 	unsigned	 reloads;
 	/* the last verdict */
@@ -366,7 +367,7 @@ canary_start(struct gw *gw)
 		cy->ns = -1;
 		return;
 	}
-	cy->due = time(NULL) + CANARY_FIRST;
+	cy->due = cy->not_before = time(NULL) + CANARY_FIRST;
 	cy->applied = gw->applied;
 	cy->reloads = gw->reloads;
 	log_info("canary: sandbox %s on %s, scanning every %us", sb->name,
@@ -533,6 +534,7 @@ scan_start(struct gw *gw, const char *why)
 	int p[2], targets;
 	pid_t pid;
 
+	cy->not_before = time(NULL) + CANARY_GAP;
 	cy->due = time(NULL) + (gw->cfg->gw.canary_interval > 0 ?
 	    (gw->cfg->gw.canary_interval < CANARY_GAP ? CANARY_GAP :
 	    gw->cfg->gw.canary_interval) : 86400 * 365);
@@ -695,9 +697,9 @@ canary_timeout(const struct gw *gw, int timeout)
 	if (cy->pid > 0)
 		at = cy->started + CANARY_MAX_RUN;
 	else if (committed(gw))
-		at = cy->last + CANARY_GAP;
+		at = cy->not_before;
 	else
-		at = cy->due;
+		at = cy->due > cy->not_before ? cy->due : cy->not_before;
 	ms = at <= now ? 0 : (int)(at - now) * 1000;
 	return timeout == -1 || ms < timeout ? ms : timeout;
 }
@@ -717,7 +719,7 @@ canary_tick(struct gw *gw)
 		}
 		return;
 	}
-	if (now < cy->last + CANARY_GAP)
+	if (now < cy->not_before)
 		return;
 	if (committed(gw))
 		scan_start(gw, "commit");

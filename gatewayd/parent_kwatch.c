@@ -283,9 +283,18 @@ add(struct found *f, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Found, and about to be put back: reported all the same. */
 static void
-ports_compare(struct gw *gw, struct found *f, bool repair)
+caught(struct gw *gw, const char *how, const char *what)
 {
+	log_warnx("policy drift (%s): %s; putting it back", how, what);
+	audit_event(gw, "policy-drift", "object", what, "found", how, NULL);
+}
+
+static void
+ports_compare(struct gw *gw, struct found *f, bool repair, const char *how)
+{
+	char what[KW_OBJLEN];
 	const struct moat_gateway *g = &gw->cfg->gw;
 	struct ports *ps = xcalloc(1, sizeof(*ps));
 	size_t i;
@@ -297,6 +306,10 @@ ports_compare(struct gw *gw, struct found *f, bool repair)
 
 		if (p->master != ps->bridge || p->isolated != 0)
 			continue;
+		snprintf(what, sizeof(what), "bridge port %s of %s: isolation "
+		    "off", p->name, g->bridge);
+		if (repair)
+			caught(gw, how, what);
 		if (repair && isolate(p->index) == 0) {
 			log_info("kernel watch: port isolation of %s on bridge "
 			    "%s put back", p->name, g->bridge);
@@ -305,18 +318,17 @@ ports_compare(struct gw *gw, struct found *f, bool repair)
 			kw->repairs++;
 			continue;
 		}
-		add(f, "bridge port %s of %s: isolation off", p->name,
-		    g->bridge);
+		add(f, "%s", what);
 	}
 	free(ps);
 }
 
 static void
-sysctls_compare(struct gw *gw, struct found *f, bool repair)
+sysctls_compare(struct gw *gw, struct found *f, bool repair, const char *how)
 {
 	const struct moat_gateway *g = &gw->cfg->gw;
 	struct refusal_sysctls now;
-	char name[96], why[200];
+	char name[96], why[140], what[KW_OBJLEN];
 	long v;
 	size_t i;
 
@@ -325,6 +337,10 @@ sysctls_compare(struct gw *gw, struct found *f, bool repair)
 		    kw->sysctl[i].path)) < 0 || v == kw->sysctl[i].want)
 			continue;
 		dotted(kw->sysctl[i].path, name, sizeof(name));
+		snprintf(what, sizeof(what), "sysctl %s = %ld, was %ld", name,
+		    v, kw->sysctl[i].want);
+		if (repair)
+			caught(gw, how, what);
 		if (repair && sysctl_set(kw->sysctl[i].path,
 		    kw->sysctl[i].want) == 0) {
 			log_info("kernel watch: %s set back to %ld", name,
@@ -333,11 +349,14 @@ sysctls_compare(struct gw *gw, struct found *f, bool repair)
 			kw->repairs++;
 			continue;
 		}
-		add(f, "sysctl %s = %ld, was %ld", name, v, kw->sysctl[i].want);
+		add(f, "%s", what);
 	}
 	if (!g->fast_refusals || refusals_read(&now, why, sizeof(why)) == -1 ||
 	    refusals_fast(g, &now, why, sizeof(why)))
 		return;
+	snprintf(what, sizeof(what), "icmp sysctls: %s", why);
+	if (repair)
+		caught(gw, how, what);
 	if (repair && refusals_apply(g, why, sizeof(why)) == 0) {
 		log_info("kernel watch: the ICMP sysctls set back");
 		audit_event(gw, "policy-repaired", "object", "icmp sysctls",
@@ -345,7 +364,7 @@ sysctls_compare(struct gw *gw, struct found *f, bool repair)
 		kw->repairs++;
 		return;
 	}
-	add(f, "icmp sysctls: %s", why);
+	add(f, "%s", what);
 }
 
 static bool
@@ -375,8 +394,8 @@ kwatch_check(struct gw *gw, const char *how)
 	    strcmp(kw->uplink, g->uplink) != 0)
 		sysctls_take(g);
 	if (g->manage_network || g->bridge[0] != '\0')
-		ports_compare(gw, &f, repair);
-	sysctls_compare(gw, &f, repair);
+		ports_compare(gw, &f, repair, how);
+	sysctls_compare(gw, &f, repair, how);
 	for (i = 0; i < f.n; i++) {
 		if (listed(kw->obj, kw->nobj, f.obj[i]))
 			continue;

@@ -67,7 +67,10 @@ expect_eq "verify.repair_network = true after a reload" True "$(njson repair)"
 r0=$(n_audit policy-repaired)
 ip -n "$NS_GW" link set mt-web type bridge_slave isolated off
 wait_for 2 test "$(n_audit policy-repaired)" -gt "$r0"
-expect_match "within 2 s: the port's isolation repaired, audited" \
+expect_match "within 2 s: the flip caught (policy-drift)" \
+	'"event":"policy-drift","object":"bridge port mt-web of moat0: isolation off","found":"notification"' \
+	"$(audit policy-drift | tail -1)"
+expect_match "... and the port's isolation repaired, audited" \
 	'"event":"policy-repaired","object":"bridge port","port":"mt-web"' "$(audit policy-repaired | tail -1)"
 expect_ok "... mt-web is isolated again" isolated
 
