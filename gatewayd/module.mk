@@ -107,3 +107,10 @@ $(BUILD)/tests/test_gatewayd_pool: $(OBJ)/tests/unit/test_gatewayd_pool.o \
 	    $(OBJ)/gatewayd/parent_pool.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(GATEWAYD_LIBS) $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
+
+# The reader of the canary's scan report.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_canary
+$(BUILD)/tests/test_gatewayd_canary: $(OBJ)/tests/unit/test_gatewayd_canary.o \
+	    $(OBJ)/gatewayd/canary_report.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
