@@ -43,6 +43,7 @@
 #define KW_MAX		16	/* objects reported at once */
 #define KW_OBJLEN	160
 #define KW_SYSCTLS	4
+#define KW_GRACE	2	/* seconds a new port has to get isolated */
 
 struct kw_sysctl {
 	char	 path[96];	/* under /proc/sys */
@@ -55,6 +56,11 @@ struct kwatch {
 	unsigned	 seq;
 	struct kw_sysctl sysctl[KW_SYSCTLS];
 	char		 bridge[IFNAMSIZ], uplink[IFNAMSIZ];
+	struct kw_port {
+		int	 index;
+		time_t	 since;		/* first seen on the bridge */
+	}		 ports[256];	/* the bridge's ports at the last look */
+	size_t		 nports;
 	char		 obj[KW_MAX][KW_OBJLEN];	/* what differs now */
 	size_t		 nobj;
 	time_t		 since;
@@ -291,20 +297,49 @@ caught(struct gw *gw, const char *how, const char *what)
 	audit_event(gw, "policy-drift", "object", what, "found", how, NULL);
 }
 
+/* When the port was first seen on the bridge (now: not before). */
+static time_t
+port_since(int index, time_t now)
+{
+	size_t i;
+
+	for (i = 0; i < kw->nports; i++)
+		if (kw->ports[i].index == index)
+			return kw->ports[i].since;
+	return now;
+}
+
+/*
+ * A port that has just joined the bridge gets its isolation a moment
+ * later (provision attaches a tap, then isolates it): on a notification
+ * only ports there for KW_GRACE seconds count; a new one still without
+ * isolation is found by the next timed check or notification.
+ */
 static void
 ports_compare(struct gw *gw, struct found *f, bool repair, const char *how)
 {
 	char what[KW_OBJLEN];
 	const struct moat_gateway *g = &gw->cfg->gw;
 	struct ports *ps = xcalloc(1, sizeof(*ps));
-	size_t i;
+	bool event = strcmp(how, "notification") == 0;
+	struct kw_port seen[256];
+	time_t now = time(NULL);
+	/* Ports there before gatewayd started are no new ones. */
+	time_t fresh = strcmp(how, "start") == 0 ? 0 : now;
+	size_t i, nseen = 0;
 
 	if (ports_read(ps, g->bridge) == -1)
 		log_warn("kernel watch: the links could not be read");
 	for (i = 0; ps->bridge != 0 && i < ps->n; i++) {
 		const struct port *p = &ps->p[i];
 
-		if (p->master != ps->bridge || p->isolated != 0)
+		if (p->master != ps->bridge)
+			continue;
+		if (nseen < sizeof(seen) / sizeof(seen[0]))
+			seen[nseen++] = (struct kw_port){ p->index,
+			    port_since(p->index, fresh) };
+		if (p->isolated != 0 || (event && now - port_since(p->index,
+		    fresh) < KW_GRACE))
 			continue;
 		snprintf(what, sizeof(what), "bridge port %s of %s: isolation "
 		    "off", p->name, g->bridge);
@@ -320,6 +355,8 @@ ports_compare(struct gw *gw, struct found *f, bool repair, const char *how)
 		}
 		add(f, "%s", what);
 	}
+	memcpy(kw->ports, seen, nseen * sizeof(seen[0]));
+	kw->nports = nseen;
 	free(ps);
 }
 

@@ -115,6 +115,19 @@ no_drift() { [ "$(njson drift)" = "[]" ]; }
 wait_for 5 no_drift
 expect_eq "... nothing drifts any more" "[]" "$(njson drift)"
 
+# A port added without isolation: not from its notification (a tap is
+# isolated a moment after it joins), but by the next timed comparison.
+ip -n "$NS_GW" link add mt-new type veth peer name mt-new-p
+ip -n "$NS_GW" link set mt-new master moat0
+ip -n "$NS_GW" link set mt-new up
+new_caught() { audit policy-drift | grep -q 'bridge port mt-new of moat0'; }
+wait_for 6 new_caught
+expect_match "a new port without isolation: caught by the timer" \
+	'"event":"policy-drift","object":"bridge port mt-new of moat0: isolation off","found":"timer"' \
+	"$(audit policy-drift)"
+expect_match "... and isolated (repair_network on)" "isolated on" "$(ip -d -n "$NS_GW" link show mt-new)"
+ip -n "$NS_GW" link del mt-new
+
 # A foreign inet table whose forward chain runs first and accepts.
 in_ns "$NS_GW" nft add table inet early
 in_ns "$NS_GW" nft add chain inet early fw '{ type filter hook forward priority -100; policy accept; }'
