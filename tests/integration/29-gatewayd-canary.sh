@@ -51,8 +51,6 @@ expect_eq "... moat_canary_verdict 1" "moat_canary_verdict 1" "$(metric moat_can
 expect_match "... moat_canary_last_run_seconds set" '^moat_canary_last_run_seconds [1-9][0-9]+$' \
 	"$(metric moat_canary_last_run_seconds)"
 expect_match "... a duration" '^moat_canary_duration_seconds [0-9.]+$' "$(metric moat_canary_duration_seconds)"
-expect_fail "... the scanner ran as moat-scan, not root: no scan left behind" \
-	pgrep -u root -f 'containment-check --expect allowlist'
 
 # Its own scans' refusals are folded in ctl refused, and listed by name.
 out=$(gw_ctl refused)
@@ -66,6 +64,15 @@ expect_fail "... unfolded" grep -q folded <<<"$out"
 # The hole: an accept rule put first in inet moat's forward chain for the
 # canary's traffic to the LAN.  verify.repair is off, so it stays.
 expect_eq "the LAN host is refused to a guest first" unreachable "$(tcp_probe "$TOPO-web" $LAN_HOST 80)"
+# Who scans, and where: sampled while the next scans run.
+( while :; do
+	for p in $(pgrep -f 'containment-check --expect allowlist'); do
+		ps -o uid=,netns= -p "$p" | awk '{print $1, $2}'
+	done
+	sleep 0.2
+done ) >"$TOPO_TMP/scans" 2>/dev/null &
+SAMPLER=$!
+TOPO_PIDS+=("$SAMPLER")
 t0=$(date +%s)
 expect_ok "nft insert rule inet moat forward ip saddr 10.77.0.250 ip daddr 192.168.77.0/24 accept" \
 	in_ns "$NS_GW" nft insert rule inet moat forward ip saddr 10.77.0.250 ip daddr 192.168.77.0/24 accept
@@ -79,6 +86,11 @@ expect_match "... the breaching probe is the LAN host" \
 expect_match "... an ALERT log line naming it" 'ALERT canary: NOT CONTAINED: .*192\.168\.77\.2' "$(cat "$GW_LOG")"
 expect_match "... ctl status" '^canary +NOT CONTAINED, .*192\.168\.77\.2' "$(gw_ctl status)"
 expect_match "... moat_canary_breaches" '^moat_canary_breaches [1-9]' "$(metric moat_canary_breaches)"
+kill "$SAMPLER" 2>/dev/null
+gw_ns=$(ip netns exec "$NS_GW" stat -L -c %i /proc/self/ns/net)
+expect_match "the scanner ran as moat-scan" "^$(id -u moat-scan) " "$(sort -u "$TOPO_TMP/scans")"
+expect_fail "... never as root" grep -q '^0 ' "$TOPO_TMP/scans"
+expect_fail "... never in the gateway's namespace ($gw_ns)" grep -qw "$gw_ns" "$TOPO_TMP/scans"
 
 # A reload puts the policy back (whole): a commit, so the canary scans
 # again without waiting for its interval, and finds it contained.
