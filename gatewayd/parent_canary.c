@@ -193,10 +193,51 @@ port_attach(struct mnl_socket *nl, int index, int bridge)
 	return link_up(nl, index);
 }
 
+/* Its IPv6 address, as every guest's (config_sandbox_addr6), and the
+ * gateway's ::1 as its IPv6 default route. */
 static int
-inner_setup(struct mnl_socket *nl, const struct moat_gateway *g,
+inner_setup6(struct mnl_socket *nl, const struct moat_config *cfg,
+    const struct moat_sandbox *sb, int eth)
+{
+	char buf[512];
+	struct nlmsghdr *nlh;
+	struct ifaddrmsg *ifa;
+	struct rtmsg *rt;
+	struct moat_addr a6;
+
+	if (!config_sandbox_addr6(cfg, sb, &a6))
+		return 0;
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWADDR;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = AF_INET6;
+	ifa->ifa_prefixlen = 64;
+	ifa->ifa_flags = IFA_F_NODAD;
+	ifa->ifa_index = (unsigned)eth;
+	mnl_attr_put(nlh, IFA_LOCAL, 16, a6.a);
+	mnl_attr_put(nlh, IFA_ADDRESS, 16, a6.a);
+	if (nl_do(nl, nlh) == -1)
+		return -1;
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWROUTE;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+	rt->rtm_family = AF_INET6;
+	rt->rtm_table = RT_TABLE_MAIN;
+	rt->rtm_protocol = RTPROT_BOOT;
+	rt->rtm_scope = RT_SCOPE_UNIVERSE;
+	rt->rtm_type = RTN_UNICAST;
+	mnl_attr_put(nlh, RTA_GATEWAY, 16, cfg->gw.ipv6_address.a);
+	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)eth);
+	return nl_do(nl, nlh);
+}
+
+static int
+inner_setup(struct mnl_socket *nl, const struct moat_config *cfg,
     const struct moat_sandbox *sb)
 {
+	const struct moat_gateway *g = &cfg->gw;
 	char buf[512];
 	struct nlmsghdr *nlh;
 	struct ifaddrmsg *ifa;
@@ -228,13 +269,15 @@ inner_setup(struct mnl_socket *nl, const struct moat_gateway *g,
 	rt->rtm_type = RTN_UNICAST;
 	mnl_attr_put(nlh, RTA_GATEWAY, 4, g->address.a);
 	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)eth);
-	return nl_do(nl, nlh);
+	if (nl_do(nl, nlh) == -1)
+		return -1;
+	return inner_setup6(nl, cfg, sb, eth);
 }
 
 /* The guest's side, set up from inside: the parent enters the namespace
  * for the time of it (it runs one thread) and always comes back. */
 static int
-inside(int home, const struct moat_gateway *g, const struct moat_sandbox *sb)
+inside(int home, const struct moat_config *cfg, const struct moat_sandbox *sb)
 {
 	struct mnl_socket *nl;
 	int rc = -1;
@@ -243,7 +286,7 @@ inside(int home, const struct moat_gateway *g, const struct moat_sandbox *sb)
 		return -1;
 	if ((nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC)) != NULL &&
 	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0)
-		rc = inner_setup(nl, g, sb);
+		rc = inner_setup(nl, cfg, sb);
 	if (nl != NULL)
 		mnl_socket_close(nl);
 	if (setns(home, CLONE_NEWNET) == -1)
@@ -323,7 +366,7 @@ plumb(struct gw *gw, const struct moat_sandbox *sb, char *err, size_t len)
 		    strerror(errno));
 		goto out;
 	}
-	if (inside(home, g, sb) == -1) {
+	if (inside(home, gw->cfg, sb) == -1) {
 		snprintf(err, len, "its address and route: %s",
 		    strerror(errno));
 		goto out;
@@ -459,10 +502,16 @@ scan_argv(const struct gw *gw, const struct moat_sandbox *sb)
 	for (i = 0; i < gw->cfg->nsandboxes && guests < CANARY_GUESTS; i++) {
 		const struct moat_sandbox *o = &gw->cfg->sandboxes[i];
 
+		struct moat_addr a6;
+
 		if (o->canary || o->address.family != AF_INET)
 			continue;
 		argv_push(&v, &n, "--target");
 		argv_push(&v, &n, addr_fmt(&o->address, buf, sizeof(buf)));
+		if (config_sandbox_addr6(gw->cfg, o, &a6)) {
+			argv_push(&v, &n, "--target");
+			argv_push(&v, &n, addr_fmt(&a6, buf, sizeof(buf)));
+		}
 		guests++;
 	}
 	return v;
