@@ -770,6 +770,13 @@ canary_tick(struct gw *gw)
 	}
 	if (now < cy->not_before)
 		return;
+	/* A box of a pair that is not the master forwards nothing: there
+	 * is nothing to prove until it is. */
+	if (gw->ha_on && gw->ha_role != HA_MASTER) {
+		cy->due = now + CANARY_GAP;
+		cy->not_before = now + CANARY_GAP;
+		return;
+	}
 	if (committed(gw))
 		scan_start(gw, "commit");
 	else if (now >= cy->due)
