@@ -676,7 +676,7 @@ record(struct gw *gw, int status)
 	} else if (code == 1 && rep.breaches > 0) {
 		cy->verdict = V_BREACH;
 		snprintf(cy->detail, sizeof(cy->detail), "%s", rep.first);
-		log_warnx("ALERT canary: NOT CONTAINED: %zu probe(s) breached "
+		log_alertx("ALERT canary: NOT CONTAINED: %zu probe(s) breached "
 		    "the policy, the first: %s", rep.breaches, rep.first);
 		audit_event(gw, "canary", "verdict", "not-contained", "seconds",
 		    secs, "breaches", nb, "probe", rep.first, "found", cy->why,
