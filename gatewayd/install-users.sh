@@ -9,11 +9,12 @@
 #   moat-reg    a separate box's registration process (TLS from KVM hosts)
 #   moat-mon    the metrics process (Prometheus scrapes, management side)
 #   moat-web    the web console (moat-web), management side
+#   moat-scan   the canary's containment-check, in its own namespace
 set -e
 NOLOGIN=/usr/sbin/nologin
 [ -x "$NOLOGIN" ] || NOLOGIN=/bin/false
 getent group moat >/dev/null || groupadd --system moat
-for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-web moat-qemu; do
+for u in moat-dns moat-proxy moat-log moat-ca moat-ctl moat-reg moat-mon moat-web moat-qemu moat-scan; do
 	getent passwd "$u" >/dev/null ||
 		useradd --system --no-create-home --home-dir /nonexistent \
 		    --shell "$NOLOGIN" --user-group "$u"

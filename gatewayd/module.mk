@@ -11,7 +11,7 @@ GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
 	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
 	dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
 	module.c commit.c ctflows.c web.c verdict.c \
-	sockmap.c
+	sockmap.c canary.c canary_report.c kwatch.c
 GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
 	gatewayd/control/control.c gatewayd/signer/signer.c \
@@ -20,7 +20,8 @@ GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	gatewayd/register/register.c gatewayd/ha_arp/ha_arp.c \
 	gatewayd/web/web.c gatewayd/web/form.c \
 	gatewayd/cli/ctl_client.c gatewayd/cli/register_client.c
-GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/gatewayd/bpf/tunnel_obj.o
+GATEWAYD_OBJS := $(GATEWAYD_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/gatewayd/bpf/tunnel_obj.o \
+	$(OBJ)/provision/targets.o
 EXTRA_CFLAGS_gatewayd = -Inft-rules -Igatewayd \
 	-DH2O_USE_LIBUV=0 $(call pkgcflags,libnftnl libmnl libseccomp libh2o-evloop)
 GATEWAYD_LIBS = $(call pkglibs,libnftnl libmnl libseccomp libssl libcrypto \
@@ -130,5 +131,10 @@ $(OBJ)/gatewayd/parent/web.o: override CFLAGS += -DMOAT_DATADIR='"$(PREFIX)/shar
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_web
 $(BUILD)/tests/test_gatewayd_web: $(OBJ)/tests/unit/test_gatewayd_web.o \
 	    $(OBJ)/gatewayd/web/form.o $(LIBMOAT)
+
+# The reader of the canary's scan report.
+UNIT_TESTS += $(BUILD)/tests/test_gatewayd_canary
+$(BUILD)/tests/test_gatewayd_canary: $(OBJ)/tests/unit/test_gatewayd_canary.o \
+	    $(OBJ)/gatewayd/parent/canary_report.o $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)

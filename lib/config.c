@@ -23,20 +23,29 @@ strlist_free(struct moat_strlist *l)
 	free(l->v);
 }
 
+static void
+sandbox_free_fields(struct moat_sandbox *x)
+{
+	free(x->name);
+	free(x->owner);
+	free(x->registered_by);
+	strlist_free(&x->allow);
+	strlist_free(&x->secrets);
+	strlist_free(&x->bypass);
+	free(x->allow_ports);
+}
+
 void
 config_free_sandboxes(struct moat_config *cfg)
 {
 	size_t i;
 
-	for (i = 0; i < cfg->nsandboxes; i++) {
-		struct moat_sandbox *x = &cfg->sandboxes[i];
-		free(x->name);
-		free(x->owner);
-		free(x->registered_by);
-		strlist_free(&x->allow);
-		strlist_free(&x->secrets);
-		strlist_free(&x->bypass);
-		free(x->allow_ports);
+	for (i = 0; i < cfg->nsandboxes; i++)
+		sandbox_free_fields(&cfg->sandboxes[i]);
+	if (cfg->gw.canary != NULL) {
+		sandbox_free_fields(cfg->gw.canary);
+		free(cfg->gw.canary);
+		cfg->gw.canary = NULL;
 	}
 	free(cfg->sandboxes);
 	cfg->sandboxes = NULL;
@@ -180,6 +189,17 @@ config_proxy_workers(const struct moat_config *cfg)
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 2 ? 2 : n > MOAT_PROXY_WORKERS_MAX ?
 	    MOAT_PROXY_WORKERS_MAX : (unsigned)n;
+}
+
+const struct moat_sandbox *
+config_canary(const struct moat_config *cfg)
+{
+	size_t i;
+
+	for (i = cfg->nsandboxes; i > 0; i--)
+		if (cfg->sandboxes[i - 1].canary)
+			return &cfg->sandboxes[i - 1];
+	return NULL;
 }
 
 const struct moat_sandbox *

@@ -115,6 +115,8 @@ struct moat_sandbox {
 					 * own re-checks; 0: first boot only */
 	bool		 quarantine_on_breach;	/* a guest's NOT CONTAINED
 					 * moves it to egress "none" */
+	bool		 canary;	/* gatewayd's own, from gateway.canary:
+					 * never printed among the sandboxes */
 	struct moat_where where;
 };
 
@@ -185,6 +187,14 @@ struct moat_gateway {
 					 * tables with the policy; 0 = none */
 	bool		 verify_repair;	/* verify.repair: put moat's own tables
 					 * back when they drifted */
+	bool		 verify_repair_network; /* verify.repair_network: put
+					 * bridge ports' isolation and the
+					 * sysctls back too (default false) */
+	struct moat_sandbox *canary;	/* gateway.canary while loading; the
+					 * loader then appends it to the
+					 * sandboxes (config_canary) */
+	unsigned	 canary_interval; /* canary.interval: seconds, 0 = only
+					 * after commits */
 	bool		 ha;	/* ha.enabled: one box of an active/standby pair */
 	struct moat_addr ha_uplink_address; /* ha.uplink_address: the guests'
 					 * flows are translated to it (snat)
@@ -358,6 +368,10 @@ bool	config_sandbox_addr6(const struct moat_config *,
 /* A short summary for humans: sandboxes, modes, secrets by name only. */
 void	config_summary(FILE *, const struct moat_config *);
 
+/* The canary sandbox gatewayd keeps for itself (gateway.canary), or NULL. */
+#define MOAT_CANARY_NAME	"canary"
+#define MOAT_CANARY_TAP		"mt-canary"
+const struct moat_sandbox *config_canary(const struct moat_config *);
 const struct moat_sandbox *config_sandbox_by_name(const struct moat_config *,
 	    const char *);
 /* The sandbox with IPv4 address a, or with IPv6 address a

@@ -135,6 +135,7 @@ void	set_prefixes(struct loader *, const config_setting_t *,
 	    struct moat_prefix **, size_t *, const char *ctx, const char *name);
 
 /* config_check.c */
+void	load_canary(struct loader *);
 void	check_sandbox(struct loader *, const config_setting_t *,
 	    const struct moat_sandbox *, const char *ctx, bool keys_ok);
 void	check_all(struct loader *);

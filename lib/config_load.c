@@ -453,6 +453,7 @@ load(const char *path, const char *buf, const char *sandboxes_dir,
 	}
 	free(dir);
 	free(sdir);
+	load_canary(&ld);
 	check_all(&ld);
 	if (errs->n > 0) {
 		config_free(cfg);

@@ -70,7 +70,24 @@ proto_name(int proto)
 }
 
 static void
-print_gateway(FILE *fp, const struct moat_gateway *gw)
+print_canary(FILE *fp, const struct moat_gateway *gw,
+    const struct moat_sandbox *x)
+{
+	char buf[64];
+
+	fputs("  canary: {\n", fp);
+	pkv(fp, "    ", "address", addr_fmt(&x->address, buf, sizeof(buf)));
+	snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", x->mac[0],
+	    x->mac[1], x->mac[2], x->mac[3], x->mac[4], x->mac[5]);
+	pkv(fp, "    ", "mac", buf);
+	fprintf(fp, "    interval = %u;\n", gw->canary_interval);
+	plist(fp, "    ", "allow", &x->allow);
+	fputs("  };\n", fp);
+}
+
+static void
+print_gateway(FILE *fp, const struct moat_gateway *gw,
+    const struct moat_sandbox *canary)
 {
 	char buf[64];
 	size_t i, j;
@@ -202,9 +219,14 @@ print_gateway(FILE *fp, const struct moat_gateway *gw)
 		}
 		fputs("; };\n", fp);
 	}
-	if (gw->verify_interval != 60 || !gw->verify_repair)
-		fprintf(fp, "  verify: { interval = %u; repair = %s; };\n",
-		    gw->verify_interval, gw->verify_repair ? "true" : "false");
+	if (gw->verify_interval != 60 || !gw->verify_repair ||
+	    gw->verify_repair_network)
+		fprintf(fp, "  verify: { interval = %u; repair = %s; "
+		    "repair_network = %s; };\n", gw->verify_interval,
+		    gw->verify_repair ? "true" : "false",
+		    gw->verify_repair_network ? "true" : "false");
+	if (canary != NULL)
+		print_canary(fp, gw, canary);
 	if (gw->ha || gw->ha_uplink_address.family != 0 ||
 	    gw->ha_peer != NULL) {
 		fprintf(fp, "  ha: { enabled = %s; ", gw->ha ? "true" : "false");
@@ -373,16 +395,19 @@ print_sandbox(FILE *fp, const struct moat_sandbox *x, int last)
 void
 config_print(FILE *fp, const struct moat_config *cfg)
 {
-	size_t i;
+	const struct moat_sandbox *canary = config_canary(cfg);
+	size_t i, n = cfg->nsandboxes - (canary != NULL), printed = 0;
 
 	fputs("# moat normalised configuration\n", fp);
-	print_gateway(fp, &cfg->gw);
+	print_gateway(fp, &cfg->gw, canary);
 	fputs("secrets = (\n", fp);
 	for (i = 0; i < cfg->nsecrets; i++)
 		print_secret(fp, &cfg->secrets[i], i + 1 == cfg->nsecrets);
 	fputs(");\nsandboxes = (\n", fp);
+	/* The canary is printed as gateway.canary, from which it is made. */
 	for (i = 0; i < cfg->nsandboxes; i++)
-		print_sandbox(fp, &cfg->sandboxes[i], i + 1 == cfg->nsandboxes);
+		if (!cfg->sandboxes[i].canary)
+			print_sandbox(fp, &cfg->sandboxes[i], ++printed == n);
 	fputs(");\n", fp);
 	print_quotas(fp, cfg);
 	print_hosts(fp, cfg);
@@ -456,7 +481,9 @@ config_text_but_sandboxes_secrets(const struct moat_config *cfg)
 	size_t len = 0;
 	FILE *fp;
 
-	c.nsandboxes = 0;
+	/* Only the canary, which is printed in the gateway group. */
+	c.sandboxes = (struct moat_sandbox *)config_canary(cfg);
+	c.nsandboxes = c.sandboxes != NULL;
 	c.nsecrets = 0;
 	if ((fp = open_memstream(&buf, &len)) == NULL)
 		fatalx("out of memory");

@@ -533,6 +533,8 @@ static const struct key verify_keys[] = {
 	{ "interval", K_INT, 0, set_verify_interval, 0 },
 	{ "repair", K_BOOL, 0, set_bool,
 	    offsetof(struct moat_gateway, verify_repair) },
+	{ "repair_network", K_BOOL, 0, set_bool,
+	    offsetof(struct moat_gateway, verify_repair_network) },
 };
 
 static void
@@ -759,6 +761,9 @@ set_ipv6(struct loader *ld, const config_setting_t *s, void *obj,
 		    "unique-local one leaves only masqueraded, with \"nat66\"");
 }
 
+static void set_canary(struct loader *, const config_setting_t *, void *,
+    const char *, const struct key *);
+
 static const struct key gateway_keys[] = {
 	{ "uplink", K_STR, 1, set_ifname, offsetof(struct moat_gateway, uplink) },
 	{ "network", K_STR, 1, set_network, 0 },
@@ -791,6 +796,7 @@ static const struct key gateway_keys[] = {
 	{ "metrics", K_GROUP, 0, set_metrics, 0 },
 	{ "web", K_GROUP, 0, set_web, 0 },
 	{ "verify", K_GROUP, 0, set_verify, 0 },
+	{ "canary", K_GROUP, 0, set_canary, 0 },
 	{ "ha", K_GROUP, 0, set_ha, 0 },
 	{ "ipv6", K_GROUP, 0, set_ipv6, 0 },
 };
@@ -1059,6 +1065,97 @@ static const struct key sandbox_keys[] = {
 	    offsetof(struct moat_sandbox, quarantine_on_breach) },
 };
 
+/*
+ * canary = { address; allow; interval; mac; }: the sandbox gatewayd keeps
+ * for itself.  It is an ordinary allowlist sandbox named "canary" on the
+ * port "mt-canary", so the policy, dnsd and the proxy treat it exactly
+ * as a guest; the loader appends it after every other sandbox.
+ */
+static void
+set_canary_interval(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	long long v = config_setting_get_int64(s);
+
+	if (v < 0 || v > 86400) {
+		serr(ld, s, "%s: interval: expected 0 (only after a commit "
+		    "that narrows the policy) to 86400 (seconds), got %lld",
+		    ctx, v);
+		return;
+	}
+	ld->cfg->gw.canary_interval = (unsigned)v;
+}
+
+static const struct key canary_keys[] = {
+	{ "address", K_STR, 1, set_sb_address, 0 },
+	{ "allow", K_STRLIST, 1, set_allow,
+	    offsetof(struct moat_sandbox, allow) },
+	{ "mac", K_STR, 0, set_sb_mac, 0 },
+	{ "interval", K_INT, 0, set_canary_interval, 0 },
+};
+
+static void
+set_canary(struct loader *ld, const config_setting_t *s, void *obj,
+    const char *ctx, const struct key *k)
+{
+	struct moat_gateway *gw = obj;
+	struct moat_sandbox *x;
+	size_t nerr = ld->errs->n;
+
+	if (gw->canary == NULL)
+		gw->canary = xcalloc(1, sizeof(*gw->canary));
+	x = gw->canary;
+	x->name = xstrdup(MOAT_CANARY_NAME);
+	snprintf(x->tap, sizeof(x->tap), "%s", MOAT_CANARY_TAP);
+	memcpy(x->mac, (const uint8_t[6]){ 0x52, 0x54, 0x00, 0xca, 0x4a,
+	    0x01 }, 6);
+	x->egress = EGRESS_ALLOWLIST;
+	x->dns_rate = x->dns_burst = -1;
+	x->egress_budget = -1;
+	x->ipv6 = true;
+	x->canary = true;
+	where(ld, s, &x->where);
+	walk(ld, s, canary_keys, NKEYS(canary_keys), x, "gateway.canary");
+	if (ld->errs->n == nerr && x->allow.n == 0)
+		serr(ld, s, "gateway.canary: allow: expected at least one name "
+		    "the canary may reach");
+	x->allow_ports = xcalloc(2, sizeof(*x->allow_ports));
+	x->allow_ports[0] = (struct moat_port){ IPPROTO_TCP, 80 };
+	x->allow_ports[1] = (struct moat_port){ IPPROTO_TCP, 443 };
+	x->nallow_ports = 2;
+}
+
+/* After every other sandbox: the canary, which must be a sandbox like
+ * theirs (inside gateway.network, none of the gateway's addresses). */
+void
+load_canary(struct loader *ld)
+{
+	struct moat_config *cfg = ld->cfg;
+	struct moat_sandbox *x = cfg->gw.canary;
+	const struct moat_gateway *gw = &cfg->gw;
+
+	if (x == NULL)
+		return;
+	if (x->address.family == AF_INET && gw->network.addr.family ==
+	    AF_INET && (!prefix_contains(&gw->network, &x->address) ||
+	    addr_cmp(&x->address, &gw->address) == 0 ||
+	    addr_cmp(&x->address, &gw->network.addr) == 0))
+		adderr(ld, x->where.file, x->where.line, "gateway.canary: "
+		    "address: expected a free host address inside "
+		    "gateway.network, not the gateway's own");
+	if (cfg->nsandboxes >= MOAT_MAX_SANDBOXES) {
+		adderr(ld, x->where.file, x->where.line, "gateway.canary: too "
+		    "many sandboxes (at most %d, the canary's included)",
+		    MOAT_MAX_SANDBOXES);
+		return;
+	}
+	cfg->gw.canary = NULL;
+	cfg->sandboxes = xreallocarray(cfg->sandboxes, cfg->nsandboxes + 1,
+	    sizeof(*cfg->sandboxes));
+	cfg->sandboxes[cfg->nsandboxes++] = *x;
+	free(x);
+}
+
 /* The host named by a drop-in's registration mark, or NULL. */
 static char *
 reg_mark_host(const char *line)
@@ -1104,6 +1201,9 @@ load_sandbox(struct loader *ld, const config_setting_t *grp,
 	    sandbox_keys, NKEYS(sandbox_keys), x,
 	    &x->name, ctx, sizeof(ctx));
 	check_sandbox(ld, grp, x, ctx, ld->errs->n == nerr);
+	if (x->name != NULL && strcmp(x->name, MOAT_CANARY_NAME) == 0)
+		serr(ld, grp, "%s: name \"%s\" is reserved for gateway.canary",
+		    ctx, MOAT_CANARY_NAME);
 	if (default_name != NULL)
 		x->registered_by = reg_mark_host(ld->first_line);
 	if (x->nallow_ports == 0 && x->egress == EGRESS_ALLOWLIST) {
@@ -1456,6 +1556,7 @@ set_defaults(struct moat_config *cfg)
 	cfg->gw.metrics_interval = 15;
 	cfg->gw.verify_interval = 60;
 	cfg->gw.verify_repair = true;
+	cfg->gw.canary_interval = 300;
 	cfg->gw.dns_tcp_per_sandbox = 8;
 	cfg->gw.dns_tcp_lifetime = 30;
 	cfg->gw.proxy_per_sandbox = 64;

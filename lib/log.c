@@ -71,6 +71,7 @@ fn(const char *fmt, ...)						\
 	va_end(ap);							\
 }
 
+LOGFN(log_alertx, LOG_ALERT, LOG_LVL_WARN, 0)
 LOGFN(log_warn, LOG_WARNING, LOG_LVL_WARN, 1)
 LOGFN(log_warnx, LOG_WARNING, LOG_LVL_WARN, 0)
 LOGFN(log_info, LOG_INFO, LOG_LVL_INFO, 0)

@@ -23,6 +23,9 @@ void	log_setverbose(int verbosity);
 /* Whether messages go to syslog (else to stderr). */
 int	log_is_syslog(void);
 
+/* Something an operator must act on now (syslog priority alert): the
+ * canary found the policy no longer contains a guest. */
+void	log_alertx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -34,13 +34,16 @@ host_lines(FILE *f, const struct moat_config *cfg)
 		    (const struct sockaddr_storage *)i->ifa_addr, &a) == -1)
 			continue;
 		/* Loopback and link-local: the scanner probes those by
-		 * itself; the sandbox network is the gateway sweep's. */
+		 * itself; the sandbox networks (IPv4 and IPv6) are the
+		 * gateway sweep's, where DNS and the proxy answer. */
 		if ((a.family == AF_INET && a.a[0] == 127) ||
 		    (a.family == AF_INET6 && (a.a[0] == 0xfe &&
 		    (a.a[1] & 0xc0) == 0x80)) ||
 		    (a.family == AF_INET6 && addr_cmp(&a, &(struct moat_addr){
 		    .family = AF_INET6, .a = { [15] = 1 } }) == 0) ||
-		    prefix_contains(&cfg->gw.network, &a))
+		    prefix_contains(&cfg->gw.network, &a) ||
+		    (cfg->gw.ipv6 && prefix_contains(&cfg->gw.ipv6_network,
+		    &a)))
 			continue;
 		fprintf(f, "gateway %s\n", addr_fmt(&a, buf, sizeof(buf)));
 		p.addr = a;

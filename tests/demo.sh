@@ -68,7 +68,7 @@ demo_probes() {
 demo_config() {
 	mkdir -p "$DEMO_DIR/sandboxes.d" "$DEMO_STATE" "$TOPO_TMP/run" &&
 	proxy_certs && proxy_conf "$TOPO_TMP/proxy-unused.conf" || return 1
-	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";\n  web: { listen = \"192.168.77.1:8443\"; };|" \
+	sed -e "s|^  exceptions = ( );|  exceptions = ( );\n  state_dir = \"$DEMO_STATE\";\n  web: { listen = \"192.168.77.1:8443\"; };\n  verify: { repair_network = true; };|" \
 	    -e "s|proxy: { port = 3128; intercept = true; };|proxy: { port = 3128; intercept = true; upstream_ca = \"$PX_DIR/testca.crt\"; };|" \
 	    -e 's|allow = \[ "pypi.org", "\*.github.test" \]; owner = "alice"; },|allow = [ "pypi.org", "*.github.test", "api.bound.test", "other.test", "lan.test" ];\n    secrets = [ "api", "gh" ]; owner = "alice"; },|' \
 	    examples/demo.conf >"$DEMO_CONF"

@@ -42,6 +42,7 @@
 #include "egress.h"
 #include "ha.h"
 #include "web.h"
+#include "canary.h"
 #include "log.h"
 #include "nftrules.h"
 #include "sockmap.h"

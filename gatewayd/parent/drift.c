@@ -55,6 +55,7 @@
 #include "ev.h"
 #include "log.h"
 #include "nftrules.h"
+#include "kwatch.h"
 
 #define DRIFT_RCVBUF	(8 << 20)	/* a whole ruleset replaced */
 
@@ -253,6 +254,7 @@ check(struct gw *gw, const char *found)
 	int r;
 
 	d->due = time(NULL) + gw->cfg->gw.verify_interval;
+	kwatch_check(gw, found);
 	r = compare(gw, first, sizeof(first), &n);
 	foreign_check(gw, d);
 	object = d->event[0] ? d->event : first;
@@ -404,6 +406,7 @@ drift_status(struct ctl_req *r)
 		ctl_reply_jstr(r, d->foreign[0] ? d->foreign : NULL);
 		ctl_reply(r, ",\"repairs\":%llu},",
 		    (unsigned long long)d->repairs);
+		kwatch_status_json(r);
 		return;
 	}
 	if (g->verify_interval > 0)
@@ -412,7 +415,8 @@ drift_status(struct ctl_req *r)
 		snprintf(every, sizeof(every), "timer off");
 	if (age >= 0)
 		ctl_reply(r, "verify     %s, %llds ago (%s%s, repair %s, %llu "
-		    "repaired)\n", d->what[0] || d->foreign[0] ? "DRIFT" :
+		    "repaired)\n", d->what[0] || d->foreign[0] ||
+		    kwatch_drifting() ? "DRIFT" :
 		    "matches the policy", age, every, d->nl ? ", on "
 		    "notifications" : "", g->verify_repair ? "on" : "off",
 		    (unsigned long long)d->repairs);
@@ -425,6 +429,7 @@ drift_status(struct ctl_req *r)
 	if (d->foreign[0])
 		ctl_reply(r, "drift      %s: another table may accept guests' "
 		    "packets first\n", d->foreign);
+	kwatch_status(r);
 }
 
 void
@@ -438,7 +443,8 @@ drift_metrics(FILE *fp, const struct gw *gw)
 	    "from the committed policy or another table hooks before moat's "
 	    "(the object as a label of moat_policy_drift_object).\n"
 	    "# TYPE moat_policy_drift gauge\n", fp);
-	fprintf(fp, "moat_policy_drift %d\n", d->what[0] || d->foreign[0]);
+	fprintf(fp, "moat_policy_drift %d\n", d->what[0] || d->foreign[0] ||
+	    kwatch_drifting());
 	fputs("# HELP moat_policy_drift_object What drifted, one series per "
 	    "object; none when nothing did.\n"
 	    "# TYPE moat_policy_drift_object gauge\n", fp);
@@ -452,6 +458,7 @@ drift_metrics(FILE *fp, const struct gw *gw)
 		metrics_lvalue(fp, d->foreign);
 		fputs("\"} 1\n", fp);
 	}
+	kwatch_metrics_objects(fp);
 	fprintf(fp, "# HELP moat_policy_verified_timestamp_seconds When the "
 	    "kernel's tables were last compared with the policy (0: never).\n"
 	    "# TYPE moat_policy_verified_timestamp_seconds gauge\n"

@@ -12,7 +12,7 @@ extern const struct gw_module audit_module, ctl_module, policy_module,
     dnsd_module, proxy_module, reload_module, network_module,
     hostnet_module, drift_module, grants_module, egress_module,
     budgets_module, reg_module, ha_module, metrics_module, web_module,
-    verdicts_module, sockmap_module,
+    verdicts_module, sockmap_module, kwatch_module, canary_module,
     refused_module,
     proc_module;
 
@@ -26,6 +26,7 @@ const struct gw_module *const gw_modules[MOD_MAX] = {
 	[MOD_RELOAD] = &reload_module,
 	[MOD_HOSTNET] = &hostnet_module,
 	[MOD_NETWORK] = &network_module,
+	[MOD_KWATCH] = &kwatch_module,
 	[MOD_DRIFT] = &drift_module,
 	[MOD_GRANTS] = &grants_module,
 	[MOD_EGRESS] = &egress_module,
@@ -36,6 +37,7 @@ const struct gw_module *const gw_modules[MOD_MAX] = {
 	[MOD_WEB] = &web_module,
 	[MOD_VERDICTS] = &verdicts_module,
 	[MOD_SOCKMAP] = &sockmap_module,
+	[MOD_CANARY] = &canary_module,
 	[MOD_REFUSED] = &refused_module,
 	[MOD_PROC] = &proc_module,
 };

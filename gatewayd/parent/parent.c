@@ -45,6 +45,7 @@
 #include "owner.h"
 #include "verdicts.h"
 #include "web.h"
+#include "canary.h"
 
 static void
 on_signal(struct gw *gw, int sfd)
@@ -76,7 +77,8 @@ on_signal(struct gw *gw, int sfd)
 			    WUNTRACED)) > 0)
 				if (WIFSTOPPED(status))
 					ctl_job_stopped(gw, pid);
-				else if (!ctl_job_reaped(gw, pid, status))
+				else if (!ctl_job_reaped(gw, pid, status) &&
+				    !canary_reaped(gw, pid, status))
 					proc_reaped(gw, pid, status);
 			break;
 		}

@@ -23,6 +23,7 @@
 #include "commit.h"
 #include "ctl.h"
 #include "refused.h"
+#include "canary.h"
 #include "json.h"
 #include "log.h"
 
@@ -403,6 +404,33 @@ show_allow(struct ctl_req *r, const struct seen_view *v, time_t cutoff)
 	free(e);
 }
 
+/* The canary's refusals are its own scans probing the policy: in a list
+ * of every sandbox, one line says how many (ctl refused canary lists
+ * them); JSON leaves them out unless asked for by name. */
+static void
+show_canary(struct ctl_req *r, const struct seen_view *v,
+    const struct seen_args *a, time_t cutoff, bool *first)
+{
+	const struct seen_entry **e;
+	unsigned long long count = 0;
+	size_t i, n;
+
+	if (r->json)
+		return;
+	e = entries(v, cutoff, a->kind, false, &n);
+	for (i = 0; i < n; i++)
+		count += e[i]->count;
+	free(e);
+	if (n == 0)
+		return;
+	if (*first)
+		ctl_reply(r, "%-16s %-40s %7s %-20s %-20s %-6s %s\n", "SANDBOX",
+		    "WHAT", "COUNT", "FIRST", "LAST", "SOURCE", "REASON");
+	ctl_reply(r, "%-16s %-40s %7llu (the canary's own scans: ctl refused "
+	    "%s lists them)\n", v->sandbox, "(folded)", count, v->sandbox);
+	*first = false;
+}
+
 static void
 show(struct ctl_req *r, struct seen_set *set, bool names)
 {
@@ -433,6 +461,10 @@ show(struct ctl_req *r, struct seen_set *set, bool names)
 			continue;
 		if (a.as_allow)
 			show_allow(r, v, cutoff);
+		else if (!names && a.sandbox == NULL &&
+		    canary_sandbox(r->gw) != NULL &&
+		    strcmp(v->sandbox, canary_sandbox(r->gw)) == 0)
+			show_canary(r, v, &a, cutoff, &first);
 		else if (r->json)
 			show_json(r, v, &a, cutoff, &first);
 		else
