@@ -131,6 +131,8 @@ $(OBJ)/gatewayd/parent/web.o: override CFLAGS += -DMOAT_DATADIR='"$(PREFIX)/shar
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_web
 $(BUILD)/tests/test_gatewayd_web: $(OBJ)/tests/unit/test_gatewayd_web.o \
 	    $(OBJ)/gatewayd/web/form.o $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(CMOCKA_LIBS)
 
 # The reader of the canary's scan report.
 UNIT_TESTS += $(BUILD)/tests/test_gatewayd_canary
