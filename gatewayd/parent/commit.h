@@ -4,10 +4,12 @@
  *
  * The policy in force (gw->cfg) is a value: the configuration as loaded
  * from the files (gw->file, never changed after it is loaded) with the
- * grants for a while laid over it (grant.c).  A reload, `ctl allow` and
- * `unallow`, a grant expiring, the other box's grants, a registration:
- * each changes one of those inputs and calls gw_commit, which computes the
- * new value and puts it in force in the same order every time:
+ * grants for a while laid over it (grant.c), and a quarantined guest's
+ * sandbox at egress "none" (verdict.c).  A reload, `ctl allow` and
+ * `unallow`, a grant expiring, the other box's grants, a registration, a
+ * quarantine, an egress budget spent (egress.c): each changes one of
+ * those inputs and calls gw_commit, which computes the new value and puts
+ * it in force in the same order every time:
  *
  *   1. the kernel, in one nf_tables transaction (refused: nothing changed);
  *   2. every module's on_commit (gw.h): the grants of sandboxes gone, the

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "gw.h"
+#include "commit.h"
 #include "audit.h"
 #include "policy.h"
 #include "egress.h"
@@ -176,9 +177,15 @@ charge(struct gw *gw, const struct moat_config *cfg)
 	return 0;
 }
 
-/* Put the spent sandboxes in budget_spent, audit each once a window. */
-static void
-enforce(struct gw *gw)
+/*
+ * Judge which sandboxes have spent their budget, audit each once a
+ * window, and with sync put exactly those in budget_spent.  Without sync
+ * (the counters' tick, the other box's total) a change is a commit of its
+ * own (gw_commit), which syncs the set from inside it (egress_after_apply):
+ * budget_spent changes only there.  True if the set must change.
+ */
+static bool
+enforce(struct gw *gw, bool sync)
 {
 	const struct moat_sandbox *sb;
 	struct moat_addr *a;
@@ -217,7 +224,7 @@ enforce(struct gw *gw)
 		audit_event(gw, "egress-budget-spent", "sandbox", e->name,
 		    "budget_bytes", b, "spent_bytes", s, NULL);
 	}
-	if (changed && egress_state(gw)->egress_policy) {
+	if (sync && changed && egress_state(gw)->egress_policy) {
 		if (nftr_budget_set(gw->nft, a, n, tmo) == -1)
 			log_warnx("egress budgets: %s", nftr_error(gw->nft));
 		else
@@ -225,6 +232,23 @@ enforce(struct gw *gw)
 	}
 	free(a);
 	free(tmo);
+	return changed && egress_state(gw)->egress_policy;
+}
+
+/* A sandbox's budget ran out (or a new window began): through the one
+ * commit path.  It widens nothing and cuts nothing: flows already open go
+ * on; budget_spent refuses new ones. */
+static void
+budget_commit(struct gw *gw)
+{
+	struct gw_commit c = { .why = "egress budget" };
+	char err[512];
+
+	if (gw_commit(gw, NULL, &c, err, sizeof(err)) == -1) {
+		log_warnx("egress budgets: the kernel refused the change: %s; "
+		    "tried again in a second", err);
+		egress_state(gw)->egress_resync = true;
+	}
 }
 
 /* ---- the state file ------------------------------------------------- */
@@ -440,7 +464,7 @@ egress_after_apply(struct gw *gw, const struct moat_config *cfg)
 	egress_state(gw)->egress_policy = config_any_egress_budget(cfg);
 	egress_state(gw)->egress_resync = true;
 	egress_state(gw)->egress_dirty = true;
-	enforce(gw);
+	(void)enforce(gw, true);
 	if (egress_state(gw)->egress_policy)
 		save(gw);
 }
@@ -500,7 +524,8 @@ egress_merge(struct gw *gw, const struct ipc_ha_spent *m)
 		return;
 	e->spent = e->replicated = m->bytes;
 	egress_state(gw)->egress_dirty = true;
-	enforce(gw);
+	if (enforce(gw, false))
+		budget_commit(gw);
 }
 
 static void
@@ -516,7 +541,8 @@ egress_tick(struct gw *gw)
 		egress_state(gw)->egress_resync = true;
 	}
 	if (charge(gw, gw->cfg) == 0) {
-		enforce(gw);
+		if (enforce(gw, false))
+			budget_commit(gw);
 		replicate(gw);
 	}
 	if (egress_state(gw)->egress_dirty && time(NULL) - egress_state(gw)->egress_saved >= EGRESS_SAVE_S)
