@@ -105,6 +105,7 @@ struct canary {
 };
 
 static struct canary *cy;
+extern char **environ;
 
 static void	out_close(void);
 static void	on_out(struct ev *, uint32_t);
@@ -541,7 +542,7 @@ scan_child(char **argv, int targets, int out)
 {
 	sigset_t none;
 	struct stat st;
-	int null;
+	int null, prog;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -553,15 +554,22 @@ scan_child(char **argv, int targets, int out)
 		    "refusing to scan\n");
 		_exit(125);
 	}
+	/* The program is opened while still root: the folders on its path
+	 * need not be open to moat-scan, only the file itself executable. */
+	if ((prog = open(argv[0], O_PATH | O_CLOEXEC)) == -1) {
+		dprintf(out, "canary: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
 	if ((null = open("/dev/null", O_RDONLY)) == -1 ||
 	    dup2(null, 0) == -1 || dup2(out, 1) == -1 || dup2(out, 2) == -1 ||
-	    dup2(targets, 3) == -1)
+	    dup2(targets, 3) == -1 || dup2(prog, 4) == -1 ||
+	    fcntl(4, F_SETFD, FD_CLOEXEC) == -1)
 		_exit(125);
-	closefrom(4);
+	closefrom(5);
 	if (chdir("/") == -1 || privdrop_ids(cy->uid, cy->gid, CANARY_USER) ==
 	    -1 || getuid() == 0 || geteuid() == 0)
 		_exit(125);
-	execv(argv[0], argv);
+	fexecve(4, argv, environ);
 	dprintf(1, "canary: %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
