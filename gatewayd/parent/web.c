@@ -358,7 +358,9 @@ pages_read(struct web_boot *b)
 			continue;
 		}
 		close(fd);
-		snprintf(f->path, sizeof(f->path), "/%s", e->d_name);
+		/* "/NAME": its length was checked above. */
+		f->path[0] = '/';
+		memcpy(f->path + 1, e->d_name, strlen(e->d_name) + 1);
 		f->type = mime(e->d_name);
 		b->nfiles++;
 	}
