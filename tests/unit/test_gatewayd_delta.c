@@ -130,6 +130,7 @@ teardown(void **state)
 	free(proxy_of(&gw)->secret_ids);
 	proxy_of(&gw)->secret_ids = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	gw_modules_free(&gw);	/* each module's state, made on first use */
 	return system(cmd) == 0 ? 0 : -1;
 }
 

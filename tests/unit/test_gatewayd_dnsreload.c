@@ -115,6 +115,7 @@ teardown(void **state)
 	if (gw.procs[PROC_DNSD].ipc != -1)
 		close(gw.procs[PROC_DNSD].ipc);
 	close(dns[1]);
+	gw_modules_free(&gw);	/* each module's state, made on first use */
 	return 0;
 }
 
