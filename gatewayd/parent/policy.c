@@ -927,7 +927,22 @@ policy_stop(struct gw *gw)
 	ctflows_free();
 }
 
+/* What the state holds: the narrowings dnsd has not acknowledged. */
+static void
+policy_state_free(void *state)
+{
+	struct gw_policy *st = state;
+	size_t i;
+
+	for (i = 0; i < st->ndns_frozen; i++)
+		free(st->dns_frozen[i].sandbox);
+	free(st->dns_frozen);
+	st->dns_frozen = NULL;
+	st->ndns_frozen = 0;
+}
+
 const struct gw_module policy_module = {
+	.free = policy_state_free,
 	.on_commit = policy_on_commit,
 	.due = policy_due,
 	.timer = policy_timer,
