@@ -26,7 +26,8 @@ SIZE=2G
 PKGS="systemd,systemd-sysv,udev,dbus,cloud-init,openssh-server,sudo,curl,\
 ca-certificates,linux-image-cloud-amd64,initramfs-tools,ifupdown,resolvconf,\
 iproute2,netbase,procps,kmod,nftables,bind9-dnsutils,netcat-openbsd,\
-libconfig9,libnftnl11,libmnl0,libldns3,libssl3,libseccomp2,python3,\
+libconfig9,libnftnl11,libmnl0,libldns3,libssl3,libseccomp2,libh2o-evloop0.13,\
+libbpf1,python3,\
 qemu-system-x86,qemu-utils"
 
 for t in mmdebstrap mkfs.ext4 extlinux qemu-img; do
