@@ -41,6 +41,7 @@ static int shape_ha_probe(const void *, size_t, char *, size_t);
 static int shape_ha_flush(const void *, size_t, char *, size_t);
 static int shape_ha_grant(const void *, size_t, char *, size_t);
 static int shape_web_req(const void *, size_t, char *, size_t);
+static int shape_ha_quarantine(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -76,6 +77,7 @@ static const struct {
 	[IPC_HA_GRANT] = { "ha-grant", shape_ha_grant },
 	[IPC_WEB_REQ] = { "web-req", shape_web_req },
 	[IPC_WEB_REPLY] = { "web-reply", shape_ctl_reply },
+	[IPC_HA_QUARANTINE] = { "ha-quarantine", shape_ha_quarantine },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -212,6 +214,21 @@ shape_ha_flush(const void *p, size_t len, char *err, size_t errlen)
 	    m->whole > 1) {
 		snprintf(err, errlen, "ha-flush: %zu bytes, a bad sandbox name "
 		    "or flag", len);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+shape_ha_quarantine(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_ha_quarantine *m = p;
+
+	if (len != sizeof(*m) || memchr(m->sandbox, '\0',
+	    sizeof(m->sandbox)) == NULL || m->sandbox[0] == '\0' ||
+	    m->on > 1) {
+		snprintf(err, errlen, "ha-quarantine: %zu bytes, a bad sandbox "
+		    "name or flag", len);
 		return -1;
 	}
 	return 0;

@@ -65,6 +65,8 @@ enum ipc_type {
 	IPC_WEB_REQ,		/* web -> parent: a login link or one
 				 * session's control request */
 	IPC_WEB_REPLY,		/* parent -> web: its answer, in chunks */
+	IPC_HA_QUARANTINE,	/* parent <-> replication: a sandbox
+				 * quarantined, or its quarantine cleared */
 	IPC_TYPE_MAX
 };
 
@@ -146,6 +148,13 @@ struct ipc_ha_grant {
 	uint8_t		pad[3];
 	uint32_t	secs;		/* 0 .. IPC_HA_GRANT_MAX_S */
 	char		entry[IPC_HA_ENTRY_LEN];	/* NUL-terminated */
+};
+
+/* A sandbox quarantined on one box (its guest reported NOT CONTAINED),
+ * or that quarantine cleared there (on 0). */
+struct ipc_ha_quarantine {
+	char		sandbox[IPC_NAME_LEN];	/* NUL-terminated */
+	uint8_t		on;		/* 1 quarantined, 0 cleared */
 };
 
 struct ipc_set_ack {

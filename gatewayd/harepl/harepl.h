@@ -20,6 +20,8 @@
  *   state SANDBOX                                          -> ok | error REASON
  *   grant SANDBOX SECONDS ENTRY                            -> ok | error REASON
  *   ungrant SANDBOX ENTRY                                  -> ok | error REASON
+ *   quarantine SANDBOX                                     -> ok | error REASON
+ *   unquarantine SANDBOX                                   -> ok | error REASON
  *   ping                                                   -> ok
  * PORTS is "tcp/22,udp/443" (the ports of the entries with ports of their
  * own that cover the name), "-" for none; "plain" says the addresses open
@@ -35,7 +37,12 @@
  * holds from this one for it (the state carries them again).  grant is
  * a grant for a while (ctl allow --for) made on either box, ENTRY as it
  * records it ("NAME" or "NAME:PORTS"), SECONDS the time it has left;
- * ungrant one taken back (ctl unallow).  ping, every HAREPL_PING_S while
+ * ungrant one taken back (ctl unallow).  quarantine says that a guest of
+ * the sandbox reported NOT CONTAINED there and the sandbox was
+ * quarantined (parent/verdict.c); the other box quarantines it too.
+ * unquarantine says that box holds no quarantine of its own for it (an
+ * admin cleared it, or the whole state says so): the other box ends the
+ * quarantine it took from this one, never one of its own.  ping, every HAREPL_PING_S while
  * nothing else goes, is answered by the receiving process itself: a
  * link that does not answer within HAREPL_TIMEOUT_S is closed and made
  * again at once.
@@ -44,7 +51,9 @@
  * (re)connects, and each time this box becomes master, the parent sends
  * the whole of it first (IPC_HA_SNAP): for each allowlist sandbox a
  * state line, its grants for a while and then its elements with the time
- * they have left, and each budgeted sandbox's egress total.  What changed while the link was
+ * they have left, and each budgeted sandbox's egress total; and from
+ * either box, master or not, a quarantine or unquarantine line for each
+ * of its sandboxes.  What changed while the link was
  * down, removals included, is then the same on both.
  */
 #ifndef GATEWAYD_HAREPL_H
@@ -65,12 +74,13 @@
 #define HAREPL_PING		3	/* harepl_parse: a ping, answered "ok" */
 
 /* One line's message: an IPC_SET_ADD, IPC_HA_SPENT, IPC_HA_FLUSH,
- * IPC_HA_GRANT or IPC_REG_REQ. */
+ * IPC_HA_GRANT, IPC_HA_QUARANTINE or IPC_REG_REQ. */
 union harepl_msg {
 	struct ipc_set_add	add;
 	struct ipc_ha_spent	spent;
 	struct ipc_ha_flush	flush;
 	struct ipc_ha_grant	grant;
+	struct ipc_ha_quarantine quarantine;
 	struct ipc_reg_req	reg;
 	char			raw[IPC_MAX_PAYLOAD];
 };

@@ -104,8 +104,8 @@ push(int type, const union harepl_msg *m)
 }
 
 /* A new connection: the whole state the parent sends next supersedes
- * what waited of it (elements, flushes, egress totals); grants and
- * registrations stay, in order (a backup's are not in any state, and a
+ * what waited of it (elements, flushes, egress totals); grants,
+ * quarantines and registrations stay, in order (a backup's are not in any state, and a
  * master's grant sent twice changes nothing). */
 static void
 supersede(void)
@@ -115,7 +115,8 @@ supersede(void)
 	S.n = 0;
 	for (i = 0; i < n; i++) {
 		at = (S.head + i) % HAREPL_QUEUE_MAX;
-		if (S.qt[at] != IPC_HA_GRANT && S.qt[at] != IPC_REG_REQ) {
+		if (S.qt[at] != IPC_HA_GRANT && S.qt[at] != IPC_REG_REQ &&
+		    S.qt[at] != IPC_HA_QUARANTINE) {
 			free(S.q[at]);
 			S.q[at] = NULL;
 			continue;
@@ -152,7 +153,8 @@ take(void)
 			return;
 		if (n <= 0 || (h.type != IPC_SET_ADD &&
 		    h.type != IPC_HA_SPENT && h.type != IPC_REG_REQ &&
-		    h.type != IPC_HA_FLUSH && h.type != IPC_HA_GRANT))
+		    h.type != IPC_HA_FLUSH && h.type != IPC_HA_GRANT &&
+		    h.type != IPC_HA_QUARANTINE))
 			_exit(n == 0 ? 0 : 1);
 		push(h.type, &u);
 	}

@@ -110,6 +110,22 @@ parse_grant(char **w, int n, struct ipc_ha_grant *m, char *err,
 	return 0;
 }
 
+/* quarantine SANDBOX, unquarantine SANDBOX */
+static int
+parse_quarantine(char **w, int n, struct ipc_ha_quarantine *m, char *err,
+    size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (n != 2)
+		return fail(err, errlen, "quarantine, unquarantine: expected "
+		    "SANDBOX");
+	if (strlen(w[1]) >= sizeof(m->sandbox))
+		return fail(err, errlen, "sandbox name too long");
+	memcpy(m->sandbox, w[1], strlen(w[1]) + 1);
+	m->on = strcmp(w[0], "quarantine") == 0;
+	return 0;
+}
+
 static int
 parse_words(char **w, struct ipc_set_add *m, size_t room, char *err,
     size_t errlen)
@@ -216,6 +232,14 @@ harepl_parse(const char *line, size_t len, union harepl_msg *u, int *type,
 		*mlen = sizeof(u->grant);
 		return 0;
 	}
+	if (n > 0 && (strcmp(w[0], "quarantine") == 0 ||
+	    strcmp(w[0], "unquarantine") == 0)) {
+		if (parse_quarantine(w, n, &u->quarantine, err, errlen) == -1)
+			return -1;
+		*type = IPC_HA_QUARANTINE;
+		*mlen = sizeof(u->quarantine);
+		return 0;
+	}
 	if (n > 0 && (strcmp(w[0], "flush") == 0 ||
 	    strcmp(w[0], "state") == 0)) {
 		if (parse_flush(w, n, &u->flush, err, errlen) == -1)
@@ -289,6 +313,11 @@ harepl_format(int type, const union harepl_msg *u, char *buf, size_t len)
 		else
 			n = snprintf(buf, len, "grant %s %u %s",
 			    u->grant.sandbox, u->grant.secs, u->grant.entry);
+		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
+	}
+	if (type == IPC_HA_QUARANTINE) {
+		n = snprintf(buf, len, "%s %s", u->quarantine.on ?
+		    "quarantine" : "unquarantine", u->quarantine.sandbox);
 		return n < 0 || (size_t)n >= len || n > REG_LINE_MAX ? -1 : 0;
 	}
 	if (type != IPC_SET_ADD)

@@ -37,6 +37,7 @@
 #include "egress.h"
 #include "ha.h"
 #include "admit.h"
+#include "verdicts.h"
 #include "../harepl/harepl.h"
 #include "log.h"
 #include "nftrules.h"
@@ -220,7 +221,7 @@ element(struct gw *gw, int fd, const struct ipc_set_add *m)
 	char a[64];
 	int rc;
 
-	rc = policy_set_add(gw, m);
+	rc = policy_set_add_peer(gw, m);
 	if (rc > 0) {
 		ha_of(gw)->ha_received++;
 		reply(fd, 0, "");
@@ -286,6 +287,25 @@ grant(struct gw *gw, int fd, const struct ipc_ha_grant *m)
 	reply(fd, 0, "");
 }
 
+/* The other box quarantined a sandbox, or holds no quarantine of its own
+ * for it any more. */
+static void
+quarantine(struct gw *gw, int fd, const struct ipc_ha_quarantine *m)
+{
+	const char *why = NULL;
+
+	if (verdicts_peer(gw, m->sandbox, m->on, &why) == -1) {
+		ha_of(gw)->ha_refused++;
+		log_warnx("ha replication: quarantine of %s refused: %s",
+		    m->sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
+		    "reason", why, NULL);
+		reply(fd, 1, why);
+		return;
+	}
+	reply(fd, 0, "");
+}
+
 void
 harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
     const struct gw_msg *m)
@@ -302,6 +322,8 @@ harepl_recv_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 		flush(gw, fd, (const struct ipc_ha_flush *)m->data);
 	else if (m->h->type == IPC_HA_GRANT)
 		grant(gw, fd, (const struct ipc_ha_grant *)m->data);
+	else if (m->h->type == IPC_HA_QUARANTINE)
+		quarantine(gw, fd, (const struct ipc_ha_quarantine *)m->data);
 }
 
 void
@@ -315,6 +337,8 @@ harepl_send_dispatch(struct gw *gw, struct gw_proc *p, int fd,
 		harepl_snapshot(gw);
 	else if (m->h->type == IPC_HA_SNAP)	/* ours reach the master too */
 		grants_snapshot(gw, NULL, true);
+	if (m->h->type == IPC_HA_SNAP)		/* from either box */
+		verdicts_snapshot(gw);
 }
 
 void

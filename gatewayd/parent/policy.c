@@ -363,8 +363,8 @@ policy_promises_seed(struct gw *gw)
  * only in allowlist mode, only public IPv4, the timeout capped).  No
  * timeout sent ends before one this parent already promised for the same
  * address (promise.h), whatever dnsd remembers. */
-int
-policy_set_add(struct gw *gw, const struct ipc_set_add *m)
+static int
+set_add(struct gw *gw, const struct ipc_set_add *m, bool frozen)
 {
 	struct nftr_allow_stats st = { 0, 0 };
 	int rc;
@@ -373,10 +373,26 @@ policy_set_add(struct gw *gw, const struct ipc_set_add *m)
 		policy_of(gw)->promises = promises_new(PROMISE_MAX, PROMISE_PER_SANDBOX);
 	rc = nftr_allow_add(gw->nft, policy_of(gw)->promises, gw->cfg, m->sandbox,
 	    m->addr, m->naddr, m->plain, m->ports, m->nports, m->timeout_ms,
-	    policy_dns_frozen(gw, m->sandbox, m->gen), gw_mono_ms(), &st);
+	    frozen, gw_mono_ms(), &st);
 	policy_of(gw)->set_adds += st.added;
 	policy_of(gw)->set_refused += st.refused;
 	return rc;
+}
+
+int
+policy_set_add(struct gw *gw, const struct ipc_set_add *m)
+{
+	return set_add(gw, m, policy_dns_frozen(gw, m->sandbox, m->gen));
+}
+
+/* The other box's element: its gen counts that box's resolver's lists,
+ * not ours, so our resolver's freeze does not judge it (a whole state's
+ * elements carry gen 0).  Its order against that box's narrowings is
+ * kept by the link: a flush there comes before anything added after it. */
+int
+policy_set_add_peer(struct gw *gw, const struct ipc_set_add *m)
+{
+	return set_add(gw, m, false);
 }
 
 void

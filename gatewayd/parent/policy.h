@@ -48,6 +48,7 @@ int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 /* Admit and add a set addition (dnsd's, or the other box's): what
  * nftr_allow_add returns. */
 int	policy_set_add(struct gw *, const struct ipc_set_add *);
+int	policy_set_add_peer(struct gw *, const struct ipc_set_add *);
 void	policy_set_add_request(struct gw *, struct gw_proc *, uint32_t id,
 	    const struct ipc_set_add *);
 typedef void policy_counter_fn(void *arg, const char *family, const char *name,

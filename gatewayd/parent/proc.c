@@ -94,13 +94,15 @@ static const struct role {
 	[PROC_METRICS] = { "metrics", start_metrics, 0, NULL },	/* sends nothing */
 	[PROC_HA_RECV] = { "ha-recv", start_ha_recv, (1u << IPC_REG_REQ) |
 	    (1u << IPC_SET_ADD) | (1u << IPC_HA_SPENT) | (1u << IPC_HA_FLUSH) |
-	    (1u << IPC_HA_GRANT), harepl_recv_dispatch },
+	    (1u << IPC_HA_GRANT) | (1u << IPC_HA_QUARANTINE),
+	    harepl_recv_dispatch },
 	[PROC_HA_SEND] = { "ha-send", start_ha_send, (1u << IPC_AUDIT) |
 	    (1u << IPC_HA_SNAP), harepl_send_dispatch },
 	[PROC_HA_ARP] = { "ha-arp", start_ha_arp, 1u << IPC_HA_ARP,
 	    ha_arp_dispatch },
 	[PROC_WEB] = { "web", start_web, 1u << IPC_WEB_REQ, web_dispatch },
 };
+_Static_assert(IPC_TYPE_MAX <= 32, "may_send holds one bit per IPC type");
 
 /* Every proxy worker has the proxy's role: the same name, the same
  * messages. */

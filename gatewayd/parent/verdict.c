@@ -36,6 +36,8 @@
 #include "audit.h"
 #include "commit.h"
 #include "ctl.h"
+#include "ha.h"
+#include "ipc.h"
 #include "reload.h"
 #include "log.h"
 #include "verdict.h"
@@ -52,6 +54,7 @@ struct gv {
 	int64_t		 acted;		/* the time of the verdict acted on */
 	uint32_t	 rejected;	/* refused lines already audited */
 	bool		 quarantined;
+	bool		 q_peer;	/* by the other box of a pair only */
 	int64_t		 q_since;
 };
 
@@ -102,8 +105,9 @@ gv_get(const char *name)
 
 /* --- the state file ------------------------------------------------------ */
 
-/* "NAME QUARANTINED ACTED REJECTED SINCE", numbers in decimal; written
- * by this process only, and still checked field by field. */
+/* "NAME QUARANTINED ACTED REJECTED SINCE", numbers in decimal
+ * (QUARANTINED: 0 no, 1 yes, 2 yes, by the other box of the pair);
+ * written by this process only, and still checked field by field. */
 static int
 state_line(char *line)
 {
@@ -123,9 +127,10 @@ state_line(char *line)
 		if (errno != 0 || *end != '\0' || v[i] < 0)
 			return -1;
 	}
-	if ((g = gv_get(f[0])) == NULL || v[0] > 1 || v[2] > UINT32_MAX)
+	if ((g = gv_get(f[0])) == NULL || v[0] > 2 || v[2] > UINT32_MAX)
 		return -1;
-	g->quarantined = v[0] == 1;
+	g->quarantined = v[0] >= 1;
+	g->q_peer = v[0] == 2;
 	g->acted = v[1];
 	g->rejected = (uint32_t)v[2];
 	g->q_since = v[3];
@@ -175,7 +180,8 @@ state_save(void)
 	}
 	for (i = 0; i < V.n; i++)
 		fprintf(f, "%s %d %lld %u %lld\n", V.v[i].name,
-		    V.v[i].quarantined, (long long)V.v[i].acted,
+		    V.v[i].quarantined ? V.v[i].q_peer ? 2 : 1 : 0,
+		    (long long)V.v[i].acted,
 		    V.v[i].rejected, (long long)V.v[i].q_since);
 	if (fflush(f) == EOF || fsync(fileno(f)) == -1) {
 		log_warn("%s", tmp);
@@ -255,6 +261,21 @@ act_rejected(struct gw *gw, struct gv *g)
 	g->rejected = rejected_sum(&g->rec);
 }
 
+/* To the other box of a pair, master or backup: this box quarantined
+ * the sandbox, or holds no quarantine of its own for it. */
+static void
+forward(struct gw *gw, const char *name, bool on)
+{
+	struct ipc_ha_quarantine m;
+
+	memset(&m, 0, sizeof(m));
+	if (strlen(name) >= sizeof(m.sandbox))
+		return;		/* not a configured sandbox's name */
+	memcpy(m.sandbox, name, strlen(name));
+	m.on = on;
+	harepl_forward_any(gw, IPC_HA_QUARANTINE, &m, sizeof(m));
+}
+
 static void
 act_verdict(struct gw *gw, const struct moat_sandbox *sb, struct gv *g)
 {
@@ -274,12 +295,15 @@ act_verdict(struct gw *gw, const struct moat_sandbox *sb, struct gv *g)
 	    g->name, sb->quarantine_on_breach ? g->quarantined ?
 	    "; it is quarantined already" : "; quarantining it (egress "
 	    "\"none\")" : "");
-	if (!sb->quarantine_on_breach || g->quarantined)
+	if (!sb->quarantine_on_breach || (g->quarantined && !g->q_peer))
 		return;
+	if (!g->quarantined)
+		g->q_since = (int64_t)time(NULL);
 	g->quarantined = true;
-	g->q_since = (int64_t)time(NULL);
+	g->q_peer = false;	/* now this box's own */
 	audit_event(gw, "quarantine", "sandbox", g->name, "reason",
 	    "guest reported NOT CONTAINED", "egress", "none", NULL);
+	forward(gw, g->name, true);
 	V.reload = true;
 }
 
@@ -389,7 +413,8 @@ verdicts_sandbox(struct ctl_req *r, const char *sandbox)
 		ctl_reply(r, ", verdict %s %llds ago", verdict_word(
 		    (enum verdict)g->rec.verdict), age);
 	if (g != NULL && g->quarantined)
-		ctl_reply(r, ", QUARANTINED");
+		ctl_reply(r, ", QUARANTINED%s", g->q_peer ? " (by the other "
+		    "box)" : "");
 }
 
 void
@@ -507,9 +532,11 @@ ctl_clear_quarantine(struct ctl_req *r)
 		return;
 	}
 	g->quarantined = false;
+	g->q_peer = false;
 	state_save();
 	audit_event(r->gw, "quarantine-cleared", "sandbox", g->name, "by",
 	    r->user, NULL);
+	forward(r->gw, g->name, false);
 	log_info("quarantine of %s cleared by %s", g->name, r->user);
 	if (gw_commit(r->gw, NULL, &c, err, sizeof(err)) == 0) {
 		ctl_reply(r, "quarantine of %s cleared: its egress is the "
@@ -519,6 +546,71 @@ ctl_clear_quarantine(struct ctl_req *r)
 	ctl_reply(r, "error: quarantine of %s cleared, but the kernel refused "
 	    "the change (%s): it keeps egress \"none\" until a reload "
 	    "succeeds\n", g->name, err);
+}
+
+/*
+ * The other box of a pair quarantined a sandbox (on), or holds no
+ * quarantine of its own for it (off).  On narrows and is always taken; off
+ * ends only a quarantine that came from there, never one of this box's
+ * own: the other box can add a quarantine here, not lift one.
+ */
+int
+verdicts_peer(struct gw *gw, const char *name, bool on, const char **why)
+{
+	struct gw_commit c = { .why = on ? "quarantine" : "clear-quarantine",
+	    .from_peer = true };
+	char err[512];
+	struct gv *g;
+
+	if (V.state_dir == NULL) {
+		*why = "this box keeps no guest verdicts";
+		return -1;
+	}
+	if (!name_ok(name) || (g = gv_get(name)) == NULL) {
+		*why = "not a sandbox name";
+		return -1;
+	}
+	if (on == g->quarantined && (on || !g->q_peer))
+		return 0;		/* nothing changes */
+	if (!on && !g->q_peer)
+		return 0;		/* ours: it stays */
+	if (on) {
+		g->quarantined = g->q_peer = true;
+		g->q_since = (int64_t)time(NULL);
+		log_warnx("ALERT: sandbox %s quarantined by the other box of the "
+		    "pair (egress \"none\")", name);
+		audit_event(gw, "quarantine", "sandbox", name, "reason",
+		    "the other box quarantined it", "egress", "none", NULL);
+	} else {
+		g->quarantined = g->q_peer = false;
+		log_info("quarantine of %s ended by the other box of the pair",
+		    name);
+		audit_event(gw, "quarantine-cleared", "sandbox", name, "by",
+		    "ha-peer", NULL);
+	}
+	state_save();
+	if (gw_commit(gw, NULL, &c, err, sizeof(err)) == -1) {
+		log_warnx("ALERT: a quarantine from the other box waits: the "
+		    "kernel refused the change (%s); trying again in %d s", err,
+		    VERDICT_POLL_S);
+		V.reload = true;
+	}
+	return 0;
+}
+
+void
+verdicts_snapshot(struct gw *gw)
+{
+	const struct gv *g;
+	size_t i;
+
+	if (V.state_dir == NULL)
+		return;
+	for (i = 0; i < gw->cfg->nsandboxes; i++) {
+		g = gv_find(gw->cfg->sandboxes[i].name);
+		forward(gw, gw->cfg->sandboxes[i].name, g != NULL &&
+		    g->quarantined && !g->q_peer);
+	}
 }
 
 void

@@ -6,6 +6,7 @@
 #ifndef GATEWAYD_VERDICTS_H
 #define GATEWAYD_VERDICTS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct gw;
@@ -27,6 +28,12 @@ void	verdicts_status(struct ctl_req *);
 void	verdicts_metrics(FILE *, const struct gw *);
 /* ctl clear-quarantine NAME (admins). */
 void	ctl_clear_quarantine(struct ctl_req *);
+/* From the other box of a pair (IPC_HA_QUARANTINE): 0 taken (or nothing
+ * to change), -1 refused with why. */
+int	verdicts_peer(struct gw *, const char *sandbox, bool on,
+	    const char **why);
+/* To the other box, when the link is made: each sandbox's quarantine. */
+void	verdicts_snapshot(struct gw *);
 void	verdicts_stop_all(void);
 
 #endif

@@ -100,6 +100,28 @@ test_grants(void **state)
 }
 
 static void
+test_quarantine(void **state)
+{
+	static union harepl_msg u;
+	char err[160];
+	size_t mlen;
+	int type;
+
+	(void)state;
+	round_trip("quarantine web", IPC_HA_QUARANTINE);
+	round_trip("unquarantine web", IPC_HA_QUARANTINE);
+	assert_int_equal(parse("quarantine web\n", &u, &type, &mlen, err,
+	    sizeof(err)), 0);
+	assert_int_equal(u.quarantine.on, 1);
+	assert_int_equal(parse("unquarantine web", &u, &type, &mlen, err,
+	    sizeof(err)), 0);
+	assert_int_equal(u.quarantine.on, 0);
+	refused("quarantine", "expected SANDBOX");
+	refused("unquarantine web dev", "expected SANDBOX");
+	refused("quarantine aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "too long");
+}
+
+static void
 test_ping(void **state)
 {
 	static union harepl_msg u;
@@ -119,6 +141,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flush_and_state),
 		cmocka_unit_test(test_grants),
+		cmocka_unit_test(test_quarantine),
 		cmocka_unit_test(test_ping),
 	};
 
