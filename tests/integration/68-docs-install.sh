@@ -51,7 +51,10 @@ inside sh -c 'for f; do rm -f "/usr/local/${f#./usr/}"; done' _ \
 # None of moat's users or group.  The host's keep their ids under other
 # names: the ids postinst picks must be ids no process on the host runs
 # as (other tests' dnsd as the host's moat-dns), or purge's userdel
-# rightly refuses ("currently used by process").
+# rightly refuses ("currently used by process").  So the host's are made
+# first, as other tests make them: on a fresh machine they could appear
+# while this test runs, after the overlay took its copy of /etc.
+bash gatewayd/install-users.sh >/dev/null
 inside sed -E -i -e 's/^moat(-[a-z]+)?:/hold-&/' -e 's/([:,])moat-qemu(,|$)/\1/' -e 's/,$//' \
 	/etc/passwd /etc/group /etc/shadow /etc/gshadow
 # The kernel's default, so that gatewayd's change to it (fast refusals)
