@@ -126,7 +126,7 @@ async function showSandboxes() {
     cell('owner', s.owner || '-'), cell('address', s.address),
     cell('in', bytes(s.bytes_in)), cell('out', bytes(s.bytes_out)),
     cell('connections', s.conns_out),
-    cell('live', s.connections_live == null ? '?' : s.connections_live, 'conns-live'),
+    cell('live connections', s.connections_live == null ? '?' : s.connections_live, 'conns-live'),
     cell('budget', s.egress_budget ? bytes(s.egress_spent) + ' of ' + bytes(s.egress_budget) : '-'),
     cell('containment', verdictText(s)),
     el('td', { 'data-label': 'last hour' }, chart(s.name)))));

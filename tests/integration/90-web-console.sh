@@ -41,7 +41,7 @@ gateway: {
 EOF
 printf '%s\n' 'mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev";' \
 	'egress = "allowlist";' 'allow = [ "pypi.org" ];' "owner = \"$UA\";" \
-	>"$TOPO_TMP/sandboxes.d/dev.conf"
+	'allow_ports = [ "tcp/80", "tcp/443", "tcp/8080" ];' >"$TOPO_TMP/sandboxes.d/dev.conf"
 printf '%s\n' 'mac = "52:54:00:00:00:0d"; address = "10.77.0.13"; tap = "mt-lab";' \
 	'egress = "allowlist";' 'allow = [ "github.test" ];' "owner = \"$UB\";" \
 	>"$TOPO_TMP/sandboxes.d/lab.conf"
