@@ -81,6 +81,7 @@ def row_for(name):
 
 
 def shot(name):
+    drv.execute_script("window.scrollTo(0, 0)")
     drv.save_screenshot("%s/%s.png" % (A.art, name))
 
 
