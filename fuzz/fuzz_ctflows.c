@@ -33,7 +33,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memcpy(p, data, len);
 	ctflows_events(p, len);
 	ctflows_each(drop, NULL);
-	if (ctflows_count() != 0)
+	if (ctflows_count() != 0 || ctflows_count_live() != 0)
 		abort();
 	free(p);
 	return 0;

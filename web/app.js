@@ -4,7 +4,7 @@
 // in a header; the gateway checks it, and the user's rights, again.
 'use strict';
 
-const state = { csrf: '', user: '', admin: false, refused: [], audit: [] };
+const state = { csrf: '', user: '', admin: false, refused: [], audit: [], auditLive: false, auditError: '' };
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -126,10 +126,11 @@ async function showSandboxes() {
     cell('owner', s.owner || '-'), cell('address', s.address),
     cell('in', bytes(s.bytes_in)), cell('out', bytes(s.bytes_out)),
     cell('connections', s.conns_out),
+    cell('live connections', s.connections_live == null ? '?' : s.connections_live, 'conns-live'),
     cell('budget', s.egress_budget ? bytes(s.egress_spent) + ' of ' + bytes(s.egress_budget) : '-'),
     cell('containment', verdictText(s)),
     el('td', { 'data-label': 'last hour' }, chart(s.name)))));
-  if (!list.length) body.replaceChildren(el('tr', {}, el('td', { colspan: 10, class: 'muted', text: 'No sandbox of yours.' })));
+  if (!list.length) body.replaceChildren(el('tr', {}, el('td', { colspan: 11, class: 'muted', text: 'No sandbox of yours.' })));
 }
 
 // --- refused -----------------------------------------------------------
@@ -194,7 +195,23 @@ function renderRefused() {
 
 function liveRefused() {
   const live = document.getElementById('live');
-  const es = new EventSource('/api/events');
+  // Root and the admin group also follow the audit log on this stream.
+  const es = new EventSource(state.admin ? '/api/events?audit=1' : '/api/events');
+  es.addEventListener('audit-all', (ev) => {
+    state.audit = auditLines(ev.data);
+    state.auditLive = true;
+    renderAudit();
+  });
+  es.addEventListener('audit', (ev) => {
+    state.audit.push(...auditLines(ev.data));
+    if (state.audit.length > 5000) state.audit.splice(0, state.audit.length - 5000);
+    renderAudit();
+  });
+  es.addEventListener('audit-error', (ev) => {
+    state.auditLive = false;
+    state.auditError = ev.data;
+    renderAudit();
+  });
   es.addEventListener('refused', (ev) => {
     state.refused = JSON.parse(ev.data);
     live.classList.add('on');
@@ -219,7 +236,18 @@ async function showGrants() {
 }
 
 // --- audit -------------------------------------------------------------
+// The log is pushed on the live stream (liveRefused): all of it at first,
+// then each line it gains, within a second.
+function auditLines(text) {
+  return text.split('\n').filter((l) => l.startsWith('{'))
+    .map((l) => { try { return JSON.parse(l); } catch (e) { return null; } }).filter(Boolean);
+}
+
 function renderAudit() {
+  if (state.auditError) {
+    document.getElementById('audit-rows').replaceChildren(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: state.auditError })));
+    return;
+  }
   const f = (id) => document.getElementById(id).value.trim();
   const fs = f('f-sandbox'), fu = f('f-user'), fe = f('f-event');
   const rows = state.audit.filter((a) =>
@@ -234,12 +262,14 @@ function renderAudit() {
 }
 
 async function showAudit() {
+  if (state.auditLive || state.auditError) { renderAudit(); return; }
   let t;
   try { t = await get('/api/log'); } catch (e) {
-    document.getElementById('audit-rows').replaceChildren(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: String(e.message) })));
+    state.auditError = String(e.message);
+    renderAudit();
     return;
   }
-  state.audit = t.split('\n').filter((l) => l.startsWith('{')).map((l) => { try { return JSON.parse(l); } catch (e) { return null; } }).filter(Boolean);
+  if (!state.auditLive) state.audit = auditLines(t);
   renderAudit();
 }
 
@@ -279,7 +309,7 @@ function route() {
   clearInterval(timer);
   const run = () => pages[name]().catch((e) => { if (e.message !== '401') notice(e.message, true); });
   run();
-  if (name !== 'refused') timer = setInterval(run, name === 'audit' ? 2000 : 5000);
+  if (name !== 'refused' && name !== 'audit') timer = setInterval(run, 5000);
 }
 
 async function main() {

@@ -4,15 +4,20 @@
  *
  * Each entry is its CTA_TUPLE_ORIG attribute, byte for byte as the
  * kernel writes it in a dump, a new-entry event and a destroy event
- * alike, in a hash on those bytes.
+ * alike, in a hash on those bytes, and whether the flow is live: a TCP
+ * connection being set up or established (its state from the entry's
+ * protocol information, which the kernel sends again at each change),
+ * any other flow while the kernel keeps it.
  */
 #include <sys/socket.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
+#include <linux/netfilter/nf_conntrack_tcp.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +37,7 @@ struct flow {
 	uint32_t	 hash;
 	uint16_t	 len;		/* of the attribute, header included */
 	uint8_t		 family;
+	bool		 live;		/* being set up or established */
 	uint32_t	 attr[];	/* the attribute, 4-byte aligned */
 };
 
@@ -39,6 +45,7 @@ static struct {
 	struct mnl_socket *ev;		/* events: new and destroyed */
 	struct flow	**b;
 	size_t		  nb, n;
+	size_t		  nlive;	/* entries live */
 	bool		  synced;	/* every entry known, none lost since */
 	bool		  walking;	/* a full walk feeds the list */
 	bool		  lost;		/* an event was lost during the walk */
@@ -100,7 +107,7 @@ forget_all(void)
 		}
 	free(C.b);
 	C.b = NULL;
-	C.nb = C.n = 0;
+	C.nb = C.n = C.nlive = 0;
 }
 
 static void
@@ -132,9 +139,23 @@ overflow(void)
 }
 
 static void
-put(const struct nlattr *a, uint8_t family)
+set_live(struct flow *f, bool live)
 {
-	struct flow *f;
+	if (f->live != live) {
+		if (live)
+			C.nlive++;
+		else
+			C.nlive--;
+	}
+	f->live = live;
+}
+
+/* An entry, new or known: state is what the message says of it (1 live,
+ * 0 not, -1 nothing: a known entry keeps its own, a new one is live). */
+static void
+put(const struct nlattr *a, uint8_t family, int state)
+{
+	struct flow *f, **known;
 	const void *k;
 	size_t len;
 	uint32_t h;
@@ -143,8 +164,11 @@ put(const struct nlattr *a, uint8_t family)
 		return;
 	k = key(a, &len);
 	h = fnv(k, len);
-	if (find(a, h) != NULL)
+	if ((known = find(a, h)) != NULL) {
+		if (state != -1)
+			set_live(*known, state == 1);
 		return;
+	}
 	if (C.n >= CTFLOWS_MAX) {
 		overflow();
 		return;
@@ -155,6 +179,8 @@ put(const struct nlattr *a, uint8_t family)
 	f->hash = h;
 	f->len = a->nla_len;
 	f->family = family;
+	f->live = false;
+	set_live(f, state != 0);
 	memcpy(f->attr, a, a->nla_len);
 	f->next = C.b[h & (C.nb - 1)];
 	C.b[h & (C.nb - 1)] = f;
@@ -175,6 +201,7 @@ ctflows_gone(const struct nlattr *a)
 		return;
 	dead = *f;
 	*f = dead->next;
+	set_live(dead, false);
 	free(dead);
 	C.n--;
 }
@@ -195,6 +222,53 @@ orig_tuple(const struct nlmsghdr *nlh)
 	return NULL;
 }
 
+/* The nested attribute of type type inside a, or NULL. */
+static const struct nlattr *
+nested(const struct nlattr *a, uint16_t type)
+{
+	const struct nlattr *b;
+
+	if (mnl_attr_get_payload_len(a) < sizeof(*b))
+		return NULL;
+	mnl_attr_for_each_nested(b, a)
+		if (mnl_attr_get_type(b) == type)
+			return b;
+	return NULL;
+}
+
+/*
+ * Whether the entry a message describes is live: 1, 0, or -1 when the
+ * message does not say.  A TCP connection is live from its first SYN
+ * to its first FIN or RST (SYN_SENT, SYN_RECV, ESTABLISHED, and the
+ * SYN_SENT2 of a simultaneous open), as its protocol information says;
+ * a flow of any other protocol is live while the kernel keeps it.
+ */
+static int
+msg_state(const struct nlmsghdr *nlh, const struct nlattr *tuple)
+{
+	const struct nlattr *a, *b;
+	uint8_t st;
+
+	if ((b = nested(tuple, CTA_TUPLE_PROTO)) == NULL ||
+	    (b = nested(b, CTA_PROTO_NUM)) == NULL ||
+	    mnl_attr_get_payload_len(b) < 1)
+		return -1;
+	if (mnl_attr_get_u8(b) != IPPROTO_TCP)
+		return 1;
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+		if (mnl_attr_get_type(a) == CTA_PROTOINFO &&
+		    (b = nested(a, CTA_PROTOINFO_TCP)) != NULL &&
+		    (b = nested(b, CTA_PROTOINFO_TCP_STATE)) != NULL &&
+		    mnl_attr_get_payload_len(b) >= 1) {
+			st = mnl_attr_get_u8(b);
+			return st == TCP_CONNTRACK_SYN_SENT ||
+			    st == TCP_CONNTRACK_SYN_RECV ||
+			    st == TCP_CONNTRACK_ESTABLISHED ||
+			    st == TCP_CONNTRACK_SYN_SENT2;
+		}
+	return -1;
+}
+
 void
 ctflows_events(const void *buf, size_t len)
 {
@@ -212,8 +286,8 @@ ctflows_events(const void *buf, size_t len)
 			continue;
 		nfg = mnl_nlmsg_get_payload(nlh);
 		switch (nlh->nlmsg_type & 0xff) {
-		case IPCTNL_MSG_CT_NEW:
-			put(a, nfg->nfgen_family);
+		case IPCTNL_MSG_CT_NEW:		/* new, or changed */
+			put(a, nfg->nfgen_family, msg_state(nlh, a));
 			break;
 		case IPCTNL_MSG_CT_DELETE:
 			ctflows_gone(a);
@@ -222,7 +296,8 @@ ctflows_events(const void *buf, size_t len)
 	}
 }
 
-/* Listen to new and destroyed entries of this namespace. */
+/* Listen to new, changed and destroyed entries of this namespace (the
+ * changes: a TCP connection's state, an entry's status). */
 static int
 listen_events(void)
 {
@@ -233,7 +308,8 @@ listen_events(void)
 	if ((C.ev = mnl_socket_open2(NETLINK_NETFILTER, SOCK_NONBLOCK |
 	    SOCK_CLOEXEC)) == NULL ||
 	    mnl_socket_bind(C.ev, NF_NETLINK_CONNTRACK_NEW |
-	    NF_NETLINK_CONNTRACK_DESTROY, MNL_SOCKET_AUTOPID) < 0) {
+	    NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY,
+	    MNL_SOCKET_AUTOPID) < 0) {
 		log_warn("conntrack events");
 		if (C.ev != NULL)
 			mnl_socket_close(C.ev);
@@ -296,10 +372,13 @@ ctflows_walk_begin(void)
 }
 
 void
-ctflows_seen(const struct nlattr *tuple, uint8_t family)
+ctflows_seen(const struct nlmsghdr *nlh)
 {
-	if (C.walking)
-		put(tuple, family);
+	const struct nlattr *a;
+
+	if (C.walking && (a = orig_tuple(nlh)) != NULL)
+		put(a, ((const struct nfgenmsg *)mnl_nlmsg_get_payload(nlh))->
+		    nfgen_family, msg_state(nlh, a));
 }
 
 void
@@ -350,8 +429,8 @@ ctflows_ready(void)
 	return C.synced;
 }
 
-void
-ctflows_each(ctflows_fn *fn, void *arg)
+static void
+each(ctflows_fn *fn, void *arg, bool live_only)
 {
 	struct flow *f, *next;
 	size_t i;
@@ -359,8 +438,22 @@ ctflows_each(ctflows_fn *fn, void *arg)
 	for (i = 0; i < C.nb; i++)
 		for (f = C.b[i]; f != NULL; f = next) {
 			next = f->next;		/* fn may end f */
-			fn((const struct nlattr *)f->attr, f->family, arg);
+			if (!live_only || f->live)
+				fn((const struct nlattr *)f->attr, f->family,
+				    arg);
 		}
+}
+
+void
+ctflows_each(ctflows_fn *fn, void *arg)
+{
+	each(fn, arg, false);
+}
+
+void
+ctflows_each_live(ctflows_fn *fn, void *arg)
+{
+	each(fn, arg, true);
 }
 
 /* A walk of the kernel's table only to fill the list. */
@@ -372,7 +465,6 @@ walk(void)
 	struct nlmsghdr *nlh;
 	struct nfgenmsg *nfg;
 	uint32_t seq = (uint32_t)time(NULL);
-	const struct nlattr *a;
 	ssize_t n;
 	int rc = -1;
 
@@ -403,9 +495,7 @@ walk(void)
 			}
 			if (nlh->nlmsg_type == NLMSG_ERROR)
 				goto out;
-			if ((a = orig_tuple(nlh)) != NULL)
-				ctflows_seen(a, ((struct nfgenmsg *)
-				    mnl_nlmsg_get_payload(nlh))->nfgen_family);
+			ctflows_seen(nlh);
 		}
 	}
 out:
@@ -436,6 +526,12 @@ size_t
 ctflows_count(void)
 {
 	return C.n;
+}
+
+size_t
+ctflows_count_live(void)
+{
+	return C.nlive;
 }
 
 void

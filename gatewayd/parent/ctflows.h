@@ -10,7 +10,10 @@
  * 30 ms on a 2-core machine with none at all.  Here, the parent listens
  * to new and destroyed entries instead and keeps each one's original
  * tuple (both families).  A commit then judges the entries it knows
- * and deletes those refused, by tuple.
+ * and deletes those refused, by tuple.  Each entry also says whether
+ * its flow is live (a TCP connection being set up or established, any
+ * other flow while the kernel keeps it), from the kernel's change
+ * events, for the count of each sandbox's live connections.
  *
  * The list is trusted only while no event was lost: when the socket
  * overflowed (ENOBUFS), or before the first full dump, ctflows_ready()
@@ -25,6 +28,7 @@
 #include <stdint.h>
 
 struct nlattr;
+struct nlmsghdr;
 
 /* A CTA_TUPLE_ORIG attribute as the kernel sent it, and its family. */
 typedef void (ctflows_fn)(const struct nlattr *tuple, uint8_t family,
@@ -39,20 +43,22 @@ void	ctflows_tick(void);
 /* Whether the list holds every entry of the namespace (events drained). */
 bool	ctflows_ready(void);
 
-/* Call fn on every entry known. */
+/* Call fn on every entry known; on those live. */
 void	ctflows_each(ctflows_fn *fn, void *arg);
+void	ctflows_each_live(ctflows_fn *fn, void *arg);
 
 /* A full walk of the kernel's table begins (listening first, so nothing
  * created meanwhile is missed): forget the list, then feed it each entry
- * with ctflows_seen(), and say ctflows_walked() at the end. */
+ * (one ctnetlink message of the dump) with ctflows_seen(), and say
+ * ctflows_walked() at the end. */
 void	ctflows_walk_begin(void);
-void	ctflows_seen(const struct nlattr *tuple, uint8_t family);
+void	ctflows_seen(const struct nlmsghdr *nlh);
 void	ctflows_walked(bool complete);
 
 /* The entry is gone (deleted, or the kernel did not know it). */
 void	ctflows_gone(const struct nlattr *tuple);
 
-/* Apply one netlink message of conntrack events (new, destroyed) to the
+/* Apply one netlink message of conntrack events (new, changed, destroyed) to the
  * list: a pure function of the bytes, for the fuzzer too.  Messages of
  * other types and malformed ones are skipped. */
 void	ctflows_events(const void *buf, size_t len);
@@ -60,6 +66,7 @@ void	ctflows_events(const void *buf, size_t len);
 /* How many entries the list holds, and whether it is trusted, for
  * status and tests. */
 size_t	ctflows_count(void);
+size_t	ctflows_count_live(void);
 
 /* Forget everything and stop listening. */
 void	ctflows_free(void);

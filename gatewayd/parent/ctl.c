@@ -571,10 +571,14 @@ ctl_sandboxes(struct ctl_req *r)
 {
 	const struct moat_config *cfg = r->gw->cfg;
 	struct nftr_acct *acct;
+	uint32_t *live;
+	bool live_known;
 	char a[64];
 	size_t i, shown = 0;
 
 	acct = xcalloc(cfg->nsandboxes ? cfg->nsandboxes : 1, sizeof(*acct));
+	live = xcalloc(cfg->nsandboxes ? cfg->nsandboxes : 1, sizeof(*live));
+	live_known = policy_live_flows(cfg, live) == 0;
 	if (r->gw->nft == NULL || nftr_acct_read(r->gw->nft, cfg, acct) == -1) {
 		log_warnx("traffic accounting: %s", r->gw->nft ?
 		    nftr_error(r->gw->nft) : "no netlink socket");
@@ -606,8 +610,13 @@ ctl_sandboxes(struct ctl_req *r)
 			    (unsigned long long)t->packets_out,
 			    (unsigned long long)t->conns_in,
 			    (unsigned long long)t->conns_out);
+			if (live_known)
+				reply(r, ",\"connections_live\":%lu",
+				    (unsigned long)live[i]);
+			else
+				reply(r, ",\"connections_live\":null");
 		}
-		else
+		else {
 			reply(r, "%-16s %-15s %-10s %-9s %-10s in %llu B, out "
 			    "%llu B, connections out %llu, in %llu", s->name,
 			    a, s->tap, egress_name(s->egress),
@@ -616,11 +625,15 @@ ctl_sandboxes(struct ctl_req *r)
 			    (unsigned long long)t->bytes_out,
 			    (unsigned long long)t->conns_out,
 			    (unsigned long long)t->conns_in);
+			if (live_known)
+				reply(r, ", live %lu", (unsigned long)live[i]);
+		}
 		verdicts_sandbox(r, s->name);
 		sandbox_budget(r, egress_of(r->gw, i));
 		shown++;
 	}
 	free(acct);
+	free(live);
 	reply(r, r->json ? "]\nok\n" : "ok\n");
 }
 

@@ -196,6 +196,7 @@ render_traffic(FILE *fp, struct gw *gw)
 {
 	const struct moat_config *cfg = gw->cfg;
 	struct nftr_acct *t;
+	uint32_t *live;
 	size_t i;
 	bool ok;
 
@@ -227,6 +228,16 @@ render_traffic(FILE *fp, struct gw *gw)
 		    cfg->sandboxes[i].name, (unsigned long long)t[i].conns_in,
 		    cfg->sandboxes[i].name, (unsigned long long)t[i].conns_out);
 	free(t);
+	live = xcalloc(cfg->nsandboxes ? cfg->nsandboxes : 1, sizeof(*live));
+	ok = policy_live_flows(cfg, live) == 0;
+	head(fp, "moat_sandbox_connections", "gauge", "Flows of each sandbox "
+	    "live now in the kernel's connection tracking, both families, "
+	    "proxied and direct: TCP connections being set up or "
+	    "established, other flows while tracked.");
+	for (i = 0; ok && i < cfg->nsandboxes; i++)
+		fprintf(fp, "moat_sandbox_connections{sandbox=\"%s\"} %lu\n",
+		    cfg->sandboxes[i].name, (unsigned long)live[i]);
+	free(live);
 	render_budgets(fp, gw);
 }
 

@@ -741,10 +741,10 @@ ct_cb(const struct nlmsghdr *nlh, void *data)
 	const struct nfgenmsg *nfg = mnl_nlmsg_get_payload(nlh);
 	const struct nlattr *a;
 
+	ctflows_seen(nlh);
 	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
 		if (mnl_attr_get_type(a) != CTA_TUPLE_ORIG)
 			continue;
-		ctflows_seen(a, nfg->nfgen_family);
 		ct_judge(a, nfg->nfgen_family, data);
 	}
 	return MNL_CB_OK;
@@ -870,6 +870,56 @@ out:
 	free(c->dels);
 	free(c->fams);
 	return rc;
+}
+
+struct ct_live {
+	struct moat_addr	*addrs;		/* two a sandbox: IPv4, IPv6 */
+	size_t			 n;		/* sandboxes */
+	uint32_t		*counts;
+};
+
+static void
+ct_live_one(const struct nlattr *a, uint8_t family, void *data)
+{
+	struct ct_live *l = data;
+	struct ct_flow f;
+	size_t i;
+
+	(void)family;
+	if (ct_tuple(a, &f) == -1)
+		return;
+	for (i = 0; i < 2 * l->n; i++)
+		if (l->addrs[i].family != 0 &&
+		    (addr_cmp(&l->addrs[i], &f.src) == 0 ||
+		    addr_cmp(&l->addrs[i], &f.dst) == 0))
+			l->counts[i / 2]++;
+}
+
+/*
+ * Each sandbox's live flows (ctflows.h) in counts (cfg->nsandboxes of
+ * them): those whose original source or destination is one of its
+ * addresses, proxied (to the gateway's proxy) or direct alike; -1 when
+ * the list of flows is not complete (events lost or off).
+ */
+int
+policy_live_flows(const struct moat_config *cfg, uint32_t *counts)
+{
+	struct ct_live l = { .n = cfg->nsandboxes, .counts = counts };
+	size_t i;
+
+	memset(counts, 0, cfg->nsandboxes * sizeof(*counts));
+	if (!ctflows_ready())
+		return -1;
+	l.addrs = xcalloc(2 * l.n + 1, sizeof(*l.addrs));
+	for (i = 0; i < l.n; i++) {
+		l.addrs[2 * i] = cfg->sandboxes[i].address;
+		if (!config_sandbox_addr6(cfg, &cfg->sandboxes[i],
+		    &l.addrs[2 * i + 1]))
+			memset(&l.addrs[2 * i + 1], 0, sizeof(l.addrs[0]));
+	}
+	ctflows_each_live(ct_live_one, &l);
+	free(l.addrs);
+	return 0;
 }
 
 /* Cut every flow the new policy refuses: a removed exception, a shrunk

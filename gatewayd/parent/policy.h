@@ -43,6 +43,9 @@ int	policy_cut_flows(const struct moat_config *old,
  * place (an expiry, an unallow). */
 int	policy_cut_narrowed(const struct moat_config *cfg,
 	    const char *const *sandboxes, size_t n);
+/* Each sandbox's live flows, proxied and direct, both families, from
+ * the kernel's conntrack events; -1 when they are not known. */
+int	policy_live_flows(const struct moat_config *, uint32_t *counts);
 int	policy_counters(struct gw *, bool json, char **out);	/* malloc'ed text */
 /* dnsd's IPC_SET_ADD, decided by nftr_allow_add, answered on p->ipc. */
 /* Admit and add a set addition (dnsd's, or the other box's): what

@@ -1,7 +1,8 @@
 /*
  * form.c -- the little of a request moat-web reads itself: form fields
- * and the session cookie.  Pure functions over (buffer, length), fuzzed
- * by fuzz/fuzz_web_form.c; everything else of HTTP is libh2o's.
+ * and the session cookie; and what the audit log gained between two
+ * reads.  Pure functions over (buffer, length), fuzzed by
+ * fuzz/fuzz_web_form.c; everything else of HTTP is libh2o's.
  */
 #include <ctype.h>
 #include <string.h>
@@ -94,4 +95,33 @@ web_cookie_session(const char *hdr, size_t len, char out[65])
 			i++;
 	}
 	return -1;
+}
+
+const char *
+web_log_added(const char *old, const char *now, bool *all)
+{
+	size_t ol, nl, p;
+
+	*all = true;
+	if (old == NULL)
+		return now;
+	ol = strlen(old);
+	nl = strlen(now);
+	if (ol == 0) {			/* the page has no line yet */
+		*all = false;
+		return now;
+	}
+	/* The earliest line of old from which the rest of old begins now:
+	 * the window moved on by the lines before it. */
+	for (p = 0; p < ol; p++) {
+		if (p > 0 && old[p - 1] != '\n')
+			continue;
+		if (ol - p > nl || memcmp(old + p, now, ol - p) != 0 ||
+		    (now[ol - p] != '\0' && now[ol - p] != '\n'))
+			continue;
+		*all = false;
+		now += ol - p;
+		return *now == '\n' ? now + 1 : now;
+	}
+	return now;
 }

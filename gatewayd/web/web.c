@@ -5,7 +5,9 @@
  * This file routes: the pages from memory, /login?t= to the parent,
  * /api/... to the parent as one control request of the session's user,
  * /api/events as a stream (server-sent events) of the session's refused
- * names, asked for twice a second.  It checks what a browser can be
+ * names, asked for twice a second, and with ?audit=1 of the lines the
+ * audit log gains (as the session's user may read it: the parent
+ * decides), asked for twice a second too.  It checks what a browser can be
  * made to forge (the Origin of a change, its CSRF header) and bounds
  * what one address may ask; it decides nothing about rights.
  */
@@ -41,8 +43,9 @@
 #define RATES_MAX	64
 #define TICK_MS		50
 #define STREAM_EVERY_MS	500
+#define STREAM_QUEUE_MAX	(4 << 20)	/* bytes a slow page may owe */
 
-enum pkind { P_FREE = 0, P_LOGIN, P_API, P_STREAM };
+enum pkind { P_FREE = 0, P_LOGIN, P_API, P_STREAM, P_AUDIT };
 
 struct pending;
 struct req_link {
@@ -69,6 +72,10 @@ struct stream {
 	char		*last;		/* what the page has */
 	char		*out;		/* what h2o is sending */
 	char		*queued;	/* waiting for ready */
+	bool		 audit;		/* the page follows the audit log */
+	bool		 asking_audit;
+	uint64_t	 audit_next_ms;
+	char		*audit_last;	/* the last log text read */
 };
 
 struct rate {
@@ -358,6 +365,32 @@ api_done(struct pending *p)
 
 static void stream_push(struct stream *, char *);
 
+/* An event of type: text's lines, one data line each ('\r' made a
+ * space); one empty data line if there are none, so that it is seen. */
+static char *
+sse_event(const char *type, const char *text, size_t n)
+{
+	size_t i, lines = 1, len;
+	char *ev, *o;
+
+	for (i = 0; i < n; i++)
+		if (text[i] == '\n')
+			lines++;
+	len = strlen("event: \n") + strlen(type) + n + lines * 7 + 2;
+	if ((ev = malloc(len)) == NULL)
+		return NULL;
+	o = ev + sprintf(ev, "event: %s\ndata: ", type);
+	for (i = 0; i < n; i++) {
+		if (text[i] == '\n') {
+			memcpy(o, "\ndata: ", 7);
+			o += 7;
+		} else
+			*o++ = text[i] == '\r' ? ' ' : text[i];
+	}
+	memcpy(o, "\n\n", 3);
+	return ev;
+}
+
 /* A stream's latest refused list: sent if it changed. */
 static void
 stream_done(struct pending *p)
@@ -385,6 +418,48 @@ stream_done(struct pending *p)
 		ev[21 + i] = p->buf[i] == '\n' || p->buf[i] == '\r' ? ' ' :
 		    p->buf[i];
 	memcpy(ev + 21 + n, "\n\n", 3);
+	stream_push(st, ev);
+}
+
+/* The audit log's last lines as the parent gave them: what the page has
+ * not seen goes to it, as an "audit" event of the new lines, or, when
+ * the text is not the old one grown (the log was rotated, or the page
+ * has nothing yet), as an "audit-all" event of every line.  A session
+ * that may not read the log gets the parent's refusal once, as
+ * "audit-error", and the stream stops asking. */
+static void
+stream_audit_done(struct pending *p)
+{
+	struct stream *st = p->st;
+	const char *text, *add;
+	bool all;
+	char *ev;
+
+	if (st == NULL || st->req == NULL)
+		return;
+	st->asking_audit = false;
+	if (!reply_ok(p)) {
+		if (p->buf == NULL || strncmp(p->buf, "error:", 6) != 0)
+			return;		/* busy: next time */
+		st->audit = false;
+		if ((ev = sse_event("audit-error", p->buf, p->len)) != NULL)
+			stream_push(st, ev);
+		return;
+	}
+	/* An empty log is answered "ok" alone. */
+	text = strcmp(p->buf, "ok") == 0 ? "" : p->buf;
+	add = web_log_added(st->audit_last, text, &all);
+	if (!all && *add == '\0')
+		return;
+	ev = sse_event(all ? "audit-all" : "audit", add, strlen(add));
+	free(st->audit_last);
+	st->audit_last = strdup(text);
+	if (ev == NULL || st->audit_last == NULL) {
+		free(ev);
+		free(st->audit_last);
+		st->audit_last = NULL;		/* all of it, next time */
+		return;
+	}
 	stream_push(st, ev);
 }
 
@@ -429,6 +504,8 @@ ipc_readable(void)
 			login_done(p);
 		else if (p->kind == P_API)
 			api_done(p);
+		else if (p->kind == P_AUDIT)
+			stream_audit_done(p);
 		else
 			stream_done(p);
 		if (p->buf != NULL)
@@ -450,15 +527,38 @@ stream_send(struct stream *st, char *ev)
 	h2o_send(st->req, &v, 1, H2O_SEND_STATE_IN_PROGRESS);
 }
 
+/* Events wait in order while h2o sends; a page that owes too much
+ * loses what waits and is sent everything afresh. */
 static void
 stream_push(struct stream *st, char *ev)
 {
-	if (st->ready)
+	size_t ql, el;
+	char *q;
+
+	if (st->ready) {
 		stream_send(st, ev);
-	else {
-		free(st->queued);
-		st->queued = ev;
+		return;
 	}
+	if (st->queued == NULL) {
+		st->queued = ev;
+		return;
+	}
+	ql = strlen(st->queued);
+	el = strlen(ev);
+	if (ql + el > STREAM_QUEUE_MAX ||
+	    (q = realloc(st->queued, ql + el + 1)) == NULL) {
+		free(st->queued);
+		st->queued = NULL;
+		free(st->last);
+		st->last = NULL;
+		free(st->audit_last);
+		st->audit_last = NULL;
+		free(ev);
+		return;
+	}
+	memcpy(q + ql, ev, el + 1);
+	st->queued = q;
+	free(ev);
 }
 
 static void
@@ -486,6 +586,7 @@ stream_stop(h2o_generator_t *g, h2o_req_t *req)
 	free(st->last);
 	free(st->out);
 	free(st->queued);
+	free(st->audit_last);
 	explicit_bzero(st, sizeof(*st));
 }
 
@@ -493,10 +594,28 @@ static void
 streams_tick(void)
 {
 	static const char *const words[] = { "refused" };
+	static const char *const log_words[] = { "log" };
 	uint64_t now = now_ms();
 	struct pending *p;
 	size_t i;
 
+	for (i = 0; i < STREAMS_MAX; i++) {
+		struct stream *st = &S.streams[i];
+
+		if (st->req == NULL || !st->audit || st->asking_audit ||
+		    now < st->audit_next_ms)
+			continue;
+		if ((p = pending_new(P_AUDIT, NULL)) == NULL)
+			return;
+		p->st = st;
+		st->audit_next_ms = now + STREAM_EVERY_MS;
+		if (ask(p, IPC_WEB_CTL, st->token, NULL, "stream",
+		    CTL_LOG, false, log_words, 1) == -1) {
+			pending_free(p);
+			continue;
+		}
+		st->asking_audit = true;
+	}
 	for (i = 0; i < STREAMS_MAX; i++) {
 		struct stream *st = &S.streams[i];
 
@@ -516,7 +635,7 @@ streams_tick(void)
 }
 
 static int
-stream_open(h2o_req_t *req, const char *token)
+stream_open(h2o_req_t *req, const char *token, bool audit)
 {
 	struct stream *st = NULL;
 	size_t i;
@@ -531,6 +650,7 @@ stream_open(h2o_req_t *req, const char *token)
 	st->gen.proceed = stream_proceed;
 	st->gen.stop = stream_stop;
 	st->req = req;
+	st->audit = audit;
 	snprintf(st->token, sizeof(st->token), "%s", token);
 	req->res.status = 200;
 	req->res.reason = "OK";
@@ -693,7 +813,7 @@ api_post(h2o_req_t *req, h2o_iovec_t path, const char *tok, const char *from)
 static int
 api(h2o_req_t *req, h2o_iovec_t path, const char *from)
 {
-	char tok[65], sb[40];
+	char tok[65], sb[40], flag[4];
 	const char *w[3];
 	struct pending *p;
 	size_t i;
@@ -708,7 +828,10 @@ api(h2o_req_t *req, h2o_iovec_t path, const char *from)
 		return respond_text(req, 405, "Method Not Allowed", "GET or "
 		    "POST\n");
 	if (is(path, "/api/events"))
-		return stream_open(req, tok);
+		return stream_open(req, tok, req->query_at != SIZE_MAX &&
+		    web_form_get(req->path.base + req->query_at + 1,
+		    req->path.len - req->query_at - 1, "audit", flag,
+		    sizeof(flag)) == 0 && strcmp(flag, "1") == 0);
 	for (i = 0; i < sizeof(api_gets) / sizeof(api_gets[0]); i++) {
 		if (!is(path, api_gets[i].path))
 			continue;

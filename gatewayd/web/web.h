@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define WEB_USER		"moat-web"
@@ -53,5 +54,14 @@ int	web_form_get(const char *body, size_t len, const char *name,
 /* The SameSite cookie "moat_session"'s value (64 hex digits) from a
  * Cookie header into out (65 bytes); 0, or -1 if there is none. */
 int	web_cookie_session(const char *hdr, size_t len, char out[65]);
+
+/*
+ * The audit log's last lines (a window of the file, whole lines, no
+ * newline at the end) read before, old (NULL: none), and now, now: the
+ * lines now has that old had not, as a pointer into now.  When now is
+ * not old grown (a line of old is the start of now, and old's rest its
+ * beginning), *all is set and now is returned whole.
+ */
+const char *web_log_added(const char *old, const char *now, bool *all);
 
 #endif

@@ -8,10 +8,13 @@ packet stays in the test's namespaces.  Prints one line per check:
 
   web-browser.py --base https://ADDR:PORT --owner-link URL --member-link URL
       --reused-link URL --guest-ns NS --art DIR --gw 10.77.0.1
+      --hold ADDR:PORT (a server the guest may hold connections to)
 """
 import argparse
 import json
+import os
 import subprocess
+import tempfile
 import time
 
 from selenium import webdriver
@@ -21,7 +24,8 @@ from selenium.webdriver.common.by import By
 
 ap = argparse.ArgumentParser()
 for a in ("base", "owner-link", "member-link", "reused-link", "guest-ns",
-          "art", "gw", "lan-host", "owner", "member", "sandbox", "member-sandbox"):
+          "art", "gw", "lan-host", "owner", "member", "sandbox", "member-sandbox",
+          "hold"):
     ap.add_argument("--" + a, required=True)
 A = ap.parse_args()
 
@@ -77,6 +81,7 @@ def row_for(name):
 
 
 def shot(name):
+    drv.execute_script("window.scrollTo(0, 0)")
     drv.save_screenshot("%s/%s.png" % (A.art, name))
 
 
@@ -153,8 +158,9 @@ try:
         if (tr.get_attribute("data-never") or "").startswith(A.lan_host)], 10)
     check(bool(folded), "a probe of a private address is folded, not listed "
           "with allow buttons")
-    check(not [r for r in drv.find_elements(By.CSS_SELECTOR, "#refused-groups tr[data-name]")
-               if (r.get_attribute("data-name") or "").startswith(A.lan_host)],
+    # (the live list may be redrawn while it is read: read it again)
+    check(wait(lambda: not [r for r in drv.find_elements(By.CSS_SELECTOR, "#refused-groups tr[data-name]")
+                            if (r.get_attribute("data-name") or "").startswith(A.lan_host)], 5),
           "...and offers no allow button")
 
     # --- allow for 1 h from the page ---------------------------------------
@@ -191,7 +197,71 @@ try:
     check(fetch(name) != "hello from the internet",
           "and cannot fetch it any more")
 
-    for page in ("sandboxes", "audit", "gateway"):
+    # --- the Audit page is pushed -------------------------------------------
+    drv.get(A.base + "/#audit")
+    wait(lambda: drv.find_elements(By.CSS_SELECTOR, "#audit-rows tr td[data-label=event]"), 10)
+    aname = "audit-%d.example.test" % int(time.time())
+    # Made and watched in the page: the action's answer, then how long
+    # until a row of the Audit page names it (no reload in between).
+    act_and_watch = """
+const [path, fields, name, done] = arguments;
+fetch('/api/whoami').then(r => r.json()).then(me =>
+  fetch(path, {method: 'POST', headers: {'Content-Type':
+    'application/x-www-form-urlencoded', 'X-CSRF-Token': me.csrf},
+    body: new URLSearchParams(fields).toString()}))
+.then(r => {
+  const t0 = performance.now();
+  const seen = () => [...document.querySelectorAll('#audit-rows tr')]
+    .some((tr) => tr.textContent.includes(name));
+  const iv = setInterval(() => {
+    const dt = performance.now() - t0;
+    if (seen() || dt > 5000) { clearInterval(iv); done([r.status, seen() ? dt / 1000 : -1]); }
+  }, 10);
+});
+"""
+    st, dt = drv.execute_async_script(act_and_watch, "/api/allow",
+                                      {"sandbox": A.sandbox, "name": aname, "for": "1h"}, aname)
+    print("INFO the grant was on the Audit page %.2f s after it was made" % dt, flush=True)
+    check(st == 200 and 0 <= dt <= 1.0,
+          "a grant shows on the Audit page within a second, without a reload (pushed)",
+          "%s %.2f s" % (st, dt))
+    drv.find_element(By.ID, "f-event").send_keys("unallow")
+    st, dt = drv.execute_async_script(act_and_watch, "/api/unallow",
+                                      {"sandbox": A.sandbox, "name": aname}, aname)
+    shown = drv.execute_script("return [...document.querySelectorAll("
+                               "'#audit-rows td[data-label=event]')].map((td) => td.textContent)")
+    check(st == 200 and 0 <= dt <= 1.0 and shown and all("unallow" in e for e in shown),
+          "...and its revoke, filtered by event while pushed", "%s %.2f s %s" % (st, dt, shown))
+    drv.find_element(By.ID, "f-event").clear()
+
+    # --- live connections on the Sandboxes page ------------------------------
+    def live_cell():
+        drv.refresh()
+        for tr in wait(lambda: drv.find_elements(By.CSS_SELECTOR, "#sandboxes-rows tr[data-sandbox]"), 5) or []:
+            if tr.get_attribute("data-sandbox") == A.sandbox:
+                return tr.find_element(By.CSS_SELECTOR, "td.conns-live").text
+        return None
+    drv.get(A.base + "/#sandboxes")
+    fd, flag = tempfile.mkstemp(prefix="moat-hold-")
+    os.close(fd)
+    holder = subprocess.Popen(["ip", "netns", "exec", A.guest_ns, "timeout", "70",
+                               "python3", "tests/harness/tcp-idle.py", flag] + [A.hold] * 3,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        up = holder.stdout.readline().strip()
+        check(up == "up 3", "the guest holds 3 connections", up)
+        v = wait(lambda: live_cell() == "3", 10)
+        check(v, "the Sandboxes page shows them live: 3", live_cell())
+        shot("sandboxes")
+    finally:
+        os.unlink(flag)
+        holder.wait(10)
+    t1 = time.monotonic()
+    v = wait(lambda: live_cell() == "0", 5)
+    print("INFO the page showed 0 live %.2f s after they closed" % (time.monotonic() - t1), flush=True)
+    check(v, "once they close the page shows 0", live_cell())
+
+    for page in ("audit", "gateway"):
         drv.get(A.base + "/#" + page)
         time.sleep(1.5)
         shot(page)

@@ -88,7 +88,7 @@ import json, sys
 v = json.loads(sys.argv[1])
 assert [s["name"] for s in v] == ["b-old"] and v[0]["owner"] == sys.argv[2], v
 assert set(v[0]) == {"name","address","tap","egress","owner","allow","secrets",
-    "bytes_in","bytes_out","packets_in","packets_out","conns_in","conns_out",
+    "bytes_in","bytes_out","packets_in","packets_out","conns_in","conns_out","connections_live",
     "verdict","verdict_at","verdict_age","quarantined"}, v' "$out" "$UB"
 out=$(gw_ctl sandboxes)
 expect_match "root sees everyone's" "a-web.*$UA" "$out"

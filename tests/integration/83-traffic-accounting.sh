@@ -92,6 +92,23 @@ v=$(sed -n 's/^moat_sandbox_bytes_total{sandbox="dev",direction="out"} //p' <<<"
 expect_ok "moat_sandbox_bytes_total dev out ($v) >= $N" test "${v:-0}" -ge $N
 expect_match "they are counters" '# TYPE moat_sandbox_bytes_total counter' "$m"
 
+# --- live connections: a gauge per sandbox --------------------------------
+gauge() { scrape | sed -n 's/^moat_sandbox_connections{sandbox="dev"} //p'; }
+flag=$TOPO_TMP/hold.flag; : >"$flag"
+in_ns $TOPO-dev timeout 70 python3 tests/harness/tcp-idle.py "$flag" $INET_HTTP:9000 \
+	$INET_HTTP:9000 >"$TOPO_TMP/hold.out" 2>&1 &
+hold=$!
+wait_for 10 grep -q "^up 2" "$TOPO_TMP/hold.out"
+expect_match "dev holds 2 connections to the sink" "^up 2" "$(cat "$TOPO_TMP/hold.out")"
+# Rendered every second: the gauge agrees with ctl sandboxes.
+same() { g=$(gauge); [ -n "$g" ] && [ "$g" -ge 2 ] && [ "$g" = "$(field dev connections_live)" ]; }
+expect_ok "moat_sandbox_connections dev counts them, as connections_live does" wait_for 5 same
+held=$(gauge)
+expect_match "it is a gauge" '# TYPE moat_sandbox_connections gauge' "$(scrape)"
+rm -f "$flag"; wait "$hold"
+dropped() { g=$(gauge); [ -n "$g" ] && [ "$g" -le $((${held:-0} - 2)) ]; }
+expect_ok "once they close it drops by 2 (from ${held:-?})" wait_for 5 dropped
+
 # --- a reload that adds a sandbox keeps the others' counts -----------------
 before=$(field dev bytes_in)
 loglines=$(wc -l <"$GW_LOG")

@@ -41,6 +41,11 @@ ip -n "$NS_INET" addr add $FAR6/128 dev lo nodad
 ip -n "$NS_GW" -6 route replace default via $INET_ADDR6 metric 100
 topo_bg "$NS_INET" far6 socat TCP6-LISTEN:2222,bind="[$FAR6]",fork,reuseaddr SYSTEM:"echo hi"
 topo_wait_port "$NS_INET" $FAR6 2222
+# Servers that keep a connection open until the client closes it.
+topo_bg "$NS_INET" hold6 socat TCP6-LISTEN:2223,bind="[$FAR6]",fork,reuseaddr SYSTEM:cat
+topo_bg "$NS_INET" hold4 socat TCP4-LISTEN:2223,bind=$INET_ADDR,fork,reuseaddr SYSTEM:cat
+topo_wait_port "$NS_INET" $FAR6 2223
+topo_wait_port "$NS_INET" $INET_ADDR 2223
 sed "s|^  web: .*|  web: { listen = \"[$NET6::1]:8443\"; };|" "$GW_CONF" >"$TOPO_TMP/bad.conf"
 expect_match "web.listen inside the guests' IPv6 network is refused, with file:line" \
 	"bad.conf:[0-9]+: gateway.web: listen: expected an address on the management network, not inside gateway.ipv6's network $NET6::/64" \
@@ -77,4 +82,20 @@ expect_eq "a guest cannot reach the console over IPv6" unreachable "$(probe $LAN
 expect_eq "nor on the gateway's sandbox-side IPv6 address" unreachable "$(probe $NET6::1 8443)"
 expect_eq "nor over IPv4 on the LAN address" unreachable "$(tcp_probe $TOPO-dev 192.168.77.1 8443)"
 expect_eq "nor on the sandbox-side IPv4 address" unreachable "$(tcp_probe $TOPO-dev $GW_ADDR 8443)"
+
+# Live connections count both families, straight out (egress open).
+live() { gw_ctl sandboxes --json | python3 -c 'import json, sys
+print([s.get("connections_live") for s in json.load(sys.stdin) if s["name"] == "dev"][0])'; }
+none() { [ "$(live)" = 0 ]; }
+expect_ok "no live connection of dev once the probes are over" wait_for 10 none
+flag=$TOPO_TMP/hold.flag; : >"$flag"
+in_ns $TOPO-dev timeout 70 python3 tests/harness/tcp-idle.py "$flag" "$FAR6:2223" \
+	"$FAR6:2223" "$INET_ADDR:2223" >"$TOPO_TMP/hold.out" 2>&1 &
+hold=$!
+wait_for 10 grep -q "^up 3" "$TOPO_TMP/hold.out"
+expect_match "the guest holds 2 IPv6 and 1 IPv4 connections" "^up 3" "$(cat "$TOPO_TMP/hold.out")"
+three() { [ "$(live)" = 3 ]; }
+expect_ok "connections_live counts both families: 3" wait_for 3 three
+rm -f "$flag"; wait "$hold"
+expect_ok "and 0 once they close (within 2 s)" wait_for 2 none
 tap_done

@@ -23,6 +23,7 @@ topo_bg "$NS_INET" upstream python3 tests/harness/dns-upstream.py \
 	--addr 203.0.113.53 --answer-all 203.0.113.10
 topo_wait_port "$NS_INET" 203.0.113.53 53
 topo_http "$NS_INET" $INET_HTTP 80 "hello from the internet"
+topo_http "$NS_INET" $INET_HTTP 8080 "a direct port"
 chmod 711 "$TOPO_TMP"
 mkdir -p "$TOPO_TMP/sandboxes.d"
 WEB=192.168.77.1:8443
@@ -40,7 +41,7 @@ gateway: {
 EOF
 printf '%s\n' 'mac = "52:54:00:00:00:0b"; address = "10.77.0.11"; tap = "mt-dev";' \
 	'egress = "allowlist";' 'allow = [ "pypi.org" ];' "owner = \"$UA\";" \
-	>"$TOPO_TMP/sandboxes.d/dev.conf"
+	'allow_ports = [ "tcp/80", "tcp/443", "tcp/8080" ];' >"$TOPO_TMP/sandboxes.d/dev.conf"
 printf '%s\n' 'mac = "52:54:00:00:00:0d"; address = "10.77.0.13"; tap = "mt-lab";' \
 	'egress = "allowlist";' 'allow = [ "github.test" ];' "owner = \"$UB\";" \
 	>"$TOPO_TMP/sandboxes.d/lab.conf"
@@ -145,12 +146,35 @@ expect_ok "its owner may" as "$UA" web-sessions revoke "$sid"
 expect_eq "a revoked session is logged out" 401 \
 	"$(lan -o /dev/null -w '%{http_code}' -b "$TOPO_TMP/jar" https://$WEB/api/sandboxes)"
 
+# --- live connections: the kernel's view, proxied and direct ---------------
+live() { gw_ctl sandboxes --json | python3 -c 'import json, sys
+print([s.get("connections_live") for s in json.load(sys.stdin) if s["name"] == sys.argv[1]][0])' "$1"; }
+expect_eq "ctl sandboxes --json: no live connection of dev at first" 0 "$(live dev)"
+# pypi.org is dev's (the upstream answers it with the web server's
+# address): port 80 goes through the proxy, port 8080 straight out.
+in_ns $TOPO-dev dig +short +time=2 +tries=1 @$GW_ADDR pypi.org A >/dev/null
+flag=$TOPO_TMP/hold.flag; : >"$flag"
+in_ns $TOPO-dev timeout 70 python3 tests/harness/tcp-idle.py "$flag" $INET_HTTP:80 \
+	$INET_HTTP:80 $INET_HTTP:8080 $INET_HTTP:8080 >"$TOPO_TMP/hold.out" 2>&1 &
+hold=$!
+wait_for 10 grep -q "^up 4" "$TOPO_TMP/hold.out"
+expect_match "the guest holds 2 proxied and 2 direct connections" "^up 4" "$(cat "$TOPO_TMP/hold.out")"
+four() { [ "$(live dev)" = 4 ]; }
+expect_ok "ctl sandboxes --json counts them: connections_live 4" wait_for 3 four
+expect_eq "...and the other sandbox none" 0 "$(live lab)"
+expect_match "the text form says it too" "^dev .* live 4" "$(gw_ctl sandboxes)"
+rm -f "$flag"; wait "$hold"
+t0=$(date +%s%N)
+zero() { [ "$(live dev)" = 0 ]; }
+expect_ok "once they close the count is 0 again (within 2 s)" wait_for 2 zero
+echo "# closed connections left the count in $((($(date +%s%N) - t0) / 1000000)) ms"
+
 # --- in a real browser ------------------------------------------------------
 used=$(link "$UA"); lan -o /dev/null "$used"
 res=$(in_ns "$NS_LAN" /usr/bin/python3 tests/harness/web-browser.py --base "https://$WEB" \
 	--owner-link "$(gw_ctl web-login | head -1)" --member-link "$(link "$UB")" --reused-link "$used" \
 	--guest-ns "$TOPO-dev" --art "$ART" --gw "$GW_ADDR" --lan-host "$LAN_HOST" --owner root --member "$UB" \
-	--sandbox dev --member-sandbox lab 2>&1)
+	--sandbox dev --member-sandbox lab --hold "$INET_HTTP:80" 2>&1)
 echo "$res" | grep '^INFO' | sed 's/^INFO/#/'
 while IFS= read -r line; do
 	case $line in

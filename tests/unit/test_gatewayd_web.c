@@ -78,6 +78,40 @@ cookie(void **state)
 	assert_int_equal(web_cookie_session("", 0, tok), -1);
 }
 
+/* What the audit log gained between two reads of its last lines. */
+static void
+log_added(void **state)
+{
+	bool all;
+
+	(void)state;
+	/* Nothing yet: all of it. */
+	assert_string_equal(web_log_added(NULL, "{a}\n{b}", &all), "{a}\n{b}");
+	assert_true(all);
+	/* Grown by a line, twice the same line, or nothing. */
+	assert_string_equal(web_log_added("{a}\n{b}", "{a}\n{b}\n{c}", &all),
+	    "{c}");
+	assert_false(all);
+	assert_string_equal(web_log_added("{a}\n{b}", "{a}\n{b}\n{b}", &all),
+	    "{b}");
+	assert_false(all);
+	assert_string_equal(web_log_added("{a}\n{b}", "{a}\n{b}", &all), "");
+	assert_false(all);
+	/* The window moved on: the first line fell out of it. */
+	assert_string_equal(web_log_added("{a}\n{b}\n{c}",
+	    "{b}\n{c}\n{d}\n{e}", &all), "{d}\n{e}");
+	assert_false(all);
+	/* An empty log, then its first line. */
+	assert_string_equal(web_log_added("", "{a}", &all), "{a}");
+	assert_false(all);
+	/* A rotated log, and a line that only begins like the old last. */
+	assert_string_equal(web_log_added("{a}\n{b}", "{x}", &all), "{x}");
+	assert_true(all);
+	assert_string_equal(web_log_added("{a}\n{b}", "{a}\n{b}c", &all),
+	    "{a}\n{b}c");
+	assert_true(all);
+}
+
 int
 main(void)
 {
@@ -85,6 +119,7 @@ main(void)
 		cmocka_unit_test(form_fields),
 		cmocka_unit_test(form_refusals),
 		cmocka_unit_test(cookie),
+		cmocka_unit_test(log_added),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
