@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Half-closed tunnels through the kernel's socket map (--tunnels auto):
+# many guests at once each send 1 MiB through a CONNECT tunnel to an echo
+# server, shut their sending side down once everything is sent while the
+# server is still echoing, and read to the end.  Every stream must come
+# back whole, byte for byte, and each tunnel must have gone through the
+# kernel and been counted in full at its close.
+cd "$(dirname "$0")/../.."
+. tests/harness/tap.sh
+. tests/harness/topology.sh
+. tests/harness/gw.sh
+. tests/harness/dns-lib.sh
+
+N=${HALFCLOSE_STREAMS:-200}
+topo_up || { not_ok "topology"; exit 1; }
+topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
+# -t 20: after the guest's end, echo what is left for up to 20 s
+topo_bg "$NS_INET" echo socat -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
+topo_wait_port "$NS_INET" $INET_HTTP 7000 || not_ok "echo server starts"
+dns_upstream 203.0.113.53 || not_ok "test upstream starts"
+chmod 711 "$TOPO_TMP"
+cat >"$GW_CONF" <<EOF2
+gateway: {
+  uplink  = "up0";
+  network = "10.77.0.0/24";
+  bridge  = "moat0";
+  dns:   { upstream = [ "203.0.113.53" ]; };
+  proxy: { port = 3128; intercept = true; workers = 1; };
+  treat_as_public = [ "203.0.113.0/24" ];
+};
+sandboxes = (
+  { name = "web"; mac = "52:54:00:00:00:0a"; address = "10.77.0.10"; tap = "mt-web";
+    egress = "allowlist"; allow = [ "open.test" ]; allow_ports = [ "tcp/7000" ]; }
+);
+EOF2
+
+gw_start -v --tunnels auto; expect_eq "gatewayd starts with --tunnels auto" 0 $?
+wait_for 30 test -n "$(gw_child_pid proxy)"
+expect_match "tunnels go through the socket map" '^tunnels +sockmap ' \
+	"$(gw_ctl status | grep '^tunnels')"
+expect_eq "web resolves open.test" "$INET_HTTP" \
+	"$(in_ns "$TOPO-web" dig +short +time=2 +tries=1 @$GW_ADDR open.test)"
+
+res=$(in_ns "$TOPO-web" timeout 300 python3 tests/harness/tunnel-load.py \
+    $GW_ADDR open.test:7000 halfclose-many $N 8 1048576 2>&1)
+expect_eq "$N tunnels, 8 at a time, half-closed while the server echoes: all 1 MiB back" \
+	"$N" "$(head -1 <<<"$res")"
+[ "$(head -1 <<<"$res")" = "$N" ] || tail -n +2 <<<"$res" | sort | uniq -c | head -20 | sed "s|^|# |"
+expect_eq "...each through the kernel" "$N" "$(grep -c 'open.test:7000: tunnel in the kernel' "$GW_LOG")"
+expect_eq "...each counted in full at its close" "$N" \
+	"$(grep -c 'open.test:7000: tunnel closed (kernel): 1048[0-9]* bytes out, 1048576 in' "$GW_LOG")"
+expect_eq "the worker never ended one early" "" \
+	"$(grep -E 'passed on newer bytes|ending it anyway' "$GW_LOG")"
+expect_eq "no child crashed" "" "$(grep -E 'ERROR: AddressSanitizer|runtime error|seccomp|killed|restarting' "$GW_LOG")"
+tap_done
