@@ -111,7 +111,8 @@ def halfclose_many(gw, target, n, at_once, size):
         nonlocal started
         s = tunnel(gw, target)[0]
         s.setblocking(False)
-        st[s] = [os.urandom(size), 0, bytearray()]
+        # not 0x16 first: the proxy would take it for a TLS ClientHello
+        st[s] = [b"x" + os.urandom(size - 1), 0, bytearray()]
         sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
         started += 1
 

@@ -8,10 +8,8 @@
 # TLS (transparent, by SNI) goes the same way; and `ctl unallow` of the
 # name stops the tunnel within a second.  Then by default (splice), the
 # same tunnels go through the worker again, and a half-closed one gets
-# all of its bytes back.  (The kernel's path is not held to the
-# half-close: there, a guest that sends 1-3 MiB and half-closes while the
-# server echoes got short or reordered bytes back in 2-4 tries of 25; see
-# gatewayd(8).)
+# all of its bytes back.  (Many half-closed tunnels through the kernel at
+# once: 57-proxy-sockmap-halfclose.)
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
