@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Half-closed tunnels through the kernel's socket map (--tunnels auto):
-# many guests at once each send 1 MiB through a CONNECT tunnel to an echo
-# server, shut their sending side down once everything is sent while the
-# server is still echoing, and read to the end.  Every stream must come
-# back whole, byte for byte, and each tunnel must have gone through the
-# kernel and been counted in full at its close.
+# Half-closed tunnels, through the kernel's socket map (--tunnels auto)
+# and then through splice(2): many guests at once each send 1 MiB through
+# a CONNECT tunnel to an echo server while reading the echo, shut their
+# sending side down once everything is sent while the server is still
+# echoing, and read to the end.  Every stream must come back whole, byte
+# for byte, and each tunnel must have been carried by the path chosen and
+# counted in full at its close.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -35,25 +36,38 @@ sandboxes = (
 );
 EOF2
 
-gw_start -v --tunnels auto; expect_eq "gatewayd starts with --tunnels auto" 0 $?
-wait_for 30 test -n "$(gw_child_pid proxy)"
-expect_match "tunnels go through the socket map" '^tunnels +sockmap ' \
-	"$(gw_ctl status | grep '^tunnels')"
-expect_eq "web resolves open.test" "$INET_HTTP" \
-	"$(in_ns "$TOPO-web" dig +short +time=2 +tries=1 @$GW_ADDR open.test)"
-
-res=$(in_ns "$TOPO-web" timeout 300 python3 tests/harness/tunnel-load.py \
-    $GW_ADDR open.test:7000 halfclose-many $N 8 $B 2>&1)
-expect_eq "$N tunnels, 8 at a time, half-closed while the server echoes: all $B bytes back" \
-	"$N" "$(head -1 <<<"$res")"
-[ "$(head -1 <<<"$res")" = "$N" ] || tail -n +2 <<<"$res" | sort | uniq -c | head -20 | sed "s|^|# |"
-expect_eq "...each through the kernel" "$N" "$(grep -c 'open.test:7000: tunnel in the kernel' "$GW_LOG")"
-expect_eq "...each counted in full at its close" "$N" \
-	"$(grep -c "open.test:7000: tunnel closed (kernel): [0-9]* bytes out, $B in" "$GW_LOG")"
-expect_eq "the worker never ended one early" "" \
-	"$(grep -E 'passed on newer bytes|ending it anyway' "$GW_LOG")"
-# what the worker saw of any stream that broke
-[ "$(head -1 <<<"$res")" = "$N" ] || grep -E 'worker copies|passed on newer|ending it|closed in state' \
-	"$GW_LOG" | sort | uniq -c | head -10 | sed 's|^|# |'
-expect_eq "no child crashed" "" "$(grep -E 'ERROR: AddressSanitizer|runtime error|seccomp|killed|restarting' "$GW_LOG")"
+# halfclose PATH WHAT -- gatewayd with --tunnels PATH; every stream back
+# whole, each tunnel carried by WHAT ("kernel" or "splice") and counted in
+# full at its close
+halfclose() {
+	local path=$1 what=$2 res
+	gw_start -v --tunnels $path; expect_eq "gatewayd starts with --tunnels $path" 0 $?
+	wait_for 30 test -n "$(gw_child_pid proxy)"
+	expect_match "tunnels go through $what" "^tunnels +$([ $what = kernel ] && echo sockmap || echo splice) " \
+		"$(gw_ctl status | grep '^tunnels')"
+	expect_eq "web resolves open.test" "$INET_HTTP" \
+		"$(in_ns "$TOPO-web" dig +short +time=2 +tries=1 @$GW_ADDR open.test)"
+	res=$(in_ns "$TOPO-web" timeout 300 python3 tests/harness/tunnel-load.py \
+	    $GW_ADDR open.test:7000 halfclose-many $N 8 $B 2>&1)
+	expect_eq "$what: $N tunnels, 8 at a time, half-closed while the server echoes: all $B bytes back" \
+		"$N" "$(head -1 <<<"$res")"
+	[ "$(head -1 <<<"$res")" = "$N" ] || tail -n +2 <<<"$res" | sort | uniq -c | head -20 | sed "s|^|# |"
+	expect_eq "...each counted in full at its close, as carried by the $what" "$N" \
+		"$(grep -c "open.test:7000: tunnel closed ($what): [0-9]* bytes out, $B in" "$GW_LOG")"
+	expect_eq "the worker never ended one early" "" \
+		"$(grep -E 'passed on newer bytes|ending it anyway' "$GW_LOG")"
+	# what the worker saw of any stream that broke
+	[ "$(head -1 <<<"$res")" = "$N" ] || grep -E 'worker copies|passed on newer|ending it|closed in state' \
+		"$GW_LOG" | sort | uniq -c | head -10 | sed 's|^|# |'
+	expect_eq "no child crashed" "" "$(grep -E 'ERROR: AddressSanitizer|runtime error|seccomp|killed|restarting' "$GW_LOG")"
+	kill "$GW_PID"; wait "$GW_PID" 2>/dev/null
+	: >"$GW_LOG"
+}
+paths=${HALFCLOSE_PATHS:-"auto splice"}	# HALFCLOSE_PATHS=auto: the kernel's only
+for p in $paths; do
+	case $p in
+	auto) halfclose auto kernel ;;
+	splice) halfclose splice splice ;;
+	esac
+done
 tap_done
