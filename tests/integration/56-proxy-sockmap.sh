@@ -19,8 +19,9 @@ cd "$(dirname "$0")/../.."
 topo_up || { not_ok "topology"; exit 1; }
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 # -t 20: after the guest's end, echo what is left for up to 20 s (socat's
-# default gives up after half a second)
-topo_bg "$NS_INET" echo socat -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
+# default gives up after half a second); -b 4096: socat's own PIPE cannot
+# deadlock it (57-proxy-sockmap-halfclose says how)
+topo_bg "$NS_INET" echo socat -b 4096 -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
 topo_wait_port "$NS_INET" $INET_HTTP 7000 || not_ok "echo server starts"
 dns_upstream 203.0.113.53 || not_ok "test upstream starts"
 chmod 711 "$TOPO_TMP"

@@ -16,8 +16,13 @@ N=${HALFCLOSE_STREAMS:-200}	# more streams, bigger ones: HALFCLOSE_STREAMS=500 H
 B=${HALFCLOSE_BYTES:-1048576}
 topo_up || { not_ok "topology"; exit 1; }
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
-# -t 20: after the guest's end, echo what is left for up to 20 s
-topo_bg "$NS_INET" echo socat -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
+# -t 20: after the guest's end, echo what is left for up to 20 s.  -b 4096:
+# socat writes each block it read into its PIPE whole, blocking; with its
+# default 8 KiB blocks a write into a pipe with less room than that waits
+# for socat itself to read, and the echo stops for good (seen as a stream
+# stalled at 128 KiB, the server's window shut).  A page fits in any pipe
+# that polls writable.
+topo_bg "$NS_INET" echo socat -b 4096 -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
 topo_wait_port "$NS_INET" $INET_HTTP 7000 || not_ok "echo server starts"
 dns_upstream 203.0.113.53 || not_ok "test upstream starts"
 chmod 711 "$TOPO_TMP"
