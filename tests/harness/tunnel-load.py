@@ -13,7 +13,8 @@ driven one way per mode (runs inside a test guest namespace only).
       open at a time; each sends BYTES while it reads the echo, shuts its
       sending side down once all is sent (the server is still echoing) and
       reads to the end; prints how many came back intact, then one line per
-      stream that did not: "short GOT of BYTES" or "wrong at OFFSET"
+      stream that did not: "short GOT of BYTES", "doubled N at OFFSET" (whole
+      but for N bytes given twice in a row) or "wrong at OFFSET"
 
 Every wait on the network is bounded (20 s).
 """
@@ -128,7 +129,15 @@ def halfclose_many(gw, target, n, at_once, size):
         else:
             k = next((i for i in range(min(len(got), len(data)))
                       if got[i] != data[i]), min(len(got), len(data)))
-            bad.append("wrong at %d (%d of %d)" % (k, len(got), len(data)))
+            d = len(got) - len(data)
+            # the stream whole but for a run of bytes given twice, the
+            # second time right after the first
+            if d > 0 and got[:k] + got[k + d:] == data and \
+                    any(got[j:j + d] == got[j + d:j + 2 * d]
+                        for j in range(max(0, k - d), k + 1)):
+                bad.append("doubled %d at %d" % (d, k))
+            else:
+                bad.append("wrong at %d (%d of %d)" % (k, len(got), len(data)))
 
     while started < min(at_once, n):
         start()
