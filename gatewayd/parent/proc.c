@@ -900,8 +900,8 @@ static int
 start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 {
 	char prog[1024], *argv[32];
-	char smarg[8];
-	int argc = 0, fds[6], nfds = 0, signer = -1, conf, smfd;
+	char smarg[8], peersarg[8];
+	int argc = 0, fds[7], nfds = 0, signer = -1, conf, smfd;
 	unsigned w = id - PROC_PROXY;
 	pid_t pid;
 
@@ -969,6 +969,10 @@ start_exec(struct gw *gw, enum gw_proc_id id, int ipc)
 		snprintf(smarg, sizeof(smarg), "%d", 2 + nfds);
 		argv[argc++] = "--sockmap-fd";
 		argv[argc++] = smarg;
+		fds[nfds++] = sockmap_peers_fd();	/* fd 8 or 9 */
+		snprintf(peersarg, sizeof(peersarg), "%d", 2 + nfds);
+		argv[argc++] = "--sockmap-peers-fd";
+		argv[argc++] = peersarg;
 	}
 	if (id == PROC_DNSD && dnsd_of(gw)->dns_udp6 != -1 && dnsd_of(gw)->dns_tcp6 != -1) {
 		fds[nfds++] = dnsd_of(gw)->dns_udp6;		/* fd 7 */

@@ -24,10 +24,10 @@ static struct {
 	bool		 splice_only;	/* --tunnels splice, the default */
 	bool		 tried;
 	struct bpf_object *obj;
-	int		 mapfd;
+	int		 mapfd, peersfd;
 	unsigned	 insns, xlated, jited;
 	char		 why[160];
-} sm = { .splice_only = true, .mapfd = -1 };
+} sm = { .splice_only = true, .mapfd = -1, .peersfd = -1 };
 
 int
 sockmap_choose(const char *how)
@@ -63,7 +63,7 @@ fail(const char *what, int err)
 	if (sm.obj != NULL)
 		bpf_object__close(sm.obj);
 	sm.obj = NULL;
-	sm.mapfd = -1;
+	sm.mapfd = sm.peersfd = -1;
 	return -1;
 }
 
@@ -84,7 +84,8 @@ sockmap_load(void)
 		return fail("loading the tunnel program", errno);
 	prog = bpf_object__find_program_by_name(sm.obj, "tunnel_verdict");
 	sm.mapfd = bpf_object__find_map_fd_by_name(sm.obj, "tunnels");
-	if (prog == NULL || sm.mapfd < 0)
+	sm.peersfd = bpf_object__find_map_fd_by_name(sm.obj, "peers");
+	if (prog == NULL || sm.mapfd < 0 || sm.peersfd < 0)
 		return fail("BPF object", ENOENT);
 	pfd = bpf_program__fd(prog);
 	if (bpf_prog_attach(pfd, sm.mapfd, BPF_SK_SKB_STREAM_VERDICT, 0) != 0)
@@ -118,6 +119,12 @@ sockmap_fd(void)
 			    "path is not available (%s)", sm.why);
 	}
 	return sm.mapfd;
+}
+
+int
+sockmap_peers_fd(void)
+{
+	return sockmap_fd() >= 0 ? sm.peersfd : -1;
 }
 
 const char *

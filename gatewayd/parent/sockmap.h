@@ -4,10 +4,10 @@
  *
  * The parent loads one small BPF program (a stream verdict that sends
  * each chunk a socket receives to the socket paired with it) and attaches
- * it to one socket hash, with `--tunnels auto`.  Proxy workers get the
- * map's descriptor and nothing else: they pair a tunnel's two sockets in
- * it once the policy has decided, and the kernel moves the bytes from
- * then on.  By default (`--tunnels splice`), or where the kernel cannot,
+ * it to one socket hash, with `--tunnels auto`; a second one says where
+ * each socket's data goes.  Proxy workers get the two maps' descriptors
+ * and nothing else: they pair a tunnel's two sockets in them once the
+ * policy has decided, and the kernel moves the bytes from then on.  By default (`--tunnels splice`), or where the kernel cannot,
  * tunnels go through splice(2) in the proxy.
  */
 #ifndef GATEWAYD_PARENT_SOCKMAP_H
@@ -22,6 +22,9 @@ int		 sockmap_choose(const char *how);
 /* The map's descriptor for a proxy worker, loading the program the first
  * time; -1 when tunnels use splice (the reason is in sockmap_why()). */
 int		 sockmap_fd(void);
+/* The map of where each socket's data goes (the program's redirect
+ * target); -1 as sockmap_fd. */
+int		 sockmap_peers_fd(void);
 /* "sockmap" or "splice", and why (for sockmap: the program's size as
  * the verifier accepted it), for ctl status and the metrics. */
 const char	*sockmap_path(void);

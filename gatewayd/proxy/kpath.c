@@ -16,16 +16,16 @@
 #include "kpath.h"
 #include "log.h"
 
-static int mapfd = -1;
+static int mapfd = -1, peersfd = -1;
 
 static int
-map_cmd(int cmd, uint64_t key, int fd)
+map_cmd(int map, int cmd, uint64_t key, int fd)
 {
 	union bpf_attr a;
 	uint32_t v = (uint32_t)fd;
 
 	memset(&a, 0, sizeof(a));
-	a.map_fd = (uint32_t)mapfd;
+	a.map_fd = (uint32_t)map;
 	a.key = (uint64_t)(uintptr_t)&key;
 	if (cmd == BPF_MAP_UPDATE_ELEM) {
 		a.value = (uint64_t)(uintptr_t)&v;
@@ -35,17 +35,19 @@ map_cmd(int cmd, uint64_t key, int fd)
 }
 
 int
-kpath_init(int fd)
+kpath_init(int fd, int pfd)
 {
-	mapfd = fd;
 	/* No key is 0 (socket cookies start at 1): ENOENT says the kernel
 	 * lets this process use the map, EPERM that it does not. */
-	if (map_cmd(BPF_MAP_DELETE_ELEM, 0, -1) == 0 || errno != ENOENT) {
+	if (map_cmd(fd, BPF_MAP_DELETE_ELEM, 0, -1) == 0 || errno != ENOENT ||
+	    map_cmd(pfd, BPF_MAP_DELETE_ELEM, 0, -1) == 0 || errno != ENOENT) {
 		log_warn("tunnels through splice(2): the socket map");
 		close(fd);
-		mapfd = -1;
+		close(pfd);
 		return -1;
 	}
+	mapfd = fd;
+	peersfd = pfd;
 	return 0;
 }
 
@@ -146,20 +148,22 @@ kpath_join(int gfd, int ufd, struct kpath_dir *gu, struct kpath_dir *ug)
 	if (mapfd < 0 || cookie(gfd, &cg) == -1 || cookie(ufd, &cu) == -1 ||
 	    base_of(gfd, ufd, gu) == -1 || base_of(ufd, gfd, ug) == -1)
 		return -1;
-	/* Each socket under its peer's cookie: the program looks its own
-	 * up and finds where to send.  The upstream's is stored first: in
-	 * the moment between the two updates a socket in the map whose
-	 * peer is not yet keeps what it receives for the worker, and the
-	 * upstream is the side that waits for the guest's first bytes. */
-	if (map_cmd(BPF_MAP_UPDATE_ELEM, cg, ufd) == -1) {
-		log_debug("socket map: %s", strerror(errno));
-		return -1;
-	}
-	if (map_cmd(BPF_MAP_UPDATE_ELEM, cu, gfd) == -1) {
-		log_debug("socket map: %s", strerror(errno));
-		(void)map_cmd(BPF_MAP_DELETE_ELEM, cg, -1);
-		return -1;
-	}
+	/* First where each socket's data goes: each under its peer's
+	 * cookie, in the map the program looks up and no program runs on.
+	 * Only then the sockets whose data the program takes, each under
+	 * its own cookie: from the moment a socket is there the kernel
+	 * hands its data to the peer, which it already knows, so none is
+	 * ever left to the worker while newer bytes go through.  Until
+	 * then its bytes wait in its own queue, which the worker does not
+	 * read meanwhile. */
+	if (map_cmd(peersfd, BPF_MAP_UPDATE_ELEM, cg, ufd) == -1)
+		goto fail;
+	if (map_cmd(peersfd, BPF_MAP_UPDATE_ELEM, cu, gfd) == -1)
+		goto fail;
+	if (map_cmd(mapfd, BPF_MAP_UPDATE_ELEM, cg, gfd) == -1)
+		goto fail;
+	if (map_cmd(mapfd, BPF_MAP_UPDATE_ELEM, cu, ufd) == -1)
+		goto fail;
 	/* Bytes that arrived after the worker's last read and before the
 	 * pair are queued where the program has not seen them; setting the
 	 * low-water mark makes the kernel offer the queue to the program
@@ -168,6 +172,16 @@ kpath_join(int gfd, int ufd, struct kpath_dir *gu, struct kpath_dir *ug)
 	(void)setsockopt(ufd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
 	(void)setsockopt(gfd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
 	return 0;
+fail:
+	/* The maps are as large as each other and a tunnel takes two
+	 * entries in each: a full map fails before the program takes any
+	 * socket's data, and what was added comes out again untouched. */
+	log_debug("socket map: %s", strerror(errno));
+	(void)map_cmd(mapfd, BPF_MAP_DELETE_ELEM, cu, -1);
+	(void)map_cmd(mapfd, BPF_MAP_DELETE_ELEM, cg, -1);
+	(void)map_cmd(peersfd, BPF_MAP_DELETE_ELEM, cu, -1);
+	(void)map_cmd(peersfd, BPF_MAP_DELETE_ELEM, cg, -1);
+	return -1;
 }
 
 int64_t

@@ -1,8 +1,9 @@
 /*
  * kpath.h -- a spliced tunnel carried by the kernel.
  *
- * gatewayd's parent loads a small BPF program and its socket hash and
- * gives each worker the map's descriptor (--sockmap-fd).  Once a tunnel
+ * gatewayd's parent loads a small BPF program and its two socket hashes
+ * and gives each worker the maps' descriptors (--sockmap-fd,
+ * --sockmap-peers-fd).  Once a tunnel
  * is decided and its first bytes are through, the worker pairs the two
  * sockets in the map; from then on the kernel hands each chunk one
  * socket receives to the other's send side, and the worker sees the
@@ -15,13 +16,11 @@
  * call filter allows no other bpf() command); closing a socket removes
  * it, so a tunnel cut by policy stops with its sockets.
  *
- * Known limit: the pair is made by two map updates.  Bytes the upstream
- * socket receives between them find no peer and are kept for the worker,
- * which copies them.  If newer bytes are already on the other socket the
- * tunnel ends rather than scramble the stream (kpath_overtaken); between
- * that check and the worker's send a few microseconds remain in which
- * the kernel can still pass it.  This is one reason the path is not the
- * default (gatewayd --tunnels).
+ * The pair is made so that the kernel takes a socket's data only once it
+ * knows where to send it (kpath_join): no byte is left to the worker
+ * while newer ones go through.  kpath_overtaken still guards the order:
+ * should the kernel ever leave bytes after it passed newer ones on, the
+ * tunnel ends rather than scramble the stream.
  */
 #ifndef MOAT_PROXY_KPATH_H
 #define MOAT_PROXY_KPATH_H
@@ -31,7 +30,7 @@
 
 /* Take the map's descriptor; -1 (tunnels stay on splice) when the
  * kernel refuses this process the map.  Before the system call filter. */
-int	kpath_init(int mapfd);
+int	kpath_init(int mapfd, int peersfd);
 bool	kpath_on(void);
 
 /* A direction's bookkeeping: what src had received and dst had been

@@ -58,7 +58,7 @@ struct options {
 	int		 foreground;
 	int		 verbose;
 	int		 no_seccomp;
-	int		 sockmap_fd;
+	int		 sockmap_fd, peers_fd;
 	uint16_t	 dns_port;
 };
 
@@ -94,6 +94,7 @@ usage(FILE *fp)
 "      --transparent-fd N  the same, for redirected connections only\n"
 "      --ipc-fd N          SOCK_SEQPACKET to gatewayd (audit, reload)\n"
 "      --sockmap-fd N      the socket map spliced tunnels are paired in\n"
+"      --sockmap-peers-fd N  the socket map of where each one's data goes\n"
 "      --signer-fd N       SOCK_SEQPACKET to the signer holding the CA key\n"
 "      --config-fd N       the normalised configuration (-c names it only)\n"
 "                          (without it the proxy starts its own signer)\n"
@@ -141,6 +142,7 @@ parse_args(int argc, char *argv[], struct options *o)
 		{ "dns-port", required_argument, NULL, 'p' },
 		{ "no-seccomp", no_argument, NULL, 'S' },
 		{ "sockmap-fd", required_argument, NULL, 'M' },
+		{ "sockmap-peers-fd", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch, fd;
@@ -150,7 +152,7 @@ parse_args(int argc, char *argv[], struct options *o)
 	o->ipc_fd = -1;
 	o->signer_fd = -1;
 	o->config_fd = -1;
-	o->sockmap_fd = -1;
+	o->sockmap_fd = o->peers_fd = -1;
 	while ((ch = getopt_long(argc, argv, "c:dvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': o->conf = optarg; break;
@@ -183,6 +185,10 @@ parse_args(int argc, char *argv[], struct options *o)
 			break;
 		case 'M':
 			if ((o->sockmap_fd = parse_fd(optarg)) < 0)
+				return -1;
+			break;
+		case 'P':
+			if ((o->peers_fd = parse_fd(optarg)) < 0)
 				return -1;
 			break;
 		case 'l':
@@ -534,8 +540,10 @@ main(int argc, char *argv[])
 	proxy.maxconns = maxfiles() / 3 - 16;
 	privdrop_daemon(o.user, "nobody");
 	/* As the worker's own user, as every pairing will be. */
-	if (o.sockmap_fd >= 0 && fcntl(o.sockmap_fd, F_SETFD, FD_CLOEXEC) == 0 &&
-	    kpath_init(o.sockmap_fd) == 0)
+	if (o.sockmap_fd >= 0 && o.peers_fd >= 0 &&
+	    fcntl(o.sockmap_fd, F_SETFD, FD_CLOEXEC) == 0 &&
+	    fcntl(o.peers_fd, F_SETFD, FD_CLOEXEC) == 0 &&
+	    kpath_init(o.sockmap_fd, o.peers_fd) == 0)
 		log_info("tunnels: through the kernel's socket map");
 	if (o.ipc_fd >= 0)
 		die_with_parent(parent);

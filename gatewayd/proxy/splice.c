@@ -118,8 +118,11 @@ copy_dir(struct side *src, struct side *dst, int p[2], size_t *inpipe,
 		dst->err = true;
 		return false;
 	}
-	if (kernel)
+	if (kernel) {
 		kpath_copied(kd, (size_t)n);
+		log_debug("%s: tunnel: the worker copies %zd bytes the kernel "
+		    "left", src->who, n);
+	}
 	if ((size_t)n < sizeof(b))
 		src->rd_ready = false;	/* drained: epoll says when more */
 	else if (!kernel)

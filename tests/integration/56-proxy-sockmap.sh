@@ -8,10 +8,8 @@
 # TLS (transparent, by SNI) goes the same way; and `ctl unallow` of the
 # name stops the tunnel within a second.  Then by default (splice), the
 # same tunnels go through the worker again, and a half-closed one gets
-# all of its bytes back.  (The kernel's path is not held to the
-# half-close: there, a guest that sends 1-3 MiB and half-closes while the
-# server echoes got short or reordered bytes back in 2-4 tries of 25; see
-# gatewayd(8).)
+# all of its bytes back.  (Many half-closed tunnels through the kernel at
+# once: 57-proxy-sockmap-halfclose.)
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -21,8 +19,9 @@ cd "$(dirname "$0")/../.."
 topo_up || { not_ok "topology"; exit 1; }
 topo_guest web 10.77.0.10 52:54:00:00:00:0a mt-web
 # -t 20: after the guest's end, echo what is left for up to 20 s (socat's
-# default gives up after half a second)
-topo_bg "$NS_INET" echo socat -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
+# default gives up after half a second); -b 4096: socat's own PIPE cannot
+# deadlock it (57-proxy-sockmap-halfclose says how)
+topo_bg "$NS_INET" echo socat -b 4096 -t 20 TCP4-LISTEN:7000,bind=$INET_HTTP,fork,reuseaddr PIPE
 topo_wait_port "$NS_INET" $INET_HTTP 7000 || not_ok "echo server starts"
 dns_upstream 203.0.113.53 || not_ok "test upstream starts"
 chmod 711 "$TOPO_TMP"
