@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Guests' IPv6 refusals on the bridge are immediate and neighbour
-# discovery is no refusal (gateway.ipv6): a guest's connection to the
-# gateway's link-local address, on any port, is refused at once with
-# ICMPv6 administratively prohibited (EACCES), as one to its ::1 is,
-# instead of being dropped silently at the bridge and in raw_pre (a 5 s
-# timeout before); and a guest's neighbour solicitations, flooded to the
-# other guests' ports and stopped there, are neither counted as "another
-# guest" nor listed by `ctl refused` (one ff02::1:ff.. row per
-# solicitation before, where a port lacks isolation).
+# discovery is no refusal (gateway.ipv6): a guest's connection to
+# another guest's IPv6 address on its own /64 is refused at once with
+# ICMPv6 administratively prohibited (EACCES), as it is at the gateway:
+# the gateway answers the guest's neighbour solicitation for the other
+# guest with its own MAC (a proxy entry per guest's address), and the
+# policy refuses what then comes (before: port isolation kept the
+# solicitation from the other guest, and the connection failed with "No
+# route to host" after about 3 s).  Again and again: the gateway sends
+# no redirect that would point the guest at the other guest's own MAC.
+# A guest's duplicate address detection never meets the proxy: a guest
+# that takes its address with DAD keeps it (no "dadfailed").  A
+# solicitation sent to another guest's address (checking a neighbour
+# entry) is dropped quietly, neither refused nor counted.  A guest's
+# connection to the gateway's link-local address, on any port, is
+# refused at once too, as one to its ::1 is, instead of being dropped
+# silently at the bridge and in raw_pre (a 5 s timeout before); and a
+# guest's neighbour solicitations, flooded to the other guests' ports and
+# stopped there, are neither counted as "another guest" nor listed by
+# `ctl refused` (one ff02::1:ff.. row per solicitation before, where a
+# port lacks isolation).
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -38,6 +50,57 @@ LL=$(ip -n "$NS_GW" -6 addr show dev moat0 scope link | awk '/inet6/ {sub("/.*",
 try() { in_ns "$TOPO-dev" python3 tests/harness/refusal6.py "$@"; }
 fast() { awk -v t="$1" 'BEGIN { exit !(t + 0 < 1.0) }'; }
 counter() { in_ns "$NS_GW" nft list counter "$1" moat "$2" | awk '/packets/ {print $2}'; }
+
+GW_MAC=$(ip -n "$NS_GW" -br link show dev moat0 | awk '{print $3}')
+ctl_rows() { gw_ctl refused 2>&1 | grep -c "another guest"; }
+
+# --- another guest's IPv6 address: refused at once ------------------------
+g0=$(counter inet guest)
+for i in 1 2 3; do
+	r=$(try udp $NET6::a 9)
+	expect_eq "dev -> [$NET6::a]:9/udp, try $i, is refused with ICMPv6 admin-prohibited ($r)" EACCES "${r% *}"
+	expect_ok "... at once (${r#* } s)" fast "${r#* }"
+done
+r=$(try tcp $NET6::a 9000)
+expect_eq "dev -> [$NET6::a]:9000/tcp is refused with ICMPv6 admin-prohibited ($r)" EACCES "${r% *}"
+expect_ok "... well before address resolution would give up (${r#* } s)" \
+	awk -v t="${r#* }" 'BEGIN { exit !(t + 0 < 2.0) }'
+expect_ok "the refusals are counted as \"another guest\"" test "$(counter inet guest)" -ge $((g0 + 4))
+expect_match "dev's neighbour entry for web's address is the gateway's MAC" \
+	"lladdr $GW_MAC" "$(ip -n "$TOPO-dev" -6 neigh show $NET6::a dev eth0)"
+expect_fail "dev took no redirect towards web" \
+	grep -q "cache" <<<"$(ip -n "$TOPO-dev" -6 route show cache $NET6::a 2>/dev/null)"
+expect_match "ctl refused lists web's address as another guest" \
+	"$NET6::a.*another guest" "$(gw_ctl refused 2>&1)"
+
+# --- duplicate address detection never meets the proxy --------------------
+ip -n "$TOPO-web" addr del $NET6::a/64 dev eth0
+ip -n "$TOPO-web" addr add $NET6::a/64 dev eth0
+ip -n "$TOPO-web" -6 route replace default via $NET6::1
+dad_done() { ! ip -n "$TOPO-web" -6 addr show dev eth0 2>/dev/null | grep -q tentative; }
+expect_ok "web's address comes out of DAD" wait_for 10 dad_done
+out=$(ip -n "$TOPO-web" -6 addr show dev eth0 2>/dev/null)
+expect_match "... and web keeps it (no dadfailed)" "inet6 $NET6::a/64 scope global" "$out"
+expect_fail "... no dadfailed" grep -q dadfailed <<<"$out"
+r=$(in_ns "$TOPO-web" python3 tests/harness/refusal6.py tcp $NET6::1 53)
+expect_eq "web's address works: DNS on the gateway's ::1 connects" connected "${r% *}"
+r=$(in_ns "$TOPO-web" python3 tests/harness/refusal6.py udp $NET6::b 9)
+expect_eq "web -> dev's address is refused at once too ($r)" EACCES "${r% *}"
+
+# --- a solicitation sent to another guest's address: dropped quietly ------
+g0=$(counter inet guest); n0=$(ctl_rows)
+for i in 1 2 3; do
+	in_ns "$TOPO-dev" python3 -c "
+import socket, struct
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 255)
+t = socket.inet_pton(socket.AF_INET6, '$NET6::a')
+s.sendto(struct.pack('!BBHI', 135, 0, 0, 0) + t, ('$NET6::a', 0))"
+done
+sleep 1
+expect_eq "unicast solicitations for web's address are not refused as \"another guest\"" \
+	"$g0" "$(counter inet guest)"
+expect_eq "... nor listed by ctl refused" "$n0" "$(ctl_rows)"
 
 # --- the gateway's link-local address: refused at once -------------------
 h0=$(counter inet host)
@@ -78,7 +141,7 @@ try udp $NET6::1 53 >/dev/null
 sleep 1
 expect_eq "guests' neighbour solicitations are not counted as \"another guest\"" "$g0" "$(counter bridge guest)"
 r=$(try tcp $NET6::a 9000)
-expect_eq "... and still never reach the other guest ($r)" EHOSTUNREACH "${r% *}"
+expect_eq "... and still never reach the other guest: the gateway refuses ($r)" EACCES "${r% *}"
 out=$(gw_ctl refused 2>&1)
 expect_fail "ctl refused lists no ff02:: row" grep -q "ff02:" <<<"$out"
 expect_match "... while it does list the gateway's link-local refusals" "fe80:.*the gateway host" "$out"
