@@ -44,7 +44,17 @@ sed -e 's/egress = "allowlist"; allow = \[ "pypi.org", "\*.github.test" \];/egre
     -e 's|treat_as_public = \[ "203.0.113.0/24" \];|treat_as_public = [ "203.0.113.0/24", "2001:db8::/32" ]; ipv6 = { network = "'$NET6'::/64"; uplink_mode = "nat66"; };|' \
     -e '/name = "locked"/,+1d' examples/demo.conf | sed -e 's/owner = "bob"; },/owner = "bob"; }/' >"$GW_CONF"
 grep -q 'uplink_mode = "nat66"' "$GW_CONF" || { not_ok "test config"; exit 1; }
+# A proxy entry left in the guests' /64 (no sandbox has ::99) goes at
+# start; one outside it is not gatewayd's and stays.
+ip -n "$NS_GW" -6 neigh add proxy $NET6::99 dev moat0
+ip -n "$NS_GW" -6 neigh add proxy 2001:db8:5::1 dev moat0
+knobs() { in_ns "$NS_GW" sysctl -n net.ipv6.conf.moat0.proxy_ndp net.ipv6.neigh.moat0.proxy_delay | xargs; }
+proxies() { ip -n "$NS_GW" -6 neigh show proxy dev moat0 | awk '{print $1}' | sort | xargs; }
+knobs0=$(knobs)
 gw_start; expect_eq "gatewayd starts with gateway.ipv6" 0 $?
+expect_eq "the bridge answers for guests at once (proxy_ndp, proxy_delay)" "1 0" "$(knobs)"
+expect_eq "proxy entries: each guest's address, and the foreign one" \
+	"2001:db8:5::1 $NET6::a $NET6::b" "$(proxies)"
 
 LL=$(ip -n "$NS_GW" -6 addr show dev moat0 scope link | awk '/inet6/ {sub("/.*", "", $2); print $2}')
 try() { in_ns "$TOPO-dev" python3 tests/harness/refusal6.py "$@"; }
@@ -153,4 +163,14 @@ out=$(gw_ctl refused 2>&1)
 expect_fail "ctl refused lists no ff02:: row" grep -q "ff02:" <<<"$out"
 expect_match "... while it does list the gateway's link-local refusals" "fe80:.*the gateway host" "$out"
 [ "$TAP_FAILED" = 0 ] || { echo "$out"; in_ns "$NS_GW" nft list table bridge moat | grep -A5 "chain forward"; } >&2
+
+# --- the entries follow the sandboxes; teardown takes them away ----------
+sed -i 's/egress = "open"; owner = "bob"/egress = "none"; owner = "bob"/' "$GW_CONF"
+expect_ok "reload: dev loses its IPv6 (egress none)" gw_ctl reload
+expect_eq "... and its proxy entry" "2001:db8:5::1 $NET6::a" "$(proxies)"
+kill -TERM "$GW_PID"; wait "$GW_PID" 2>/dev/null
+out=$(in_ns "$NS_GW" build/gatewayd --teardown -c "$GW_CONF" -s "$GW_SOCK" 2>&1)
+expect_eq "teardown: the guests' proxy entries are gone, the foreign one stays" \
+	"2001:db8:5::1" "$(proxies)"
+expect_eq "teardown: proxy_ndp and proxy_delay are back ($out)" "$knobs0" "$(knobs)"
 tap_done
