@@ -539,11 +539,9 @@ walk_ndproxy(struct walk *w)
 		ndproxy_prune(w->r, l.index, &cfg->gw.ipv6_network, cfg,
 		    &removed);
 	if (on != 1 || delay != 0 || missing > 0)
-		item(w, true, what, "%s%s%zu of %zu guests' addresses: a "
-		    "guest's connection to another guest's IPv6 address waits "
-		    "instead of being refused%s", on != 1 ? "proxy_ndp off, " :
-		    "", delay != 0 ? "proxy_delay not 0, " : "", want - missing,
-		    want, not_managed(w));
+		item(w, true, what, "proxy_ndp %d, proxy_delay %ld, %zu of %zu "
+		    "guests: IPv6 between guests waits, not refused%s", on,
+		    delay, want - missing, want, not_managed(w));
 	else if (added + removed > 0)
 		item(w, false, what, "answers for %zu guests' addresses "
 		    "(%zu added, %zu removed)", want, added, removed);

@@ -51,7 +51,13 @@ ip -n "$NS_GW" -6 neigh add proxy 2001:db8:5::1 dev moat0
 knobs() { in_ns "$NS_GW" sysctl -n net.ipv6.conf.moat0.proxy_ndp net.ipv6.neigh.moat0.proxy_delay | xargs; }
 proxies() { ip -n "$NS_GW" -6 neigh show proxy dev moat0 | awk '{print $1}' | sort | xargs; }
 knobs0=$(knobs)
+gw_own_state
+out=$(in_ns "$NS_GW" build/gatewayd -n -c "$GW_CONF" 2>&1)
+expect_match "gatewayd -n warns that the bridge answers for no guest yet" \
+	"neighbour proxy moat0: proxy_ndp 0, proxy_delay [0-9]+, 0 of 2 guests" "$out"
 gw_start; expect_eq "gatewayd starts with gateway.ipv6" 0 $?
+expect_fail "ctl status: no warning about the neighbour proxy" \
+	grep -q "WARNING.*neighbour proxy" <<<"$(gw_ctl status 2>&1)"
 expect_eq "the bridge answers for guests at once (proxy_ndp, proxy_delay)" "1 0" "$(knobs)"
 expect_eq "proxy entries: each guest's address, and the foreign one" \
 	"2001:db8:5::1 $NET6::a $NET6::b" "$(proxies)"
