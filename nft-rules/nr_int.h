@@ -117,7 +117,7 @@ enum nr_field {
 	F_IP6_DADDR, F_ARP_SHA, F_ARP_SPA, F_TCP_DPORT, F_UDP_DPORT,
 	F_UDP_SPORT, F_ARP_TPA, F_SKUID, F_ICMP_TYPE, F_ICMP6_TYPE,
 	F_TCP_SPORT, F_L4PROTO, F_TH_DPORT, F_IP6_SADDR, F_IP6_HOPLIMIT,
-	F_NFIELDS
+	F_ND_TARGET, F_NFIELDS
 };
 
 /* Build one rule: rb_begin, any number of matches, one or more

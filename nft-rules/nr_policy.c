@@ -1331,6 +1331,69 @@ v6_sets(struct build *b, struct nr_table *t)
 	free(v);
 }
 
+/*
+ * The gateway answers a guest's neighbour solicitation for another
+ * guest's address with its own MAC (gatewayd keeps a proxy entry on the
+ * bridge for every guest's address, parent/network.c), so that what a
+ * guest sends to another guest on its own /64 reaches guest_fwd and is
+ * refused at once, instead of waiting for an answer that port isolation
+ * keeps away.  Two kinds of neighbour discovery must not reach that
+ * proxy, and are dropped here, neither counted nor logged:
+ *  - duplicate address detection (a solicitation from ::) for a guest's
+ *    address: the proxy would answer it, and the guest would give up the
+ *    address it was given.  The gateway's own addresses are no guest's,
+ *    and it still defends them;
+ *  - solicitations and advertisements sent to a guest's address: the
+ *    kernel would route them to the other guest (the answered MAC is the
+ *    gateway's) and guest_fwd refuse them as "another guest".  A guest
+ *    checking that a neighbour entry is still good gets no answer, and
+ *    solicits anew by multicast, which the proxy answers.
+ */
+static void
+v6_nd_proxied(struct build *b, struct nr_table *t, struct nr_chain *c)
+{
+	const struct moat_prefix none = pfx("::/128");
+	struct nr_rb rb;
+	size_t i;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_IIFNAME, false);
+	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &none);
+	rb_cmp_u8(&rb, F_ICMP6_TYPE, 135);
+	rb_lookup(&rb, (enum nr_field[]){ F_ND_TARGET }, 1, "guest6", false);
+	rb_verdict(&rb, NF_DROP, NULL);
+	rb_end(&rb);
+	for (i = 0; i < 2; i++) {
+		rb_begin(&rb, t, c);
+		rb_sandbox_side(b, &rb, F_IIFNAME, false);
+		rb_lookup(&rb, (enum nr_field[]){ F_IP6_DADDR }, 1, "guest6",
+		    false);
+		rb_cmp_u8(&rb, F_ICMP6_TYPE, i ? 136 : 135);
+		rb_verdict(&rb, NF_DROP, NULL);
+		rb_end(&rb);
+	}
+}
+
+/* nd_out: no redirect to the sandbox side.  The kernel redirects a
+ * guest that sends the gateway a packet for another guest on the same
+ * link (before guest_fwd refuses it), naming the other guest's own MAC:
+ * a guest that follows it would send there, where port isolation drops
+ * it silently, and its next connection would time out instead of being
+ * refused. */
+static void
+v6_nd_out(struct build *b, struct nr_table *t)
+{
+	struct nr_chain *c = model_chain(t, "nd_out", "filter",
+	    NF_INET_LOCAL_OUT, -300, "raw");
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_sandbox_side(b, &rb, F_OIFNAME, false);
+	rb_cmp_u8(&rb, F_ICMP6_TYPE, 137);
+	rb_verdict(&rb, NF_DROP, NULL);
+	rb_end(&rb);
+}
+
 /* raw_pre: the guests' /64 only from the sandbox side; from it, a
  * guest's own address, or ICMPv6 from link-local or :: (neighbour
  * discovery); anything else meets the IPv6 drop after. */
@@ -1347,6 +1410,7 @@ v6_raw_pre(struct build *b, struct nr_table *t, struct nr_chain *c)
 	rb_cmp_prefix(&rb, F_IP6_SADDR, false, &gw->ipv6_network);
 	rb_verdict(&rb, NFT_GOTO, reason_chain("inet", "spoof"));
 	rb_end(&rb);
+	v6_nd_proxied(b, t, c);
 	/* What a guest sends over IPv6, counted before its accept. */
 	acct_lookup(t, c, ACCT_OUT, true);
 	rb_begin(&rb, t, c);
@@ -1981,6 +2045,8 @@ build_inet(struct build *b)
 	guest_forward(b, t);
 	inet_base_chains(b, t);
 	inet_output(b, t);
+	if (b->cfg->gw.ipv6)
+		v6_nd_out(b, t);
 	acct_local(t);
 }
 

@@ -82,6 +82,10 @@ static const struct field fields[F_NFIELDS] = {
 	[F_L4PROTO] = { "meta l4proto", true, NFT_META_L4PROTO, 0, 1, 0 },
 	[F_TH_DPORT] = { "th dport", false, NFT_PAYLOAD_TRANSPORT_HEADER,
 	    2, 2, 0 },
+	/* The target address of a neighbour solicitation or advertisement
+	 * (RFC 4861 4.3, 4.4): after type, code, checksum and 4 bytes. */
+	[F_ND_TARGET] = { "@th,64,128", false, NFT_PAYLOAD_TRANSPORT_HEADER,
+	    8, 16, G_IP6 | G_ICMP6 },
 };
 
 /*

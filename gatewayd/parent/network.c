@@ -399,6 +399,156 @@ walk_forwarding6(struct walk *w)
 		    strerror(errno));
 }
 
+/* --- answering for the guests' IPv6 addresses ------------------------ */
+
+/* /proc/sys/net/ipv6/neigh/<ifname>/<key>, as knob_path. */
+static const char *
+neigh_path(char *buf, size_t len, const char *ifname, const char *key)
+{
+	if (knob_path(buf, len, "ipv6", ifname, key) == NULL)
+		return NULL;
+	snprintf(buf, len, "/proc/sys/net/ipv6/neigh/%s/%s", ifname, key);
+	return buf;
+}
+
+/* A sysctl of one number, any width: its value, or -1. */
+static long
+num_get(const char *path)
+{
+	char buf[24];
+	ssize_t n;
+	long v;
+	int fd;
+
+	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	v = strtol(buf, NULL, 10);
+	return v < 0 ? -1 : v;
+}
+
+static int
+num_set(const char *path, long v)
+{
+	int fd, n;
+
+	if (path == NULL || (fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = dprintf(fd, "%ld\n", v);
+	return close(fd) == -1 || n < 0 ? -1 : 0;
+}
+
+/* Whether a is a guest's IPv6 address under cfg. */
+static bool
+guest_addr6(const struct moat_config *cfg, const uint8_t *a)
+{
+	struct moat_addr x;
+	size_t i;
+
+	for (i = 0; i < cfg->nsandboxes; i++)
+		if (config_sandbox_addr6(cfg, &cfg->sandboxes[i], &x) &&
+		    memcmp(x.a, a, 16) == 0)
+			return true;
+	return false;
+}
+
+/* The proxy entries on the bridge inside the guests' /64 that cfg gives
+ * no guest (cfg NULL: all of them in net) go; 0 or -1. */
+static int
+ndproxy_prune(struct rtnl *r, int index, const struct moat_prefix *net,
+    const struct moat_config *cfg, size_t *removed)
+{
+	uint8_t (*have)[16] = NULL;
+	struct moat_addr h = { .family = AF_INET6 };
+	size_t i, n = 0;
+
+	if (rtnl_proxy6_list(r, index, &have, &n) == -1)
+		return -1;
+	for (i = 0; i < n; i++) {
+		memcpy(h.a, have[i], 16);
+		if (!prefix_contains(net, &h) ||
+		    (cfg != NULL && guest_addr6(cfg, h.a)))
+			continue;
+		if (rtnl_proxy6(r, index, h.a, false) == 0)
+			(*removed)++;
+	}
+	free(have);
+	return 0;
+}
+
+/*
+ * The bridge answers a guest's neighbour solicitation for another
+ * guest's IPv6 address with the gateway's MAC (a proxy entry for each
+ * guest's address, answered at once: proxy_ndp 1, proxy_delay 0), so
+ * that what a guest sends another guest on its /64 reaches the policy,
+ * which refuses it at once; port isolation would otherwise leave the
+ * guest waiting for an answer that never comes.  The policy keeps the
+ * guests' duplicate address detection and their solicitations sent to
+ * another guest's address from the proxy (nft-rules, raw_pre).
+ */
+static void
+walk_ndproxy(struct walk *w)
+{
+	const struct moat_config *cfg = w->cfg;
+	const char *br = cfg->gw.bridge;
+	char path[96], what[64];
+	uint8_t (*have)[16] = NULL;
+	struct rtnl_link l;
+	struct moat_addr a;
+	size_t i, j, n = 0, want = 0, added = 0, removed = 0, missing = 0;
+	long delay;
+	int on;
+
+	snprintf(what, sizeof(what), "neighbour proxy %s", br);
+	if (rtnl_link_get(w->r, br, &l) != 1)
+		return;		/* the bridge's own item says so */
+	on = v6_get(br, "proxy_ndp");
+	if (on == 0 && w->apply && v6_set(br, "proxy_ndp", 1) == 0) {
+		undo_add(w, "proxy_ndp %s 0", br);
+		on = 1;
+	}
+	delay = num_get(neigh_path(path, sizeof(path), br, "proxy_delay"));
+	if (delay > 0 && w->apply && num_set(path, 0) == 0) {
+		undo_add(w, "proxy_delay %s %ld", br, delay);
+		delay = 0;
+	}
+	if (rtnl_proxy6_list(w->r, l.index, &have, &n) == -1) {
+		item(w, true, what, "cannot list its entries: %s",
+		    strerror(errno));
+		return;
+	}
+	for (i = 0; i < cfg->nsandboxes; i++) {
+		if (!config_sandbox_addr6(cfg, &cfg->sandboxes[i], &a))
+			continue;
+		want++;
+		for (j = 0; j < n && memcmp(have[j], a.a, 16) != 0; j++)
+			;
+		if (j < n)
+			continue;
+		if (w->apply && rtnl_proxy6(w->r, l.index, a.a, true) == 0)
+			added++;
+		else
+			missing++;
+	}
+	free(have);
+	if (w->apply)
+		ndproxy_prune(w->r, l.index, &cfg->gw.ipv6_network, cfg,
+		    &removed);
+	if (on != 1 || delay != 0 || missing > 0)
+		item(w, true, what, "proxy_ndp %d, proxy_delay %ld, %zu of %zu "
+		    "guests: IPv6 between guests waits, not refused%s", on,
+		    delay, want - missing, want, not_managed(w));
+	else if (added + removed > 0)
+		item(w, false, what, "answers for %zu guests' addresses "
+		    "(%zu added, %zu removed)", want, added, removed);
+	else
+		item(w, false, what, "answers for %zu guests' addresses", want);
+}
+
 /* The config as gatewayd takes it: valid, and valid on this host (its
  * uplink here, its sandbox network not already in use here).  NULL with
  * errs, as config_load. */
@@ -453,6 +603,7 @@ net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
 	if (cfg->gw.ipv6) {
 		walk_forwarding6(&w);
 		walk_uplink6(&w);
+		walk_ndproxy(&w);
 	}
 	rtnl_close(w.r);
 }
@@ -590,6 +741,27 @@ undo_line(struct rtnl *r, char *line, int *rc)
 		undo_sysctl(ifn, arg, rc);
 		return;
 	}
+	/* The bridge's neighbour proxy: proxy_ndp 0..1, proxy_delay. */
+	if ((strcmp(verb, "proxy_ndp") == 0 || strcmp(verb, "proxy_delay") ==
+	    0) && arg != NULL) {
+		char path[96], *end;
+		long nv;
+
+		errno = 0;
+		nv = strtol(arg, &end, 10);
+		if (errno != 0 || *end != '\0' || nv < 0 || nv > 100000 ||
+		    (verb[6] == 'n' && nv > 1) || (verb[6] == 'n' ?
+		    knob_path(path, sizeof(path), "ipv6", ifn, "proxy_ndp") :
+		    neigh_path(path, sizeof(path), ifn, "proxy_delay")) ==
+		    NULL) {
+			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
+			    ifn, arg);
+			return;
+		}
+		if (num_set(path, nv) == 0)
+			printf("%s on %s set back to %ld\n", verb, ifn, nv);
+		return;	/* a vanished interface has nothing to undo */
+	}
 	if (strcmp(verb, "forwarding") == 0 && arg != NULL) {
 		if (fwd_set(ifn, atoi(arg)) == 0)
 			printf("forwarding on %s set back to %s\n", ifn, arg);
@@ -659,6 +831,18 @@ net_teardown(const struct moat_config *cfg, const char *sock)
 	if ((r = rtnl_open()) == NULL) {
 		log_warn("rtnetlink");
 		rc = -1;
+	}
+	/* The proxy entries for guests' addresses, recorded nowhere: the
+	 * configuration's /64 says which are ours. */
+	if (r != NULL && cfg->gw.ipv6) {
+		struct rtnl_link l;
+		size_t removed = 0;
+
+		if (rtnl_link_get(r, cfg->gw.bridge, &l) == 1 &&
+		    ndproxy_prune(r, l.index, &cfg->gw.ipv6_network, NULL,
+		    &removed) == 0 && removed > 0)
+			printf("removed %zu neighbour proxy entries from %s\n",
+			    removed, cfg->gw.bridge);
 	}
 	while (n > 0) {		/* newest change first */
 		if (r != NULL)

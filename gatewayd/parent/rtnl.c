@@ -9,6 +9,7 @@
 
 #include <linux/if.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
 #include <errno.h>
@@ -291,6 +292,70 @@ rtnl_default_route_via(struct rtnl *r, int family, int index)
 	if (talk(r, nlh, route_cb, &f) == -1)
 		return -1;
 	return f.found ? 1 : 0;
+}
+
+/* --- proxy neighbour entries (IPv6) --- */
+
+struct proxy_list {
+	int		 index;
+	uint8_t		(*v)[16];
+	size_t		 n;
+};
+
+static int
+proxy_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct ndmsg *ndm = mnl_nlmsg_get_payload(nlh);
+	struct proxy_list *l = data;
+	const struct nlattr *a;
+	void *v;
+
+	if (ndm->ndm_family != AF_INET6 || (ndm->ndm_flags & NTF_PROXY) == 0 ||
+	    ndm->ndm_ifindex != l->index)
+		return MNL_CB_OK;
+	mnl_attr_for_each(a, nlh, sizeof(*ndm)) {
+		if (mnl_attr_get_type(a) != NDA_DST ||
+		    mnl_attr_get_payload_len(a) != 16)
+			continue;
+		if ((v = reallocarray(l->v, l->n + 1, sizeof(*l->v))) == NULL)
+			return MNL_CB_ERROR;
+		l->v = v;
+		memcpy(l->v[l->n++], mnl_attr_get_payload(a), 16);
+	}
+	return MNL_CB_OK;
+}
+
+int
+rtnl_proxy6_list(struct rtnl *r, int index, uint8_t (**v)[16], size_t *n)
+{
+	struct nlmsghdr *nlh = msg_new(r, RTM_GETNEIGH, NLM_F_DUMP);
+	struct ndmsg *ndm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ndm));
+	struct proxy_list l = { index, NULL, 0 };
+
+	ndm->ndm_family = AF_INET6;
+	ndm->ndm_flags = NTF_PROXY;	/* the proxy entries, not the cache */
+	if (talk(r, nlh, proxy_cb, &l) == -1) {
+		free(l.v);
+		return -1;
+	}
+	*v = l.v;
+	*n = l.n;
+	return 0;
+}
+
+int
+rtnl_proxy6(struct rtnl *r, int index, const uint8_t *addr, bool add)
+{
+	struct nlmsghdr *nlh = msg_new(r, add ? RTM_NEWNEIGH : RTM_DELNEIGH,
+	    NLM_F_ACK | (add ? NLM_F_CREATE | NLM_F_REPLACE : 0));
+	struct ndmsg *ndm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ndm));
+
+	ndm->ndm_family = AF_INET6;
+	ndm->ndm_ifindex = index;
+	ndm->ndm_flags = NTF_PROXY;
+	ndm->ndm_state = NUD_PERMANENT;
+	mnl_attr_put(nlh, NDA_DST, 16, addr);
+	return talk(r, nlh, NULL, NULL);
 }
 
 /* --- following the host's addresses --- */

@@ -34,6 +34,13 @@ int	rtnl_addr_del(struct rtnl *, int index, int family, const uint8_t *addr,
 /* A default route of family out of the link (any table). */
 int	rtnl_default_route_via(struct rtnl *, int family, int index);
 
+/* The bridge's IPv6 proxy neighbour entries (`ip -6 neigh show proxy`):
+ * the addresses the host answers solicitations for with its own MAC.
+ * list: *v allocated (free it), *n entries. */
+int	rtnl_proxy6_list(struct rtnl *, int index, uint8_t (**v)[16],
+	    size_t *n);
+int	rtnl_proxy6(struct rtnl *, int index, const uint8_t *addr, bool add);
+
 /* A socket subscribed to the host's IPv6 address changes, not
  * blocking.  drain: 1 some address came or went, 0 none, -1 error. */
 struct rtnl_watch;

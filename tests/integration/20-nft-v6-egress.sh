@@ -63,9 +63,10 @@ guest6 v4only $NET6::e
 # and ready to take router advertisements as a guest's kernel does.
 ip -n "$TOPO-dev" -6 route add $NET6::c/128 via $NET6::1
 ip -n "$TOPO-other" -6 route add $NET6::b/128 via $NET6::1
-# The gateway redirects dev to other (same link) when it forwards between
-# them; a guest that follows it goes on-link, where port isolation stops
-# it: dev ignores redirects, so that it meets the gateway's refusal.
+# The kernel would redirect dev to other (same link) when it forwards
+# between them, and a guest that followed it would go on-link, where port
+# isolation stops it; the policy drops such redirects (nd_out), and dev
+# ignores them besides, so that it meets the gateway's refusal.
 in_ns "$TOPO-dev" sysctl -qw net.ipv6.conf.eth0.accept_redirects=0 net.ipv6.conf.eth0.accept_ra=0
 in_ns "$TOPO-other" sysctl -qw net.ipv6.conf.eth0.forwarding=0 net.ipv6.conf.eth0.accept_ra=2
 for ns in "$NS_GW" "$TOPO-dev" "$TOPO-other" "$TOPO-v4only" "$NS_LAN"; do
