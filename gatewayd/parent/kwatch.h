@@ -14,7 +14,7 @@ struct ctl_req;
 
 void	kwatch_start(struct gw *);
 void	kwatch_stop(void);
-/* The link notifications' socket, or -1. */
+/* The link, address and route notifications' socket, or -1. */
 int	kwatch_fd(void);
 void	kwatch_readable(struct gw *);
 /* Compare now; found says why ("timer", "notification"). */
