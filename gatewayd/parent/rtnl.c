@@ -1,9 +1,10 @@
 /*
  * parent/rtnl.c -- the few rtnetlink requests gatewayd makes for its own
  * network (libmnl): look up a link, create a bridge, bring a link up, find
- * and add an address, find a default route, delete a link; and a socket
+ * and add an address, find and add a default route, delete a link; and a socket
  * told of every address the host gains or loses.  Each
- * request waits for the kernel's answer; errors come back in errno.
+ * request waits for the kernel's answer; errors come back in errno.  A
+ * handle talks to the network namespace it was opened in.
  */
 #include <sys/socket.h>
 
@@ -291,6 +292,23 @@ rtnl_default_route_via(struct rtnl *r, int family, int index)
 	if (talk(r, nlh, route_cb, &f) == -1)
 		return -1;
 	return f.found ? 1 : 0;
+}
+
+int
+rtnl_default_route_add(struct rtnl *r, int family, const uint8_t *gw, int oif)
+{
+	struct nlmsghdr *nlh = msg_new(r, RTM_NEWROUTE,
+	    NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
+	struct rtmsg *rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+
+	rt->rtm_family = (uint8_t)family;
+	rt->rtm_table = RT_TABLE_MAIN;
+	rt->rtm_protocol = RTPROT_BOOT;
+	rt->rtm_scope = RT_SCOPE_UNIVERSE;
+	rt->rtm_type = RTN_UNICAST;
+	mnl_attr_put(nlh, RTA_GATEWAY, alen(family), gw);
+	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)oif);
+	return talk(r, nlh, NULL, NULL);
 }
 
 /* --- following the host's addresses --- */

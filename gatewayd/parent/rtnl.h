@@ -33,6 +33,10 @@ int	rtnl_addr_del(struct rtnl *, int index, int family, const uint8_t *addr,
 	    int plen);
 /* A default route of family out of the link (any table). */
 int	rtnl_default_route_via(struct rtnl *, int family, int index);
+/* A default route of family in the main table by gw (4 or 16 bytes) out
+ * of the link oif. */
+int	rtnl_default_route_add(struct rtnl *, int family, const uint8_t *gw,
+	    int oif);
 
 /* A socket subscribed to the host's IPv6 address changes, not
  * blocking.  drain: 1 some address came or went, 0 none, -1 error. */
