@@ -51,6 +51,17 @@ expect_eq "... moat_canary_verdict 1" "moat_canary_verdict 1" "$(metric moat_can
 expect_match "... moat_canary_last_run_seconds set" '^moat_canary_last_run_seconds [1-9][0-9]+$' \
 	"$(metric moat_canary_last_run_seconds)"
 expect_match "... a duration" '^moat_canary_duration_seconds [0-9.]+$' "$(metric moat_canary_duration_seconds)"
+dash=$(python3 -c '
+import json, re, sys
+d = json.load(open("examples/grafana-moat.json"))
+names = set()
+for p in d["panels"]:
+    for t in p["targets"]:
+        names |= set(re.findall(r"moat_canary_[a-z_]+", t["expr"]))
+have = set(re.findall(r"^# TYPE (moat_[a-z_]+)", open(sys.argv[1]).read(), re.M))
+print(len(names), " ".join(sorted(names - have)))' "$PROM")
+expect_match "the example Grafana dashboard has canary panels" '^[1-9]' "$dash"
+expect_match "... and every canary metric it queries is served" '^[0-9]+ $' "$dash"
 
 # Its own scans' refusals are folded in ctl refused, and listed by name.
 out=$(gw_ctl refused)
