@@ -503,12 +503,14 @@ addr_cb(const struct nlmsghdr *nlh, void *data)
 	const struct moat_gateway *g = &nr->cfg->gw;
 	char text[INET6_ADDRSTRLEN];
 	const uint8_t *a;
-	size_t len = ifa->ifa_family == AF_INET6 ? 16 : 4;
+	size_t len;
 
-	if (nlh->nlmsg_type != RTM_NEWADDR || nr->bridge == 0 ||
+	if (nlh->nlmsg_type != RTM_NEWADDR ||
+	    mnl_nlmsg_get_payload_len(nlh) < sizeof(*ifa) || nr->bridge == 0 ||
 	    (int)ifa->ifa_index != nr->bridge ||
 	    (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6))
 		return MNL_CB_OK;
+	len = ifa->ifa_family == AF_INET6 ? 16 : 4;
 	mnl_attr_parse(nlh, sizeof(*ifa), nl_attr, tb);
 	/* IPv4: IFA_LOCAL is the address (IFA_ADDRESS a peer's, if any). */
 	at = ifa->ifa_family == AF_INET && tb[IFA_LOCAL] ? tb[IFA_LOCAL] :
@@ -588,14 +590,20 @@ route_cb(const struct nlmsghdr *nlh, void *data)
 	struct net_read *nr = data;
 	uint8_t dst[16] = { 0 };
 	char gwtext[INET6_ADDRSTRLEN] = "";
-	size_t len = rt->rtm_family == AF_INET6 ? 16 : 4;
+	size_t len;
 	uint32_t table;
 
-	if (nlh->nlmsg_type != RTM_NEWROUTE || (rt->rtm_family != AF_INET &&
+	if (nlh->nlmsg_type != RTM_NEWROUTE ||
+	    mnl_nlmsg_get_payload_len(nlh) < sizeof(*rt) ||
+	    (rt->rtm_family != AF_INET &&
 	    rt->rtm_family != AF_INET6) || rt->rtm_type != RTN_UNICAST ||
 	    (rt->rtm_flags & RTM_F_CLONED))
 		return MNL_CB_OK;
+	len = rt->rtm_family == AF_INET6 ? 16 : 4;
 	mnl_attr_parse(nlh, sizeof(*rt), nl_attr, tb);
+	if ((tb[RTA_TABLE] && mnl_attr_validate(tb[RTA_TABLE], MNL_TYPE_U32)) ||
+	    (tb[RTA_OIF] && mnl_attr_validate(tb[RTA_OIF], MNL_TYPE_U32)))
+		return MNL_CB_OK;
 	table = tb[RTA_TABLE] ? mnl_attr_get_u32(tb[RTA_TABLE]) : rt->rtm_table;
 	if (table != RT_TABLE_MAIN)
 		return MNL_CB_OK;
