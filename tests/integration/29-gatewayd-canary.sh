@@ -45,6 +45,10 @@ wait_for 90 test "$(n_canary)" -ge 1
 expect_match "a healthy gateway: contained, audited" \
 	'"event":"canary","verdict":"contained","seconds":"[0-9.]+","found":"timer"' "$(audit canary)"
 expect_match "... ctl status" '^canary +contained, [0-9]+s ago' "$(gw_ctl status)"
+kwdrift=$(gw_ctl status --json | python3 -c "import json,sys
+print(json.load(sys.stdin)['kernel_watch']['drift'])")
+expect_eq "gatewayd's own plumbing of the canary (port, address, routes) is no drift" "[]" "$kwdrift"
+expect_eq "... none audited" "" "$(audit policy-drift)"
 expect_eq "... JSON verdict" contained "$(cjson verdict)"
 wait_for 3 grep -q '^moat_canary_verdict 1' "$PROM"
 expect_eq "... moat_canary_verdict 1" "moat_canary_verdict 1" "$(metric moat_canary_verdict)"
