@@ -48,6 +48,7 @@ FUZZ_SRCS_fuzz_nftevent = nft-rules/nr_event.c
 FUZZ_SRCS_fuzz_web_form = gatewayd/web/form.c
 FUZZ_SRCS_fuzz_verdict =
 FUZZ_SRCS_fuzz_canary = gatewayd/parent/canary_report.c
+FUZZ_SRCS_fuzz_kwnet = gatewayd/parent/kwatch_net.c
 
 HARNESSES = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 fobj	 = $(patsubst %.c,$(FBUILD)/obj/%.o,$(1))

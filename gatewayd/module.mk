@@ -11,7 +11,7 @@ GATEWAYD_PARENT := parent.c proc.c reload.c ctl.c ctlreq.c audit.c policy.c \
 	register.c pool.c metrics.c metrics_series.c seen.c refused.c grant.c \
 	dnsd.c proxy.c attach.c ha.c ha_dup.c egress.c harepl.c owner.c \
 	module.c commit.c ctflows.c web.c verdict.c \
-	sockmap.c canary.c canary_report.c kwatch.c
+	sockmap.c canary.c canary_report.c kwatch.c kwatch_net.c
 GATEWAYD_SRCS := gatewayd/gatewayd.c \
 	$(addprefix gatewayd/parent/,$(GATEWAYD_PARENT)) \
 	gatewayd/control/control.c gatewayd/signer/signer.c \

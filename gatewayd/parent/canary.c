@@ -58,6 +58,7 @@
 #include "log.h"
 #include "canary.h"
 #include "privdrop.h"
+#include "rtnl.h"
 
 /* provision/targets.c: what a guest's containment-check probes beyond its
  * own discovery; the canary is given the same. */
@@ -203,85 +204,28 @@ port_attach(struct mnl_socket *nl, int index, int bridge)
 	return link_up(nl, index);
 }
 
-/* Its IPv6 address, as every guest's (config_sandbox_addr6), and the
- * gateway's ::1 as its IPv6 default route. */
+/* From inside: lo and eth0 up, the canary's address (and its IPv6 one,
+ * as every guest's: config_sandbox_addr6) on eth0, and the gateway as
+ * its default route in each family. */
 static int
-inner_setup6(struct mnl_socket *nl, const struct moat_config *cfg,
-    const struct moat_sandbox *sb, int eth)
-{
-	char buf[512];
-	struct nlmsghdr *nlh;
-	struct ifaddrmsg *ifa;
-	struct rtmsg *rt;
-	struct moat_addr a6;
-
-	if (!config_sandbox_addr6(cfg, sb, &a6))
-		return 0;
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_NEWADDR;
-	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
-	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = AF_INET6;
-	ifa->ifa_prefixlen = 64;
-	ifa->ifa_flags = IFA_F_NODAD;
-	ifa->ifa_index = (unsigned)eth;
-	mnl_attr_put(nlh, IFA_LOCAL, 16, a6.a);
-	mnl_attr_put(nlh, IFA_ADDRESS, 16, a6.a);
-	if (nl_do(nl, nlh) == -1)
-		return -1;
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_NEWROUTE;
-	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
-	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
-	rt->rtm_family = AF_INET6;
-	rt->rtm_table = RT_TABLE_MAIN;
-	rt->rtm_protocol = RTPROT_BOOT;
-	rt->rtm_scope = RT_SCOPE_UNIVERSE;
-	rt->rtm_type = RTN_UNICAST;
-	mnl_attr_put(nlh, RTA_GATEWAY, 16, cfg->gw.ipv6_address.a);
-	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)eth);
-	return nl_do(nl, nlh);
-}
-
-static int
-inner_setup(struct mnl_socket *nl, const struct moat_config *cfg,
+inner_setup(struct rtnl *r, const struct moat_config *cfg,
     const struct moat_sandbox *sb)
 {
 	const struct moat_gateway *g = &cfg->gw;
-	char buf[512];
-	struct nlmsghdr *nlh;
-	struct ifaddrmsg *ifa;
-	struct rtmsg *rt;
 	int lo = (int)if_nametoindex("lo"), eth = (int)if_nametoindex("eth0");
+	struct moat_addr a6;
 
-	if (lo == 0 || eth == 0 || link_up(nl, lo) == -1 ||
-	    link_up(nl, eth) == -1)
+	if (lo == 0 || eth == 0 || rtnl_link_set_up(r, lo, true) == -1 ||
+	    rtnl_link_set_up(r, eth, true) == -1 ||
+	    rtnl_addr_add(r, eth, AF_INET, sb->address.a, g->network.plen) ==
+	    -1 || rtnl_default_route_add(r, AF_INET, g->address.a, eth) == -1)
 		return -1;
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_NEWADDR;
-	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
-	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = AF_INET;
-	ifa->ifa_prefixlen = (unsigned char)g->network.plen;
-	ifa->ifa_index = (unsigned)eth;
-	mnl_attr_put(nlh, IFA_LOCAL, 4, sb->address.a);
-	mnl_attr_put(nlh, IFA_ADDRESS, 4, sb->address.a);
-	if (nl_do(nl, nlh) == -1)
+	if (!config_sandbox_addr6(cfg, sb, &a6))
+		return 0;
+	if (rtnl_addr_add(r, eth, AF_INET6, a6.a, 64) == -1 ||
+	    rtnl_default_route_add(r, AF_INET6, g->ipv6_address.a, eth) == -1)
 		return -1;
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_NEWROUTE;
-	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
-	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
-	rt->rtm_family = AF_INET;
-	rt->rtm_table = RT_TABLE_MAIN;
-	rt->rtm_protocol = RTPROT_BOOT;
-	rt->rtm_scope = RT_SCOPE_UNIVERSE;
-	rt->rtm_type = RTN_UNICAST;
-	mnl_attr_put(nlh, RTA_GATEWAY, 4, g->address.a);
-	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)eth);
-	if (nl_do(nl, nlh) == -1)
-		return -1;
-	return inner_setup6(nl, cfg, sb, eth);
+	return 0;
 }
 
 /* The guest's side, set up from inside: the parent enters the namespace
@@ -289,16 +233,15 @@ inner_setup(struct mnl_socket *nl, const struct moat_config *cfg,
 static int
 inside(int home, const struct moat_config *cfg, const struct moat_sandbox *sb)
 {
-	struct mnl_socket *nl;
+	struct rtnl *r;
 	int rc = -1;
 
 	if (setns(cy->ns, CLONE_NEWNET) == -1)
 		return -1;
-	if ((nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC)) != NULL &&
-	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0)
-		rc = inner_setup(nl, cfg, sb);
-	if (nl != NULL)
-		mnl_socket_close(nl);
+	/* Opened here, it talks to the canary's namespace. */
+	if ((r = rtnl_open()) != NULL)
+		rc = inner_setup(r, cfg, sb);
+	rtnl_close(r);
 	if (setns(home, CLONE_NEWNET) == -1)
 		fatal("canary: back to the gateway's network namespace");
 	return rc;

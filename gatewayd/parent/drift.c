@@ -421,8 +421,9 @@ drift_status(struct ctl_req *r)
 		    "notifications" : "", g->verify_repair ? "on" : "off",
 		    (unsigned long long)d->repairs);
 	else
-		ctl_reply(r, "verify     not yet (%s%s)\n", every, d->nl ?
-		    ", on notifications" : "");
+		ctl_reply(r, "verify     %s (%s%s)\n", kwatch_drifting() ?
+		    "DRIFT beside the tables, not compared yet" : "not yet",
+		    every, d->nl ? ", on notifications" : "");
 	if (d->what[0])
 		ctl_reply(r, "drift      %s (for %llds)\n", d->what,
 		    (long long)(time(NULL) - d->since));

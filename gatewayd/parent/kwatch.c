@@ -2,12 +2,24 @@
  * parent_kwatch.c -- the kernel state beside moat's tables that keeps
  * guests apart, watched like the tables themselves.
  *
- * Two things are compared with what gatewayd set:
+ * These are compared with what gatewayd set:
  *  - every port of the moat bridge must have port isolation on (the
  *    kernel then forwards no frame between two guests' ports).  The
  *    parent listens to rtnetlink link notifications: a port's flags
  *    changed by `ip link set ... type bridge_slave isolated off`, or a new
  *    port without isolation, is compared at once;
+ *  - the moat bridge carries the gateway's addresses and no other: an
+ *    address added to it, or the gateway's own taken away, is drift;
+ *  - the main routing table sends nothing guests may reach out of
+ *    another interface than the uplink: a route to addresses guests may
+ *    send to (not a private range, not the sandbox network) by another
+ *    link, a default route by another link, and the uplink's default
+ *    route gone once it was there.  Addresses on other interfaces and
+ *    routes by the uplink are the host's own life (leases renewed, IPv6
+ *    temporary addresses); with gateway.ipv6 the host's other IPv6
+ *    routes are followed by the policy itself (parent/hostnet.c).  The
+ *    parent listens to the address and route notifications of both
+ *    families and reads the addresses and routes whole on each burst;
  *  - IPv4 forwarding (net.ipv4.conf.all and on the bridge and the
  *    uplink), IPv6 forwarding where guests have IPv6, and the ICMP
  *    sysctls that keep refusals immediate.  The kernel tells no one of a
@@ -17,9 +29,14 @@
  * Each object that differs is logged, audited ("policy-drift", naming it),
  * counted in moat_policy_drift and shown by ctl status; with
  * gateway.verify.repair_network (default false: an admin may have meant
- * it) it is put back and audited as "policy-repaired".
+ * it) a port's isolation, a sysctl and the gateway's own address are put
+ * back and audited as "policy-repaired"; another's address or route is
+ * reported and never touched.
  */
 #include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <net/if.h>
 
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
@@ -42,7 +59,10 @@
 #include "ev.h"
 #include "log.h"
 #include "kwatch.h"
+#include "kwatch_net.h"
+#include "ranges.h"
 #include "refusals.h"
+#include "rtnl.h"
 
 #define KW_MAX		16	/* objects reported at once */
 #define KW_OBJLEN	160
@@ -69,6 +89,8 @@ struct kwatch {
 	size_t		 nports;
 	char		 obj[KW_MAX][KW_OBJLEN];	/* what differs now */
 	size_t		 nobj;
+	bool		 dflt[2];	/* IPv4, IPv6 default route by the
+					 * uplink seen: its going is drift */
 	time_t		 since;
 	uint64_t	 repairs;
 	char		 buf[32768];
@@ -249,6 +271,7 @@ sysctls_take(const struct moat_gateway *g)
 
 	snprintf(kw->bridge, sizeof(kw->bridge), "%s", g->bridge);
 	snprintf(kw->uplink, sizeof(kw->uplink), "%s", g->uplink);
+	kw->dflt[0] = kw->dflt[1] = false;
 	snprintf(kw->sysctl[0].path, sizeof(kw->sysctl[0].path),
 	    "net/ipv4/conf/all/forwarding");
 	snprintf(kw->sysctl[1].path, sizeof(kw->sysctl[1].path),
@@ -410,6 +433,101 @@ sysctls_compare(struct gw *gw, struct found *f, bool repair, const char *how)
 	add(f, "%s", what);
 }
 
+/* --- the host's addresses and routes ------------------------------------ */
+
+static int
+dump(uint16_t type, mnl_cb_t cb, void *data)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct rtgenmsg *g;
+
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->rtgen_family = AF_UNSPEC;
+	return talk(nlh, cb, data);
+}
+
+static void
+gw_addr_missing(struct gw *gw, struct found *f, bool repair, const char *how,
+    int bridge, int family)
+{
+	const struct moat_gateway *g = &gw->cfg->gw;
+	const uint8_t *a = family == AF_INET6 ? g->ipv6_address.a :
+	    g->address.a;
+	int plen = family == AF_INET6 ? 64 : g->network.plen;
+	char text[INET6_ADDRSTRLEN], what[KW_OBJLEN];
+	struct rtnl *r;
+	int rc = -1;
+
+	inet_ntop(family, a, text, sizeof(text));
+	snprintf(what, sizeof(what), "address %s/%d of the gateway: gone from "
+	    "bridge %s", text, plen, g->bridge);
+	if (repair) {
+		caught(gw, how, what);
+		if ((r = rtnl_open()) != NULL) {
+			rc = rtnl_addr_add(r, bridge, family, a, plen);
+			rtnl_close(r);
+		}
+	}
+	if (rc == 0) {
+		log_info("kernel watch: the gateway's address %s/%d put back on "
+		    "%s", text, plen, g->bridge);
+		audit_event(gw, "policy-repaired", "object", "gateway address",
+		    "address", text, NULL);
+		kw->repairs++;
+		return;
+	}
+	add(f, "%s", what);
+}
+
+/*
+ * The bridge's addresses and the main table's routes, read whole on
+ * every notification (addresses and routes come and go in bursts; one
+ * reading sees where they ended).  gatewayd's own addresses are expected,
+ * its routes are the kernel's for them: neither is reported.
+ */
+static void
+net_compare(struct gw *gw, struct found *f, bool repair, const char *how)
+{
+	const struct moat_gateway *g = &gw->cfg->gw;
+	struct kwn *nr = xcalloc(1, sizeof(*nr));
+	size_t i;
+
+	nr->cfg = gw->cfg;
+	nr->bridge = g->bridge[0] ? (int)if_nametoindex(g->bridge) : 0;
+	nr->uplink = g->uplink[0] ? (int)if_nametoindex(g->uplink) : 0;
+	if (dump(RTM_GETADDR, kwn_addr, nr) == -1)
+		log_warn("kernel watch: the addresses could not be read");
+	else if (nr->bridge != 0) {
+		if (!nr->gw4)
+			gw_addr_missing(gw, f, repair, how, nr->bridge, AF_INET);
+		if (g->ipv6 && !nr->gw6)
+			gw_addr_missing(gw, f, repair, how, nr->bridge,
+			    AF_INET6);
+	}
+	if (dump(RTM_GETROUTE, kwn_route, nr) == -1) {
+		log_warn("kernel watch: the routes could not be read");
+		nr->dflt[0] = kw->dflt[0];
+		nr->dflt[1] = kw->dflt[1];
+	}
+	for (i = 0; i < nr->n; i++)
+		add(f, "%s", nr->obj[i]);
+	/* A default route by the uplink, once there, is the guests' way
+	 * out: its going is reported (a lease that moved it comes back). */
+	for (i = 0; i < 2; i++) {
+		if (i == 1 && !g->ipv6)
+			continue;
+		if (nr->dflt[i])
+			kw->dflt[i] = true;
+		else if (kw->dflt[i])
+			add(f, "default route (%s) by %s: gone", i ? "IPv6" :
+			    "IPv4", g->uplink);
+	}
+	free(nr);
+}
+
 static bool
 listed(char (*v)[KW_OBJLEN], size_t n, const char *s)
 {
@@ -439,6 +557,7 @@ kwatch_check(struct gw *gw, const char *how)
 	if (g->manage_network || g->bridge[0] != '\0')
 		ports_compare(gw, &f, repair, how);
 	sysctls_compare(gw, &f, repair, how);
+	net_compare(gw, &f, repair, how);
 	for (i = 0; i < f.n; i++) {
 		if (listed(kw->obj, kw->nobj, f.obj[i]))
 			continue;
@@ -476,6 +595,13 @@ on_events(struct ev *e, uint32_t events)
 void
 kwatch_start(struct gw *gw)
 {
+	/* Links (ports and their flags), both families' addresses and
+	 * routes; a burst that overruns the socket costs one reading. */
+	unsigned groups = 1u << (RTNLGRP_LINK - 1) |
+	    1u << (RTNLGRP_IPV4_IFADDR - 1) | 1u << (RTNLGRP_IPV6_IFADDR - 1) |
+	    1u << (RTNLGRP_IPV4_ROUTE - 1) | 1u << (RTNLGRP_IPV6_ROUTE - 1);
+	int size = 1 << 20;
+
 	kw = xcalloc(1, sizeof(*kw));
 	kw->ev.fd = -1;
 	kw->gw = gw;
@@ -489,16 +615,22 @@ kwatch_start(struct gw *gw)
 		return;
 	}
 	if ((kw->events = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC |
-	    SOCK_NONBLOCK)) == NULL || mnl_socket_bind(kw->events,
-	    RTMGRP_LINK, MNL_SOCKET_AUTOPID) == -1) {
-		log_warn("link notifications: cannot follow them; bridge "
-		    "ports are compared by the timed check alone");
+	    SOCK_NONBLOCK)) == NULL || mnl_socket_bind(kw->events, groups,
+	    MNL_SOCKET_AUTOPID) == -1) {
+		log_warn("link, address and route notifications: cannot follow "
+		    "them; bridge ports, addresses and routes are compared by "
+		    "the timed check alone");
 		if (kw->events != NULL)
 			mnl_socket_close(kw->events);
 		kw->events = NULL;
-	} else if (ev_add(&kw->ev, mnl_socket_get_fd(kw->events), EPOLLIN,
-	    on_events, kw) == -1)
-		log_warn("link notifications: watching");
+	} else {
+		(void)setsockopt(mnl_socket_get_fd(kw->events), SOL_SOCKET,
+		    SO_RCVBUFFORCE, &size, sizeof(size));
+		if (ev_add(&kw->ev, mnl_socket_get_fd(kw->events), EPOLLIN,
+		    on_events, kw) == -1)
+			log_warn("link, address and route notifications: "
+			    "watching");
+	}
 	sysctls_take(&gw->cfg->gw);
 	kwatch_check(gw, "start");
 }
@@ -524,8 +656,9 @@ kwatch_fd(void)
 	    mnl_socket_get_fd(kw->events) : -1;
 }
 
-/* Any link message may be a port's flags changed or a port added: the
- * comparison is one dump, cheap beside the notifications themselves. */
+/* Any link message may be a port's flags changed or a port added, any
+ * address or route message a change that concerns guests: the comparison
+ * is three dumps, cheap beside the notifications themselves. */
 void
 kwatch_readable(struct gw *gw)
 {
@@ -584,6 +717,20 @@ kwatch_status_json(struct ctl_req *r)
 	ctl_reply(r, "]},");
 }
 
+/* The metrics' kind of an object, from how it is named. */
+static const char *
+kind(const char *obj)
+{
+	if (strncmp(obj, "bridge port", 11) == 0)
+		return "link";
+	if (strncmp(obj, "address ", 8) == 0)
+		return "address";
+	if (strncmp(obj, "route ", 6) == 0 ||
+	    strncmp(obj, "default route", 13) == 0)
+		return "route";
+	return "sysctl";
+}
+
 void
 kwatch_metrics_objects(FILE *fp)
 {
@@ -591,8 +738,7 @@ kwatch_metrics_objects(FILE *fp)
 
 	for (i = 0; kw != NULL && i < kw->nobj; i++) {
 		fprintf(fp, "moat_policy_drift_object{kind=\"%s\",object=\"",
-		    strncmp(kw->obj[i], "bridge port", 11) == 0 ? "link" :
-		    "sysctl");
+		    kind(kw->obj[i]));
 		metrics_lvalue(fp, kw->obj[i]);
 		fputs("\"} 1\n", fp);
 	}

@@ -1,7 +1,9 @@
 /*
  * parent_kwatch.h -- the parent's watch of the kernel state beside the
- * tables (parent_kwatch.c): the moat bridge's ports' isolation, IPv4
- * and IPv6 forwarding and the ICMP sysctls that keep refusals immediate.
+ * tables (parent_kwatch.c): the moat bridge's ports' isolation, its
+ * addresses, the routes that could lead guests' traffic past the
+ * uplink, IPv4 and IPv6 forwarding and the ICMP sysctls that keep
+ * refusals immediate.
  */
 #ifndef GATEWAYD_KWATCH_H
 #define GATEWAYD_KWATCH_H
@@ -14,7 +16,7 @@ struct ctl_req;
 
 void	kwatch_start(struct gw *);
 void	kwatch_stop(void);
-/* The link notifications' socket, or -1. */
+/* The link, address and route notifications' socket, or -1. */
 int	kwatch_fd(void);
 void	kwatch_readable(struct gw *);
 /* Compare now; found says why ("timer", "notification"). */

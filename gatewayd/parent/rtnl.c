@@ -1,9 +1,10 @@
 /*
  * parent/rtnl.c -- the few rtnetlink requests gatewayd makes for its own
  * network (libmnl): look up a link, create a bridge, bring a link up, find
- * and add an address, find a default route, delete a link; and a socket
+ * and add an address, find and add a default route, delete a link; and a socket
  * told of every address the host gains or loses.  Each
- * request waits for the kernel's answer; errors come back in errno.
+ * request waits for the kernel's answer; errors come back in errno.  A
+ * handle talks to the network namespace it was opened in.
  */
 #include <sys/socket.h>
 
@@ -355,6 +356,23 @@ rtnl_proxy6(struct rtnl *r, int index, const uint8_t *addr, bool add)
 	ndm->ndm_flags = NTF_PROXY;
 	ndm->ndm_state = NUD_PERMANENT;
 	mnl_attr_put(nlh, NDA_DST, 16, addr);
+	return talk(r, nlh, NULL, NULL);
+}
+
+int
+rtnl_default_route_add(struct rtnl *r, int family, const uint8_t *gw, int oif)
+{
+	struct nlmsghdr *nlh = msg_new(r, RTM_NEWROUTE,
+	    NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
+	struct rtmsg *rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+
+	rt->rtm_family = (uint8_t)family;
+	rt->rtm_table = RT_TABLE_MAIN;
+	rt->rtm_protocol = RTPROT_BOOT;
+	rt->rtm_scope = RT_SCOPE_UNIVERSE;
+	rt->rtm_type = RTN_UNICAST;
+	mnl_attr_put(nlh, RTA_GATEWAY, alen(family), gw);
+	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)oif);
 	return talk(r, nlh, NULL, NULL);
 }
 

@@ -33,6 +33,10 @@ int	rtnl_addr_del(struct rtnl *, int index, int family, const uint8_t *addr,
 	    int plen);
 /* A default route of family out of the link (any table). */
 int	rtnl_default_route_via(struct rtnl *, int family, int index);
+/* A default route of family in the main table by gw (4 or 16 bytes) out
+ * of the link oif. */
+int	rtnl_default_route_add(struct rtnl *, int family, const uint8_t *gw,
+	    int oif);
 
 /* The bridge's IPv6 proxy neighbour entries (`ip -6 neigh show proxy`):
  * the addresses the host answers solicitations for with its own MAC.

@@ -38,6 +38,10 @@ wait_for 10 v6up
 expect_ok "the canary answers on $NET6::fa (its address from 10.77.0.250)" v6up
 wait_for 120 test "$(n_canary)" -ge 1
 expect_match "dual stack, healthy: contained" '"event":"canary","verdict":"contained"' "$(audit canary)"
+kwdrift=$(gw_ctl status --json | python3 -c "import json,sys
+print(json.load(sys.stdin)['kernel_watch']['drift'])")
+expect_eq "gatewayd's own plumbing of the canary (port, address, routes) is no drift" "[]" "$kwdrift"
+expect_eq "... none audited" "" "$(audit policy-drift)"
 
 expect_ok "nft insert rule inet moat input ip6 saddr $NET6::fa tcp dport 22 accept" \
 	in_ns "$NS_GW" nft insert rule inet moat input ip6 saddr $NET6::fa tcp dport 22 accept

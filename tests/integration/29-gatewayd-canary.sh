@@ -45,12 +45,27 @@ wait_for 90 test "$(n_canary)" -ge 1
 expect_match "a healthy gateway: contained, audited" \
 	'"event":"canary","verdict":"contained","seconds":"[0-9.]+","found":"timer"' "$(audit canary)"
 expect_match "... ctl status" '^canary +contained, [0-9]+s ago' "$(gw_ctl status)"
+kwdrift=$(gw_ctl status --json | python3 -c "import json,sys
+print(json.load(sys.stdin)['kernel_watch']['drift'])")
+expect_eq "gatewayd's own plumbing of the canary (port, address, routes) is no drift" "[]" "$kwdrift"
+expect_eq "... none audited" "" "$(audit policy-drift)"
 expect_eq "... JSON verdict" contained "$(cjson verdict)"
 wait_for 3 grep -q '^moat_canary_verdict 1' "$PROM"
 expect_eq "... moat_canary_verdict 1" "moat_canary_verdict 1" "$(metric moat_canary_verdict)"
 expect_match "... moat_canary_last_run_seconds set" '^moat_canary_last_run_seconds [1-9][0-9]+$' \
 	"$(metric moat_canary_last_run_seconds)"
 expect_match "... a duration" '^moat_canary_duration_seconds [0-9.]+$' "$(metric moat_canary_duration_seconds)"
+dash=$(python3 -c '
+import json, re, sys
+d = json.load(open("examples/grafana-moat.json"))
+names = set()
+for p in d["panels"]:
+    for t in p["targets"]:
+        names |= set(re.findall(r"moat_canary_[a-z_]+", t["expr"]))
+have = set(re.findall(r"^# TYPE (moat_[a-z_]+)", open(sys.argv[1]).read(), re.M))
+print(len(names), " ".join(sorted(names - have)))' "$PROM")
+expect_match "the example Grafana dashboard has canary panels" '^[1-9]' "$dash"
+expect_match "... and every canary metric it queries is served" '^[0-9]+ $' "$dash"
 
 # Its own scans' refusals are folded in ctl refused, and listed by name.
 out=$(gw_ctl refused)
