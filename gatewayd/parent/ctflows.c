@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ev.h"
 #include "log.h"
 #include "ctflows.h"
 
@@ -50,9 +51,33 @@ static struct {
 	bool		  walking;	/* a full walk feeds the list */
 	bool		  lost;		/* an event was lost during the walk */
 	time_t		  tried;	/* the last walk the tick made */
+	struct ev	  w;		/* the events' socket on the loop */
+	bool		  on_loop;
 } C;
 
 static bool	events_on(void);
+static bool	drain(void);
+
+/* Events are read as they come when the process runs the loop (the
+ * parent); elsewhere, and until then, ctflows_tick() reads them. */
+static void
+readable(struct ev *e, uint32_t events)
+{
+	(void)e;
+	(void)events;
+	(void)drain();
+}
+
+static void
+close_events(void)
+{
+	if (C.on_loop)
+		ev_del(&C.w);
+	C.on_loop = false;
+	if (C.ev != NULL)
+		mnl_socket_close(C.ev);
+	C.ev = NULL;
+}
 
 static uint32_t
 fnv(const void *p, size_t len)
@@ -311,9 +336,7 @@ listen_events(void)
 	    NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY,
 	    MNL_SOCKET_AUTOPID) < 0) {
 		log_warn("conntrack events");
-		if (C.ev != NULL)
-			mnl_socket_close(C.ev);
-		C.ev = NULL;
+		close_events();
 		return -1;
 	}
 	/* Root may go past rmem_max; else what the system allows. */
@@ -321,6 +344,8 @@ listen_events(void)
 	    &sz, sizeof(sz)) == -1)
 		(void)setsockopt(mnl_socket_get_fd(C.ev), SOL_SOCKET,
 		    SO_RCVBUF, &sz, sizeof(sz));
+	C.on_loop = ev_add(&C.w, mnl_socket_get_fd(C.ev), EPOLLIN, readable,
+	    NULL) == 0;
 	C.synced = false;
 	return 0;
 }
@@ -353,8 +378,7 @@ drain(void)
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return true;
 		log_warn("conntrack events");
-		mnl_socket_close(C.ev);
-		C.ev = NULL;
+		close_events();
 		C.synced = false;
 		return true;
 	}
@@ -508,6 +532,9 @@ ctflows_tick(void)
 {
 	time_t now;
 
+	if (C.ev != NULL && !C.on_loop)	/* listening before the loop was */
+		C.on_loop = ev_add(&C.w, mnl_socket_get_fd(C.ev), EPOLLIN,
+		    readable, NULL) == 0;
 	(void)drain();
 	if (C.synced)
 		return;
@@ -528,6 +555,12 @@ ctflows_count(void)
 	return C.n;
 }
 
+bool
+ctflows_on_loop(void)
+{
+	return C.on_loop;
+}
+
 size_t
 ctflows_count_live(void)
 {
@@ -538,8 +571,6 @@ void
 ctflows_free(void)
 {
 	forget_all();
-	if (C.ev != NULL)
-		mnl_socket_close(C.ev);
-	C.ev = NULL;
+	close_events();
 	C.synced = C.walking = C.lost = false;
 }

@@ -35,7 +35,9 @@ typedef void (ctflows_fn)(const struct nlattr *tuple, uint8_t family,
     void *arg);
 
 /* Take what the kernel reported since the last call; cheap when nothing
- * waits.  Listens first if it does not yet (root, the parent's own
+ * waits.  In a process that runs lib/ev's loop the events are also read
+ * as they arrive (ctflows_on_loop()), so this is then only the way back
+ * after a loss.  Listens first if it does not yet (root, the parent's own
  * namespace); after a loss, at most every CTFLOWS_RESYNC_S it walks the
  * kernel's table again itself to be ready before the next commit. */
 void	ctflows_tick(void);
@@ -67,6 +69,9 @@ void	ctflows_events(const void *buf, size_t len);
  * status and tests. */
 size_t	ctflows_count(void);
 size_t	ctflows_count_live(void);
+
+/* Whether the events are read from the loop as they arrive. */
+bool	ctflows_on_loop(void);
 
 /* Forget everything and stop listening. */
 void	ctflows_free(void);

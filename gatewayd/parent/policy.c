@@ -969,8 +969,10 @@ policy_on_commit(struct gw *gw, const struct gw_commit *c)
 		promises_reload(policy_of(gw)->promises, c->old, c->new);
 }
 
-/* The conntrack events are taken once a second between commits, so that
- * the socket does not overflow (a commit takes them too, first). */
+/* The conntrack events are read from the loop as they arrive (a commit
+ * takes what waits too, first); this timer makes the listening socket,
+ * and after a loss walks the table again: every second until the list
+ * is trusted, then every 10 s, only to notice. */
 static uint64_t
 policy_due(const struct gw *gw)
 {
@@ -983,7 +985,8 @@ static void
 policy_timer(struct gw *gw)
 {
 	ctflows_tick();
-	policy_of(gw)->ctflows_next = gw_mono_ms() + 1000;
+	policy_of(gw)->ctflows_next = gw_mono_ms() + (ctflows_on_loop() &&
+	    ctflows_ready() ? 10000 : 1000);
 }
 
 static void
