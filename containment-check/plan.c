@@ -630,13 +630,21 @@ static const char WHAT_V6_LIT_PROXY[] =
  * spelling: CONNECT [a]:22 and [a]:443, GET http://[a]:80/, and an
  * origin-form GET with Host: [a]. */
 static void
+v6_via_proxy_as(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a,
+    const char *what)
+{
+	via_proxy(v, o, d, cls, a, 22, true, what);
+	via_proxy(v, o, d, cls, a, 443, true, what);
+	via_proxy(v, o, d, cls, a, 80, false, what);
+	via_proxy_host(v, o, d, cls, a, what);
+}
+
+static void
 v6_via_proxy(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a)
 {
-	via_proxy(v, o, d, cls, a, 22, true, WHAT_V6_LIT_PROXY);
-	via_proxy(v, o, d, cls, a, 443, true, WHAT_V6_LIT_PROXY);
-	via_proxy(v, o, d, cls, a, 80, false, WHAT_V6_LIT_PROXY);
-	via_proxy_host(v, o, d, cls, a, WHAT_V6_LIT_PROXY);
+	v6_via_proxy_as(v, o, d, cls, a, WHAT_V6_LIT_PROXY);
 }
 
 /* Transparent: tcp 80 to addr is redirected to the proxy; an answer the
@@ -734,6 +742,9 @@ plan_gwaddrs(struct cc_probes *v, const struct cc_opts *o,
 
 static const char WHAT_ROUTED[] =
     "a host of an IPv6 network the gateway routes (not by default)";
+static const char WHAT_ROUTED_PROXY[] =
+    "a host of an IPv6 network the gateway routes, through the proxy "
+    "(CONNECT, absolute URI, Host)";
 
 /* The IPv6 networks the gateway host routes other than by its default
  * route (another VLAN of the site, a subnet behind the LAN's router, the
@@ -774,7 +785,8 @@ plan_routed(struct cc_probes *v, const struct cc_opts *o,
 			    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
 			    WHAT_ROUTED, o->timeout_ms);
 			if (k == 0)
-				v6_via_proxy(v, o, d, C_PRIVATE, &a);
+				v6_via_proxy_as(v, o, d, C_PRIVATE, &a,
+				    WHAT_ROUTED_PROXY);
 		}
 		if (p->plen >= 64)
 			continue;
