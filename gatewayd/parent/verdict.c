@@ -210,10 +210,16 @@ verdicts_overlay(struct moat_config *cfg)
 	struct gv *g;
 	size_t i;
 
+	/* Its allow list goes with its allowlist mode: the configuration
+	 * the children are sent must load, and allow applies only with
+	 * egress "allowlist".  The list is the file's, still shared. */
 	for (i = 0; i < cfg->nsandboxes; i++)
 		if ((g = gv_find(cfg->sandboxes[i].name)) != NULL &&
-		    g->quarantined)
+		    g->quarantined) {
 			cfg->sandboxes[i].egress = EGRESS_NONE;
+			cfg->sandboxes[i].allow.v = NULL;
+			cfg->sandboxes[i].allow.n = 0;
+		}
 }
 
 static uint32_t
