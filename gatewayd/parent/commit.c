@@ -55,6 +55,7 @@ gw_effective_free(struct moat_config *e, const struct moat_config *file)
 			free(l->v[j]);
 		free(l->v);
 	}
+	verdicts_overlay_free(e, file);
 	free(e->sandboxes);
 	free(e);
 }

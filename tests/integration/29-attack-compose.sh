@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Features that compose, attacked as a guest and as a member: a quarantine
 # (quarantine_on_breach, a guest's NOT CONTAINED) while grants for the
-# sandbox are live.
-#  - A live grant opens nothing while the sandbox is quarantined, nor does
+# sandbox are live and an exception names it.
+#  - A live grant or its exception opens nothing while the sandbox is
+#    quarantined, directly or through dnsd and the proxy, nor does
 #    a grant made after the quarantine (the admin's or the owner's), nor a
 #    grant's expiry, nor a reload.
 #  - The owner (a member) cannot clear their own sandbox's quarantine.
 #  - A member's grant of a name with a quote and an ANSI escape is
 #    refused, and neither the answer nor `ctl grants` carries the raw
 #    escape.
-#  - An admin's clear-quarantine brings back the sandbox's own egress and
-#    the grant still live, nothing more.
+#  - An admin's clear-quarantine brings back the sandbox's own egress,
+#    allow list and exception, nothing more: its grants ended with the
+#    quarantine.  A quarantined open sandbox is refused by the proxy too.
+#  - dnsd and the proxy take every configuration on the way.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -30,7 +33,7 @@ chmod 711 "$TOPO_TMP"
 # web: allowlist, owned by the member, quarantined on a breach.
 sed -e "s/owner = \"alice\"/owner = \"$UA\"; quarantine_on_breach = true/" \
     -e "s/owner = \"bob\"/owner = \"$UA\"; quarantine_on_breach = true/" \
-    -e 's|^  exceptions = ( );|  exceptions = ( );\n  member_allow = [ "short.test", "*.member.test" ];|' \
+    -e 's|^  exceptions = ( );|  exceptions = ( { to = "192.168.77.2/32"; proto = "tcp"; ports = [ 22 ]; sandboxes = [ "web" ]; } );\n  member_allow = [ "short.test", "*.member.test" ];|' \
     -e 's/intercept = true;/intercept = false;/' \
 	examples/demo.conf >"$GW_CONF"
 grep -q quarantine_on_breach "$GW_CONF" || { not_ok "test config"; tap_done; exit 1; }
@@ -65,6 +68,8 @@ shut() {	# shut WHAT -- web resolves no name, connects nowhere, not even by the 
 		"$(dig_in web open.test)$(dig_in web short.test)$(dig_in web pypi.org)"
 	expect_eq "$1: the proxy fetches neither the granted nor the listed name for web" "403 403" \
 		"$(via_proxy open.test) $(via_proxy pypi.org)"
+	expect_eq "$1: web's exception (the LAN host's ssh) is shut" unreachable \
+		"$(tcp_probe $TOPO-web $LAN_HOST 22)"
 	expect_eq "$1: web is still quarantined, egress none" "True none" \
 		"$(sbjson web quarantined) $(sbjson web egress)"
 }
@@ -76,6 +81,8 @@ wait_for 5 granted
 expect_ok "the grant opens open.test to web" granted
 expect_eq "before the quarantine the proxy fetches open.test and pypi.org for web" "200 200" \
 	"$(via_proxy open.test) $(via_proxy pypi.org)"
+expect_eq "before the quarantine web's exception opens the LAN host's ssh" connected \
+	"$(tcp_probe $TOPO-web $LAN_HOST 22)"
 
 rec web 2
 q() { [ "$(sbjson web quarantined)" = True ]; }
@@ -125,6 +132,7 @@ expect_eq "web's own egress is back (allowlist)" "False allowlist" \
 listed() { [ "$(dig_in web pypi.org)" = "$INET_HTTP" ] && [ "$(via_proxy pypi.org)" = 200 ]; }
 wait_for 10 listed
 expect_ok "its own list works again: pypi.org resolves and the proxy fetches it" listed
+expect_eq "... and its exception again" connected "$(tcp_probe $TOPO-web $LAN_HOST 22)"
 # The quarantine ended every grant of web; none made during it stayed.
 expect_eq "the grants ended with the quarantine: open.test and short.test stay refused" "  403 403" \
 	"$(dig_in web open.test) $(dig_in web short.test) $(via_proxy open.test) $(via_proxy short.test)"
