@@ -188,6 +188,20 @@ push_lan(struct cc_opts *o, const char *arg)
 }
 
 int
+args_routed(const char *arg, struct cc_opts *o)
+{
+	struct moat_prefix p;
+
+	if (prefix_parse(arg, &p) == -1 || p.addr.family != AF_INET6 ||
+	    p.plen < 8 || p.plen > 120)
+		return -1;
+	if (o->nrouted == CC_MAXLIST)
+		return -2;
+	o->routed[o->nrouted++] = p;
+	return 0;
+}
+
+int
 args_targets_line(const char *line, struct cc_opts *o)
 {
 	char key[16], val[80], extra;
@@ -205,5 +219,7 @@ args_targets_line(const char *line, struct cc_opts *o)
 		return push_target(o->closed, &o->nclosed, val);
 	if (strcmp(key, "lan") == 0)
 		return push_lan(o, val);
+	if (strcmp(key, "routed") == 0)
+		return args_routed(val, o);
 	return -1;
 }

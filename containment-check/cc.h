@@ -221,6 +221,10 @@ struct cc_opts {
 	size_t		ngwaddrs;
 	struct cc_target closed[CC_MAXLIST];	/* exceptions not for us */
 	size_t		nclosed;
+	/* IPv6 networks the gateway routes other than by its default route
+	 * (routed lines, --routed): a few hosts of each are probed. */
+	struct moat_prefix routed[CC_MAXLIST];
+	size_t		nrouted;
 	const char	*targets_file;
 	struct moat_addr resolvers[CC_MAXLIST];
 	size_t		nresolvers;	/* 0: the built-in public resolvers */
@@ -242,9 +246,13 @@ int	 args_uint(const char *, unsigned lo, unsigned hi, unsigned *);
 int	 args_mode(const char *, enum cc_mode *);
 const char *args_mode_name(enum cc_mode);
 /* One line of the targets file: "gateway IP[:PORT]", "exception
- * IP[:PORT]", "lan CIDR" (its first two hosts become --targets), blank
- * or "#" comment.  0 ok, -1 bad line, -2 list full. */
+ * IP[:PORT]", "lan CIDR" (its first two hosts become --targets), "routed
+ * CIDR" (an IPv6 network the gateway routes, args_routed), blank or "#"
+ * comment.  0 ok, -1 bad line, -2 list full. */
 int	 args_targets_line(const char *line, struct cc_opts *);
+/* An IPv6 prefix of /8 to /120, no host bits: onto o->routed.  0 ok, -1
+ * bad, -2 list full. */
+int	 args_routed(const char *, struct cc_opts *);
 #define CC_TARGETS_FILE	"/etc/moat/containment-targets"
 /* Where provision installs the gateway proxy's CA certificate. */
 #define CC_GATEWAY_CA	"/usr/local/share/ca-certificates/moat-gateway.crt"

@@ -31,8 +31,11 @@ static const char usage_text[] =
 "                        --expect none: must not be); [v6]:PORT is run\n"
 "                        only when the guest has IPv6\n"
 "  --target IP[:PORT]    also probe this host (default: common ports)\n"
+"  --routed CIDR         an IPv6 network the gateway routes other than by\n"
+"                        its default route: a few of its hosts are probed\n"
 "  --targets-file FILE   the gateway's addresses, exceptions that must stay\n"
-"                        closed and LAN ranges, as provision writes them\n"
+"                        closed, LAN ranges and routed IPv6 networks, as\n"
+"                        provision writes them\n"
 "                        (default " CC_TARGETS_FILE " if present)\n"
 "  --resolver IP         public resolver for the bypass probes (replaces\n"
 "                        9.9.9.9 1.1.1.1 8.8.8.8 and two IPv6 ones)\n"
@@ -60,7 +63,7 @@ enum {
 	OPT_GATEWAY = 256, OPT_EXPECT, OPT_ALLOW, OPT_DENY, OPT_REBIND,
 	OPT_INTERNET, OPT_TARGET, OPT_RESOLVER, OPT_PUBLIC, OPT_PROXY,
 	OPT_TIMEOUT, OPT_CONC, OPT_HOSTCHK, OPT_NOHOSTCHK, OPT_INGUEST,
-	OPT_JSON, OPT_TFILE, OPT_GWCA, OPT_QUICK,
+	OPT_JSON, OPT_TFILE, OPT_GWCA, OPT_QUICK, OPT_ROUTED,
 };
 
 static const struct option longopts[] = {
@@ -72,6 +75,7 @@ static const struct option longopts[] = {
 	{ "internet",		required_argument, NULL, OPT_INTERNET },
 	{ "target",		required_argument, NULL, OPT_TARGET },
 	{ "targets-file",	required_argument, NULL, OPT_TFILE },
+	{ "routed",		required_argument, NULL, OPT_ROUTED },
 	{ "resolver",		required_argument, NULL, OPT_RESOLVER },
 	{ "treat-as-public",	required_argument, NULL, OPT_PUBLIC },
 	{ "proxy-port",		required_argument, NULL, OPT_PROXY },
@@ -155,6 +159,11 @@ set_option(struct cc_opts *o, int ch, const char *arg)
 		    args_target(arg, &o->targets[o->ntargets++]) == -1)
 			usage("--target takes IP or IP:PORT", arg);
 		break;
+	case OPT_ROUTED:
+		if (args_routed(arg, o) != 0)
+			usage("--routed takes an IPv6 prefix, /8 to /120, "
+			    "without host bits (at most 64)", arg);
+		break;
 	case OPT_RESOLVER:
 		if (o->nresolvers == CC_MAXLIST ||
 		    addr_parse(arg, &o->resolvers[o->nresolvers++]) == -1)
@@ -203,7 +212,8 @@ read_targets(struct cc_opts *o)
 		fclose(f);
 		snprintf(line, sizeof(line), "%s:%d", path, lineno);
 		usage(r == -2 ? "too many targets in" : "expected \"gateway "
-		    "IP[:PORT]\", \"exception IP[:PORT]\" or \"lan CIDR\" at",
+		    "IP[:PORT]\", \"exception IP[:PORT]\", \"lan CIDR\" or "
+		    "\"routed CIDR\" at",
 		    line);
 	}
 	fclose(f);

@@ -630,13 +630,21 @@ static const char WHAT_V6_LIT_PROXY[] =
  * spelling: CONNECT [a]:22 and [a]:443, GET http://[a]:80/, and an
  * origin-form GET with Host: [a]. */
 static void
+v6_via_proxy_as(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a,
+    const char *what)
+{
+	via_proxy(v, o, d, cls, a, 22, true, what);
+	via_proxy(v, o, d, cls, a, 443, true, what);
+	via_proxy(v, o, d, cls, a, 80, false, what);
+	via_proxy_host(v, o, d, cls, a, what);
+}
+
+static void
 v6_via_proxy(struct cc_probes *v, const struct cc_opts *o,
     const struct cc_disc *d, enum cc_class cls, const struct moat_addr *a)
 {
-	via_proxy(v, o, d, cls, a, 22, true, WHAT_V6_LIT_PROXY);
-	via_proxy(v, o, d, cls, a, 443, true, WHAT_V6_LIT_PROXY);
-	via_proxy(v, o, d, cls, a, 80, false, WHAT_V6_LIT_PROXY);
-	via_proxy_host(v, o, d, cls, a, WHAT_V6_LIT_PROXY);
+	v6_via_proxy_as(v, o, d, cls, a, WHAT_V6_LIT_PROXY);
 }
 
 /* Transparent: tcp 80 to addr is redirected to the proxy; an answer the
@@ -729,6 +737,67 @@ plan_gwaddrs(struct cc_probes *v, const struct cc_opts *o,
 			via_proxy(v, o, d, cls, &t->addr, t->port, false,
 			    WHAT_GWADDR_URI);
 		}
+	}
+}
+
+static const char WHAT_ROUTED[] =
+    "a host of an IPv6 network the gateway routes (not by default)";
+static const char WHAT_ROUTED_PROXY[] =
+    "a host of an IPv6 network the gateway routes, through the proxy "
+    "(CONNECT, absolute URI, Host)";
+
+/* The IPv6 networks the gateway host routes other than by its default
+ * route (another VLAN of the site, a subnet behind the LAN's router, the
+ * site's own prefixes): the gateway refuses them as the LAN.  Hosts ::1,
+ * ::2 and ::10 of the network's first /64 on 22, 80 and 443, and in a
+ * network wider than a /64 also ::1 of its last /64 (a subnet of the
+ * site other than the one numbered first); ::1 through the proxy too. */
+/* In one of the guest's own /64s: the guests' network, sampled as such. */
+static bool
+in_own64(const struct cc_disc *d, const struct moat_addr *a)
+{
+	size_t i;
+
+	for (i = 0; i < d->nv6; i++)
+		if (memcmp(d->v6[i].addr.a, a->a, 8) == 0)
+			return true;
+	return false;
+}
+
+static void
+plan_routed(struct cc_probes *v, const struct cc_opts *o,
+    const struct cc_disc *d)
+{
+	static const uint8_t hosts[] = { 1, 2, 0x10 };
+	struct moat_addr a;
+	size_t i, k;
+	int bit;
+
+	for (i = 0; i < o->nrouted; i++) {
+		const struct moat_prefix *p = &o->routed[i];
+
+		for (k = 0; k < sizeof(hosts); k++) {
+			a = p->addr;
+			a.a[15] = (uint8_t)(a.a[15] + hosts[k]);
+			if (in_own64(d, &a))
+				break;
+			add_ports(v, C_PRIVATE, &a, 0, subnet_ports,
+			    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
+			    WHAT_ROUTED, o->timeout_ms);
+			if (k == 0)
+				v6_via_proxy_as(v, o, d, C_PRIVATE, &a,
+				    WHAT_ROUTED_PROXY);
+		}
+		if (p->plen >= 64)
+			continue;
+		a = p->addr;
+		for (bit = p->plen; bit < 64; bit++)
+			a.a[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+		a.a[15] = 1;
+		if (!in_own64(d, &a))
+			add_ports(v, C_PRIVATE, &a, 0, subnet_ports,
+			    sizeof(subnet_ports) / sizeof(subnet_ports[0]),
+			    WHAT_ROUTED, o->timeout_ms);
 	}
 }
 
@@ -1402,6 +1471,7 @@ plan_phase2(struct cc_probes *v, const struct cc_opts *o,
 	plan_metadata(v, o, d, ph1);
 	plan_admission(v, o, d, ph1);
 	plan_private(v, o, d);
+	plan_routed(v, o, d);
 	plan_bypass(v, o, d);
 	plan_ipv6(v, o, d, ph1);
 	plan_guests(v, o, d);

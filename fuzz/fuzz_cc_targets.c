@@ -2,8 +2,9 @@
  * fuzz_cc_targets.c -- libFuzzer harness for containment-check's targets
  * file, one line at a time as main.c reads it: whatever a line holds, the
  * lists stay within their bounds, a refused line (bad or full) adds
- * nothing (a lan line that no longer fits adds none of its samples), and
- * every target parsed is an IPv4 or IPv6 address.
+ * nothing (a lan line that no longer fits adds none of its samples),
+ * every target parsed is an IPv4 or IPv6 address, and every routed
+ * network an IPv6 prefix of /8 to /120 without host bits.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +35,25 @@ changed(const struct cc_target *a, size_t na, const struct cc_target *b,
 	return na != nb || memcmp(a, b, na * sizeof(*a)) != 0;
 }
 
+static void
+check_routed(const struct cc_opts *o)
+{
+	size_t i;
+	int bit;
+
+	if (o->nrouted > CC_MAXLIST)
+		abort();
+	for (i = 0; i < o->nrouted; i++) {
+		const struct moat_prefix *p = &o->routed[i];
+
+		if (p->addr.family != AF_INET6 || p->plen < 8 || p->plen > 120)
+			abort();
+		for (bit = p->plen; bit < 128; bit++)
+			if (p->addr.a[bit / 8] & (0x80 >> (bit % 8)))
+				abort();
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
@@ -59,13 +79,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		    o.targets, o.ntargets) || changed(before.gwaddrs,
 		    before.ngwaddrs, o.gwaddrs, o.ngwaddrs) ||
 		    changed(before.closed, before.nclosed, o.closed,
-		    o.nclosed)))
+		    o.nclosed) || before.nrouted != o.nrouted))
 			abort();	/* a refused line changed the lists */
 		if (r < -2 || r > 0)
 			abort();
 		check_list(o.targets, o.ntargets);
 		check_list(o.gwaddrs, o.ngwaddrs);
 		check_list(o.closed, o.nclosed);
+		check_routed(&o);
 	}
 	return 0;
 }

@@ -150,6 +150,35 @@ out:
 	return rc;
 }
 
+/* provision targets NAME: the targets file a guest of sandbox NAME is
+ * given (and the canary, for itself), as this host's interfaces and
+ * routes make it now. */
+int
+cmd_targets(struct pv *pv, int argc, char **argv)
+{
+	const struct moat_sandbox *sb = NULL;
+	char *t;
+	size_t i;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: provision targets NAME\n");
+		return EXIT_USAGE;
+	}
+	if (pv_load(pv) == -1)
+		return EXIT_FALSE;
+	for (i = 0; i < pv->cfg->nsandboxes && sb == NULL; i++)
+		if (strcmp(pv->cfg->sandboxes[i].name, argv[1]) == 0)
+			sb = &pv->cfg->sandboxes[i];
+	if (sb == NULL) {
+		log_warnx("no sandbox \"%s\" in the configuration", argv[1]);
+		return EXIT_FALSE;
+	}
+	t = targets_text(pv->cfg, sb->name, sb->egress);
+	fputs(t, stdout);
+	free(t);
+	return EXIT_OK;
+}
+
 static int
 mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid)
 {

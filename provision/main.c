@@ -35,6 +35,7 @@ static const struct verb verbs[] = {
 	{ "list", cmd_list, false, "list [--json] [--owner USER]", true },
 	{ "console", cmd_console, false, "console NAME", false },
 	{ "qemu-args", cmd_qemu_args, false, "qemu-args [--accel A] NAME", false },
+	{ "targets", cmd_targets, false, "targets NAME", false },
 	{ "sync-box", cmd_sync_box, true, "sync-box", false },
 };
 

@@ -9,17 +9,18 @@ PROVISION_SRCS := provision/main.c $(PROVISION_LIB_SRCS)
 PROVISION_OBJS := $(PROVISION_SRCS:%.c=$(OBJ)/%.o)
 PROVISION_LIB_OBJS := $(PROVISION_LIB_SRCS:%.c=$(OBJ)/%.o)
 PROVISION_LIBS = $(call pkglibs,libmnl libssl libcrypto)
-EXTRA_CFLAGS_provision = $(call pkgcflags,libconfig) $(call pkgcflags,libmnl)
+EXTRA_CFLAGS_provision = -Inft-rules $(call pkgcflags,libconfig) $(call pkgcflags,libmnl)
 PROGRAMS += $(BUILD)/provision
 INSTALL_SBIN += $(BUILD)/provision
 
-$(BUILD)/provision: $(PROVISION_OBJS) $(LIBMOAT)
+# targets.c lists the host's IPv6 routes as the policy does (nr_route.c).
+$(BUILD)/provision: $(PROVISION_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS)
 
 PROVISION_TESTS := $(BUILD)/tests/test_provision
 UNIT_TESTS += $(PROVISION_TESTS)
 
-$(PROVISION_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(PROVISION_LIB_OBJS) $(LIBMOAT)
+$(PROVISION_TESTS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(PROVISION_LIB_OBJS) $(NFTRULES_LIB) $(LIBMOAT)
 	@mkdir -p $(dir $@)
 	$(QLINK)$(CC) $(LDHARDEN) -o $@ $^ $(LIBMOAT_LIBS) $(PROVISION_LIBS) $(CMOCKA_LIBS)
 $(OBJ)/tests/unit/test_provision.o: override CFLAGS += -Iprovision

@@ -344,6 +344,7 @@ int	 cmd_destroy(struct pv *, int, char **);
 int	 cmd_list(struct pv *, int, char **);
 int	 cmd_console(struct pv *, int, char **);
 int	 cmd_qemu_args(struct pv *, int, char **);
+int	 cmd_targets(struct pv *, int, char **);
 int	 cmd_sync_box(struct pv *, int, char **);
 int	 stop_guest(struct pv *, const char *name, int timeout_s, bool force);
 int	 pv_load(struct pv *);

@@ -55,6 +55,7 @@ gw_effective_free(struct moat_config *e, const struct moat_config *file)
 			free(l->v[j]);
 		free(l->v);
 	}
+	verdicts_overlay_free(e, file);
 	free(e->sandboxes);
 	free(e);
 }
@@ -127,6 +128,22 @@ ms_since(const struct timespec *t0)
 	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* Whether a sandbox's egress mode differs between a and b, two views of
+ * one file (a quarantine or its end): then dnsd and the proxy must take
+ * the whole change, not an allow list alone. */
+static bool
+egress_changed(const struct moat_config *a, const struct moat_config *b)
+{
+	size_t i;
+
+	if (a == NULL || a->nsandboxes != b->nsandboxes)
+		return true;
+	for (i = 0; i < b->nsandboxes; i++)
+		if (a->sandboxes[i].egress != b->sandboxes[i].egress)
+			return true;
+	return false;
+}
+
 int
 gw_commit(struct gw *gw, struct moat_config *file, struct gw_commit *c,
     char *err, size_t errlen)
@@ -138,7 +155,7 @@ gw_commit(struct gw *gw, struct moat_config *file, struct gw_commit *c,
 	struct timespec t0;
 	const char **changed = NULL;
 	size_t i, nchanged = 0;
-	bool widened;
+	bool widened, whole;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	next = gw_effective(gw, base);
@@ -160,8 +177,11 @@ gw_commit(struct gw *gw, struct moat_config *file, struct gw_commit *c,
 			gw_modules[i]->on_commit(gw, c);
 	policy_of(gw)->quiet = false;
 	/* 3. The children: before the flows are cut, so that dnsd answers
-	 * from the new lists by the time the conntrack walk ends. */
-	if (file == NULL) {
+	 * from the new lists by the time the conntrack walk ends.  A change
+	 * of grants alone sends the lists that changed; a new file, or a
+	 * sandbox's egress mode changed (a quarantine), the whole delta. */
+	whole = file != NULL || egress_changed(old, next);
+	if (!whole) {
 		nchanged = allow_changed(old, next, &changed);
 		if (nchanged > 0)
 			proc_reload_sandboxes(gw, changed, nchanged);
@@ -179,7 +199,7 @@ gw_commit(struct gw *gw, struct moat_config *file, struct gw_commit *c,
 	ctflows_tick();
 	if (widened)
 		c->cut = 0;
-	else if (file == NULL)
+	else if (!whole)
 		c->cut = policy_cut_narrowed(next, changed, nchanged);
 	else
 		c->cut = policy_cut_flows(old, next);

@@ -443,7 +443,16 @@ add_name(struct ctl_req *r, struct grant_req *g, const char *arg)
 	}
 	v = xstrdup(arg);
 	if (!config_allow_entry(v, why, sizeof(why))) {
-		ctl_reply(r, "error: %.260s: %s; nothing changed\n", arg, why);
+		char *e = json_escape(arg), *c;
+
+		/* Not a name: escaped as in JSON, so that a quote, a
+		 * newline or a terminal escape in it is shown, not done;
+		 * the reason quotes it too, its control bytes made '?'. */
+		for (c = why; *c != '\0'; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		ctl_reply(r, "error: %.260s: %s; nothing changed\n", e, why);
+		free(e);
 		free(v);
 		return -1;
 	}

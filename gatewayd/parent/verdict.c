@@ -210,16 +210,86 @@ verdicts_start(struct gw *gw)
 	V.due = 0;
 }
 
+static bool
+is_quarantined(const char *name)
+{
+	struct gv *g = gv_find(name);
+
+	return g != NULL && g->quarantined;
+}
+
+/* An exception that names a quarantined sandbox: the configuration the
+ * children load refuses an exception for a sandbox at egress "none", so
+ * the view gets a copy of the exceptions without those names (one left
+ * naming no sandbox is left out: it would apply to none).  The names
+ * are the file's, shared. */
+static void
+overlay_exceptions(struct moat_config *cfg)
+{
+	struct moat_exception *v;
+	size_t i, j, n = 0;
+	bool any = false;
+
+	for (i = 0; i < cfg->gw.nexceptions && !any; i++)
+		for (j = 0; j < cfg->gw.exceptions[i].sandboxes.n && !any; j++)
+			any = is_quarantined(cfg->gw.exceptions[i].sandboxes.v[j]);
+	if (!any)
+		return;
+	v = xcalloc(cfg->gw.nexceptions, sizeof(*v));
+	for (i = 0; i < cfg->gw.nexceptions; i++) {
+		struct moat_exception x = cfg->gw.exceptions[i];
+
+		if (x.sandboxes_given) {
+			x.sandboxes.v = xcalloc(x.sandboxes.n + 1,
+			    sizeof(*x.sandboxes.v));
+			x.sandboxes.n = 0;
+			for (j = 0; j < cfg->gw.exceptions[i].sandboxes.n; j++)
+				if (!is_quarantined(cfg->gw.exceptions[i].
+				    sandboxes.v[j]))
+					x.sandboxes.v[x.sandboxes.n++] =
+					    cfg->gw.exceptions[i].sandboxes.v[j];
+			if (x.sandboxes.n == 0) {
+				free(x.sandboxes.v);
+				continue;
+			}
+		}
+		v[n++] = x;
+	}
+	cfg->gw.exceptions = v;
+	cfg->gw.nexceptions = n;
+}
+
+void
+verdicts_overlay_free(struct moat_config *cfg, const struct moat_config *file)
+{
+	size_t i;
+
+	if (cfg->gw.exceptions == file->gw.exceptions)
+		return;
+	for (i = 0; i < cfg->gw.nexceptions; i++)
+		if (cfg->gw.exceptions[i].sandboxes_given)
+			free(cfg->gw.exceptions[i].sandboxes.v);
+	free(cfg->gw.exceptions);
+}
+
 void
 verdicts_overlay(struct moat_config *cfg)
 {
 	struct gv *g;
 	size_t i;
 
+	overlay_exceptions(cfg);
+
+	/* Its allow list goes with its allowlist mode: the configuration
+	 * the children are sent must load, and allow applies only with
+	 * egress "allowlist".  The list is the file's, still shared. */
 	for (i = 0; i < cfg->nsandboxes; i++)
 		if ((g = gv_find(cfg->sandboxes[i].name)) != NULL &&
-		    g->quarantined)
+		    g->quarantined) {
 			cfg->sandboxes[i].egress = EGRESS_NONE;
+			cfg->sandboxes[i].allow.v = NULL;
+			cfg->sandboxes[i].allow.n = 0;
+		}
 }
 
 static uint32_t

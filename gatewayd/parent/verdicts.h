@@ -20,6 +20,9 @@ void	verdicts_tick(struct gw *);
 /* A configuration about to be applied: every quarantined sandbox in it
  * gets egress "none".  Called on each load before the policy goes in. */
 void	verdicts_overlay(struct moat_config *);
+/* What the overlay of a view of file made its own (gw_effective_free). */
+void	verdicts_overlay_free(struct moat_config *,
+	    const struct moat_config *file);
 /* ctl sandboxes: the sandbox's fields, JSON (",\"verdict\":...") or
  * text (", verdict ..."). */
 void	verdicts_sandbox(struct ctl_req *, const char *sandbox);

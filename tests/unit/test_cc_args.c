@@ -163,6 +163,20 @@ targets_file_lines(void **state)
 	o.ntargets = CC_MAXLIST - 2;
 	assert_int_equal(args_targets_line("lan fd00::/64", &o), -2);
 	assert_int_equal(o.ntargets, CC_MAXLIST - 2);
+	/* A routed IPv6 network: kept as a prefix, sampled by plan.c. */
+	assert_int_equal(args_targets_line("routed 2001:db8:1b::/64\n", &o), 0);
+	assert_int_equal(args_targets_line("routed 2001:db8:5600::/56", &o), 0);
+	assert_int_equal(o.nrouted, 2);
+	assert_int_equal(o.routed[0].plen, 64);
+	assert_int_equal(o.routed[0].addr.a[5], 0x1b);
+	assert_int_equal(o.routed[1].plen, 56);
+	assert_int_equal(args_targets_line("routed 2001:db8:1b::1/64", &o), -1);
+	assert_int_equal(args_targets_line("routed 192.168.1.0/24", &o), -1);
+	assert_int_equal(args_targets_line("routed 2001:db8::/121", &o), -1);
+	assert_int_equal(args_targets_line("routed 2000::/7", &o), -1);
+	assert_int_equal(o.nrouted, 2);
+	o.nrouted = CC_MAXLIST;
+	assert_int_equal(args_targets_line("routed fd00::/64", &o), -2);
 }
 
 int

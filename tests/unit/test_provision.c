@@ -490,6 +490,21 @@ t_targets(void **state)
 	assert_null(strstr(t, "gateway 127.0.0.1"));
 	free(t);
 	config_free(c);
+	/* The site's own IPv6 prefixes are routed networks to probe; the
+	 * guests' /64 is not, even when a site prefix holds it. */
+	c = load_text("gateway: { uplink = \"up0\"; network = \"10.77.0.0/24\"; "
+	    "bridge = \"moat0\"; dns: { upstream = [ \"203.0.113.53\" ]; }; "
+	    "ipv6 = { network = \"2001:db8:5600:ff::/64\"; uplink_mode = "
+	    "\"routed\"; site_prefixes = [ \"2001:db8:5600::/56\", "
+	    "\"2001:db8:5600:1::/64\", \"2001:db8:5600:ff::/64\" ]; }; };\n",
+	    "/nonexistent");
+	assert_non_null(c);
+	t = targets_text(c, "new", EGRESS_OPEN);
+	assert_non_null(strstr(t, "routed 2001:db8:5600::/56\n"));
+	assert_null(strstr(t, "routed 2001:db8:5600:1::/64"));	/* inside */
+	assert_null(strstr(t, "routed 2001:db8:5600:ff::/64"));
+	free(t);
+	config_free(c);
 }
 
 static void
