@@ -96,6 +96,15 @@ sleep 4
 expect_ok "B's own quarantine stays" q B True
 expect_eq "B's web still has egress none" none "$(field B web egress)"
 expect_match "B's is its own" '^web 1 ' "$(cat "$TOPO_TMP/state-B/guest-verdicts")"
+# A's whole state, sent again on a new link, empties web's sets there:
+# quarantined on B, web has none, and nothing is refused.
+states() { grep -c 'ha replication: the whole state to the other box' "$TOPO_TMP/A-gatewayd.log"; }
+s0=$(states)
+ip -n "$NS_B" link set peer0 down; sleep 3; ip -n "$NS_B" link set peer0 up
+more() { [ "$(states)" -gt "$s0" ]; }
+expect_ok "A sends its whole state again once the link is back" wait_for 20 more
+sleep 2
+expect_ok "B's own quarantine stays through it" q B True
 expect_eq "no refusals counted on B" 0 "$(ctl B status --json | python3 -c "import json,sys
 print(json.load(sys.stdin)['ha_replication']['refused'])")"
 
