@@ -11,46 +11,12 @@
 #include <unistd.h>
 
 #include "refusals.h"
+#include "sysctl.h"
 
 #define SYS_V4_RATELIMIT "/proc/sys/net/ipv4/icmp_ratelimit"
 #define SYS_V6_RATELIMIT "/proc/sys/net/ipv6/icmp/ratelimit"
 #define SYS_MSGS_PER_SEC "/proc/sys/net/ipv4/icmp_msgs_per_sec"
 #define SYS_MSGS_BURST	 "/proc/sys/net/ipv4/icmp_msgs_burst"
-
-static int
-sys_read(const char *path, long *v)
-{
-	char buf[32], *end;
-	ssize_t n;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	errno = 0;
-	*v = strtol(buf, &end, 10);
-	if (errno != 0 || end == buf)
-		return errno = EINVAL, -1;
-	return 0;
-}
-
-static int
-sys_write(const char *path, long v)
-{
-	char buf[32];
-	int fd, n, rc;
-
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = snprintf(buf, sizeof(buf), "%ld\n", v);
-	rc = write(fd, buf, (size_t)n) == n ? 0 : -1;
-	close(fd);
-	return rc;
-}
 
 void
 refusals_want(const struct moat_gateway *gw, struct refusal_sysctls *w)
@@ -70,14 +36,14 @@ refusals_want(const struct moat_gateway *gw, struct refusal_sysctls *w)
 int
 refusals_read(struct refusal_sysctls *s, char *err, size_t errlen)
 {
-	if (sys_read(SYS_V4_RATELIMIT, &s->v4_ratelimit) == -1 ||
-	    sys_read(SYS_MSGS_PER_SEC, &s->msgs_per_sec) == -1 ||
-	    sys_read(SYS_MSGS_BURST, &s->msgs_burst) == -1) {
+	if (sysctl_read(SYS_V4_RATELIMIT, &s->v4_ratelimit) == -1 ||
+	    sysctl_read(SYS_MSGS_PER_SEC, &s->msgs_per_sec) == -1 ||
+	    sysctl_read(SYS_MSGS_BURST, &s->msgs_burst) == -1) {
 		snprintf(err, errlen, "cannot read the ICMP rate-limit "
 		    "sysctls: %s", strerror(errno));
 		return -1;
 	}
-	if (sys_read(SYS_V6_RATELIMIT, &s->v6_ratelimit) == -1)
+	if (sysctl_read(SYS_V6_RATELIMIT, &s->v6_ratelimit) == -1)
 		s->v6_ratelimit = -1;	/* IPv6 disabled on this host */
 	return 0;
 }
@@ -100,7 +66,7 @@ refusals_apply(const struct moat_gateway *gw, char *err, size_t errlen)
 	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
 		long v = *(long *)((char *)&w + knobs[i].off);
 
-		if (sys_write(knobs[i].path, v) == 0)
+		if (sysctl_write(knobs[i].path, v) == 0)
 			continue;
 		if (errno == ENOENT && strcmp(knobs[i].path, SYS_V6_RATELIMIT) == 0)
 			continue;

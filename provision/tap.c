@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "provision.h"
+#include "sysctl.h"
 
 bool
 iface_exists(const char *name)
@@ -121,13 +122,9 @@ static void
 no_ipv6(const char *name)
 {
 	char p[96];
-	int fd;
 
 	snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
-	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) != -1) {
-		(void)!write(fd, "1\n", 2);
-		close(fd);
-	}
+	(void)sysctl_write(p, 1);	/* no IPv6 here: nothing to turn off */
 }
 
 int

@@ -56,6 +56,7 @@
 #include "reload.h"
 #include "ev.h"
 #include "log.h"
+#include "sysctl.h"
 #include "canary.h"
 #include "privdrop.h"
 #include "rtnl.h"
@@ -269,15 +270,11 @@ static void
 tap_disable_ipv6(const char *tap)
 {
 	char path[96];
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6",
 	    tap);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) != -1) {
-		if (write(fd, "1\n", 2) != 2)
-			log_warn("canary: %s", path);
-		close(fd);
-	}
+	if (sysctl_write(path, 1) == -1 && errno != ENOENT)
+		log_warn("canary: %s", path);
 }
 
 static int

@@ -25,6 +25,7 @@
 
 #include "ev.h"
 #include "log.h"
+#include "sysctl.h"
 #include "ctflows.h"
 
 #define CTFLOWS_MAX		(1 << 20)	/* entries; more: walk instead */
@@ -426,17 +427,10 @@ ctflows_walked(bool complete)
 static bool
 events_on(void)
 {
-	char c = 0;
-	int fd;
+	long v;
 
-	fd = open("/proc/sys/net/netfilter/nf_conntrack_events",
-	    O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-	if (fd == -1)
-		return false;
-	if (read(fd, &c, 1) != 1)
-		c = 0;
-	close(fd);
-	return c == '1' || c == '2';
+	return sysctl_read("/proc/sys/net/netfilter/nf_conntrack_events",
+	    &v) == 0 && (v == 1 || v == 2);
 }
 
 bool

@@ -245,6 +245,27 @@ element(struct gw *gw, int fd, const struct ipc_set_add *m)
 	reply(fd, 1, "refused");
 }
 
+/* What the other box sent could not be taken: counted, logged, audited
+ * (name: the entry a grant named, or NULL) and answered. */
+static void
+peer_refused(struct gw *gw, int fd, const char *what, const char *sandbox,
+    const char *name, const char *why)
+{
+	ha_of(gw)->ha_refused++;
+	if (name != NULL) {
+		log_warnx("ha replication: %s of %s to %s refused: %s", what,
+		    name, sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", sandbox,
+		    "name", name, "reason", why, NULL);
+	} else {
+		log_warnx("ha replication: %s of %s refused: %s", what,
+		    sandbox, why);
+		audit_event(gw, "ha-element-refused", "sandbox", sandbox,
+		    "reason", why, NULL);
+	}
+	reply(fd, 1, why);
+}
+
 /* The master emptied a sandbox's sets (or sends them whole next). */
 static void
 flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
@@ -254,12 +275,7 @@ flush(struct gw *gw, int fd, const struct ipc_ha_flush *m)
 	if (m->whole)
 		grants_peer_state(gw, m->sandbox);
 	if (policy_flush_peer(gw, m->sandbox, &why) == -1) {
-		ha_of(gw)->ha_refused++;
-		log_warnx("ha replication: flush of %s refused: %s",
-		    m->sandbox, why);
-		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
-		    "reason", why, NULL);
-		reply(fd, 1, why);
+		peer_refused(gw, fd, "flush", m->sandbox, NULL, why);
 		return;
 	}
 	reply(fd, 0, "");
@@ -273,12 +289,7 @@ grant(struct gw *gw, int fd, const struct ipc_ha_grant *m)
 	char secs[16];
 
 	if (grants_peer(gw, m, &why) == -1) {
-		ha_of(gw)->ha_refused++;
-		log_warnx("ha replication: grant of %s to %s refused: %s",
-		    m->entry, m->sandbox, why);
-		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
-		    "name", m->entry, "reason", why, NULL);
-		reply(fd, 1, why);
+		peer_refused(gw, fd, "grant", m->sandbox, m->entry, why);
 		return;
 	}
 	snprintf(secs, sizeof(secs), "%u", m->secs);
@@ -295,12 +306,7 @@ quarantine(struct gw *gw, int fd, const struct ipc_ha_quarantine *m)
 	const char *why = NULL;
 
 	if (verdicts_peer(gw, m->sandbox, m->on, &why) == -1) {
-		ha_of(gw)->ha_refused++;
-		log_warnx("ha replication: quarantine of %s refused: %s",
-		    m->sandbox, why);
-		audit_event(gw, "ha-element-refused", "sandbox", m->sandbox,
-		    "reason", why, NULL);
-		reply(fd, 1, why);
+		peer_refused(gw, fd, "quarantine", m->sandbox, NULL, why);
 		return;
 	}
 	reply(fd, 0, "");

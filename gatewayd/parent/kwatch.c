@@ -58,6 +58,7 @@
 #include "metrics.h"
 #include "ev.h"
 #include "log.h"
+#include "sysctl.h"
 #include "kwatch.h"
 #include "kwatch_net.h"
 #include "ranges.h"
@@ -226,40 +227,24 @@ isolate(int index)
 	return talk(nlh, NULL, NULL);
 }
 
-/* A one-number sysctl: its value, or -1. */
+/* A one-number sysctl under /proc/sys: its value, or -1. */
 static long
 sysctl_get(const char *path)
 {
-	char full[128], buf[32], *end;
-	ssize_t n;
+	char full[128];
 	long v;
-	int fd;
 
 	snprintf(full, sizeof(full), "/proc/sys/%s", path);
-	if ((fd = open(full, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	v = strtol(buf, &end, 10);
-	return end == buf || v < 0 ? -1 : v;
+	return sysctl_read(full, &v) == 0 && v >= 0 ? v : -1;
 }
 
 static int
 sysctl_set(const char *path, long v)
 {
-	char full[128], buf[32];
-	int fd, n, rc;
+	char full[128];
 
 	snprintf(full, sizeof(full), "/proc/sys/%s", path);
-	if ((fd = open(full, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = snprintf(buf, sizeof(buf), "%ld\n", v);
-	rc = write(fd, buf, (size_t)n) == n ? 0 : -1;
-	close(fd);
-	return rc;
+	return sysctl_write(full, v);
 }
 
 /* The reference values: what start-up (or a reload that renamed the

@@ -41,6 +41,7 @@
 #include "ctl.h"
 #include "network.h"
 #include "log.h"
+#include "sysctl.h"
 #include "rtnl.h"
 
 struct walk {
@@ -115,29 +116,9 @@ undo_add(const struct walk *w, const char *fmt, ...)
 static int
 knob_get(const char *path)
 {
-	char c = 0;
-	int fd;
+	long v;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	if (read(fd, &c, 1) != 1)
-		c = 0;
-	close(fd);
-	return c >= '0' && c <= '9' ? c - '0' : -1;
-}
-
-static int
-knob_set(const char *path, int v)
-{
-	char buf[4];
-	int fd, rc;
-
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	snprintf(buf, sizeof(buf), "%d\n", v);
-	rc = write(fd, buf, 2) == 2 ? 0 : -1;
-	close(fd);
-	return rc;
+	return sysctl_read(path, &v) == 0 && v >= 0 && v <= 9 ? (int)v : -1;
 }
 
 /* /proc/sys/net/<ipv4|ipv6>/conf/<ifname>/<key>; NULL for a name that
@@ -171,7 +152,7 @@ fwd_set(const char *ifname, int on)
 
 	if (knob_path(path, sizeof(path), "ipv4", ifname, "forwarding") == NULL)
 		return -1;
-	return knob_set(path, on ? 1 : 0);
+	return sysctl_write(path, on ? 1 : 0);
 }
 
 static int
@@ -191,7 +172,7 @@ v6_set(const char *ifname, const char *key, int v)
 
 	if (knob_path(path, sizeof(path), "ipv6", ifname, key) == NULL)
 		return -1;
-	return knob_set(path, v);
+	return sysctl_write(path, v);
 }
 
 static const char *
@@ -415,31 +396,15 @@ neigh_path(char *buf, size_t len, const char *ifname, const char *key)
 static long
 num_get(const char *path)
 {
-	char buf[24];
-	ssize_t n;
 	long v;
-	int fd;
 
-	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	v = strtol(buf, NULL, 10);
-	return v < 0 ? -1 : v;
+	return path != NULL && sysctl_read(path, &v) == 0 && v >= 0 ? v : -1;
 }
 
 static int
 num_set(const char *path, long v)
 {
-	int fd, n;
-
-	if (path == NULL || (fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = dprintf(fd, "%ld\n", v);
-	return close(fd) == -1 || n < 0 ? -1 : 0;
+	return path == NULL ? -1 : sysctl_write(path, v);
 }
 
 /* Whether a is a guest's IPv6 address under cfg. */
@@ -678,7 +643,6 @@ undo_sysctl(const char *name, const char *value, int *rc)
 	char path[96], *p, *end;
 	size_t i;
 	long v;
-	int fd, n;
 
 	for (i = 0; i < sizeof(undo_sysctls) / sizeof(undo_sysctls[0]); i++)
 		if (strcmp(name, undo_sysctls[i]) == 0)
@@ -694,17 +658,11 @@ undo_sysctl(const char *name, const char *value, int *rc)
 	for (p = path + strlen("/proc/sys/"); *p != '\0'; p++)
 		if (*p == '.')
 			*p = '/';
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1) {
+	if (sysctl_write(path, v) == -1) {
 		if (errno != ENOENT) {	/* ENOENT: IPv6 is off here */
 			log_warn("%s", path);
 			*rc = -1;
 		}
-		return;
-	}
-	n = dprintf(fd, "%ld\n", v);
-	if (close(fd) == -1 || n < 0) {
-		log_warn("%s", path);
-		*rc = -1;
 		return;
 	}
 	printf("%s set back to %ld\n", name, v);
