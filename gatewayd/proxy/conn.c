@@ -1123,6 +1123,9 @@ h_uptls(struct conn *c, struct side *s, uint32_t events)
 		    "verified" : "upstream TLS handshake failed");
 		return;
 	}
+	log_debug("%s: %s: upstream TLS %s, %s", c->src, c->host,
+	    SSL_session_reused(c->u.ssl) ? "resumed" : "in full",
+	    tls_ktls_name(c->u.ssl));
 	ev_set(&c->u.ev, 0);
 	if (c->g.ssl == NULL)
 		guesttls_start(c);
@@ -1190,6 +1193,8 @@ h_guesttls(struct conn *c, struct side *s, uint32_t events)
 		return;
 	}
 	tls_guest_done(c->g.ssl);
+	log_debug("%s: %s: guest TLS, %s", c->src, c->host,
+	    tls_ktls_name(c->g.ssl));
 	c->st = S_HTTP;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
 	app->start(c, NULL);

@@ -566,6 +566,7 @@ main(int argc, char *argv[])
 	    fcntl(o.peers_fd, F_SETFD, FD_CLOEXEC) == 0 &&
 	    kpath_init(o.sockmap_fd, o.peers_fd) == 0)
 		log_info("tunnels: through the kernel's socket map");
+	log_info("kernel TLS: %s", tls_kernel_state());
 	if (o.ipc_fd >= 0)
 		die_with_parent(parent);
 	if (!o.no_seccomp && sandbox_narrow(SANDBOX_PROXY) == -1)

@@ -208,13 +208,17 @@ sess_find(const char *key)
 }
 
 /* A new session (TLS 1.3: a ticket, which may come after the handshake)
- * for the connection's key.  1: taken. */
+ * for the connection's key.  A copy is kept: OpenSSL marks the
+ * connection's own session not resumable when the connection ends
+ * without a close_notify, as upstreams' often do.  Always 0 (the
+ * connection's reference stays OpenSSL's). */
 static int
 sess_new(SSL *ssl, SSL_SESSION *sess)
 {
 	const char *key = SSL_get_ex_data(ssl, sess_idx);
 	struct sess *e, *victim = NULL;
 	time_t now = time(NULL);
+	SSL_SESSION *copy;
 	long t;
 	size_t i;
 
@@ -222,7 +226,8 @@ sess_new(SSL *ssl, SSL_SESSION *sess)
 	 * session that cannot be resumed is not kept. */
 	if (key == NULL || SSL_get_verify_result(ssl) != X509_V_OK ||
 	    !SSL_SESSION_is_resumable(sess) ||
-	    (t = SSL_SESSION_get_timeout(sess)) <= 0)
+	    (t = SSL_SESSION_get_timeout(sess)) <= 0 ||
+	    (copy = SSL_SESSION_dup(sess)) == NULL)
 		return 0;
 	if ((e = sess_find(key)) == NULL) {
 		for (i = 0; i < SESS_CACHE; i++) {
@@ -237,12 +242,12 @@ sess_new(SSL *ssl, SSL_SESSION *sess)
 	}
 	sess_drop(e);
 	snprintf(e->key, sizeof(e->key), "%s", key);
-	e->s = sess;
+	e->s = copy;
 	e->until = SSL_SESSION_get_time(sess) + t;
 	if (e->until > now + 24 * 3600)
 		e->until = now + 24 * 3600;
 	e->used = now;
-	return 1;
+	return 0;
 }
 
 /* A handshake under this connection's key failed: its session goes. */
@@ -700,6 +705,23 @@ ktls_count(SSL *ssl, int *send, int *recv)
 {
 	*send = BIO_get_ktls_send(SSL_get_wbio(ssl)) == 1;
 	*recv = BIO_get_ktls_recv(SSL_get_rbio(ssl)) == 1;
+}
+
+const char *
+tls_ktls_name(SSL *ssl)
+{
+	int snd, rcv;
+
+	ktls_count(ssl, &snd, &rcv);
+	return snd && rcv ? "kernel TLS" : snd ? "kernel TLS sending" :
+	    rcv ? "kernel TLS receiving" : "user-space TLS";
+}
+
+const char *
+tls_kernel_state(void)
+{
+	return stats.ktls_kernel ? "available" :
+	    "not available (fallback: user space)";
 }
 
 void

@@ -55,6 +55,11 @@ struct tls_stats {
 	int		 ktls_kernel;		/* the kernel has TLS */
 };
 const struct tls_stats *tls_stats(void);
+/* Who carries this connection's records, for logs: "kernel TLS" (both
+ * ways), "kernel TLS sending" or "... receiving", "user-space TLS". */
+const char *tls_ktls_name(SSL *);
+/* "available", or "not available (fallback: user space)". */
+const char *tls_kernel_state(void);
 /* Why the last OpenSSL call failed, for logs (never secret material). */
 const char *tls_errstr(void);
 
