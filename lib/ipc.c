@@ -625,7 +625,7 @@ shape_proxy_tls(const void *p, size_t len, char *err, size_t errlen)
 {
 	const struct ipc_proxy_tls *m = p;
 
-	if (len != sizeof(*m) || m->ktls_kernel > 1 ||
+	if (len != sizeof(*m) || m->pid == 0 || m->ktls_kernel > 1 ||
 	    m->ktls_send > m->conns || m->ktls_recv > m->conns) {
 		snprintf(err, errlen, "proxy-tls: %zu bytes (expected %zu) or "
 		    "counts that do not add up", len, sizeof(*m));

@@ -391,9 +391,9 @@ proxy_status(struct ctl_req *r)
 		    (unsigned long long)t->conns);
 		return;
 	}
-	ctl_reply(r, "upstream TLS  %llu handshake(s) resumed, %llu in full\n"
-	    "kernel TLS %s (%llu of %llu TLS sides send with it, %llu "
-	    "receive)\n", (unsigned long long)t->resumed,
+	ctl_reply(r, "tls        %llu upstream handshake(s) resumed, %llu in "
+	    "full\nktls       kernel TLS: %s (%llu of %llu TLS sides send "
+	    "with it, %llu receive)\n", (unsigned long long)t->resumed,
 	    (unsigned long long)t->full, ktls_state(t),
 	    (unsigned long long)t->ktls_send, (unsigned long long)t->conns,
 	    (unsigned long long)t->ktls_recv);
@@ -416,12 +416,15 @@ proxy_metrics(FILE *fp, const struct gw *gw)
 	    "records (1), or they stay in user space (0).\n"
 	    "# TYPE moat_proxy_kernel_tls gauge\n"
 	    "moat_proxy_kernel_tls %u\n"
-	    "# HELP moat_proxy_tls_sides_total TLS connection sides set up "
-	    "by the proxy, and of them with kernel TLS.\n"
+	    "# HELP moat_proxy_tls_sides_total TLS connection sides (guest "
+	    "or upstream) the proxy set up.\n"
 	    "# TYPE moat_proxy_tls_sides_total counter\n"
-	    "moat_proxy_tls_sides_total{ktls=\"\"} %llu\n"
-	    "moat_proxy_tls_sides_total{ktls=\"send\"} %llu\n"
-	    "moat_proxy_tls_sides_total{ktls=\"recv\"} %llu\n",
+	    "moat_proxy_tls_sides_total %llu\n"
+	    "# HELP moat_proxy_ktls_sides_total Of them, those whose records "
+	    "the kernel sent or received.\n"
+	    "# TYPE moat_proxy_ktls_sides_total counter\n"
+	    "moat_proxy_ktls_sides_total{direction=\"send\"} %llu\n"
+	    "moat_proxy_ktls_sides_total{direction=\"recv\"} %llu\n",
 	    (unsigned long long)t->resumed, (unsigned long long)t->full,
 	    t->ktls_kernel, (unsigned long long)t->conns,
 	    (unsigned long long)t->ktls_send,

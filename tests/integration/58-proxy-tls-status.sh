@@ -50,20 +50,21 @@ expect_eq "... each went up with the real value" 3 \
 	"$(grep -c "^Authorization: Bearer $PX_SECRET" "$PX_DIR/bound.log")"
 
 # The workers report once a second.
-counted() { gw_ctl status | grep -q '^upstream TLS  2 handshake(s) resumed, 1 in full$'; }
+counted() { gw_ctl status | grep -q '^tls        2 upstream handshake(s) resumed, 1 in full$'; }
 wait_for 10 counted
 expect_match "ctl status: 2 upstream handshakes resumed, 1 in full" \
-	'upstream TLS  2 handshake\(s\) resumed, 1 in full' "$(gw_ctl status)"
+	'tls        2 upstream handshake\(s\) resumed, 1 in full' "$(gw_ctl status)"
 json=$(gw_ctl status --json | python3 -c "import json,sys
 t = json.load(sys.stdin)['tls']
 print(t['upstream_resumed'], t['upstream_full'], t['kernel_tls'], t['connections'])")
 if in_ns "$NS_GW" test -e /proc/net/tls_stat; then
 	expect_match "the kernel has TLS: ctl status says kernel TLS is in use" \
-		'kernel TLS in use' "$(gw_ctl status)"
+		'ktls       kernel TLS: in use' "$(gw_ctl status)"
 	expect_match "... and --json" '^2 1 in use [0-9]+$' "$json"
 else
 	expect_match "no TLS in this kernel: ctl status shows the fallback" \
-		'kernel TLS not available \(fallback: user space\) \(0 of 6 TLS sides' "$(gw_ctl status)"
+		'ktls       kernel TLS: not available \(fallback: user space\) \(0 of 6 TLS sides' \
+		"$(gw_ctl status)"
 	expect_eq "... and --json" "2 1 unavailable 6" "$json"
 fi
 prom_ok() { grep -q '^moat_proxy_upstream_tls_resumed_total 2$' "$TOPO_TMP/prom/moat.prom" 2>/dev/null; }

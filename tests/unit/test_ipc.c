@@ -578,8 +578,8 @@ web_shapes(void **state)
 	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), -1);
 }
 
-/* A proxy's TLS counters: exactly the struct, kernel TLS 0 or 1, and no
- * more sides with kernel TLS than sides. */
+/* A proxy's TLS counters: exactly the struct, a pid, kernel TLS 0 or 1,
+ * and no more sides with kernel TLS than sides. */
 static void
 proxy_tls_shape(void **state)
 {
@@ -592,12 +592,16 @@ proxy_tls_shape(void **state)
 	m.conns = 6;
 	m.ktls_send = m.ktls_recv = 6;
 	m.ktls_kernel = 1;
+	m.pid = 42;
 	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), 0);
 	assert_int_equal(reg_check(&m, sizeof(m) - 1, IPC_PROXY_TLS), -1);
 	m.ktls_kernel = 2;
 	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), -1);
 	m.ktls_kernel = 0;
 	m.ktls_send = 7;
+	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), -1);
+	m.ktls_send = 6;
+	m.pid = 0;
 	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), -1);
 }
 
