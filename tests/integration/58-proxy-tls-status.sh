@@ -6,7 +6,8 @@
 # upstream handshake is in full, the next two resume its session (the
 # echo server issues TLS 1.3 tickets), and every request carries the real
 # value.  Without TLS in the kernel (this test's kernel may have none),
-# the status says "not available (fallback: user space)".
+# the status says "not available (fallback: user space)".  A reload that
+# keeps the workers makes them forget their sessions.
 cd "$(dirname "$0")/../.."
 . tests/harness/tap.sh
 . tests/harness/topology.sh
@@ -73,5 +74,20 @@ expect_match "the metrics count the resumed handshakes" \
 	'moat_proxy_upstream_tls_resumed_total 2' "$(cat "$TOPO_TMP/prom/moat.prom")"
 expect_match "... and those in full" \
 	'moat_proxy_upstream_tls_full_total 1' "$(cat "$TOPO_TMP/prom/moat.prom")"
+
+# A reload forgets the kept sessions: the next connection's handshake is
+# in full (a sandbox added: the workers stay).
+topo_guest more 10.77.0.14 52:54:00:00:00:0e mt-more
+P1=$(gw_proxy_pids)
+sed -i 's|^sandboxes = (|sandboxes = (\n  { name = "more"; mac = "52:54:00:00:00:0e"; address = "10.77.0.14"; tap = "mt-more"; egress = "open"; },|' "$GW_CONF"
+expect_ok "reload with a sandbox added" gw_ctl reload
+expect_eq "... the proxy workers stay" "$P1" "$(gw_proxy_pids)"
+code=$(px_curl agent https://api.bound.test/echo -o /dev/null -w '%{http_code}' \
+	-H "Authorization: Bearer $PX_PLACEHOLDER")
+expect_eq "a request after the reload is answered (200)" 200 "$code"
+counted() { gw_ctl status | grep -q '^tls        2 upstream handshake(s) resumed, 2 in full$'; }
+wait_for 10 counted
+expect_match "... its upstream handshake was in full" \
+	'tls        2 upstream handshake\(s\) resumed, 2 in full' "$(gw_ctl status)"
 expect_fail "the value is in no log" grep -qF "$PX_SECRET" "$GW_LOG" "$GW_AUDIT"
 tap_done
