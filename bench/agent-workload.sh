@@ -67,6 +67,8 @@
 # space (perf report --sort comm,dso).
 # ROWS="..." picks rows (default: all six).  HAProxy and nginx are
 # installed from Debian's packages when missing (tests/deps.sh).
+# REUSE (100): requests an agent makes on one connection before opening
+# another; REUSE=1 makes every call a new connection and handshake.
 # BENCH_SMOKE=1 (tests/integration/09-bench-smoke-*.sh): one round, one
 # sandbox of 2 agents, 2 s runs, every row but direct.
 set -u
@@ -82,6 +84,7 @@ AGENTS=${AGENTS:-50}
 SECS=${SECS:-10}
 RATE=${RATE:-25}
 PACED_SECS=${PACED_SECS:-20}
+REUSE=${REUSE:-100}
 ROWS=${ROWS:-"direct moat moat-routed haproxy nginx mitmproxy"}
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
 	ROUNDS=1 SANDBOXES=1 AGENTS=2 SECS=2 RATE=5 PACED_SECS=2
@@ -259,7 +262,7 @@ run() {	# run ROW PHASE -- the client's key=value line in $TOPO_TMP/run.out
 	local cpid
 	"$CLIENT" --ns "$ns" --ca "$PX_DIR/bundle.crt" --auth "$auth" \
 	    --api $PX_BOUND:api.bound.test --pkg $PX_OTHER:other.test \
-	    --agents "$AGENTS" --secs "$secs" --warmup 2 "${rate[@]}" \
+	    --agents "$AGENTS" --secs "$secs" --warmup 2 "${rate[@]}" --reuse "$REUSE" \
 	    ${gw:+--gw "$gw"} --srv "$SRV_PIDS" >"$TOPO_TMP/run.out" &
 	cpid=$!
 	TOPO_PIDS+=($cpid)

@@ -42,6 +42,7 @@ static int shape_ha_flush(const void *, size_t, char *, size_t);
 static int shape_ha_grant(const void *, size_t, char *, size_t);
 static int shape_web_req(const void *, size_t, char *, size_t);
 static int shape_ha_quarantine(const void *, size_t, char *, size_t);
+static int shape_proxy_tls(const void *, size_t, char *, size_t);
 
 static const struct {
 	const char	*name;
@@ -78,6 +79,7 @@ static const struct {
 	[IPC_WEB_REQ] = { "web-req", shape_web_req },
 	[IPC_WEB_REPLY] = { "web-reply", shape_ctl_reply },
 	[IPC_HA_QUARANTINE] = { "ha-quarantine", shape_ha_quarantine },
+	[IPC_PROXY_TLS] = { "proxy-tls", shape_proxy_tls },
 };
 
 static const char *const ctl_verbs[CTL_VERB_MAX] = {
@@ -615,6 +617,20 @@ shape_budget_req(const void *p, size_t len, char *err, size_t errlen)
 			    "terminated", i);
 			return -1;
 		}
+	return 0;
+}
+
+static int
+shape_proxy_tls(const void *p, size_t len, char *err, size_t errlen)
+{
+	const struct ipc_proxy_tls *m = p;
+
+	if (len != sizeof(*m) || m->pid == 0 || m->ktls_kernel > 1 ||
+	    m->ktls_send > m->conns || m->ktls_recv > m->conns) {
+		snprintf(err, errlen, "proxy-tls: %zu bytes (expected %zu) or "
+		    "counts that do not add up", len, sizeof(*m));
+		return -1;
+	}
 	return 0;
 }
 

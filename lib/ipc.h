@@ -67,6 +67,7 @@ enum ipc_type {
 	IPC_WEB_REPLY,		/* parent -> web: its answer, in chunks */
 	IPC_HA_QUARANTINE,	/* parent <-> replication: a sandbox
 				 * quarantined, or its quarantine cleared */
+	IPC_PROXY_TLS,		/* proxy -> parent: its TLS counters */
 	IPC_TYPE_MAX
 };
 
@@ -359,6 +360,18 @@ struct ipc_budget_req {
 	uint32_t	nsecret;		/* 1 .. IPC_BUDGET_MAX */
 	char		secret[IPC_BUDGET_MAX][IPC_NAME_LEN];	/* NUL-terminated */
 	uint8_t		pad[4];
+};
+
+/* A proxy worker's TLS counters since it started, sent once a second
+ * when they moved.  pid tells one worker process from the next. */
+struct ipc_proxy_tls {
+	uint64_t	resumed;		/* upstream handshakes resumed */
+	uint64_t	full;			/* upstream handshakes in full */
+	uint64_t	conns;			/* TLS sides set up, both ways */
+	uint64_t	ktls_send;		/* of them, sending with kernel TLS */
+	uint64_t	ktls_recv;		/* receiving with it */
+	uint32_t	pid;
+	uint32_t	ktls_kernel;		/* 1: the kernel has TLS */
 };
 
 struct ipc_budget_ack {

@@ -77,7 +77,7 @@ static gw_dispatch_fn audit_dispatch, control_dispatch;
 static const struct role {
 	const char	*name;
 	int		(*start)(struct gw *, int ipc);
-	unsigned	 may_send;	/* bit mask of IPC types */
+	uint64_t	 may_send;	/* bit mask of IPC types */
 	gw_dispatch_fn	*dispatch;
 } roles[PROC_MAX] = {
 	[PROC_NFLOG] = { "nflog", start_nflog, 1u << IPC_AUDIT,
@@ -86,7 +86,8 @@ static const struct role {
 	    (1u << IPC_DNS_DROPPED) | (1u << IPC_CONF_ACK) |
 	    (1u << IPC_DNS_NAME), dnsd_dispatch },
 	[PROC_PROXY] = { "proxy", NULL, (1u << IPC_AUDIT) |
-	    (1u << IPC_BUDGET_REQ), proxy_dispatch },
+	    (1u << IPC_BUDGET_REQ) | (UINT64_C(1) << IPC_PROXY_TLS),
+	    proxy_dispatch },
 	[PROC_CONTROL] = { "control", start_control, (1u << IPC_CTL_REQ) |
 	    (1u << IPC_CTL_GONE), control_dispatch },
 	[PROC_REGISTER] = { "register", start_register, 1u << IPC_REG_REQ,
@@ -102,7 +103,7 @@ static const struct role {
 	    ha_arp_dispatch },
 	[PROC_WEB] = { "web", start_web, 1u << IPC_WEB_REQ, web_dispatch },
 };
-_Static_assert(IPC_TYPE_MAX <= 32, "may_send holds one bit per IPC type");
+_Static_assert(IPC_TYPE_MAX <= 64, "may_send holds one bit per IPC type");
 
 /* Every proxy worker has the proxy's role: the same name, the same
  * messages. */
@@ -514,7 +515,7 @@ proc_ipc_readable(struct gw *gw, enum gw_proc_id id)
 		proc_kill(gw, id, err);
 		return;
 	}
-	if (!(role(id)->may_send & (1u << h.type)) ||
+	if (!(role(id)->may_send & (UINT64_C(1) << h.type)) ||
 	    !fds_fit(&h, buf.raw, nfds)) {
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);

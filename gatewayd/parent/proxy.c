@@ -22,6 +22,7 @@
 #include "proxy.h"
 #include "audit.h"
 #include "budgets.h"
+#include "ctl.h"
 #include "ipc.h"
 #include "log.h"
 #include "secretfile.h"
@@ -322,12 +323,122 @@ proxy_allow(struct gw *gw, const char *sandbox)
 
 /* What a proxy worker, running or draining, may send: audit events and
  * budget requests (the role's table in parent/proc.c admits no other). */
+/* A worker's TLS counters: what moved since its last report goes into
+ * the totals.  A pid not seen yet is a new process, counting from 0. */
+static void
+tls_counters(struct gw *gw, const struct ipc_proxy_tls *m)
+{
+	struct gw_proxy *px = proxy_of(gw);
+	struct gw_proxy_tls *w = NULL, *spare = NULL;
+	struct ipc_proxy_tls *l;
+	size_t i;
+
+	for (i = 0; i < 2 * GW_PROXY_MAX && w == NULL; i++) {
+		if (px->tls_workers[i].pid == m->pid)
+			w = &px->tls_workers[i];
+		else if (spare == NULL && (px->tls_workers[i].pid == 0 ||
+		    kill((pid_t)px->tls_workers[i].pid, 0) == -1))
+			spare = &px->tls_workers[i];	/* unused, or gone */
+	}
+	if (w == NULL) {
+		w = spare != NULL ? spare : &px->tls_workers[0];
+		memset(w, 0, sizeof(*w));
+		w->pid = m->pid;
+	}
+	l = &w->last;
+#define MOVED(f) (m->f >= l->f ? m->f - l->f : m->f)
+	px->tls.resumed += MOVED(resumed);
+	px->tls.full += MOVED(full);
+	px->tls.conns += MOVED(conns);
+	px->tls.ktls_send += MOVED(ktls_send);
+	px->tls.ktls_recv += MOVED(ktls_recv);
+#undef MOVED
+	px->tls.ktls_kernel = m->ktls_kernel;
+	px->tls.pid = 1;		/* in the totals: a worker reported */
+	*l = *m;
+}
+
+/* ctl status: upstream sessions resumed, and whether the kernel carries
+ * TLS records. */
+static const char *
+ktls_state(const struct ipc_proxy_tls *t)
+{
+	if (t->pid == 0)
+		return "not known yet";
+	if (!t->ktls_kernel)
+		return "not available (fallback: user space)";
+	if (t->ktls_send + t->ktls_recv > 0)
+		return "in use";
+	return "available, not used by any connection yet";
+}
+
+static void
+proxy_status(struct ctl_req *r)
+{
+	const struct ipc_proxy_tls *t = &proxy_of(r->gw)->tls;
+
+	if (r->json) {
+		ctl_reply(r, "\"tls\":{\"upstream_resumed\":%llu,"
+		    "\"upstream_full\":%llu,\"kernel_tls\":\"%s\","
+		    "\"kernel_tls_send\":%llu,\"kernel_tls_recv\":%llu,"
+		    "\"connections\":%llu},",
+		    (unsigned long long)t->resumed,
+		    (unsigned long long)t->full, !t->pid ? "unknown" :
+		    !t->ktls_kernel ? "unavailable" : t->ktls_send +
+		    t->ktls_recv > 0 ? "in use" : "available",
+		    (unsigned long long)t->ktls_send,
+		    (unsigned long long)t->ktls_recv,
+		    (unsigned long long)t->conns);
+		return;
+	}
+	ctl_reply(r, "tls        %llu upstream handshake(s) resumed, %llu in "
+	    "full\nktls       kernel TLS: %s (%llu of %llu TLS sides send "
+	    "with it, %llu receive)\n", (unsigned long long)t->resumed,
+	    (unsigned long long)t->full, ktls_state(t),
+	    (unsigned long long)t->ktls_send, (unsigned long long)t->conns,
+	    (unsigned long long)t->ktls_recv);
+}
+
+static void
+proxy_metrics(FILE *fp, const struct gw *gw)
+{
+	const struct ipc_proxy_tls *t = &proxy_of(gw)->tls;
+
+	fprintf(fp, "# HELP moat_proxy_upstream_tls_resumed_total Upstream "
+	    "TLS handshakes that resumed a session.\n"
+	    "# TYPE moat_proxy_upstream_tls_resumed_total counter\n"
+	    "moat_proxy_upstream_tls_resumed_total %llu\n"
+	    "# HELP moat_proxy_upstream_tls_full_total Upstream TLS "
+	    "handshakes in full (no session resumed).\n"
+	    "# TYPE moat_proxy_upstream_tls_full_total counter\n"
+	    "moat_proxy_upstream_tls_full_total %llu\n"
+	    "# HELP moat_proxy_kernel_tls Whether the kernel can carry TLS "
+	    "records (1), or they stay in user space (0).\n"
+	    "# TYPE moat_proxy_kernel_tls gauge\n"
+	    "moat_proxy_kernel_tls %u\n"
+	    "# HELP moat_proxy_tls_sides_total TLS connection sides (guest "
+	    "or upstream) the proxy set up.\n"
+	    "# TYPE moat_proxy_tls_sides_total counter\n"
+	    "moat_proxy_tls_sides_total %llu\n"
+	    "# HELP moat_proxy_ktls_sides_total Of them, those whose records "
+	    "the kernel sent or received.\n"
+	    "# TYPE moat_proxy_ktls_sides_total counter\n"
+	    "moat_proxy_ktls_sides_total{direction=\"send\"} %llu\n"
+	    "moat_proxy_ktls_sides_total{direction=\"recv\"} %llu\n",
+	    (unsigned long long)t->resumed, (unsigned long long)t->full,
+	    t->ktls_kernel, (unsigned long long)t->conns,
+	    (unsigned long long)t->ktls_send,
+	    (unsigned long long)t->ktls_recv);
+}
+
 void
 proxy_dispatch(struct gw *gw, struct gw_proc *p, int fd,
     const struct gw_msg *m)
 {
 	if (m->h->type == IPC_AUDIT)
 		audit_child(gw, p, m->data, m->len);
+	else if (m->h->type == IPC_PROXY_TLS)
+		tls_counters(gw, (const struct ipc_proxy_tls *)m->data);
 	else if (m->h->type == IPC_BUDGET_REQ)
 		gw_budget_answer(gw, fd, m->h->id,
 		    (const struct ipc_budget_req *)m->data);
@@ -350,7 +461,8 @@ proc_drain_readable(struct gw *gw, int slot)
 	    sizeof(err));
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0 && (h.type == IPC_AUDIT || h.type == IPC_BUDGET_REQ)) {
+	if (n > 0 && (h.type == IPC_AUDIT || h.type == IPC_BUDGET_REQ ||
+	    h.type == IPC_PROXY_TLS)) {
 		struct gw_msg m = { &h, buf, (size_t)n, NULL, 0 };
 
 		proxy_dispatch(gw, &gw->procs[PROC_PROXY +
@@ -374,4 +486,6 @@ const struct gw_module proxy_module = {
 	.name = "proxy",
 	.size = sizeof(struct gw_proxy),
 	.stop = proxy_stop,
+	.status = proxy_status,
+	.metrics = proxy_metrics,
 };

@@ -6,6 +6,7 @@
 #define GW_PARENT_PROXY_H
 
 #include "gw.h"
+#include "ipc.h"
 
 /* parent/proxy.c */
 gw_dispatch_fn proxy_dispatch;
@@ -45,6 +46,12 @@ struct pool_group {
 	struct moat_addr addr;		/* what its sockets are bound to */
 };
 
+/* One proxy worker process's TLS counters, as it last sent them. */
+struct gw_proxy_tls {
+	uint32_t	 pid;			/* 0: free */
+	struct ipc_proxy_tls last;
+};
+
 struct gw_proxy {
 	pid_t		 signer_pid[GW_PROXY_MAX];	/* each worker's */
 	unsigned	 nworkers;	/* proxy workers wanted now */
@@ -53,6 +60,10 @@ struct gw_proxy {
 	struct pool_group proxy4, proxy6;
 	struct gw_secret_id *secret_ids;	/* as the proxy workers have */
 	size_t		 nsecret_ids;	/* their values (NULL: none) */
+	/* TLS counters: the sum over every worker since gatewayd started,
+	 * and each live or draining worker's last report. */
+	struct ipc_proxy_tls tls;
+	struct gw_proxy_tls tls_workers[2 * GW_PROXY_MAX];
 };
 static inline struct gw_proxy *proxy_of(const struct gw *gw)
 { return gw_mod(gw, MOD_PROXY); }

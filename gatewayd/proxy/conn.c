@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "http.h"
 #include "log.h"
+#include "policy.h"
 #include "kpath.h"
 #include "sni.h"
 #include "splice.h"
@@ -1054,13 +1055,48 @@ handshake(struct side *s)
 
 static void guesttls_start(struct conn *);
 
+/*
+ * What an upstream TLS session may be resumed under: the sandbox, the
+ * host name (verified, and sent as the server name unless an address),
+ * the port, and the secrets bound to that host for that sandbox.  NULL
+ * (no resumption) without a sandbox, or when it does not fit.
+ */
+static const char *
+session_key(const struct conn *c, char *buf, size_t size)
+{
+	const struct moat_config *cfg = proxy.cfg;
+	size_t i, len;
+	int n;
+
+	if (c->sb == NULL || c->sbname == NULL)
+		return NULL;
+	n = snprintf(buf, size, "%s\n%s\n%u\n", c->sbname, c->host,
+	    (unsigned)c->port);
+	if (n < 0 || (size_t)n >= size)
+		return NULL;
+	len = (size_t)n;
+	for (i = 0; cfg != NULL && i < cfg->nsecrets; i++) {
+		if (!policy_secret_bound(c->sb, &cfg->secrets[i], c->host))
+			continue;
+		n = snprintf(buf + len, size - len, "%s,",
+		    cfg->secrets[i].name);
+		if (n < 0 || (size_t)n >= size - len)
+			return NULL;
+		len += (size_t)n;
+	}
+	return buf;
+}
+
 static void
 uptls_start(struct conn *c)
 {
+	char key[640];
+
 	ev_set(&c->g.ev, 0);
 	c->st = S_UPTLS;
 	conn_set_deadline(c, TIMEOUT_DIAL_S);
-	if ((c->u.ssl = tls_upstream_ssl(c->u.fd, c->host)) == NULL) {
+	if ((c->u.ssl = tls_upstream_ssl(c->u.fd, c->host,
+	    session_key(c, key, sizeof(key)))) == NULL) {
 		conn_refuse(c, 502, "cannot set up upstream TLS");
 		return;
 	}
@@ -1077,6 +1113,7 @@ h_uptls(struct conn *c, struct side *s, uint32_t events)
 		return;
 	if ((r = handshake(&c->u)) == 0)
 		return;
+	tls_upstream_done(c->u.ssl, r > 0);
 	if (r < 0) {
 		v = SSL_get_verify_result(c->u.ssl);
 		log_info("%s: %s: upstream TLS failed: %s", c->src, c->host,
@@ -1086,6 +1123,9 @@ h_uptls(struct conn *c, struct side *s, uint32_t events)
 		    "verified" : "upstream TLS handshake failed");
 		return;
 	}
+	log_debug("%s: %s: upstream TLS %s, %s", c->src, c->host,
+	    SSL_session_reused(c->u.ssl) ? "resumed" : "in full",
+	    tls_ktls_name(c->u.ssl));
 	ev_set(&c->u.ev, 0);
 	if (c->g.ssl == NULL)
 		guesttls_start(c);
@@ -1152,6 +1192,9 @@ h_guesttls(struct conn *c, struct side *s, uint32_t events)
 		conn_close(c);
 		return;
 	}
+	tls_guest_done(c->g.ssl);
+	log_debug("%s: %s: guest TLS, %s", c->src, c->host,
+	    tls_ktls_name(c->g.ssl));
 	c->st = S_HTTP;
 	conn_set_deadline(c, TIMEOUT_IDLE_S);
 	app->start(c, NULL);

@@ -334,6 +334,25 @@ setup_hostaddr(void)
 }
 
 static struct ev_timer tick_timer;
+static int parent_fd = -1;
+
+/* The TLS counters to gatewayd (ctl status, metrics), when they moved. */
+static void
+tls_report(void)
+{
+	static struct ipc_proxy_tls last;
+	const struct tls_stats *t = tls_stats();
+	struct ipc_proxy_tls m = {
+		.resumed = t->resumed, .full = t->full, .conns = t->conns,
+		.ktls_send = t->ktls_send, .ktls_recv = t->ktls_recv,
+		.pid = (uint32_t)getpid(), .ktls_kernel = t->ktls_kernel != 0,
+	};
+
+	if (parent_fd < 0 || memcmp(&m, &last, sizeof(m)) == 0)
+		return;
+	if (ipc_send(parent_fd, IPC_PROXY_TLS, 0, &m, sizeof(m)) == 0)
+		last = m;
+}
 
 /* Once a second: timeouts, the signer's health, the end of a drain. */
 static void
@@ -349,6 +368,7 @@ tick(void *arg)
 	}
 	dns_tick();
 	conn_tick();
+	tls_report();
 	if (proxy.draining && (proxy.nconns == 0 ||
 	    (time_t)(ev_now() / 1000) >= drain_deadline))
 		stop = 1;
@@ -534,6 +554,7 @@ main(int argc, char *argv[])
 	    NULL) < 0)
 		fatal("--ipc-fd %d", o.ipc_fd);
 	audit_init(o.ipc_fd);
+	parent_fd = o.ipc_fd;
 	reqrule_init(o.ipc_fd);
 	dns_init(cfg->gw.upstream, cfg->gw.nupstream, o.dns_port);
 	setup_hostaddr();
@@ -545,6 +566,7 @@ main(int argc, char *argv[])
 	    fcntl(o.peers_fd, F_SETFD, FD_CLOEXEC) == 0 &&
 	    kpath_init(o.sockmap_fd, o.peers_fd) == 0)
 		log_info("tunnels: through the kernel's socket map");
+	log_info("kernel TLS: %s", tls_kernel_state());
 	if (o.ipc_fd >= 0)
 		die_with_parent(parent);
 	if (!o.no_seccomp && sandbox_narrow(SANDBOX_PROXY) == -1)

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "policy.h"
 #include "reload.h"
+#include "tls.h"
 #include "secret.h"
 
 /* The configuration in force (proxy.cfg), and its name for messages. */
@@ -143,6 +144,9 @@ reconfigure(int fd, const struct ipc_conf *m)
 	    (const char *const *)sbs->v, sbs->n);
 	for (i = 0; keep && secrets && i < sec->n; i++)
 		cut += conn_cut_secret(sec->v[i]);
+	/* Kept upstream sessions were made under the old sandboxes and
+	 * bindings: new connections start afresh. */
+	tls_sessions_flush();
 	if (keep) {
 		take_in_place(ncfg, ng);
 		if (ng != NULL)

@@ -8,6 +8,9 @@
  */
 #include <sys/socket.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +53,31 @@ static uint32_t signer_id;
 static SSL_CTX *guest_ctx, *up_ctx;
 static struct leaf leaves[LEAF_CACHE];
 static char errbuf[256];
+
+/*
+ * Upstream TLS sessions, for resumption: a new connection to an API host
+ * offers the session (TLS 1.3: the ticket) of an earlier one, and both
+ * sides skip the certificate exchange and its signatures.  A session is
+ * only ever offered under the key it was made under: the sandbox, the
+ * host name it was verified for, the port, the server name sent, and
+ * the names of the secrets bound to that host for that sandbox.  So a
+ * sandbox never resumes another's session, nor one made while other
+ * secrets were bound.  Only sessions of handshakes whose certificate
+ * was verified are kept; they expire with the session's own timeout.
+ */
+#define SESS_CACHE	256
+#define SESS_KEY_LEN	640
+
+struct sess {
+	char		 key[SESS_KEY_LEN];	/* "": free */
+	SSL_SESSION	*s;
+	time_t		 until;
+	time_t		 used;
+};
+
+static struct sess sessions[SESS_CACHE];
+static int sess_idx = -1;		/* SSL ex_data: the connection's key */
+static struct tls_stats stats;
 
 const char *
 tls_errstr(void)
@@ -144,6 +172,122 @@ system_trust(X509_STORE *st)
 	return n;
 }
 
+/* --- upstream sessions ------------------------------------------------------ */
+
+static void
+sess_drop(struct sess *e)
+{
+	SSL_SESSION_free(e->s);
+	memset(e, 0, sizeof(*e));
+}
+
+static void
+key_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+    void *argp)
+{
+	free(ptr);
+}
+
+static struct sess *
+sess_find(const char *key)
+{
+	time_t now = time(NULL);
+	size_t i;
+
+	for (i = 0; i < SESS_CACHE; i++) {
+		if (sessions[i].key[0] == '\0')
+			continue;
+		if (sessions[i].until <= now) {
+			sess_drop(&sessions[i]);
+			continue;
+		}
+		if (strcmp(sessions[i].key, key) == 0)
+			return &sessions[i];
+	}
+	return NULL;
+}
+
+/* A new session (TLS 1.3: a ticket, which may come after the handshake)
+ * for the connection's key.  A copy is kept: OpenSSL marks the
+ * connection's own session not resumable when the connection ends
+ * without a close_notify, as upstreams' often do.  Always 0 (the
+ * connection's reference stays OpenSSL's). */
+static int
+sess_new(SSL *ssl, SSL_SESSION *sess)
+{
+	const char *key = SSL_get_ex_data(ssl, sess_idx);
+	struct sess *e, *victim = NULL;
+	time_t now = time(NULL);
+	SSL_SESSION *copy;
+	long t;
+	size_t i;
+
+	/* A handshake that was not verified (it would have failed) or a
+	 * session that cannot be resumed is not kept. */
+	if (key == NULL || SSL_get_verify_result(ssl) != X509_V_OK ||
+	    !SSL_SESSION_is_resumable(sess) ||
+	    (t = SSL_SESSION_get_timeout(sess)) <= 0 ||
+	    (copy = SSL_SESSION_dup(sess)) == NULL)
+		return 0;
+	if ((e = sess_find(key)) == NULL) {
+		for (i = 0; i < SESS_CACHE; i++) {
+			if (sessions[i].key[0] == '\0') {
+				victim = &sessions[i];
+				break;
+			}
+			if (victim == NULL || sessions[i].used < victim->used)
+				victim = &sessions[i];
+		}
+		e = victim;
+	}
+	sess_drop(e);
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->s = copy;
+	e->until = SSL_SESSION_get_time(sess) + t;
+	if (e->until > now + 24 * 3600)
+		e->until = now + 24 * 3600;
+	e->used = now;
+	return 0;
+}
+
+/* A handshake under this connection's key failed: its session goes. */
+static void
+sess_forget(SSL *ssl)
+{
+	const char *key = SSL_get_ex_data(ssl, sess_idx);
+	struct sess *e;
+
+	if (key != NULL && SSL_session_reused(ssl) &&
+	    (e = sess_find(key)) != NULL)
+		sess_drop(e);
+}
+
+void
+tls_sessions_flush(void)
+{
+	size_t i;
+
+	for (i = 0; i < SESS_CACHE; i++)
+		if (sessions[i].key[0] != '\0')
+			sess_drop(&sessions[i]);
+}
+
+/* Can this kernel take TLS records (the "tls" upper layer protocol)?
+ * Asked on a socket that is not connected: a kernel with it refuses
+ * with ENOTCONN, one without it with ENOENT. */
+static int
+ktls_probe(void)
+{
+	int fd, r;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 0;
+	r = setsockopt(fd, IPPROTO_TCP, TCP_ULP, "tls", sizeof("tls"));
+	r = r == 0 || errno == ENOTCONN || errno == EISCONN;
+	close(fd);
+	return r;
+}
+
 #define TLS13_SUITES	"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:" \
 			"TLS_CHACHA20_POLY1305_SHA256"
 
@@ -162,6 +306,17 @@ contexts(const char *upstream_ca)
 	    SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
 	SSL_CTX_set_options(up_ctx, SSL_OP_NO_RENEGOTIATION |
 	    SSL_OP_NO_COMPRESSION);
+	/* perf: once a handshake is done, OpenSSL hands the record layer
+	 * to the kernel (kernel TLS) where the kernel has it and the cipher
+	 * allows; else records stay in user space as before. */
+	SSL_CTX_set_options(guest_ctx, SSL_OP_ENABLE_KTLS);
+	SSL_CTX_set_options(up_ctx, SSL_OP_ENABLE_KTLS);
+	/* perf: upstream sessions are kept here (sess_new) and offered
+	 * again (tls_upstream_ssl), never from OpenSSL's own cache, which
+	 * knows no sandbox. */
+	SSL_CTX_set_session_cache_mode(up_ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(up_ctx, sess_new);
 	/* perf: every intercepted byte is decrypted and encrypted once more
 	 * here.  AES-128-GCM is the cheapest AEAD with AES instructions
 	 * (openssl speed on a gateway: 3.3 GB/s against 3.1 for AES-256-GCM
@@ -228,6 +383,10 @@ tls_init(int signer, const char *upstream_ca)
 	}
 	if ((leaf_key = EVP_EC_gen("P-256")) == NULL)
 		return -1;
+	if (sess_idx == -1 && (sess_idx = SSL_get_ex_new_index(0, NULL, NULL,
+	    NULL, key_free)) == -1)
+		return -1;
+	stats.ktls_kernel = ktls_probe();
 	return contexts(upstream_ca);
 }
 
@@ -252,6 +411,7 @@ tls_free(void)
 	for (i = 0; i < LEAF_CACHE; i++)
 		X509_free(leaves[i].cert);
 	memset(leaves, 0, sizeof(leaves));
+	tls_sessions_flush();
 	SSL_CTX_free(guest_ctx);
 	SSL_CTX_free(up_ctx);
 	EVP_PKEY_free(leaf_key);
@@ -512,19 +672,90 @@ tls_guest_ssl(int fd, const char *host)
 }
 
 SSL *
-tls_upstream_ssl(int fd, const char *host)
+tls_upstream_ssl(int fd, const char *host, const char *key)
 {
 	struct moat_addr a;
+	struct sess *e;
+	char *k = NULL;
 	SSL *ssl;
 
 	if ((ssl = SSL_new(up_ctx)) == NULL)
 		return NULL;
 	if (SSL_set_fd(ssl, fd) != 1 || SSL_set1_host(ssl, host) != 1 ||
 	    (!policy_literal(host, &a) &&
-	    SSL_set_tlsext_host_name(ssl, host) != 1)) {
+	    SSL_set_tlsext_host_name(ssl, host) != 1) ||
+	    (key != NULL && ((k = strdup(key)) == NULL ||
+	    SSL_set_ex_data(ssl, sess_idx, k) != 1))) {
+		free(k);
 		SSL_free(ssl);
 		return NULL;
 	}
+	/* The certificate and name were verified in the handshake that made
+	 * the session, for this same host name (it is in the key). */
+	if (k != NULL && (e = sess_find(k)) != NULL &&
+	    SSL_set_session(ssl, e->s) == 1)
+		e->used = time(NULL);
 	SSL_set_connect_state(ssl);
 	return ssl;
+}
+
+/* Is the kernel carrying this connection's records, either way? */
+static void
+ktls_count(SSL *ssl, int *send, int *recv)
+{
+	*send = BIO_get_ktls_send(SSL_get_wbio(ssl)) == 1;
+	*recv = BIO_get_ktls_recv(SSL_get_rbio(ssl)) == 1;
+}
+
+const char *
+tls_ktls_name(SSL *ssl)
+{
+	int snd, rcv;
+
+	ktls_count(ssl, &snd, &rcv);
+	return snd && rcv ? "kernel TLS" : snd ? "kernel TLS sending" :
+	    rcv ? "kernel TLS receiving" : "user-space TLS";
+}
+
+const char *
+tls_kernel_state(void)
+{
+	return stats.ktls_kernel ? "available" :
+	    "not available (fallback: user space)";
+}
+
+void
+tls_upstream_done(SSL *ssl, int ok)
+{
+	int snd, rcv;
+
+	if (!ok) {
+		sess_forget(ssl);
+		return;
+	}
+	if (SSL_session_reused(ssl))
+		stats.resumed++;
+	else
+		stats.full++;
+	ktls_count(ssl, &snd, &rcv);
+	stats.ktls_send += snd;
+	stats.ktls_recv += rcv;
+	stats.conns++;
+}
+
+void
+tls_guest_done(SSL *ssl)
+{
+	int snd, rcv;
+
+	ktls_count(ssl, &snd, &rcv);
+	stats.ktls_send += snd;
+	stats.ktls_recv += rcv;
+	stats.conns++;
+}
+
+const struct tls_stats *
+tls_stats(void)
+{
+	return &stats;
 }

@@ -6,6 +6,8 @@
 #ifndef MOAT_PROXY_TLS_H
 #define MOAT_PROXY_TLS_H
 
+#include <stdint.h>
+
 #include <openssl/ssl.h>
 
 /* signer: the socket to the signer process (signer.h), which holds the
@@ -32,8 +34,32 @@ void	tls_wait_cancel(struct tls_wait *);
 /* A server-side SSL on fd presenting host's cached leaf (name or address
  * literal); NULL on failure or when it is not cached. */
 SSL	*tls_guest_ssl(int fd, const char *host);
-/* A client-side SSL on fd that verifies host (TLS 1.2+); NULL on failure. */
-SSL	*tls_upstream_ssl(int fd, const char *host);
+/* A client-side SSL on fd that verifies host (TLS 1.2+); NULL on failure.
+ * key (or NULL: none): what its session may be resumed under -- a
+ * session made under the same key is offered, and the one this handshake
+ * makes is kept under it.  It must name the sandbox, the host and port,
+ * and what is bound to them. */
+SSL	*tls_upstream_ssl(int fd, const char *host, const char *key);
+/* The upstream handshake ended (ok), or failed; counted. */
+void	tls_upstream_done(SSL *, int ok);
+/* The guest's handshake is done; counted. */
+void	tls_guest_done(SSL *);
+/* Forget every kept upstream session (the configuration changed). */
+void	tls_sessions_flush(void);
+
+/* Handshakes and their record layers since start. */
+struct tls_stats {
+	uint64_t	 resumed, full;		/* upstream handshakes */
+	uint64_t	 conns;			/* TLS sides set up (both ways) */
+	uint64_t	 ktls_send, ktls_recv;	/* of them, with kernel TLS */
+	int		 ktls_kernel;		/* the kernel has TLS */
+};
+const struct tls_stats *tls_stats(void);
+/* Who carries this connection's records, for logs: "kernel TLS" (both
+ * ways), "kernel TLS sending" or "... receiving", "user-space TLS". */
+const char *tls_ktls_name(SSL *);
+/* "available", or "not available (fallback: user space)". */
+const char *tls_kernel_state(void);
 /* Why the last OpenSSL call failed, for logs (never secret material). */
 const char *tls_errstr(void);
 

@@ -578,6 +578,33 @@ web_shapes(void **state)
 	assert_int_equal(reg_check(&w, full, IPC_WEB_REQ), -1);
 }
 
+/* A proxy's TLS counters: exactly the struct, a pid, kernel TLS 0 or 1,
+ * and no more sides with kernel TLS than sides. */
+static void
+proxy_tls_shape(void **state)
+{
+	struct ipc_proxy_tls m;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.resumed = 2;
+	m.full = 1;
+	m.conns = 6;
+	m.ktls_send = m.ktls_recv = 6;
+	m.ktls_kernel = 1;
+	m.pid = 42;
+	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), 0);
+	assert_int_equal(reg_check(&m, sizeof(m) - 1, IPC_PROXY_TLS), -1);
+	m.ktls_kernel = 2;
+	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), -1);
+	m.ktls_kernel = 0;
+	m.ktls_send = 7;
+	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), -1);
+	m.ktls_send = 6;
+	m.pid = 0;
+	assert_int_equal(reg_check(&m, sizeof(m), IPC_PROXY_TLS), -1);
+}
+
 int
 main(void)
 {
@@ -594,6 +621,7 @@ main(void)
 		cmocka_unit_test(conf_allow_shapes),
 		cmocka_unit_test(ha_arp_shapes),
 		cmocka_unit_test(web_shapes),
+		cmocka_unit_test(proxy_tls_shape),
 	};
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
 }
