@@ -100,7 +100,8 @@ expect_match "B's is its own" '^web 1 ' "$(cat "$TOPO_TMP/state-B/guest-verdicts
 # quarantined on B, web has none, and nothing is refused.
 states() { grep -c 'ha replication: the whole state to the other box' "$TOPO_TMP/A-gatewayd.log"; }
 s0=$(states)
-ip -n "$NS_B" link set peer0 down; sleep 3; ip -n "$NS_B" link set peer0 up
+# (6 s: longer than a ping's interval and its deadline, so the link drops.)
+ip -n "$NS_B" link set peer0 down; sleep 6; ip -n "$NS_B" link set peer0 up
 more() { [ "$(states)" -gt "$s0" ]; }
 expect_ok "A sends its whole state again once the link is back" wait_for 20 more
 sleep 2
