@@ -1374,28 +1374,19 @@ v6_nd_proxied(struct build *b, struct nr_table *t, struct nr_chain *c)
 	}
 }
 
-/* redirect_out: no redirect to the sandbox side, of either family.  The
- * kernel redirects a guest that sends the gateway a packet for another
- * guest on the same link (before guest_fwd refuses it), naming the other
- * guest as the next hop (over IPv6 with its own MAC): a guest that
- * follows it would send there, where port isolation drops it silently,
- * and its next connection would time out instead of being refused.  The
- * bridge's send_redirects cannot stop the IPv4 ones alone (the kernel
- * sends them while "all" says so). */
+/* nd_out: no redirect to the sandbox side.  The kernel redirects a
+ * guest that sends the gateway a packet for another guest on the same
+ * link (before guest_fwd refuses it), naming the other guest's own MAC:
+ * a guest that follows it would send there, where port isolation drops
+ * it silently, and its next connection would time out instead of being
+ * refused. */
 static void
-redirect_out(struct build *b, struct nr_table *t)
+v6_nd_out(struct build *b, struct nr_table *t)
 {
-	struct nr_chain *c = model_chain(t, "redirect_out", "filter",
+	struct nr_chain *c = model_chain(t, "nd_out", "filter",
 	    NF_INET_LOCAL_OUT, -300, "raw");
 	struct nr_rb rb;
 
-	rb_begin(&rb, t, c);
-	rb_sandbox_side(b, &rb, F_OIFNAME, false);
-	rb_cmp_u8(&rb, F_ICMP_TYPE, 5);
-	rb_verdict(&rb, NF_DROP, NULL);
-	rb_end(&rb);
-	if (!b->cfg->gw.ipv6)
-		return;
 	rb_begin(&rb, t, c);
 	rb_sandbox_side(b, &rb, F_OIFNAME, false);
 	rb_cmp_u8(&rb, F_ICMP6_TYPE, 137);
@@ -2054,7 +2045,8 @@ build_inet(struct build *b)
 	guest_forward(b, t);
 	inet_base_chains(b, t);
 	inet_output(b, t);
-	redirect_out(b, t);
+	if (b->cfg->gw.ipv6)
+		v6_nd_out(b, t);
 	acct_local(t);
 }
 

@@ -564,9 +564,11 @@ walk_ndproxy(struct walk *w)
  * never comes.  The kernel answers no request whose sender address is
  * the same as its target (a gratuitous ARP) or is 0.0.0.0 (a guest's
  * RFC 5227 probe, answered only for the gateway's own addresses), so a
- * guest keeps the address it was given.  Only the gateway's own
- * redirects could point the guest past it, and the policy drops those
- * (nft-rules, redirect_out).
+ * guest keeps the address it was given.  The redirect the kernel would
+ * send the guest towards the other guest never leaves: its NAT drops
+ * redirects about a flow whose translation is not done, as no refused
+ * flow's is (the bridge's send_redirects alone could not stop it while
+ * "all" says 1).
  */
 static void
 walk_arpproxy(struct walk *w)

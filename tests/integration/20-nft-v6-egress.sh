@@ -65,7 +65,7 @@ ip -n "$TOPO-dev" -6 route add $NET6::c/128 via $NET6::1
 ip -n "$TOPO-other" -6 route add $NET6::b/128 via $NET6::1
 # The kernel would redirect dev to other (same link) when it forwards
 # between them, and a guest that followed it would go on-link, where port
-# isolation stops it; the policy drops such redirects (redirect_out), and dev
+# isolation stops it; the policy drops such redirects (nd_out), and dev
 # ignores them besides, so that it meets the gateway's refusal.
 in_ns "$TOPO-dev" sysctl -qw net.ipv6.conf.eth0.accept_redirects=0 net.ipv6.conf.eth0.accept_ra=0
 in_ns "$TOPO-other" sysctl -qw net.ipv6.conf.eth0.forwarding=0 net.ipv6.conf.eth0.accept_ra=2

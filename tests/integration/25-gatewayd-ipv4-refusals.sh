@@ -72,8 +72,10 @@ expect_eq "dev was sent no redirect towards web" "$rd0" "$(redirects dev)"
 r=$(try web tcp 10.77.0.11 8080)
 expect_eq "web -> 10.77.0.11:8080/tcp is refused as well ($r)" EHOSTUNREACH "${r% *}"
 expect_ok "... at once (${r##* } s)" fast "${r##* }"
-# A route through the gateway is what makes the kernel redirect: the
-# policy drops the redirect, so dev's later attempts meet the refusal.
+# The kernel would redirect dev to web (same link) on the way to the
+# refusal, on the bridge's route as on one through the gateway; its NAT
+# drops redirects about flows whose translation is not done, as no
+# refused flow's is, so dev's later attempts meet the refusal too.
 in_ns "$TOPO-dev" ip route add 10.77.0.10/32 via 10.77.0.1
 rd0=$(redirects dev)
 for i in 1 2 3; do
