@@ -513,7 +513,8 @@ walk_ndproxy(struct walk *w)
 		undo_add(w, "proxy_ndp %s 0", br);
 		on = 1;
 	}
-	delay = num_get(neigh_path(path, sizeof(path), "ipv6", br, "proxy_delay"));
+	delay = num_get(neigh_path(path, sizeof(path), "ipv6", br,
+	    "proxy_delay"));
 	if (delay > 0 && w->apply && num_set(path, 0) == 0) {
 		undo_add(w, "proxy_delay %s %ld", br, delay);
 		delay = 0;
@@ -830,8 +831,8 @@ undo_line(struct rtnl *r, char *line, int *rc)
 		if (errno != 0 || *end != '\0' || nv < 0 || nv > 100000 ||
 		    (verb[6] == 'n' && nv > 1) || (verb[6] == 'n' ?
 		    knob_path(path, sizeof(path), "ipv6", ifn, "proxy_ndp") :
-		    neigh_path(path, sizeof(path), "ipv6", ifn, "proxy_delay")) ==
-		    NULL) {
+		    neigh_path(path, sizeof(path), "ipv6", ifn,
+		    "proxy_delay")) == NULL) {
 			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
 			    ifn, arg);
 			return;
