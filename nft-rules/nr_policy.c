@@ -2215,6 +2215,25 @@ bridge_nd_quiet(struct nr_table *t, struct nr_chain *c, const char *trunk)
 	}
 }
 
+/* A guest's ARP towards another guest's port (one without isolation):
+ * dropped as that port's isolation would, neither counted nor logged.
+ * Every request a guest broadcasts meets this, and the gateway answers
+ * those for the other guests itself (gatewayd's ARP proxy). */
+static void
+bridge_arp_quiet(struct nr_table *t, struct nr_chain *c, const char *trunk)
+{
+	struct nr_rb rb;
+
+	rb_begin(&rb, t, c);
+	rb_lookup(&rb, (enum nr_field[]){ F_IIFNAME }, 1, "guest_ports",
+	    false);
+	if (trunk)
+		rb_cmp_str(&rb, F_OIFNAME, true, trunk);
+	rb_ethertype(&rb, ETH_P_ARP, "arp");
+	rb_verdict(&rb, NF_DROP, NULL);
+	rb_end(&rb);
+}
+
 static void
 bridge_from_guest(struct build *b, struct nr_table *t)
 {
@@ -2222,6 +2241,9 @@ bridge_from_guest(struct build *b, struct nr_table *t)
 	    F_IP_SADDR };
 	static const enum nr_field arpk[] = { F_IIFNAME, F_ETHER_SADDR,
 	    F_ARP_SHA, F_ARP_SPA };
+	static const enum nr_field probek[] = { F_IIFNAME, F_ETHER_SADDR,
+	    F_ARP_SHA, F_ARP_TPA };
+	const struct moat_prefix any4 = pfx("0.0.0.0/32");
 	struct nr_chain *c = model_chain(t, "from_guest", NULL, 0, 0, NULL);
 	struct nr_rb rb;
 
@@ -2241,6 +2263,15 @@ bridge_from_guest(struct build *b, struct nr_table *t)
 	rb_end(&rb);
 	rb_begin(&rb, t, c);
 	rb_lookup(&rb, arpk, 4, "guest_arp", false);
+	rb_verdict(&rb, NF_ACCEPT, NULL);
+	rb_end(&rb);
+	/* A guest's RFC 5227 probe for its own address (sender 0.0.0.0,
+	 * target the guest's address): the gateway answers such a probe
+	 * only for its own addresses, never from its ARP proxy, so the
+	 * guest finds its address free and keeps it; not spoofing. */
+	rb_begin(&rb, t, c);
+	rb_cmp_prefix(&rb, F_ARP_SPA, false, &any4);
+	rb_lookup(&rb, probek, 4, "guest_arp", false);
 	rb_verdict(&rb, NF_ACCEPT, NULL);
 	rb_end(&rb);
 	simple_rule(t, c, NFT_GOTO, reason_chain("bridge", "spoof"));
@@ -2371,6 +2402,7 @@ build_bridge(struct build *b)
 	    "filter");
 	if (gw->ipv6)
 		bridge_nd_quiet(t, c, trunk);
+	bridge_arp_quiet(t, c, trunk);
 	for (i = 0; i < 2; i++) {
 		rb_begin(&rb, t, c);
 		rb_lookup(&rb, (enum nr_field[]){ i ? F_OIFNAME : F_IIFNAME },

@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libnftnl-dev libmnl-dev libldns-dev ldnsutils libssl-dev libconfig-dev
  libcmocka-dev libseccomp-dev libbpf-dev nftables iproute2 iputils-ping dnsutils curl
- ncat socat conntrack conntrackd keepalived openssl python3 python3-fusepy procps strace
+ ncat socat iputils-arping conntrack conntrackd keepalived openssl python3 python3-fusepy procps strace
  qemu-system-x86 qemu-utils busybox-static cpio genisoimage xz-utils zstd
  lowdown man-db mmdebstrap extlinux e2fsprogs openssh-client debhelper lintian dpkg-dev
  libh2o-evloop-dev chromium chromium-driver python3-selenium

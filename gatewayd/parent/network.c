@@ -382,13 +382,15 @@ walk_forwarding6(struct walk *w)
 
 /* --- answering for the guests' IPv6 addresses ------------------------ */
 
-/* /proc/sys/net/ipv6/neigh/<ifname>/<key>, as knob_path. */
+/* /proc/sys/net/<ipv4|ipv6>/neigh/<ifname>/<key>, as knob_path. */
 static const char *
-neigh_path(char *buf, size_t len, const char *ifname, const char *key)
+neigh_path(char *buf, size_t len, const char *family, const char *ifname,
+    const char *key)
 {
-	if (knob_path(buf, len, "ipv6", ifname, key) == NULL)
+	if (knob_path(buf, len, family, ifname, key) == NULL)
 		return NULL;
-	snprintf(buf, len, "/proc/sys/net/ipv6/neigh/%s/%s", ifname, key);
+	snprintf(buf, len, "/proc/sys/net/%s/neigh/%s/%s", family, ifname,
+	    key);
 	return buf;
 }
 
@@ -476,7 +478,8 @@ walk_ndproxy(struct walk *w)
 		undo_add(w, "proxy_ndp %s 0", br);
 		on = 1;
 	}
-	delay = num_get(neigh_path(path, sizeof(path), br, "proxy_delay"));
+	delay = num_get(neigh_path(path, sizeof(path), "ipv6", br,
+	    "proxy_delay"));
 	if (delay > 0 && w->apply && num_set(path, 0) == 0) {
 		undo_add(w, "proxy_delay %s %ld", br, delay);
 		delay = 0;
@@ -512,6 +515,59 @@ walk_ndproxy(struct walk *w)
 		    "(%zu added, %zu removed)", want, added, removed);
 	else
 		item(w, false, what, "answers for %zu guests' addresses", want);
+}
+
+/* --- answering for the guests' IPv4 addresses ------------------------ */
+
+/*
+ * The bridge answers a guest's ARP request for another guest's IPv4
+ * address (any address of the sandbox network but the gateway's own,
+ * which it answers anyway) with the gateway's MAC, at once: the bridge's
+ * proxy_arp_pvlan 1 (the kernel's proxy ARP for a host on the same link,
+ * as a private VLAN needs) and its IPv4 proxy_delay 0.  What a guest then
+ * sends another guest reaches the policy, which refuses it at once; port
+ * isolation would otherwise leave the guest waiting for an answer that
+ * never comes.  The kernel answers no request whose sender address is
+ * the same as its target (a gratuitous ARP) or is 0.0.0.0 (a guest's
+ * RFC 5227 probe, answered only for the gateway's own addresses), so a
+ * guest keeps the address it was given.  The redirect the kernel would
+ * send the guest towards the other guest never leaves: its NAT drops
+ * redirects about a flow whose translation is not done, as no refused
+ * flow's is (the bridge's send_redirects alone could not stop it while
+ * "all" says 1).
+ */
+static void
+walk_arpproxy(struct walk *w)
+{
+	const char *br = w->cfg->gw.bridge;
+	char path[96], what[64];
+	struct rtnl_link l;
+	long delay;
+	int on;
+
+	snprintf(what, sizeof(what), "ARP proxy %s", br);
+	if (rtnl_link_get(w->r, br, &l) != 1)
+		return;		/* the bridge's own item says so */
+	if (knob_path(path, sizeof(path), "ipv4", br, "proxy_arp_pvlan") ==
+	    NULL)
+		return;
+	on = knob_get(path);
+	if (on == 0 && w->apply && knob_set(path, 1) == 0) {
+		undo_add(w, "proxy_arp_pvlan %s 0", br);
+		on = 1;
+	}
+	delay = num_get(neigh_path(path, sizeof(path), "ipv4", br,
+	    "proxy_delay"));
+	if (delay > 0 && w->apply && num_set(path, 0) == 0) {
+		undo_add(w, "proxy_delay4 %s %ld", br, delay);
+		delay = 0;
+	}
+	if (on != 1 || delay != 0)
+		item(w, true, what, "proxy_arp_pvlan %d, proxy_delay %ld: "
+		    "IPv4 between guests waits, not refused%s", on, delay,
+		    not_managed(w));
+	else
+		item(w, false, what, "answers for the guests' addresses");
 }
 
 /* The config as gatewayd takes it: valid, and valid on this host (its
@@ -565,6 +621,7 @@ net_walk(const struct moat_config *cfg, bool apply, struct gw_net *out)
 	if (fwd_get(cfg->gw.bridge) != -1)
 		walk_forwarding(&w, cfg->gw.bridge);
 	walk_uplink(&w);
+	walk_arpproxy(&w);
 	if (cfg->gw.ipv6) {
 		walk_forwarding6(&w);
 		walk_uplink6(&w);
@@ -699,6 +756,28 @@ undo_line(struct rtnl *r, char *line, int *rc)
 		undo_sysctl(ifn, arg, rc);
 		return;
 	}
+	/* The bridge's ARP proxy: proxy_arp_pvlan 0..1, proxy_delay4. */
+	if ((strcmp(verb, "proxy_arp_pvlan") == 0 || strcmp(verb,
+	    "proxy_delay4") == 0) && arg != NULL) {
+		bool pvlan = verb[6] == 'a';
+		char path[96], *end;
+		long nv;
+
+		errno = 0;
+		nv = strtol(arg, &end, 10);
+		if (errno != 0 || *end != '\0' || nv < 0 || nv > 100000 ||
+		    (pvlan && nv > 1) || (pvlan ? knob_path(path, sizeof(path),
+		    "ipv4", ifn, "proxy_arp_pvlan") : neigh_path(path,
+		    sizeof(path), "ipv4", ifn, "proxy_delay")) == NULL) {
+			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
+			    ifn, arg);
+			return;
+		}
+		if (num_set(path, nv) == 0)
+			printf("%s on %s set back to %ld\n", pvlan ?
+			    "proxy_arp_pvlan" : "IPv4 proxy_delay", ifn, nv);
+		return;	/* a vanished interface has nothing to undo */
+	}
 	/* The bridge's neighbour proxy: proxy_ndp 0..1, proxy_delay. */
 	if ((strcmp(verb, "proxy_ndp") == 0 || strcmp(verb, "proxy_delay") ==
 	    0) && arg != NULL) {
@@ -710,8 +789,8 @@ undo_line(struct rtnl *r, char *line, int *rc)
 		if (errno != 0 || *end != '\0' || nv < 0 || nv > 100000 ||
 		    (verb[6] == 'n' && nv > 1) || (verb[6] == 'n' ?
 		    knob_path(path, sizeof(path), "ipv6", ifn, "proxy_ndp") :
-		    neigh_path(path, sizeof(path), ifn, "proxy_delay")) ==
-		    NULL) {
+		    neigh_path(path, sizeof(path), "ipv6", ifn,
+		    "proxy_delay")) == NULL) {
 			log_warnx("network.undo: ignored \"%s %s %s\"", verb,
 			    ifn, arg);
 			return;

@@ -202,11 +202,15 @@ in_ns "$SB_NS_B" nft delete table bridge moat
 expect_eq "host B's rules removed: host A alone still keeps a1 from b1" timeout \
 	"$(tcp_probe $TOPO-a1 10.77.0.31 22)"
 in_ns "$SB_NS_A" nft delete table bridge moat
-# ARP from the refused attempts may still be failing: start it afresh.
-in_ns $TOPO-a1 ip neigh flush to 10.77.0.31
-in_ns $TOPO-b1 ip neigh flush to 10.77.0.21
+# Each guest sends to the other's own MAC, as a hostile guest may without
+# asking: over ARP the box's answer (its ARP proxy answers for every
+# guest's address) and the other guest's would race.
+in_ns $TOPO-a1 ip neigh replace 10.77.0.31 lladdr 52:54:00:00:0b:01 dev eth0 nud permanent
+in_ns $TOPO-b1 ip neigh replace 10.77.0.21 lladdr 52:54:00:00:0a:01 dev eth0 nud permanent
 expect_eq "mutation (both hosts' rules removed): a1 reaches b1" connected \
 	"$(tcp_probe $TOPO-a1 10.77.0.31 22)"
+in_ns $TOPO-a1 ip neigh del 10.77.0.31 dev eth0
+in_ns $TOPO-b1 ip neigh del 10.77.0.21 dev eth0
 host_rules "$SB_NS_B" "$TOPO_TMP/hostB.conf" apply >/dev/null
 in_ns $TOPO-a2 ip addr add 10.77.0.31/32 dev eth0
 udp_send a2 mut-spoof-ip 10.77.0.31
