@@ -552,7 +552,7 @@ walk_arpproxy(struct walk *w)
 	    NULL)
 		return;
 	on = knob_get(path);
-	if (on == 0 && w->apply && knob_set(path, 1) == 0) {
+	if (on == 0 && w->apply && sysctl_write(path, 1) == 0) {
 		undo_add(w, "proxy_arp_pvlan %s 0", br);
 		on = 1;
 	}
