@@ -348,8 +348,45 @@ fold(struct ctl_req *r, const char *sandbox, const struct seen_entry **e,
 	    mixed ? "several reasons" : seen_why_str(x->why));
 }
 
+/* The kernel's refusals towards other guests, when they reach FOLD_MIN
+ * addresses or more (a guest sweeping its own network, as
+ * containment-check does): one row for them all. */
+static void
+fold_guests(struct ctl_req *r, const char *sandbox,
+    const struct seen_entry **e, size_t n, bool *done)
+{
+	uint64_t count = 0;
+	time_t first = 0, last = 0;
+	size_t i, j, addrs = 0;
+	char what[64];
+
+	for (i = 0; i < n; i++) {
+		if (e[i]->source != SEEN_KERNEL || e[i]->why != SEEN_WHY_GUEST)
+			continue;
+		for (j = 0; j < i; j++)
+			if (e[j]->source == SEEN_KERNEL &&
+			    e[j]->why == SEEN_WHY_GUEST && same_dst(e[i], e[j]))
+				break;
+		addrs += j == i;
+	}
+	if (addrs < FOLD_MIN)
+		return;
+	for (i = 0; i < n; i++) {
+		if (e[i]->source != SEEN_KERNEL || e[i]->why != SEEN_WHY_GUEST)
+			continue;
+		done[i] = true;
+		count += e[i]->count;
+		first = first == 0 || e[i]->first < first ? e[i]->first : first;
+		last = e[i]->last > last ? e[i]->last : last;
+	}
+	snprintf(what, sizeof(what), "other guests: %zu addresses", addrs);
+	row(r, sandbox, what, count, first, last, seen_source_str(SEEN_KERNEL),
+	    seen_why_str(SEEN_WHY_GUEST));
+}
+
 /* Names first (dnsd's and the proxy's), most recent first; then the
- * kernel's refusals, folded per destination. */
+ * kernel's refusals, folded per destination (and those towards other
+ * guests into one row when there are many). */
 static void
 show_text(struct ctl_req *r, const struct seen_view *v,
     const struct seen_args *a, time_t cutoff, size_t per, bool *first)
@@ -369,6 +406,7 @@ show_text(struct ctl_req *r, const struct seen_view *v,
 			row(r, v->sandbox, e[i]->what, e[i]->count, e[i]->first,
 			    e[i]->last, seen_source_str(e[i]->source),
 			    seen_why_str(e[i]->why));
+	fold_guests(r, v->sandbox, e, n, done);
 	for (i = 0; i < n; i++)
 		if (e[i]->source == SEEN_KERNEL && !done[i])
 			fold(r, v->sandbox, e, n, i, done);

@@ -153,6 +153,28 @@ expect_match "the name rows come before the kernel's" "^web +$GW_ADDR: [0-9]+ po
 expect_eq "--kind kernel keeps the kernel's rows only" "" "$(gw_ctl refused web --kind kernel | grep -E '^web ' | grep -v ' kernel ')"
 expect_eq "--kind dns keeps dnsd's only" "" "$(gw_ctl refused web --kind dns | grep -E '^web ' | grep -v ' dns ')"
 expect_fail "--kind takes dns, proxy or kernel" gw_ctl refused web --kind ports
+
+# A sweep of the guests' network (containment-check makes one): refused
+# at once, as another guest, and one row for all the addresses.  (2 s
+# first: the port scan spent the guest's log lines for this second.)
+sleep 2
+in_ns "$TOPO-web" python3 - <<'PY'
+import socket
+for host in range(20, 40):
+    s = socket.socket()
+    s.settimeout(0.5)
+    try:
+        s.connect(("10.77.0.%d" % host, 22))
+    except OSError:
+        pass
+    s.close()
+PY
+guests() { gw_ctl refused web | grep -qE "^web +other guests: [0-9]+ addresses .* another guest"; }
+expect_ok "a sweep of other guests' addresses is one folded row" wait_for 5 guests
+R=$(gw_ctl refused web)
+expect_eq "...and no row of a single other guest" 0 "$(grep -cE "^web +10\.77\.0\.[0-9]+:22 " <<<"$R")"
+expect_match "the first row is still a name dnsd refused" '^web +(open\.test|zzzz\.evil\.test)\S* .* dns ' \
+	"$(sed -n 2p <<<"$R")"
 expect_eq "--json keeps every port, with its destination" yes "$(gw_ctl refused --json web | python3 -c '
 import json, sys
 e = [e for v in json.load(sys.stdin) for e in v["entries"] if e["source"] == "kernel"]
