@@ -447,6 +447,31 @@ ndproxy_prune(struct rtnl *r, int index, const struct moat_prefix *net,
 	return 0;
 }
 
+/* The bridge's neighbour proxy for family ("ipv6": proxy_ndp, "ipv4":
+ * proxy_arp_pvlan) on and its proxy_delay 0, each change recorded in
+ * network.undo (verbs knob, and delay_undo for the delay); *on and
+ * *delay: what is in force after, -1 if unreadable. */
+static void
+proxy_knobs(struct walk *w, const char *family, const char *knob,
+    const char *delay_undo, int *on, long *delay)
+{
+	const char *br = w->cfg->gw.bridge;
+	char path[96];
+
+	*on = knob_path(path, sizeof(path), family, br, knob) == NULL ? -1 :
+	    knob_get(path);
+	if (*on == 0 && w->apply && sysctl_write(path, 1) == 0) {
+		undo_add(w, "%s %s 0", knob, br);
+		*on = 1;
+	}
+	*delay = num_get(neigh_path(path, sizeof(path), family, br,
+	    "proxy_delay"));
+	if (*delay > 0 && w->apply && num_set(path, 0) == 0) {
+		undo_add(w, "%s %s %ld", delay_undo, br, *delay);
+		*delay = 0;
+	}
+}
+
 /*
  * The bridge answers a guest's neighbour solicitation for another
  * guest's IPv6 address with the gateway's MAC (a proxy entry for each
@@ -462,7 +487,7 @@ walk_ndproxy(struct walk *w)
 {
 	const struct moat_config *cfg = w->cfg;
 	const char *br = cfg->gw.bridge;
-	char path[96], what[64];
+	char what[64];
 	uint8_t (*have)[16] = NULL;
 	struct rtnl_link l;
 	struct moat_addr a;
@@ -473,17 +498,7 @@ walk_ndproxy(struct walk *w)
 	snprintf(what, sizeof(what), "neighbour proxy %s", br);
 	if (rtnl_link_get(w->r, br, &l) != 1)
 		return;		/* the bridge's own item says so */
-	on = v6_get(br, "proxy_ndp");
-	if (on == 0 && w->apply && v6_set(br, "proxy_ndp", 1) == 0) {
-		undo_add(w, "proxy_ndp %s 0", br);
-		on = 1;
-	}
-	delay = num_get(neigh_path(path, sizeof(path), "ipv6", br,
-	    "proxy_delay"));
-	if (delay > 0 && w->apply && num_set(path, 0) == 0) {
-		undo_add(w, "proxy_delay %s %ld", br, delay);
-		delay = 0;
-	}
+	proxy_knobs(w, "ipv6", "proxy_ndp", "proxy_delay", &on, &delay);
 	if (rtnl_proxy6_list(w->r, l.index, &have, &n) == -1) {
 		item(w, true, what, "cannot list its entries: %s",
 		    strerror(errno));
@@ -540,7 +555,7 @@ static void
 walk_arpproxy(struct walk *w)
 {
 	const char *br = w->cfg->gw.bridge;
-	char path[96], what[64];
+	char what[64];
 	struct rtnl_link l;
 	long delay;
 	int on;
@@ -548,20 +563,7 @@ walk_arpproxy(struct walk *w)
 	snprintf(what, sizeof(what), "ARP proxy %s", br);
 	if (rtnl_link_get(w->r, br, &l) != 1)
 		return;		/* the bridge's own item says so */
-	if (knob_path(path, sizeof(path), "ipv4", br, "proxy_arp_pvlan") ==
-	    NULL)
-		return;
-	on = knob_get(path);
-	if (on == 0 && w->apply && sysctl_write(path, 1) == 0) {
-		undo_add(w, "proxy_arp_pvlan %s 0", br);
-		on = 1;
-	}
-	delay = num_get(neigh_path(path, sizeof(path), "ipv4", br,
-	    "proxy_delay"));
-	if (delay > 0 && w->apply && num_set(path, 0) == 0) {
-		undo_add(w, "proxy_delay4 %s %ld", br, delay);
-		delay = 0;
-	}
+	proxy_knobs(w, "ipv4", "proxy_arp_pvlan", "proxy_delay4", &on, &delay);
 	if (on != 1 || delay != 0)
 		item(w, true, what, "proxy_arp_pvlan %d, proxy_delay %ld: "
 		    "IPv4 between guests waits, not refused%s", on, delay,
