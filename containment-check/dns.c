@@ -11,6 +11,7 @@
 #include <ldns/ldns.h>
 
 #include "cc.h"
+#include "dnswire.h"
 
 int
 cc_dns_query(const char *name, uint16_t qtype, uint16_t id, uint8_t *buf,
@@ -73,7 +74,7 @@ cc_dns_parse(const uint8_t *buf, size_t len, struct cc_dns_reply *r)
 
 	memset(r, 0, sizeof(*r));
 	if (len < LDNS_HEADER_SIZE || len > 65535 ||
-	    ldns_wire2pkt(&pkt, buf, len) != LDNS_STATUS_OK)
+	    dnswire_answer(&pkt, buf, len) != LDNS_STATUS_OK)
 		return -1;
 	if (!ldns_pkt_qr(pkt)) {
 		ldns_pkt_free(pkt);

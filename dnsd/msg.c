@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnswire.h"
 #include "admit.h"
 #include "msg.h"
 #include "ranges.h"
@@ -52,6 +53,10 @@ dq_parse(const uint8_t *buf, size_t len, bool tcp, struct dq *q)
 	if (LDNS_OPCODE_WIRE(buf) != LDNS_PACKET_QUERY)
 		return DQ_NOTIMP;
 	if (LDNS_QDCOUNT(buf) != 1)
+		return DQ_FORMERR;
+	/* One additional record at most (OPT): ldns loses all but the last
+	 * of several TSIG records, never freed (dnswire.h). */
+	if (LDNS_ARCOUNT(buf) > 1)
 		return DQ_FORMERR;
 	if (ldns_wire2pkt(&q->pkt, buf, len) != LDNS_STATUS_OK) {
 		q->pkt = NULL;
@@ -606,7 +611,7 @@ da_parse(const uint8_t *buf, size_t len, const struct dquestion *q,
 	memset(a, 0, sizeof(*a));
 	if (len < LDNS_HEADER_SIZE || LDNS_ID_WIRE(buf) != q->id)
 		return DA_MISMATCH;
-	if (ldns_wire2pkt(&p, buf, len) != LDNS_STATUS_OK)
+	if (dnswire_answer(&p, buf, len) != LDNS_STATUS_OK)
 		return LDNS_TC_WIRE(buf) ? DA_TRUNCATED : DA_BAD;
 	if ((st = da_match(p, q)) != DA_OK)
 		goto out;

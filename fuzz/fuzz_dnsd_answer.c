@@ -13,6 +13,7 @@
 
 #include <ldns/ldns.h>
 
+#include "dnswire.h"
 #include "../dnsd/cache.h"
 #include "../dnsd/msg.h"
 #include "ranges.h"
@@ -54,7 +55,7 @@ question_of(const uint8_t *data, size_t size, struct dquestion *q,
 	const ldns_rdf *o;
 	bool ok = false;
 
-	if (ldns_wire2pkt(&p, data, size) != LDNS_STATUS_OK)
+	if (dnswire_answer(&p, data, size) != LDNS_STATUS_OK)
 		return false;
 	if (ldns_rr_list_rr_count(ldns_pkt_question(p)) == 1) {
 		rr = ldns_rr_list_rr(ldns_pkt_question(p), 0);

@@ -19,6 +19,7 @@
 
 #include <ldns/ldns.h>
 
+#include "dnswire.h"
 #include "dns.h"
 #include "ev.h"
 #include "log.h"
@@ -204,7 +205,7 @@ req_readable(struct ev *e, uint32_t events)
 
 	if ((n = recv(e->fd, buf, sizeof(buf), 0)) <= 0)
 		return;		/* ICMP errors etc.: the timer retries */
-	if (ldns_wire2pkt(&p, buf, (size_t)n) != LDNS_STATUS_OK)
+	if (dnswire_answer(&p, buf, (size_t)n) != LDNS_STATUS_OK)
 		return;
 	if (!reply_matches(r, p)) {
 		ldns_pkt_free(p);

@@ -162,6 +162,22 @@ test_query_bad(void **state)
 	dq_clear(&q);
 	assert_int_equal(dq_parse(loop, sizeof(loop), false, &q), DQ_FORMERR);
 	dq_clear(&q);
+	/* Two TSIG records (type 250) after the question: more than one
+	 * additional record is refused before ldns, which would lose the
+	 * first one's memory. */
+	{
+		static const uint8_t tsig[] = { 0, 0, 250, 0, 255, 0, 0, 0, 0,
+		    0, 0 };
+		size_t k;
+
+		memcpy(buf, w, len);
+		buf[11] = 2;
+		for (k = 0; k < 2; k++)
+			memcpy(buf + len + k * sizeof(tsig), tsig, sizeof(tsig));
+		assert_int_equal(dq_parse(buf, len + 2 * sizeof(tsig), false,
+		    &q), DQ_FORMERR);
+		dq_clear(&q);
+	}
 	free(w);
 	w = query("a.test.", LDNS_RR_TYPE_ANY, 0, &len);
 	assert_int_equal(dq_parse(w, len, false, &q), DQ_NOTIMP);
